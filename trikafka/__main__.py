@@ -1,0 +1,5 @@
+import sys
+
+from trikafka.cli import main
+
+sys.exit(main())

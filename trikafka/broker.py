@@ -1,0 +1,226 @@
+"""The broker: builds every part from a BrokerConfig and runs them in one nursery tree.
+
+::
+
+    Broker.run                                  (root nursery; stops everything on exit)
+    ├── Purgatory           one task per delayed operation
+    ├── RequestHandlerPool  num.io.threads handler tasks  ◄── requests ── shared channel
+    └── SocketServer        Acceptors and Processors (see network/socket_server.py)
+
+Parts start in dependency order with ``nursery.start`` so that "ready" means ready: when
+``run`` reports started, every listener is bound and every handler is waiting.
+
+Graceful stop (``stop()``, SIGINT/SIGTERM in the CLI, leaving ``open_broker``): acceptors
+stop; processors stop reading, finish in-flight responses within ``shutdown.grace.ms`` and
+close their connections; the request channel closes and handlers drain; the rest is
+cancelled. Cancelling ``run`` from outside skips the grace: stop is cancellation.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import trio
+
+from trikafka.config import BrokerConfig
+from trikafka.metrics import BrokerMetrics
+from trikafka.network.endpoints import BoundEndpoint
+from trikafka.network.request_channel import RequestChannel
+from trikafka.network.socket_server import SocketServer
+from trikafka.protocol.registry import ApiRegistry
+from trikafka.server.apis.metadata import MetadataApis
+from trikafka.server.apis.versions import ApiVersionsApis
+from trikafka.server.kafka_apis import ApiContext, KafkaApis
+from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
+from trikafka.server.purgatory import Purgatory
+from trikafka.server.request_handler import RequestHandlerPool
+
+__all__ = ["Broker", "BrokerStatistics", "open_broker", "load_meta_properties"]
+
+log = logging.getLogger("trikafka.broker")
+
+
+def load_meta_properties(config: BrokerConfig) -> str:
+    """The cluster id: from config, else from ``meta.properties`` in the first log dir
+    (written there on first start, as Kafka's storage format does), else a new one."""
+    if not config.log_dirs:
+        return config.cluster_id or new_cluster_id()
+    path = Path(config.log_dirs[0]) / "meta.properties"
+    if path.exists():
+        values = dict(
+            line.split("=", 1)
+            for line in path.read_text().splitlines()
+            if "=" in line and not line.startswith("#")
+        )
+        stored = values.get("cluster.id")
+        if stored:
+            if config.cluster_id and config.cluster_id != stored:
+                raise ValueError(
+                    f"cluster.id {config.cluster_id!r} does not match {stored!r} in {path}"
+                )
+            return stored
+    cluster_id = config.cluster_id or new_cluster_id()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "#\n#written by trikafka\n"
+        f"cluster.id={cluster_id}\nnode.id={config.node_id}\nversion=1\n"
+    )
+    return cluster_id
+
+
+@attrs.frozen
+class BrokerStatistics:
+    request_queue_size: int
+    network_processor_avg_idle_percent: float
+    request_handler_avg_idle_percent: float
+    connections: Mapping[str, Any]
+    requests: Mapping[str, Any]
+    purgatory_size: int
+
+
+class Broker:
+    def __init__(
+        self,
+        config: BrokerConfig | None = None,
+        *,
+        listeners: Mapping[str, trio.abc.Listener] | None = None,
+    ) -> None:
+        self.config = config or BrokerConfig()
+        self.metrics = BrokerMetrics()
+        self.registry = ApiRegistry()
+        self.cluster_id = load_meta_properties(self.config)
+        self.request_channel = RequestChannel(self.config.queued_max_requests)
+        self.metadata_cache = MetadataCache(self.config, self.cluster_id)
+        self.purgatory = Purgatory()
+        self.context = ApiContext(
+            config=self.config,
+            registry=self.registry,
+            metadata_cache=self.metadata_cache,
+            purgatory=self.purgatory,
+            channel=self.request_channel,
+            metrics=self.metrics,
+        )
+        self.apis = KafkaApis(
+            self.context, [ApiVersionsApis(self.context), MetadataApis(self.context)]
+        )
+        self.handler_pool = RequestHandlerPool(
+            self.config.num_io_threads, self.request_channel, self.apis
+        )
+        self.socket_server = SocketServer(
+            self.config, self.registry, self.request_channel, self.metrics, listeners
+        )
+        self._stop_requested = trio.Event()
+        self.stopped = trio.Event()
+        self.endpoints: dict[str, BoundEndpoint] = {}
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.purgatory.run, name="purgatory")
+                await nursery.start(self.handler_pool.run, name="request-handler-pool")
+                self.endpoints = await nursery.start(self.socket_server.run, name="socket-server")
+                self.metadata_cache.set_bound_endpoints(self.endpoints)
+                log.info(
+                    "broker %d of cluster %s started: %s",
+                    self.config.node_id,
+                    self.cluster_id,
+                    ", ".join(map(str, self.endpoints.values())),
+                )
+                task_status.started(self)
+                await self._stop_requested.wait()
+                await self._shutdown(nursery)
+        finally:
+            self.stopped.set()
+
+    async def _shutdown(self, nursery: trio.Nursery) -> None:
+        log.info("broker %d shutting down", self.config.node_id)
+        self.socket_server.begin_shutdown(self.config.shutdown_grace_ms / 1000)
+        await self.socket_server.stopped.wait()
+        await self.request_channel.close()  # handlers drain what is queued, then end
+        nursery.cancel_scope.cancel()  # purgatory and the rest
+        log.info("broker %d stopped", self.config.node_id)
+
+    def stop(self) -> None:
+        """Begin a graceful stop; ``run`` returns when it is done."""
+        self._stop_requested.set()
+
+    async def serve(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run until SIGINT or SIGTERM (graceful); a second signal stops at once."""
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async with trio.open_nursery() as nursery:
+                await nursery.start(self.run)
+                task_status.started(self)
+
+                async def watch_signals() -> None:
+                    async for signum in signals:
+                        if self._stop_requested.is_set():
+                            log.warning("second %s: stopping now", signal.Signals(signum).name)
+                            nursery.cancel_scope.cancel()
+                            return
+                        log.info("%s: stopping gracefully", signal.Signals(signum).name)
+                        self.stop()
+
+                nursery.start_soon(watch_signals)
+                await self.stopped.wait()
+                nursery.cancel_scope.cancel()
+
+    # --- what users read ---------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The bound port of the first listener (handy with port 0)."""
+        return next(iter(self.endpoints.values())).port
+
+    def bootstrap_servers(self, listener: str | None = None) -> str:
+        endpoint = self.endpoints[listener] if listener else next(iter(self.endpoints.values()))
+        return f"{endpoint.host}:{endpoint.port}"
+
+    def statistics(self) -> BrokerStatistics:
+        processors = [p.statistics() for p in self.socket_server.all_processors()]
+        idle = sum(p.idle_percent for p in processors) / len(processors) if processors else 1.0
+        return BrokerStatistics(
+            request_queue_size=self.request_channel.statistics().queue_size,
+            network_processor_avg_idle_percent=idle,
+            request_handler_avg_idle_percent=self.handler_pool.statistics().idle_percent,
+            connections={
+                name: attrs.asdict(m) for name, m in self.metrics.connections.items()
+            },
+            requests={name: m.snapshot() for name, m in self.metrics.requests.items()},
+            purgatory_size=self.purgatory.statistics().delayed,
+        )
+
+
+@asynccontextmanager
+async def open_broker(
+    config: BrokerConfig | Mapping[str, Any] | None = None,
+    *,
+    listeners: Mapping[str, trio.abc.Listener] | None = None,
+    **overrides: Any,
+) -> AsyncIterator[Broker]:
+    """Run a broker for the duration of the block; every listener is bound on entry.
+
+    ``config`` is a BrokerConfig or a mapping of Kafka keys; keyword overrides accept either
+    spelling (``num_io_threads=2``). With no listeners given, the broker binds an ephemeral
+    port on 127.0.0.1 — read it from ``broker.port``.
+    """
+    if config is None:
+        config = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:0")
+    elif isinstance(config, Mapping):
+        config = BrokerConfig.from_mapping(config)
+    if overrides:
+        config = config.with_overrides(**overrides)
+    broker = Broker(config, listeners=listeners)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(broker.run)
+        try:
+            yield broker
+        finally:
+            broker.stop()

@@ -1,0 +1,128 @@
+"""``python -m trikafka``: the dev broker.
+
+``main(argv) -> int`` so tests can drive it. Precedence: defaults < ``--config`` file <
+``--override key=value`` < dedicated flags such as ``--listeners``. Kafka's dotted keys work
+everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from trikafka.broker import Broker
+from trikafka.config import BrokerConfig, config_keys, read_properties_file
+from trikafka.errors import ConfigError
+
+__all__ = ["main", "build_config", "parse_args"]
+
+log = logging.getLogger("trikafka")
+
+DEFAULT_DATA_DIR = "./trikafka-data"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m trikafka",
+        description="A Kafka-wire-compatible broker on Trio.",
+    )
+    parser.add_argument("--config", metavar="FILE", help="a server.properties file")
+    parser.add_argument(
+        "--override",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="set a configuration key (repeatable), e.g. num.io.threads=4",
+    )
+    parser.add_argument("--listeners", help="e.g. PLAINTEXT://127.0.0.1:9092 (port 0: any)")
+    parser.add_argument(
+        "--data-dir",
+        help=f"where data lives (log.dirs); default {DEFAULT_DATA_DIR}",
+    )
+    parser.add_argument("--in-memory", action="store_true", help="keep no data on disk")
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument("--list-config", action="store_true", help="print every key and exit")
+    return parser.parse_args(argv)
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    items: dict[str, Any] = {}
+    if args.config:
+        items.update(read_properties_file(args.config))
+    for override in args.override:
+        key, sep, value = override.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(override, override, "--override takes KEY=VALUE")
+        items[key.strip()] = value
+    if args.listeners:
+        items["listeners"] = args.listeners
+    if args.in_memory:
+        items["log.dirs"] = ""
+    elif args.data_dir:
+        items["log.dirs"] = args.data_dir
+    elif not items.get("log.dirs"):
+        items["log.dirs"] = DEFAULT_DATA_DIR
+    return BrokerConfig.from_mapping(items)
+
+
+def _setup_logging(level: str) -> None:
+    from rich.logging import RichHandler
+
+    logging.basicConfig(
+        level=level.upper(),
+        format="%(message)s",
+        datefmt="[%X]",
+        handlers=[RichHandler(show_path=False, rich_tracebacks=True)],
+        force=True,
+    )
+
+
+def _print_banner(broker: Broker) -> None:
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    where = (
+        ", ".join(broker.config.log_dirs) if broker.config.log_dirs else "memory (nothing kept)"
+    )
+    console.print(
+        f"[bold green]trikafka[/] broker {broker.config.node_id} ready · cluster "
+        f"{broker.cluster_id}"
+    )
+    for endpoint in broker.endpoints.values():
+        console.print(f"  listening on [bold]{endpoint}[/]")
+    console.print(f"  data: {where}")
+    console.print("  Ctrl-C stops gracefully")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.list_config:
+        for key, default, doc in config_keys():
+            print(f"{key}={default}\t# {doc}")
+        return 0
+    try:
+        _setup_logging(args.log_level)
+        config = build_config(args)
+    except (ConfigError, OSError, ValueError) as exc:
+        print(f"trikafka: {exc}", file=sys.stderr)
+        return 2
+
+    async def serve() -> None:
+        broker = Broker(config)
+        async with trio.open_nursery() as nursery:
+            await nursery.start(broker.serve)
+            _print_banner(broker)
+
+    try:
+        trio.run(serve)
+    except OSError as exc:
+        print(f"trikafka: cannot start: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,136 @@
+"""A minimal Trio Kafka client connection: send kio requests, await kio responses.
+
+Requests may be issued concurrently; they are written in call order and their answers are
+matched by correlation id (the broker answers in order; a reader task checks it). Works over
+any ``trio.abc.Stream``: TCP, TLS or the in-memory transport.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from trikafka.protocol.framing import NEED_DATA, FrameDecoder
+from trikafka.protocol.headers import decode_response, encode_request
+from trikafka.protocol.registry import ApiRegistry, ApiVersionSpec
+
+__all__ = ["KafkaConnection", "open_connection", "connect_tcp", "ConnectionClosed"]
+
+_ALL_VERSIONS_REGISTRY: ApiRegistry | None = None
+
+
+def client_registry() -> ApiRegistry:
+    """A registry of every version kio knows, so tests can send what the broker refuses."""
+    global _ALL_VERSIONS_REGISTRY
+    if _ALL_VERSIONS_REGISTRY is None:
+        from kio.schema.index import api_key_map, schema_name_map
+
+        supported = {}
+        for key, name in api_key_map.items():
+            versions = sorted(schema_name_map[name])
+            if versions == list(range(versions[0], versions[-1] + 1)):
+                supported[key] = (versions[0], versions[-1])
+        _ALL_VERSIONS_REGISTRY = ApiRegistry(supported)
+    return _ALL_VERSIONS_REGISTRY
+
+
+class ConnectionClosed(Exception):
+    """The broker closed the connection before answering."""
+
+
+def _spec_for(body: Any) -> ApiVersionSpec:
+    spec = client_registry().get(body.__api_key__, body.__version__)
+    if spec is None:
+        raise ValueError(f"no kio spec for {type(body).__name__} v{body.__version__}")
+    return spec
+
+
+class KafkaConnection:
+    def __init__(self, stream: trio.abc.Stream, client_id: str | None = "trikafka-client") -> None:
+        self.stream = stream
+        self.client_id = client_id
+        self._correlation = itertools.count(1)
+        self._pending: dict[int, tuple[ApiVersionSpec, trio.MemorySendChannel]] = {}
+        self._order: list[int] = []
+        self._send_lock = trio.StrictFIFOLock()
+        self._decoder = FrameDecoder(2**31 - 1)
+        self.closed = False
+
+    async def request(self, body: Any) -> Any:
+        """Send a kio request entity; return the decoded response entity."""
+        spec = _spec_for(body)
+        correlation_id = next(self._correlation)
+        send, receive = trio.open_memory_channel(1)
+        self._pending[correlation_id] = (spec, send)
+        self._order.append(correlation_id)
+        frame = encode_request(spec, correlation_id, body, self.client_id)
+        async with self._send_lock:
+            await self.stream.send_all(frame)
+        try:
+            result = await receive.receive()
+        except trio.EndOfChannel:
+            raise ConnectionClosed(f"connection closed awaiting {spec.name}") from None
+        return result
+
+    async def send_no_response(self, body: Any) -> None:
+        """Send a request that gets no answer (Produce with acks=0)."""
+        spec = _spec_for(body)
+        frame = encode_request(spec, next(self._correlation), body, self.client_id)
+        async with self._send_lock:
+            await self.stream.send_all(frame)
+
+    async def _reader(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        task_status.started()
+        try:
+            while True:
+                frame = self._decoder.next_frame()
+                if frame is NEED_DATA:
+                    data = await self.stream.receive_some(256 * 1024)
+                    if not data:
+                        return
+                    self._decoder.receive_data(data)
+                    continue
+                correlation_id = int.from_bytes(frame[:4], "big", signed=True)
+                expected = self._order.pop(0) if self._order else None
+                if correlation_id != expected:
+                    raise RuntimeError(
+                        f"response out of order: got correlation id {correlation_id}, expected {expected}"
+                    )
+                spec, send = self._pending.pop(correlation_id)
+                _, body = decode_response(spec, frame)
+                send.send_nowait(body)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+        finally:
+            self.closed = True
+            for _, send in self._pending.values():
+                send.close()
+            self._pending.clear()
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+@asynccontextmanager
+async def open_connection(
+    stream: trio.abc.Stream, client_id: str | None = "trikafka-client"
+) -> AsyncIterator[KafkaConnection]:
+    connection = KafkaConnection(stream, client_id)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(connection._reader)
+        try:
+            yield connection
+        finally:
+            nursery.cancel_scope.cancel()
+            await trio.aclose_forcefully(stream)
+
+
+@asynccontextmanager
+async def connect_tcp(host: str, port: int, client_id: str | None = "trikafka-client") -> AsyncIterator[KafkaConnection]:
+    stream = await trio.open_tcp_stream(host, port)
+    async with open_connection(stream, client_id) as connection:
+        yield connection

@@ -1,0 +1,352 @@
+"""Broker configuration with Kafka's key names and defaults.
+
+``BrokerConfig`` is frozen; every field carries its Kafka key (``num.network.threads``), a
+parser for the string form found in ``server.properties`` and a validator. Python code may use
+either spelling (``num_network_threads=3`` or ``{"num.network.threads": "3"}``). An unknown key
+is refused with the closest known key suggested; a bad value names the key, the value and what
+is allowed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from trikafka.errors import ConfigError
+
+__all__ = ["BrokerConfig", "config_keys", "parse_listeners", "ListenerSpec"]
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+@attrs.frozen
+class ListenerSpec:
+    """One ``NAME://host:port`` entry of ``listeners`` / ``advertised.listeners``."""
+
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+
+def parse_listeners(value: str, key: str = "listeners") -> tuple[ListenerSpec, ...]:
+    specs: list[ListenerSpec] = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        name, sep, rest = item.partition("://")
+        if not sep or not name or not name.replace("_", "").replace("-", "").isalnum():
+            raise ConfigError(key, value, "entries must look like NAME://host:port")
+        if rest.startswith("["):
+            host, _, port_text = rest[1:].partition("]:")
+        else:
+            host, _, port_text = rest.rpartition(":")
+        try:
+            port = int(port_text)
+        except ValueError:
+            raise ConfigError(key, value, f"{item!r} has no integer port") from None
+        if not 0 <= port <= 65535:
+            raise ConfigError(key, value, f"port {port} is outside 0..65535")
+        specs.append(ListenerSpec(name.upper(), host, port))
+    if not specs:
+        raise ConfigError(key, value, "at least one NAME://host:port listener is required")
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ConfigError(key, value, "each listener name may appear once")
+    return tuple(specs)
+
+
+def _parse_overrides(value: str, key: str) -> dict[str, int]:
+    result: dict[str, int] = {}
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        host, sep, limit = item.partition(":") if item.count(":") == 1 else item.rpartition(":")
+        try:
+            if not sep or not host:
+                raise ValueError
+            result[host] = int(limit)
+        except ValueError:
+            raise ConfigError(key, value, "entries must look like host:count") from None
+        if result[host] < 0:
+            raise ConfigError(key, value, f"{host} has a negative limit")
+    return result
+
+
+def _bool(value: str, key: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    raise ConfigError(key, value, "allowed values are true and false")
+
+
+def _int(lo: int, hi: int = INT64_MAX) -> tuple[Callable[[str, str], int], Callable]:
+    def parse(value: str, key: str) -> int:
+        try:
+            return int(str(value).strip())
+        except ValueError:
+            raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required") from None
+
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        key = attribute.metadata["key"]
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required")
+        if not lo <= value <= hi:
+            raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required")
+
+    return parse, check
+
+
+def _field(key: str, default: Any, parse: Callable, check: Callable | None, doc: str) -> Any:
+    validators = [check] if check else []
+    return attrs.field(
+        default=default,
+        validator=validators,
+        metadata={"key": key, "parse": parse, "doc": doc},
+    )
+
+
+def _int_field(key: str, default: int, doc: str, lo: int = 0, hi: int = INT64_MAX) -> Any:
+    parse, check = _int(lo, hi)
+    return _field(key, default, parse, check, doc)
+
+
+def _bool_field(key: str, default: bool, doc: str) -> Any:
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if not isinstance(value, bool):
+            raise ConfigError(attribute.metadata["key"], value, "allowed values are true and false")
+
+    return _field(key, default, _bool, check, doc)
+
+
+def _check_listeners(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is None and attribute.name == "advertised_listeners":
+        return
+    if not isinstance(value, tuple) or not all(isinstance(v, ListenerSpec) for v in value):
+        raise ConfigError(attribute.metadata["key"], value, "a tuple of ListenerSpec")
+
+
+def _listeners_converter(value: Any) -> Any:
+    return parse_listeners(value) if isinstance(value, str) else value
+
+
+def _adv_converter(value: Any) -> Any:
+    if value is None or value == "":
+        return None
+    return parse_listeners(value, "advertised.listeners") if isinstance(value, str) else value
+
+
+def _log_dirs_converter(value: Any) -> Any:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str | os.PathLike):
+        value = [p for p in str(value).split(",") if p.strip()]
+    return tuple(str(Path(p).expanduser()) for p in value)
+
+
+def _check_overrides(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in value.items()
+    ):
+        raise ConfigError(attribute.metadata["key"], value, "a mapping of host to count >= 0")
+
+
+def _check_cluster_id(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise ConfigError(attribute.metadata["key"], value, "a non-empty string or unset")
+
+
+@attrs.frozen(kw_only=True)
+class BrokerConfig:
+    """The broker's settings. Field names are Kafka's keys with ``_`` for ``.``."""
+
+    node_id: int = _int_field("node.id", 1, "This broker's id in Metadata responses.", 0, INT32_MAX)
+    listeners: tuple[ListenerSpec, ...] = attrs.field(
+        default="PLAINTEXT://127.0.0.1:9092",
+        converter=_listeners_converter,
+        validator=_check_listeners,
+        metadata={
+            "key": "listeners",
+            "parse": lambda v, k: parse_listeners(v, k),
+            "doc": "Comma-separated NAME://host:port endpoints; port 0 picks a free port.",
+        },
+    )
+    advertised_listeners: tuple[ListenerSpec, ...] | None = attrs.field(
+        default=None,
+        converter=_adv_converter,
+        validator=_check_listeners,
+        metadata={
+            "key": "advertised.listeners",
+            "parse": lambda v, k: parse_listeners(v, k) if v else None,
+            "doc": "What Metadata tells clients; defaults to the bound listeners.",
+        },
+    )
+    cluster_id: str | None = attrs.field(
+        default=None,
+        validator=_check_cluster_id,
+        metadata={
+            "key": "cluster.id",
+            "parse": lambda v, k: v or None,
+            "doc": "Fixed cluster id; by default generated once and kept in meta.properties.",
+        },
+    )
+    log_dirs: tuple[str, ...] | None = attrs.field(
+        default=None,
+        converter=_log_dirs_converter,
+        metadata={
+            "key": "log.dirs",
+            "parse": lambda v, k: v,
+            "doc": "Data directories; unset keeps everything in memory.",
+        },
+    )
+    num_network_threads: int = _int_field(
+        "num.network.threads", 3, "Processor tasks per listener.", 1, 1024
+    )
+    num_io_threads: int = _int_field("num.io.threads", 8, "Request handler tasks.", 1, 1024)
+    queued_max_requests: int = _int_field(
+        "queued.max.requests", 500, "Capacity of the shared request channel.", 1, INT32_MAX
+    )
+    socket_request_max_bytes: int = _int_field(
+        "socket.request.max.bytes", 104857600, "Largest request frame accepted.", 1, INT32_MAX
+    )
+    socket_send_buffer_bytes: int = _int_field(
+        "socket.send.buffer.bytes", 102400, "SO_SNDBUF of accepted sockets; -1 keeps the OS's.", -1, INT32_MAX
+    )
+    socket_receive_buffer_bytes: int = _int_field(
+        "socket.receive.buffer.bytes", 102400, "SO_RCVBUF of accepted sockets; -1 keeps the OS's.", -1, INT32_MAX
+    )
+    connections_max_idle_ms: int = _int_field(
+        "connections.max.idle.ms", 600000, "Idle connections are closed after this long.", 1
+    )
+    max_connections: int = _int_field(
+        "max.connections", INT32_MAX, "Connections accepted across all listeners.", 0, INT32_MAX
+    )
+    max_connections_per_ip: int = _int_field(
+        "max.connections.per.ip", INT32_MAX, "Connections accepted from one address.", 0, INT32_MAX
+    )
+    max_connections_per_ip_overrides: Mapping[str, int] = attrs.field(
+        factory=dict,
+        converter=lambda v: _parse_overrides(v, "max.connections.per.ip.overrides")
+        if isinstance(v, str)
+        else dict(v),
+        validator=_check_overrides,
+        metadata={
+            "key": "max.connections.per.ip.overrides",
+            "parse": _parse_overrides,
+            "doc": "Per-host limits, host:count,host:count.",
+        },
+    )
+    shutdown_grace_ms: int = _int_field(
+        "shutdown.grace.ms",
+        5000,
+        "trikafka: how long a graceful stop waits for in-flight responses.",
+        0,
+    )
+
+    # --- construction -------------------------------------------------------------------
+
+    @classmethod
+    def from_properties(
+        cls, source: Mapping[str, Any] | str | os.PathLike | None = None, **overrides: Any
+    ) -> BrokerConfig:
+        """Build from a mapping or a ``server.properties`` file; ``overrides`` win."""
+        if source is None:
+            items: dict[str, Any] = {}
+        elif isinstance(source, Mapping):
+            items = dict(source)
+        else:
+            items = read_properties_file(source)
+        items.update(overrides)
+        return cls.from_mapping(items)
+
+    @classmethod
+    def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
+        by_key = _fields_by_key()
+        kwargs: dict[str, Any] = {}
+        for raw_key, value in items.items():
+            key = raw_key.replace("_", ".")
+            field = by_key.get(key)
+            if field is None:
+                raise ConfigError(raw_key, value, _unknown_key_hint(raw_key))
+            if isinstance(value, str):
+                value = field.metadata["parse"](value.strip(), key)
+            kwargs[field.name] = value
+        return cls(**kwargs)
+
+    def with_overrides(self, **changes: Any) -> BrokerConfig:
+        merged = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
+        for raw_key, value in changes.items():
+            key = raw_key.replace("_", ".")
+            field = _fields_by_key().get(key)
+            if field is None:
+                raise ConfigError(raw_key, value, _unknown_key_hint(raw_key))
+            if isinstance(value, str):
+                value = field.metadata["parse"](value.strip(), key)
+            merged[field.name] = value
+        return type(self)(**merged)
+
+    def as_properties(self) -> dict[str, str]:
+        """Kafka key → string value, as DescribeConfigs and the CLI banner show them."""
+        out: dict[str, str] = {}
+        for field in attrs.fields(type(self)):
+            value = getattr(self, field.name)
+            if value is None:
+                text = ""
+            elif isinstance(value, tuple) and value and isinstance(value[0], ListenerSpec):
+                text = ",".join(map(str, value))
+            elif isinstance(value, tuple):
+                text = ",".join(value)
+            elif isinstance(value, Mapping):
+                text = ",".join(f"{k}:{v}" for k, v in value.items())
+            elif isinstance(value, bool):
+                text = str(value).lower()
+            else:
+                text = str(value)
+            out[field.metadata["key"]] = text
+        return out
+
+    def max_connections_for(self, host: str) -> int:
+        return self.max_connections_per_ip_overrides.get(host, self.max_connections_per_ip)
+
+
+def _fields_by_key() -> dict[str, attrs.Attribute]:
+    return {f.metadata["key"]: f for f in attrs.fields(BrokerConfig)}
+
+
+def config_keys() -> Iterable[tuple[str, str, str]]:
+    """(key, default, doc) for every supported key — README's table comes from here."""
+    defaults = BrokerConfig().as_properties()
+    for field in attrs.fields(BrokerConfig):
+        key = field.metadata["key"]
+        yield key, defaults[key], field.metadata["doc"]
+
+
+def _unknown_key_hint(key: str) -> str:
+    close = difflib.get_close_matches(key.replace("_", "."), list(_fields_by_key()), n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown configuration key{hint}"
+
+
+def read_properties_file(path: str | os.PathLike) -> dict[str, str]:
+    """Java-properties subset: ``key=value`` or ``key: value``, ``#``/``!`` comments."""
+    items: dict[str, str] = {}
+    text = Path(path).read_text(encoding="utf-8")
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        positions = [p for p in (stripped.find("="), stripped.find(":")) if p > 0]
+        if not positions:
+            raise ConfigError(f"{path}:{number}", stripped, "lines must look like key=value")
+        cut = min(positions)
+        items[stripped[:cut].strip()] = stripped[cut + 1 :].strip()
+    return items

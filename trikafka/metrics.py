@@ -1,0 +1,127 @@
+"""Broker metrics under Kafka's names.
+
+Components record into these objects; readers (the CLI, tests, Prometheus text) take frozen
+snapshots through ``snapshot()`` and never read private fields. All durations are on trio's
+clock, so a MockClock run reports virtual milliseconds.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from typing import Any
+
+import attrs
+
+__all__ = ["Histogram", "HistogramSnapshot", "RequestMetrics", "BrokerMetrics", "TIME_PARTS"]
+
+#: Kafka's split of a request's TotalTimeMs, in the order a request lives them.
+TIME_PARTS = (
+    "RequestQueueTimeMs",
+    "LocalTimeMs",
+    "RemoteTimeMs",
+    "ResponseQueueTimeMs",
+    "ResponseSendTimeMs",
+    "TotalTimeMs",
+)
+
+# Bucket bounds in ms: fine below a millisecond, coarse above a second.
+_BOUNDS = [0.01 * 1.25**i for i in range(80)]
+
+
+@attrs.frozen
+class HistogramSnapshot:
+    count: int
+    mean: float
+    max: float
+    p50: float
+    p99: float
+
+
+class Histogram:
+    """A log-bucketed histogram: constant memory, percentiles within 25 %."""
+
+    __slots__ = ("count", "total", "max", "_buckets")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+        self.max = 0.0
+        self._buckets = [0] * (len(_BOUNDS) + 1)
+
+    def record(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+        if value > self.max:
+            self.max = value
+        self._buckets[bisect.bisect_left(_BOUNDS, value)] += 1
+
+    def _percentile(self, q: float) -> float:
+        if not self.count:
+            return 0.0
+        rank = q * self.count
+        seen = 0
+        for index, n in enumerate(self._buckets):
+            seen += n
+            if seen >= rank:
+                return min(_BOUNDS[index] if index < len(_BOUNDS) else self.max, self.max)
+        return self.max
+
+    def snapshot(self) -> HistogramSnapshot:
+        mean = self.total / self.count if self.count else 0.0
+        return HistogramSnapshot(
+            self.count, mean, self.max, self._percentile(0.5), self._percentile(0.99)
+        )
+
+
+class RequestMetrics:
+    """Per-API RequestsPerSec counter and the TotalTimeMs split."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.errors: dict[str, int] = defaultdict(int)
+        self.times = {part: Histogram() for part in TIME_PARTS}
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "Requests": self.requests,
+            **{part: hist.snapshot() for part, hist in self.times.items()},
+        }
+
+
+@attrs.define
+class ListenerConnectionMetrics:
+    count: int = 0  # connections open now
+    created: int = 0
+    closed: int = 0
+    rejected: int = 0  # refused at accept by a connection quota
+
+
+class BrokerMetrics:
+    """Everything the broker counts, by Kafka's metric names."""
+
+    def __init__(self) -> None:
+        self.requests: dict[str, RequestMetrics] = defaultdict(RequestMetrics)
+        self.connections: dict[str, ListenerConnectionMetrics] = defaultdict(
+            ListenerConnectionMetrics
+        )
+        self.closed_by_error: int = 0  # connections closed for bad frames or versions
+
+    def record_request(self, api: str, timings: dict[str, float]) -> None:
+        metrics = self.requests[api]
+        metrics.requests += 1
+        for part, value in timings.items():
+            metrics.times[part].record(value)
+
+    def connection_opened(self, listener: str) -> None:
+        m = self.connections[listener]
+        m.count += 1
+        m.created += 1
+
+    def connection_closed(self, listener: str) -> None:
+        m = self.connections[listener]
+        m.count -= 1
+        m.closed += 1
+
+    def connection_rejected(self, listener: str) -> None:
+        self.connections[listener].rejected += 1

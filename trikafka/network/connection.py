@@ -1,0 +1,179 @@
+"""One client connection: read a frame, hand it on, wait, write the answer, repeat.
+
+Theory of operation — the mute cycle (Kafka's KafkaChannel states):
+
+  NOT_MUTED ──frame read──▶ MUTED ──request queued──▶ MUTED_AND_RESPONSE_PENDING
+      ▲                                                          │
+      └────────────────── response written ◀─────────────────────┘
+
+While muted the connection reads nothing from the socket, so a client that pipelines
+requests leaves them in the kernel's buffers (and in our frame decoder, if one read brought
+several): the broker answers strictly in order, one request in flight per connection. The
+response comes back through a capacity-1 memory channel owned by this connection.
+
+Idle expiry (connections.max.idle.ms) is a deadline on the read, measured from the last
+activity — a byte received or a response written — on trio's clock.
+
+Shutdown: the processor cancels the *read* scope of every connection, so a connection
+waiting for its next request closes at once, while one with a request in flight finishes
+writing the response first; the processor's nursery deadline bounds that grace period.
+
+Errors: a bad frame or header is the client's fault — one log line, this connection closes,
+nothing else notices. Transport errors (reset, broken pipe) just close.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import trio
+
+from trikafka.errors import InvalidRequestError
+from trikafka.protocol.framing import NEED_DATA, FrameDecoder
+from trikafka.protocol.headers import decode_request
+from trikafka.network.request_channel import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Request,
+    SendResponse,
+)
+
+if TYPE_CHECKING:
+    from trikafka.network.processor import Processor
+
+__all__ = ["Connection", "ConnectionState"]
+
+log = logging.getLogger("trikafka.network")
+
+RECEIVE_SIZE = 256 * 1024
+_TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+
+
+class ConnectionState:
+    NOT_MUTED = "NOT_MUTED"
+    MUTED = "MUTED"
+    MUTED_AND_RESPONSE_PENDING = "MUTED_AND_RESPONSE_PENDING"
+
+
+class Connection:
+    def __init__(
+        self,
+        stream: trio.abc.Stream,
+        connection_id: str,
+        client_host: str,
+        processor: Processor,
+    ) -> None:
+        self.stream = stream
+        self.connection_id = connection_id
+        self.client_host = client_host
+        self.processor = processor
+        self.state = ConnectionState.NOT_MUTED
+        self.last_activity = trio.current_time()
+        self.read_scope: trio.CancelScope | None = None
+        self.close_reason: str | None = None
+        self._decoder = FrameDecoder(processor.config.socket_request_max_bytes)
+
+    async def run(self) -> None:
+        slot_send, slot_receive = trio.open_memory_channel(1)
+        try:
+            async with slot_send, slot_receive:
+                await self._serve(slot_send, slot_receive)
+        except _TRANSPORT_ERRORS as exc:
+            self.close_reason = self.close_reason or f"transport: {type(exc).__name__}"
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(self.stream)
+            self.processor.connection_closed(self)
+
+    async def _serve(self, slot_send: trio.MemorySendChannel, slot_receive) -> None:  # noqa: ANN001
+        processor = self.processor
+        idle_seconds = processor.config.connections_max_idle_ms / 1000
+        while not processor.stopping:
+            frame = await self._read_frame(idle_seconds)
+            if frame is None:
+                return
+            self.state = ConnectionState.MUTED
+            start = trio.current_time()
+            try:
+                decoded = decode_request(frame, processor.registry)
+            except InvalidRequestError as exc:
+                self._reject(exc)
+                return
+            request = Request(
+                processor=processor.id,
+                connection_id=self.connection_id,
+                listener_name=processor.listener_name,
+                client_host=self.client_host,
+                header=decoded.header,
+                body=decoded.body,
+                spec=decoded.spec,
+                size=len(frame),
+                response_slot=slot_send,
+                start_time=start,
+            )
+            processor.busy(trio.current_time() - start)
+            await processor.request_channel.send_request(request)
+            self.state = ConnectionState.MUTED_AND_RESPONSE_PENDING
+            response = await slot_receive.receive()
+            request.response_dequeue_time = trio.current_time()
+            if isinstance(response, CloseConnectionResponse):
+                self.close_reason = "closed by the request handler"
+                return
+            if isinstance(response, SendResponse):
+                await self._write(response.data)
+            else:
+                assert isinstance(response, NoOpResponse)
+            done = trio.current_time()
+            self.last_activity = done
+            self.state = ConnectionState.NOT_MUTED
+            processor.record_request(request, done)
+
+    async def _read_frame(self, idle_seconds: float) -> bytes | None:
+        """The next frame, or None at end of stream, idle expiry or shutdown."""
+        decoder = self._decoder
+        frame = self._next_buffered()
+        if frame is not NEED_DATA:
+            return frame  # type: ignore[return-value]
+        with trio.CancelScope() as scope:
+            self.read_scope = scope
+            if self.processor.stopping:
+                scope.cancel()
+            while True:
+                with trio.move_on_at(self.last_activity + idle_seconds) as idle:
+                    data = await self.stream.receive_some(RECEIVE_SIZE)
+                if idle.cancelled_caught:
+                    self.close_reason = "idle"
+                    log.debug("closing idle connection %s", self.connection_id)
+                    return None
+                if not data:
+                    self.close_reason = "closed by the client"
+                    return None
+                self.last_activity = trio.current_time()
+                decoder.receive_data(data)
+                frame = self._next_buffered()
+                if frame is not NEED_DATA:
+                    return frame  # type: ignore[return-value]
+        self.read_scope = None
+        self.close_reason = "broker shutting down"
+        return None
+
+    def _next_buffered(self) -> bytes | None | object:
+        """A whole buffered frame, NEED_DATA, or None when the size prefix is out of range."""
+        try:
+            return self._decoder.next_frame()
+        except InvalidRequestError as exc:
+            self._reject(exc)
+            return None
+
+    def _reject(self, exc: InvalidRequestError) -> None:
+        self.close_reason = str(exc)
+        self.processor.metrics.closed_by_error += 1
+        log.warning("closing connection %s from %s: %s", self.connection_id, self.client_host, exc)
+
+    async def _write(self, data: bytes | tuple) -> None:  # noqa: ANN001
+        if isinstance(data, tuple):
+            for part in data:
+                await self.stream.send_all(part)
+        else:
+            await self.stream.send_all(data)

@@ -1,0 +1,148 @@
+"""A Processor owns the connections an Acceptor hands it.
+
+Kafka's Processor is a thread with a selector; here it is a task whose nursery bounds the
+lifetime of its connections. New streams arrive through ``new_connections``, a memory
+channel of capacity 20 (Kafka's connectionQueueSize) that the Acceptor fills round-robin.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+from trikafka.network.connection import Connection
+from trikafka.network.endpoints import apply_socket_options, stream_addresses
+
+if TYPE_CHECKING:
+    from trikafka.config import BrokerConfig
+    from trikafka.metrics import BrokerMetrics
+    from trikafka.network.quotas import ConnectionQuotas
+    from trikafka.network.request_channel import Request, RequestChannel
+    from trikafka.protocol.registry import ApiRegistry
+
+__all__ = ["Processor", "ProcessorStatistics", "CONNECTION_QUEUE_SIZE"]
+
+log = logging.getLogger("trikafka.network")
+
+CONNECTION_QUEUE_SIZE = 20
+
+
+@attrs.frozen
+class ProcessorStatistics:
+    id: int
+    listener_name: str
+    connections: int
+    accepted: int
+    queued_new_connections: int
+    idle_percent: float  # Kafka's NetworkProcessorAvgIdlePercent, as a fraction 0..1
+
+
+class Processor:
+    def __init__(
+        self,
+        id: int,
+        listener_name: str,
+        *,
+        config: BrokerConfig,
+        registry: ApiRegistry,
+        request_channel: RequestChannel,
+        quotas: ConnectionQuotas,
+        metrics: BrokerMetrics,
+    ) -> None:
+        self.id = id
+        self.listener_name = listener_name
+        self.config = config
+        self.registry = registry
+        self.request_channel = request_channel
+        self.quotas = quotas
+        self.metrics = metrics
+        self.new_connections_send, self._new_connections = trio.open_memory_channel[
+            trio.abc.Stream
+        ](CONNECTION_QUEUE_SIZE)
+        self.connections: dict[str, Connection] = {}
+        self.stopping = False
+        self.accepted = 0
+        self._index = 0
+        self._busy = 0.0
+        self._started_at = 0.0
+        self._nursery: trio.Nursery | None = None
+
+    @property
+    def name(self) -> str:
+        return f"data-plane-kafka-network-thread-{self.listener_name}-{self.id}"
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self._started_at = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            async with self._new_connections:
+                async for stream in self._new_connections:
+                    self._start_connection(nursery, stream)
+
+    def _start_connection(self, nursery: trio.Nursery, stream: trio.abc.Stream) -> None:
+        (local_host, local_port), (remote_host, remote_port) = stream_addresses(stream)
+        connection_id = f"{local_host}:{local_port}-{remote_host}:{remote_port}-{self._index}"
+        self._index += 1
+        self.accepted += 1
+        try:
+            apply_socket_options(
+                stream,
+                self.config.socket_send_buffer_bytes,
+                self.config.socket_receive_buffer_bytes,
+            )
+        except OSError as exc:  # the peer is already gone; nothing to serve
+            log.debug("connection %s failed before it started: %s", connection_id, exc)
+        connection = Connection(stream, connection_id, remote_host, self)
+        self.connections[connection_id] = connection
+        self.metrics.connection_opened(self.listener_name)
+        nursery.start_soon(connection.run, name=f"{self.name}:{connection_id}")
+
+    def connection_closed(self, connection: Connection) -> None:
+        self.connections.pop(connection.connection_id, None)
+        self.quotas.dec(connection.client_host)
+        self.metrics.connection_closed(self.listener_name)
+
+    def busy(self, seconds: float) -> None:
+        self._busy += seconds
+
+    def record_request(self, request: Request, done: float) -> None:
+        self.metrics.record_request(
+            request.spec.name if request.spec else "ApiVersions",
+            {
+                "RequestQueueTimeMs": (request.dequeue_time - request.start_time) * 1000,
+                "LocalTimeMs": (request.api_local_complete_time - request.dequeue_time) * 1000,
+                "RemoteTimeMs": (request.api_remote_complete_time - request.api_local_complete_time)
+                * 1000,
+                "ResponseQueueTimeMs": (request.response_dequeue_time - request.api_remote_complete_time)
+                * 1000,
+                "ResponseSendTimeMs": (done - request.response_dequeue_time) * 1000,
+                "TotalTimeMs": (done - request.start_time) * 1000,
+            },
+        )
+
+    def begin_shutdown(self, deadline: float) -> None:
+        """Stop reading, let in-flight responses finish until ``deadline``, then close all."""
+        self.stopping = True
+        for connection in list(self.connections.values()):
+            if connection.read_scope is not None:
+                connection.read_scope.cancel()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.deadline = min(
+                self._nursery.cancel_scope.deadline, deadline
+            )
+
+    def statistics(self) -> ProcessorStatistics:
+        elapsed = trio.current_time() - self._started_at
+        idle = 1.0 - min(1.0, self._busy / elapsed) if elapsed > 0 else 1.0
+        return ProcessorStatistics(
+            id=self.id,
+            listener_name=self.listener_name,
+            connections=len(self.connections),
+            accepted=self.accepted,
+            queued_new_connections=self.new_connections_send.statistics().current_buffer_used,
+            idle_percent=idle,
+        )

@@ -1,0 +1,125 @@
+"""The hand-off between the network and the request handlers.
+
+One bounded memory channel (``queued.max.requests``) carries :class:`Request` objects from
+every connection to the handler pool; when it is full, connections wait — the broker's
+backpressure, exactly as Kafka's ArrayBlockingQueue. Responses travel back through each
+connection's own capacity-1 slot, which is what keeps a connection muted: it cannot have a
+second request in flight while the slot is taken.
+
+Closing the send side replaces Kafka's poison-pill ShutdownRequest: handlers drain what is
+queued, then their ``async for`` ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import trio
+
+__all__ = [
+    "CloseConnectionResponse",
+    "NoOpResponse",
+    "Request",
+    "RequestChannel",
+    "RequestChannelStatistics",
+    "Response",
+    "SendResponse",
+]
+
+
+@attrs.define(eq=False, slots=True)
+class Request:
+    """One parsed request and the facts of its life, timestamps on trio's clock."""
+
+    processor: int
+    connection_id: str
+    listener_name: str
+    client_host: str
+    header: Any  # kio RequestHeader
+    body: Any  # kio request entity; None for an unsupported ApiVersions version
+    spec: Any  # ApiVersionSpec or None
+    size: int
+    response_slot: trio.MemorySendChannel = attrs.field(repr=False)
+    principal: str = "User:ANONYMOUS"
+    start_time: float = 0.0  # frame received
+    dequeue_time: float = 0.0  # taken by a handler
+    api_local_complete_time: float = 0.0  # handler done
+    api_remote_complete_time: float = 0.0  # purgatory done (== local when not delayed)
+    response_dequeue_time: float = 0.0  # picked up by the connection
+
+    @property
+    def api_key(self) -> int:
+        return self.header.request_api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.request_api_version
+
+    @property
+    def correlation_id(self) -> int:
+        return self.header.correlation_id
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
+
+
+@attrs.frozen
+class SendResponse:
+    """Bytes to write: one buffer, or a tuple written in order without joining."""
+
+    data: bytes | tuple[bytes | memoryview, ...]
+
+
+@attrs.frozen
+class NoOpResponse:
+    """Nothing to write (acks=0 produce); the connection unmutes."""
+
+
+@attrs.frozen
+class CloseConnectionResponse:
+    """Close this connection, as Kafka does for requests it will not answer."""
+
+
+Response = SendResponse | NoOpResponse | CloseConnectionResponse
+
+
+@attrs.frozen
+class RequestChannelStatistics:
+    queue_size: int  # Kafka's RequestQueueSize
+    capacity: int
+    tasks_waiting_send: int
+
+
+class RequestChannel:
+    """The shared request queue between connections and the handler pool."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity
+        self._send, self.receive_channel = trio.open_memory_channel[Request](capacity)
+
+    async def send_request(self, request: Request) -> None:
+        await self._send.send(request)
+
+    def send_response(self, request: Request, response: Response) -> None:
+        """Hand a response to its connection; a connection that is gone is not an error."""
+        now = trio.current_time()
+        if not request.api_local_complete_time:
+            request.api_local_complete_time = now
+        request.api_remote_complete_time = now
+        try:
+            request.response_slot.send_nowait(response)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the connection closed while we worked; Kafka drops these too
+
+    async def close(self) -> None:
+        await self._send.aclose()
+
+    def statistics(self) -> RequestChannelStatistics:
+        stats = self._send.statistics()
+        return RequestChannelStatistics(
+            queue_size=stats.current_buffer_used,
+            capacity=self.capacity,
+            tasks_waiting_send=stats.tasks_waiting_send,
+        )

@@ -1,0 +1,60 @@
+"""ApiVersions: what this broker speaks, including Kafka's answer to a version it does not.
+
+A client opens with ApiVersions at the newest version it knows. If that is newer than ours,
+Kafka (KIP-511) answers with an ApiVersions **v0** response carrying UNSUPPORTED_VERSION and
+the range of ApiVersions it does support, so the client can retry at a version both know.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from trikafka.errors import ErrorCode
+from trikafka.network.request_channel import Request, SendResponse
+from trikafka.protocol.entities import build
+from trikafka.protocol.headers import API_VERSIONS_KEY, encode_response
+from trikafka.server.kafka_apis import ApiContext
+
+__all__ = ["ApiVersionsApis"]
+
+# Kafka's ApiVersionsRequest.isValid(): software name and version, v3+.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+class ApiVersionsApis:
+    def __init__(self, context: ApiContext) -> None:
+        self.context = context
+        registry = context.registry
+        lo, hi = registry.supported[API_VERSIONS_KEY]
+        self._v0 = registry.get(API_VERSIONS_KEY, 0)
+        self._own_range = [{"api_key": API_VERSIONS_KEY, "min_version": lo, "max_version": hi}]
+        self._all_ranges = [
+            {"api_key": key, "min_version": lo, "max_version": hi}
+            for key, lo, hi in registry.ranges()
+        ]
+
+    def handlers(self) -> dict[int, Any]:
+        return {API_VERSIONS_KEY: self.handle_api_versions_request}
+
+    async def handle_api_versions_request(self, request: Request) -> Any:
+        if request.body is None:  # a version we do not support: answer v0, as Kafka does
+            body = build(
+                self._v0.response_type,
+                error_code=ErrorCode.unsupported_version,
+                api_keys=self._own_range,
+            )
+            return SendResponse(encode_response(self._v0, request.correlation_id, body))
+        response_type = request.spec.response_type
+        if request.api_version >= 3 and not (
+            _SOFTWARE.fullmatch(request.body.client_software_name or "")
+            and _SOFTWARE.fullmatch(request.body.client_software_version or "")
+        ):
+            return build(response_type, error_code=ErrorCode.invalid_request, api_keys=[], throttle_time=0)
+        return build(
+            response_type,
+            error_code=ErrorCode.none,
+            api_keys=self._all_ranges,
+            throttle_time=0,
+            finalized_features_epoch=-1,
+        )

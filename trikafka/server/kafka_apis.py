@@ -1,0 +1,114 @@
+"""KafkaApis: one coroutine per API, and the rules every answer follows.
+
+``handle`` never lets an exception escape: the client's mistakes (``KafkaProtocolError``)
+become that API's error response with the Kafka error code, or a closed connection where
+Kafka closes it; our own bugs become UNKNOWN_SERVER_ERROR with the traceback logged once.
+Either way the handler task lives on and every other connection is served.
+
+A handler returns one of:
+* a kio response entity — encoded with the request's version and correlation id;
+* a ``SendResponse`` / ``NoOpResponse`` / ``CloseConnectionResponse`` — sent as is;
+* ``None`` — it handed the request to the purgatory, which responds later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import attrs
+import trio
+
+from trikafka.config import BrokerConfig
+from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.metrics import BrokerMetrics
+from trikafka.network.request_channel import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Request,
+    RequestChannel,
+    SendResponse,
+)
+from trikafka.protocol.entities import error_response
+from trikafka.protocol.headers import encode_response
+from trikafka.protocol.registry import ApiRegistry
+from trikafka.server.metadata_cache import MetadataCache
+from trikafka.server.purgatory import Purgatory
+
+__all__ = ["KafkaApis", "ApiContext"]
+
+log = logging.getLogger("trikafka.server")
+
+Handler = Callable[[Request], Awaitable[Any]]
+
+
+@attrs.define
+class ApiContext:
+    """What API families share: config, registry, caches, the purgatory, the channel."""
+
+    config: BrokerConfig
+    registry: ApiRegistry
+    metadata_cache: MetadataCache
+    purgatory: Purgatory
+    channel: RequestChannel
+    metrics: BrokerMetrics
+    extras: dict[str, Any] = attrs.Factory(dict)
+
+    def respond(self, request: Request, body: Any) -> None:
+        """Send ``body`` (a kio entity or a Response) as the answer to ``request``."""
+        self.channel.send_response(request, to_response(request, body))
+
+
+def to_response(request: Request, body: Any) -> Any:
+    if isinstance(body, SendResponse | NoOpResponse | CloseConnectionResponse):
+        return body
+    return SendResponse(encode_response(request.spec, request.correlation_id, body))
+
+
+class KafkaApis:
+    def __init__(self, context: ApiContext, families: list[Any]) -> None:
+        self.context = context
+        self.handlers: dict[int, Handler] = {}
+        for family in families:
+            self.handlers.update(family.handlers())
+        missing = set(context.registry.supported) - set(self.handlers)
+        if missing:
+            raise RuntimeError(f"registry advertises api keys with no handler: {sorted(missing)}")
+
+    async def handle(self, request: Request) -> None:
+        context = self.context
+        try:
+            handler = self.handlers[request.api_key]
+            result = await handler(request)
+        except KafkaProtocolError as exc:
+            if exc.close_connection:
+                log.warning(
+                    "closing connection %s: %s %s",
+                    request.connection_id,
+                    request.spec.name if request.spec else request.api_key,
+                    exc,
+                )
+                result = CloseConnectionResponse()
+            else:
+                result = self._error_response(request, exc.error_code)
+        except trio.Cancelled:
+            raise
+        except Exception:
+            log.exception(
+                "error handling %s v%s from %s (%s)",
+                request.spec.name if request.spec else request.api_key,
+                request.api_version,
+                request.connection_id,
+                request.client_id,
+            )
+            result = self._error_response(request, ErrorCode.unknown_server_error)
+        if result is None:
+            return  # the purgatory answers later
+        context.respond(request, result)
+
+    def _error_response(self, request: Request, code: ErrorCode) -> Any:
+        builder = getattr(self.handlers.get(request.api_key), "error_response", None)
+        if builder is not None:
+            return builder(request, code)
+        return error_response(request.spec.response_type, code)

@@ -1,0 +1,69 @@
+"""The request handler pool: ``num.io.threads`` tasks draining the shared request channel.
+
+Every handler runs ``KafkaApis.handle`` to completion for one request at a time; work that
+must wait for something outside the request (a long-poll fetch, a forming group) goes to the
+Purgatory instead of holding a handler. The pool ends when the request channel is closed and
+drained — Kafka's shutdown pill, without the pill.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import attrs
+import trio
+
+if TYPE_CHECKING:
+    from trikafka.network.request_channel import RequestChannel
+    from trikafka.server.kafka_apis import KafkaApis
+
+__all__ = ["RequestHandlerPool", "RequestHandlerPoolStatistics"]
+
+
+@attrs.frozen
+class RequestHandlerPoolStatistics:
+    handlers: int
+    handled: int
+    busy_handlers: int
+    idle_percent: float  # Kafka's RequestHandlerAvgIdlePercent, as a fraction 0..1
+
+
+class RequestHandlerPool:
+    def __init__(self, num_handlers: int, channel: RequestChannel, apis: KafkaApis) -> None:
+        self.num_handlers = num_handlers
+        self.channel = channel
+        self.apis = apis
+        self.handled = 0
+        self._busy_now = 0
+        self._busy_seconds = 0.0
+        self._started_at = 0.0
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        self._started_at = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            for index in range(self.num_handlers):
+                nursery.start_soon(
+                    self._handler, index, name=f"data-plane-kafka-request-handler-{index}"
+                )
+            task_status.started()
+
+    async def _handler(self, index: int) -> None:
+        receive = self.channel.receive_channel
+        apis = self.apis
+        async for request in receive:
+            start = trio.current_time()
+            request.dequeue_time = start
+            self._busy_now += 1
+            try:
+                await apis.handle(request)
+            finally:
+                self._busy_now -= 1
+                self.handled += 1
+                self._busy_seconds += trio.current_time() - start
+
+    def statistics(self) -> RequestHandlerPoolStatistics:
+        elapsed = (trio.current_time() - self._started_at) * self.num_handlers
+        idle = 1.0 - min(1.0, self._busy_seconds / elapsed) if elapsed > 0 else 1.0
+        return RequestHandlerPoolStatistics(
+            self.num_handlers, self.handled, self._busy_now, idle
+        )

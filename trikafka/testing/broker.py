@@ -1,0 +1,51 @@
+"""A broker on the in-memory transport, for deterministic tests under trio's MockClock."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from trikafka.broker import Broker, open_broker
+from trikafka.client.connection import KafkaConnection, open_connection
+from trikafka.config import BrokerConfig
+from trikafka.testing.memory import MemoryListener, MemoryStream
+
+__all__ = ["TestBroker", "open_test_broker"]
+
+
+class TestBroker:
+    """A running broker plus the in-memory listener that reaches it."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, broker: Broker, listener: MemoryListener) -> None:
+        self.broker = broker
+        self.listener = listener
+
+    async def connect(self, client_host: str = "127.0.0.1") -> MemoryStream:
+        """A raw client stream, for tests that write bytes themselves."""
+        return await self.listener.connect(client_host)
+
+    @asynccontextmanager
+    async def client(
+        self, client_host: str = "127.0.0.1", client_id: str | None = "trikafka-test"
+    ) -> AsyncIterator[KafkaConnection]:
+        stream = await self.connect(client_host)
+        async with open_connection(stream, client_id) as connection:
+            yield connection
+
+
+@asynccontextmanager
+async def open_test_broker(config: BrokerConfig | None = None, **overrides: Any) -> AsyncIterator[TestBroker]:
+    """Open a broker whose only listener is in memory (named PLAINTEXT, port 9092).
+
+    Keyword arguments are config overrides in either spelling (``num_io_threads=1``).
+    """
+    listener = MemoryListener("memory", 9092)
+    base = config or BrokerConfig(listeners="PLAINTEXT://memory:9092")
+    async with open_broker(base, listeners={"PLAINTEXT": listener}, **overrides) as broker:
+        yield TestBroker(broker, listener)
+    await trio.lowlevel.checkpoint()
