@@ -89,7 +89,7 @@ class Broker:
         self,
         config: BrokerConfig | None = None,
         *,
-        listeners: Mapping[str, trio.abc.Listener] | None = None,
+        trio_listeners: Mapping[str, trio.abc.Listener] | None = None,
     ) -> None:
         self.config = config or BrokerConfig()
         self.metrics = BrokerMetrics()
@@ -113,7 +113,7 @@ class Broker:
             self.config.num_io_threads, self.request_channel, self.apis
         )
         self.socket_server = SocketServer(
-            self.config, self.registry, self.request_channel, self.metrics, listeners
+            self.config, self.registry, self.request_channel, self.metrics, trio_listeners
         )
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
@@ -202,14 +202,16 @@ class Broker:
 async def open_broker(
     config: BrokerConfig | Mapping[str, Any] | None = None,
     *,
-    listeners: Mapping[str, trio.abc.Listener] | None = None,
+    trio_listeners: Mapping[str, trio.abc.Listener] | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Broker]:
     """Run a broker for the duration of the block; every listener is bound on entry.
 
     ``config`` is a BrokerConfig or a mapping of Kafka keys; keyword overrides accept either
-    spelling (``num_io_threads=2``). With no listeners given, the broker binds an ephemeral
-    port on 127.0.0.1 — read it from ``broker.port``.
+    spelling (``num_io_threads=2``). With no ``listeners`` given, the broker binds an
+    ephemeral port on 127.0.0.1 — read it from ``broker.port``. ``trio_listeners`` maps a
+    listener name to a ready ``trio.abc.Listener`` (the in-memory one, TLS) to use instead of
+    binding a socket for it.
     """
     if config is None:
         config = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:0")
@@ -217,7 +219,7 @@ async def open_broker(
         config = BrokerConfig.from_mapping(config)
     if overrides:
         config = config.with_overrides(**overrides)
-    broker = Broker(config, listeners=listeners)
+    broker = Broker(config, trio_listeners=trio_listeners)
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.run)
         try:

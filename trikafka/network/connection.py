@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING
 import trio
 
 from trikafka.errors import InvalidRequestError
-from trikafka.protocol.framing import NEED_DATA, FrameDecoder
-from trikafka.protocol.headers import decode_request
 from trikafka.network.request_channel import (
     CloseConnectionResponse,
     NoOpResponse,
     Request,
     SendResponse,
 )
+from trikafka.protocol.framing import NEED_DATA, FrameDecoder
+from trikafka.protocol.headers import decode_request
 
 if TYPE_CHECKING:
     from trikafka.network.processor import Processor
@@ -82,9 +82,9 @@ class Connection:
         except _TRANSPORT_ERRORS as exc:
             self.close_reason = self.close_reason or f"transport: {type(exc).__name__}"
         finally:
+            self.processor.connection_closed(self)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
-            self.processor.connection_closed(self)
 
     async def _serve(self, slot_send: trio.MemorySendChannel, slot_receive) -> None:  # noqa: ANN001
         processor = self.processor

@@ -46,6 +46,6 @@ async def open_test_broker(config: BrokerConfig | None = None, **overrides: Any)
     """
     listener = MemoryListener("memory", 9092)
     base = config or BrokerConfig(listeners="PLAINTEXT://memory:9092")
-    async with open_broker(base, listeners={"PLAINTEXT": listener}, **overrides) as broker:
+    async with open_broker(base, trio_listeners={"PLAINTEXT": listener}, **overrides) as broker:
         yield TestBroker(broker, listener)
     await trio.lowlevel.checkpoint()

@@ -1,0 +1,23 @@
+"""Test rules, written where the tests live.
+
+1. Time is trio's: deterministic tests take the ``autojump_clock`` fixture
+   (``MockClock(autojump_threshold=0)``) and measure with ``trio.current_time()``. Never
+   assert a wall-clock duration; never ``sleep`` to dodge a race — wait on the event.
+2. Sockets bind 127.0.0.1 and port 0 only; every test that does real I/O runs under
+   ``trio.fail_after`` (or a subprocess timeout) so a bug fails it instead of hanging it.
+3. Fakes over mocks: the in-memory listener (``trikafka.testing``) and real clients. A test
+   may replace a handler with one that waits on an event it controls; it never mocks the
+   code under test.
+4. Log lines are counted with ``caplog``, not awaited.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from trikafka.protocol.registry import ApiRegistry
+
+
+@pytest.fixture(scope="session")
+def registry() -> ApiRegistry:
+    return ApiRegistry()

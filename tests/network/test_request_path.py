@@ -1,0 +1,227 @@
+"""The request path over the in-memory transport, in virtual time."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+import trio
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12.request import MetadataRequest
+from kio.serial import entity_reader
+
+from trikafka.protocol.registry import IMPLEMENTED_APIS
+from trikafka.testing import open_test_broker
+from trikafka.testing.frames import (
+    api_versions_frame,
+    api_versions_response,
+    read_frames,
+    read_until_closed,
+)
+
+
+async def test_fifty_pipelined_requests_come_back_in_order(autojump_clock):
+    async with open_test_broker(num_io_threads=8) as tb:
+        stream = await tb.connect()
+        # All fifty in one write: they queue in the connection's buffer, not in the broker.
+        await stream.send_all(b"".join(api_versions_frame(1000 + i) for i in range(50)))
+        frames = await read_frames(stream, 50)
+        ids = [api_versions_response(f)[0] for f in frames]
+        assert ids == [1000 + i for i in range(50)]
+        assert all(api_versions_response(f)[1].error_code == ErrorCode.none for f in frames)
+        await stream.aclose()
+
+
+async def test_one_request_in_flight_per_connection(autojump_clock):
+    """Mute: with eight handlers free, one connection still has one request at a time."""
+    in_flight = 0
+    most = 0
+    async with open_test_broker(num_io_threads=8) as tb:
+        original = tb.broker.apis.handlers[18]
+
+        async def counting(request):
+            nonlocal in_flight, most
+            in_flight += 1
+            most = max(most, in_flight)
+            await trio.sleep(0.01)
+            in_flight -= 1
+            return await original(request)
+
+        tb.broker.apis.handlers[18] = counting
+        stream = await tb.connect()
+        await stream.send_all(b"".join(api_versions_frame(i) for i in range(10)))
+        await read_frames(stream, 10)
+    assert most == 1
+
+
+async def test_full_request_channel_pushes_back(autojump_clock):
+    """queued.max.requests=1: a held handler fills the channel; later requests wait."""
+    release = trio.Event()
+    entered = trio.Event()
+    async with open_test_broker(num_io_threads=1, queued_max_requests=1) as tb:
+        original = tb.broker.apis.handlers[18]
+
+        async def held(request):
+            if request.correlation_id == 1:
+                entered.set()
+                await release.wait()
+            return await original(request)
+
+        tb.broker.apis.handlers[18] = held
+        first, second, third = [await tb.connect() for _ in range(3)]
+        await first.send_all(api_versions_frame(1))
+        await entered.wait()
+        await second.send_all(api_versions_frame(2))
+        await third.send_all(api_versions_frame(3))
+        await trio.testing.wait_all_tasks_blocked()
+        stats = tb.broker.request_channel.statistics()
+        assert stats.queue_size == 1  # the second request waits in the channel
+        assert stats.tasks_waiting_send == 1  # the third connection waits to enqueue
+        with trio.move_on_after(5):
+            await second.receive_some(1)
+            pytest.fail("second connection answered while the handler was held")
+        release.set()
+        for stream, cid in ((first, 1), (second, 2), (third, 3)):
+            (frame,) = await read_frames(stream, 1)
+            assert api_versions_response(frame)[0] == cid
+
+
+async def test_idle_connection_closes_at_exactly_max_idle_ms(autojump_clock):
+    async with open_test_broker(connections_max_idle_ms=60_000) as tb:
+        stream = await tb.connect()
+        await stream.send_all(api_versions_frame(1))
+        await read_frames(stream, 1)
+        answered = trio.current_time()
+        with trio.move_on_after(59.999):
+            await stream.receive_some(1)
+            pytest.fail("closed before connections.max.idle.ms")
+        assert await stream.receive_some(1) == b""
+        assert trio.current_time() - answered == pytest.approx(60.0)
+        stats = tb.broker.statistics()
+        assert stats.connections["PLAINTEXT"]["count"] == 0
+
+
+async def test_activity_resets_the_idle_timer(autojump_clock):
+    async with open_test_broker(connections_max_idle_ms=10_000) as tb:
+        stream = await tb.connect()
+        for i in range(5):
+            await trio.sleep(9)
+            await stream.send_all(api_versions_frame(i))
+            await read_frames(stream, 1)
+        last = trio.current_time()
+        assert await stream.receive_some(1) == b""
+        assert trio.current_time() - last == pytest.approx(10.0)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param(struct.pack(">i", 104857601), id="oversized"),
+        pytest.param(struct.pack(">i", -1), id="negative"),
+        pytest.param(struct.pack(">i", 6) + b"\xff\xfe\x00\x00zz", id="garbage"),
+        pytest.param(struct.pack(">i", 12) + b"\x00\x12\x00\x03\x00\x00\x00\x01\x00\x05ab", id="truncated-header"),
+        pytest.param(struct.pack(">ihhi", 8, 3, 99, 1), id="unsupported-metadata-version"),
+        pytest.param(struct.pack(">ihhi", 8, 9999, 0, 1), id="unknown-api-key"),
+    ],
+)
+async def test_bad_frame_closes_only_its_connection(autojump_clock, bad, caplog):
+    async with open_test_broker() as tb:
+        good = await tb.connect()
+        victim = await tb.connect()
+        await good.send_all(api_versions_frame(1))
+        await read_frames(good, 1)
+        await victim.send_all(bad)
+        assert await read_until_closed(victim) == b""
+        # The other connection is still served.
+        await good.send_all(api_versions_frame(2))
+        (frame,) = await read_frames(good, 1)
+        assert api_versions_response(frame)[0] == 2
+        closing = [r for r in caplog.records if "closing connection" in r.getMessage()]
+        assert len(closing) == 1
+        assert tb.broker.metrics.closed_by_error == 1
+
+
+async def test_oversized_frame_is_refused_before_its_body(autojump_clock):
+    """The size check happens on the prefix: the broker never waits for 100 MiB."""
+    async with open_test_broker(socket_request_max_bytes=1024) as tb:
+        victim = await tb.connect()
+        await victim.send_all(struct.pack(">i", 1025) + b"x" * 10)
+        assert await read_until_closed(victim) == b""
+
+
+async def test_api_versions_v99_gets_v0_error_with_supported_range(autojump_clock):
+    async with open_test_broker() as tb:
+        stream = await tb.connect()
+        # ApiVersions v99, request header v2 with client id and empty tagged fields.
+        header = struct.pack(">hhih", 18, 99, 77, 3) + b"cli" + b"\x00"
+        await stream.send_all(struct.pack(">i", len(header) + 1) + header + b"\x00")
+        (frame,) = await read_frames(stream, 1)
+        # Response header v0 (correlation id only), then an ApiVersions v0 body.
+        (correlation_id,) = struct.unpack_from(">i", frame)
+        body, _ = entity_reader(ApiVersionsResponseV0)(frame, 4)
+        assert correlation_id == 77
+        assert body.error_code == ErrorCode.unsupported_version
+        lo, hi = IMPLEMENTED_APIS[18]
+        assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, lo, hi)]
+        # The connection stays open and a supported version works afterwards.
+        await stream.send_all(api_versions_frame(78))
+        (frame,) = await read_frames(stream, 1)
+        assert api_versions_response(frame)[1].error_code == ErrorCode.none
+
+
+async def test_api_versions_advertises_exactly_the_registry(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+        response = await client.request(
+            ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        )
+        advertised = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+        assert advertised == IMPLEMENTED_APIS
+
+
+async def test_invalid_software_name_gets_invalid_request(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+        response = await client.request(
+            ApiVersionsRequest(client_software_name="-bad name", client_software_version="1")
+        )
+        assert response.error_code == ErrorCode.invalid_request
+
+
+async def test_handler_exception_becomes_error_response(autojump_clock, caplog):
+    async with open_test_broker() as tb, tb.client() as client:
+
+        async def broken(request):
+            raise RuntimeError("boom")
+
+        tb.broker.apis.handlers[3] = broken
+        response = await client.request(
+            MetadataRequest(
+                topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+            )
+        )
+        assert response.brokers == ()
+        assert any("boom" in (r.exc_text or "") or r.exc_info for r in caplog.records)
+        # The handler task survived: the same connection is served again.
+        from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+        ok = await client.request(
+            ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        )
+        assert ok.error_code == ErrorCode.none
+
+
+async def test_metadata_lists_this_broker_and_cluster(autojump_clock):
+    async with open_test_broker(node_id=7, cluster_id="test-cluster") as tb, tb.client() as client:
+        response = await client.request(
+            MetadataRequest(
+                topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+            )
+        )
+        assert [(b.node_id, b.host, b.port) for b in response.brokers] == [(7, "memory", 9092)]
+        assert response.cluster_id == "test-cluster"
+        assert response.controller_id == 7
+        assert response.topics == ()

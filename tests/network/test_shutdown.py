@@ -1,0 +1,87 @@
+"""Graceful shutdown: stop accepting, finish what is in flight, close, drain."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from trikafka.testing import open_test_broker
+from trikafka.testing.frames import (
+    api_versions_frame,
+    api_versions_response,
+    read_frames,
+    read_until_closed,
+)
+
+
+def _hold(tb, release: trio.Event, entered: trio.Event) -> None:
+    original = tb.broker.apis.handlers[18]
+
+    async def held(request):
+        entered.set()
+        await release.wait()
+        return await original(request)
+
+    tb.broker.apis.handlers[18] = held
+
+
+async def test_in_flight_response_is_written_before_close(autojump_clock):
+    release, entered = trio.Event(), trio.Event()
+    async with open_test_broker(shutdown_grace_ms=30_000) as tb:
+        _hold(tb, release, entered)
+        busy = await tb.connect()
+        idle = await tb.connect()
+        await busy.send_all(api_versions_frame(5))
+        await entered.wait()
+        tb.broker.stop()
+        # The idle connection closes at once; the busy one waits for its response.
+        assert await read_until_closed(idle) == b""
+        with pytest.raises(trio.ClosedResourceError):
+            await tb.listener.connect()
+        await trio.sleep(1)
+        release.set()
+        received = await read_until_closed(busy)
+        (frame,) = await read_frames(_Replay(received), 1)
+        assert api_versions_response(frame)[0] == 5
+        await tb.broker.stopped.wait()
+
+
+async def test_grace_period_bounds_shutdown(autojump_clock):
+    release, entered = trio.Event(), trio.Event()
+    async with open_test_broker(shutdown_grace_ms=2_000) as tb:
+        _hold(tb, release, entered)
+        stuck = await tb.connect()
+        await stuck.send_all(api_versions_frame(1))
+        await entered.wait()
+        start = trio.current_time()
+        tb.broker.stop()
+        assert await read_until_closed(stuck) == b""
+        assert trio.current_time() - start == pytest.approx(2.0)
+        await tb.broker.stopped.wait()
+        assert trio.current_time() - start == pytest.approx(2.0)
+
+
+async def test_leaving_open_broker_stops_everything(autojump_clock):
+    async with open_test_broker() as tb:
+        stream = await tb.connect()
+        await stream.send_all(api_versions_frame(1))
+        await read_frames(stream, 1)
+    assert tb.broker.stopped.is_set()
+    assert await read_until_closed(stream) == b""
+    assert tb.broker.statistics().connections["PLAINTEXT"]["count"] == 0
+
+
+class _Replay(trio.abc.ReceiveStream):
+    """Bytes already received, replayed as a stream for the frame reader."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    async def receive_some(self, max_bytes=None):
+        await trio.lowlevel.checkpoint()
+        data, self._data = self._data, b""
+        return data
+
+    async def aclose(self) -> None:
+        pass
