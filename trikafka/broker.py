@@ -29,16 +29,23 @@ import attrs
 import trio
 
 from trikafka.config import BrokerConfig
+from trikafka.log.manager import LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
+from trikafka.server.apis.configs import ClusterApis, ConfigApis
+from trikafka.server.apis.fetch import FetchApis
 from trikafka.server.apis.metadata import MetadataApis
+from trikafka.server.apis.offsets import OffsetApis
+from trikafka.server.apis.produce import ProduceApis
+from trikafka.server.apis.topics import TopicAdminApis
 from trikafka.server.apis.versions import ApiVersionsApis
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
+from trikafka.server.replica_manager import ReplicaManager
 from trikafka.server.request_handler import RequestHandlerPool
 
 __all__ = ["Broker", "BrokerStatistics", "open_broker", "load_meta_properties"]
@@ -98,6 +105,15 @@ class Broker:
         self.request_channel = RequestChannel(self.config.queued_max_requests)
         self.metadata_cache = MetadataCache(self.config, self.cluster_id)
         self.purgatory = Purgatory()
+        self._epoch_offset_ms: float | None = None
+        self.log_manager = LogManager(
+            self.config.log_dirs,
+            clock=self.now_ms,
+            retention_check_interval_ms=self.config.log_retention_check_interval_ms,
+            flush_scheduler_interval_ms=self.config.log_flush_scheduler_interval_ms,
+            flush_offset_checkpoint_interval_ms=self.config.log_flush_offset_checkpoint_interval_ms,
+        )
+        self.replica_manager = ReplicaManager(self.config, self.log_manager)
         self.context = ApiContext(
             config=self.config,
             registry=self.registry,
@@ -105,10 +121,20 @@ class Broker:
             purgatory=self.purgatory,
             channel=self.request_channel,
             metrics=self.metrics,
+            extras={"replica_manager": self.replica_manager},
+            now_ms=self.now_ms,
         )
-        self.apis = KafkaApis(
-            self.context, [ApiVersionsApis(self.context), MetadataApis(self.context)]
-        )
+        families = [
+            ApiVersionsApis,
+            MetadataApis,
+            TopicAdminApis,
+            ProduceApis,
+            FetchApis,
+            OffsetApis,
+            ConfigApis,
+            ClusterApis,
+        ]
+        self.apis = KafkaApis(self.context, [family(self.context) for family in families])
         self.handler_pool = RequestHandlerPool(
             self.config.num_io_threads, self.request_channel, self.apis
         )
@@ -119,11 +145,31 @@ class Broker:
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}
 
+    def now_ms(self) -> float:
+        """Wall-clock milliseconds that advance with trio's clock.
+
+        Timestamps (LogAppendTime, retention, segment.ms) need epoch time, but every timeout
+        must follow trio's clock so a MockClock test can move it: the offset between the two
+        is fixed the first time it is read.
+        """
+        try:
+            now = trio.current_time()
+        except RuntimeError:  # outside trio (building the broker)
+            import time
+
+            return time.time() * 1000
+        if self._epoch_offset_ms is None:
+            import time
+
+            self._epoch_offset_ms = time.time() * 1000 - now * 1000
+        return self._epoch_offset_ms + now * 1000
+
     # --- lifecycle ---------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
         try:
             async with trio.open_nursery() as nursery:
+                await nursery.start(self.log_manager.run, name="log-manager")
                 await nursery.start(self.purgatory.run, name="purgatory")
                 await nursery.start(self.handler_pool.run, name="request-handler-pool")
                 self.endpoints = await nursery.start(self.socket_server.run, name="socket-server")

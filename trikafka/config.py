@@ -128,6 +128,17 @@ def _bool_field(key: str, default: bool, doc: str) -> Any:
     return _field(key, default, _bool, check, doc)
 
 
+def _enum_field(key: str, default: str, allowed: tuple[str, ...], doc: str) -> Any:
+    def parse(value: str, key: str) -> str:
+        return value
+
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in allowed:
+            raise ConfigError(attribute.metadata["key"], value, f"allowed values are {', '.join(allowed)}")
+
+    return _field(key, default, parse, check, doc)
+
+
 def _check_listeners(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is None and attribute.name == "advertised_listeners":
         return
@@ -244,6 +255,62 @@ class BrokerConfig:
             "parse": _parse_overrides,
             "doc": "Per-host limits, host:count,host:count.",
         },
+    )
+    # --- topics and logs (Kafka's broker-level defaults for topic configs) -----------------
+    auto_create_topics_enable: bool = _bool_field(
+        "auto.create.topics.enable", True, "Metadata and Produce create unknown topics."
+    )
+    num_partitions: int = _int_field(
+        "num.partitions", 1, "Partitions of auto-created topics.", 1, 1_000_000
+    )
+    default_replication_factor: int = _int_field(
+        "default.replication.factor", 1, "Replication factor of auto-created topics (only 1).", 1, 1
+    )
+    delete_topic_enable: bool = _bool_field("delete.topic.enable", True, "DeleteTopics is allowed.")
+    message_max_bytes: int = _int_field(
+        "message.max.bytes", 1048588, "Largest record batch accepted (topic: max.message.bytes).", 0, INT32_MAX
+    )
+    compression_type: str = _enum_field(
+        "compression.type",
+        "producer",
+        ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+        "Codec batches are stored with; producer keeps what the producer sent.",
+    )
+    log_message_timestamp_type: str = _enum_field(
+        "log.message.timestamp.type",
+        "CreateTime",
+        ("CreateTime", "LogAppendTime"),
+        "Timestamp stored in batches (topic: message.timestamp.type).",
+    )
+    log_segment_bytes: int = _int_field(
+        "log.segment.bytes", 1073741824, "Segment size before rolling (topic: segment.bytes).", 14, INT32_MAX
+    )
+    log_roll_ms: int = _int_field(
+        "log.roll.ms", 604800000, "Segment age before rolling (topic: segment.ms).", 1
+    )
+    log_retention_ms: int = _int_field(
+        "log.retention.ms", 604800000, "Age at which segments are deleted; -1 keeps forever (topic: retention.ms).", -1
+    )
+    log_retention_bytes: int = _int_field(
+        "log.retention.bytes", -1, "Partition size above which old segments go; -1 no limit (topic: retention.bytes).", -1
+    )
+    log_retention_check_interval_ms: int = _int_field(
+        "log.retention.check.interval.ms", 300000, "How often retention runs.", 1
+    )
+    log_flush_interval_messages: int = _int_field(
+        "log.flush.interval.messages", INT64_MAX, "fsync after this many messages (topic: flush.messages).", 1
+    )
+    log_flush_interval_ms: int = _int_field(
+        "log.flush.interval.ms", INT64_MAX, "fsync when data is older than this (topic: flush.ms).", 0
+    )
+    log_flush_scheduler_interval_ms: int = _int_field(
+        "log.flush.scheduler.interval.ms", INT64_MAX, "How often the time-based flush is checked.", 1
+    )
+    log_flush_offset_checkpoint_interval_ms: int = _int_field(
+        "log.flush.offset.checkpoint.interval.ms", 60000, "How often recovery points are checkpointed.", 0, INT32_MAX
+    )
+    log_index_interval_bytes: int = _int_field(
+        "log.index.interval.bytes", 4096, "Bytes of log between offset index entries.", 0, INT32_MAX
     )
     shutdown_grace_ms: int = _int_field(
         "shutdown.grace.ms",

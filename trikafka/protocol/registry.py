@@ -20,8 +20,19 @@ __all__ = ["ApiRegistry", "ApiVersionSpec", "IMPLEMENTED_APIS", "api_name", "kio
 
 #: What KafkaApis implements: api key → (min version, max version). Grows with each API.
 IMPLEMENTED_APIS: dict[int, tuple[int, int]] = {
-    18: (0, 4),  # ApiVersions
+    0: (3, 13),  # Produce
+    1: (4, 18),  # Fetch
+    2: (1, 11),  # ListOffsets
     3: (0, 13),  # Metadata
+    18: (0, 4),  # ApiVersions
+    19: (2, 7),  # CreateTopics
+    20: (1, 6),  # DeleteTopics
+    21: (0, 2),  # DeleteRecords
+    32: (1, 4),  # DescribeConfigs
+    33: (0, 2),  # AlterConfigs
+    37: (0, 3),  # CreatePartitions
+    44: (0, 1),  # IncrementalAlterConfigs
+    60: (0, 2),  # DescribeCluster
 }
 
 

@@ -43,6 +43,12 @@ log = logging.getLogger("trikafka.server")
 Handler = Callable[[Request], Awaitable[Any]]
 
 
+def _wall_ms() -> float:
+    import time
+
+    return time.time() * 1000
+
+
 @attrs.define
 class ApiContext:
     """What API families share: config, registry, caches, the purgatory, the channel."""
@@ -54,6 +60,7 @@ class ApiContext:
     channel: RequestChannel
     metrics: BrokerMetrics
     extras: dict[str, Any] = attrs.Factory(dict)
+    now_ms: Callable[[], float] = attrs.Factory(lambda: _wall_ms)
 
     def respond(self, request: Request, body: Any) -> None:
         """Send ``body`` (a kio entity or a Response) as the answer to ``request``."""

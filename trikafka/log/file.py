@@ -1,0 +1,326 @@
+"""The file backend: Kafka's on-disk layout, and recovery after a crash.
+
+Layout (byte-compatible with Kafka's, so its tools can read our files)::
+
+    <log dir>/<topic>-<partition>/00000000000000000000.log        raw record batches
+                                  00000000000000000000.index      relative offset, position
+                                  00000000000000000000.timeindex  timestamp, relative offset
+
+Theory of operation: recovery
+-----------------------------
+Appends are plain ``pwrite`` calls: the bytes reach the OS page cache, not the disk, until a
+flush fsyncs them. The *recovery point* is the log end offset at the last completed flush; the
+manager keeps it in ``recovery-point-offset-checkpoint``. Everything below it is known to be
+on disk whole. So on open:
+
+1. Files a previous run left half-done are removed: ``*.deleted`` (retention had detached the
+   segment, the process died before the unlink), index files without a ``.log``.
+2. Segments wholly below the recovery point are *loaded*: their persisted indexes are checked
+   against the log and only the tail after the last index entry is scanned
+   (:meth:`Segment.load`). A bad index file falls back to recovery of that segment.
+3. The segment holding the recovery point and every later one are *recovered*: each batch is
+   re-validated (sizes, magic, CRC-32C, rising offsets) and the indexes are rebuilt
+   (:meth:`Segment.recover`). At the first torn or corrupt batch the segment is truncated and
+   every later segment deleted: a log has no holes, and what follows a bad write cannot be
+   trusted to be in order.
+4. One warning line names the partition and how many bytes were cut.
+
+After a clean shutdown (the manager's ``.kafka_cleanshutdown`` marker, as in Kafka) step 3 is
+skipped: every segment was flushed and its indexes written by :meth:`Log.close`.
+
+The recovery point is not advanced by recovery: the kept bytes were read back from the page
+cache, which says nothing about the disk. The next flush advances it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from bisect import bisect_right
+from pathlib import Path
+
+from trikafka.log.config import LogConfig
+from trikafka.log.index import IndexCorruptError, OffsetIndex, TimeIndex
+from trikafka.log.log import Clock, Log, wall_clock_ms
+from trikafka.log.segment import Segment, SegmentStore, SyncHandle
+
+__all__ = [
+    "FileLog",
+    "FileStore",
+    "partition_dir_name",
+    "parse_partition_dir_name",
+    "segment_file_name",
+]
+
+logger = logging.getLogger(__name__)
+
+LOG_SUFFIX = ".log"
+DELETED_SUFFIX = ".deleted"
+_INDEX_SUFFIXES = (OffsetIndex.suffix, TimeIndex.suffix)
+_LEFTOVER_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
+
+
+def segment_file_name(base_offset: int, suffix: str = LOG_SUFFIX) -> str:
+    """Kafka's name: the base offset in 20 digits, zero-padded."""
+    return f"{base_offset:020d}{suffix}"
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
+    """``(topic, partition)`` from ``<topic>-<partition>``, or None for anything else."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        return None
+    return topic, int(partition)
+
+
+class _FileSync:
+    """Sync handle over a duplicated descriptor: a segment closed meanwhile cannot pull the
+    descriptor from under a worker thread, nor have its number reused."""
+
+    __slots__ = ("_fd", "_paths")
+
+    def __init__(self, fd: int, paths: list[Path]) -> None:
+        self._fd = fd
+        self._paths = paths  # index files, and the directory of a new segment
+
+    def sync(self) -> None:
+        os.fsync(self._fd)
+        for path in self._paths:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:  # detached by retention meanwhile: nothing to keep
+                continue
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class FileStore:
+    """A :class:`~trikafka.log.segment.SegmentStore` over ``<base>.log`` and its index files."""
+
+    def __init__(self, directory: Path, base_offset: int) -> None:
+        self.directory = directory
+        self.paths = {
+            suffix: directory / segment_file_name(base_offset, suffix)
+            for suffix in (LOG_SUFFIX, *_INDEX_SUFFIXES)
+        }
+        self._new = not self.paths[LOG_SUFFIX].exists()
+        self._fd = os.open(self.paths[LOG_SUFFIX], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._size = os.fstat(self._fd).st_size
+        self._indexes_written = False
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def append(self, data: bytes | bytearray) -> None:
+        view = memoryview(data)
+        position = self._size
+        while view:
+            written = os.pwrite(self._fd, view, position)
+            view = view[written:]
+            position += written
+        self._size = position
+
+    def read(self, position: int, size: int) -> list[bytes | memoryview]:
+        return [self.pread(position, size)]
+
+    def pread(self, position: int, size: int) -> bytes:
+        size = min(size, self._size - position)
+        return os.pread(self._fd, size, position) if size > 0 else b""
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self._fd, size)
+        self._size = size
+
+    def load_indexes(self, base_offset: int) -> tuple[OffsetIndex, TimeIndex]:
+        """Read the persisted indexes; :class:`IndexCorruptError` if missing or insane."""
+        try:
+            offset_data = self.paths[OffsetIndex.suffix].read_bytes()
+            time_data = self.paths[TimeIndex.suffix].read_bytes()
+        except FileNotFoundError as exc:
+            raise IndexCorruptError(f"missing {exc.filename}") from None
+        offsets = OffsetIndex.from_bytes(base_offset, offset_data, self._size)
+        times = TimeIndex.from_bytes(base_offset, time_data)
+        self._indexes_written = True
+        return offsets, times
+
+    def persist_indexes(self, offset_index: OffsetIndex, time_index: TimeIndex) -> None:
+        for index in (offset_index, time_index):
+            if self._indexes_written and index.dirty_from == len(index):
+                continue
+            fd = os.open(self.paths[index.suffix], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                start = index.dirty_from
+                os.pwrite(fd, index.to_bytes(start), start * index.entry_size)
+                os.ftruncate(fd, len(index) * index.entry_size)
+            finally:
+                os.close(fd)
+            index.dirty_from = len(index)
+        self._indexes_written = True
+
+    def sync_handle(self) -> SyncHandle | None:
+        if self._fd < 0:
+            return None
+        paths = [self.paths[s] for s in _INDEX_SUFFIXES]
+        if self._new:  # a new file's name is durable only once its directory is synced
+            paths.append(self.directory)
+            self._new = False
+        return _FileSync(os.dup(self._fd), paths)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def mark_deleted(self) -> None:
+        self.close()
+        for path in self.paths.values():
+            try:
+                path.rename(path.with_name(path.name + DELETED_SUFFIX))
+            except FileNotFoundError:
+                pass
+
+    def delete(self) -> None:
+        self.close()
+        for path in self.paths.values():
+            path.with_name(path.name + DELETED_SUFFIX).unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
+
+
+class FileLog(Log):
+    """A partition log in ``directory`` (``<log dir>/<topic>-<partition>``); see the module
+    docstring for what opening it does."""
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        topic: str,
+        partition: int,
+        config: LogConfig | None = None,
+        *,
+        clock: Clock | None = None,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        clean_shutdown: bool = False,
+    ) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.config = config or LogConfig()
+        clock = clock or wall_clock_ms
+        self.recovered_bytes_cut = 0
+        segments = self._load(topic, partition, clock, recovery_point, clean_shutdown)
+        super().__init__(
+            topic,
+            partition,
+            self.config,
+            clock=clock,
+            segments=segments,
+            log_start_offset=log_start_offset,
+            recovery_point=recovery_point,
+        )
+
+    @classmethod
+    def open(
+        cls,
+        log_dir: str | os.PathLike[str],
+        topic: str,
+        partition: int,
+        config: LogConfig | None = None,
+        **kwargs: object,
+    ) -> FileLog:
+        """Open (or create) ``topic``-``partition`` under the log directory ``log_dir``."""
+        return cls(Path(log_dir) / partition_dir_name(topic, partition), topic, partition, config, **kwargs)  # type: ignore[arg-type]
+
+    def _new_store(self, base_offset: int) -> SegmentStore:
+        return FileStore(self.directory, base_offset)
+
+    def _load(
+        self,
+        topic: str,
+        partition: int,
+        clock: Clock,
+        recovery_point: int,
+        clean_shutdown: bool,
+    ) -> list[Segment]:
+        bases = self._clean_directory()
+        if not bases:
+            return []
+        now = clock()
+        recover_from = (
+            len(bases) if clean_shutdown else max(bisect_right(bases, recovery_point) - 1, 0)
+        )
+        segments: list[Segment] = []
+        for i, base in enumerate(bases):
+            store = FileStore(self.directory, base)
+            segment: Segment | None = None
+            if i < recover_from:
+                try:
+                    offsets, times = store.load_indexes(base)
+                    segment = Segment(
+                        base,
+                        store,
+                        index_interval_bytes=self.config.index_interval_bytes,
+                        offset_index=offsets,
+                        time_index=times,
+                    )
+                    segment.load()
+                except IndexCorruptError as exc:
+                    logger.info("Rebuilding indexes of %s-%d segment %d: %s", topic, partition, base, exc)
+                    segment = None
+            recovered = segment is None
+            if segment is None:
+                segment = Segment(base, store, index_interval_bytes=self.config.index_interval_bytes)
+            segment.last_modified_ms = now
+            segments.append(segment)
+            if not recovered:
+                continue
+            min_offset = segments[-2].next_offset if len(segments) > 1 else base
+            cut, why = segment.recover(min_offset)
+            if why is not None:
+                dropped = [FileStore(self.directory, b) for b in bases[i + 1 :]]
+                cut += sum(s.size for s in dropped)
+                for doomed in dropped:
+                    doomed.delete()
+                self.recovered_bytes_cut = cut
+                logger.warning(
+                    "Recovered partition %s-%d: cut %d bytes at offset %d (%s) in segment %s, "
+                    "deleting %d later segment(s)",
+                    topic,
+                    partition,
+                    cut,
+                    segment.next_offset,
+                    why,
+                    segment_file_name(base),
+                    len(dropped),
+                )
+                break
+        return segments
+
+    def _clean_directory(self) -> list[int]:
+        """Remove leftovers of an interrupted run; return the segments' base offsets."""
+        bases: list[int] = []
+        names = {p.name for p in self.directory.iterdir()}
+        for name in names:
+            stem, dot, suffix = name.partition(".")
+            if name.endswith(_LEFTOVER_SUFFIXES):
+                (self.directory / name).unlink(missing_ok=True)
+            elif dot and f".{suffix}" == LOG_SUFFIX and len(stem) == 20 and stem.isdigit():
+                bases.append(int(stem))
+            elif (
+                dot
+                and f".{suffix}" in _INDEX_SUFFIXES
+                and f"{stem}{LOG_SUFFIX}" not in names
+            ):
+                (self.directory / name).unlink(missing_ok=True)
+        return sorted(bases)

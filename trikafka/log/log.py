@@ -1,0 +1,455 @@
+"""A partition's log: the one interface both storage backends implement.
+
+Theory of operation
+-------------------
+A :class:`Log` is a list of :class:`~trikafka.log.segment.Segment`, oldest first; the last one
+is *active* and takes appends. Its base class holds all the rules and the backends
+(:class:`~trikafka.log.memory.MemoryLog`, :class:`~trikafka.log.file.FileLog`) only say where a
+new segment's bytes live, so the two cannot drift apart; ``tests/log`` runs one conformance
+suite against both.
+
+* **Append** validates the Produce request's batches (``records.iter_batches``), enforces
+  ``max.message.bytes``, rolls the active segment when ``segment.bytes`` or ``segment.ms``
+  says so, patches offsets, leader epoch and (LogAppendTime topics) timestamps in place, and
+  stores the bytes as they are. Records are never re-encoded.
+* **Read** bisects the segments by base offset, then lets the segment find the batch through
+  its sparse index. It returns whole batches, and at least one when ``min_one_batch`` (KIP-74).
+* **Offsets**: ``log_start_offset`` rises through DeleteRecords and retention;
+  ``log_end_offset`` is the next offset to assign. With one replica the high watermark is the
+  log end offset. Both are also :class:`trio_util.AsyncValue` s, so a long-poll Fetch waits on
+  ``high_watermark.wait_value(...)`` instead of polling.
+* **Time** comes in as arguments (milliseconds) or from the injected ``clock``, never from a
+  wall clock read here, so tests drive retention and rolling with a fake clock.
+* **Durability**: appends go to the store (the OS page cache for files) without fsync.
+  ``flush()`` makes everything durable and advances the recovery point; it is split into
+  :meth:`Log.prepare_flush` (fast, on the caller's thread), :meth:`FlushJob.run` (the fsyncs,
+  safe in a worker thread) and :meth:`Log.complete_flush`, so the manager can keep the event
+  loop free while the disk works.
+
+The API is synchronous on purpose: every method finishes without waiting, which keeps the
+log's invariants simple (no method interleaves with another) and the tests free of await.
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_right
+from collections.abc import Callable
+
+import attrs
+from kio.schema.errors import ErrorCode
+from trio_util import AsyncValue
+
+from trikafka.errors import InvalidRecordError, KafkaProtocolError
+from trikafka.log.config import LogConfig
+from trikafka.log.segment import Segment, SegmentStore, SyncHandle
+from trikafka.protocol.records import (
+    NO_TIMESTAMP,
+    assign_offsets,
+    iter_batches,
+    parse_batch_header,
+)
+
+__all__ = ["AppendInfo", "Clock", "FetchData", "FlushJob", "Log", "wall_clock_ms"]
+
+Clock = Callable[[], float]
+
+
+def wall_clock_ms() -> float:
+    """The default clock: wall time in milliseconds."""
+    return time.time() * 1000
+
+
+@attrs.frozen
+class AppendInfo:
+    """What a Produce response reports for one partition."""
+
+    first_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+
+
+@attrs.frozen
+class FetchData:
+    """Whole batches for a Fetch response, as the store's chunks (not joined: no copy)."""
+
+    chunks: tuple[bytes | memoryview, ...]
+    high_watermark: int
+    log_start_offset: int
+
+    @property
+    def size(self) -> int:
+        return sum(len(c) for c in self.chunks)
+
+    @property
+    def records(self) -> bytes:
+        """The batches as one ``bytes`` (a copy unless there is exactly one bytes chunk)."""
+        if len(self.chunks) == 1 and isinstance(self.chunks[0], bytes):
+            return self.chunks[0]
+        return b"".join(self.chunks)
+
+
+@attrs.define
+class FlushJob:
+    """The durable half of a flush, safe to run in a worker thread (see :meth:`Log.flush`)."""
+
+    offset: int  # everything below this offset is durable once run() returns
+    segments: list[Segment]
+    handles: list[SyncHandle]
+
+    def run(self) -> None:
+        try:
+            for handle in self.handles:
+                handle.sync()
+        finally:
+            for handle in self.handles:
+                handle.close()
+            self.handles = []
+
+
+class Log:
+    """A partition's log. Subclasses provide :meth:`_new_store`; see the module docstring."""
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig | None = None,
+        *,
+        clock: Clock | None = None,
+        segments: list[Segment] | None = None,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+    ) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.config = config or LogConfig()
+        self._clock = clock or wall_clock_ms
+        self._segments: list[Segment] = segments or [self._new_segment(log_start_offset)]
+        end = self._segments[-1].next_offset
+        self._log_start_offset = min(max(log_start_offset, self._segments[0].base_offset), end)
+        self.recovery_point = min(recovery_point, end)
+        self.high_watermark: AsyncValue[int] = AsyncValue(end)
+        self.log_end_offset_value: AsyncValue[int] = AsyncValue(end)
+        self._unflushed_messages = 0
+        self._rolled_since_flush = False
+        self._last_flush_ms = self._clock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return (
+            f"<{type(self).__name__} {self.name} [{self._log_start_offset}, "
+            f"{self.log_end_offset}) segments={len(self._segments)}>"
+        )
+
+    # --- backend hooks -----------------------------------------------------------------------
+
+    def _new_store(self, base_offset: int) -> SegmentStore:
+        raise NotImplementedError
+
+    def _new_segment(self, base_offset: int) -> Segment:
+        return Segment(
+            base_offset,
+            self._new_store(base_offset),
+            index_interval_bytes=self.config.index_interval_bytes,
+        )
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        return tuple(self._segments)
+
+    @property
+    def active_segment(self) -> Segment:
+        return self._segments[-1]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def max_timestamp(self) -> int:
+        """The largest record timestamp in the log (ListOffsets MAX_TIMESTAMP), or -1."""
+        return max(s.max_timestamp for s in self._segments)
+
+    @property
+    def offset_of_max_timestamp(self) -> int:
+        """The (batch-last) offset where :attr:`max_timestamp` was reached; -1 if none."""
+        best = max(self._segments, key=lambda s: s.max_timestamp)
+        return best.offset_of_max_timestamp if best.max_timestamp != NO_TIMESTAMP else -1
+
+    def _set_end(self, offset: int) -> None:
+        self.log_end_offset_value.value = offset
+        self.high_watermark.value = offset
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"log {self.name} is closed")
+
+    # --- append ------------------------------------------------------------------------------
+
+    def append(
+        self,
+        batches: bytearray | bytes,
+        *,
+        leader_epoch: int,
+        log_append_time_ms: int | None = None,
+    ) -> AppendInfo:
+        """Validate and append a Produce request's batches for this partition.
+
+        ``batches`` is patched in place when it is a ``bytearray`` (copied first otherwise).
+        ``log_append_time_ms`` is "now" (defaults to the clock): it is stamped into the
+        batches when the topic uses LogAppendTime and it drives segment.ms rolling. Raises
+        :class:`KafkaProtocolError` (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
+        RECORD_LIST_TOO_LARGE, ...) and appends nothing if any batch is refused.
+        """
+        self._check_open()
+        data = batches if isinstance(batches, bytearray) else bytearray(batches)
+        headers = list(iter_batches(data))
+        if not headers:
+            raise InvalidRecordError(f"a produce to {self.name} must hold at least one batch")
+        for header in headers:
+            if header.size > self.config.max_message_bytes:
+                raise KafkaProtocolError(
+                    f"batch of {header.size} bytes to {self.name} exceeds max.message.bytes "
+                    f"{self.config.max_message_bytes}",
+                    ErrorCode.message_too_large,
+                )
+        if len(data) > self.config.segment_bytes:
+            raise KafkaProtocolError(
+                f"{len(data)} bytes to {self.name} exceed segment.bytes {self.config.segment_bytes}",
+                ErrorCode.record_list_too_large,
+            )
+        now = self._clock() if log_append_time_ms is None else log_append_time_ms
+        append_time = int(now) if self.config.log_append_time else None
+        first = self.log_end_offset
+        last = first + sum(h.last_offset_delta + 1 for h in headers) - 1
+        segment = self._maybe_roll(len(data), now, last)
+        next_offset, _, _ = assign_offsets(
+            data, first, leader_epoch=leader_epoch, log_append_time_ms=append_time
+        )
+        segment.append(data, [parse_batch_header(data, h.position) for h in headers], now)
+        self._unflushed_messages += next_offset - first
+        self._set_end(next_offset)
+        if self._unflushed_messages >= self.config.flush_messages:
+            # Kafka flushes inline too: flush.messages is for users who want each produce
+            # durable before its response, and pay for it.
+            self.flush()
+        return AppendInfo(
+            first_offset=first,
+            last_offset=next_offset - 1,
+            log_append_time=append_time if append_time is not None else -1,
+            log_start_offset=self._log_start_offset,
+        )
+
+    def _maybe_roll(self, size: int, now_ms: float, last_offset: int) -> Segment:
+        active = self._segments[-1]
+        if active.size and (
+            active.size + size > self.config.segment_bytes
+            or (
+                active.rolling_base_ms is not None
+                and now_ms - active.rolling_base_ms > self.config.segment_ms
+            )
+            or not active.fits_relative(last_offset)
+        ):
+            return self.roll()
+        return active
+
+    def roll(self) -> Segment:
+        """Start a new active segment at the log end offset (no-op if the active is empty)."""
+        self._check_open()
+        active = self._segments[-1]
+        if not active.size:
+            return active
+        active.on_become_inactive()
+        segment = self._new_segment(self.log_end_offset)
+        self._segments.append(segment)
+        self._rolled_since_flush = True
+        return segment
+
+    # --- read --------------------------------------------------------------------------------
+
+    def _check_offset(self, offset: int) -> None:
+        if not self._log_start_offset <= offset <= self.log_end_offset:
+            raise KafkaProtocolError(
+                f"offset {offset} is outside [{self._log_start_offset}, {self.log_end_offset}] "
+                f"of {self.name}",
+                ErrorCode.offset_out_of_range,
+            )
+
+    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True) -> FetchData:
+        """Whole batches from the one holding ``offset``, up to ``max_bytes`` (one segment).
+
+        Raises OFFSET_OUT_OF_RANGE outside ``[log_start_offset, log_end_offset]``; at the log
+        end offset the answer is empty.
+        """
+        self._check_open()
+        self._check_offset(offset)
+        chunks: list[bytes | memoryview] = []
+        if offset < self.log_end_offset:
+            i = max(bisect_right(self._segments, offset, key=_base_offset) - 1, 0)
+            for segment in self._segments[i:]:
+                found = segment.read(offset, max_bytes, min_one_batch)
+                if found is not None:
+                    chunks = found
+                    break
+        return FetchData(tuple(chunks), self.high_watermark.value, self._log_start_offset)
+
+    def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
+        """``(offset, timestamp)`` of the first record at or after ``timestamp_ms`` (and the
+        log start offset), as ListOffsets wants; None when every record is earlier."""
+        self._check_open()
+        for segment in self._segments:
+            if segment.next_offset <= self._log_start_offset or segment.max_timestamp < timestamp_ms:
+                continue
+            found = segment.find_timestamp(timestamp_ms, self._log_start_offset)
+            if found is not None:
+                return found
+        return None
+
+    # --- deletion ----------------------------------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: advance the log start offset to ``offset``; return the new one.
+
+        Whole segments below it are freed by the next :meth:`apply_retention`.
+        """
+        self._check_open()
+        if not 0 <= offset <= self.high_watermark.value:
+            raise KafkaProtocolError(
+                f"cannot delete {self.name} before {offset}: the high watermark is "
+                f"{self.high_watermark.value}",
+                ErrorCode.offset_out_of_range,
+            )
+        self._log_start_offset = max(self._log_start_offset, offset)
+        return self._log_start_offset
+
+    def apply_retention(self, now_ms: float) -> list[Segment]:
+        """Detach segments that retention.ms, retention.bytes or the log start offset let go.
+
+        Never the active segment. The detached segments are already gone from the log and
+        from a restart's view (``mark_deleted``); the caller frees them with
+        ``segment.store.delete()``, in a worker thread if it likes (files).
+        """
+        self._check_open()
+        config = self.config
+        deleted: list[Segment] = []
+        if config.delete_enabled and config.retention_ms >= 0:
+            deleted += self._detach_while(
+                lambda s, _next: now_ms - s.largest_timestamp > config.retention_ms
+            )
+        if config.delete_enabled and config.retention_bytes >= 0:
+            excess = self.size_in_bytes - config.retention_bytes
+
+            def over_size(segment: Segment, _next: Segment) -> bool:
+                nonlocal excess
+                if excess - segment.size < 0:
+                    return False
+                excess -= segment.size
+                return True
+
+            deleted += self._detach_while(over_size)
+        deleted += self._detach_while(lambda _s, nxt: nxt.base_offset <= self._log_start_offset)
+        return deleted
+
+    def _detach_while(self, predicate: Callable[[Segment, Segment], bool]) -> list[Segment]:
+        count = 0
+        while count < len(self._segments) - 1 and predicate(
+            self._segments[count], self._segments[count + 1]
+        ):
+            count += 1
+        detached, self._segments = self._segments[:count], self._segments[count:]
+        for segment in detached:
+            segment.store.mark_deleted()
+        if detached:
+            self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+        return detached
+
+    def truncate_fully(self, start_offset: int = 0) -> None:
+        """Drop every record and restart the log, empty, at ``start_offset``."""
+        self._check_open()
+        for segment in self._segments:
+            segment.store.mark_deleted()
+            segment.store.delete()
+        self._segments = [self._new_segment(start_offset)]
+        self._log_start_offset = start_offset
+        self.recovery_point = start_offset
+        self._unflushed_messages = 0
+        self._set_end(start_offset)
+
+    # --- durability --------------------------------------------------------------------------
+
+    def needs_flush(self, now_ms: float) -> bool:
+        """Whether flush.ms has passed with unflushed data, or a rolled segment awaits its
+        flush (Kafka flushes a segment when it is rolled)."""
+        if not any(s.dirty for s in self._segments):
+            return False
+        return self._rolled_since_flush or now_ms - self._last_flush_ms >= self.config.flush_ms
+
+    def prepare_flush(self) -> FlushJob:
+        """Write out index entries and take sync handles; fast, on the caller's thread."""
+        self._check_open()
+        segments = [s for s in self._segments if s.dirty]
+        handles: list[SyncHandle] = []
+        for segment in segments:
+            segment.store.persist_indexes(segment.offset_index, segment.time_index)
+            handle = segment.store.sync_handle()
+            if handle is not None:
+                handles.append(handle)
+            segment.dirty = False
+        self._unflushed_messages = 0
+        self._rolled_since_flush = False
+        return FlushJob(offset=self.log_end_offset, segments=segments, handles=handles)
+
+    def complete_flush(self, job: FlushJob, *, ok: bool = True) -> None:
+        """Advance the recovery point after ``job.run()``; with ``ok=False`` (it raised),
+        mark its segments dirty again so the next flush retries."""
+        if not ok:
+            for segment in job.segments:
+                segment.dirty = True
+            return
+        self.recovery_point = max(self.recovery_point, min(job.offset, self.log_end_offset))
+        self._last_flush_ms = self._clock()
+
+    def flush(self) -> None:
+        """Make everything appended so far durable (fsync), and advance the recovery point."""
+        job = self.prepare_flush()
+        try:
+            job.run()
+        except BaseException:
+            self.complete_flush(job, ok=False)
+            raise
+        self.complete_flush(job)
+
+    def close(self) -> None:
+        """Write out indexes and release the stores. Does not fsync: call :meth:`flush` first
+        for durability (the manager does)."""
+        if self._closed:
+            return
+        self._closed = True
+        for segment in self._segments:
+            segment.on_become_inactive()
+            segment.store.persist_indexes(segment.offset_index, segment.time_index)
+            segment.store.close()
+
+
+def _base_offset(segment: Segment) -> int:
+    return segment.base_offset

@@ -1,0 +1,402 @@
+"""The LogManager: every partition's log, and the periodic work that keeps them healthy.
+
+Theory of operation
+-------------------
+The manager owns the logs of one broker. With ``log_dirs=None`` they are
+:class:`~trikafka.log.memory.MemoryLog` s; otherwise :class:`~trikafka.log.file.FileLog` s in
+``<log dir>/<topic>-<partition>``, a new partition going to the directory holding the fewest.
+
+On construction it opens what the directories hold (Kafka's LogManager.loadLogs): it reads the
+two checkpoint files of each directory, opens each partition with its recovery point and log
+start offset (see :mod:`trikafka.log.file` for what recovery does), finishes the deletion of
+``*-delete`` directories a previous run left, and removes the clean-shutdown marker, so that a
+crash from now on is noticed at the next start.
+
+:meth:`LogManager.run` is the manager's lifetime. Its tasks wake on trio's clock:
+
+* retention every ``log.retention.check.interval.ms`` (5 min): each log detaches what
+  retention.ms / retention.bytes / the log start offset let go; the files are unlinked in a
+  worker thread;
+* flush every ``log.flush.scheduler.interval.ms`` (never, by default): logs whose flush.ms has
+  passed are fsynced in a worker thread;
+* the recovery-point checkpoint every ``log.flush.offset.checkpoint.interval.ms`` (1 min):
+  logs that rolled a segment are flushed first (Kafka flushes a segment when it rolls), so the
+  recovery point, and with it the next start's recovery work, keeps up; and the log start
+  offset checkpoint every ``log.flush.start.offset.checkpoint.interval.ms`` (1 min).
+
+Cancelling ``run`` is the way to stop: under a shielded cancel scope it flushes every log,
+writes both checkpoints, closes the logs and leaves the clean-shutdown marker.
+
+The logs' own methods are synchronous; only fsync, unlinking and checkpoint writes go to worker
+threads, and those only touch state the event loop has let go of (duplicated descriptors,
+detached segments, a prepared file body), so nothing needs a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import trio
+
+from trikafka.log.config import INT64_MAX, LogConfig
+from trikafka.log.file import FileLog, parse_partition_dir_name, partition_dir_name
+from trikafka.log.log import Clock, Log, wall_clock_ms
+from trikafka.log.memory import MemoryLog
+from trikafka.log.segment import Segment
+
+__all__ = [
+    "CLEAN_SHUTDOWN_FILE",
+    "LOG_START_OFFSET_CHECKPOINT",
+    "LogManager",
+    "RECOVERY_POINT_CHECKPOINT",
+    "read_checkpoint",
+    "write_checkpoint",
+]
+
+logger = logging.getLogger(__name__)
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+DELETE_DIR_SUFFIX = "-delete"
+_CHECKPOINT_VERSION = 0
+
+TopicPartition = tuple[str, int]
+_RECOVERY_POINTS = (RECOVERY_POINT_CHECKPOINT, "recovery_point")
+_START_OFFSETS = (LOG_START_OFFSET_CHECKPOINT, "log_start_offset")
+
+
+# --- checkpoint files ----------------------------------------------------------------------
+
+
+def format_checkpoint(entries: Mapping[TopicPartition, int]) -> str:
+    """Kafka's text format: version line, count line, then ``topic partition offset`` lines."""
+    lines = [str(_CHECKPOINT_VERSION), str(len(entries))]
+    lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(entries.items())]
+    return "\n".join(lines) + "\n"
+
+
+def write_checkpoint(path: str | os.PathLike[str], entries: Mapping[TopicPartition, int]) -> None:
+    """Replace the checkpoint at ``path`` atomically and durably (temp file, fsync, rename)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(format_checkpoint(entries))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def read_checkpoint(path: str | os.PathLike[str]) -> dict[TopicPartition, int]:
+    """Parse a checkpoint file; a missing or malformed one reads as empty (with a warning for
+    the latter): the cost is recovering more than needed, never losing data."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return {}
+    try:
+        if int(lines[0]) != _CHECKPOINT_VERSION:
+            raise ValueError(f"unknown version {lines[0]!r}")
+        count = int(lines[1])
+        entries: dict[TopicPartition, int] = {}
+        for line in lines[2:]:
+            if not line.strip():
+                continue
+            topic, partition, offset = line.split()
+            entries[(topic, int(partition))] = int(offset)
+        if len(entries) != count:
+            raise ValueError(f"{len(entries)} entries where {count} were announced")
+    except (ValueError, IndexError) as exc:
+        logger.warning("Ignoring malformed checkpoint file %s: %s", path, exc)
+        return {}
+    return entries
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _delete_everything(segments: Iterable[Segment], directories: Iterable[Path]) -> None:
+    for segment in segments:
+        segment.store.delete()
+    for directory in directories:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+# --- the manager ---------------------------------------------------------------------------
+
+
+class LogManager:
+    """All partition logs of a broker; see the module docstring."""
+
+    def __init__(
+        self,
+        log_dirs: Sequence[str | os.PathLike[str]] | None = None,
+        default_config: LogConfig | None = None,
+        clock: Clock | None = None,
+        *,
+        retention_check_interval_ms: int = 300_000,
+        flush_scheduler_interval_ms: int = INT64_MAX,
+        flush_offset_checkpoint_interval_ms: int = 60_000,
+        flush_start_offset_checkpoint_interval_ms: int = 60_000,
+    ) -> None:
+        self.log_dirs = [Path(d) for d in log_dirs] if log_dirs else None
+        self.default_config = default_config or LogConfig()
+        self.clock = clock or wall_clock_ms
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self.flush_scheduler_interval_ms = flush_scheduler_interval_ms
+        self.flush_offset_checkpoint_interval_ms = flush_offset_checkpoint_interval_ms
+        self.flush_start_offset_checkpoint_interval_ms = flush_start_offset_checkpoint_interval_ms
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, Path] = {}
+        self._topic_configs: dict[str, LogConfig] = {}
+        self._doomed_dirs: list[Path] = []
+        self._closed = False
+        if self.log_dirs:
+            for log_dir in self.log_dirs:
+                self._load_dir(log_dir)
+
+    def __repr__(self) -> str:
+        where = ",".join(map(str, self.log_dirs)) if self.log_dirs else "memory"
+        return f"<LogManager {where} logs={len(self._logs)}>"
+
+    # --- loading ---------------------------------------------------------------------------
+
+    def _load_dir(self, log_dir: Path) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        marker = log_dir / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        recovery_points = read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
+        start_offsets = read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        for entry in sorted(log_dir.iterdir()):
+            if not entry.is_dir():
+                continue
+            if entry.name.endswith(DELETE_DIR_SUFFIX):
+                shutil.rmtree(entry, ignore_errors=True)
+                continue
+            parsed = parse_partition_dir_name(entry.name)
+            if parsed is None:
+                continue
+            if parsed in self._logs:
+                raise RuntimeError(
+                    f"partition {entry.name} is in both {self._dir_of[parsed]} and {log_dir}"
+                )
+            self._logs[parsed] = FileLog(
+                entry,
+                *parsed,
+                self.default_config,
+                clock=self.clock,
+                recovery_point=recovery_points.get(parsed, 0),
+                log_start_offset=start_offsets.get(parsed, 0),
+                clean_shutdown=clean,
+            )
+            self._dir_of[parsed] = log_dir
+        # From here on a crash must be noticed at the next start.
+        marker.unlink(missing_ok=True)
+
+    # --- the logs --------------------------------------------------------------------------
+
+    @property
+    def logs(self) -> Mapping[TopicPartition, Log]:
+        """All open logs by ``(topic, partition)`` (a read-only view)."""
+        return self._logs.copy()
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create_log(
+        self, topic: str, partition: int, config: LogConfig | None = None
+    ) -> Log:
+        """The partition's log, created empty if need be. A given ``config`` becomes the
+        topic's (for every partition of it: Kafka's configs are per topic)."""
+        if self._closed:
+            raise RuntimeError("the log manager is closed")
+        if config is not None and self._topic_configs.get(topic) != config:
+            self.update_topic_config(topic, config)
+        key = (topic, partition)
+        log = self._logs.get(key)
+        if log is not None:
+            return log
+        config = self._topic_configs.get(topic, self.default_config)
+        if self.log_dirs is None:
+            log = MemoryLog(topic, partition, config, clock=self.clock)
+        else:
+            counts = {d: 0 for d in self.log_dirs}
+            for d in self._dir_of.values():
+                counts[d] += 1
+            log_dir = min(self.log_dirs, key=lambda d: counts[d])
+            log = FileLog.open(log_dir, topic, partition, config, clock=self.clock)
+            self._dir_of[key] = log_dir
+        self._logs[key] = log
+        return log
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None:
+        """Apply ``config`` to the topic's logs now and to its partitions created later."""
+        self._topic_configs[topic] = config
+        for (name, _), log in self._logs.items():
+            if name == topic:
+                log.config = config
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Close and remove a partition's log; False if there was none.
+
+        Files are renamed at once (``<topic>-<partition>.<id>-delete``, as Kafka does) and
+        deleted later by :meth:`cleanup_logs` in a worker thread, or at the next start.
+        """
+        key = (topic, partition)
+        log = self._logs.pop(key, None)
+        if log is None:
+            return False
+        log.close()
+        log_dir = self._dir_of.pop(key, None)
+        if isinstance(log, FileLog) and log_dir is not None:
+            doomed = log.directory.with_name(
+                f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+            )
+            log.directory.rename(doomed)
+            self._doomed_dirs.append(doomed)
+        return True
+
+    # --- periodic work -------------------------------------------------------------------------
+
+    async def _slow(self, fn: Callable[[], object]) -> None:
+        """Run disk work off the event loop (nothing slow to do for memory logs)."""
+        if self.log_dirs is None:
+            fn()
+        else:
+            await trio.to_thread.run_sync(fn)
+
+    async def cleanup_logs(self) -> int:
+        """Apply retention to every log now; return how many segments were deleted."""
+        now = self.clock()
+        doomed: list[Segment] = []
+        for log in list(self._logs.values()):
+            doomed += log.apply_retention(now)
+        directories, self._doomed_dirs = self._doomed_dirs, []
+        if doomed or directories:
+            await self._slow(lambda: _delete_everything(doomed, directories))
+        if doomed:
+            logger.info("Retention deleted %d segment(s)", len(doomed))
+        return len(doomed)
+
+    async def flush_log(self, log: Log) -> None:
+        """Flush one log with its fsyncs in a worker thread."""
+        if log.closed:
+            return
+        job = log.prepare_flush()
+        try:
+            await self._slow(job.run)
+        except BaseException:
+            log.complete_flush(job, ok=False)
+            raise
+        log.complete_flush(job)
+
+    async def flush_dirty_logs(self) -> None:
+        """Flush the logs whose flush.ms has passed or that rolled a segment."""
+        now = self.clock()
+        for log in list(self._logs.values()):
+            if not log.closed and log.needs_flush(now):
+                await self.flush_log(log)
+
+    def _checkpoints(self, attribute: str) -> dict[Path, dict[TopicPartition, int]]:
+        per_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs or ()}
+        for key, log in self._logs.items():
+            per_dir[self._dir_of[key]][key] = getattr(log, attribute)
+        return per_dir
+
+    def _checkpoint_writer(self, *which: tuple[str, str]) -> Callable[[], None]:
+        """Snapshot checkpoint contents now (on the event loop); the returned function writes
+        them (in a worker thread)."""
+        contents = [(name, self._checkpoints(attribute)) for name, attribute in which]
+
+        def write() -> None:
+            for file_name, per_dir in contents:
+                for log_dir, entries in per_dir.items():
+                    write_checkpoint(log_dir / file_name, entries)
+
+        return write
+
+    async def _write_checkpoints(self, *which: tuple[str, str]) -> None:
+        if self.log_dirs is not None:
+            await self._slow(self._checkpoint_writer(*which))
+
+    async def checkpoint_recovery_points(self) -> None:
+        await self.flush_dirty_logs()
+        await self._write_checkpoints(_RECOVERY_POINTS)
+
+    async def checkpoint_log_start_offsets(self) -> None:
+        await self._write_checkpoints(_START_OFFSETS)
+
+    async def _every(self, interval_ms: int, step: Callable[[], Awaitable[object]]) -> None:
+        if interval_ms >= INT64_MAX:
+            return  # Kafka's "never"
+        while True:
+            await trio.sleep(interval_ms / 1000)
+            try:
+                await step()
+            except OSError:
+                # A full or failing disk: say so and try again next time; bugs still raise.
+                logger.exception("Log maintenance step %s failed", step.__name__)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run periodic retention, flush and checkpoints until cancelled; then shut down."""
+        try:
+            async with trio.open_nursery() as nursery:
+                for interval, step in (
+                    (self.retention_check_interval_ms, self.cleanup_logs),
+                    (self.flush_scheduler_interval_ms, self.flush_dirty_logs),
+                    (self.flush_offset_checkpoint_interval_ms, self.checkpoint_recovery_points),
+                    (
+                        self.flush_start_offset_checkpoint_interval_ms,
+                        self.checkpoint_log_start_offsets,
+                    ),
+                ):
+                    nursery.start_soon(self._every, interval, step, name=f"kafka-log-{step.__name__}")
+                task_status.started()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.aclose()
+
+    async def aclose(self) -> None:
+        """Flush every log, write both checkpoints, close the logs, mark a clean shutdown."""
+        if self._closed:
+            return
+        for log in list(self._logs.values()):
+            await self.flush_log(log)
+        await self._write_checkpoints(_RECOVERY_POINTS, _START_OFFSETS)
+        directories = self._finish_close()
+        if directories:
+            await self._slow(lambda: _delete_everything((), directories))
+        self._mark_clean()
+
+    def close(self) -> None:
+        """:meth:`aclose` for code outside trio (scripts, synchronous tests)."""
+        if self._closed:
+            return
+        for log in self._logs.values():
+            log.flush()
+        if self.log_dirs is not None:
+            self._checkpoint_writer(_RECOVERY_POINTS, _START_OFFSETS)()
+        _delete_everything((), self._finish_close())
+        self._mark_clean()
+
+    def _finish_close(self) -> list[Path]:
+        for log in self._logs.values():
+            log.close()
+        self._closed = True
+        directories, self._doomed_dirs = self._doomed_dirs, []
+        return directories
+
+    def _mark_clean(self) -> None:
+        for log_dir in self.log_dirs or ():
+            (log_dir / CLEAN_SHUTDOWN_FILE).touch()

@@ -1,0 +1,551 @@
+"""Kafka record batches, format v2 (magic 2): validate, patch, build. Bytes in, values out.
+
+The broker stores batches exactly as the producer sent them. It never re-encodes records; it
+validates a batch, then patches the few header fields that belong to the broker (base offset,
+partition leader epoch and, for LogAppendTime topics, the timestamp type and max timestamp,
+which are covered by the CRC and force a CRC recomputation). Everything here is a pure
+function over ``bytes``/``bytearray``/``memoryview``, so it is tested with bytes alone.
+
+Batch header (61 bytes, big-endian)::
+
+    0  baseOffset int64          the CRC does not cover the first 21 bytes, so the broker
+    8  batchLength int32         can patch baseOffset and partitionLeaderEpoch for free
+    12 partitionLeaderEpoch int32
+    16 magic int8                at the same position as in message sets v0/v1
+    17 crc uint32                CRC-32C of bytes 21 .. end of batch
+    21 attributes int16          bits 0-2 compression, 3 timestamp type, 4 transactional, 5 control
+    23 lastOffsetDelta int32
+    27 baseTimestamp int64
+    35 maxTimestamp int64
+    43 producerId int64
+    51 producerEpoch int16
+    53 baseSequence int32
+    57 recordCount int32
+    61 records...                each: varint length, then attributes int8, timestampDelta
+                                 varlong, offsetDelta varint, key, value, headers
+
+Errors say whose fault they are: :class:`CorruptRecordError` when the bytes do not add up
+(CRC, sizes, a batch cut short), :class:`InvalidRecordError` when an intact batch breaks a rule
+(record count versus offsets), :class:`KafkaProtocolError` with UNSUPPORTED_FOR_MESSAGE_FORMAT
+for the old magic 0/1 message sets and UNSUPPORTED_COMPRESSION_TYPE for an unknown codec.
+Nothing here raises any other exception type on any input; a hypothesis test holds us to that.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Iterable, Iterator, Sequence
+
+import attrs
+from crc32c import crc32c
+from kio.schema.errors import ErrorCode
+
+from trikafka.errors import CorruptRecordError, InvalidRecordError, KafkaProtocolError
+
+__all__ = [
+    "BATCH_HEADER_SIZE",
+    "LOG_OVERHEAD",
+    "NO_PRODUCER_ID",
+    "NO_TIMESTAMP",
+    "BatchHeader",
+    "Compression",
+    "Record",
+    "TimestampType",
+    "assign_offsets",
+    "build_batch",
+    "iter_batches",
+    "iter_records",
+    "parse_batch_header",
+]
+
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the part batchLength does not count
+BATCH_HEADER_SIZE = 61
+MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD  # 49
+NO_PRODUCER_ID = -1
+NO_TIMESTAMP = -1
+CURRENT_MAGIC = 2
+
+_OFFSET_LENGTH = struct.Struct(">qi")  # baseOffset, batchLength
+_HEADER = struct.Struct(">qiibIhiqqqhii")  # the whole 61-byte header
+_BASE_OFFSET = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+_INT16 = struct.Struct(">h")
+_UINT32 = struct.Struct(">I")
+
+_PARTITION_LEADER_EPOCH_AT = 12
+_MAGIC_AT = 16
+_CRC_AT = 17
+_ATTRIBUTES_AT = 21
+_BASE_TIMESTAMP_AT = 27
+_MAX_TIMESTAMP_AT = 35
+
+_COMPRESSION_MASK = 0x07
+_TIMESTAMP_TYPE_BIT = 0x08
+_TRANSACTIONAL_BIT = 0x10
+_CONTROL_BIT = 0x20
+
+
+class Compression(enum.IntEnum):
+    """Codec ids of attributes bits 0-2."""
+
+    NONE = 0
+    GZIP = 1
+    SNAPPY = 2
+    LZ4 = 3
+    ZSTD = 4
+
+
+class TimestampType(enum.IntEnum):
+    """Attributes bit 3."""
+
+    CREATE_TIME = 0
+    LOG_APPEND_TIME = 1
+
+
+@attrs.frozen
+class BatchHeader:
+    """The header of one batch found at ``position`` in a buffer; ``size`` counts all its bytes."""
+
+    position: int
+    size: int
+    base_offset: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def end(self) -> int:
+        """Position just after this batch."""
+        return self.position + self.size
+
+    @property
+    def compression(self) -> int:
+        """The codec id (see :class:`Compression`); an unknown id never gets past validation."""
+        return self.attributes & _COMPRESSION_MASK
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        if self.attributes & _TIMESTAMP_TYPE_BIT:
+            return TimestampType.LOG_APPEND_TIME
+        return TimestampType.CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & _TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & _CONTROL_BIT)
+
+
+@attrs.frozen
+class Record:
+    """One record of a batch, with absolute offset and timestamp."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+# --- reading --------------------------------------------------------------------------------
+
+
+def parse_batch_header(
+    data: bytes | bytearray | memoryview, position: int = 0, *, origin: int = 0
+) -> BatchHeader:
+    """Parse the header at ``position`` without validating anything.
+
+    The caller guarantees that 61 bytes are available. Used where the bytes were validated
+    before (the log's own segments); :func:`iter_batches` is the validating entry point.
+    ``origin`` is added to the reported position, for a buffer that is a window of a larger
+    whole (a block read from a segment file).
+    """
+    (
+        base_offset,
+        batch_length,
+        leader_epoch,
+        magic,
+        crc,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        record_count,
+    ) = _HEADER.unpack_from(data, position)
+    return BatchHeader(
+        position=origin + position,
+        size=batch_length + LOG_OVERHEAD,
+        base_offset=base_offset,
+        partition_leader_epoch=leader_epoch,
+        magic=magic,
+        crc=crc,
+        attributes=attributes,
+        last_offset_delta=last_offset_delta,
+        base_timestamp=base_timestamp,
+        max_timestamp=max_timestamp,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        record_count=record_count,
+    )
+
+
+def iter_batches(
+    data: bytes | bytearray | memoryview, *, validate_records: bool = True
+) -> Iterator[BatchHeader]:
+    """Yield the header of every batch in ``data``, validating each before it is yielded.
+
+    ``data`` is a concatenation of whole batches (a Produce request's ``records``, or a log
+    segment). A trailing partial batch is a :class:`CorruptRecordError`, as is anything whose
+    sizes or CRC do not add up. With ``validate_records`` the records of uncompressed batches
+    are walked too (count, sizes, offset deltas); compressed batches are never decompressed.
+    """
+    view = memoryview(data)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    total = len(view)
+    position = 0
+    while position < total:
+        yield _validate_batch(view, position, total, validate_records)
+        position += _OFFSET_LENGTH.unpack_from(view, position)[1] + LOG_OVERHEAD
+
+
+def _validate_batch(view: memoryview, position: int, total: int, walk: bool) -> BatchHeader:
+    remaining = total - position
+    if remaining < _MAGIC_AT + 1:
+        raise CorruptRecordError(
+            f"trailing partial batch at byte {position}: {remaining} bytes, too few for a header"
+        )
+    magic = view[position + _MAGIC_AT]
+    if magic in (0, 1):
+        raise KafkaProtocolError(
+            f"message format v{magic} is not supported, only record batches v2",
+            ErrorCode.unsupported_for_message_format,
+        )
+    if magic != CURRENT_MAGIC:
+        raise CorruptRecordError(f"batch at byte {position} has unknown magic {magic}")
+    batch_length = _INT32.unpack_from(view, position + 8)[0]
+    if batch_length < MIN_BATCH_LENGTH:
+        raise CorruptRecordError(
+            f"batch at byte {position} declares length {batch_length} < {MIN_BATCH_LENGTH}"
+        )
+    size = batch_length + LOG_OVERHEAD
+    if size > remaining:
+        raise CorruptRecordError(
+            f"trailing partial batch at byte {position}: declares {size} bytes, {remaining} present"
+        )
+    end = position + size
+    header = parse_batch_header(view, position)
+    actual_crc = crc32c(view[position + _ATTRIBUTES_AT : end])
+    if actual_crc != header.crc:
+        raise CorruptRecordError(
+            f"batch at offset {header.base_offset} has CRC {header.crc:#010x}, "
+            f"computed {actual_crc:#010x}"
+        )
+    if header.compression > Compression.ZSTD:
+        raise KafkaProtocolError(
+            f"batch at offset {header.base_offset} uses unknown compression id "
+            f"{header.compression}",
+            ErrorCode.unsupported_compression_type,
+        )
+    if header.last_offset_delta < 0:
+        raise InvalidRecordError(
+            f"batch at offset {header.base_offset} has lastOffsetDelta {header.last_offset_delta}"
+        )
+    count = header.record_count
+    if count < 0 or (count and count != header.last_offset_delta + 1):
+        # Kafka's LogValidator: the count from offsets must match the count in the header.
+        raise InvalidRecordError(
+            f"batch at offset {header.base_offset} holds {count} records "
+            f"but spans {header.last_offset_delta + 1} offsets"
+        )
+    if header.is_transactional and header.producer_id < 0:
+        raise InvalidRecordError(
+            f"transactional batch at offset {header.base_offset} has no producer id"
+        )
+    if walk and header.compression == Compression.NONE:
+        _walk_records(view, position + BATCH_HEADER_SIZE, end, count, header.base_offset)
+    return header
+
+
+def _walk_records(view: memoryview, position: int, end: int, count: int, base: int) -> None:
+    """Check that the records area holds exactly ``count`` well-formed records."""
+    for index in range(count):
+        if position >= end:
+            raise InvalidRecordError(
+                f"batch at offset {base} declares {count} records, holds {index}"
+            )
+        length, position = _read_varint(view, position, end)
+        record_end = position + length
+        if length <= 0 or record_end > end:
+            raise InvalidRecordError(f"record {index} of batch at offset {base} has size {length}")
+        offset_delta = _check_record(view, position, record_end)
+        if offset_delta != index:
+            raise InvalidRecordError(
+                f"record {index} of batch at offset {base} has offset delta {offset_delta}"
+            )
+        position = record_end
+    if position != end:
+        raise InvalidRecordError(
+            f"batch at offset {base}: {end - position} bytes follow the last of {count} records"
+        )
+
+
+def _check_record(view: memoryview, position: int, end: int) -> int:
+    """Walk one record's fields; return its offset delta. Raises InvalidRecordError."""
+    position += 1  # attributes, unused in v2
+    _, position = _read_varint(view, position, end, 10)  # timestamp delta
+    offset_delta, position = _read_varint(view, position, end)
+    for _field in ("key", "value"):
+        size, position = _read_varint(view, position, end)
+        if size < -1:
+            raise InvalidRecordError(f"record {_field} has size {size}")
+        position += max(size, 0)
+    header_count, position = _read_varint(view, position, end)
+    if header_count < 0:
+        raise InvalidRecordError(f"record has {header_count} headers")
+    for _ in range(header_count):
+        size, position = _read_varint(view, position, end)
+        if size < 0:
+            raise InvalidRecordError(f"record header key has size {size}")
+        position += size
+        size, position = _read_varint(view, position, end)
+        if size < -1:
+            raise InvalidRecordError(f"record header value has size {size}")
+        position += max(size, 0)
+    if position != end:
+        raise InvalidRecordError(
+            f"record declares {end - position:+d} bytes more than its fields hold"
+        )
+    return offset_delta
+
+
+def _read_varint(
+    view: memoryview | bytes, position: int, end: int, max_bytes: int = 5
+) -> tuple[int, int]:
+    """Read a zig-zag varint (``max_bytes`` 5) or varlong (10); return (value, next position)."""
+    result = 0
+    shift = 0
+    for _ in range(max_bytes):
+        if position >= end:
+            raise InvalidRecordError("record ends inside a varint")
+        byte = view[position]
+        position += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (result >> 1) ^ -(result & 1), position
+        shift += 7
+    raise InvalidRecordError(f"varint longer than {max_bytes} bytes")
+
+
+def iter_records(
+    data: bytes | bytearray | memoryview, header: BatchHeader
+) -> Iterator[Record]:
+    """Decode the records of one uncompressed batch found by :func:`iter_batches`.
+
+    For the client and tests; the broker itself never needs record contents. A LogAppendTime
+    batch gives every record the batch's max timestamp, as Kafka does.
+    """
+    if header.compression != Compression.NONE:
+        raise KafkaProtocolError(
+            "decoding compressed batches is not supported yet",
+            ErrorCode.unsupported_compression_type,
+        )
+    view = memoryview(data)
+    end = header.end
+    position = header.position + BATCH_HEADER_SIZE
+    log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
+    for _ in range(header.record_count):
+        length, position = _read_varint(view, position, end)
+        record_end = position + length
+        position += 1
+        ts_delta, position = _read_varint(view, position, record_end, 10)
+        offset_delta, position = _read_varint(view, position, record_end)
+        key, position = _read_bytes(view, position, record_end)
+        value, position = _read_bytes(view, position, record_end)
+        count, position = _read_varint(view, position, record_end)
+        headers = []
+        for _ in range(count):
+            name, position = _read_bytes(view, position, record_end)
+            header_value, position = _read_bytes(view, position, record_end)
+            headers.append(((name or b"").decode("utf-8", "replace"), header_value))
+        yield Record(
+            offset=header.base_offset + offset_delta,
+            timestamp=header.max_timestamp if log_append else header.base_timestamp + ts_delta,
+            key=key,
+            value=value,
+            headers=tuple(headers),
+        )
+        position = record_end
+
+
+def _read_bytes(view: memoryview, position: int, end: int) -> tuple[bytes | None, int]:
+    size, position = _read_varint(view, position, end)
+    if size < 0:
+        return None, position
+    if position + size > end:
+        raise InvalidRecordError("record field runs past the end of its record")
+    return bytes(view[position : position + size]), position + size
+
+
+# --- patching -------------------------------------------------------------------------------
+
+
+def assign_offsets(
+    data: bytearray,
+    base_offset: int,
+    *,
+    leader_epoch: int = 0,
+    log_append_time_ms: int | None = None,
+) -> tuple[int, int, int]:
+    """Patch validated batches in place: offsets from ``base_offset``, the leader epoch, and
+    with ``log_append_time_ms`` the LogAppendTime type and max timestamp (recomputing the CRC).
+
+    Returns ``(next_offset, max_timestamp, offset_of_max_timestamp)`` where the offset of the
+    max timestamp is the *last* offset of the batch holding it (Kafka's "shallow" offset), or
+    the first assigned offset for LogAppendTime. Like Kafka's in-place path this leaves
+    baseTimestamp alone: readers of a LogAppendTime batch use maxTimestamp for every record.
+    """
+    view = memoryview(data)
+    total = len(data)
+    position = 0
+    next_offset = base_offset
+    max_timestamp = NO_TIMESTAMP
+    offset_of_max = base_offset
+    while position < total:
+        batch_length = _INT32.unpack_from(view, position + 8)[0]
+        end = position + batch_length + LOG_OVERHEAD
+        last_offset_delta = _INT32.unpack_from(view, position + 23)[0]
+        _BASE_OFFSET.pack_into(view, position, next_offset)
+        _INT32.pack_into(view, position + _PARTITION_LEADER_EPOCH_AT, leader_epoch)
+        last_offset = next_offset + last_offset_delta
+        if log_append_time_ms is not None:
+            attributes = _INT16.unpack_from(view, position + _ATTRIBUTES_AT)[0]
+            _INT16.pack_into(view, position + _ATTRIBUTES_AT, attributes | _TIMESTAMP_TYPE_BIT)
+            _INT64.pack_into(view, position + _MAX_TIMESTAMP_AT, log_append_time_ms)
+            crc = crc32c(view[position + _ATTRIBUTES_AT : end])
+            _UINT32.pack_into(view, position + _CRC_AT, crc)
+        else:
+            batch_max = _INT64.unpack_from(view, position + _MAX_TIMESTAMP_AT)[0]
+            if batch_max > max_timestamp:
+                max_timestamp = batch_max
+                offset_of_max = last_offset
+        next_offset = last_offset + 1
+        position = end
+    view.release()
+    if log_append_time_ms is not None:
+        return next_offset, log_append_time_ms, base_offset
+    return next_offset, max_timestamp, offset_of_max
+
+
+# --- building -------------------------------------------------------------------------------
+
+RecordSpec = tuple[
+    bytes | None, bytes | None, Sequence[tuple[str | bytes, bytes | None]], int
+]
+
+
+def build_batch(
+    records: Iterable[RecordSpec],
+    base_offset: int = 0,
+    *,
+    partition_leader_epoch: int = -1,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+    control: bool = False,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+) -> bytes:
+    """Encode one uncompressed batch of ``(key, value, headers, timestamp_ms)`` records.
+
+    For tests and the project's client. Offsets run densely from ``base_offset``; the first
+    record's timestamp is the batch's base timestamp.
+    """
+    records = list(records)
+    if not records:
+        raise ValueError("a batch needs at least one record")
+    base_timestamp = records[0][3]
+    max_timestamp = max(r[3] for r in records)
+    body = bytearray()
+    for delta, (key, value, headers, timestamp) in enumerate(records):
+        record = bytearray(b"\x00")
+        _write_varint(record, timestamp - base_timestamp)
+        _write_varint(record, delta)
+        _write_nullable(record, key)
+        _write_nullable(record, value)
+        _write_varint(record, len(headers))
+        for name, header_value in headers:
+            _write_nullable(record, name.encode() if isinstance(name, str) else name)
+            _write_nullable(record, header_value)
+        _write_varint(body, len(record))
+        body += record
+    attributes = int(timestamp_type) << 3
+    if transactional:
+        attributes |= _TRANSACTIONAL_BIT
+    if control:
+        attributes |= _CONTROL_BIT
+    after_crc = (
+        struct.pack(
+            ">hiqqqhii",
+            attributes,
+            len(records) - 1,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            len(records),
+        )
+        + body
+    )
+    return (
+        struct.pack(
+            ">qiibI",
+            base_offset,
+            len(after_crc) + 9,  # + leader epoch, magic, crc
+            partition_leader_epoch,
+            CURRENT_MAGIC,
+            crc32c(after_crc),
+        )
+        + after_crc
+    )
+
+
+def _write_varint(out: bytearray, value: int) -> None:
+    value = (value << 1) ^ (value >> 63)  # zig-zag, valid for varlongs too
+    while value & ~0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def _write_nullable(out: bytearray, value: bytes | None) -> None:
+    if value is None:
+        _write_varint(out, -1)
+    else:
+        _write_varint(out, len(value))
+        out += value

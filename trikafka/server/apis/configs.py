@@ -1,0 +1,312 @@
+"""DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, and DescribeCluster.
+
+Config sources are Kafka's: a topic override is TOPIC_CONFIG; a value the broker was started
+with (its server.properties or flags) is STATIC_BROKER_CONFIG; one changed at run time through
+AlterConfigs on the broker is DYNAMIC_BROKER_CONFIG; the rest DEFAULT_CONFIG. Synonyms list the
+chain a topic config inherits from, most specific first.
+
+AlterConfigs replaces a resource's whole set of overrides; IncrementalAlterConfigs applies
+SET / DELETE / APPEND / SUBTRACT per key. Dynamic broker configs are the topic defaults
+(``log.retention.ms`` and friends); other broker keys are read-only, as most are in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from trikafka.config import BrokerConfig
+from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
+from trikafka.network.request_channel import Request
+from trikafka.protocol.entities import build
+from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.topic_config import (
+    TOPIC_CONFIGS,
+    format_value,
+    parse_value,
+    validate_topic_configs,
+)
+
+__all__ = ["ConfigApis", "ClusterApis", "topic_config_entries", "ConfigSource", "ResourceType"]
+
+DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CLUSTER = 32, 33, 44, 60
+
+
+class ConfigSource:
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+
+
+class ResourceType:
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+
+
+class OpType:
+    SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+
+
+_CONFIG_TYPE = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7}
+DYNAMIC_BROKER_KEYS = {d.broker_key for d in TOPIC_CONFIGS.values() if d.broker_key}
+_DEFAULTS = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:9092").as_properties()
+
+
+def _broker_source(replicas: Any, key: str) -> int:
+    if key in replicas.dynamic_broker_configs:
+        return ConfigSource.DYNAMIC_BROKER_CONFIG
+    if replicas.static_config.as_properties().get(key) != _DEFAULTS.get(key):
+        return ConfigSource.STATIC_BROKER_CONFIG
+    return ConfigSource.DEFAULT_CONFIG
+
+
+def topic_config_entries(replicas: Any, topic: Any, keys: Any = None) -> list[dict[str, Any]]:
+    effective = replicas.effective_config(topic)
+    broker_props = replicas.config.as_properties()
+    entries = []
+    for name, definition in TOPIC_CONFIGS.items():
+        if keys is not None and name not in keys:
+            continue
+        synonyms = []
+        if name in topic.configs:
+            source = ConfigSource.TOPIC_CONFIG
+            synonyms.append({"name": name, "value": format_value(topic.configs[name]), "source": source})
+        if definition.broker_key:
+            broker_source = _broker_source(replicas, definition.broker_key)
+            if name not in topic.configs:
+                source = broker_source
+            synonyms.append(
+                {"name": definition.broker_key, "value": broker_props[definition.broker_key], "source": broker_source}
+            )
+        elif name not in topic.configs:
+            source = ConfigSource.DEFAULT_CONFIG
+        entries.append(
+            {
+                "name": name,
+                "value": format_value(effective[name]),
+                "read_only": False,
+                "config_source": source,
+                "is_sensitive": False,
+                "synonyms": synonyms,
+                "config_type": _CONFIG_TYPE.get(definition.kind, 0),
+                "documentation": None,
+                "is_default": source == ConfigSource.DEFAULT_CONFIG,
+            }
+        )
+    return entries
+
+
+def broker_config_entries(replicas: Any, keys: Any = None) -> list[dict[str, Any]]:
+    props = replicas.config.as_properties()
+    entries = []
+    for field in attrs.fields(BrokerConfig):
+        key = field.metadata["key"]
+        if keys is not None and key not in keys:
+            continue
+        source = _broker_source(replicas, key)
+        entries.append(
+            {
+                "name": key,
+                "value": props[key] if props[key] != "" else None,
+                "read_only": key not in DYNAMIC_BROKER_KEYS,
+                "config_source": source,
+                "is_sensitive": False,
+                "synonyms": [{"name": key, "value": props[key], "source": source}],
+                "config_type": 1 if isinstance(getattr(replicas.config, field.name), bool) else 0,
+                "documentation": field.metadata["doc"],
+                "is_default": source == ConfigSource.DEFAULT_CONFIG,
+            }
+        )
+    return entries
+
+
+class ConfigApis:
+    def __init__(self, context: ApiContext) -> None:
+        self.context = context
+
+    @property
+    def replicas(self) -> Any:
+        return self.context.extras["replica_manager"]
+
+    def handlers(self) -> dict[int, Any]:
+        return {
+            DESCRIBE_CONFIGS: self.handle_describe_configs_request,
+            ALTER_CONFIGS: self.handle_alter_configs_request,
+            INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
+        }
+
+    def _check_broker_name(self, name: str) -> None:
+        if name not in ("", str(self.context.config.node_id)):
+            raise KafkaProtocolError(f"Unexpected broker id, expected {self.context.config.node_id} but received {name}", ErrorCode.invalid_request)
+
+    async def handle_describe_configs_request(self, request: Request) -> Any:
+        body = request.body
+        results = []
+        for resource in body.resources:
+            keys = set(resource.configuration_keys) if resource.configuration_keys is not None else None
+            result: dict[str, Any] = {
+                "error_code": ErrorCode.none,
+                "error_message": None,
+                "resource_type": resource.resource_type,
+                "resource_name": resource.resource_name,
+                "configs": [],
+            }
+            try:
+                if resource.resource_type == ResourceType.TOPIC:
+                    topic = self.replicas.topics.get(resource.resource_name)
+                    if topic is None:
+                        raise KafkaProtocolError(f"Topic {resource.resource_name} does not exist", ErrorCode.unknown_topic_or_partition)
+                    entries = topic_config_entries(self.replicas, topic, keys)
+                elif resource.resource_type == ResourceType.BROKER:
+                    self._check_broker_name(resource.resource_name)
+                    entries = broker_config_entries(self.replicas, keys)
+                else:
+                    raise KafkaProtocolError(f"Unsupported resource type {resource.resource_type}", ErrorCode.invalid_request)
+                if not body.include_synonyms:
+                    for entry in entries:
+                        entry["synonyms"] = []
+                if not getattr(body, "include_documentation", False):
+                    for entry in entries:
+                        entry["documentation"] = None
+                result["configs"] = entries
+            except KafkaProtocolError as exc:
+                result["error_code"] = exc.error_code
+                result["error_message"] = str(exc)
+            results.append(result)
+        return build(request.spec.response_type, throttle_time=0, results=results)
+
+    def _alter(self, resource: Any, new_overrides: Any, validate_only: bool) -> None:
+        """Apply a resource's complete new set of overrides."""
+        if resource.resource_type == ResourceType.TOPIC:
+            try:
+                typed = validate_topic_configs(new_overrides)
+            except ConfigError as exc:
+                raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
+            self.replicas.alter_topic_config(resource.resource_name, typed, validate_only=validate_only)
+        elif resource.resource_type == ResourceType.BROKER:
+            self._check_broker_name(resource.resource_name)
+            readonly = sorted(set(new_overrides) - DYNAMIC_BROKER_KEYS)
+            if readonly:
+                raise KafkaProtocolError(
+                    f"Cannot update these configs dynamically: {readonly}", ErrorCode.invalid_request
+                )
+            try:
+                self.replicas.alter_broker_config(new_overrides, validate_only=validate_only)
+            except ConfigError as exc:
+                raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
+        else:
+            raise KafkaProtocolError(f"Unsupported resource type {resource.resource_type}", ErrorCode.invalid_request)
+
+    def _current(self, resource: Any) -> dict[str, str]:
+        if resource.resource_type == ResourceType.TOPIC:
+            topic = self.replicas.topics.get(resource.resource_name)
+            if topic is None:
+                raise KafkaProtocolError(f"Topic {resource.resource_name} does not exist", ErrorCode.unknown_topic_or_partition)
+            return {k: format_value(v) for k, v in topic.configs.items()}
+        return dict(self.replicas.dynamic_broker_configs)
+
+    async def handle_alter_configs_request(self, request: Request) -> Any:
+        responses = []
+        for resource in request.body.resources:
+            response = self._resource_response(resource)
+            try:
+                self._current(resource)  # existence check
+                self._alter(resource, {c.name: c.value for c in resource.configs}, request.body.validate_only)
+            except KafkaProtocolError as exc:
+                response.update(error_code=exc.error_code, error_message=str(exc))
+            responses.append(response)
+        return build(request.spec.response_type, throttle_time=0, responses=responses)
+
+    async def handle_incremental_alter_configs_request(self, request: Request) -> Any:
+        responses = []
+        for resource in request.body.resources:
+            response = self._resource_response(resource)
+            try:
+                overrides = self._current(resource)
+                for change in resource.configs:
+                    self._apply_op(resource, overrides, change)
+                self._alter(resource, overrides, request.body.validate_only)
+            except KafkaProtocolError as exc:
+                response.update(error_code=exc.error_code, error_message=str(exc))
+            responses.append(response)
+        return build(request.spec.response_type, throttle_time=0, responses=responses)
+
+    def _apply_op(self, resource: Any, overrides: dict[str, str], change: Any) -> None:
+        op, key, value = change.config_operation, change.name, change.value
+        if op == OpType.SET:
+            overrides[key] = value
+        elif op == OpType.DELETE:
+            overrides.pop(key, None)
+        elif op in (OpType.APPEND, OpType.SUBTRACT):
+            definition = TOPIC_CONFIGS.get(key) if resource.resource_type == ResourceType.TOPIC else None
+            if definition is None or definition.kind != "list":
+                raise KafkaProtocolError(f"Config value append is not allowed for config key: {key}", ErrorCode.invalid_config)
+            current = overrides.get(key)
+            items = list(parse_value(definition, current)) if current else list(
+                self.replicas.effective_config(self.replicas.topics.get(resource.resource_name))[key]
+            )
+            for item in (value or "").split(","):
+                item = item.strip()
+                if not item:
+                    continue
+                if op == OpType.APPEND and item not in items:
+                    items.append(item)
+                elif op == OpType.SUBTRACT and item in items:
+                    items.remove(item)
+            overrides[key] = ",".join(items)
+        else:
+            raise KafkaProtocolError(f"Unknown config operation {op}", ErrorCode.invalid_request)
+
+    @staticmethod
+    def _resource_response(resource: Any) -> dict[str, Any]:
+        return {
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "resource_type": resource.resource_type,
+            "resource_name": resource.resource_name,
+        }
+
+
+class ClusterApis:
+    """DescribeCluster: what Admin clients use in place of Metadata for the broker list."""
+
+    def __init__(self, context: ApiContext) -> None:
+        self.context = context
+
+    def handlers(self) -> dict[int, Any]:
+        return {DESCRIBE_CLUSTER: self.handle_describe_cluster_request}
+
+    async def handle_describe_cluster_request(self, request: Request) -> Any:
+        cache = self.context.metadata_cache
+        endpoint_type = getattr(request.body, "endpoint_type", 1)
+        if endpoint_type not in (1,):  # 1 = brokers; 2 = controllers, which we do not expose
+            return build(
+                request.spec.response_type,
+                throttle_time=0,
+                error_code=ErrorCode.unsupported_endpoint_type,
+                error_message="The target broker only supports endpoint type BROKERS",
+                endpoint_type=endpoint_type,
+                cluster_id=cache.cluster_id,
+                controller_id=-1,
+                brokers=[],
+                cluster_authorized_operations=-(2**31),
+            )
+        return build(
+            request.spec.response_type,
+            throttle_time=0,
+            error_code=ErrorCode.none,
+            error_message=None,
+            endpoint_type=1,
+            cluster_id=cache.cluster_id,
+            controller_id=cache.controller_id,
+            brokers=[
+                {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": False}
+                for b in cache.alive_brokers(request.listener_name)
+            ],
+            cluster_authorized_operations=-(2**31),
+        )

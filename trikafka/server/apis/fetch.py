@@ -1,0 +1,213 @@
+"""Fetch: read whole batches, and long-poll in the purgatory until ``min_bytes`` arrive.
+
+Theory of operation. A Fetch is first answered from what the logs hold. If that is at least
+``min_bytes`` (or ``max_wait`` is zero, or a partition has an error), the handler answers at
+once. Otherwise the request becomes a DelayedFetch in the purgatory: a task that waits —
+level-triggered, on each partition's high watermark ``AsyncValue`` — for any partition to grow
+past what it last saw, re-reads, and answers when ``min_bytes`` are there or ``max_wait``
+passes on trio's clock. No polling, no missed wake-up: ``wait_value`` checks the current value
+before it sleeps.
+
+Sizes follow KIP-74: ``partition_max_bytes`` caps each partition, ``max_bytes`` the response,
+and the first partition with data returns at least one whole batch even if it is larger than
+both, so a consumer can never get stuck behind a big batch.
+
+Fetch sessions (KIP-227): every answer is a full response with session id 0, which tells the
+client to keep sending full requests; incremental sessions are not implemented.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from typing import Any
+
+import attrs
+import trio
+import trio_util
+
+from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.network.request_channel import Request
+from trikafka.protocol.entities import build
+from trikafka.server.kafka_apis import ApiContext
+
+__all__ = ["FetchApis"]
+
+log = logging.getLogger("trikafka.server")
+
+FETCH_KEY = 1
+
+
+@attrs.define
+class _Wanted:
+    key: Any  # topic name (v<13) or topic id (v13+), as the response must echo it
+    partition: int
+    fetch_offset: int
+    max_bytes: int
+    log: Any = None
+    error: ErrorCode = ErrorCode.none
+
+
+class FetchApis:
+    def __init__(self, context: ApiContext) -> None:
+        self.context = context
+
+    @property
+    def replicas(self) -> Any:
+        return self.context.extras["replica_manager"]
+
+    def handlers(self) -> dict[int, Any]:
+        return {FETCH_KEY: self.handle_fetch_request}
+
+    def _plan(self, request: Request) -> list[_Wanted]:
+        by_id = request.api_version >= 13
+        wanted: list[_Wanted] = []
+        for topic in request.body.topics:
+            if by_id:
+                key = topic.topic_id
+                info = self.replicas.topic_by_id(key)
+                unknown = ErrorCode.unknown_topic_id
+            else:
+                key = topic.topic
+                info = self.replicas.topics.get(key)
+                unknown = ErrorCode.unknown_topic_or_partition
+            for p in topic.partitions:
+                item = _Wanted(key, p.partition, p.fetch_offset, p.partition_max_bytes)
+                if info is None or not 0 <= p.partition < info.partitions:
+                    item.error = unknown
+                else:
+                    item.log = self.replicas.get_log(info.name, p.partition)
+                wanted.append(item)
+        return wanted
+
+    def _read(self, wanted: list[_Wanted], max_bytes: int) -> tuple[list[dict[str, Any]], int, bool]:
+        """(partition results, bytes read, any error)."""
+        results: list[dict[str, Any]] = []
+        total = 0
+        errors = False
+        for item in wanted:
+            result: dict[str, Any] = {
+                "key": item.key,
+                "partition_index": item.partition,
+                "error_code": item.error,
+                "high_watermark": -1,
+                "last_stable_offset": -1,
+                "log_start_offset": -1,
+                "aborted_transactions": None,
+                "preferred_read_replica": -1,
+                "records": b"",
+            }
+            if item.log is None:
+                errors = True
+                results.append(result)
+                continue
+            partition_log = item.log
+            result.update(
+                high_watermark=partition_log.high_watermark.value,
+                last_stable_offset=partition_log.high_watermark.value,
+                log_start_offset=partition_log.log_start_offset,
+            )
+            budget = min(item.max_bytes, max_bytes - total)
+            try:
+                data = partition_log.read(
+                    item.fetch_offset, max(budget, 0), min_one_batch=total == 0
+                ) if budget > 0 or total == 0 else None
+            except KafkaProtocolError as exc:
+                result["error_code"] = exc.error_code
+                errors = True
+            else:
+                if data is not None and data.chunks:
+                    records = data.records
+                    result["records"] = records
+                    total += len(records)
+                    result["high_watermark"] = data.high_watermark
+                    result["last_stable_offset"] = data.high_watermark
+            results.append(result)
+        return results, total, errors
+
+    def _response(self, request: Request, results: list[dict[str, Any]]) -> Any:
+        by_id = request.api_version >= 13
+        topics: list[dict[str, Any]] = []
+        index: dict[Any, dict[str, Any]] = {}
+        for result in results:
+            key = result.pop("key")
+            entry = index.get(key)
+            if entry is None:
+                entry = {"topic_id" if by_id else "topic": key, "partitions": []}
+                index[key] = entry
+                topics.append(entry)
+            entry["partitions"].append(result)
+        return build(
+            request.spec.response_type,
+            throttle_time=0,
+            error_code=ErrorCode.none,
+            session_id=0,
+            responses=topics,
+        )
+
+    async def handle_fetch_request(self, request: Request) -> Any:
+        body = request.body
+        wanted = self._plan(request)
+        results, total, errors = self._read(wanted, body.max_bytes)
+        max_wait = body.max_wait.total_seconds()
+        if max_wait <= 0 or total >= body.min_bytes or errors or not wanted:
+            return self._response(request, results)
+        deadline = trio.current_time() + max_wait
+        self.context.purgatory.delay(
+            self._delayed_fetch, request, wanted, deadline, name=f"DelayedFetch:{request.connection_id}"
+        )
+        return None
+
+    async def _delayed_fetch(self, request: Request, wanted: list[_Wanted], deadline: float) -> None:
+        body = request.body
+        logs = [item.log for item in wanted if item.log is not None]
+        try:
+            with trio.move_on_at(deadline):
+                while True:
+                    seen = [(lg, lg.high_watermark.value) for lg in logs]
+                    await trio_util.wait_any(
+                        *(
+                            functools.partial(lg.high_watermark.wait_value, functools.partial(_grew, hw))
+                            for lg, hw in seen
+                        )
+                    )
+                    _, total, errors = self._read(wanted, body.max_bytes)
+                    if total >= body.min_bytes or errors:
+                        break
+            results, _, _ = self._read(wanted, body.max_bytes)
+            response = self._response(request, results)
+        except Exception:
+            log.exception("delayed fetch for %s failed", request.connection_id)
+            response = self._response(
+                request,
+                [
+                    {"key": w.key, "partition_index": w.partition, "error_code": ErrorCode.unknown_server_error,
+                     "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
+                     "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
+                    for w in wanted
+                ],
+            )
+        self.context.respond(request, response)
+
+    def error_response(self, request: Request, code: ErrorCode) -> Any:
+        by_id = request.api_version >= 13
+        results = [
+            {
+                "key": t.topic_id if by_id else t.topic,
+                "partition_index": p.partition,
+                "error_code": code,
+                "high_watermark": -1,
+                "last_stable_offset": -1,
+                "log_start_offset": -1,
+                "aborted_transactions": None,
+                "preferred_read_replica": -1,
+                "records": b"",
+            }
+            for t in request.body.topics
+            for p in t.partitions
+        ]
+        return self._response(request, results)
+
+
+def _grew(seen: int, value: int) -> bool:
+    return value > seen

@@ -1,0 +1,104 @@
+"""ListOffsets and DeleteRecords: where a partition starts and ends, and moving its start.
+
+ListOffsets' special timestamps are Kafka's: -2 earliest (log start offset), -1 latest (the
+high watermark; the last stable offset under read_committed, equal here), -3 the record with
+the largest timestamp (KIP-734), -4 earliest local (same as earliest: no tiered storage), -5
+latest tiered (none: -1). Any other timestamp finds the first record at or after it through
+the time index.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.network.request_channel import Request
+from trikafka.protocol.entities import build
+from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.replica_manager import LEADER_EPOCH
+
+__all__ = ["OffsetApis"]
+
+LIST_OFFSETS, DELETE_RECORDS = 2, 21
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
+
+
+class OffsetApis:
+    def __init__(self, context: ApiContext) -> None:
+        self.context = context
+
+    @property
+    def replicas(self) -> Any:
+        return self.context.extras["replica_manager"]
+
+    def handlers(self) -> dict[int, Any]:
+        return {
+            LIST_OFFSETS: self.handle_list_offset_request,
+            DELETE_RECORDS: self.handle_delete_records_request,
+        }
+
+    def _lookup(self, partition_log: Any, timestamp: int) -> tuple[int, int]:
+        """(timestamp, offset) for one ListOffsets query."""
+        if timestamp in (EARLIEST, EARLIEST_LOCAL):
+            return -1, partition_log.log_start_offset
+        if timestamp == LATEST:
+            return -1, partition_log.high_watermark.value
+        if timestamp == LATEST_TIERED:
+            return -1, -1
+        if timestamp == MAX_TIMESTAMP:
+            if partition_log.log_end_offset == partition_log.log_start_offset:
+                return -1, -1
+            return partition_log.max_timestamp, partition_log.offset_of_max_timestamp
+        found = partition_log.offset_for_timestamp(timestamp)
+        if found is None:
+            return -1, -1
+        offset, ts = found
+        return ts, offset
+
+    async def handle_list_offset_request(self, request: Request) -> Any:
+        topics = []
+        for topic in request.body.topics:
+            partitions = []
+            for p in topic.partitions:
+                result: dict[str, Any] = {
+                    "partition_index": p.partition_index,
+                    "error_code": ErrorCode.none,
+                    "timestamp": -1,
+                    "offset": -1,
+                    "leader_epoch": -1,
+                    "old_style_offsets": [],
+                }
+                try:
+                    partition_log = self.replicas.get_log(topic.name, p.partition_index)
+                    timestamp, offset = self._lookup(partition_log, p.timestamp)
+                    result.update(timestamp=timestamp, offset=offset, leader_epoch=LEADER_EPOCH)
+                except KafkaProtocolError as exc:
+                    result["error_code"] = exc.error_code
+                partitions.append(result)
+            topics.append({"name": topic.name, "partitions": partitions})
+        return build(request.spec.response_type, throttle_time=0, topics=topics)
+
+    async def handle_delete_records_request(self, request: Request) -> Any:
+        topics = []
+        for topic in request.body.topics:
+            partitions = []
+            for p in topic.partitions:
+                result: dict[str, Any] = {
+                    "partition_index": p.partition_index,
+                    "low_watermark": -1,
+                    "error_code": ErrorCode.none,
+                }
+                try:
+                    partition_log = self.replicas.get_log(topic.name, p.partition_index)
+                    high = partition_log.high_watermark.value
+                    offset = high if p.offset == -1 else p.offset
+                    if not 0 <= offset <= high:
+                        raise KafkaProtocolError(
+                            f"offset {p.offset} is not in [0, {high}]", ErrorCode.offset_out_of_range
+                        )
+                    result["low_watermark"] = partition_log.delete_records_before(offset)
+                except KafkaProtocolError as exc:
+                    result["error_code"] = exc.error_code
+                partitions.append(result)
+            topics.append({"name": topic.name, "partitions": partitions})
+        return build(request.spec.response_type, throttle_time=0, topics=topics)

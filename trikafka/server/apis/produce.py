@@ -1,0 +1,127 @@
+"""Produce: validate, append, acknowledge — per partition, in one response.
+
+acks=0 gets no response at all (``NoOpResponse``: the connection unmutes and reads on);
+acks=1 and acks=-1 answer once the batches are in the log — with one replica the ISR is this
+broker, so "all" is "leader". Anything else is INVALID_REQUIRED_ACKS for every partition.
+Errors are per partition (UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE,
+...) so one bad partition never fails its neighbours. Produce never creates topics: clients
+create them through Metadata first, as with Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.network.request_channel import NoOpResponse, Request
+from trikafka.protocol.entities import build
+from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.replica_manager import LEADER_EPOCH
+
+__all__ = ["ProduceApis"]
+
+log = logging.getLogger("trikafka.server")
+
+PRODUCE_KEY = 0
+
+
+def _partition_error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": code,
+        "base_offset": -1,
+        "log_append_time": None,
+        "log_start_offset": -1,
+        "record_errors": [],
+        "error_message": message,
+    }
+
+
+class ProduceApis:
+    def __init__(self, context: ApiContext) -> None:
+        self.context = context
+
+    @property
+    def replicas(self) -> Any:
+        return self.context.extras["replica_manager"]
+
+    def handlers(self) -> dict[int, Any]:
+        return {PRODUCE_KEY: self.handle_produce_request}
+
+    def _resolve(self, topic_data: Any) -> tuple[Any, ErrorCode]:
+        topic_id = getattr(topic_data, "topic_id", None)
+        if topic_id is not None and topic_id.int != 0:
+            info = self.replicas.topic_by_id(topic_id)
+            return info, ErrorCode.unknown_topic_id
+        info = self.replicas.topics.get(topic_data.name)
+        return info, ErrorCode.unknown_topic_or_partition
+
+    async def handle_produce_request(self, request: Request) -> Any:
+        body = request.body
+        acks = body.acks
+        now = self.context.now_ms()
+        topics = []
+        for topic_data in body.topic_data:
+            info, unknown_code = self._resolve(topic_data)
+            partitions = []
+            for part in topic_data.partition_data:
+                if acks not in (0, 1, -1):
+                    partitions.append(_partition_error(part.index, ErrorCode.invalid_required_acks))
+                    continue
+                if info is None or not 0 <= part.index < info.partitions:
+                    partitions.append(_partition_error(part.index, unknown_code))
+                    continue
+                try:
+                    if not part.records:
+                        raise KafkaProtocolError("no records", ErrorCode.invalid_record)
+                    partition_log = self.replicas.get_log(info.name, part.index)
+                    appended = partition_log.append(
+                        self.replicas.prepare_records(info, part.records),
+                        leader_epoch=LEADER_EPOCH,
+                        log_append_time_ms=int(now),
+                    )
+                except KafkaProtocolError as exc:
+                    log.info("produce to %s-%d refused: %s", info.name, part.index, exc)
+                    partitions.append(_partition_error(part.index, exc.error_code, str(exc)))
+                    continue
+                partitions.append(
+                    {
+                        "index": part.index,
+                        "error_code": ErrorCode.none,
+                        "base_offset": appended.first_offset,
+                        "log_append_time": _append_time(appended.log_append_time),
+                        "log_start_offset": appended.log_start_offset,
+                        "record_errors": [],
+                        "error_message": None,
+                    }
+                )
+            topics.append(
+                {
+                    "name": getattr(topic_data, "name", None),
+                    "topic_id": getattr(topic_data, "topic_id", None),
+                    "partition_responses": partitions,
+                }
+            )
+        if acks == 0:
+            return NoOpResponse()
+        return build(request.spec.response_type, responses=topics, throttle_time=0)
+
+    def error_response(self, request: Request, code: ErrorCode) -> Any:
+        topics = [
+            {
+                "name": getattr(t, "name", None),
+                "topic_id": getattr(t, "topic_id", None),
+                "partition_responses": [_partition_error(p.index, code) for p in t.partition_data],
+            }
+            for t in request.body.topic_data
+        ]
+        return build(request.spec.response_type, responses=topics, throttle_time=0)
+
+
+def _append_time(ms: int) -> Any:
+    import datetime
+
+    if ms < 0:
+        return None
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)

@@ -1,0 +1,168 @@
+"""CreateTopics, DeleteTopics, CreatePartitions: the admin side of topics.
+
+Per-topic results, as Kafka gives them: one bad entry never fails its neighbours, and a name
+listed twice in one request is refused for that name with INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.network.request_channel import Request
+from trikafka.protocol.entities import build
+from trikafka.server.apis.configs import topic_config_entries
+from trikafka.server.kafka_apis import ApiContext
+
+__all__ = ["TopicAdminApis"]
+
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
+
+
+def _duplicates(names: list[str]) -> set[str]:
+    return {name for name, n in Counter(names).items() if n > 1}
+
+
+class TopicAdminApis:
+    def __init__(self, context: ApiContext) -> None:
+        self.context = context
+
+    @property
+    def replicas(self) -> Any:
+        return self.context.extras["replica_manager"]
+
+    def handlers(self) -> dict[int, Any]:
+        return {
+            CREATE_TOPICS: self.handle_create_topics_request,
+            DELETE_TOPICS: self.handle_delete_topics_request,
+            CREATE_PARTITIONS: self.handle_create_partitions_request,
+        }
+
+    async def handle_create_topics_request(self, request: Request) -> Any:
+        body = request.body
+        duplicates = _duplicates([t.name for t in body.topics])
+        results = []
+        for entry in body.topics:
+            result: dict[str, Any] = {
+                "name": entry.name,
+                "topic_id": None,
+                "error_code": ErrorCode.none,
+                "error_message": None,
+                "num_partitions": -1,
+                "replication_factor": -1,
+                "configs": None,
+                "topic_config_error_code": 0,
+            }
+            try:
+                if entry.name in duplicates:
+                    raise KafkaProtocolError(
+                        f"Create topics request from client `{request.client_id}` contains "
+                        f"multiple entries for the following topics: {entry.name}",
+                        ErrorCode.invalid_request,
+                    )
+                if entry.assignments:
+                    if entry.num_partitions != -1 or entry.replication_factor != -1:
+                        raise KafkaProtocolError(
+                            "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                            "Both cannot be used at the same time.",
+                            ErrorCode.invalid_request,
+                        )
+                    for assignment in entry.assignments:
+                        if list(assignment.broker_ids) != [self.context.config.node_id]:
+                            raise KafkaProtocolError(
+                                f"Replica assignment {list(assignment.broker_ids)} names brokers "
+                                "that do not exist.",
+                                ErrorCode.invalid_replica_assignment,
+                            )
+                    partitions = len(entry.assignments)
+                else:
+                    partitions = entry.num_partitions
+                topic = self.replicas.create_topic(
+                    entry.name,
+                    partitions,
+                    entry.replication_factor if not entry.assignments else 1,
+                    {c.name: c.value for c in entry.configs},
+                    validate_only=body.validate_only,
+                )
+            except KafkaProtocolError as exc:
+                result["error_code"] = exc.error_code
+                result["error_message"] = str(exc)
+            else:
+                result.update(
+                    topic_id=topic.topic_id,
+                    num_partitions=topic.partitions,
+                    replication_factor=1,
+                    configs=[
+                        {
+                            "name": e["name"],
+                            "value": e["value"],
+                            "read_only": e["read_only"],
+                            "config_source": e["config_source"],
+                            "is_sensitive": False,
+                        }
+                        for e in topic_config_entries(self.replicas, topic)
+                    ],
+                )
+            results.append(result)
+        return build(request.spec.response_type, throttle_time=0, topics=results)
+
+    async def handle_delete_topics_request(self, request: Request) -> Any:
+        body = request.body
+        states = (
+            body.topics
+            if request.api_version >= 6
+            else [_NameOnly(name) for name in body.topic_names]
+        )
+        results = []
+        for state in states:
+            name, topic_id = state.name, getattr(state, "topic_id", None)
+            if topic_id is not None and topic_id.int == 0:
+                topic_id = None
+            result: dict[str, Any] = {
+                "name": name,
+                "topic_id": topic_id,
+                "error_code": ErrorCode.none,
+                "error_message": None,
+            }
+            try:
+                if name is None and topic_id is None:
+                    raise KafkaProtocolError("Neither topic name nor id were specified.", ErrorCode.invalid_request)
+                if name is not None and topic_id is not None:
+                    raise KafkaProtocolError("You may not specify both topic name and topic id.", ErrorCode.invalid_request)
+                if topic_id is not None:
+                    info = self.replicas.topic_by_id(topic_id)
+                    if info is None:
+                        raise KafkaProtocolError("This server does not host this topic ID.", ErrorCode.unknown_topic_id)
+                    name = info.name
+                    result["name"] = name
+                info = self.replicas.delete_topic(name)
+                result["topic_id"] = info.topic_id
+            except KafkaProtocolError as exc:
+                result["error_code"] = exc.error_code
+                result["error_message"] = str(exc)
+            results.append(result)
+        return build(request.spec.response_type, throttle_time=0, responses=results)
+
+    async def handle_create_partitions_request(self, request: Request) -> Any:
+        body = request.body
+        duplicates = _duplicates([t.name for t in body.topics])
+        results = []
+        for entry in body.topics:
+            result: dict[str, Any] = {"name": entry.name, "error_code": ErrorCode.none, "error_message": None}
+            try:
+                if entry.name in duplicates:
+                    raise KafkaProtocolError("Duplicate topic in request.", ErrorCode.invalid_request)
+                self.replicas.create_partitions(entry.name, entry.count, validate_only=body.validate_only)
+            except KafkaProtocolError as exc:
+                result["error_code"] = exc.error_code
+                result["error_message"] = str(exc)
+            results.append(result)
+        return build(request.spec.response_type, throttle_time=0, results=results)
+
+
+class _NameOnly:
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name

@@ -1,0 +1,190 @@
+"""ReplicaManager: the partitions this broker leads, and every topic operation on them.
+
+A single broker leads every partition with leader epoch 0 and is the whole ISR, so the high
+watermark is the log end offset and acks=all means acks=1. Topic metadata (ids, partition
+counts, config overrides) lives in the TopicStore; partition data in the LogManager's logs.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from trikafka.config import BrokerConfig
+from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
+from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
+from trikafka.server.topic_config import format_value, resolve_topic_config, validate_topic_configs
+from trikafka.server.topics import TopicInfo, TopicStore, validate_topic_name
+
+__all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS"]
+
+log = logging.getLogger("trikafka.server")
+
+LEADER_EPOCH = 0
+MAX_PARTITIONS = 100_000
+
+
+def unknown_topic(name: str) -> KafkaProtocolError:
+    return KafkaProtocolError(
+        f"This server does not host this topic-partition: {name}",
+        ErrorCode.unknown_topic_or_partition,
+    )
+
+
+class ReplicaManager:
+    def __init__(self, config: BrokerConfig, log_manager: Any) -> None:
+        self.static_config = config  # as started
+        self.config = config  # with dynamic broker overrides applied
+        self.dynamic_broker_configs: dict[str, str] = {}
+        self.log_manager = log_manager
+        path = Path(config.log_dirs[0]) / "trikafka-topics.json" if config.log_dirs else None
+        self.topics = TopicStore(path)
+        for topic in self.topics:
+            self._open_logs(topic, range(topic.partitions))
+
+    # --- topics --------------------------------------------------------------------------
+
+    def effective_config(self, topic: TopicInfo) -> dict[str, Any]:
+        return resolve_topic_config(topic.configs, self.config)
+
+    def log_config(self, topic: TopicInfo) -> LogConfig:
+        effective = self.effective_config(topic)
+        return LogConfig.from_properties(
+            {key: format_value(effective[key]) for key in TOPIC_CONFIG_KEYS if key in effective}
+        )
+
+    def _open_logs(self, topic: TopicInfo, partitions: range) -> None:
+        config = self.log_config(topic)
+        for partition in partitions:
+            self.log_manager.get_or_create_log(topic.name, partition, config)
+
+    def prepare_records(self, topic: TopicInfo, records: bytes) -> bytearray:
+        """The batches to append, in a buffer the log may patch in place.
+
+        Recompression for a topic whose compression.type is not ``producer`` belongs here.
+        """
+        return bytearray(records)
+
+    def check_create(
+        self, name: str, num_partitions: int, replication_factor: int, configs: Mapping[str, str | None]
+    ) -> tuple[int, dict[str, Any]]:
+        """Validate a CreateTopics entry; returns (partitions, typed config overrides)."""
+        self.topics.check_new_name(name)
+        if num_partitions == -1:
+            num_partitions = self.config.num_partitions
+        if not 1 <= num_partitions <= MAX_PARTITIONS:
+            raise KafkaProtocolError(
+                f"Number of partitions was set to an invalid non-positive value: {num_partitions}.",
+                ErrorCode.invalid_partitions,
+            )
+        if replication_factor not in (-1, 1):
+            raise KafkaProtocolError(
+                f"Replication factor {replication_factor} is larger than the number of "
+                "available brokers (1)."
+                if replication_factor > 1
+                else f"Replication factor must be larger than 0, or -1 to use the default value: {replication_factor}.",
+                ErrorCode.invalid_replication_factor,
+            )
+        try:
+            typed = validate_topic_configs(configs)
+        except ConfigError as exc:
+            raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
+        return num_partitions, typed
+
+    def create_topic(
+        self,
+        name: str,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: Mapping[str, str | None] | None = None,
+        *,
+        validate_only: bool = False,
+        is_internal: bool = False,
+    ) -> TopicInfo:
+        partitions, typed = self.check_create(name, num_partitions, replication_factor, configs or {})
+        topic = TopicInfo(name, uuid.uuid4(), partitions, typed, is_internal)
+        if validate_only:
+            return topic
+        self._open_logs(topic, range(partitions))
+        self.topics.add(topic)
+        log.info("created topic %s with %d partition(s), id %s", name, partitions, topic.topic_id)
+        return topic
+
+    def auto_create(self, name: str) -> TopicInfo | None:
+        """Metadata/Produce auto-creation; None when it is off or the name is illegal."""
+        if not self.config.auto_create_topics_enable:
+            return None
+        try:
+            validate_topic_name(name)
+            return self.create_topic(name)
+        except KafkaProtocolError:
+            return self.topics.get(name)
+
+    def delete_topic(self, name: str) -> TopicInfo:
+        if not self.config.delete_topic_enable:
+            raise KafkaProtocolError("Topic deletion is disabled.", ErrorCode.topic_deletion_disabled)
+        topic = self.topics.get(name)
+        if topic is None:
+            raise unknown_topic(name)
+        self.topics.remove(name)
+        for partition in range(topic.partitions):
+            self.log_manager.delete_log(name, partition)
+        log.info("deleted topic %s", name)
+        return topic
+
+    def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> None:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise unknown_topic(name)
+        if count <= topic.partitions:
+            raise KafkaProtocolError(
+                f"Topic currently has {topic.partitions} partitions, which is higher than the "
+                f"requested {count}." if count < topic.partitions
+                else f"Topic already has {topic.partitions} partitions.",
+                ErrorCode.invalid_partitions,
+            )
+        if count > MAX_PARTITIONS:
+            raise KafkaProtocolError(f"{count} partitions is too many", ErrorCode.invalid_partitions)
+        if validate_only:
+            return
+        self._open_logs(topic, range(topic.partitions, count))
+        topic.partitions = count
+        self.topics.save()
+
+    def alter_topic_config(self, name: str, overrides: dict[str, Any], *, validate_only: bool = False) -> None:
+        topic = self.topics.get(name)
+        if topic is None:
+            raise unknown_topic(name)
+        if validate_only:
+            return
+        topic.configs = overrides
+        self.topics.save()
+        self.log_manager.update_topic_config(name, self.log_config(topic))
+
+    def alter_broker_config(self, overrides: dict[str, str | None], *, validate_only: bool = False) -> None:
+        """Replace the dynamic broker overrides; every topic inheriting a default follows."""
+        cleaned = {k: v for k, v in overrides.items() if v is not None}
+        new_config = self.static_config.with_overrides(**cleaned)  # raises ConfigError
+        if validate_only:
+            return
+        self.config = new_config
+        self.dynamic_broker_configs = cleaned
+        for topic in self.topics:
+            self.log_manager.update_topic_config(topic.name, self.log_config(topic))
+
+    # --- partitions ----------------------------------------------------------------------
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self.topics.by_id(topic_id)
+
+    def get_log(self, topic: str, partition: int) -> Any:
+        info = self.topics.get(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            raise unknown_topic(f"{topic}-{partition}")
+        partition_log = self.log_manager.get_log(topic, partition)
+        if partition_log is None:  # listed but not open: a bug, not the client's fault
+            raise RuntimeError(f"no log for {topic}-{partition}")
+        return partition_log

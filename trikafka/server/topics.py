@@ -1,0 +1,142 @@
+"""Topics: names, ids, partition counts and config overrides — the broker's own metadata.
+
+Kafka keeps this in its KRaft metadata log; a single trikafka broker keeps it in
+``<first log dir>/trikafka-topics.json`` (written atomically: temp file, fsync, rename), and in
+memory only when there are no log dirs. Names follow Kafka's rules exactly (``Topic.validate``):
+1–249 characters of ``[a-zA-Z0-9._-]``, not ``.`` or ``..``, and no two topics that differ only
+in ``.`` versus ``_``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from trikafka.errors import ErrorCode, KafkaProtocolError
+
+__all__ = ["TopicInfo", "TopicStore", "validate_topic_name", "MAX_NAME_LENGTH"]
+
+MAX_NAME_LENGTH = 249
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def validate_topic_name(name: str) -> None:
+    """Raise INVALID_TOPIC_EXCEPTION with Kafka's reason when ``name`` is not legal."""
+    if not name:
+        reason = "Topic name is illegal, it can't be empty"
+    elif name in (".", ".."):
+        reason = "Topic name cannot be \".\" or \"..\""
+    elif len(name) > MAX_NAME_LENGTH:
+        reason = (
+            f"Topic name is illegal, it can't be longer than {MAX_NAME_LENGTH} characters, "
+            f"topic name: {name}"
+        )
+    elif not _LEGAL.fullmatch(name):
+        reason = (
+            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
+            "alphanumerics, '.', '_' and '-'"
+        )
+    else:
+        return
+    raise KafkaProtocolError(reason, ErrorCode.invalid_topic_exception)
+
+
+def _collision_key(name: str) -> str:
+    return name.replace(".", "_")
+
+
+@attrs.define
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: dict[str, Any] = attrs.Factory(dict)  # typed topic-level overrides
+    is_internal: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "topic_id": str(self.topic_id),
+            "partitions": self.partitions,
+            "configs": {k: list(v) if isinstance(v, tuple) else v for k, v in self.configs.items()},
+            "is_internal": self.is_internal,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TopicInfo:
+        return cls(
+            name=data["name"],
+            topic_id=uuid.UUID(data["topic_id"]),
+            partitions=int(data["partitions"]),
+            configs={k: tuple(v) if isinstance(v, list) else v for k, v in data["configs"].items()},
+            is_internal=bool(data.get("is_internal", False)),
+        )
+
+
+class TopicStore:
+    """The set of topics, by name and by id, saved on every change when ``path`` is set."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._by_name: dict[str, TopicInfo] = {}
+        self._by_id: dict[uuid.UUID, TopicInfo] = {}
+        if path is not None and path.exists():
+            for item in json.loads(path.read_text())["topics"]:
+                self._add(TopicInfo.from_json(item))
+
+    def _add(self, topic: TopicInfo) -> None:
+        self._by_name[topic.name] = topic
+        self._by_id[topic.topic_id] = topic
+
+    def __iter__(self) -> Iterator[TopicInfo]:
+        return iter(sorted(self._by_name.values(), key=lambda t: t.name))
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def get(self, name: str) -> TopicInfo | None:
+        return self._by_name.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
+
+    def check_new_name(self, name: str) -> None:
+        validate_topic_name(name)
+        if name in self._by_name:
+            raise KafkaProtocolError(f"Topic '{name}' already exists.", ErrorCode.topic_already_exists)
+        key = _collision_key(name)
+        for existing in self._by_name:
+            if _collision_key(existing) == key:
+                raise KafkaProtocolError(
+                    f"Topic '{name}' collides with existing topic: {existing}",
+                    ErrorCode.invalid_topic_exception,
+                )
+
+    def add(self, topic: TopicInfo) -> None:
+        self._add(topic)
+        self.save()
+
+    def remove(self, name: str) -> TopicInfo:
+        topic = self._by_name.pop(name)
+        self._by_id.pop(topic.topic_id, None)
+        self.save()
+        return topic
+
+    def save(self) -> None:
+        if self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        data = json.dumps({"version": 1, "topics": [t.to_json() for t in self]}, indent=1)
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self.path)
