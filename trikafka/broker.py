@@ -40,6 +40,7 @@ from trikafka.server.apis.fetch import FetchApis
 from trikafka.server.apis.metadata import MetadataApis
 from trikafka.server.apis.offsets import OffsetApis
 from trikafka.server.apis.produce import ProduceApis
+from trikafka.server.apis.producers import ProducerApis
 from trikafka.server.apis.topics import TopicAdminApis
 from trikafka.server.apis.versions import ApiVersionsApis
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
@@ -129,6 +130,7 @@ class Broker:
             MetadataApis,
             TopicAdminApis,
             ProduceApis,
+            ProducerApis,
             FetchApis,
             OffsetApis,
             ConfigApis,

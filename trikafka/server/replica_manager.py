@@ -16,6 +16,8 @@ from typing import Any
 from trikafka.config import BrokerConfig
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
+from trikafka.protocol.records import iter_batches
+from trikafka.server.producer_state import ProducerIdManager, ProducerStateManager
 from trikafka.server.topic_config import format_value, resolve_topic_config, validate_topic_configs
 from trikafka.server.topics import TopicInfo, TopicStore, validate_topic_name
 
@@ -42,6 +44,10 @@ class ReplicaManager:
         self.log_manager = log_manager
         path = Path(config.log_dirs[0]) / "trikafka-topics.json" if config.log_dirs else None
         self.topics = TopicStore(path)
+        self.producer_ids = ProducerIdManager(
+            Path(config.log_dirs[0]) / "trikafka-producer-ids" if config.log_dirs else None
+        )
+        self._producer_states: dict[tuple[str, int], ProducerStateManager] = {}
         for topic in self.topics:
             self._open_logs(topic, range(topic.partitions))
 
@@ -132,6 +138,7 @@ class ReplicaManager:
         self.topics.remove(name)
         for partition in range(topic.partitions):
             self.log_manager.delete_log(name, partition)
+            self._producer_states.pop((name, partition), None)
         log.info("deleted topic %s", name)
         return topic
 
@@ -174,6 +181,26 @@ class ReplicaManager:
         self.dynamic_broker_configs = cleaned
         for topic in self.topics:
             self.log_manager.update_topic_config(topic.name, self.log_config(topic))
+
+    # --- appends -------------------------------------------------------------------------
+
+    def append_records(self, topic: TopicInfo, partition: int, records: bytes, now_ms: int) -> Any:
+        """Append a Produce request's batches for one partition; returns the AppendInfo.
+
+        Idempotent producers' retries are answered with the original offsets, unappended.
+        """
+        partition_log = self.get_log(topic.name, partition)
+        data = self.prepare_records(topic, records)
+        headers = list(iter_batches(data))
+        state = self._producer_states.setdefault((topic.name, partition), ProducerStateManager())
+        duplicate_of = state.check(headers)
+        if duplicate_of is not None:
+            from trikafka.log.log import AppendInfo
+
+            return AppendInfo(duplicate_of, duplicate_of, -1, partition_log.log_start_offset)
+        info = partition_log.append(data, leader_epoch=LEADER_EPOCH, log_append_time_ms=now_ms)
+        state.update(headers, info.first_offset)
+        return info
 
     # --- partitions ----------------------------------------------------------------------
 

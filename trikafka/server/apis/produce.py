@@ -17,7 +17,6 @@ from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import NoOpResponse, Request
 from trikafka.protocol.entities import build
 from trikafka.server.kafka_apis import ApiContext
-from trikafka.server.replica_manager import LEADER_EPOCH
 
 __all__ = ["ProduceApis"]
 
@@ -75,12 +74,7 @@ class ProduceApis:
                 try:
                     if not part.records:
                         raise KafkaProtocolError("no records", ErrorCode.invalid_record)
-                    partition_log = self.replicas.get_log(info.name, part.index)
-                    appended = partition_log.append(
-                        self.replicas.prepare_records(info, part.records),
-                        leader_epoch=LEADER_EPOCH,
-                        log_append_time_ms=int(now),
-                    )
+                    appended = self.replicas.append_records(info, part.index, part.records, int(now))
                 except KafkaProtocolError as exc:
                     log.info("produce to %s-%d refused: %s", info.name, part.index, exc)
                     partitions.append(_partition_error(part.index, exc.error_code, str(exc)))

@@ -1,0 +1,395 @@
+"""Topics, Produce, Fetch, ListOffsets and DeleteRecords through the project's client.
+
+Each data-path API is exercised at every advertised version, because fields move between
+versions (topic names become topic ids in Produce v13 and Fetch v13).
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from kio.schema.errors import ErrorCode
+
+from trikafka.protocol.entities import build
+from trikafka.protocol.records import build_batch, iter_batches, iter_records
+from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiRegistry
+from trikafka.testing import open_test_broker
+
+REGISTRY = ApiRegistry()
+
+
+def versions(api_key: int) -> range:
+    lo, hi = IMPLEMENTED_APIS[api_key]
+    return range(lo, hi + 1)
+
+
+def request(api_key: int, version: int, **fields):
+    return build(REGISTRY.get(api_key, version).request_type, **fields)
+
+
+async def create_topic(client, name: str, partitions: int = 1, configs=None, version: int = 7):
+    response = await client.request(
+        request(
+            19,
+            version,
+            topics=[
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()],
+                }
+            ],
+            timeout=1000,
+            validate_only=False,
+        )
+    )
+    return response.topics[0]
+
+
+async def metadata(client, names, version: int = 12, auto_create: bool = False):
+    return await client.request(
+        request(
+            3,
+            version,
+            topics=None if names is None else [{"name": n, "topic_id": None} for n in names],
+            allow_auto_topic_creation=auto_create,
+            include_topic_authorized_operations=False,
+            include_cluster_authorized_operations=False,
+        )
+    )
+
+
+async def produce(client, version, topic, topic_id, partition, batch, acks=-1):
+    return await client.request(
+        request(
+            0,
+            version,
+            transactional_id=None,
+            acks=acks,
+            timeout=1000,
+            topic_data=[
+                {"name": topic, "topic_id": topic_id, "partition_data": [{"index": partition, "records": batch}]}
+            ],
+        )
+    )
+
+
+def fetch_request(version, topic, topic_id, partition, offset, *, max_wait=0, min_bytes=1, max_bytes=10_000_000, partition_max_bytes=1_000_000):
+    return request(
+        1,
+        version,
+        replica_id=-1,
+        max_wait=max_wait,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            {
+                "topic": topic,
+                "topic_id": topic_id,
+                "partitions": [
+                    {
+                        "partition": partition,
+                        "current_leader_epoch": -1,
+                        "fetch_offset": offset,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": partition_max_bytes,
+                    }
+                ],
+            }
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+
+
+def records_of(data: bytes) -> list[tuple]:
+    out = []
+    for header in iter_batches(data):
+        for record in iter_records(data, header):
+            out.append((record.offset, record.key, record.value))
+    return out
+
+
+async def test_create_describe_delete_topic(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        created = await create_topic(client, "orders", 3, {"retention.ms": "60000"})
+        assert created.error_code == ErrorCode.none
+        assert created.num_partitions == 3
+        configs = {c.name: (c.value, c.config_source) for c in created.configs}
+        assert configs["retention.ms"] == ("60000", 1)  # TOPIC_CONFIG
+        assert configs["segment.bytes"] == ("1073741824", 5)  # DEFAULT_CONFIG
+        again = await create_topic(client, "orders")
+        assert again.error_code == ErrorCode.topic_already_exists
+        md = await metadata(client, ["orders"])
+        (topic,) = md.topics
+        assert topic.error_code == ErrorCode.none and topic.topic_id == created.topic_id
+        assert [p.partition_index for p in topic.partitions] == [0, 1, 2]
+        assert all(p.leader_id == 1 and p.isr_nodes == (1,) for p in topic.partitions)
+        for version in versions(20):
+            name = f"doomed-{version}"
+            made = await create_topic(client, name)
+            by_id = version >= 6
+            response = await client.request(
+                request(
+                    20,
+                    version,
+                    topic_names=[name],
+                    topics=[{"name": None if by_id else name, "topic_id": made.topic_id if by_id else None}],
+                    timeout=1000,
+                )
+            )
+            (result,) = response.responses
+            assert result.error_code == ErrorCode.none, version
+        md = await metadata(client, None)
+        assert [t.name for t in md.topics] == ["orders"]
+
+
+@pytest.mark.parametrize(
+    "name, code",
+    [
+        ("", ErrorCode.invalid_topic_exception),
+        ("..", ErrorCode.invalid_topic_exception),
+        ("bad name", ErrorCode.invalid_topic_exception),
+        ("x" * 250, ErrorCode.invalid_topic_exception),
+        ("a.b", ErrorCode.invalid_topic_exception),  # collides with a_b
+    ],
+)
+async def test_invalid_topic_names(autojump_clock, name, code):
+    async with open_test_broker() as tb, tb.client() as client:
+        await create_topic(client, "a_b")
+        result = await create_topic(client, name)
+        assert result.error_code == code
+        assert result.error_message
+
+
+async def test_create_topic_validation(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        for version in versions(19):
+            response = await client.request(
+                request(19, version, topics=[
+                    {"name": "rf3", "num_partitions": 1, "replication_factor": 3, "assignments": [], "configs": []},
+                    {"name": "bad-config", "num_partitions": 1, "replication_factor": 1, "assignments": [],
+                     "configs": [{"name": "retention.ms", "value": "soon"}]},
+                    {"name": "unknown-config", "num_partitions": 1, "replication_factor": -1, "assignments": [],
+                     "configs": [{"name": "retention.msec", "value": "1"}]},
+                    {"name": "zero", "num_partitions": 0, "replication_factor": 1, "assignments": [], "configs": []},
+                    {"name": f"checked-{version}", "num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []},
+                ], timeout=1000, validate_only=True)
+            )
+            codes = [t.error_code for t in response.topics]
+            assert codes == [
+                ErrorCode.invalid_replication_factor,
+                ErrorCode.invalid_config,
+                ErrorCode.invalid_config,
+                ErrorCode.invalid_partitions,
+                ErrorCode.none,
+            ], version
+            assert "retention.ms" in response.topics[1].error_message
+            assert "soon" in response.topics[1].error_message
+        md = await metadata(client, None)
+        assert md.topics == ()  # validate_only created nothing
+
+
+async def test_auto_create_through_metadata(autojump_clock):
+    async with open_test_broker(num_partitions=2) as tb, tb.client() as client:
+        md = await metadata(client, ["fresh"], auto_create=False)
+        assert md.topics[0].error_code == ErrorCode.unknown_topic_or_partition
+        md = await metadata(client, ["fresh"], auto_create=True)
+        assert md.topics[0].error_code == ErrorCode.none
+        assert len(md.topics[0].partitions) == 2
+    async with open_test_broker(auto_create_topics_enable=False) as tb, tb.client() as client:
+        md = await metadata(client, ["fresh"], auto_create=True)
+        assert md.topics[0].error_code == ErrorCode.unknown_topic_or_partition
+
+
+async def test_produce_and_fetch_at_every_version(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        created = await create_topic(client, "data")
+        topic_id = created.topic_id
+        expected = []
+        for version in versions(0):
+            batch = build_batch([(f"k{version}".encode(), f"v{version}".encode(), [("h", b"1")], 1_700_000_000_000)])
+            response = await produce(client, version, "data", topic_id, 0, batch)
+            (partition,) = response.responses[0].partition_responses
+            assert partition.error_code == ErrorCode.none, version
+            assert partition.base_offset == len(expected)
+            expected.append((len(expected), f"k{version}".encode(), f"v{version}".encode()))
+        for version in versions(1):
+            response = await client.request(fetch_request(version, "data", topic_id, 0, 0))
+            (partition,) = response.responses[0].partitions
+            assert partition.error_code == ErrorCode.none, version
+            assert partition.high_watermark == len(expected)
+            assert records_of(partition.records) == expected, version
+
+
+async def test_produce_errors_are_per_partition(autojump_clock):
+    async with open_test_broker(message_max_bytes=2000) as tb, tb.client() as client:
+        created = await create_topic(client, "small", 2)
+        ok = build_batch([(b"k", b"v", [], 1)])
+        big = build_batch([(b"k", b"v" * 3000, [], 1)])
+        response = await client.request(
+            request(0, 9, transactional_id=None, acks=1, timeout=1000, topic_data=[
+                {"name": "small", "partition_data": [
+                    {"index": 0, "records": ok}, {"index": 1, "records": big}, {"index": 7, "records": ok}]},
+                {"name": "missing", "partition_data": [{"index": 0, "records": ok}]},
+            ])
+        )
+        codes = [[p.error_code for p in t.partition_responses] for t in response.responses]
+        assert codes == [
+            [ErrorCode.none, ErrorCode.message_too_large, ErrorCode.unknown_topic_or_partition],
+            [ErrorCode.unknown_topic_or_partition],
+        ]
+        corrupt = bytearray(ok)
+        corrupt[-1] ^= 0xFF
+        response = await produce(client, 9, "small", created.topic_id, 0, bytes(corrupt), acks=1)
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.corrupt_message
+        response = await produce(client, 9, "small", created.topic_id, 0, ok, acks=2)
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.invalid_required_acks
+
+
+async def test_acks_zero_gets_no_response_and_unmutes(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        created = await create_topic(client, "fire")
+        body = request(0, 9, transactional_id=None, acks=0, timeout=1000, topic_data=[
+            {"name": "fire", "partition_data": [{"index": 0, "records": build_batch([(b"k", b"v", [], 1)])}]}])
+        for _ in range(3):
+            await client.send_no_response(body)
+        # The next request on the same connection is answered: the connection unmuted.
+        response = await client.request(fetch_request(12, "fire", created.topic_id, 0, 0))
+        assert response.responses[0].partitions[0].high_watermark == 3
+
+
+async def test_fetch_long_poll_waits_for_max_wait_in_virtual_time(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        created = await create_topic(client, "quiet")
+        start = trio.current_time()
+        response = await client.request(
+            fetch_request(12, "quiet", created.topic_id, 0, 0, max_wait=500, min_bytes=1)
+        )
+        assert trio.current_time() - start == pytest.approx(0.5)
+        assert response.responses[0].partitions[0].records in (b"", None)
+
+
+async def test_fetch_long_poll_returns_when_data_arrives(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as fetcher, tb.client() as producer:
+        created = await create_topic(fetcher, "events")
+        start = trio.current_time()
+        result = {}
+
+        async def poll():
+            result["response"] = await fetcher.request(
+                fetch_request(12, "events", created.topic_id, 0, 0, max_wait=30_000, min_bytes=1)
+            )
+            result["at"] = trio.current_time()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(poll)
+            await trio.sleep(2)
+            assert tb.broker.purgatory.statistics().delayed == 1
+            await produce(producer, 9, "events", created.topic_id, 0, build_batch([(b"k", b"hello", [], 1)]))
+        assert result["at"] - start == pytest.approx(2.0)
+        (partition,) = result["response"].responses[0].partitions
+        assert records_of(partition.records) == [(0, b"k", b"hello")]
+
+
+async def test_fetch_sizes_follow_kip_74(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        created = await create_topic(client, "sizes")
+        for i in range(3):
+            await produce(client, 9, "sizes", created.topic_id, 0, build_batch([(b"k", bytes([i]) * 1000, [], 1)]))
+        # partition_max_bytes smaller than one batch still returns exactly one whole batch.
+        response = await client.request(fetch_request(12, "sizes", created.topic_id, 0, 0, partition_max_bytes=10))
+        assert [r[0] for r in records_of(response.responses[0].partitions[0].records)] == [0]
+        # Enough for two batches returns two; fetching mid-log starts at the batch holding it.
+        response = await client.request(fetch_request(12, "sizes", created.topic_id, 0, 1, partition_max_bytes=2200))
+        assert [r[0] for r in records_of(response.responses[0].partitions[0].records)] == [1, 2]
+        response = await client.request(fetch_request(12, "sizes", created.topic_id, 0, 9))
+        assert response.responses[0].partitions[0].error_code == ErrorCode.offset_out_of_range
+
+
+async def test_list_offsets_and_delete_records(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        created = await create_topic(client, "timeline")
+        for i, ts in enumerate([1000, 5000, 3000]):
+            await produce(client, 9, "timeline", created.topic_id, 0, build_batch([(b"k", bytes([i]), [], ts)]))
+
+        async def list_offsets(version, timestamp):
+            response = await client.request(
+                request(2, version, replica_id=-1, isolation_level=0, timeout=1000, topics=[
+                    {"name": "timeline", "partitions": [
+                        {"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp, "max_num_offsets": 1}]}])
+            )
+            p = response.topics[0].partitions[0]
+            return p.error_code, p.offset, p.timestamp
+
+        for version in versions(2):
+            assert (await list_offsets(version, -2))[:2] == (ErrorCode.none, 0)
+            assert (await list_offsets(version, -1))[:2] == (ErrorCode.none, 3)
+            assert await list_offsets(version, 2000) == (ErrorCode.none, 1, 5000)
+            assert await list_offsets(version, 9000) == (ErrorCode.none, -1, -1)
+        assert await list_offsets(7, -3) == (ErrorCode.none, 1, 5000)
+        for version in versions(21):
+            response = await client.request(request(21, version, timeout=1000, topics=[
+                {"name": "timeline", "partitions": [{"partition_index": 0, "offset": version}]}]))
+            p = response.topics[0].partitions[0]
+            assert (p.error_code, p.low_watermark) == (ErrorCode.none, version)
+        assert (await list_offsets(9, -2))[:2] == (ErrorCode.none, 2)
+        response = await client.request(fetch_request(12, "timeline", created.topic_id, 0, 0))
+        assert response.responses[0].partitions[0].error_code == ErrorCode.offset_out_of_range
+        response = await client.request(request(21, 2, timeout=1000, topics=[
+            {"name": "timeline", "partitions": [{"partition_index": 0, "offset": 99}]}]))
+        assert response.topics[0].partitions[0].error_code == ErrorCode.offset_out_of_range
+
+
+async def test_create_partitions(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        await create_topic(client, "grow", 1)
+        for version in versions(37):
+            response = await client.request(request(37, version, topics=[
+                {"name": "grow", "count": 2 + version, "assignments": None}], timeout=1000, validate_only=False))
+            assert response.results[0].error_code == ErrorCode.none
+        response = await client.request(request(37, 3, topics=[
+            {"name": "grow", "count": 2, "assignments": None}], timeout=1000, validate_only=False))
+        assert response.results[0].error_code == ErrorCode.invalid_partitions
+        md = await metadata(client, ["grow"])
+        assert len(md.topics[0].partitions) == 5
+
+
+async def test_idempotent_producer_retries_are_not_duplicated(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        created = await create_topic(client, "exactly-once")
+        for version in versions(22):
+            response = await client.request(request(22, version, transactional_id=None, transaction_timeout=60000,
+                                                    producer_id=-1, producer_epoch=-1, keep_prepared_txn=False))
+            assert response.error_code == ErrorCode.none and response.producer_epoch == 0
+        pid = response.producer_id
+        bumped = await client.request(request(22, 4, transactional_id=None, transaction_timeout=60000,
+                                              producer_id=pid, producer_epoch=0))
+        assert (bumped.producer_id, bumped.producer_epoch) == (pid, 1)
+        refused = await client.request(request(22, 4, transactional_id="tx", transaction_timeout=60000,
+                                               producer_id=-1, producer_epoch=-1))
+        assert refused.error_code == ErrorCode.transactional_id_authorization_failed
+
+        def batch(seq, epoch=0):
+            return build_batch([(b"k", bytes([seq]), [], 1), (b"k", b"x", [], 1)],
+                               producer_id=pid, producer_epoch=epoch, base_sequence=seq)
+
+        async def send(b):
+            r = await produce(client, 9, "exactly-once", created.topic_id, 0, b)
+            p = r.responses[0].partition_responses[0]
+            return p.error_code, p.base_offset
+
+        assert await send(batch(0)) == (ErrorCode.none, 0)
+        assert await send(batch(2)) == (ErrorCode.none, 2)
+        assert await send(batch(2)) == (ErrorCode.none, 2)  # a retry: same offset, not appended
+        assert (await send(batch(7)))[0] == ErrorCode.out_of_order_sequence_number
+        assert await send(batch(0, epoch=1)) == (ErrorCode.none, 4)
+        assert (await send(batch(4, epoch=0)))[0] == ErrorCode.invalid_producer_epoch
+        response = await client.request(fetch_request(12, "exactly-once", created.topic_id, 0, 0))
+        assert response.responses[0].partitions[0].high_watermark == 6
