@@ -16,6 +16,7 @@ from typing import Any
 from trikafka.config import BrokerConfig
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
+from trikafka.protocol.compression import codec_id, recompress_batches
 from trikafka.protocol.records import iter_batches
 from trikafka.server.producer_state import ProducerIdManager, ProducerStateManager
 from trikafka.server.topic_config import format_value, resolve_topic_config, validate_topic_configs
@@ -70,9 +71,12 @@ class ReplicaManager:
     def prepare_records(self, topic: TopicInfo, records: bytes) -> bytearray:
         """The batches to append, in a buffer the log may patch in place.
 
-        Recompression for a topic whose compression.type is not ``producer`` belongs here.
+        A topic whose compression.type is not ``producer`` gets its batches re-encoded.
         """
-        return bytearray(records)
+        codec = topic.configs.get("compression.type", self.config.compression_type)
+        if codec == "producer":
+            return bytearray(records)
+        return recompress_batches(records, list(iter_batches(records)), codec_id(codec))
 
     def check_create(
         self, name: str, num_partitions: int, replication_factor: int, configs: Mapping[str, str | None]
