@@ -24,6 +24,7 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.static.primitive import i16, i32
 
 from trikafka.errors import InvalidRequestError, UnsupportedVersionError
+from trikafka.protocol.guard import check_request
 from trikafka.protocol.registry import ApiRegistry, ApiVersionSpec, api_name
 
 __all__ = [
@@ -85,8 +86,16 @@ def decode_request(frame: bytes, registry: ApiRegistry) -> DecodedRequest:
             )
         raise InvalidRequestError(f"unknown api key {api_key} (version {api_version})")
     try:
+        # Bounds and unknown tags first: kio allocates from wire counts and refuses unknown tags.
+        frame, body_start = check_request(
+            spec.request_header_type.__flexible__, spec.request_type, frame
+        )
         header, offset = spec.read_request_header(frame, 0)
+        if offset != body_start:
+            raise InvalidRequestError(f"{spec.name} v{api_version} request header is malformed")
         body, _size = spec.read_request(frame, offset)
+    except InvalidRequestError:
+        raise
     except Exception as exc:  # kio raises whatever the bytes provoke; all of it is bad input
         raise InvalidRequestError(
             f"cannot parse {spec.name} v{api_version} request: {type(exc).__name__}: {exc}"

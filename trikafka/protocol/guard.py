@@ -1,0 +1,242 @@
+"""A bounds check that runs before kio reads a request body.
+
+Why: kio 0.6.5's native reader reserves memory for an array from the count on the wire before
+reading its elements, so a four-byte lie ("2**32 topics follow") asks for tens of GiB and the
+allocation failure aborts the whole process — every client's broker, not just the sender's
+connection. This module walks the body's structure, as kio's own field metadata describes it,
+and checks that every array count, string and bytes length fits in the bytes that remain.
+It builds nothing; a body that passes is then decoded by kio as usual. Anything that fails is
+an :class:`InvalidRequestError`, which closes only that connection.
+
+The same walk makes unknown tagged fields harmless. Kafka (KIP-482) skips a tag it does not
+know by its size, which is what lets newer clients add tags; kio 0.6.5 refuses them. Tag
+sections holding unknown tags are rewritten without them (rare: the frame is copied only
+then), for the request header's tags and the body's alike.
+
+The walk is planned once per entity class and is a few microseconds for typical requests;
+record batches and other byte fields are skipped by length, never scanned.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+import typing
+from typing import Any
+
+from trikafka.errors import InvalidRequestError
+from trikafka.protocol.entities import entity_fields
+
+__all__ = ["check_request"]
+
+_FIXED = {
+    "int8": 1,
+    "uint8": 1,
+    "bool": 1,
+    "int16": 2,
+    "uint16": 2,
+    "error_code": 2,
+    "int32": 4,
+    "uint32": 4,
+    "timedelta_i32": 4,
+    "int64": 8,
+    "uint64": 8,
+    "float64": 8,
+    "timedelta_i64": 8,
+    "datetime_i64": 8,
+    "uuid": 16,
+}
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+
+# A plan step: (kind, detail, is_array, nullable_struct)
+#   kind "fixed": detail = size; "string"/"bytes": detail = None; "struct": detail = plan
+Step = tuple[str, Any, bool, bool]
+
+
+class _Bad(Exception):
+    pass
+
+
+@functools.cache
+def _plan(cls: type) -> tuple[tuple[Step, ...], dict[int, Step], bool]:
+    """(steps for the untagged fields in order, tag → step, flexible)."""
+    flexible = bool(getattr(cls, "__flexible__", False))
+    steps: list[Step] = []
+    tagged: dict[int, Step] = {}
+    for _name, (field, hint, nested, is_tuple) in entity_fields(cls).items():
+        kafka_type = field.metadata.get("kafka_type")
+        if nested is not None:
+            optional = type(None) in typing.get_args(hint) and not is_tuple
+            step: Step = ("struct", nested, is_tuple, optional)
+        elif kafka_type in _FIXED:
+            step = ("fixed", _FIXED[kafka_type], is_tuple, False)
+        elif kafka_type == "string":
+            step = ("string", None, is_tuple, False)
+        elif kafka_type in ("bytes", "records"):
+            step = ("bytes", None, is_tuple, False)
+        else:
+            raise LookupError(f"no bounds rule for {cls.__name__}.{field.name} ({kafka_type})")
+        tag = field.metadata.get("tag")
+        if tag is not None:
+            tagged[tag] = step
+        else:
+            steps.append(step)
+    return tuple(steps), tagged, flexible
+
+
+def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= end or shift > 35:
+            raise _Bad("truncated or overlong varint")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _length(buf: bytes, pos: int, end: int, flexible: bool, wide: bool) -> tuple[int, int]:
+    """A string/bytes/array length (-1 for null) and the position after it."""
+    if flexible:
+        raw, pos = _uvarint(buf, pos, end)
+        return raw - 1, pos
+    size = 4 if wide else 2
+    if pos + size > end:
+        raise _Bad("truncated length")
+    value = (_I32 if wide else _I16).unpack_from(buf, pos)[0]
+    return value, pos + size
+
+
+def _skip_one(buf: bytes, pos: int, end: int, kind: str, detail: Any, flexible: bool, optional: bool) -> int:
+    if kind == "fixed":
+        pos += detail
+    elif kind == "string":
+        size, pos = _length(buf, pos, end, flexible, wide=False)
+        pos += max(size, 0)
+    elif kind == "bytes":
+        size, pos = _length(buf, pos, end, flexible, wide=True)
+        pos += max(size, 0)
+    else:
+        if optional:
+            if pos >= end:
+                raise _Bad("truncated struct marker")
+            marker = buf[pos]
+            pos += 1
+            if marker == 0xFF:
+                return pos
+        pos = _walk(buf, pos, end, detail)
+    if pos > end:
+        raise _Bad("field runs past the end of the request")
+    return pos
+
+
+def _skip_step(buf: bytes, pos: int, end: int, step: Step, flexible: bool) -> int:
+    kind, detail, is_array, optional = step
+    if not is_array:
+        return _skip_one(buf, pos, end, kind, detail, flexible, optional)
+    count, pos = _length(buf, pos, end, flexible, wide=True)
+    if count < 0:
+        return pos
+    smallest = detail if kind == "fixed" else 1
+    if count * smallest > end - pos:
+        raise _Bad(f"array of {count} elements cannot fit in {end - pos} bytes")
+    for _ in range(count):
+        pos = _skip_one(buf, pos, end, kind, detail, flexible, False)
+    return pos
+
+
+# Edits collected by a walk: (start, end, replacement) — tag sections rewritten without
+# their unknown tags. Module-level to keep the hot path free of an extra argument.
+_edits: list[tuple[int, int, bytes]] = []
+
+
+def _tag_section(buf: bytes, pos: int, end: int, tagged: dict[int, Step], flexible: bool) -> int:
+    start = pos
+    count, pos = _uvarint(buf, pos, end)
+    if count > end - pos:
+        raise _Bad(f"{count} tagged fields cannot fit in {end - pos} bytes")
+    kept: list[tuple[int, int]] = []  # byte ranges of known tag entries
+    unknown = False
+    for _ in range(count):
+        entry = pos
+        tag, pos = _uvarint(buf, pos, end)
+        size, pos = _uvarint(buf, pos, end)
+        if size > end - pos:
+            raise _Bad(f"tagged field {tag} of {size} bytes runs past the end")
+        step = tagged.get(tag)
+        if step is not None:
+            _skip_step(buf, pos, pos + size, step, flexible)
+            kept.append((entry, pos + size))
+        else:
+            unknown = True
+        pos += size
+    if unknown:
+        section = bytearray(_encode_uvarint(len(kept)))
+        for a, b in kept:
+            section += buf[a:b]
+        _edits.append((start, pos, bytes(section)))
+    return pos
+
+
+def _encode_uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _walk(buf: bytes, pos: int, end: int, cls: type) -> int:
+    steps, tagged, flexible = _plan(cls)
+    for step in steps:
+        pos = _skip_step(buf, pos, end, step, flexible)
+    if flexible:
+        pos = _tag_section(buf, pos, end, tagged, flexible)
+    return pos
+
+
+def _apply(frame: bytes) -> bytes:
+    if not _edits:
+        return frame
+    out = bytearray()
+    last = 0
+    for start, stop, replacement in sorted(_edits):
+        out += frame[last:start]
+        out += replacement
+        last = stop
+    out += frame[last:]
+    return bytes(out)
+
+
+def check_request(header_flexible: bool, cls: type, frame: bytes) -> tuple[bytes, int]:
+    """Check a whole request frame (header and body) before kio reads it.
+
+    Returns the frame to decode — the same object unless unknown tagged fields were dropped —
+    and where its body starts. Raises InvalidRequestError when a length does not fit.
+    """
+    _edits.clear()
+    try:
+        end = len(frame)
+        # Request header: api key, version, correlation id, client id (always a legacy
+        # nullable string), then — in header v2 — a tag section with no known tags.
+        size, pos = _length(frame, 8, end, False, wide=False)
+        pos += max(size, 0)
+        if pos > end:
+            raise _Bad("client id runs past the end")
+        if header_flexible:
+            pos = _tag_section(frame, pos, end, {}, True)
+        body_start = pos
+        _walk(frame, pos, end, cls)
+        if not _edits:
+            return frame, body_start
+        header_edits = [e for e in _edits if e[0] < body_start]
+        shift = sum(len(r) - (b - a) for a, b, r in header_edits)
+        return _apply(frame), body_start + shift
+    except _Bad as exc:
+        raise InvalidRequestError(f"malformed {cls.__name__} v{cls.__version__}: {exc}") from None
+    finally:
+        _edits.clear()
