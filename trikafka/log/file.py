@@ -237,10 +237,23 @@ class FileLog(Log):
         topic: str,
         partition: int,
         config: LogConfig | None = None,
-        **kwargs: object,
+        *,
+        clock: Clock | None = None,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        clean_shutdown: bool = False,
     ) -> FileLog:
         """Open (or create) ``topic``-``partition`` under the log directory ``log_dir``."""
-        return cls(Path(log_dir) / partition_dir_name(topic, partition), topic, partition, config, **kwargs)  # type: ignore[arg-type]
+        return cls(
+            Path(log_dir) / partition_dir_name(topic, partition),
+            topic,
+            partition,
+            config,
+            clock=clock,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            clean_shutdown=clean_shutdown,
+        )
 
     def _new_store(self, base_offset: int) -> SegmentStore:
         return FileStore(self.directory, base_offset)
@@ -276,11 +289,15 @@ class FileLog(Log):
                     )
                     segment.load()
                 except IndexCorruptError as exc:
-                    logger.info("Rebuilding indexes of %s-%d segment %d: %s", topic, partition, base, exc)
+                    logger.info(
+                        "Rebuilding indexes of %s-%d segment %d: %s", topic, partition, base, exc
+                    )
                     segment = None
             recovered = segment is None
             if segment is None:
-                segment = Segment(base, store, index_interval_bytes=self.config.index_interval_bytes)
+                segment = Segment(
+                    base, store, index_interval_bytes=self.config.index_interval_bytes
+                )
             segment.last_modified_ms = now
             segments.append(segment)
             if not recovered:
@@ -317,10 +334,6 @@ class FileLog(Log):
                 (self.directory / name).unlink(missing_ok=True)
             elif dot and f".{suffix}" == LOG_SUFFIX and len(stem) == 20 and stem.isdigit():
                 bases.append(int(stem))
-            elif (
-                dot
-                and f".{suffix}" in _INDEX_SUFFIXES
-                and f"{stem}{LOG_SUFFIX}" not in names
-            ):
+            elif dot and f".{suffix}" in _INDEX_SUFFIXES and f"{stem}{LOG_SUFFIX}" not in names:
                 (self.directory / name).unlink(missing_ok=True)
         return sorted(bases)

@@ -63,7 +63,9 @@ class OffsetIndex:
 
     def entries(self) -> list[tuple[int, int]]:
         """All ``(absolute offset, position)`` entries, for tests and debugging."""
-        return [(self.base_offset + o, p) for o, p in zip(self._offsets, self._positions, strict=True)]
+        return [
+            (self.base_offset + o, p) for o, p in zip(self._offsets, self._positions, strict=True)
+        ]
 
     @property
     def last_entry(self) -> tuple[int, int] | None:
@@ -142,7 +144,9 @@ class TimeIndex:
 
     def entries(self) -> list[tuple[int, int]]:
         """All ``(timestamp, absolute offset)`` entries, for tests and debugging."""
-        return [(t, self.base_offset + o) for t, o in zip(self._timestamps, self._offsets, strict=True)]
+        return [
+            (t, self.base_offset + o) for t, o in zip(self._timestamps, self._offsets, strict=True)
+        ]
 
     @property
     def last_entry(self) -> tuple[int, int] | None:

@@ -192,9 +192,14 @@ class Log:
 
     @property
     def offset_of_max_timestamp(self) -> int:
-        """The (batch-last) offset where :attr:`max_timestamp` was reached; -1 if none."""
-        best = max(self._segments, key=lambda s: s.max_timestamp)
-        return best.offset_of_max_timestamp if best.max_timestamp != NO_TIMESTAMP else -1
+        """The offset of the first record holding :attr:`max_timestamp`; -1 if none.
+
+        Exact except in a compressed CreateTime batch, where it is the batch's last offset.
+        """
+        best = max(self._segments, key=lambda s: s.max_timestamp)  # the first one, on ties
+        if best.max_timestamp == NO_TIMESTAMP:
+            return -1
+        return best.exact_offset_of_max_timestamp()
 
     def _set_end(self, offset: int) -> None:
         self.log_end_offset_value.value = offset
@@ -212,8 +217,13 @@ class Log:
         *,
         leader_epoch: int,
         log_append_time_ms: int | None = None,
+        flush_inline: bool = True,
     ) -> AppendInfo:
         """Validate and append a Produce request's batches for this partition.
+
+        When flush.messages is reached the log flushes before returning; with
+        ``flush_inline=False`` it leaves that to the caller (``flush_messages_due``), so the
+        broker can run the fsync in a worker thread and keep the event loop free.
 
         ``batches`` is patched in place when it is a ``bytearray`` (copied first otherwise).
         ``log_append_time_ms`` is "now" (defaults to the clock): it is stamped into the
@@ -249,7 +259,7 @@ class Log:
         segment.append(data, [parse_batch_header(data, h.position) for h in headers], now)
         self._unflushed_messages += next_offset - first
         self._set_end(next_offset)
-        if self._unflushed_messages >= self.config.flush_messages:
+        if flush_inline and self.flush_messages_due:
             # Kafka flushes inline too: flush.messages is for users who want each produce
             # durable before its response, and pay for it.
             self.flush()
@@ -318,7 +328,10 @@ class Log:
         log start offset), as ListOffsets wants; None when every record is earlier."""
         self._check_open()
         for segment in self._segments:
-            if segment.next_offset <= self._log_start_offset or segment.max_timestamp < timestamp_ms:
+            if (
+                segment.next_offset <= self._log_start_offset
+                or segment.max_timestamp < timestamp_ms
+            ):
                 continue
             found = segment.find_timestamp(timestamp_ms, self._log_start_offset)
             if found is not None:
@@ -396,6 +409,11 @@ class Log:
         self._set_end(start_offset)
 
     # --- durability --------------------------------------------------------------------------
+
+    @property
+    def flush_messages_due(self) -> bool:
+        """flush.messages appends are waiting to be made durable."""
+        return self._unflushed_messages >= self.config.flush_messages
 
     def needs_flush(self, now_ms: float) -> bool:
         """Whether flush.ms has passed with unflushed data, or a rolled segment awaits its

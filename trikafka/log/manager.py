@@ -41,7 +41,9 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+import attrs
 import trio
+from trio_util import AsyncValue
 
 from trikafka.log.config import INT64_MAX, LogConfig
 from trikafka.log.file import FileLog, parse_partition_dir_name, partition_dir_name
@@ -53,6 +55,7 @@ __all__ = [
     "CLEAN_SHUTDOWN_FILE",
     "LOG_START_OFFSET_CHECKPOINT",
     "LogManager",
+    "LogManagerStatistics",
     "RECOVERY_POINT_CHECKPOINT",
     "read_checkpoint",
     "write_checkpoint",
@@ -77,7 +80,9 @@ _START_OFFSETS = (LOG_START_OFFSET_CHECKPOINT, "log_start_offset")
 def format_checkpoint(entries: Mapping[TopicPartition, int]) -> str:
     """Kafka's text format: version line, count line, then ``topic partition offset`` lines."""
     lines = [str(_CHECKPOINT_VERSION), str(len(entries))]
-    lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(entries.items())]
+    lines += [
+        f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(entries.items())
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -136,6 +141,18 @@ def _delete_everything(segments: Iterable[Segment], directories: Iterable[Path])
 # --- the manager ---------------------------------------------------------------------------
 
 
+@attrs.frozen
+class LogManagerStatistics:
+    """A snapshot of the manager's work so far, for metrics and for tests to wait on."""
+
+    logs: int = 0
+    retention_checks: int = 0
+    segments_deleted: int = 0
+    flushes: int = 0
+    recovery_point_checkpoints: int = 0
+    log_start_offset_checkpoints: int = 0
+
+
 class LogManager:
     """All partition logs of a broker; see the module docstring."""
 
@@ -162,6 +179,9 @@ class LogManager:
         self._topic_configs: dict[str, LogConfig] = {}
         self._doomed_dirs: list[Path] = []
         self._closed = False
+        #: The latest :class:`LogManagerStatistics`, replaced (never mutated) as work
+        #: completes, so a test can ``await statistics_value.wait_value(predicate)``.
+        self.statistics_value: AsyncValue[LogManagerStatistics] = AsyncValue(LogManagerStatistics())
         if self.log_dirs:
             for log_dir in self.log_dirs:
                 self._load_dir(log_dir)
@@ -208,15 +228,13 @@ class LogManager:
 
     @property
     def logs(self) -> Mapping[TopicPartition, Log]:
-        """All open logs by ``(topic, partition)`` (a read-only view)."""
+        """A snapshot of the open logs by ``(topic, partition)``."""
         return self._logs.copy()
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         return self._logs.get((topic, partition))
 
-    def get_or_create_log(
-        self, topic: str, partition: int, config: LogConfig | None = None
-    ) -> Log:
+    def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         """The partition's log, created empty if need be. A given ``config`` becomes the
         topic's (for every partition of it: Kafka's configs are per topic)."""
         if self._closed:
@@ -267,6 +285,15 @@ class LogManager:
             self._doomed_dirs.append(doomed)
         return True
 
+    def statistics(self) -> LogManagerStatistics:
+        return attrs.evolve(self.statistics_value.value, logs=len(self._logs))
+
+    def _count(self, **increments: int) -> None:
+        current = self.statistics_value.value
+        self.statistics_value.value = attrs.evolve(
+            current, **{k: getattr(current, k) + v for k, v in increments.items()}
+        )
+
     # --- periodic work -------------------------------------------------------------------------
 
     async def _slow(self, fn: Callable[[], object]) -> None:
@@ -287,26 +314,47 @@ class LogManager:
             await self._slow(lambda: _delete_everything(doomed, directories))
         if doomed:
             logger.info("Retention deleted %d segment(s)", len(doomed))
+        self._count(retention_checks=1, segments_deleted=len(doomed))
         return len(doomed)
+
+    async def flush_logs(self, logs: Iterable[Log]) -> None:
+        """Flush ``logs``: index writes here, every fsync in one worker thread.
+
+        A log whose fsync failed stays dirty (retried next time); the first error is raised
+        once every log has had its turn.
+        """
+        jobs = [(log, log.prepare_flush()) for log in logs if not log.closed]
+        if not jobs:
+            return
+        errors: list[OSError | None] = []  # one per job that ran, in order
+
+        def run_all() -> None:
+            for _, job in jobs:
+                try:
+                    job.run()
+                except OSError as exc:
+                    errors.append(exc)
+                else:
+                    errors.append(None)
+
+        try:
+            await self._slow(run_all)
+        finally:
+            for i, (log, job) in enumerate(jobs):
+                log.complete_flush(job, ok=i < len(errors) and errors[i] is None)
+        self._count(flushes=sum(error is None for error in errors))
+        first = next((error for error in errors if error is not None), None)
+        if first is not None:
+            raise first
 
     async def flush_log(self, log: Log) -> None:
         """Flush one log with its fsyncs in a worker thread."""
-        if log.closed:
-            return
-        job = log.prepare_flush()
-        try:
-            await self._slow(job.run)
-        except BaseException:
-            log.complete_flush(job, ok=False)
-            raise
-        log.complete_flush(job)
+        await self.flush_logs([log])
 
     async def flush_dirty_logs(self) -> None:
         """Flush the logs whose flush.ms has passed or that rolled a segment."""
         now = self.clock()
-        for log in list(self._logs.values()):
-            if not log.closed and log.needs_flush(now):
-                await self.flush_log(log)
+        await self.flush_logs([log for log in self._logs.values() if log.needs_flush(now)])
 
     def _checkpoints(self, attribute: str) -> dict[Path, dict[TopicPartition, int]]:
         per_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs or ()}
@@ -333,9 +381,11 @@ class LogManager:
     async def checkpoint_recovery_points(self) -> None:
         await self.flush_dirty_logs()
         await self._write_checkpoints(_RECOVERY_POINTS)
+        self._count(recovery_point_checkpoints=1)
 
     async def checkpoint_log_start_offsets(self) -> None:
         await self._write_checkpoints(_START_OFFSETS)
+        self._count(log_start_offset_checkpoints=1)
 
     async def _every(self, interval_ms: int, step: Callable[[], Awaitable[object]]) -> None:
         if interval_ms >= INT64_MAX:
@@ -361,7 +411,9 @@ class LogManager:
                         self.checkpoint_log_start_offsets,
                     ),
                 ):
-                    nursery.start_soon(self._every, interval, step, name=f"kafka-log-{step.__name__}")
+                    nursery.start_soon(
+                        self._every, interval, step, name=f"kafka-log-{step.__name__}"
+                    )
                 task_status.started()
         finally:
             with trio.CancelScope(shield=True):
@@ -371,8 +423,7 @@ class LogManager:
         """Flush every log, write both checkpoints, close the logs, mark a clean shutdown."""
         if self._closed:
             return
-        for log in list(self._logs.values()):
-            await self.flush_log(log)
+        await self.flush_logs(list(self._logs.values()))
         await self._write_checkpoints(_RECOVERY_POINTS, _START_OFFSETS)
         directories = self._finish_close()
         if directories:

@@ -158,9 +158,7 @@ class Segment:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def append(
-        self, data: bytes | bytearray, headers: list[BatchHeader], now_ms: float
-    ) -> None:
+    def append(self, data: bytes | bytearray, headers: list[BatchHeader], now_ms: float) -> None:
         """Append validated, patched batches; ``headers`` have positions relative to ``data``."""
         position = self.store.size
         for header in headers:
@@ -228,8 +226,9 @@ class Segment:
                 return []
             end = first.end
         else:
-            end = first.end
-            for header in self.scan(max(first.end, self.offset_index.lookup_position(limit))):
+            # Batches before the greatest indexed batch start within the limit all fit.
+            end = max(first.end, self.offset_index.lookup_position(limit))
+            for header in self.scan(end):
                 if header.end > limit:
                     break
                 end = header.end
@@ -265,6 +264,23 @@ class Segment:
             return max(header.base_offset, min_offset), header.max_timestamp
         return None
 
+    def exact_offset_of_max_timestamp(self) -> int:
+        """The first record holding :attr:`max_timestamp`. The segment tracks the batch
+        ("shallow") offset only; this reads that one batch to find the record."""
+        shallow = self.offset_of_max_timestamp
+        header = self.find_batch(shallow)
+        if header is None or header.max_timestamp != self.max_timestamp:
+            return shallow
+        if header.timestamp_type == TimestampType.LOG_APPEND_TIME:
+            return header.base_offset  # every record has the batch's timestamp
+        if header.compression != Compression.NONE:
+            return shallow
+        data = self.store.pread(header.position, header.size)
+        for record in iter_records(data, parse_batch_header(data)):
+            if record.timestamp == self.max_timestamp:
+                return record.offset
+        return shallow
+
     # --- recovery --------------------------------------------------------------------------
 
     def recover(self, min_offset: int) -> tuple[int, str | None]:
@@ -294,7 +310,9 @@ class Segment:
                 reason = f"a torn batch declaring {batch_size} bytes"
                 break
             try:
-                header = next(iter_batches(reader.get(position, batch_size), validate_records=False))
+                header = next(
+                    iter_batches(reader.get(position, batch_size), validate_records=False)
+                )
             except KafkaProtocolError as exc:
                 reason = str(exc)
                 break

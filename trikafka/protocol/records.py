@@ -361,9 +361,7 @@ def _read_varint(
     raise InvalidRecordError(f"varint longer than {max_bytes} bytes")
 
 
-def iter_records(
-    data: bytes | bytearray | memoryview, header: BatchHeader
-) -> Iterator[Record]:
+def iter_records(data: bytes | bytearray | memoryview, header: BatchHeader) -> Iterator[Record]:
     """Decode the records of one uncompressed batch found by :func:`iter_batches`.
 
     For the client and tests; the broker itself never needs record contents. A LogAppendTime
@@ -463,9 +461,7 @@ def assign_offsets(
 
 # --- building -------------------------------------------------------------------------------
 
-RecordSpec = tuple[
-    bytes | None, bytes | None, Sequence[tuple[str | bytes, bytes | None]], int
-]
+RecordSpec = tuple[bytes | None, bytes | None, Sequence[tuple[str | bytes, bytes | None]], int]
 
 
 def build_batch(
