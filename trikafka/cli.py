@@ -71,13 +71,17 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
 
 
 def _setup_logging(level: str) -> None:
+    """Rich log lines on stderr, beside the banner; stdout stays free for the user."""
+    from rich.console import Console
     from rich.logging import RichHandler
 
     logging.basicConfig(
         level=level.upper(),
         format="%(message)s",
         datefmt="[%X]",
-        handlers=[RichHandler(show_path=False, rich_tracebacks=True)],
+        handlers=[
+            RichHandler(console=Console(stderr=True), show_path=False, rich_tracebacks=True)
+        ],
         force=True,
     )
 
@@ -106,11 +110,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{key}={default}\t# {doc}")
         return 0
     try:
-        _setup_logging(args.log_level)
         config = build_config(args)
+        level = args.log_level.upper()
+        if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+            raise ConfigError("--log-level", args.log_level, "allowed values are DEBUG, INFO, WARNING, ERROR")
     except (ConfigError, OSError, ValueError) as exc:
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2
+    _setup_logging(level)
 
     async def serve() -> None:
         broker = Broker(config)

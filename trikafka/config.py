@@ -157,11 +157,23 @@ def _adv_converter(value: Any) -> Any:
 
 
 def _log_dirs_converter(value: Any) -> Any:
-    if value is None or value == "":
+    if value is None:
         return None
     if isinstance(value, str | os.PathLike):
-        value = [p for p in str(value).split(",") if p.strip()]
-    return tuple(str(Path(p).expanduser()) for p in value)
+        value = [p.strip() for p in str(value).split(",") if p.strip()]
+    if isinstance(value, list | tuple) and all(isinstance(p, str | os.PathLike) for p in value):
+        paths = tuple(str(Path(p).expanduser()) for p in value if str(p).strip())
+        return paths or None
+    return value  # the validator names what is wrong
+
+
+def _check_log_dirs(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and not (
+        isinstance(value, tuple) and all(isinstance(p, str) for p in value)
+    ):
+        raise ConfigError(
+            attribute.metadata["key"], value, "comma-separated paths, a sequence of paths, or unset"
+        )
 
 
 def _check_overrides(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -213,6 +225,7 @@ class BrokerConfig:
     log_dirs: tuple[str, ...] | None = attrs.field(
         default=None,
         converter=_log_dirs_converter,
+        validator=_check_log_dirs,
         metadata={
             "key": "log.dirs",
             "parse": lambda v, k: v,

@@ -11,9 +11,10 @@ import itertools
 from collections.abc import Callable, Iterator
 
 import pytest
-from log_conformance import FakeClock
 
 from trikafka.log import FileLog, Log, LogConfig, MemoryLog
+
+from .log_conformance import FakeClock
 
 LogFactory = Callable[..., Log]
 

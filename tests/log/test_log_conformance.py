@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from log_conformance import CHECKS, check_log
+
+from .log_conformance import CHECKS, check_log
 
 
 @pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__.removeprefix("check_"))

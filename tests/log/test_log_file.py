@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 import os
 
-from log_conformance import batch, decode
-
 from trikafka.log import FileLog, LogConfig
 from trikafka.log.file import segment_file_name
+
+from .log_conformance import batch, decode
 
 SMALL = LogConfig(segment_bytes=400, index_interval_bytes=100)
 

@@ -6,7 +6,6 @@ import logging
 
 import pytest
 import trio
-from log_conformance import batch, decode
 
 from trikafka.errors import ConfigError
 from trikafka.log import FileLog, LogConfig, LogManager, MemoryLog
@@ -17,6 +16,8 @@ from trikafka.log.manager import (
     read_checkpoint,
     write_checkpoint,
 )
+
+from .log_conformance import batch, decode
 
 HOUR_MS = 3_600_000
 

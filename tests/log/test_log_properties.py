@@ -12,10 +12,11 @@ from contextlib import ExitStack
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from log_conformance import FakeClock, batch, decode, headers_of
 
 from trikafka.log import FileLog, Log, LogConfig, MemoryLog
 from trikafka.log.file import segment_file_name
+
+from .log_conformance import FakeClock, batch, decode, headers_of
 
 DETERMINISTIC = settings(derandomize=True, database=None, deadline=None, max_examples=50)
 

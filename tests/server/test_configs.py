@@ -8,7 +8,7 @@ from kio.schema.errors import ErrorCode
 from trikafka.protocol.records import build_batch, iter_batches
 from trikafka.testing import open_test_broker
 
-from test_topics_and_data import create_topic, fetch_request, produce, request, versions
+from .test_topics_and_data import create_topic, fetch_request, produce, request, versions
 
 TOPIC, BROKER = 2, 4
 

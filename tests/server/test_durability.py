@@ -9,7 +9,7 @@ from trikafka.client import connect_tcp
 from trikafka.protocol.records import build_batch, iter_batches, iter_records
 from trikafka.testing.process import broker_process
 
-from test_topics_and_data import create_topic, fetch_request, produce
+from .test_topics_and_data import create_topic, fetch_request, produce
 
 
 async def test_acknowledged_records_survive_sigkill(tmp_path):

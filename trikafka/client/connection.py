@@ -7,6 +7,7 @@ any ``trio.abc.Stream``: TCP, TLS or the in-memory transport.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,26 +17,14 @@ import trio
 
 from trikafka.protocol.framing import NEED_DATA, FrameDecoder
 from trikafka.protocol.headers import decode_response, encode_request
-from trikafka.protocol.registry import ApiRegistry, ApiVersionSpec
+from trikafka.protocol.registry import ApiVersionSpec
 
 __all__ = ["KafkaConnection", "open_connection", "connect_tcp", "ConnectionClosed"]
 
-_ALL_VERSIONS_REGISTRY: ApiRegistry | None = None
-
-
-def client_registry() -> ApiRegistry:
-    """A registry of every version kio knows, so tests can send what the broker refuses."""
-    global _ALL_VERSIONS_REGISTRY
-    if _ALL_VERSIONS_REGISTRY is None:
-        from kio.schema.index import api_key_map, schema_name_map
-
-        supported = {}
-        for key, name in api_key_map.items():
-            versions = sorted(schema_name_map[name])
-            if versions == list(range(versions[0], versions[-1] + 1)):
-                supported[key] = (versions[0], versions[-1])
-        _ALL_VERSIONS_REGISTRY = ApiRegistry(supported)
-    return _ALL_VERSIONS_REGISTRY
+@functools.cache
+def _spec(api_key: int, version: int) -> ApiVersionSpec:
+    """Any version kio knows (so tests can send what the broker refuses), resolved on first use."""
+    return ApiVersionSpec.resolve(api_key, version)
 
 
 class ConnectionClosed(Exception):
@@ -43,10 +32,7 @@ class ConnectionClosed(Exception):
 
 
 def _spec_for(body: Any) -> ApiVersionSpec:
-    spec = client_registry().get(body.__api_key__, body.__version__)
-    if spec is None:
-        raise ValueError(f"no kio spec for {type(body).__name__} v{body.__version__}")
-    return spec
+    return _spec(int(body.__api_key__), int(body.__version__))
 
 
 class KafkaConnection:

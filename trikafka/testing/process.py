@@ -1,8 +1,11 @@
 """``python -m trikafka`` as a child process, for tests that need a real broker process.
 
-The banner line ``listening on PLAINTEXT://host:port`` is the readiness signal: the helper
-reads stderr until it appears (within a deadline), then keeps draining stderr in a thread so
-the child never blocks on a full pipe. Stopping sends SIGTERM (graceful) or SIGKILL (a crash).
+The broker prints a banner once every listener is bound (``  listening on
+PLAINTEXT://127.0.0.1:<port>``); that line is the readiness signal, so no caller sleeps or
+polls a port. One reader thread owns the child's output (stdout and stderr share the pipe)
+from the first byte to EOF: it finds the banner, keeps every line for assertions and error
+messages, and keeps the pipe drained so the broker never blocks writing a log line.
+``stop()`` sends SIGTERM (a graceful stop), ``kill()`` SIGKILL (a crash).
 """
 
 from __future__ import annotations
@@ -13,80 +16,124 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
-__all__ = ["BrokerProcess", "broker_process"]
+__all__ = ["BrokerProcess", "BrokerProcessError", "broker_process"]
 
-_LISTENING = re.compile(r"listening on PLAINTEXT://([\d.]+):(\d+)")
+READY_TIMEOUT = 60
+STOP_TIMEOUT = 20
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+# The banner line, not the log line: rich's log handler puts time and level in front.
+_BANNER = re.compile(r"^\s+listening on PLAINTEXT://([\d.]+):(\d+)\s*$")
+_CLUSTER = re.compile(r"broker \d+ ready \S+ cluster (\S+)")
+
+
+class BrokerProcessError(RuntimeError):
+    """The broker process did not start, or did not stop when asked."""
 
 
 class BrokerProcess:
-    def __init__(self, args: Sequence[str] = (), *, startup_timeout: float = 60.0) -> None:
-        env = dict(os.environ, COLUMNS="300", PYTHONUNBUFFERED="1")
-        self.args = [sys.executable, "-m", "trikafka", "--listeners", "PLAINTEXT://127.0.0.1:0", *args]
+    def __init__(self, *extra_args: str, cwd: str | Path | None = None) -> None:
+        env = dict(os.environ, COLUMNS="300", PYTHONUNBUFFERED="1", NO_COLOR="1")
+        env.pop("FORCE_COLOR", None)
+        self.args = [
+            sys.executable,
+            "-m",
+            "trikafka",
+            "--listeners",
+            "PLAINTEXT://127.0.0.1:0",
+            *extra_args,
+        ]
         self.process = subprocess.Popen(
-            self.args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env
+            self.args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
         )
-        self.lines: list[str] = []
+        self.host: str | None = None
+        self.port: int | None = None
+        self.cluster_id: str | None = None
+        self._lines: list[str] = []
+        self._lock = threading.Lock()
         self._ready = threading.Event()
-        self.host = ""
-        self.port = 0
-        self._reader = threading.Thread(target=self._drain, daemon=True)
+        self._reader = threading.Thread(target=self._drain, name="broker-output", daemon=True)
         self._reader.start()
-        if not self._ready.wait(startup_timeout):
-            self.kill()
-            raise RuntimeError("broker did not start:\n" + "".join(self.lines))
-        if not self.port:
-            raise RuntimeError("broker exited before listening:\n" + "".join(self.lines))
-
-    def _drain(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.lines.append(line)
-            if not self.port:
-                match = _LISTENING.search(line)
-                if match:
-                    self.host, self.port = match.group(1), int(match.group(2))
-                    self._ready.set()
-        self._ready.set()  # exited
 
     @property
-    def bootstrap(self) -> str:
+    def address(self) -> str:
+        """``host:port`` of the PLAINTEXT listener (a bootstrap server)."""
+        if self.port is None:
+            raise BrokerProcessError("the broker is not ready")
         return f"{self.host}:{self.port}"
+
+    bootstrap = address
+
+    def _drain(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:  # until EOF: the child exited
+            line = _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip()
+            with self._lock:
+                self._lines.append(line)
+            if self.cluster_id is None and (match := _CLUSTER.search(line)):
+                self.cluster_id = match.group(1)
+            if self.port is None and (match := _BANNER.match(line)):
+                self.host, self.port = match.group(1), int(match.group(2))
+                self._ready.set()
+        self._ready.set()  # wake a waiter: the process ended before (or after) the banner
 
     @property
     def output(self) -> str:
-        return "".join(self.lines)
+        with self._lock:
+            return "\n".join(self._lines)
 
-    def stop(self, timeout: float = 20.0) -> int:
-        """SIGTERM and wait; returns the exit code (killing it if it does not stop)."""
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> BrokerProcess:
+        if not self._ready.wait(timeout):
+            self.kill()
+            raise BrokerProcessError(f"no banner within {timeout} s; output:\n{self.output}")
+        if self.port is None:
+            self.kill()
+            raise BrokerProcessError(
+                f"broker exited ({self.process.returncode}) before its banner:\n{self.output}"
+            )
+        return self
+
+    def stop(self, timeout: float = STOP_TIMEOUT) -> int:
+        """SIGTERM, then the exit code; killed (and an error) if it does not stop in time."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         try:
             code = self.process.wait(timeout)
         except subprocess.TimeoutExpired:
             self.kill()
-            raise
-        self._reader.join(5)
+            raise BrokerProcessError(
+                f"broker ignored SIGTERM for {timeout} s; output:\n{self.output}"
+            ) from None
+        self._reader.join(timeout)
         return code
 
     def kill(self) -> None:
         """SIGKILL: the process gets no chance to flush or clean up."""
         if self.process.poll() is None:
             self.process.kill()
-        self.process.wait(10)
-        self._reader.join(5)
+        self.process.wait()
+        self._reader.join(STOP_TIMEOUT)
 
 
 @contextmanager
-def broker_process(*args: str, startup_timeout: float = 60.0) -> Iterator[BrokerProcess]:
-    broker = BrokerProcess(args, startup_timeout=startup_timeout)
+def broker_process(*extra_args: str, cwd: str | Path | None = None) -> Iterator[BrokerProcess]:
+    """A ready broker process for the block; stopped (or killed) on exit."""
+    broker = BrokerProcess(*extra_args, cwd=cwd)
     try:
+        broker.wait_ready()
         yield broker
     finally:
         if broker.process.poll() is None:
             try:
                 broker.stop()
-            except subprocess.TimeoutExpired:
+            except BrokerProcessError:
                 pass

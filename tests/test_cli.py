@@ -1,0 +1,197 @@
+"""The CLI as a function: ``main(argv) -> int``, and how flags, overrides and files combine.
+
+Only paths that return before the broker starts are driven here; the running process is
+tested end to end in ``tests/compat/``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import attrs
+import pytest
+
+from trikafka import BrokerConfig, ConfigError, cli
+from trikafka.cli import DEFAULT_DATA_DIR, build_config, parse_args
+
+
+@pytest.fixture(autouse=True)
+def restore_root_logger():
+    """``main`` configures logging (rich, force=True) before it reads the config; put the
+    root logger back so later tests see pytest's handlers, not ours."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
+
+
+def _error_lines(capsys) -> list[str]:
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    return [line for line in captured.err.splitlines() if line.strip()]
+
+
+def test_bad_override_value_exits_2_with_one_clear_line(capsys):
+    assert cli.main(["--override", "num.io.threads=zero"]) == 2
+    (line,) = _error_lines(capsys)
+    assert line.startswith("trikafka: ")
+    assert "num.io.threads" in line
+    assert "zero" in line
+    assert "an integer in [1, 1024]" in line
+    assert "Traceback" not in line
+
+
+def test_unknown_override_key_suggests_the_close_key(capsys):
+    assert cli.main(["--override", "num.io.thread=4"]) == 2
+    (line,) = _error_lines(capsys)
+    assert "num.io.thread" in line
+    assert "did you mean 'num.io.threads'" in line
+
+
+def test_override_without_equals_sign(capsys):
+    assert cli.main(["--override", "num.io.threads"]) == 2
+    (line,) = _error_lines(capsys)
+    assert "--override takes KEY=VALUE" in line
+    assert "num.io.threads" in line
+
+
+def test_bad_listeners_flag(capsys):
+    assert cli.main(["--listeners", "localhost:9092"]) == 2
+    (line,) = _error_lines(capsys)
+    assert "listeners" in line
+    assert "localhost:9092" in line
+    assert "NAME://host:port" in line
+
+
+def test_missing_config_file(capsys, tmp_path):
+    missing = tmp_path / "nope.properties"
+    assert cli.main(["--config", str(missing)]) == 2
+    (line,) = _error_lines(capsys)
+    assert str(missing) in line
+
+
+def test_bad_config_file_line(capsys, tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text("num.io.threads=4\nnonsense\n", encoding="utf-8")
+    assert cli.main(["--config", str(path)]) == 2
+    (line,) = _error_lines(capsys)
+    assert f"{path}:2" in line
+
+
+def test_bad_log_level(capsys):
+    assert cli.main(["--log-level", "LOUD", "--in-memory"]) == 2
+    (line,) = _error_lines(capsys)
+    assert "LOUD" in line
+
+
+def test_list_config_prints_every_key(capsys):
+    assert cli.main(["--list-config"]) == 0
+    captured = capsys.readouterr()
+    printed = {}
+    for line in captured.out.splitlines():
+        setting, _, doc = line.partition("\t# ")
+        key, sep, default = setting.partition("=")
+        assert sep and doc, line
+        printed[key] = default
+    keys = [f.metadata["key"] for f in attrs.fields(BrokerConfig)]
+    assert sorted(printed) == sorted(keys)
+    assert printed["num.io.threads"] == "8"
+    assert printed["socket.request.max.bytes"] == "104857600"
+
+
+def test_list_config_needs_no_valid_config(capsys):
+    """--list-config answers before any config is read, so a bad override cannot stop it."""
+    assert cli.main(["--list-config", "--override", "num.io.threads=zero"]) == 0
+    assert "num.io.threads=8" in capsys.readouterr().out
+
+
+# --- precedence -------------------------------------------------------------------------
+
+
+def _properties(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "server.properties"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_precedence_file_then_override_then_listeners(tmp_path):
+    path = _properties(
+        tmp_path,
+        "num.io.threads=2\n"
+        "num.network.threads=5\n"
+        "queued.max.requests=42\n"
+        "listeners=PLAINTEXT://127.0.0.1:1111\n",
+    )
+    config = build_config(
+        parse_args(
+            [
+                "--config",
+                str(path),
+                "--override",
+                "num.io.threads=3",
+                "--override",
+                "listeners=PLAINTEXT://127.0.0.1:2222",
+                "--listeners",
+                "PLAINTEXT://127.0.0.1:3333",
+                "--in-memory",
+            ]
+        )
+    )
+    assert config.queued_max_requests == 42  # file only
+    assert config.num_network_threads == 5  # file only
+    assert config.num_io_threads == 3  # --override beats the file
+    assert [listener.port for listener in config.listeners] == [3333]  # --listeners beats both
+
+
+def test_override_beats_file_without_listeners_flag(tmp_path):
+    path = _properties(tmp_path, "listeners=PLAINTEXT://127.0.0.1:1111\n")
+    config = build_config(
+        parse_args(
+            ["--config", str(path), "--override", "listeners=PLAINTEXT://127.0.0.1:2222"]
+        )
+    )
+    assert [listener.port for listener in config.listeners] == [2222]
+
+
+def test_later_override_of_the_same_key_wins():
+    config = build_config(
+        parse_args(["--override", "num.io.threads=3", "--override", "num_io_threads=4"])
+    )
+    assert config.num_io_threads == 4
+
+
+def test_in_memory_means_no_log_dirs(tmp_path):
+    path = _properties(tmp_path, "log.dirs=/var/lib/kafka\n")
+    config = build_config(parse_args(["--config", str(path), "--in-memory"]))
+    assert config.log_dirs is None
+    assert build_config(parse_args(["--in-memory"])).log_dirs is None
+
+
+def test_default_data_dir():
+    assert DEFAULT_DATA_DIR == "./trikafka-data"
+    config = build_config(parse_args([]))
+    assert config.log_dirs == (str(Path(DEFAULT_DATA_DIR)),)
+
+
+def test_data_dir_flag_beats_the_file(tmp_path):
+    path = _properties(tmp_path, "log.dirs=/from/file\n")
+    assert build_config(parse_args(["--config", str(path)])).log_dirs == ("/from/file",)
+    config = build_config(parse_args(["--config", str(path), "--data-dir", str(tmp_path)]))
+    assert config.log_dirs == (str(tmp_path),)
+
+
+def test_build_config_raises_config_error():
+    with pytest.raises(ConfigError) as info:
+        build_config(parse_args(["--override", "socket.request.max.bytes=-5"]))
+    assert info.value.key == "socket.request.max.bytes"
+
+
+def test_dotted_keys_in_overrides_and_files_alike(tmp_path):
+    path = _properties(tmp_path, "num_network_threads=7\n")
+    config = build_config(
+        parse_args(["--config", str(path), "--override", "connections_max_idle_ms=1000"])
+    )
+    assert config.num_network_threads == 7
+    assert config.connections_max_idle_ms == 1000
