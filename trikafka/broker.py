@@ -29,6 +29,8 @@ import attrs
 import trio
 
 from trikafka.config import BrokerConfig
+from trikafka.coordinator.group_coordinator import GroupCoordinator
+from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
 from trikafka.log.manager import LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
@@ -37,6 +39,7 @@ from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.server.apis.configs import ClusterApis, ConfigApis
 from trikafka.server.apis.fetch import FetchApis
+from trikafka.server.apis.groups import GroupApis
 from trikafka.server.apis.metadata import MetadataApis
 from trikafka.server.apis.offsets import OffsetApis
 from trikafka.server.apis.produce import ProduceApis
@@ -115,6 +118,7 @@ class Broker:
             flush_offset_checkpoint_interval_ms=self.config.log_flush_offset_checkpoint_interval_ms,
         )
         self.replica_manager = ReplicaManager(self.config, self.log_manager)
+        self.group_coordinator = GroupCoordinator(self.config, self._offset_store(), self.now_ms)
         self.context = ApiContext(
             config=self.config,
             registry=self.registry,
@@ -122,7 +126,10 @@ class Broker:
             purgatory=self.purgatory,
             channel=self.request_channel,
             metrics=self.metrics,
-            extras={"replica_manager": self.replica_manager},
+            extras={
+                "replica_manager": self.replica_manager,
+                "group_coordinator": self.group_coordinator,
+            },
             now_ms=self.now_ms,
         )
         families = [
@@ -135,6 +142,7 @@ class Broker:
             OffsetApis,
             ConfigApis,
             ClusterApis,
+            GroupApis,
         ]
         self.apis = KafkaApis(self.context, [family(self.context) for family in families])
         self.handler_pool = RequestHandlerPool(
@@ -146,6 +154,21 @@ class Broker:
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}
+
+    def _offset_store(self) -> OffsetStore:
+        """``__consumer_offsets``: an internal, compacted topic, created on first start."""
+        replicas = self.replica_manager
+        topic = replicas.topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            topic = replicas.create_topic(
+                OFFSETS_TOPIC,
+                self.config.offsets_topic_num_partitions,
+                configs={"cleanup.policy": "compact", "segment.bytes": "104857600"},
+                is_internal=True,
+            )
+        return OffsetStore(
+            topic.partitions, lambda p: replicas.get_log(OFFSETS_TOPIC, p), self.now_ms
+        )
 
     def now_ms(self) -> float:
         """Wall-clock milliseconds that advance with trio's clock.
@@ -173,6 +196,7 @@ class Broker:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.log_manager.run, name="log-manager")
                 await nursery.start(self.purgatory.run, name="purgatory")
+                await nursery.start(self.group_coordinator.run, name="group-coordinator")
                 await nursery.start(self.handler_pool.run, name="request-handler-pool")
                 self.endpoints = await nursery.start(self.socket_server.run, name="socket-server")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)

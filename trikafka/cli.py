@@ -24,6 +24,7 @@ __all__ = ["main", "build_config", "parse_args"]
 log = logging.getLogger("trikafka")
 
 DEFAULT_DATA_DIR = "./trikafka-data"
+DEV_INITIAL_REBALANCE_DELAY_MS = "0"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -67,6 +68,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         items["log.dirs"] = args.data_dir
     elif not items.get("log.dirs"):
         items["log.dirs"] = DEFAULT_DATA_DIR
+    # A dev broker answers a lone consumer at once; Kafka's 3 s default suits big groups.
+    items.setdefault("group.initial.rebalance.delay.ms", DEV_INITIAL_REBALANCE_DELAY_MS)
     return BrokerConfig.from_mapping(items)
 
 

@@ -325,6 +325,31 @@ class BrokerConfig:
     log_index_interval_bytes: int = _int_field(
         "log.index.interval.bytes", 4096, "Bytes of log between offset index entries.", 0, INT32_MAX
     )
+    # --- consumer groups ---------------------------------------------------------------
+    group_initial_rebalance_delay_ms: int = _int_field(
+        "group.initial.rebalance.delay.ms", 3000, "How long the first rebalance of an empty group waits for more members.", 0, INT32_MAX
+    )
+    group_min_session_timeout_ms: int = _int_field(
+        "group.min.session.timeout.ms", 6000, "Smallest session timeout a member may ask for.", 0, INT32_MAX
+    )
+    group_max_session_timeout_ms: int = _int_field(
+        "group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for.", 0, INT32_MAX
+    )
+    group_max_size: int = _int_field(
+        "group.max.size", INT32_MAX, "Members one group may have.", 1, INT32_MAX
+    )
+    offsets_topic_num_partitions: int = _int_field(
+        "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
+    )
+    offsets_retention_minutes: int = _int_field(
+        "offsets.retention.minutes", 10080, "Committed offsets of an empty group expire after this long.", 1, INT32_MAX
+    )
+    offsets_retention_check_interval_ms: int = _int_field(
+        "offsets.retention.check.interval.ms", 600000, "How often expired offsets are removed.", 1
+    )
+    offset_metadata_max_bytes: int = _int_field(
+        "offset.metadata.max.bytes", 4096, "Largest metadata string stored with a committed offset.", 0, INT32_MAX
+    )
     shutdown_grace_ms: int = _int_field(
         "shutdown.grace.ms",
         5000,

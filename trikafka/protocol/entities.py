@@ -47,8 +47,15 @@ def _nested_class(hint: Any) -> tuple[type | None, bool]:
     return None, False
 
 
-def _convert(field: dataclasses.Field, nested: type | None, is_tuple: bool, value: Any) -> Any:
+def _convert(field: dataclasses.Field, nested: type | None, is_tuple: bool, value: Any, hint: Any = None) -> Any:
     if value is None:
+        if hint is not None and type(None) not in typing.get_args(hint):
+            # Older versions have non-nullable strings where newer ones allow null.
+            kafka_type = field.metadata.get("kafka_type")
+            if kafka_type == "string":
+                return ""
+            if kafka_type in ("bytes", "records"):
+                return b""
         return None
     if nested is not None:
         if is_tuple:
@@ -69,9 +76,9 @@ def _convert(field: dataclasses.Field, nested: type | None, is_tuple: bool, valu
 def build(cls: type, **values: Any) -> Any:
     """An instance of ``cls`` from the values it has fields for; the rest are ignored."""
     kwargs = {}
-    for name, (field, _hint, nested, is_tuple) in entity_fields(cls).items():
+    for name, (field, hint, nested, is_tuple) in entity_fields(cls).items():
         if name in values:
-            kwargs[name] = _convert(field, nested, is_tuple, values[name])
+            kwargs[name] = _convert(field, nested, is_tuple, values[name], hint)
         elif field.metadata.get("kafka_type") == "error_code" and field.default is dataclasses.MISSING:
             kwargs[name] = ErrorCode.none  # an error field left out means no error
     return cls(**kwargs)

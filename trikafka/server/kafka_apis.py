@@ -63,14 +63,28 @@ class ApiContext:
     now_ms: Callable[[], float] = attrs.Factory(lambda: _wall_ms)
 
     def respond(self, request: Request, body: Any) -> None:
-        """Send ``body`` (a kio entity or a Response) as the answer to ``request``."""
+        """Send ``body`` (a kio entity or a Response) as the answer to ``request``.
+
+        Never raises: a response that cannot be encoded is our bug, answered with
+        UNKNOWN_SERVER_ERROR (or, failing that, a closed connection) and logged — the task
+        calling this (a handler or a purgatory operation) must survive it.
+        """
         self.channel.send_response(request, to_response(request, body))
 
 
 def to_response(request: Request, body: Any) -> Any:
     if isinstance(body, SendResponse | NoOpResponse | CloseConnectionResponse):
         return body
-    return SendResponse(encode_response(request.spec, request.correlation_id, body))
+    try:
+        return SendResponse(encode_response(request.spec, request.correlation_id, body))
+    except Exception:
+        log.exception("cannot encode %s v%s response", request.spec.name, request.api_version)
+    try:
+        fallback = error_response(request.spec.response_type, ErrorCode.unknown_server_error)
+        return SendResponse(encode_response(request.spec, request.correlation_id, fallback))
+    except Exception:
+        log.exception("cannot encode an error response for %s", request.spec.name)
+        return CloseConnectionResponse()
 
 
 class KafkaApis:

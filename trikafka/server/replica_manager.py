@@ -27,6 +27,7 @@ __all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS"]
 log = logging.getLogger("trikafka.server")
 
 LEADER_EPOCH = 0
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 MAX_PARTITIONS = 100_000
 
 
@@ -83,6 +84,8 @@ class ReplicaManager:
     ) -> tuple[int, dict[str, Any]]:
         """Validate a CreateTopics entry; returns (partitions, typed config overrides)."""
         self.topics.check_new_name(name)
+        if name.startswith("__") and name in INTERNAL_TOPICS:
+            raise KafkaProtocolError(f"Topic '{name}' is reserved for the broker.", ErrorCode.invalid_request)
         if num_partitions == -1:
             num_partitions = self.config.num_partitions
         if not 1 <= num_partitions <= MAX_PARTITIONS:
@@ -114,7 +117,10 @@ class ReplicaManager:
         validate_only: bool = False,
         is_internal: bool = False,
     ) -> TopicInfo:
-        partitions, typed = self.check_create(name, num_partitions, replication_factor, configs or {})
+        if is_internal:
+            partitions, typed = num_partitions, validate_topic_configs(configs or {})
+        else:
+            partitions, typed = self.check_create(name, num_partitions, replication_factor, configs or {})
         topic = TopicInfo(name, uuid.uuid4(), partitions, typed, is_internal)
         if validate_only:
             return topic
@@ -139,6 +145,8 @@ class ReplicaManager:
         topic = self.topics.get(name)
         if topic is None:
             raise unknown_topic(name)
+        if topic.is_internal:
+            raise KafkaProtocolError(f"Cannot delete internal topic {name}.", ErrorCode.invalid_request)
         self.topics.remove(name)
         for partition in range(topic.partitions):
             self.log_manager.delete_log(name, partition)

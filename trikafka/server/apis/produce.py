@@ -71,6 +71,13 @@ class ProduceApis:
                 if info is None or not 0 <= part.index < info.partitions:
                     partitions.append(_partition_error(part.index, unknown_code))
                     continue
+                if info.is_internal:
+                    partitions.append(
+                        _partition_error(
+                            part.index, ErrorCode.invalid_topic_exception, f"Cannot append to internal topic {info.name}"
+                        )
+                    )
+                    continue
                 try:
                     if not part.records:
                         raise KafkaProtocolError("no records", ErrorCode.invalid_record)

@@ -1,0 +1,221 @@
+"""A group's members, generation and committed offsets — the coordinator's data, no timers.
+
+``GroupMetadata`` holds what Kafka's class of that name holds; the coordinator decides when
+things change and this module only keeps them consistent (transitions are checked against
+``group_state``'s table).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from typing import Any
+
+import attrs
+import trio
+
+from trikafka.coordinator.group_state import GroupState, check_transition
+
+__all__ = ["GroupMetadata", "MemberMetadata", "OffsetAndMetadata", "Waiter", "consumer_topics"]
+
+
+class Waiter:
+    """A response someone is waiting for (JoinGroup, SyncGroup): set once, awaited once."""
+
+    __slots__ = ("_event", "value")
+
+    def __init__(self) -> None:
+        self._event = trio.Event()
+        self.value: Any = None
+
+    def set(self, value: Any) -> None:
+        if not self._event.is_set():
+            self.value = value
+            self._event.set()
+
+    @property
+    def done(self) -> bool:
+        return self._event.is_set()
+
+    async def wait(self) -> Any:
+        await self._event.wait()
+        return self.value
+
+
+@attrs.define(eq=False)
+class MemberMetadata:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]  # (name, metadata), in the member's preference order
+    assignment: bytes = b""
+    heartbeat_deadline: float = 0.0  # trio time after which the member has expired
+    awaiting_join: Waiter | None = None
+    awaiting_sync: Waiter | None = None
+    is_new: bool = False  # joined in this rebalance (Kafka's isNew)
+
+    def metadata_for(self, protocol: str) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        raise KeyError(protocol)
+
+    def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
+        return self.protocols == protocols
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "member_id": self.member_id,
+            "group_instance_id": self.group_instance_id,
+            "client_id": self.client_id,
+            "client_host": self.client_host,
+            "session_timeout_ms": self.session_timeout_ms,
+            "rebalance_timeout_ms": self.rebalance_timeout_ms,
+            "protocol_type": self.protocol_type,
+            "protocols": [[name, metadata.hex()] for name, metadata in self.protocols],
+            "assignment": self.assignment.hex(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> MemberMetadata:
+        return cls(
+            member_id=data["member_id"],
+            group_instance_id=data["group_instance_id"],
+            client_id=data["client_id"],
+            client_host=data["client_host"],
+            session_timeout_ms=data["session_timeout_ms"],
+            rebalance_timeout_ms=data["rebalance_timeout_ms"],
+            protocol_type=data["protocol_type"],
+            protocols=[(name, bytes.fromhex(m)) for name, m in data["protocols"]],
+            assignment=bytes.fromhex(data["assignment"]),
+        )
+
+
+@attrs.frozen
+class OffsetAndMetadata:
+    offset: int
+    leader_epoch: int
+    metadata: str | None
+    commit_timestamp_ms: float
+
+
+@attrs.define(eq=False)
+class GroupMetadata:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    generation_id: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, MemberMetadata] = attrs.Factory(dict)
+    pending_members: dict[str, float] = attrs.Factory(dict)  # member id → expiry (MEMBER_ID_REQUIRED)
+    static_members: dict[str, str] = attrs.Factory(dict)  # group.instance.id → member id
+    offsets: dict[tuple[str, int], OffsetAndMetadata] = attrs.Factory(dict)
+    state_since_ms: float = 0.0  # when the current state began (offsets retention)
+    new_member_added: bool = False  # InitialDelayedJoin extends while members keep arriving
+    changed: trio.Event = attrs.Factory(trio.Event)  # set on any membership change
+
+    def transition(self, target: GroupState, now_ms: float) -> None:
+        check_transition(self.group_id, self.state, target)
+        self.state = target
+        self.state_since_ms = now_ms
+
+    def is_(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    def add(self, member: MemberMetadata) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+        self.notify()
+
+    def remove(self, member_id: str) -> MemberMetadata | None:
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        if member.group_instance_id is not None:
+            if self.static_members.get(member.group_instance_id) == member_id:
+                del self.static_members[member.group_instance_id]
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        self.notify()
+        return member
+
+    def notify(self) -> None:
+        """Wake whoever waits for membership to change (the delayed join)."""
+        self.changed.set()
+        self.changed = trio.Event()
+
+    def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> MemberMetadata:
+        member = self.members.pop(old_id)
+        member.member_id = new_id
+        self.members[new_id] = member
+        self.static_members[instance_id] = new_id
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        return member
+
+    @property
+    def all_joined(self) -> bool:
+        return not self.pending_members and all(
+            m.awaiting_join is not None for m in self.members.values()
+        )
+
+    @property
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def supports(self, protocol_type: str, protocols: Iterable[str]) -> bool:
+        """Whether a member with these protocols may join (Kafka's supportsProtocols)."""
+        names = set(protocols)
+        if not self.members:
+            return bool(protocol_type) and bool(names)
+        if protocol_type != self.protocol_type:
+            return False
+        return bool(names & self.candidate_protocols())
+
+    def candidate_protocols(self) -> set[str]:
+        sets = [set(name for name, _ in m.protocols) for m in self.members.values()]
+        return set.intersection(*sets) if sets else set()
+
+    def select_protocol(self) -> str:
+        """Each member votes for its most preferred candidate; most votes wins."""
+        candidates = self.candidate_protocols()
+        votes: dict[str, int] = {}
+        for member in self.members.values():
+            choice = next(name for name, _ in member.protocols if name in candidates)
+            votes[choice] = votes.get(choice, 0) + 1
+        return max(sorted(votes), key=lambda name: votes[name])
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members subscribe to (consumer protocol), None if unknown."""
+        if self.protocol_type != "consumer" or self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        for member in self.members.values():
+            try:
+                topics |= consumer_topics(member.metadata_for(self.protocol_name))
+            except (KeyError, ValueError, struct.error):
+                return None
+        return topics
+
+
+def consumer_topics(subscription: bytes) -> set[str]:
+    """The topics of a ConsumerProtocolSubscription (version int16, then a string array)."""
+    (_version, count) = struct.unpack_from(">hi", subscription, 0)
+    position = 6
+    topics = set()
+    for _ in range(count):
+        (size,) = struct.unpack_from(">h", subscription, position)
+        position += 2
+        topics.add(subscription[position : position + size].decode())
+        position += size
+    return topics
