@@ -22,10 +22,17 @@ system-deps:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq kcat >/dev/null; }
 
+# kafkajs and its codecs for the compat tests, from the committed lock file. kafkajs-lz4 builds a
+# native addon (node-gyp: python3, make, a C++ compiler).
+KAFKAJS := tests/compat/kafkajs/node_modules
+$(KAFKAJS): tests/compat/kafkajs/package.json tests/compat/kafkajs/package-lock.json
+	cd tests/compat/kafkajs && npm ci --no-audit --no-fund
+	touch $(KAFKAJS)
+
 run: $(STAMP)
 	$(PY) -m trikafka --listeners PLAINTEXT://127.0.0.1:9092
 
-test: $(STAMP) system-deps
+test: $(STAMP) system-deps $(KAFKAJS)
 	$(PY) -m pytest -q
 
 lint: $(STAMP)

@@ -156,18 +156,24 @@ class Broker:
         self.endpoints: dict[str, BoundEndpoint] = {}
 
     def _offset_store(self) -> OffsetStore:
-        """``__consumer_offsets``: an internal, compacted topic, created on first start."""
+        """``__consumer_offsets``: an internal, compacted topic, created — as in Kafka — the
+        first time a group needs it, so a fresh broker lists no topics."""
         replicas = self.replica_manager
-        topic = replicas.topics.get(OFFSETS_TOPIC)
-        if topic is None:
-            topic = replicas.create_topic(
-                OFFSETS_TOPIC,
-                self.config.offsets_topic_num_partitions,
-                configs={"cleanup.policy": "compact", "segment.bytes": "104857600"},
-                is_internal=True,
-            )
+        existing = replicas.topics.get(OFFSETS_TOPIC)
+        partitions = existing.partitions if existing else self.config.offsets_topic_num_partitions
+
+        def log_for(partition: int) -> Any:
+            if replicas.topics.get(OFFSETS_TOPIC) is None:
+                replicas.create_topic(
+                    OFFSETS_TOPIC,
+                    partitions,
+                    configs={"cleanup.policy": "compact", "segment.bytes": "104857600"},
+                    is_internal=True,
+                )
+            return replicas.get_log(OFFSETS_TOPIC, partition)
+
         return OffsetStore(
-            topic.partitions, lambda p: replicas.get_log(OFFSETS_TOPIC, p), self.now_ms
+            partitions, log_for, self.now_ms, exists=lambda: OFFSETS_TOPIC in replicas.topics
         )
 
     def now_ms(self) -> float:

@@ -48,10 +48,12 @@ class OffsetStore:
         num_partitions: int,
         log_for: Callable[[int], Any],
         now_ms: Callable[[], float],
+        exists: Callable[[], bool] = lambda: True,
     ) -> None:
         self.num_partitions = num_partitions
-        self._log_for = log_for
+        self._log_for = log_for  # creates the topic on first use
         self._now_ms = now_ms
+        self._exists = exists
 
     def partition_for(self, group_id: str) -> int:
         return abs(java_string_hash(group_id)) % self.num_partitions
@@ -72,6 +74,8 @@ class OffsetStore:
 
     def replay(self) -> Iterator[tuple[list[Any], dict[str, Any] | None]]:
         """Every record ever written, partition by partition, oldest first."""
+        if not self._exists():
+            return
         for partition in range(self.num_partitions):
             log = self._log_for(partition)
             offset = log.log_start_offset

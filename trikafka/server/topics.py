@@ -101,6 +101,9 @@ class TopicStore:
     def __len__(self) -> int:
         return len(self._by_name)
 
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
     def get(self, name: str) -> TopicInfo | None:
         return self._by_name.get(name)
 

@@ -1,0 +1,395 @@
+"""The Kafka clients of the Spark source and sink, on confluent-kafka (librdkafka).
+
+Why these settings:
+
+- The consumer only ever uses ``assign()`` with explicit offsets and never commits: Spark keeps
+  the offsets in its checkpoint, like Spark's own Kafka source. librdkafka insists on a
+  ``group.id`` even so; it is set (Spark's ``spark-kafka-source-<uuid>`` scheme) and never
+  joined, so brokers without consumer groups work.
+- ``auto.offset.reset=error`` turns a deleted offset into an error event the source turns
+  into its data-loss policy, instead of librdkafka silently jumping.
+- ``isolation.level`` defaults to ``read_uncommitted``, the Java client's (and so Spark's)
+  default; librdkafka's own default is ``read_committed``.
+- A range is done when the consumer's position reaches its end, not when a record with the
+  last offset arrives: transaction markers and aborted records leave gaps in the offsets.
+- The producer defaults to ``acks=all`` with idempotence, the Java producer's defaults since
+  Kafka 3.0, and to the ``murmur2_random`` partitioner, the Java producer's hash, so a key lands
+  in the same partition whichever client wrote it.
+- Spark reuses Python worker processes, so one consumer and one producer per configuration
+  are kept per process (like Spark's consumer and producer caches) and created lazily: readers
+  and writers are pickled to the workers, live clients are not.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from trikafka.spark.client import (
+    KafkaClientError,
+    KafkaProduceError,
+    OffsetOutOfRangeError,
+    RecordChunk,
+)
+from trikafka.spark.offsets import Offsets, TopicPartition
+
+__all__ = ["ConfluentAdmin", "ConfluentClients", "ConfluentReader", "ConfluentWriter", "kafka_error_name"]
+
+log = logging.getLogger(__name__)
+
+#: Seconds an admin request may take (the Java admin client's default.api.timeout.ms).
+ADMIN_TIMEOUT = 60.0
+#: Seconds one ``consume`` call waits for a full chunk before the position is checked.
+CONSUME_WAIT = 0.2
+
+_CONSUMER_ONLY = {"isolation.level", "group.id"}
+
+
+def kafka_error_name(error: Any) -> str:
+    """Kafka's name for a librdkafka error (``MESSAGE_TOO_LARGE``), with librdkafka's own.
+
+    Broker errors carry the Kafka protocol error code, so the name is the one Kafka's
+    documentation and the Java client use; librdkafka-local errors (negative codes such as
+    ``_MSG_TIMED_OUT``) keep librdkafka's name.
+    """
+    code = error.code()
+    name = error.name()
+    if code > 0:
+        try:
+            from kio.schema.errors import ErrorCode
+
+            kafka_name = ErrorCode(code).name.upper()
+        except ValueError:
+            kafka_name = name
+        if kafka_name != name:
+            return f"{kafka_name} (librdkafka {name}: {error.str()})"
+    return f"{name} ({error.str()})"
+
+
+def _raise_for(error: Any, what: str) -> None:
+    raise KafkaClientError(f"{what} failed: {kafka_error_name(error)}")
+
+
+class ConfluentAdmin:
+    """Metadata and offsets for the driver (one ListOffsets per leader, not per partition)."""
+
+    def __init__(self, config: Mapping[str, str]) -> None:
+        from confluent_kafka import IsolationLevel
+        from confluent_kafka.admin import AdminClient
+
+        self._isolation = (
+            IsolationLevel.READ_COMMITTED
+            if config.get("isolation.level") == "read_committed"
+            else IsolationLevel.READ_UNCOMMITTED
+        )
+        self._admin = AdminClient({k: v for k, v in config.items() if k not in _CONSUMER_ONLY})
+
+    def topics(self) -> dict[str, int]:
+        from confluent_kafka import KafkaException
+
+        try:
+            metadata = self._admin.list_topics(timeout=ADMIN_TIMEOUT)
+        except KafkaException as exc:
+            _raise_for(exc.args[0], "Metadata")
+        return {
+            name: len(topic.partitions)
+            for name, topic in metadata.topics.items()
+            if topic.error is None and topic.partitions
+        }
+
+    def _list_offsets(self, specs: Mapping[TopicPartition, Any], what: str) -> dict[TopicPartition, int]:
+        from confluent_kafka import TopicPartition as RdTopicPartition
+
+        if not specs:
+            return {}
+        futures = self._admin.list_offsets(
+            {RdTopicPartition(tp.topic, tp.partition): spec for tp, spec in specs.items()},
+            isolation_level=self._isolation,
+            request_timeout=ADMIN_TIMEOUT,
+        )
+        from confluent_kafka import KafkaError, KafkaException
+
+        result: dict[TopicPartition, int] = {}
+        for rd, future in futures.items():
+            try:
+                result[TopicPartition(rd.topic, rd.partition)] = future.result().offset
+            except KafkaException as exc:
+                error = exc.args[0]
+                if error.code() in (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION):
+                    continue  # deleted meanwhile: absent from the answer, the caller decides
+                _raise_for(error, f"ListOffsets ({what}) of {rd.topic}-{rd.partition}")
+        return result
+
+    def earliest(self, partitions: Iterable[TopicPartition]) -> Offsets:
+        from confluent_kafka.admin import OffsetSpec
+
+        return self._list_offsets({tp: OffsetSpec.earliest() for tp in partitions}, "earliest")
+
+    def latest(self, partitions: Iterable[TopicPartition]) -> Offsets:
+        from confluent_kafka.admin import OffsetSpec
+
+        return self._list_offsets({tp: OffsetSpec.latest() for tp in partitions}, "latest")
+
+    def for_timestamps(self, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int | None]:
+        from confluent_kafka.admin import OffsetSpec
+
+        found = self._list_offsets(
+            {tp: OffsetSpec.for_timestamp(ts) for tp, ts in timestamps.items()}, "by timestamp"
+        )
+        return {tp: None if offset < 0 else offset for tp, offset in found.items()}
+
+    def close(self) -> None:
+        self._admin = None
+
+
+class ConfluentReader:
+    """Reads offset ranges with one assign-only consumer, reused range after range."""
+
+    def __init__(self, config: Mapping[str, str]) -> None:
+        self._config = {
+            **config,
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "auto.offset.reset": "error",
+            "enable.partition.eof": False,
+        }
+        self._config.setdefault("isolation.level", "read_uncommitted")
+        self._consumer: Any = None
+
+    def _get_consumer(self) -> Any:
+        if self._consumer is None:
+            from confluent_kafka import Consumer
+
+            self._consumer = Consumer(self._config)
+        return self._consumer
+
+    def read(
+        self,
+        topic_partition: TopicPartition,
+        start: int,
+        until: int,
+        *,
+        max_records: int,
+        with_headers: bool,
+        poll_timeout_ms: int,
+    ) -> Iterator[RecordChunk]:
+        from confluent_kafka import KafkaError
+        from confluent_kafka import TopicPartition as RdTopicPartition
+
+        consumer = self._get_consumer()
+        topic, partition = topic_partition
+        consumer.assign([RdTopicPartition(topic, partition, start)])
+        try:
+            position = start
+            last_progress = time.monotonic()
+            while position < until:
+                messages = consumer.consume(min(until - position, max_records), CONSUME_WAIT)
+                chunk = RecordChunk(headers=[] if with_headers else None)
+                for message in messages:
+                    error = message.error()
+                    if error is not None:
+                        code = error.code()
+                        if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
+                            offset = message.offset()
+                            raise OffsetOutOfRangeError(
+                                topic_partition, offset if offset is not None and offset >= 0 else position
+                            )
+                        if error.fatal() or code in (
+                            KafkaError.UNKNOWN_TOPIC_OR_PART,
+                            KafkaError._UNKNOWN_PARTITION,
+                            KafkaError._UNKNOWN_TOPIC,
+                            KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                        ):
+                            _raise_for(error, f"Fetch of {topic_partition}")
+                        log.debug("consumer: %s (retrying)", kafka_error_name(error))
+                        continue
+                    if message.topic() != topic or message.partition() != partition:
+                        continue  # left over from an earlier assignment
+                    offset = message.offset()
+                    if offset < position:
+                        continue
+                    if offset >= until:
+                        position = until
+                        break
+                    chunk.keys.append(message.key())
+                    chunk.values.append(message.value())
+                    chunk.offsets.append(offset)
+                    kind, timestamp = message.timestamp()
+                    chunk.timestamps.append(timestamp)
+                    chunk.timestamp_types.append(kind - 1)  # librdkafka 1/2 → Kafka 0/1; none → -1
+                    if chunk.headers is not None:
+                        chunk.headers.append(message.headers())
+                    position = offset + 1
+                if len(chunk):
+                    last_progress = time.monotonic()
+                    yield chunk
+                    continue
+                if position >= until:
+                    break
+                # No record: the rest of the range may be a gap (markers, aborted records).
+                (current,) = consumer.position([RdTopicPartition(topic, partition)])
+                if current.offset is not None and current.offset > position:
+                    position = current.offset
+                    last_progress = time.monotonic()
+                elif (time.monotonic() - last_progress) * 1000 > poll_timeout_ms:
+                    raise KafkaClientError(
+                        f"Failed to get records for {topic_partition} (topic {topic!r}, partition "
+                        f"{partition}) at offset {position} (range ends at {until}) after polling "
+                        f"for {poll_timeout_ms} ms"
+                    )
+        finally:
+            consumer.unassign()
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+    def watermarks(self, topic_partition: TopicPartition) -> tuple[int, int]:
+        from confluent_kafka import KafkaException
+        from confluent_kafka import TopicPartition as RdTopicPartition
+
+        try:
+            low, high = self._get_consumer().get_watermark_offsets(
+                RdTopicPartition(*topic_partition), timeout=ADMIN_TIMEOUT, cached=False
+            )
+        except KafkaException as exc:
+            _raise_for(exc.args[0], f"ListOffsets of {topic_partition}")
+        return low, high
+
+
+class ConfluentWriter:
+    """Produces with acks=all and retries; failures are counted and raised at flush."""
+
+    #: Records between two services of delivery reports (and checks for earlier failures).
+    POLL_EVERY = 1000
+
+    def __init__(self, config: Mapping[str, str]) -> None:
+        conf: dict[str, Any] = {
+            "acks": "all",
+            "delivery.timeout.ms": 120_000,
+            "linger.ms": 5,
+            "partitioner": "murmur2_random",
+        }
+        conf.update(config)
+        if str(conf["acks"]) in ("all", "-1"):
+            conf.setdefault("enable.idempotence", True)
+        self._config = conf
+        self._producer: Any = None
+        self._reset()
+
+    def _reset(self) -> None:
+        self._errors: Counter[str] = Counter()
+        self._first_failure = ""
+        self._delivered = 0
+
+    def _on_delivery(self, error: Any, message: Any) -> None:
+        if error is None:
+            self._delivered += 1
+            return
+        name = kafka_error_name(error)
+        self._errors[name.split(" ", 1)[0]] += 1
+        if not self._first_failure:
+            self._first_failure = f"topic {message.topic()!r} partition {message.partition()}: {name}"
+
+    def _check(self) -> None:
+        if self._errors:
+            failed = sum(self._errors.values())
+            errors = dict(self._errors)
+            message = (
+                f"KAFKA_PRODUCE_FAILED: {failed} record(s) could not be written to Kafka "
+                f"({', '.join(f'{n} x{c}' for n, c in errors.items())}); first: {self._first_failure}"
+            )
+            self._reset()
+            raise KafkaProduceError(message, errors)
+
+    def write(
+        self,
+        topics: Sequence[str],
+        keys: Sequence[bytes | str | None],
+        values: Sequence[bytes | str | None],
+        headers: Sequence[Sequence[tuple[str, bytes | None]] | None] | None,
+        partitions: Sequence[int | None] | None,
+    ) -> None:
+        from confluent_kafka import KafkaException, Producer
+
+        if self._producer is None:
+            self._producer = Producer(self._config)
+        producer = self._producer
+        on_delivery = self._on_delivery
+        for i, value in enumerate(values):
+            kwargs: dict[str, Any] = {"on_delivery": on_delivery}
+            if headers is not None and headers[i]:
+                kwargs["headers"] = list(headers[i])  # type: ignore[arg-type]
+            if partitions is not None and partitions[i] is not None:
+                kwargs["partition"] = partitions[i]
+            while True:
+                try:
+                    producer.produce(topics[i], value, keys[i], **kwargs)
+                    break
+                except BufferError:  # the local queue is full: let deliveries drain it
+                    producer.poll(0.1)
+                except KafkaException as exc:  # refused before sending (e.g. too large)
+                    error = exc.args[0]
+                    self._errors[kafka_error_name(error).split(" ", 1)[0]] += 1
+                    if not self._first_failure:
+                        self._first_failure = f"topic {topics[i]!r}: {kafka_error_name(error)}"
+                    break
+            if i % self.POLL_EVERY == 0:
+                producer.poll(0)
+                self._check()
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.flush(30)
+            self._producer = None
+
+    def flush(self) -> int:
+        if self._producer is None:
+            self._check()
+            return 0
+        timeout = float(self._config.get("delivery.timeout.ms", 120_000)) / 1000 + 30
+        left = self._producer.flush(timeout)
+        if left:
+            self._errors["_MSG_TIMED_OUT"] += left
+            self._first_failure = self._first_failure or f"{left} record(s) still queued after {timeout:.0f} s"
+        self._check()
+        delivered = self._delivered
+        self._reset()
+        return delivered
+
+
+class ConfluentClients:
+    """:class:`~trikafka.spark.client.KafkaClients` on confluent-kafka, cached per process.
+
+    Each query has its own consumer group id, so a long-lived worker would gather consumers
+    query after query: the cache keeps the :data:`CAPACITY` most recently used of each kind.
+    """
+
+    CAPACITY = 8
+    _lock = threading.Lock()
+    _readers: dict[tuple, ConfluentReader] = {}
+    _writers: dict[tuple, ConfluentWriter] = {}
+
+    def admin(self, config: Mapping[str, str]) -> ConfluentAdmin:
+        return ConfluentAdmin(config)
+
+    def reader(self, config: Mapping[str, str]) -> ConfluentReader:
+        return self._cached(self._readers, config, ConfluentReader)
+
+    def writer(self, config: Mapping[str, str]) -> ConfluentWriter:
+        return self._cached(self._writers, config, ConfluentWriter)
+
+    def _cached(self, cache: dict, config: Mapping[str, str], factory: Any) -> Any:
+        key = tuple(sorted((k, str(v)) for k, v in config.items()))
+        with self._lock:
+            client = cache.pop(key, None) or factory(config)
+            cache[key] = client  # most recently used last
+            while len(cache) > self.CAPACITY:
+                oldest = next(iter(cache))
+                cache.pop(oldest).close()
+            return client

@@ -1,0 +1,168 @@
+"""The ``trikafka`` Spark sink: rows of a DataFrame produced as Kafka records.
+
+Columns as in Spark's Kafka sink: ``value`` (string or binary, required), ``key`` (string or
+binary), ``topic`` (string; required unless the ``topic`` option is given, which then wins),
+``headers`` (array of struct<key: string, value: binary>) and ``partition`` (int); other
+columns are ignored. The layout is checked on the driver when the query starts
+(:class:`WritePlan`); each Spark task then produces its rows through the Kafka client with
+acks=all and retries, and waits for every acknowledgement before it reports success. A record
+Kafka refuses fails the task with the Kafka error's name (``KAFKA_PRODUCE_FAILED: ...
+MESSAGE_TOO_LARGE``).
+
+Like Spark's Kafka sink this is at-least-once: a retried task or micro-batch may write a
+record twice. Python streaming sinks support the Append and Complete output modes; for Update,
+write each micro-batch with ``foreachBatch(lambda df, _: df.write.format("trikafka")...)``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import BinaryType, DataType, IntegerType, StringType, StructType
+
+from trikafka.spark.client import KafkaProduceError, load_clients
+from trikafka.spark.options import KafkaOptionError, SinkOptions
+from trikafka.spark.source import HEADERS_TYPE
+
+__all__ = ["KafkaBatchWriter", "KafkaCommitMessage", "KafkaStreamWriter", "WritePlan"]
+
+log = logging.getLogger(__name__)
+
+
+@attrs.frozen
+class KafkaCommitMessage(WriterCommitMessage):
+    records: int
+
+
+def _same_type(actual: DataType, expected: DataType) -> bool:
+    """Equal up to nullability (Spark's Kafka sink does not care about it)."""
+    def strip(t: Any) -> Any:
+        return t.jsonValue() if hasattr(t, "jsonValue") else t
+
+    def drop_nulls(j: Any) -> Any:
+        if isinstance(j, dict):
+            return {k: drop_nulls(v) for k, v in j.items() if k not in ("nullable", "containsNull", "metadata")}
+        if isinstance(j, list):
+            return [drop_nulls(v) for v in j]
+        return j
+
+    return drop_nulls(strip(actual)) == drop_nulls(strip(expected))
+
+
+@attrs.frozen
+class WritePlan:
+    """Which input columns feed which part of a record (their names as Spark spells them)."""
+
+    value: str
+    key: str | None = None
+    topic: str | None = None
+    headers: str | None = None
+    partition: str | None = None
+
+    @classmethod
+    def of(cls, schema: StructType, options: SinkOptions) -> WritePlan:
+        fields = {f.name.lower(): f for f in schema.fields}
+
+        def column(name: str, allowed: tuple[DataType, ...], description: str) -> str | None:
+            field = fields.get(name)
+            if field is None:
+                return None
+            if not any(_same_type(field.dataType, t) for t in allowed):
+                raise KafkaOptionError(
+                    f"{name} attribute type must be {description}, got {field.dataType.simpleString()}"
+                )
+            return field.name
+
+        value = column("value", (StringType(), BinaryType()), "a string or binary")
+        if value is None:
+            raise KafkaOptionError("Required attribute 'value' not found")
+        topic = column("topic", (StringType(),), "a string")
+        if topic is None and options.topic is None:
+            raise KafkaOptionError(
+                "topic option required when no 'topic' attribute is present. Use the topic "
+                "option for setting a topic."
+            )
+        return cls(
+            value=value,
+            key=column("key", (StringType(), BinaryType()), "a string or binary"),
+            topic=None if options.topic is not None else topic,
+            headers=column("headers", (HEADERS_TYPE,), "an array of struct<key: string, value: binary>"),
+            partition=column("partition", (IntegerType(),), "an int"),
+        )
+
+
+def _write(options: SinkOptions, plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> int:
+    writer = load_clients(options.clients).writer(options.client_config)
+    for batch in batches:
+        n = batch.num_rows
+        if not n:
+            continue
+
+        def column(name: str | None, batch: pa.RecordBatch = batch) -> list | None:
+            return None if name is None else batch.column(name).to_pylist()
+
+        if plan.topic is None:
+            topics: list = [options.topic] * n
+        else:
+            topics = column(plan.topic)  # type: ignore[assignment]
+            if any(t is None for t in topics):
+                raise KafkaProduceError(
+                    "null topic present in the data. Use the topic option for setting a topic.",
+                    {"NULL_TOPIC": sum(t is None for t in topics)},
+                )
+        headers = column(plan.headers)
+        writer.write(
+            topics,
+            column(plan.key) or [None] * n,
+            column(plan.value),  # type: ignore[arg-type]
+            None
+            if headers is None
+            else [[(h["key"], h["value"]) for h in row] if row else None for row in headers],
+            column(plan.partition),
+        )
+    return writer.flush()
+
+
+class KafkaBatchWriter(DataSourceArrowWriter):
+    """``df.write.format("trikafka")``."""
+
+    def __init__(self, options: SinkOptions, plan: WritePlan) -> None:
+        self.options = options
+        self.plan = plan
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+        return KafkaCommitMessage(_write(self.options, self.plan, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        total = sum(m.records for m in messages if isinstance(m, KafkaCommitMessage))
+        log.info("wrote %d record(s) to Kafka", total)
+
+    def abort(self, messages: list[WriterCommitMessage | None]) -> None:
+        """Kafka cannot take records back: what was acknowledged stays (at-least-once)."""
+
+
+class KafkaStreamWriter(DataSourceStreamArrowWriter):
+    """``df.writeStream.format("trikafka")`` (Append and Complete output modes)."""
+
+    def __init__(self, options: SinkOptions, plan: WritePlan) -> None:
+        self.options = options
+        self.plan = plan
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+        return KafkaCommitMessage(_write(self.options, self.plan, iterator))
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        total = sum(m.records for m in messages if isinstance(m, KafkaCommitMessage))
+        log.debug("micro-batch %d: wrote %d record(s) to Kafka", batchId, total)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        """Kafka cannot take records back: what was acknowledged stays (at-least-once)."""

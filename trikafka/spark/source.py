@@ -1,0 +1,394 @@
+"""The ``trikafka`` Spark data source: Kafka topics as a streaming or batch DataFrame.
+
+Spark runs a Python data source in three kinds of process, and the objects here are built
+for that:
+
+- the **planner** (a long-lived Python process on the driver, one per streaming query)
+  holds a :class:`KafkaStreamReader` that answers ``initialOffset`` / ``latestOffset`` /
+  ``partitions`` with an admin client, opened on first use and kept;
+- for a batch read, ``partitions()`` of :class:`KafkaBatchReader` runs once on the driver;
+- the **workers** run ``read(partition)`` on *another*, pickled copy of the reader, which has
+  seen none of the planner's state: every setting a read needs (client properties, group id,
+  headers, data-loss policy) travels inside :class:`KafkaInputPartition`.
+
+One input partition is one offset range of one topic-partition (several, split, with
+``minPartitions``). Records go to Spark as Arrow record batches built column by column, in
+exactly the Arrow schema Spark derives from the output schema (Spark rejects any other).
+Offsets are Spark's Kafka checkpoint JSON, see :mod:`trikafka.spark.offsets`.
+
+Spark calls ``stop()`` only sometimes; nothing here relies on it (librdkafka's threads end
+with the process).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+    InputPartition,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from trikafka.spark.client import KafkaAdmin, OffsetOutOfRangeError, RecordChunk, load_clients
+from trikafka.spark.offsets import (
+    OffsetRange,
+    Offsets,
+    TopicPartition,
+    offsets_from_json,
+    offsets_to_json,
+    plan_ranges,
+    rate_limit,
+    resolve_offsets,
+    resume_after_out_of_range,
+    split_ranges,
+)
+from trikafka.spark.options import KafkaOptionError, SinkOptions, SourceOptions
+
+__all__ = [
+    "KafkaBatchReader",
+    "KafkaDataSource",
+    "KafkaInputPartition",
+    "KafkaStreamReader",
+    "ReadSettings",
+    "kafka_schema",
+    "read_partition",
+]
+
+log = logging.getLogger(__name__)
+
+#: Records per Arrow batch handed to Spark (Spark's ``arrow.maxRecordsPerBatch`` default).
+MAX_RECORDS_PER_BATCH = 10_000
+#: Attempts to resume a range after Kafka answers "offset out of range" before giving up.
+MAX_RESUMES = 5
+
+HEADERS_TYPE = ArrayType(
+    StructType([StructField("key", StringType()), StructField("value", BinaryType())])
+)
+
+
+def kafka_schema(include_headers: bool = False) -> StructType:
+    """The fixed schema of Spark's Kafka source (``headers`` with ``includeHeaders``)."""
+    fields = [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+    if include_headers:
+        fields.append(StructField("headers", HEADERS_TYPE))
+    return StructType(fields)
+
+
+@functools.cache
+def _arrow_schema(include_headers: bool) -> pa.Schema:
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(kafka_schema(include_headers), timezone="UTC")
+
+
+# --- what a read needs, travelling in the partition ------------------------------------------
+
+
+@attrs.frozen
+class ReadSettings:
+    clients: str
+    client_config: dict[str, str]
+    include_headers: bool
+    fail_on_data_loss: bool
+    poll_timeout_ms: int
+    max_records_per_batch: int = MAX_RECORDS_PER_BATCH
+
+    @classmethod
+    def of(cls, options: SourceOptions, group_id: str) -> ReadSettings:
+        config = dict(options.client_config)
+        config.setdefault("group.id", group_id)
+        config.setdefault("isolation.level", options.isolation_level)
+        return cls(
+            clients=options.clients,
+            client_config=config,
+            include_headers=options.include_headers,
+            fail_on_data_loss=options.fail_on_data_loss,
+            poll_timeout_ms=options.poll_timeout_ms,
+        )
+
+
+class KafkaInputPartition(InputPartition):
+    """``[from_offset, until_offset)`` of one topic-partition, and how to read it."""
+
+    def __init__(self, offset_range: OffsetRange, settings: ReadSettings) -> None:
+        super().__init__(None)
+        self.topic, self.partition = offset_range.topic_partition
+        self.from_offset = offset_range.from_offset
+        self.until_offset = offset_range.until_offset
+        self.settings = settings
+
+    def __repr__(self) -> str:
+        return (
+            f"KafkaInputPartition({self.topic}-{self.partition} "
+            f"[{self.from_offset}, {self.until_offset}))"
+        )
+
+
+def _to_record_batch(chunk: RecordChunk, tp: TopicPartition, schema: pa.Schema) -> pa.RecordBatch:
+    n = len(chunk)
+    arrays = [
+        pa.array(chunk.keys, pa.binary()),
+        pa.array(chunk.values, pa.binary()),
+        pa.array([tp.topic] * n, pa.string()),
+        pa.array([tp.partition] * n, pa.int32()),
+        pa.array(chunk.offsets, pa.int64()),
+        pa.array(chunk.timestamps, pa.timestamp("ms", tz="UTC")).cast(schema.field("timestamp").type),
+        pa.array(chunk.timestamp_types, pa.int32()),
+    ]
+    if chunk.headers is not None:
+        arrays.append(
+            pa.array(
+                [
+                    [{"key": k, "value": v} for k, v in headers] if headers else None
+                    for headers in chunk.headers
+                ],
+                schema.field("headers").type,
+            )
+        )
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    """The records of one :class:`KafkaInputPartition` as Arrow batches (in a Spark worker).
+
+    Offsets Kafka no longer has are data loss: an error naming topic, partition and offsets,
+    or — with ``failOnDataLoss=false`` — a warning and a jump to the earliest offset left.
+    """
+    if not isinstance(partition, KafkaInputPartition):
+        return  # Spark's placeholder when a batch read planned no partition
+    settings = partition.settings
+    reader = load_clients(settings.clients).reader(settings.client_config)
+    tp = TopicPartition(partition.topic, partition.partition)
+    schema = _arrow_schema(settings.include_headers)
+    start, until = partition.from_offset, partition.until_offset
+    resumes = 0
+    while start < until:
+        try:
+            for chunk in reader.read(
+                tp,
+                start,
+                until,
+                max_records=settings.max_records_per_batch,
+                with_headers=settings.include_headers,
+                poll_timeout_ms=settings.poll_timeout_ms,
+            ):
+                start = chunk.offsets[-1] + 1
+                yield _to_record_batch(chunk, tp, schema)
+            return
+        except OffsetOutOfRangeError as exc:
+            resumes += 1
+            if resumes > MAX_RESUMES:
+                raise
+            earliest, latest = reader.watermarks(tp)
+            start, warning = resume_after_out_of_range(
+                tp,
+                max(exc.offset, start),
+                until,
+                earliest,
+                latest,
+                fail_on_data_loss=settings.fail_on_data_loss,
+            )
+            if warning:
+                log.warning("%s", warning)
+
+
+# --- the data source --------------------------------------------------------------------------
+
+
+class KafkaDataSource(DataSource):
+    """``format("trikafka")``: Spark's Kafka source and sink, spoken by a Python client."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "trikafka"
+
+    def schema(self) -> StructType:
+        include = str(self.options.get("includeHeaders", "false")).strip().lower() == "true"
+        return kafka_schema(include)
+
+    def _source_options(self, schema: StructType, *, streaming: bool) -> SourceOptions:
+        options = SourceOptions.parse(self.options, streaming=streaming)
+        if schema != kafka_schema(options.include_headers):
+            raise KafkaOptionError(
+                "Kafka source has a fixed schema and cannot be set with a custom one "
+                f"(expected {kafka_schema(options.include_headers).simpleString()}, "
+                f"got {schema.simpleString()})"
+            )
+        return options
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        options = self._source_options(schema, streaming=False)
+        return KafkaBatchReader(options, f"spark-kafka-relation-{uuid.uuid4()}")
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        options = self._source_options(schema, streaming=True)
+        return KafkaStreamReader(options, f"{options.group_id_prefix}-{uuid.uuid4()}-executor")
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from trikafka.spark.sink import KafkaBatchWriter, WritePlan
+
+        options = SinkOptions.parse(self.options)
+        return KafkaBatchWriter(options, WritePlan.of(schema, options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from trikafka.spark.sink import KafkaStreamWriter, WritePlan
+
+        options = SinkOptions.parse(self.options)
+        return KafkaStreamWriter(options, WritePlan.of(schema, options))
+
+
+class _Planner:
+    """The driver side shared by the batch and the streaming reader: one admin client."""
+
+    def __init__(self, options: SourceOptions, group_id: str) -> None:
+        self.options = options
+        self.settings = ReadSettings.of(options, group_id)
+        self._admin: KafkaAdmin | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_admin"] = None  # pickled to the workers: live clients stay behind
+        return state
+
+    @property
+    def admin(self) -> KafkaAdmin:
+        if self._admin is None:
+            self._admin = load_clients(self.options.clients).admin(self.options.client_config)
+        return self._admin
+
+    def current_partitions(self) -> set[TopicPartition]:
+        return self.options.subscription.partitions(self.admin.topics())
+
+    def resolve(self, spec: Any, partitions: set[TopicPartition]) -> Offsets:
+        try:
+            return resolve_offsets(spec, partitions, self.admin)
+        except ValueError as exc:
+            raise KafkaOptionError(str(exc)) from None
+
+    def input_partitions(self, ranges: list[OffsetRange]) -> list[KafkaInputPartition]:
+        return [
+            KafkaInputPartition(r, self.settings)
+            for r in split_ranges(ranges, self.options.min_partitions)
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return read_partition(partition)
+
+    def stop(self) -> None:
+        if self._admin is not None:
+            self._admin.close()
+            self._admin = None
+
+
+class KafkaBatchReader(_Planner, DataSourceReader):
+    """``spark.read.format("trikafka")``: from ``startingOffsets`` to ``endingOffsets``."""
+
+    def partitions(self) -> list[InputPartition]:  # type: ignore[override]
+        try:
+            partitions = self.current_partitions()
+            start = self.resolve(self.options.starting, partitions)
+            assert self.options.ending is not None
+            end = self.resolve(self.options.ending, partitions)
+        finally:
+            self.stop()
+        ranges = []
+        for tp in sorted(partitions):
+            begin, until = start[tp], end[tp]
+            if until < begin:
+                raise KafkaOptionError(
+                    f"Beginning offset {begin} is after the ending offset {until} for topic "
+                    f"{tp.topic} partition {tp.partition}. You either provided an invalid "
+                    "fromOffset, or the Kafka topic has been damaged"
+                )
+            ranges.append(OffsetRange(tp, begin, until))
+        return list(self.input_partitions(ranges))
+
+
+class KafkaStreamReader(_Planner, DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """``spark.readStream.format("trikafka")``: micro-batches of offset ranges."""
+
+    def __init__(self, options: SourceOptions, group_id: str) -> None:
+        super().__init__(options, group_id)
+        self._available_now: Offsets | None = None
+        self._latest: Offsets | None = None
+
+    def initialOffset(self) -> dict:
+        partitions = self.current_partitions()
+        return offsets_to_json(self.resolve(self.options.starting, partitions))
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        limit = self.options.max_offsets_per_trigger
+        return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._available_now = self.admin.latest(self.current_partitions())
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # type: ignore[override]
+        if self._available_now is not None:
+            latest = self._available_now
+        else:
+            latest = self.admin.latest(self.current_partitions())
+        self._latest = latest
+        if isinstance(limit, ReadMaxRows):
+            end = rate_limit(limit.max_rows, offsets_from_json(start), latest, self.admin.earliest)
+        else:
+            end = latest
+        return offsets_to_json(end)
+
+    def reportLatestOffset(self) -> dict | None:
+        return None if self._latest is None else offsets_to_json(self._latest)
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:  # type: ignore[override]
+        start_offsets = offsets_from_json(start)
+        end_offsets = offsets_from_json(end)
+        new = [tp for tp in end_offsets if tp not in start_offsets]
+        earliest_of_new = self.admin.earliest(new) if new else {}
+        ranges, warnings = plan_ranges(
+            start_offsets,
+            end_offsets,
+            earliest_of_new,
+            fail_on_data_loss=self.options.fail_on_data_loss,
+        )
+        for warning in warnings:
+            log.warning("%s", warning)
+        return list(self.input_partitions(ranges))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+        return read_partition(partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: offsets live in Spark's checkpoint, never in a consumer group."""
