@@ -202,7 +202,7 @@ async def test_member_that_does_not_rejoin_is_removed_at_the_rebalance_timeout(a
             async with trio.open_nursery() as nursery:
 
                 async def heartbeats():
-                    while await lazy.heartbeat() == ErrorCode.none:
+                    while await lazy.heartbeat() == ErrorCode.none:  # noqa: ASYNC110 - a heartbeat is periodic by nature
                         await trio.sleep(1)
 
                 nursery.start_soon(heartbeats)
