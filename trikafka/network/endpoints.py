@@ -9,25 +9,18 @@ from __future__ import annotations
 
 import socket
 
-import attrs
 import trio
+
+from trikafka.config import ListenerSpec
 
 __all__ = ["BoundEndpoint", "stream_addresses", "apply_socket_options"]
 
 Address = tuple[str, int]
 
 
-@attrs.frozen
-class BoundEndpoint:
-    """A listener as bound: the name from ``listeners`` and the real host and port."""
-
-    name: str
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.name}://{host}:{self.port}"
+#: A listener as bound: the name from ``listeners`` with the real host and port (port 0
+#: becomes the port the OS chose). The same value type as a ``listeners`` entry.
+BoundEndpoint = ListenerSpec
 
 
 def _innermost(stream: trio.abc.Stream) -> object:

@@ -36,7 +36,7 @@ from trikafka.protocol.registry import ApiRegistry
 from trikafka.server.metadata_cache import MetadataCache
 from trikafka.server.purgatory import Purgatory
 
-__all__ = ["KafkaApis", "ApiContext"]
+__all__ = ["ApiContext", "ApiFamily", "KafkaApis"]
 
 log = logging.getLogger("trikafka.server")
 
@@ -85,6 +85,20 @@ def to_response(request: Request, body: Any) -> Any:
     except Exception:
         log.exception("cannot encode an error response for %s", request.spec.name)
         return CloseConnectionResponse()
+
+
+class ApiFamily:
+    """A group of related APIs sharing the broker's context; ``handlers()`` lists them."""
+
+    def __init__(self, context: ApiContext) -> None:
+        self.context = context
+
+    @property
+    def replicas(self) -> Any:
+        return self.context.extras["replica_manager"]
+
+    def handlers(self) -> dict[int, Handler]:
+        raise NotImplementedError
 
 
 class KafkaApis:

@@ -20,7 +20,7 @@ from trikafka.config import BrokerConfig
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.kafka_apis import ApiFamily
 from trikafka.server.topic_config import (
     TOPIC_CONFIGS,
     format_value,
@@ -125,14 +125,7 @@ def broker_config_entries(replicas: Any, keys: Any = None) -> list[dict[str, Any
     return entries
 
 
-class ConfigApis:
-    def __init__(self, context: ApiContext) -> None:
-        self.context = context
-
-    @property
-    def replicas(self) -> Any:
-        return self.context.extras["replica_manager"]
-
+class ConfigApis(ApiFamily):
     def handlers(self) -> dict[int, Any]:
         return {
             DESCRIBE_CONFIGS: self.handle_describe_configs_request,
@@ -272,11 +265,8 @@ class ConfigApis:
         }
 
 
-class ClusterApis:
+class ClusterApis(ApiFamily):
     """DescribeCluster: what Admin clients use in place of Metadata for the broker list."""
-
-    def __init__(self, context: ApiContext) -> None:
-        self.context = context
 
     def handlers(self) -> dict[int, Any]:
         return {DESCRIBE_CLUSTER: self.handle_describe_cluster_request}

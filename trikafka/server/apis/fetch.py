@@ -29,7 +29,7 @@ import trio_util
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.kafka_apis import ApiFamily
 
 __all__ = ["FetchApis"]
 
@@ -48,14 +48,7 @@ class _Wanted:
     error: ErrorCode = ErrorCode.none
 
 
-class FetchApis:
-    def __init__(self, context: ApiContext) -> None:
-        self.context = context
-
-    @property
-    def replicas(self) -> Any:
-        return self.context.extras["replica_manager"]
-
+class FetchApis(ApiFamily):
     def handlers(self) -> dict[int, Any]:
         return {FETCH_KEY: self.handle_fetch_request}
 

@@ -16,7 +16,7 @@ from trikafka.coordinator.group_metadata import Waiter
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.kafka_apis import ApiFamily
 
 __all__ = ["GroupApis"]
 
@@ -32,17 +32,10 @@ def _ms(value: Any) -> int:
     return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 
 
-class GroupApis:
-    def __init__(self, context: ApiContext) -> None:
-        self.context = context
-
+class GroupApis(ApiFamily):
     @property
     def coordinator(self) -> GroupCoordinator:
         return self.context.extras["group_coordinator"]
-
-    @property
-    def replicas(self) -> Any:
-        return self.context.extras["replica_manager"]
 
     def handlers(self) -> dict[int, Any]:
         return {

@@ -13,7 +13,7 @@ from typing import Any
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.kafka_apis import ApiFamily
 from trikafka.server.replica_manager import LEADER_EPOCH
 from trikafka.server.topics import validate_topic_name
 
@@ -56,16 +56,9 @@ def _error_topic(name: str | None, code: ErrorCode, topic_id: Any = None) -> dic
     }
 
 
-class MetadataApis:
-    def __init__(self, context: ApiContext) -> None:
-        self.context = context
-
+class MetadataApis(ApiFamily):
     def handlers(self) -> dict[int, Any]:
         return {METADATA_KEY: self.handle_topic_metadata_request}
-
-    @property
-    def replicas(self) -> Any:
-        return self.context.extras.get("replica_manager")
 
     async def handle_topic_metadata_request(self, request: Request) -> Any:
         cache = self.context.metadata_cache

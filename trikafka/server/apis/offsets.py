@@ -14,7 +14,7 @@ from typing import Any
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.kafka_apis import ApiFamily
 from trikafka.server.replica_manager import LEADER_EPOCH
 
 __all__ = ["OffsetApis"]
@@ -23,14 +23,7 @@ LIST_OFFSETS, DELETE_RECORDS = 2, 21
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 
 
-class OffsetApis:
-    def __init__(self, context: ApiContext) -> None:
-        self.context = context
-
-    @property
-    def replicas(self) -> Any:
-        return self.context.extras["replica_manager"]
-
+class OffsetApis(ApiFamily):
     def handlers(self) -> dict[int, Any]:
         return {
             LIST_OFFSETS: self.handle_list_offset_request,

@@ -16,7 +16,7 @@ from typing import Any
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import NoOpResponse, Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.kafka_apis import ApiFamily
 
 __all__ = ["ProduceApis"]
 
@@ -37,14 +37,7 @@ def _partition_error(index: int, code: ErrorCode, message: str | None = None) ->
     }
 
 
-class ProduceApis:
-    def __init__(self, context: ApiContext) -> None:
-        self.context = context
-
-    @property
-    def replicas(self) -> Any:
-        return self.context.extras["replica_manager"]
-
+class ProduceApis(ApiFamily):
     def handlers(self) -> dict[int, Any]:
         return {PRODUCE_KEY: self.handle_produce_request}
 

@@ -14,7 +14,7 @@ from typing import Any
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.kafka_apis import ApiFamily
 
 __all__ = ["ProducerApis"]
 
@@ -22,14 +22,7 @@ INIT_PRODUCER_ID = 22
 MAX_EPOCH = 32767
 
 
-class ProducerApis:
-    def __init__(self, context: ApiContext) -> None:
-        self.context = context
-
-    @property
-    def replicas(self) -> Any:
-        return self.context.extras["replica_manager"]
-
+class ProducerApis(ApiFamily):
     def handlers(self) -> dict[int, Any]:
         return {INIT_PRODUCER_ID: self.handle_init_producer_id_request}
 

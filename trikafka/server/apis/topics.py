@@ -13,7 +13,7 @@ from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
 from trikafka.server.apis.configs import topic_config_entries
-from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.kafka_apis import ApiFamily
 
 __all__ = ["TopicAdminApis"]
 
@@ -24,14 +24,7 @@ def _duplicates(names: list[str]) -> set[str]:
     return {name for name, n in Counter(names).items() if n > 1}
 
 
-class TopicAdminApis:
-    def __init__(self, context: ApiContext) -> None:
-        self.context = context
-
-    @property
-    def replicas(self) -> Any:
-        return self.context.extras["replica_manager"]
-
+class TopicAdminApis(ApiFamily):
     def handlers(self) -> dict[int, Any]:
         return {
             CREATE_TOPICS: self.handle_create_topics_request,

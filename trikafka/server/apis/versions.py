@@ -14,7 +14,7 @@ from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request, SendResponse
 from trikafka.protocol.entities import build
 from trikafka.protocol.headers import API_VERSIONS_KEY, encode_response
-from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.kafka_apis import ApiContext, ApiFamily
 
 __all__ = ["ApiVersionsApis"]
 
@@ -22,9 +22,9 @@ __all__ = ["ApiVersionsApis"]
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-class ApiVersionsApis:
+class ApiVersionsApis(ApiFamily):
     def __init__(self, context: ApiContext) -> None:
-        self.context = context
+        super().__init__(context)
         registry = context.registry
         lo, hi = registry.supported[API_VERSIONS_KEY]
         self._v0 = registry.get(API_VERSIONS_KEY, 0)
