@@ -225,3 +225,27 @@ async def test_metadata_lists_this_broker_and_cluster(autojump_clock):
         assert response.cluster_id == "test-cluster"
         assert response.controller_id == 7
         assert response.topics == ()
+
+
+async def test_unencodable_response_is_an_error_not_a_dead_broker(autojump_clock, caplog):
+    """A handler bug that produces a bad entity is answered, logged, and survived."""
+    async with open_test_broker() as tb, tb.client() as client:
+        from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+        async def broken(request):
+            import datetime
+
+            return request.spec.response_type(  # constructs, but None is no array: unencodable
+                throttle_time=datetime.timedelta(0), brokers=None, cluster_id=None, controller_id=1, topics=()
+            )
+
+        tb.broker.apis.handlers[3] = broken
+        response = await client.request(
+            MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        )
+        assert response.brokers == ()
+        messages = [r.getMessage() for r in caplog.records]
+        assert "cannot encode Metadata v12 response" in messages
+        assert not any(m.startswith("error handling") for m in messages)
+        ok = await client.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+        assert ok.error_code == ErrorCode.none
