@@ -107,10 +107,10 @@ async def describe(client, group: str):
     return response.groups[0]
 
 
-async def join_all(members, partitions: int):
+async def join_all(members, partitions: int, rebalance_ms: int = 60_000):
     async with trio.open_nursery() as nursery:
         for member in members:
-            nursery.start_soon(member.join)
+            nursery.start_soon(member.join, rebalance_ms)
     async with trio.open_nursery() as nursery:
         for member in members:
             nursery.start_soon(member.sync, partitions)
@@ -196,18 +196,23 @@ async def test_member_that_does_not_rejoin_is_removed_at_the_rebalance_timeout(a
     async with open_test_broker(group_initial_rebalance_delay_ms=0) as tb:
         async with tb.client() as a, tb.client() as b:
             eager, lazy = Member(a, "rt"), Member(b, "rt")
-            await join_all([eager, lazy], partitions=2)
+            await join_all([eager, lazy], partitions=2, rebalance_ms=20_000)
             start = trio.current_time()
-            # eager rejoins (as a leader does to rebalance); lazy keeps heartbeating only.
+            codes = []
+            # eager rejoins (as a leader does to rebalance); lazy keeps heartbeating — which
+            # keeps it in the group — but never rejoins, so only the rebalance timeout ends it.
             async with trio.open_nursery() as nursery:
 
                 async def heartbeats():
-                    while await lazy.heartbeat() == ErrorCode.none:  # noqa: ASYNC110 - a heartbeat is periodic by nature
+                    while True:
+                        codes.append(await lazy.heartbeat())
                         await trio.sleep(1)
 
                 nursery.start_soon(heartbeats)
                 await eager.join(rebalance_ms=20_000)
+                nursery.cancel_scope.cancel()
             assert trio.current_time() - start == pytest.approx(20.0)
+            assert ErrorCode.rebalance_in_progress in codes
             assert eager.generation == 2
             assert [m.member_id for m in eager.join_response.members] == [eager.member_id]
 

@@ -235,8 +235,8 @@ async def test_unencodable_response_is_an_error_not_a_dead_broker(autojump_clock
         async def broken(request):
             import datetime
 
-            return request.spec.response_type(  # constructs, but None is no array: unencodable
-                throttle_time=datetime.timedelta(0), brokers=None, cluster_id=None, controller_id=1, topics=()
+            return request.spec.response_type(  # constructs, but a str is no broker: unencodable
+                throttle_time=datetime.timedelta(0), brokers=("no broker",), cluster_id=None, controller_id=1, topics=()
             )
 
         tb.broker.apis.handlers[3] = broken

@@ -111,8 +111,12 @@ async def open_connection(
         try:
             yield connection
         finally:
+            # Close first, shielded, and only then cancel the reader: an await inside an
+            # already-cancelled scope would raise Cancelled, which would replace whatever
+            # the body raised — and the cancelled scope would then swallow it.
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(stream)
             nursery.cancel_scope.cancel()
-            await trio.aclose_forcefully(stream)
 
 
 @asynccontextmanager
