@@ -311,7 +311,7 @@ class GroupApis(ApiFamily):
                     "group_id": group_id,
                     "group_state": group.state.value,
                     "protocol_type": group.protocol_type or "",
-                    "protocol_data": group.protocol_name or "",
+                    "protocol_data": (group.protocol_name or "") if stable else "",  # Kafka's summary
                     "members": [
                         {
                             "member_id": m.member_id,
