@@ -4,14 +4,20 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test install system-deps lint clean
+# Spark 4 (the spark extra, tests/spark) runs on Java 17 or 21: JAVA_HOME if set, else a JDK here.
+JAVA_HOME ?= $(firstword $(wildcard /usr/lib/jvm/java-17-openjdk* /usr/lib/jvm/java-21-openjdk* /usr/lib/jvm/temurin-17* /usr/lib/jvm/temurin-21*))
+ifneq ($(JAVA_HOME),)
+export JAVA_HOME
+endif
+
+.PHONY: run test install system-deps lint clean bench
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[test]'
+	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -21,6 +27,9 @@ system-deps:
 	@command -v kcat >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq kcat >/dev/null; }
+	@[ -n "$(JAVA_HOME)" ] || command -v java >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 
 # kafkajs and its codecs for the compat tests, from the committed lock file. kafkajs-lz4 builds a
 # native addon (node-gyp: python3, make, a C++ compiler).
@@ -34,6 +43,23 @@ run: $(STAMP)
 
 test: $(STAMP) system-deps $(KAFKAJS)
 	$(PY) -m pytest -q
+
+# Benchmarks: trikafka beside librdkafka's mock cluster and a bare Trio server, all on 127.0.0.1
+# (benchmarks/run.py). BENCH_ARGS="--quick" for a seconds-long smoke run, "--rounds N" to vary.
+BENCH_STAMP := $(VENV)/.bench-installed
+LOADGEN     := benchmarks/build/loadgen
+BENCH_ARGS  ?=
+
+$(BENCH_STAMP): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+$(LOADGEN): benchmarks/loadgen.c
+	mkdir -p $(dir $@)
+	gcc -O2 -Wall -o $@ $<
+
+bench: $(BENCH_STAMP) $(LOADGEN)
+	$(PY) -m benchmarks $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check trikafka tests examples

@@ -393,3 +393,54 @@ async def test_idempotent_producer_retries_are_not_duplicated(autojump_clock):
         assert (await send(batch(4, epoch=0)))[0] == ErrorCode.invalid_producer_epoch
         response = await client.request(fetch_request(12, "exactly-once", created.topic_id, 0, 0))
         assert response.responses[0].partitions[0].high_watermark == 6
+
+
+async def test_produce_between_first_read_and_purgatory_wakes_the_fetch(autojump_clock):
+    """The race the benchmark found: data that lands after the handler's read but before the
+    delayed fetch starts waiting must answer the fetch at once, not after max_wait."""
+    async with open_test_broker() as tb, tb.client() as client:
+        created = await create_topic(client, "race")
+        purgatory = tb.broker.purgatory
+        real_delay = purgatory.delay
+        handed_over = []
+        purgatory.delay = lambda fn, *args, name: handed_over.append((fn, args, name))
+        result = {}
+
+        async def poll():
+            result["response"] = await client.request(
+                fetch_request(12, "race", created.topic_id, 0, 0, max_wait=30_000, min_bytes=1)
+            )
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(poll)
+            while not handed_over:
+                await trio.sleep(0.001)
+            purgatory.delay = real_delay
+            replicas = tb.broker.replica_manager
+            await replicas.append_records(replicas.topics.get("race"), 0, build_batch([(b"k", b"late", [], 1)]), 1)
+            start = trio.current_time()
+            fn, args, name = handed_over[0]
+            real_delay(fn, *args, name=name)
+        assert trio.current_time() - start == 0  # answered at once
+        (partition,) = result["response"].responses[0].partitions
+        assert records_of(partition.records) == [(0, b"k", b"late")]
+
+
+async def test_topic_deleted_during_a_long_poll(autojump_clock, caplog):
+    async with open_test_broker() as tb, tb.client() as fetcher, tb.client() as admin:
+        created = await create_topic(admin, "short-lived")
+        result = {}
+
+        async def poll():
+            result["response"] = await fetcher.request(
+                fetch_request(12, "short-lived", created.topic_id, 0, 0, max_wait=5_000, min_bytes=1)
+            )
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(poll)
+            await trio.sleep(1)
+            response = await admin.request(request(20, 6, topics=[{"name": None, "topic_id": created.topic_id}], timeout=1000))
+            assert response.responses[0].error_code == ErrorCode.none
+        (partition,) = result["response"].responses[0].partitions
+        assert partition.error_code == ErrorCode.unknown_topic_or_partition
+        assert not [r for r in caplog.records if r.levelname == "ERROR"]

@@ -132,6 +132,11 @@ class KafkaWriter(Protocol):
         """
         ...
 
+    def abort(self) -> None:
+        """Drop what is still queued and forget failures: the task failed, the next one is
+        not to inherit them (records already sent may still arrive: at-least-once)."""
+        ...
+
 
 class KafkaClients(Protocol):
     def admin(self, config: Mapping[str, str]) -> KafkaAdmin: ...

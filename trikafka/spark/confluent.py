@@ -40,6 +40,8 @@ from trikafka.spark.offsets import Offsets, TopicPartition
 __all__ = ["ConfluentAdmin", "ConfluentClients", "ConfluentReader", "ConfluentWriter", "kafka_error_name"]
 
 log = logging.getLogger(__name__)
+#: librdkafka's own log lines (connection trouble, shutdown notes) go to Python logging here.
+librdkafka_log = logging.getLogger("trikafka.spark.librdkafka")
 
 #: Seconds an admin request may take (the Java admin client's default.api.timeout.ms).
 ADMIN_TIMEOUT = 60.0
@@ -86,7 +88,9 @@ class ConfluentAdmin:
             if config.get("isolation.level") == "read_committed"
             else IsolationLevel.READ_UNCOMMITTED
         )
-        self._admin = AdminClient({k: v for k, v in config.items() if k not in _CONSUMER_ONLY})
+        self._admin = AdminClient(
+            {"logger": librdkafka_log, **{k: v for k, v in config.items() if k not in _CONSUMER_ONLY}}
+        )
 
     def topics(self) -> dict[str, int]:
         from confluent_kafka import KafkaException
@@ -151,6 +155,7 @@ class ConfluentReader:
 
     def __init__(self, config: Mapping[str, str]) -> None:
         self._config = {
+            "logger": librdkafka_log,
             **config,
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
@@ -274,6 +279,7 @@ class ConfluentWriter:
             "delivery.timeout.ms": 120_000,
             "linger.ms": 5,
             "partitioner": "murmur2_random",
+            "logger": librdkafka_log,
         }
         conf.update(config)
         if str(conf["acks"]) in ("all", "-1"):
@@ -347,6 +353,12 @@ class ConfluentWriter:
         if self._producer is not None:
             self._producer.flush(30)
             self._producer = None
+
+    def abort(self) -> None:
+        if self._producer is not None:
+            self._producer.purge()
+            self._producer.flush(30)  # serves the purged records' reports, then forgets them
+        self._reset()
 
     def flush(self) -> int:
         if self._producer is None:

@@ -235,8 +235,12 @@ def _by_timestamp(
             "'startingOffsetsByTimestampStrategy' to 'latest' to start such partitions at "
             "their latest offset instead."
         )
-    latest = lookup.latest(unmatched) if unmatched else {}
-    return {tp: latest[tp] if found.get(tp) is None else found[tp] for tp in sorted(timestamps)}  # type: ignore[misc]
+    resolved: Offsets = lookup.latest(unmatched) if unmatched else {}
+    for tp in timestamps:
+        offset = found.get(tp)
+        if offset is not None:
+            resolved[tp] = offset
+    return dict(sorted(resolved.items()))
 
 
 # --- latestOffset -----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from typing import Literal
 
 import attrs
 
@@ -199,35 +200,38 @@ def _offset_spec(
     prefix = "ending" if ending else "starting"
     by_time = options.get(f"{prefix}timestamp")
     by_time_json = options.get(f"{prefix}offsetsbytimestamp")
-    strategy = options.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
-    if strategy not in ("error", "latest"):
+    raw_strategy = options.get("startingoffsetsbytimestampstrategy", "error").strip().lower()
+    if raw_strategy not in ("error", "latest"):
         raise KafkaOptionError(
             "option 'startingOffsetsByTimestampStrategy' must be 'error' or 'latest', got "
             f"{options['startingoffsetsbytimestampstrategy']!r}"
         )
-    if ending:
-        strategy = "latest"  # Spark: an ending timestamp with no record after it means latest
+    # Spark: an ending timestamp with no record at or after it means latest.
+    strategy: Literal["error", "latest"] = "latest" if ending or raw_strategy == "latest" else "error"
     if by_time is not None:  # Spark's precedence: timestamp, then by-timestamp JSON, then offsets
         try:
             timestamp = int(by_time.strip())
         except ValueError:
             raise KafkaOptionError(f"option '{prefix}Timestamp' must be milliseconds since the epoch, got {by_time!r}") from None
-        return OffsetSpec("timestamp", timestamp=timestamp, strategy=strategy, option=f"{prefix}Timestamp")  # type: ignore[arg-type]
+        return OffsetSpec("timestamp", timestamp=timestamp, strategy=strategy, option=f"{prefix}Timestamp")
     if by_time_json is not None:
         try:
             timestamps = offsets_from_json(by_time_json, what=f"{prefix}OffsetsByTimestamp")
         except ValueError as exc:
             raise KafkaOptionError(str(exc)) from None
-        return OffsetSpec("timestamps", offsets=timestamps, strategy=strategy, option=f"{prefix}OffsetsByTimestamp")  # type: ignore[arg-type]
+        return OffsetSpec(
+            "timestamps", offsets=timestamps, strategy=strategy, option=f"{prefix}OffsetsByTimestamp"
+        )
     option = f"{prefix}Offsets"
     raw = options.get(option.lower(), default).strip()
-    if raw.lower() in ("earliest", "latest"):
-        kind = raw.lower()
-        if ending and kind == "earliest":
+    if raw.lower() == "earliest":
+        if ending:
             raise KafkaOptionError("ending offset can't be earliest for batch queries on Kafka")
-        if not ending and kind == "latest" and not streaming:
+        return OffsetSpec("earliest", option=option)
+    if raw.lower() == "latest":
+        if not ending and not streaming:
             raise KafkaOptionError("starting offset can't be latest for batch queries on Kafka")
-        return OffsetSpec(kind, option=option)  # type: ignore[arg-type]
+        return OffsetSpec("latest", option=option)
     try:
         offsets = offsets_from_json(raw, what=option)
     except ValueError as exc:
@@ -278,7 +282,6 @@ class SourceOptions:
             k in opts for k in ("endingoffsets", "endingtimestamp", "endingoffsetsbytimestamp")
         ):
             raise KafkaOptionError("ending offset not valid in streaming queries")
-        poll = opts.get("kafkaconsumer.polltimeoutms")
         return cls(
             subscription=Subscription.parse(opts),
             client_config=client_config,
@@ -291,7 +294,7 @@ class SourceOptions:
             include_headers=_bool(opts, "includeHeaders", False),
             fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
             group_id_prefix=opts.get("groupidprefix", "spark-kafka-source"),
-            poll_timeout_ms=_positive_int(opts, "kafkaConsumer.pollTimeoutMs") if poll else DEFAULT_POLL_TIMEOUT_MS,  # type: ignore[arg-type]
+            poll_timeout_ms=_positive_int(opts, "kafkaConsumer.pollTimeoutMs") or DEFAULT_POLL_TIMEOUT_MS,
             clients=opts.get("trikafka.clients", DEFAULT_CLIENTS),
         )
 

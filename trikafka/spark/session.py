@@ -12,7 +12,8 @@ Measured on a 2-core machine with pyspark 4.3 and Java 17:
   then runs 200 tasks per micro-batch, 3x slower here. Local sessions get one per core.
 - For local sessions ``-XX:TieredStopAtLevel=1 -XX:+UseSerialGC`` cut the JVM's CPU by a
   third (short jobs never pay back the C2 compiler and the parallel collector).
-- The Spark UI is off unless asked for, and the ``trikafka`` data source is registered.
+- The Spark UI and its console progress bar are off unless asked for, and the ``trikafka``
+  data source is registered.
 
 Everything here is a default: a conf key the caller passes wins, and an environment variable
 already set is left alone. A later call returns the running session (Spark's ``getOrCreate``),
@@ -115,7 +116,7 @@ def spark_session(
     configure_environment()
     from pyspark.sql import SparkSession
 
-    settings: dict[str, str] = {"spark.ui.enabled": "false"}
+    settings: dict[str, str] = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
     cores = _local_cores(master)
     if cores is not None:
         settings["spark.sql.shuffle.partitions"] = str(max(cores, 1))

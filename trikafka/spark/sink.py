@@ -29,7 +29,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import BinaryType, DataType, IntegerType, StringType, StructType
 
-from trikafka.spark.client import KafkaProduceError, load_clients
+from trikafka.spark.client import KafkaProduceError, KafkaWriter, load_clients
 from trikafka.spark.options import KafkaOptionError, SinkOptions
 from trikafka.spark.source import HEADERS_TYPE
 
@@ -102,34 +102,42 @@ class WritePlan:
 
 def _write(options: SinkOptions, plan: WritePlan, batches: Iterator[pa.RecordBatch]) -> int:
     writer = load_clients(options.clients).writer(options.client_config)
-    for batch in batches:
-        n = batch.num_rows
-        if not n:
-            continue
+    try:
+        for batch in batches:
+            _write_batch(writer, options, plan, batch)
+        return writer.flush()
+    except BaseException:
+        writer.abort()
+        raise
 
-        def column(name: str | None, batch: pa.RecordBatch = batch) -> list | None:
-            return None if name is None else batch.column(name).to_pylist()
 
-        if plan.topic is None:
-            topics: list = [options.topic] * n
-        else:
-            topics = column(plan.topic)  # type: ignore[assignment]
-            if any(t is None for t in topics):
-                raise KafkaProduceError(
-                    "null topic present in the data. Use the topic option for setting a topic.",
-                    {"NULL_TOPIC": sum(t is None for t in topics)},
-                )
-        headers = column(plan.headers)
-        writer.write(
-            topics,
-            column(plan.key) or [None] * n,
-            column(plan.value),  # type: ignore[arg-type]
-            None
-            if headers is None
-            else [[(h["key"], h["value"]) for h in row] if row else None for row in headers],
-            column(plan.partition),
-        )
-    return writer.flush()
+def _write_batch(writer: KafkaWriter, options: SinkOptions, plan: WritePlan, batch: pa.RecordBatch) -> None:
+    n = batch.num_rows
+    if not n:
+        return
+
+    def column(name: str | None) -> list | None:
+        return None if name is None else batch.column(name).to_pylist()
+
+    if plan.topic is None:
+        topics: list = [options.topic] * n
+    else:
+        topics = column(plan.topic)  # type: ignore[assignment]
+        if any(t is None for t in topics):
+            raise KafkaProduceError(
+                "null topic present in the data. Use the topic option for setting a topic.",
+                {"NULL_TOPIC": sum(t is None for t in topics)},
+            )
+    headers = column(plan.headers)
+    writer.write(
+        topics,
+        column(plan.key) or [None] * n,
+        column(plan.value),  # type: ignore[arg-type]
+        None
+        if headers is None
+        else [[(h["key"], h["value"]) for h in row] if row else None for row in headers],
+        column(plan.partition),
+    )
 
 
 class KafkaBatchWriter(DataSourceArrowWriter):

@@ -252,7 +252,8 @@ class KafkaDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = self._source_options(schema, streaming=False)
-        return KafkaBatchReader(options, f"spark-kafka-relation-{uuid.uuid4()}")
+        prefix = self.options.get("groupIdPrefix") or "spark-kafka-relation"
+        return KafkaBatchReader(options, f"{prefix}-{uuid.uuid4()}")
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         options = self._source_options(schema, streaming=True)

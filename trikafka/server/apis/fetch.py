@@ -95,6 +95,11 @@ class FetchApis(ApiFamily):
                 results.append(result)
                 continue
             partition_log = item.log
+            if partition_log.closed:  # the topic was deleted while this fetch waited
+                result["error_code"] = ErrorCode.unknown_topic_or_partition
+                errors = True
+                results.append(result)
+                continue
             result.update(
                 high_watermark=partition_log.high_watermark.value,
                 last_stable_offset=partition_log.high_watermark.value,
@@ -146,18 +151,21 @@ class FetchApis(ApiFamily):
         if max_wait <= 0 or total >= body.min_bytes or errors or not wanted:
             return self._response(request, results)
         deadline = trio.current_time() + max_wait
+        # The watermarks this read saw, not those when the purgatory task first runs: a
+        # produce landing in between must wake the fetch, not be slept through.
+        seen = [(item.log, item.log.high_watermark.value) for item in wanted if item.log is not None]
         self.context.purgatory.delay(
-            self._delayed_fetch, request, wanted, deadline, name=f"DelayedFetch:{request.connection_id}"
+            self._delayed_fetch, request, wanted, deadline, seen, name=f"DelayedFetch:{request.connection_id}"
         )
         return None
 
-    async def _delayed_fetch(self, request: Request, wanted: list[_Wanted], deadline: float) -> None:
+    async def _delayed_fetch(
+        self, request: Request, wanted: list[_Wanted], deadline: float, seen: list[tuple[Any, int]]
+    ) -> None:
         body = request.body
-        logs = [item.log for item in wanted if item.log is not None]
         try:
             with trio.move_on_at(deadline):
                 while True:
-                    seen = [(lg, lg.high_watermark.value) for lg in logs]
                     await trio_util.wait_any(
                         *(
                             functools.partial(lg.high_watermark.wait_value, functools.partial(_grew, hw))
@@ -167,6 +175,7 @@ class FetchApis(ApiFamily):
                     _, total, errors = self._read(wanted, body.max_bytes)
                     if total >= body.min_bytes or errors:
                         break
+                    seen = [(lg, lg.high_watermark.value) for lg, _ in seen]
             results, _, _ = self._read(wanted, body.max_bytes)
             response = self._response(request, results)
         except Exception:

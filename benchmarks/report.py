@@ -1,0 +1,362 @@
+"""Summaries, goals, the table (rich and Markdown) and the chart, from the harness's JSON.
+
+Every figure is a median over rounds with its min–max; ratios and goals use medians.
+``python -m benchmarks.report [results.json]`` re-derives the goals, the Markdown table and
+the chart of a saved run (rewriting them next to it) without measuring anything.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "GOALS",
+    "Goal",
+    "evaluate_goals",
+    "format_number",
+    "markdown_table",
+    "render_chart",
+    "rich_tables",
+    "summarize",
+]
+
+TARGET_LABELS = {"trikafka": "trikafka", "mock": "librdkafka mock", "ceiling": "Trio ceiling"}
+TARGET_COLORS = {"trikafka": "#d95f02", "mock": "#1b9e77", "ceiling": "#7570b3"}
+
+
+@dataclass(frozen=True)
+class Goal:
+    name: str
+    workload: str
+    metric: str
+    op: str  # ">=", "<=", "<"
+    threshold: float
+    reference: str | None = None  # a target: the goal is on trikafka ÷ reference
+    unit: str = ""
+
+    def text(self) -> str:
+        op = {">=": "≥", "<=": "≤", "<": "<"}[self.op]
+        if self.reference:
+            return f"{op} {self.threshold:g}× {TARGET_LABELS[self.reference]}"
+        return f"{op} {self.threshold:g} {self.unit}"
+
+    def met(self, value: float) -> bool:
+        return {
+            ">=": value >= self.threshold,
+            "<=": value <= self.threshold,
+            "<": value < self.threshold,
+        }[self.op]
+
+
+GOALS = (
+    Goal("Produce 100 B, MB/s", "produce_100B", "mb_per_s", ">=", 1.0, "mock"),
+    Goal("Produce 10 KB, MB/s", "produce_10KB", "mb_per_s", ">=", 1.0, "mock"),
+    Goal("Consume 100 B, MB/s", "consume_100B", "mb_per_s", ">=", 1.0, "mock"),
+    Goal("Consume 10 KB, MB/s", "consume_10KB", "mb_per_s", ">=", 1.0, "mock"),
+    Goal("E2E latency p99", "latency", "p99_ms", "<=", 1.5, "mock"),
+    Goal("ApiVersions @16 conn, req/s", "tiny_apiversions_c16", "requests_per_s", ">=", 0.6, "ceiling"),
+    Goal("Metadata @16 conn, req/s", "tiny_metadata_c16", "requests_per_s", ">=", 0.6, "ceiling"),
+    Goal("Memory per idle connection", "idle_connections", "kb_per_connection", "<=", 20, unit="KB"),
+    Goal("Embedded start", "startup_embedded", "ms", "<", 50, unit="ms"),
+    Goal("CLI start", "startup_cli", "ms", "<", 500, unit="ms"),
+)
+
+
+def summarize(rounds: list[dict]) -> dict[str, dict[str, float]]:
+    """Median, min and max over rounds of every numeric figure (failed rounds left out)."""
+    values: dict[str, list[float]] = {}
+    for figures in rounds:
+        if "error" in figures:
+            continue
+        for key, value in figures.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                values.setdefault(key, []).append(float(value))
+    return {
+        key: {"median": statistics.median(v), "min": min(v), "max": max(v), "n": len(v)}
+        for key, v in values.items()
+    }
+
+
+def _median(data: dict, workload: str, target: str, metric: str) -> float | None:
+    for item in data["workloads"]:
+        if item["id"] == workload:
+            figure = item["summary"].get(target, {}).get(metric)
+            return figure["median"] if figure else None
+    return None
+
+
+def evaluate_goals(data: dict) -> list[dict[str, Any]]:
+    out = []
+    for goal in GOALS:
+        ours = _median(data, goal.workload, "trikafka", goal.metric)
+        ref = _median(data, goal.workload, goal.reference, goal.metric) if goal.reference else None
+        if ours is None or (goal.reference and not ref):
+            value = None
+        else:
+            value = ours / ref if goal.reference else ours
+        out.append(
+            {
+                "name": goal.name,
+                "workload": goal.workload,
+                "metric": goal.metric,
+                "trikafka": ours,
+                "reference": goal.reference,
+                "reference_value": ref,
+                "value": value,
+                "kind": "ratio" if goal.reference else "absolute",
+                "goal": goal.text(),
+                "met": None if value is None else goal.met(value),
+            }
+        )
+    return out
+
+
+def format_number(value: float | None, digits: int) -> str:
+    if value is None:
+        return "—"
+    if digits == 0 or abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:,.{digits}f}"
+
+
+def _cell(summary: dict, metric: dict) -> str:
+    figure = summary.get(metric["key"])
+    if not figure:
+        return "—"
+    d = metric["digits"]
+    text = format_number(figure["median"], d)
+    if figure["n"] > 1:
+        text += f" ({format_number(figure['min'], d)}–{format_number(figure['max'], d)})"
+    return text
+
+
+def _figure_name(metric: dict) -> str:
+    """``requests/s``, ``MB/s``: the label is the unit; ``p99 (ms)`` otherwise."""
+    if "/s" in metric["label"]:
+        return metric["label"]
+    return f"{metric['label']} ({metric['unit']})"
+
+
+def _rows(data: dict) -> list[list[str]]:
+    """Workload, metric, one cell per target, ratio, goal, met."""
+    goals = {(g["workload"], g["metric"]): g for g in data["goals"]}
+    rows = []
+    for item in data["workloads"]:
+        for metric in item["metrics"]:
+            cells = [
+                _cell(item["summary"].get(t, {}), metric) if t in item["targets"] else ""
+                for t in TARGET_LABELS
+            ]
+            goal = goals.get((item["id"], metric["key"]))
+            ratio = goal_text = met = ""
+            reference = "ceiling" if item["id"].startswith("tiny_") else "mock"
+            if goal and goal["kind"] == "absolute":
+                goal_text = goal["goal"]
+            else:
+                ours = item["summary"].get("trikafka", {}).get(metric["key"])
+                ref = item["summary"].get(reference, {}).get(metric["key"])
+                if ours and ref and ref["median"] and reference in item["targets"]:
+                    ratio = f"{ours['median'] / ref['median']:.2f}×"
+                if goal:
+                    goal_text = goal["goal"]
+            if goal:
+                met = "—" if goal["met"] is None else ("✅" if goal["met"] else "❌")
+            rows.append(
+                [item["title"], _figure_name(metric), *cells, ratio, goal_text, met]
+            )
+    return rows
+
+
+HEADERS = ["workload", "figure", *TARGET_LABELS.values(), "trikafka ÷ ref", "goal", "met"]
+
+
+def _split_rows(data: dict) -> list[list[str]]:
+    item = next((w for w in data["workloads"] if w["id"] == "tiny_split"), None)
+    if not item or "trikafka" not in item["summary"]:
+        return []
+    s = item["summary"]["trikafka"]
+    parts = ["RequestQueueTimeMs", "LocalTimeMs", "RemoteTimeMs", "ResponseQueueTimeMs",
+             "ResponseSendTimeMs", "TotalTimeMs"]
+    rows = []
+    for api, title in (("apiversions", "ApiVersions v3"), ("metadata", "Metadata v12")):
+        for c in data["settings"]["tiny_connections"]:
+            key = f"{api}_c{c}"
+            if f"{key}_requests_per_s" not in s:
+                continue
+            rows.append(
+                [f"{title}, {c} conn", format_number(s[f"{key}_requests_per_s"]["median"], 0)]
+                + [format_number(s.get(f"{key}_{p}", {}).get("median"), 3) for p in parts]
+            )
+    return rows
+
+
+SPLIT_HEADERS = ["embedded trikafka", "req/s", "RequestQueue", "Local", "Remote", "ResponseQueue",
+                 "ResponseSend", "Total (mean ms)"]
+
+
+def rich_tables(data: dict) -> list:
+    from rich.table import Table
+
+    table = Table(title="trikafka benchmarks — median (min–max) over rounds", show_lines=False)
+    for i, header in enumerate(HEADERS):
+        table.add_column(header, justify="left" if i < 2 else "right", no_wrap=i >= 2)
+    for row in _rows(data):
+        table.add_row(*row)
+    tables = [table]
+    split = _split_rows(data)
+    if split:
+        t = Table(title="trikafka's TotalTimeMs split, mean ms per request (broker.statistics())")
+        for i, header in enumerate(SPLIT_HEADERS):
+            t.add_column(header, justify="left" if i == 0 else "right")
+        for row in split:
+            t.add_row(*row)
+        tables.append(t)
+    return tables
+
+
+def markdown_table(data: dict) -> str:
+    def md(headers: list[str], rows: list[list[str]]) -> str:
+        lines = ["| " + " | ".join(headers) + " |",
+                 "|" + "|".join("---" if i < 2 else "---:" for i in range(len(headers))) + "|"]
+        lines += ["| " + " | ".join(cell or " " for cell in row) + " |" for row in rows]
+        return "\n".join(lines)
+
+    out = md(HEADERS, _rows(data))
+    split = _split_rows(data)
+    if split:
+        out += "\n\nTotalTimeMs split of the same tiny requests, read from `broker.statistics()` of an\n"
+        out += "embedded trikafka (mean ms per request):\n\n" + md(SPLIT_HEADERS, split)
+    return out + "\n"
+
+
+def render_chart(data: dict, path: Path) -> bool:
+    """A PNG of the headline figures with min–max whiskers; False when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+
+    by_id = {w["id"]: w for w in data["workloads"]}
+
+    def fig(workload: str, target: str, metric: str) -> tuple[float, float, float] | None:
+        f = by_id.get(workload, {}).get("summary", {}).get(target, {}).get(metric)
+        return (f["median"], f["median"] - f["min"], f["max"] - f["median"]) if f else None
+
+    def bars(ax, groups: list[tuple[str, str]], targets: tuple[str, ...], metric: str,  # noqa: ANN001
+             ylabel: str, log: bool = False, goal: float | None = None) -> None:
+        width = 0.8 / len(targets)
+        for t_index, target in enumerate(targets):
+            xs, ys, lo, hi = [], [], [], []
+            for g_index, (workload, _) in enumerate(groups):
+                value = fig(workload, target, metric)
+                if value:
+                    xs.append(g_index + (t_index - (len(targets) - 1) / 2) * width)
+                    ys.append(value[0])
+                    lo.append(value[1])
+                    hi.append(value[2])
+            ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, color=TARGET_COLORS[target],
+                   label=TARGET_LABELS[target])
+        ax.set_xticks(range(len(groups)), [label for _, label in groups], fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.tick_params(axis="y", labelsize=8)
+        if log:
+            ax.set_yscale("log")
+        if goal is not None:
+            ax.axhline(goal, color="red", linestyle="--", linewidth=1, label="goal")
+        ax.grid(axis="y", alpha=0.3)
+
+    figure, axes = plt.subplots(2, 4, figsize=(17, 7.5))
+    sizes = [label for label, _, _ in (tuple(p) for p in data["settings"]["produce"])]
+    bars(axes[0][0], [(f"produce_{s}", f"produce\n{s}") for s in sizes]
+         + [(f"consume_{s}", f"consume\n{s}") for s in sizes], ("trikafka", "mock"),
+         "mb_per_s", "MB/s (payload)", log=True)
+    axes[0][0].set_title("Throughput", fontsize=10)
+    ax = axes[0][1]
+    for t_index, target in enumerate(("trikafka", "mock")):
+        for m_index, metric in enumerate(("p50_ms", "p99_ms")):
+            value = fig("latency", target, metric)
+            if value:
+                ax.bar([m_index + (t_index - 0.5) * 0.4], [value[0]], 0.4,
+                       yerr=[[value[1]], [value[2]]], capsize=2, color=TARGET_COLORS[target])
+    ax.set_xticks([0, 1], ["p50", "p99"], fontsize=8)
+    ax.set_ylabel("ms", fontsize=8)
+    ax.tick_params(axis="y", labelsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    axes[0][1].set_title("E2E latency, busy poll (lower is better)", fontsize=10)
+    conns = data["settings"]["tiny_connections"]
+    for ax, api, title in ((axes[0][2], "apiversions", "ApiVersions v3"),
+                           (axes[0][3], "metadata", "Metadata v12, 1 topic")):
+        bars(ax, [(f"tiny_{api}_c{c}", f"{c} conn") for c in conns],
+             ("trikafka", "mock", "ceiling"), "requests_per_s", "requests/s")
+        ax.set_title(f"Tiny requests: {title}", fontsize=10)
+    bars(axes[1][0], [("idle_connections", "")], ("trikafka", "mock", "ceiling"),
+         "kb_per_connection", "KB per connection", goal=20)
+    axes[1][0].set_title("Memory per idle connection (RSS)", fontsize=10)
+    bars(axes[1][1], [("startup_embedded", "in-process")], ("trikafka", "mock", "ceiling"),
+         "ms", "ms", log=True, goal=50)
+    axes[1][1].set_title("Start in-process (goal 50 ms)", fontsize=10)
+    bars(axes[1][2], [("startup_cli", "process → answer")], ("trikafka", "mock", "ceiling"),
+         "ms", "ms", log=True, goal=500)
+    axes[1][2].set_title("Start a process (goal 500 ms)", fontsize=10)
+
+    ax = axes[1][3]
+    goals = [g for g in data["goals"] if g["value"] is not None]
+    scores, names, colors = [], [], []
+    for g in goals:
+        spec = next(x for x in GOALS if (x.workload, x.metric) == (g["workload"], g["metric"]))
+        # 1.0 = exactly at the goal; above 1 = met, whatever the direction of the goal.
+        score = g["value"] / spec.threshold if spec.op == ">=" else spec.threshold / g["value"]
+        scores.append(score)
+        names.append(g["name"])
+        colors.append("#1b9e77" if g["met"] else "#d95f02")
+    ax.barh(range(len(scores)), scores, color=colors)
+    ax.set_yticks(range(len(scores)), names, fontsize=7)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="red", linestyle="--", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_title("Goals: score (≥ 1 met)", fontsize=10)
+    ax.tick_params(axis="x", labelsize=8)
+
+    handles, labels = axes[0][2].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="upper center", ncol=3, fontsize=9, frameon=False)
+    meta = data["meta"]
+    figure.suptitle(
+        f"trikafka benchmarks · {meta['machine']['cpus']} cores · Python {meta['versions']['python']}"
+        f" · {data['settings']['rounds']} rounds, median with min–max",
+        fontsize=10, y=0.005, va="bottom",
+    )
+    figure.tight_layout(rect=(0, 0.03, 1, 0.95))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+    return True
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+
+    argv = sys.argv[1:] if argv is None else argv
+    path = Path(argv[0]) if argv else Path(__file__).parent / "results" / "latest.json"
+    data = json.loads(path.read_text())
+    # Re-derive what is derived (goals, table, chart) from the saved figures.
+    data["goals"] = evaluate_goals(data)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    path.with_suffix(".md").write_text(markdown_table(data))
+    console = Console() if sys.stdout.isatty() else Console(width=200)
+    for table in rich_tables(data):
+        console.print(table)
+    if render_chart(data, path.with_suffix(".png")):
+        console.print(f"chart: {path.with_suffix('.png')}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,239 @@
+"""``make bench``: every workload against every target, in rounds, then a table and a chart.
+
+The plan
+--------
+A round starts fresh servers (trikafka's CLI process, librdkafka's mock cluster, the Trio
+ceiling), runs each workload against each target in turn — A B C, then C B A in the next
+round, so neither side always goes first on a shared, noisy machine — and stops them. Topics
+are never deleted: each round's data goes away with its process.
+Workloads that measure a process's own start or memory (idle connections, start-up) start
+fresh processes themselves, after the round's servers are stopped. The figures are medians
+over rounds with min–max; ratios against the reference use medians.
+
+Outputs (``--output``, default ``benchmarks/results/``; ``--quick`` defaults to
+``benchmarks/build/quick/`` so a test run never overwrites the published figures):
+
+``latest.json``  every round's figures, the summaries, the goals, the machine and versions
+``latest.md``    the table in Markdown, for README's Performance section
+``latest.png``   the chart (needs matplotlib: ``pip install -e '.[bench]'``)
+
+Everything binds 127.0.0.1; every process is started here, bounded in time, and stopped by
+its PID (helpers also die with the harness through PR_SET_PDEATHSIG).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from benchmarks import loadgen, report
+from benchmarks.targets import ROOT, Target, make_target
+from benchmarks.workloads import RoundState, Settings, Workload, build_workloads, raise_nofile
+
+__all__ = ["main", "run"]
+
+RESULTS = ROOT / "benchmarks" / "results"
+QUICK_RESULTS = ROOT / "benchmarks" / "build" / "quick"
+TARGET_ORDER = ("trikafka", "mock", "ceiling")
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny counts, one round (seconds)")
+    parser.add_argument("--rounds", type=int, help="rounds (default 3; --quick: 1)")
+    parser.add_argument("--output", type=Path, help="directory for latest.json/.md/.png")
+    parser.add_argument("--only", help="comma-separated workload ids (prefixes match)")
+    return parser.parse_args(argv)
+
+
+def _machine() -> dict:
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = ""
+    try:
+        kib = int(Path("/proc/meminfo").read_text().split()[1])
+        memory = f"{kib / 1024 / 1024:.0f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "memory": memory,
+        "kernel": platform.release(),
+        "platform": platform.platform(),
+    }
+
+
+def _versions() -> dict:
+    import confluent_kafka
+
+    out = {"python": platform.python_version()}
+    for dist in ("trikafka", "trio", "kio", "confluent-kafka"):
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            out[dist] = None
+    out["librdkafka"] = confluent_kafka.libversion()[0]
+    try:
+        gcc = subprocess.run(["gcc", "--version"], capture_output=True, text=True, timeout=10)
+        out["gcc"] = gcc.stdout.splitlines()[0] if gcc.stdout else None
+    except (OSError, subprocess.SubprocessError):
+        out["gcc"] = None
+    return out
+
+
+def _headline(workload: Workload, figures: dict) -> str:
+    if "error" in figures:
+        return f"ERROR {figures['error']}"
+    shown = [
+        f"{report.format_number(figures[m.key], m.digits)} {m.unit}" for m in workload.metrics if m.key in figures
+    ]
+    return ", ".join(shown) or f"{len(figures)} figures"
+
+
+def _stop_all(running: dict[str, Target]) -> None:
+    for target in running.values():
+        target.stop()
+    running.clear()
+
+
+def run(settings: Settings, only: list[str] | None = None, log=print) -> dict:  # noqa: ANN001
+    """Measure; returns the JSON-able result (not yet written anywhere)."""
+    raise_nofile(settings.idle_connections + 512)  # before any child starts: they inherit it
+    loadgen.ensure_built()
+    workloads = [
+        w for w in build_workloads(settings) if not only or any(w.id.startswith(o) for o in only)
+    ]
+    rounds: dict[str, dict[str, list[dict]]] = {w.id: {t: [] for t in w.targets} for w in workloads}
+    started = time.perf_counter()
+    load: list[float] = []  # 1-minute load average as each round starts: how busy the box was
+    for r in range(settings.rounds):
+        order = TARGET_ORDER if r % 2 == 0 else TARGET_ORDER[::-1]
+        state = RoundState(r)
+        load.append(os.getloadavg()[0])
+        running: dict[str, Target] = {}
+        try:
+            for workload in workloads:
+                if workload.once and r > 0:
+                    continue
+                if workload.fresh:
+                    _stop_all(running)  # a quiet machine for start-up and memory figures
+                for name in order:
+                    if name not in workload.targets:
+                        continue
+                    step = time.perf_counter()
+                    try:
+                        if workload.fresh:
+                            figures = workload.run(name, settings)
+                        else:
+                            if name not in running:
+                                running[name] = make_target(name)
+                            figures = workload.run(running[name], settings, state)
+                    except Exception as exc:  # noqa: BLE001 - recorded, shown, and the run goes on
+                        figures = {"error": f"{type(exc).__name__}: {exc}"}
+                        if name in running:  # a server that failed once is not trusted again
+                            running.pop(name).stop()
+                    rounds[workload.id][name].append(figures)
+                    log(
+                        f"[round {r + 1}/{settings.rounds}] {workload.id:<22} {name:<9} "
+                        f"{_headline(workload, figures)}  ({time.perf_counter() - step:.1f} s)"
+                    )
+        finally:
+            _stop_all(running)
+    data = {
+        "meta": {
+            "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "command": "python -m benchmarks " + " ".join(sys.argv[1:]),
+            "seconds": time.perf_counter() - started,
+            "machine": _machine(),
+            "load_average_per_round": load + [os.getloadavg()[0]],
+            "versions": _versions(),
+        },
+        "settings": dataclasses.asdict(settings),
+        "workloads": [
+            {
+                "id": w.id,
+                "title": w.title,
+                "targets": list(w.targets),
+                "metrics": [dataclasses.asdict(m) for m in w.metrics],
+                "rounds": rounds[w.id],
+                "summary": {t: report.summarize(rs) for t, rs in rounds[w.id].items()},
+            }
+            for w in workloads
+        ],
+    }
+    data["goals"] = report.evaluate_goals(data)
+    return data
+
+
+def write(data: dict, output: Path) -> dict[str, Path]:
+    output.mkdir(parents=True, exist_ok=True)
+    paths = {"json": output / "latest.json", "md": output / "latest.md"}
+    tmp = paths["json"].with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(data, indent=1) + "\n")
+    tmp.replace(paths["json"])
+    paths["md"].write_text(report.markdown_table(data))
+    chart = output / "latest.png"
+    if report.render_chart(data, chart):
+        paths["png"] = chart
+    return paths
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # unwinds through every finally: servers are stopped
+
+
+def main(argv: list[str] | None = None) -> int:
+    from rich.console import Console
+
+    args = _parse_args(argv)
+    settings = Settings.quick() if args.quick else Settings()
+    if args.rounds:
+        settings = dataclasses.replace(settings, rounds=args.rounds)
+    output = args.output or (QUICK_RESULTS if args.quick else RESULTS)
+    signal.signal(signal.SIGTERM, _terminate)
+    signal.signal(signal.SIGHUP, _terminate)
+    console = Console() if sys.stdout.isatty() else Console(width=200)
+    def log(line: str) -> None:
+        console.print(line, markup=False, highlight=False)
+
+    data = run(settings, args.only.split(",") if args.only else None, log=log)
+    paths = write(data, output)
+    for table in report.rich_tables(data):
+        console.print(table)
+    for goal in data["goals"]:
+        if goal["value"] is None:
+            verdict = "no figure"
+        else:
+            shown = f"{goal['value']:.2f}×" if goal["kind"] == "ratio" else f"{goal['value']:.1f}"
+            verdict = f"{shown} (goal {goal['goal']}): {'met' if goal['met'] else 'missed'}"
+        console.print(f"  {goal['name']:<30} {verdict}")
+    if "png" not in paths:
+        console.print("no chart: matplotlib is not installed (pip install -e '.\\[bench]')",
+                      style="yellow")
+    console.print(f"wrote {', '.join(str(p) for p in paths.values())} "
+                  f"in {data['meta']['seconds']:.0f} s")
+    errors = [
+        (w["id"], t) for w in data["workloads"] for t, rs in w["rounds"].items()
+        if any("error" in r for r in rs)
+    ]
+    if errors:
+        console.print(f"[red]{len(errors)} workload/target pairs had errors: {errors}")
+        return 1
+    return 0
