@@ -403,7 +403,13 @@ async def test_produce_between_first_read_and_purgatory_wakes_the_fetch(autojump
         purgatory = tb.broker.purgatory
         real_delay = purgatory.delay
         handed_over = []
-        purgatory.delay = lambda fn, *args, name: handed_over.append((fn, args, name))
+        delayed = trio.Event()
+
+        def hold(fn, *args, name):
+            handed_over.append((fn, args, name))
+            delayed.set()
+
+        purgatory.delay = hold
         result = {}
 
         async def poll():
@@ -413,8 +419,7 @@ async def test_produce_between_first_read_and_purgatory_wakes_the_fetch(autojump
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(poll)
-            while not handed_over:
-                await trio.sleep(0.001)
+            await delayed.wait()
             purgatory.delay = real_delay
             replicas = tb.broker.replica_manager
             await replicas.append_records(replicas.topics.get("race"), 0, build_batch([(b"k", b"late", [], 1)]), 1)
