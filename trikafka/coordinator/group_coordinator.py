@@ -147,6 +147,7 @@ class GroupCoordinator:
                     if member.group_instance_id is not None:
                         group.static_members[member.group_instance_id] = member.member_id
                 group.state = S if group.members else E
+                group.subscribed = group.subscribed_topics() if group.members else set()
         now = trio.current_time()
         for group in self.groups.values():
             group.state_since_ms = self.now_ms()
@@ -387,13 +388,17 @@ class GroupCoordinator:
         log.info("group %s rebalancing (generation %d): %s", group.group_id, group.generation_id, reason)
         if group.group_id not in self._joins_running:
             self._joins_running.add(group.group_id)
-            self._spawn(self._delayed_join, group, initial, name=f"delayed-join:{group.group_id}")
+            timeout_ms = group.rebalance_timeout_ms  # fixed now, as Kafka's DelayedJoin is
+            self._spawn(
+                self._delayed_join, group, initial, timeout_ms,
+                name=f"delayed-join:{group.group_id}",
+            )
 
-    async def _delayed_join(self, group: GroupMetadata, initial: bool) -> None:
+    async def _delayed_join(self, group: GroupMetadata, initial: bool, timeout_ms: int) -> None:
         try:
             if initial:
                 delay = self.config.group_initial_rebalance_delay_ms
-                remaining = max(group.rebalance_timeout_ms - delay, 0)
+                remaining = max(timeout_ms - delay, 0)
                 group.new_member_added = False
                 while True:
                     await trio.sleep(delay / 1000)
@@ -404,7 +409,7 @@ class GroupCoordinator:
                         continue
                     break
             else:
-                with trio.move_on_after(group.rebalance_timeout_ms / 1000):
+                with trio.move_on_after(timeout_ms / 1000):
                     while group.is_(P) and not group.all_joined:
                         await group.changed.wait()
         finally:
@@ -416,16 +421,17 @@ class GroupCoordinator:
         for member in [m for m in group.members.values() if m.awaiting_join is None]:
             log.info("removing %s from %s: it did not rejoin in time", member.member_id, group.group_id)
             group.remove(member.member_id)
-        group.pending_members.clear()
+        # Pending members (MEMBER_ID_REQUIRED) stay until their own session timeout.
         group.generation_id += 1
         if not group.members:
-            group.protocol_name = None
-            group.protocol_type = group.protocol_type if group.offsets else None
+            group.protocol_name = None  # the protocol type stays, as in Kafka
+            group.subscribed = set()
             group.transition(E, self.now_ms())
             self._store_group(group)
             log.info("group %s is empty at generation %d", group.group_id, group.generation_id)
             return
         group.protocol_name = group.select_protocol()
+        group.subscribed = group.subscribed_topics()  # what OffsetDelete checks until next time
         group.transition(C, self.now_ms())
         now = trio.current_time()
         for member in group.members.values():
@@ -455,8 +461,8 @@ class GroupCoordinator:
             now = trio.current_time()
             if now < member.heartbeat_deadline:
                 continue
-            if member.awaiting_join is not None:
-                # Waiting for its JoinGroup answer: the rebalance timeout governs it.
+            if member.awaiting_join is not None or member.awaiting_sync is not None:
+                # Waiting for its JoinGroup or SyncGroup answer: kept alive, as in Kafka.
                 member.heartbeat_deadline = now + member.session_timeout_ms / 1000
                 continue
             log.info("member %s of %s expired (session timeout)", member.member_id, group.group_id)
@@ -525,6 +531,7 @@ class GroupCoordinator:
         if group.is_(P):
             return _done({"error_code": ErrorCode.rebalance_in_progress})
         if group.is_(S):
+            self._heard_from(member)
             return _done(self._sync_result(group, member))
         member.awaiting_sync = Waiter()
         waiter = member.awaiting_sync
@@ -538,8 +545,13 @@ class GroupCoordinator:
                 if m.awaiting_sync is not None:
                     m.awaiting_sync.set(self._sync_result(group, m))
                     m.awaiting_sync = None
+                    self._heard_from(m)
             log.info("group %s is stable at generation %d", group_id, group.generation_id)
         return waiter
+
+    @staticmethod
+    def _heard_from(member: MemberMetadata) -> None:
+        member.heartbeat_deadline = trio.current_time() + member.session_timeout_ms / 1000
 
     @staticmethod
     def _sync_result(group: GroupMetadata, member: MemberMetadata) -> dict[str, Any]:
@@ -580,7 +592,7 @@ class GroupCoordinator:
             return ErrorCode.coordinator_load_in_progress, []
         group = self.groups.get(group_id)
         if group is None:
-            return ErrorCode.unknown_member_id, [ErrorCode.unknown_member_id for _ in members]
+            return ErrorCode.none, [ErrorCode.unknown_member_id for _ in members]
         if group.is_(D):
             return ErrorCode.coordinator_not_available, []
         codes = []
@@ -629,13 +641,13 @@ class GroupCoordinator:
         if group.is_(D):
             return everyone(ErrorCode.coordinator_not_available)
         if not (generation_id < 0 and group.is_(E)):
-            if group.is_(C):
-                return everyone(ErrorCode.rebalance_in_progress)
             error = self._check_member(group, member_id, instance_id)
             if error is not None:
                 return everyone(error)
             if generation_id != group.generation_id:
                 return everyone(ErrorCode.illegal_generation)
+            if group.is_(C):
+                return everyone(ErrorCode.rebalance_in_progress)
             member = group.members[member_id]
             member.heartbeat_deadline = trio.current_time() + member.session_timeout_ms / 1000
         result: dict[tuple[str, int], ErrorCode] = {}
@@ -674,16 +686,18 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if group is None or group.is_(D):
             return ErrorCode.group_id_not_found, {}
-        subscribed = set()
+        # Kafka: an Empty group's offsets all go; a consumer group keeps those of topics its
+        # last generation subscribed to (all of them while that is unknown); any other
+        # group with members refuses.
+        subscribed: set[str] | None = set()
         if not group.is_(E):
-            topics = group.subscribed_topics()
-            if topics is None:
+            if group.protocol_type != "consumer":
                 return ErrorCode.non_empty_group, {}
-            subscribed = topics
+            subscribed = group.subscribed
         result = {}
         records = []
         for tp in partitions:
-            if tp[0] in subscribed:
+            if subscribed is None or tp[0] in subscribed:
                 result[tp] = ErrorCode.group_subscribed_to_topic
                 continue
             if group.offsets.pop(tp, None) is not None:
@@ -691,6 +705,8 @@ class GroupCoordinator:
             result[tp] = ErrorCode.none
         if self.store is not None:
             self.store.write(group_id, records)
+        if group.is_(E) and not group.offsets and not group.members:
+            self._drop(group)  # nothing left to keep, as Kafka
         return ErrorCode.none, result
 
     # --- groups ------------------------------------------------------------------------

@@ -117,6 +117,7 @@ class GroupMetadata:
     offsets: dict[tuple[str, int], OffsetAndMetadata] = attrs.Factory(dict)
     state_since_ms: float = 0.0  # when the current state began (offsets retention)
     new_member_added: bool = False  # InitialDelayedJoin extends while members keep arriving
+    subscribed: set[str] | None = None  # the last generation's topics; None: not known yet
     changed: trio.Event = attrs.Factory(trio.Event)  # set on any membership change
 
     def transition(self, target: GroupState, now_ms: float) -> None:
