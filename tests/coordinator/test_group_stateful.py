@@ -37,7 +37,8 @@ deadlines; a deadline counts as reached when ``now >= deadline``, as in Kafka.
 
 Deviations found, and fixed
 --------------------------
-:data:`DEVIATIONS` lists where trikafka once answered differently from Kafka; all are fixed.
+:data:`DEVIATIONS` lists where trikafka answered differently from Kafka; all but
+``awaiting-sync-expires`` are fixed (that one's test is a strict xfail).
 Each has a plain test at the bottom of this module pinning Kafka's behaviour. The machine's
 model still tolerates the old answer under each entry's exact condition (and records it in
 ``self.deviations``); tightening the model to refuse them is left to do.
@@ -54,6 +55,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+import pytest
 import trio
 import trio.testing
 from hypothesis import settings
@@ -1563,6 +1565,7 @@ async def test_kafka_stable_sync_pushes_back_the_session(
     assert follower in coordinator.groups[GROUP].members
 
 
+@pytest.mark.xfail(strict=True, reason="still open: " + DEVIATIONS["awaiting-sync-expires"])
 @deviation("awaiting-sync-expires")
 async def test_kafka_member_awaiting_sync_is_kept_alive(
     nursery: trio.Nursery, mock_clock: trio.testing.MockClock

@@ -461,8 +461,9 @@ class GroupCoordinator:
             now = trio.current_time()
             if now < member.heartbeat_deadline:
                 continue
-            if member.awaiting_join is not None or member.awaiting_sync is not None:
-                # Waiting for its JoinGroup or SyncGroup answer: kept alive, as in Kafka.
+            if member.awaiting_join is not None:
+                # Waiting for its JoinGroup answer: the rebalance timeout governs it. (Kafka
+                # also spares a member waiting for its SyncGroup answer; not yet done here.)
                 member.heartbeat_deadline = now + member.session_timeout_ms / 1000
                 continue
             log.info("member %s of %s expired (session timeout)", member.member_id, group.group_id)

@@ -21,6 +21,7 @@
 'use strict'
 
 const { Kafka, CompressionTypes, CompressionCodecs, logLevel, Partitioners } = require('kafkajs')
+const { client: sharedClient, describeError } = require('./common')
 const SnappyCodec = require('kafkajs-snappy')
 const LZ4Codec = require('kafkajs-lz4')
 
@@ -48,32 +49,10 @@ function parseArgs(argv) {
   return options
 }
 
-const stderrLogger = () => ({ namespace, level, label, log }) => {
-  const { message, ...extra } = log
-  process.stderr.write(`[kafkajs ${label}] ${namespace}: ${message} ${JSON.stringify(extra)}\n`)
-}
-
 function client(options) {
-  return new Kafka({
-    clientId: 'trikafka-compat',
-    brokers: [options.bootstrap],
-    connectionTimeout: 5000,
-    requestTimeout: 20000,
-    retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
-    logLevel: logLevel.WARN,
-    logCreator: stderrLogger,
-  })
+  return sharedClient(options, { clientId: 'trikafka-compat', retries: 3 })
 }
 
-function describeError(error) {
-  return {
-    name: error.name,
-    type: error.type || null,
-    code: error.code === undefined ? null : error.code,
-    message: error.message,
-    retriable: error.retriable === undefined ? null : error.retriable,
-  }
-}
 
 function readStdin() {
   return new Promise((resolve, reject) => {

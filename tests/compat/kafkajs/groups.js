@@ -25,6 +25,7 @@
 
 const readline = require('readline')
 const { Kafka, logLevel } = require('kafkajs')
+const { client: sharedClient, describeError } = require('./common')
 
 function parseArgs(argv) {
   const [mode, ...rest] = argv
@@ -35,32 +36,10 @@ function parseArgs(argv) {
   return options
 }
 
-const stderrLogger = () => ({ namespace, label, log }) => {
-  const { message, ...extra } = log
-  process.stderr.write(`[kafkajs ${label}] ${namespace}: ${message} ${JSON.stringify(extra)}\n`)
-}
-
 function client(options) {
-  return new Kafka({
-    clientId: 'trikafka-compat-groups',
-    brokers: [options.bootstrap],
-    connectionTimeout: 5000,
-    requestTimeout: 20000,
-    retry: { retries: 5, initialRetryTime: 100, maxRetryTime: 1000 },
-    logLevel: logLevel.WARN,
-    logCreator: stderrLogger,
-  })
+  return sharedClient(options, { clientId: 'trikafka-compat-groups', retries: 5 })
 }
 
-function describeError(error) {
-  return {
-    name: error.name,
-    type: error.type || null,
-    code: error.code === undefined ? null : error.code,
-    message: error.message,
-    retriable: error.retriable === undefined ? null : error.retriable,
-  }
-}
 
 // Lines must reach the pipe in order and before the process exits.
 function emit(object) {
