@@ -36,7 +36,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import shutil
 import signal
 import subprocess
 import threading
@@ -49,6 +48,8 @@ from pathlib import Path
 import pytest
 
 from trikafka.testing.process import BrokerProcess
+
+from .support import KCAT, NODE, Deadline
 
 pytestmark = [
     pytest.mark.compat,
@@ -67,19 +68,6 @@ POLL_S = 0.1  # the members' poll timeout: how quickly they notice a stop reques
 
 KAFKAJS_DIR = Path(__file__).parent / "kafkajs"
 KAFKAJS_GROUPS = KAFKAJS_DIR / "groups.js"
-KCAT = shutil.which("kcat") or "/usr/bin/kcat"
-NODE = shutil.which("node") or "node"
-
-
-class Deadline:
-    def __init__(self, seconds: float = TIMEOUT) -> None:
-        self.end = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        return max(0.0, self.end - time.monotonic())
-
-    def __bool__(self) -> bool:
-        return self.remaining() > 0
 
 
 def wait_for(predicate: Callable[[], object], what: Callable[[], str], seconds: float = TIMEOUT):

@@ -22,11 +22,9 @@ import base64
 import json
 import random
 import re
-import shutil
 import socket
 import struct
 import subprocess
-import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -36,6 +34,8 @@ import pytest
 
 from trikafka.testing.process import BrokerProcess
 from trikafka.testing.process import broker_process as run_broker_process
+
+from .support import KCAT, NODE, Deadline
 
 pytestmark = [
     pytest.mark.compat,
@@ -53,8 +53,6 @@ COUNT = 50
 
 KAFKAJS_DIR = Path(__file__).parent / "kafkajs"
 KAFKAJS_DRIVER = KAFKAJS_DIR / "driver.js"
-KCAT = shutil.which("kcat") or "/usr/bin/kcat"
-NODE = shutil.which("node") or "node"
 
 
 @pytest.fixture(scope="module")
@@ -145,17 +143,6 @@ def assert_same_records(got: list[tuple[int, Record]], expected: list[Record]) -
             assert record.key == wanted.key, (partition, index, "key")
             assert record.value == wanted.value, (partition, index, "value")
             assert record.headers == wanted.headers, (partition, index, "headers")
-
-
-class Deadline:
-    def __init__(self, seconds: float = TIMEOUT) -> None:
-        self.end = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        return max(0.0, self.end - time.monotonic())
-
-    def __bool__(self) -> bool:
-        return self.remaining() > 0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ class Kafka:
 
 @pytest.fixture(scope="session")
 def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kafka]:
-    pytest.importorskip("confluent_kafka")
+    import confluent_kafka  # noqa: F401 - installed by the extras; must not skip
     broker = BrokerProcess("--in-memory", cwd=tmp_path_factory.mktemp("spark-broker"))
     try:
         broker.wait_ready()
@@ -131,8 +131,9 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kafka]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    pytest.importorskip("pyspark")
-    pytest.importorskip("pyarrow")
+    import pyarrow  # noqa: F401 - installed by the spark extra; must not skip
+    import pyspark  # noqa: F401
+
     from trikafka.spark import configure_environment, spark_session
 
     configure_environment()

@@ -6,9 +6,8 @@ SparkSession.
 
 from __future__ import annotations
 
+import confluent_kafka  # noqa: E402
 import pytest
-
-confluent_kafka = pytest.importorskip("confluent_kafka")
 
 from trikafka.spark.client import (  # noqa: E402
     KafkaClientError,

@@ -150,7 +150,7 @@ def _escape(text: str) -> str:
 
 
 def test_sink_columns_are_checked_like_sparks():
-    pytest.importorskip("pyspark")
+    import pyspark  # noqa: F401 - installed by the spark extra; must not skip
     from pyspark.sql import types as T
 
     from trikafka.spark.sink import WritePlan

@@ -10,11 +10,9 @@ import json
 import struct
 from datetime import UTC, datetime
 
+import pyarrow  # noqa: E402,F401 - installed by the spark extra; must not skip
+import pyspark  # noqa: E402,F401
 import pytest
-
-pytest.importorskip("pyspark")
-pytest.importorskip("pyarrow")
-
 from pyspark.errors import StreamingQueryException  # noqa: E402
 
 BASE_TS = 1_700_000_000_000  # ms; 2023-11-14T22:13:20Z

@@ -251,12 +251,12 @@ class GroupCoordinator:
             group.pending_members[new_id] = expiry
             self._spawn(self._expire_pending, group, new_id, name=f"pending-member:{new_id}")
             return _done(_join_error(ErrorCode.member_id_required, new_id))
-        member = MemberMetadata(
-            new_id, instance_id, client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols
+        return self._add_and_rebalance(
+            group, new_id, instance_id, client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols
         )
-        return self._add_and_rebalance(group, member)
 
-    def _add_and_rebalance(self, group: GroupMetadata, member: MemberMetadata) -> Waiter:
+    def _add_and_rebalance(self, group: GroupMetadata, *member_fields: Any) -> Waiter:
+        member = MemberMetadata(*member_fields)
         member.is_new = True
         member.awaiting_join = Waiter()
         member.heartbeat_deadline = trio.current_time() + member.session_timeout_ms / 1000
@@ -282,10 +282,9 @@ class GroupCoordinator:
             del group.pending_members[member_id]
             if self._full(group):
                 return _done(_join_error(ErrorCode.group_max_size_reached, member_id))
-            member = MemberMetadata(
-                member_id, instance_id, client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols
+            return self._add_and_rebalance(
+                group, member_id, instance_id, client_id, client_host, session_ms, rebalance_ms, protocol_type, protocols
             )
-            return self._add_and_rebalance(group, member)
         error = self._check_member(group, member_id, instance_id)
         if error is not None:
             return _done(_join_error(error, member_id))
