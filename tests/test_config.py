@@ -231,14 +231,6 @@ def test_connection_overrides(value, expected):
     assert BrokerConfig(max_connections_per_ip_overrides=value) == config
 
 
-def test_max_connections_for_uses_the_override():
-    config = BrokerConfig.from_mapping(
-        {"max.connections.per.ip": "10", "max.connections.per.ip.overrides": "10.0.0.1:2"}
-    )
-    assert config.max_connections_for("10.0.0.1") == 2
-    assert config.max_connections_for("10.0.0.2") == 10
-
-
 @pytest.mark.parametrize(
     ("value", "allowed"),
     [

@@ -419,8 +419,6 @@ class BrokerConfig:
             out[field.metadata["key"]] = text
         return out
 
-    def max_connections_for(self, host: str) -> int:
-        return self.max_connections_per_ip_overrides.get(host, self.max_connections_per_ip)
 
 
 def _fields_by_key() -> dict[str, attrs.Attribute]:

@@ -257,7 +257,6 @@ class GroupCoordinator:
 
     def _add_and_rebalance(self, group: GroupMetadata, *member_fields: Any) -> Waiter:
         member = MemberMetadata(*member_fields)
-        member.is_new = True
         member.awaiting_join = Waiter()
         member.heartbeat_deadline = trio.current_time() + member.session_timeout_ms / 1000
         group.add(member)
@@ -434,7 +433,6 @@ class GroupCoordinator:
         group.transition(C, self.now_ms())
         now = trio.current_time()
         for member in group.members.values():
-            member.is_new = False
             member.heartbeat_deadline = now + member.session_timeout_ms / 1000
             waiter, member.awaiting_join = member.awaiting_join, None
             if waiter is not None:

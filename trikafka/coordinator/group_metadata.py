@@ -56,7 +56,6 @@ class MemberMetadata:
     heartbeat_deadline: float = 0.0  # trio time after which the member has expired
     awaiting_join: Waiter | None = None
     awaiting_sync: Waiter | None = None
-    is_new: bool = False  # joined in this rebalance (Kafka's isNew)
 
     def metadata_for(self, protocol: str) -> bytes:
         for name, metadata in self.protocols:

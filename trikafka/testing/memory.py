@@ -42,10 +42,6 @@ class MemoryStream(trio.abc.HalfCloseableStream):
         await self.inner.aclose()
 
 
-def _addressed(stream: trio.StapledStream, local: tuple[str, int], remote: tuple[str, int]) -> MemoryStream:
-    return MemoryStream(stream, local, remote)
-
-
 class MemoryListener(trio.abc.Listener[trio.abc.Stream]):
     def __init__(self, host: str = "memory", port: int = 9092) -> None:
         self.host = host
@@ -61,12 +57,12 @@ class MemoryListener(trio.abc.Listener[trio.abc.Stream]):
         client, server = trio.testing.memory_stream_pair()
         client_address = (client_host, next(self._client_ports))
         server_address = (self.host, self.port)
-        server_end = _addressed(server, server_address, client_address)
+        server_end = MemoryStream(server, server_address, client_address)
         try:
             await self._send.send(server_end)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             raise trio.ClosedResourceError("listener is closed") from None
-        return _addressed(client, client_address, server_address)
+        return MemoryStream(client, client_address, server_address)
 
     async def accept(self) -> trio.abc.Stream:
         return await self._receive.receive()
