@@ -449,3 +449,42 @@ async def test_topic_deleted_during_a_long_poll(autojump_clock, caplog):
         (partition,) = result["response"].responses[0].partitions
         assert partition.error_code == ErrorCode.unknown_topic_or_partition
         assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+async def test_metadata_answers_follow_topic_changes(autojump_clock):
+    """The same question, asked again after each change, sees the change (answers are cached)."""
+
+    async def grow(client, name, count):
+        response = await client.request(request(37, 3, topics=[
+            {"name": name, "count": count, "assignments": None}], timeout=1000, validate_only=False))
+        assert response.results[0].error_code == ErrorCode.none
+
+    async def delete(client, name):
+        response = await client.request(request(20, 5, topic_names=[name], topics=[], timeout=1000))
+        assert response.responses[0].error_code == ErrorCode.none
+
+    def shape(md):
+        return [(t.name, t.error_code, t.topic_id, len(t.partitions)) for t in md.topics]
+
+    async with open_test_broker() as tb, tb.client() as client:
+        for names in (["t"], None):
+            assert shape(await metadata(client, names)) == (
+                [("t", ErrorCode.unknown_topic_or_partition, None, 0)] if names else []
+            )
+            first = await create_topic(client, "t", 1)
+            assert shape(await metadata(client, names)) == [("t", ErrorCode.none, first.topic_id, 1)]
+            assert shape(await metadata(client, names)) == [("t", ErrorCode.none, first.topic_id, 1)]
+            await grow(client, "t", 3)
+            assert shape(await metadata(client, names)) == [("t", ErrorCode.none, first.topic_id, 3)]
+            await delete(client, "t")
+            second = await create_topic(client, "t", 2)
+            assert second.topic_id != first.topic_id
+            assert shape(await metadata(client, names)) == [("t", ErrorCode.none, second.topic_id, 2)]
+            await delete(client, "t")
+            md = await metadata(client, names, auto_create=True)
+            if names:  # auto-created again: a new id
+                assert md.topics[0].error_code == ErrorCode.none
+                assert md.topics[0].topic_id not in (first.topic_id, second.topic_id)
+                await delete(client, "t")
+            else:
+                assert shape(md) == []

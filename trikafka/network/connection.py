@@ -34,6 +34,7 @@ from trikafka.network.request_channel import (
     CloseConnectionResponse,
     NoOpResponse,
     Request,
+    ResponseSlot,
     SendResponse,
 )
 from trikafka.protocol.framing import NEED_DATA, FrameDecoder
@@ -75,28 +76,30 @@ class Connection:
         self._decoder = FrameDecoder(processor.config.socket_request_max_bytes)
 
     async def run(self) -> None:
-        slot_send, slot_receive = trio.open_memory_channel(1)
+        slot = ResponseSlot()
         try:
-            async with slot_send, slot_receive:
-                await self._serve(slot_send, slot_receive)
+            await self._serve(slot)
         except _TRANSPORT_ERRORS as exc:
             self.close_reason = self.close_reason or f"transport: {type(exc).__name__}"
         finally:
+            slot.close()
             self.processor.connection_closed(self)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
 
-    async def _serve(self, slot_send: trio.MemorySendChannel, slot_receive) -> None:  # noqa: ANN001
+    async def _serve(self, slot: ResponseSlot) -> None:
         processor = self.processor
+        registry = processor.registry
+        now = processor.now
         idle_seconds = processor.config.connections_max_idle_ms / 1000
         while not processor.stopping:
             frame = await self._read_frame(idle_seconds)
             if frame is None:
                 return
             self.state = ConnectionState.MUTED
-            start = trio.current_time()
+            start = now()
             try:
-                decoded = decode_request(frame, processor.registry)
+                decoded = decode_request(frame, registry)
             except InvalidRequestError as exc:
                 self._reject(exc)
                 return
@@ -109,14 +112,14 @@ class Connection:
                 body=decoded.body,
                 spec=decoded.spec,
                 size=len(frame),
-                response_slot=slot_send,
+                response_slot=slot,
                 start_time=start,
             )
-            processor.busy(trio.current_time() - start)
+            processor.busy(now() - start)
             await processor.request_channel.send_request(request)
             self.state = ConnectionState.MUTED_AND_RESPONSE_PENDING
-            response = await slot_receive.receive()
-            request.response_dequeue_time = trio.current_time()
+            response = await slot.get()
+            request.response_dequeue_time = now()
             if isinstance(response, CloseConnectionResponse):
                 self.close_reason = "closed by the request handler"
                 return
@@ -124,7 +127,7 @@ class Connection:
                 await self._write(response.data)
             else:
                 assert isinstance(response, NoOpResponse)
-            done = trio.current_time()
+            done = now()
             self.last_activity = done
             self.state = ConnectionState.NOT_MUTED
             processor.record_request(request, done)

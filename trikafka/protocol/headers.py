@@ -33,6 +33,8 @@ __all__ = [
     "decode_request",
     "encode_request",
     "encode_response",
+    "encode_response_body",
+    "frame_response",
     "decode_response",
     "peek_api",
 ]
@@ -41,7 +43,7 @@ API_VERSIONS_KEY = 18
 _API_HEAD = struct.Struct(">hhi")
 
 
-@attrs.frozen
+@attrs.frozen(slots=True, cache_hash=False, eq=False)
 class DecodedRequest:
     header: object  # kio RequestHeader (v1 or v2)
     body: object | None  # None only for an unsupported ApiVersions version
@@ -115,16 +117,41 @@ def _frame(write) -> bytes:  # noqa: ANN001 - a callback writing into the buffer
     return buffer.getvalue()
 
 
+# A response header is the correlation id (v0) plus, when flexible (v1), an empty tagged-field
+# section: written by hand because kio's entity writer cost as much as a small body.
+_HEAD_V0 = struct.Struct(">ii")
+_HEAD_V1 = struct.Struct(">iiB")
+
+
+def _response_head(spec: ApiVersionSpec) -> struct.Struct:
+    return _HEAD_V1 if spec.response_header_type.__flexible__ else _HEAD_V0
+
+
 def encode_response(spec: ApiVersionSpec, correlation_id: int, body: object) -> bytes:
     """A whole response frame (size prefix, header, body) as one buffer."""
+    head = _response_head(spec)
+    buffer = io.BytesIO()
+    buffer.write(bytes(head.size))
+    spec.write_response(buffer, body)
+    data = buffer.getbuffer()
+    head.pack_into(data, 0, len(data) - 4, correlation_id, *((0,) if head is _HEAD_V1 else ()))
+    del data
+    return buffer.getvalue()
 
-    def write(buffer: io.BytesIO) -> None:
-        spec.write_response_header(
-            buffer, spec.response_header_type(correlation_id=i32(correlation_id))
-        )
-        spec.write_response(buffer, body)
 
-    return _frame(write)
+def encode_response_body(spec: ApiVersionSpec, body: object) -> bytes:
+    """The body alone, for answers that do not change between requests (cached by callers)."""
+    buffer = io.BytesIO()
+    spec.write_response(buffer, body)
+    return buffer.getvalue()
+
+
+def frame_response(spec: ApiVersionSpec, correlation_id: int, body: bytes) -> bytes:
+    """A response frame around an already encoded body."""
+    head = _response_head(spec)
+    if head is _HEAD_V1:
+        return head.pack(len(body) + 5, correlation_id, 0) + body
+    return head.pack(len(body) + 4, correlation_id) + body
 
 
 def encode_request(

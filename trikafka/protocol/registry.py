@@ -1,8 +1,8 @@
 """The API registry: api key → the versions trikafka implements → kio entity classes.
 
 ``ApiVersions`` advertises exactly this table, so an API appears here only once KafkaApis
-implements every version listed. Readers and writers are resolved when a registry is built
-(once, at start-up), never per request.
+implements every version listed. Readers and writers are resolved once per (api, version), on
+first use, never per request.
 """
 
 from __future__ import annotations
@@ -119,25 +119,36 @@ class ApiVersionSpec:
 
 
 class ApiRegistry:
-    """The resolved table of supported (api key, version) pairs."""
+    """The table of supported (api key, version) pairs, each resolved to kio on first use.
+
+    Resolving every version of every API up front took ~1 s at start-up (kio imports a module
+    per version and builds its readers and writers); a broker that is only ever asked
+    ApiVersions, Metadata and Produce should not pay for the other 250. The table itself is
+    checked against kio's schema index at construction, so a version kio lacks still fails
+    at start, not on the first request.
+    """
 
     def __init__(self, supported: Mapping[int, tuple[int, int]] | None = None) -> None:
         self.supported: dict[int, tuple[int, int]] = dict(
             IMPLEMENTED_APIS if supported is None else supported
         )
         self._specs: dict[tuple[int, int], ApiVersionSpec] = {}
+        self._known: set[tuple[int, int]] = set()
         for api_key, (lo, hi) in self.supported.items():
             available = set(kio_versions(api_key))
             for version in range(lo, hi + 1):
                 if version not in available:
                     raise ValueError(f"kio has no schema for {api_name(api_key)} v{version}")
-                self._specs[api_key, version] = ApiVersionSpec.resolve(api_key, version)
+                self._known.add((api_key, version))
 
     def get(self, api_key: int, version: int) -> ApiVersionSpec | None:
-        return self._specs.get((api_key, version))
+        spec = self._specs.get((api_key, version))
+        if spec is None and (api_key, version) in self._known:
+            spec = self._specs[api_key, version] = ApiVersionSpec.resolve(api_key, version)
+        return spec
 
     def is_supported(self, api_key: int, version: int) -> bool:
-        return (api_key, version) in self._specs
+        return (api_key, version) in self._known
 
     def ranges(self) -> Iterable[tuple[int, int, int]]:
         """(api key, min, max) for ApiVersions, sorted by api key."""

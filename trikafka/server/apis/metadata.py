@@ -4,6 +4,13 @@ Unknown topics are created on the spot when the client allows it (``allow_auto_t
 implied before v4) and ``auto.create.topics.enable`` is on. Kafka answers LEADER_NOT_AVAILABLE
 while a new topic's leader is elected; a single broker creates synchronously, so the new topic
 comes back ready. Illegal names get INVALID_TOPIC_EXCEPTION; v12+ may name topics by id.
+
+Answers are cached as encoded bytes: building and encoding a one-topic answer with kio took
+~50 µs, several times the rest of the request's cost, and clients ask the same question over
+and over. The cache key holds everything the answer depends on — version, listener, and for
+each topic asked about its name, id and partition count — so a created, deleted, recreated or
+grown topic misses. A question naming a topic that does not exist is never cached (it may
+create the topic).
 """
 
 from __future__ import annotations
@@ -11,15 +18,17 @@ from __future__ import annotations
 from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
-from trikafka.network.request_channel import Request
+from trikafka.network.request_channel import Request, SendResponse
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiFamily
+from trikafka.protocol.headers import encode_response_body, frame_response
+from trikafka.server.kafka_apis import ApiContext, ApiFamily
 from trikafka.server.replica_manager import LEADER_EPOCH
 from trikafka.server.topics import validate_topic_name
 
 __all__ = ["MetadataApis", "topic_metadata"]
 
 METADATA_KEY = 3
+CACHED_ANSWERS = 256  # distinct questions remembered; the cache is emptied when full
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
@@ -57,10 +66,50 @@ def _error_topic(name: str | None, code: ErrorCode, topic_id: Any = None) -> dic
 
 
 class MetadataApis(ApiFamily):
+    def __init__(self, context: ApiContext) -> None:
+        super().__init__(context)
+        self._answers: dict[tuple, bytes] = {}
+
     def handlers(self) -> dict[int, Any]:
         return {METADATA_KEY: self.handle_topic_metadata_request}
 
     async def handle_topic_metadata_request(self, request: Request) -> Any:
+        key = self._cache_key(request)
+        if key is None:
+            return self._answer(request)
+        encoded = self._answers.get(key)
+        if encoded is None:
+            if len(self._answers) >= CACHED_ANSWERS:
+                self._answers.clear()
+            encoded = encode_response_body(request.spec, self._answer(request))
+            self._answers[key] = encoded
+        return SendResponse(frame_response(request.spec, request.correlation_id, encoded))
+
+    def _cache_key(self, request: Request) -> tuple | None:
+        """What the answer depends on, or None when it must not be cached."""
+        replicas = self.replicas
+        if replicas is None:
+            return None
+        body = request.body
+        topics = replicas.topics
+        if body.topics is None or (request.api_version == 0 and not body.topics):
+            state = tuple((t.name, t.topic_id, t.partitions) for t in topics)
+        else:
+            parts = []
+            for wanted in body.topics:
+                name = wanted.name
+                if name is None:
+                    topic_id = getattr(wanted, "topic_id", None)
+                    topic = replicas.topic_by_id(topic_id) if topic_id else None
+                else:
+                    topic = topics.get(name)
+                if topic is None:
+                    return None
+                parts.append((name, topic.topic_id, topic.partitions))
+            state = tuple(parts)
+        return (request.api_version, request.listener_name, state)
+
+    def _answer(self, request: Request) -> Any:
         cache = self.context.metadata_cache
         body = request.body
         node_id = self.context.config.node_id
