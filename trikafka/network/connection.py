@@ -74,6 +74,9 @@ class Connection:
         self.read_scope: trio.CancelScope | None = None
         self.close_reason: str | None = None
         self._decoder = FrameDecoder(processor.config.socket_request_max_bytes)
+        # Large frames are received straight into their own buffer when the transport is a
+        # socket (the in-memory transport of the tests has no recv_into).
+        self._recv_into = stream.socket.recv_into if isinstance(stream, trio.SocketStream) else None
 
     async def run(self) -> None:
         slot = ResponseSlot()
@@ -142,18 +145,27 @@ class Connection:
             self.read_scope = scope
             if self.processor.stopping:
                 scope.cancel()
+            recv_into = self._recv_into
             while True:
                 with trio.move_on_at(self.last_activity + idle_seconds) as idle:
-                    data = await self.stream.receive_some(RECEIVE_SIZE)
+                    into = decoder.unfilled() if recv_into is not None else None
+                    if into is None:
+                        data = await self.stream.receive_some(RECEIVE_SIZE)
+                        count = len(data)
+                    else:
+                        count = await recv_into(into)
                 if idle.cancelled_caught:
                     self.close_reason = "idle"
                     log.debug("closing idle connection %s", self.connection_id)
                     return None
-                if not data:
+                if not count:
                     self.close_reason = "closed by the client"
                     return None
                 self.last_activity = trio.current_time()
-                decoder.receive_data(data)
+                if into is None:
+                    decoder.receive_data(data)
+                else:
+                    decoder.received_into(count)
                 frame = self._next_buffered()
                 if frame is not NEED_DATA:
                     return frame  # type: ignore[return-value]

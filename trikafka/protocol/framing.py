@@ -30,33 +30,80 @@ def encode_frame(payload: bytes) -> bytes:
 
 
 class FrameDecoder:
-    """Splits a byte stream into frames of at most ``max_size`` bytes."""
+    """Splits a byte stream into frames of at most ``max_size`` bytes.
 
-    __slots__ = ("_buffer", "_start", "max_size", "_expected")
+    Small frames are cut out of one accumulating buffer and handed out as ``bytes``. A frame
+    of ``large_frame`` bytes or more (a produce of big batches) is assembled in a buffer of
+    its own, sized from the prefix, that the transport's bytes are copied into once — or
+    received into directly through :meth:`unfilled` — and handed out as a read-only
+    memoryview, **valid until the next call to** :meth:`next_frame`: the buffer is reused
+    for the next large frame (up to ``keep_spare`` bytes). Why: on this VM first-touching
+    fresh memory costs ~0.4 ms per MiB in page faults, and accumulating a 1 MiB produce,
+    slicing it out and copying it again touched three fresh MiB per request — half the
+    broker's CPU under a 10 KB-message produce load. The request is decoded (kio copies
+    what it keeps) before the connection asks for another frame, so reuse is safe.
+    """
 
-    def __init__(self, max_size: int) -> None:
+    __slots__ = (
+        "_buffer", "_start", "max_size", "_expected", "_large", "_filled", "_spare",
+        "large_frame", "keep_spare",
+    )
+
+    def __init__(
+        self, max_size: int, large_frame: int = 64 * 1024, keep_spare: int = 4 * 1024 * 1024
+    ) -> None:
         self.max_size = max_size
+        self.large_frame = large_frame
+        self.keep_spare = keep_spare
         self._buffer = bytearray()
         self._start = 0  # bytes before this index are consumed, cut lazily
-        self._expected: int | None = None  # body size of the frame being assembled
+        self._expected: int | None = None  # body size of the small frame being assembled
+        self._large: memoryview | None = None  # the large frame being filled (writable)
+        self._filled = 0
+        self._spare: bytearray | None = None  # the last large frame's buffer, for reuse
 
     @property
     def buffered(self) -> int:
         """Bytes received and not yet handed out as frames."""
-        return len(self._buffer) - self._start
+        return len(self._buffer) - self._start + self._filled
 
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
+        large = self._large
+        if large is not None:
+            take = min(len(data), len(large) - self._filled)
+            large[self._filled : self._filled + take] = data[:take] if take < len(data) else data
+            self._filled += take
+            if take == len(data):
+                return
+            data = memoryview(data)[take:]  # the next frame's first bytes
         if self._start:
             # Cut consumed bytes once per receive, not once per frame.
             del self._buffer[: self._start]
             self._start = 0
         self._buffer += data
 
-    def next_frame(self) -> bytes | _Sentinel:
+    def unfilled(self) -> memoryview | None:
+        """The rest of the large frame being assembled, to receive into; else None."""
+        if self._large is None:
+            return None
+        return self._large[self._filled :]
+
+    def received_into(self, count: int) -> None:
+        """``count`` bytes were written into :meth:`unfilled`'s view."""
+        self._filled += count
+
+    def next_frame(self) -> bytes | memoryview | _Sentinel:
         """Return the next whole frame's body, or ``NEED_DATA``.
 
         Raises :class:`FrameSizeError` as soon as a size prefix is out of range.
         """
+        large = self._large
+        if large is not None:
+            if self._filled < len(large):
+                return NEED_DATA
+            self._large = None
+            self._filled = 0
+            return large.toreadonly()
         buf = self._buffer
         start = self._start
         if self._expected is None:
@@ -67,16 +114,35 @@ class FrameDecoder:
                 raise FrameSizeError(
                     f"frame size {size} is outside 0..{self.max_size} (socket.request.max.bytes)"
                 )
-            self._expected = size
             start += 4
             self._start = start
+            if size >= self.large_frame:
+                self._begin_large(size)
+                return self.next_frame()
+            self._expected = size
         size = self._expected
         if len(buf) - start < size:
             return NEED_DATA
-        frame = bytes(buf[start : start + size])
+        with memoryview(buf) as view:
+            frame = bytes(view[start : start + size])
         self._start = start + size
         self._expected = None
         if self._start == len(buf):
             buf.clear()
             self._start = 0
         return frame
+
+    def _begin_large(self, size: int) -> None:
+        spare = self._spare
+        if spare is None or len(spare) < size:
+            spare = bytearray(size)
+            self._spare = spare if size <= self.keep_spare else None
+        large = memoryview(spare)[:size]
+        buf = self._buffer
+        start = self._start
+        have = min(len(buf) - start, size)
+        with memoryview(buf) as view:
+            large[:have] = view[start : start + have]
+        self._start = start + have
+        self._large = large
+        self._filled = have
