@@ -19,6 +19,8 @@ from trikafka.protocol.records import (
     BATCH_HEADER_SIZE,
     Compression,
     TimestampType,
+    _read_varint,
+    _walk_records,
     assign_offsets,
     build_batch,
     iter_batches,
@@ -238,3 +240,77 @@ def test_kafka_python_reads_our_batches_and_we_read_its_batches():
         (0, 10, b"a", (("x", b"y"),)),
         (1, 5, None, ()),
     ]
+
+
+def _reference_walk(view, position, end, count):
+    """Every field through _read_varint: the record walk without its inline fast path."""
+    for index in range(count):
+        if position >= end:
+            raise InvalidRecordError("too few records")
+        length, position = _read_varint(view, position, end)
+        record_end = position + length
+        if length <= 0 or record_end > end:
+            raise InvalidRecordError("bad record size")
+        p = position + 1
+        _, p = _read_varint(view, p, record_end, 10)
+        delta, p = _read_varint(view, p, record_end)
+        for minimum in (-1, -1):
+            size, p = _read_varint(view, p, record_end)
+            if size < minimum:
+                raise InvalidRecordError("bad key/value size")
+            p += max(size, 0)
+        headers, p = _read_varint(view, p, record_end)
+        if headers < 0:
+            raise InvalidRecordError("bad header count")
+        for _ in range(headers):
+            for minimum in (0, -1):
+                size, p = _read_varint(view, p, record_end)
+                if size < minimum:
+                    raise InvalidRecordError("bad header size")
+                p += max(size, 0)
+        if p != record_end or delta != index:
+            raise InvalidRecordError("bad record")
+        position = record_end
+    if position != end:
+        raise InvalidRecordError("trailing bytes")
+
+
+# Sizes around the varint byte boundaries (63/64 is where zig-zag needs a second byte).
+_sized = st.sampled_from([0, 1, 63, 64, 65, 127, 128, 200, 8191, 8192]).map(lambda n: b"x" * n)
+_record_strategy = st.tuples(
+    st.none() | _sized | st.binary(max_size=100),
+    st.none() | _sized | st.binary(max_size=100),
+    st.lists(st.tuples(st.text(max_size=70), st.none() | st.binary(max_size=70)), max_size=2),
+    st.integers(0, 2**40),
+)
+
+
+@DETERMINISTIC
+@given(
+    records=st.lists(_record_strategy, min_size=1, max_size=5),
+    edits=st.lists(st.tuples(st.integers(0), st.integers(0, 255)), max_size=3),
+    count_change=st.integers(-1, 1),
+)
+def test_record_walk_agrees_with_a_varint_by_varint_walk(records, edits, count_change):
+    """The walk's inline one-byte varints accept and refuse exactly what reading every varint
+    with _read_varint does — on good records (multi-byte sizes and timestamps included) and on
+    records with bytes overwritten."""
+    batch = bytearray(build_batch(records))
+    area = range(BATCH_HEADER_SIZE, len(batch))
+    for where, value in edits:
+        batch[area[where % len(area)]] = value
+    count = len(records) + count_change
+    view = memoryview(bytes(batch))
+    outcomes = []
+    for walk in (
+        lambda: _walk_records(view, BATCH_HEADER_SIZE, len(view), count, 0),
+        lambda: _reference_walk(view, BATCH_HEADER_SIZE, len(view), count),
+    ):
+        try:
+            walk()
+            outcomes.append("ok")
+        except InvalidRecordError:
+            outcomes.append("invalid")
+    assert outcomes[0] == outcomes[1]
+    if not edits and not count_change:
+        assert outcomes == ["ok", "ok"]
