@@ -31,6 +31,7 @@ import trio
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
+from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
 from trikafka.log.manager import LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
@@ -45,6 +46,7 @@ from trikafka.server.apis.offsets import OffsetApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
 from trikafka.server.apis.topics import TopicAdminApis
+from trikafka.server.apis.transactions import TransactionApis
 from trikafka.server.apis.versions import ApiVersionsApis
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
@@ -119,6 +121,9 @@ class Broker:
         )
         self.replica_manager = ReplicaManager(self.config, self.log_manager)
         self.group_coordinator = GroupCoordinator(self.config, self._offset_store(), self.now_ms)
+        self.transaction_coordinator = TransactionCoordinator.for_broker(
+            self.config, self.replica_manager, self.group_coordinator, self.now_ms
+        )
         self.context = ApiContext(
             config=self.config,
             registry=self.registry,
@@ -129,6 +134,7 @@ class Broker:
             extras={
                 "replica_manager": self.replica_manager,
                 "group_coordinator": self.group_coordinator,
+                "transaction_coordinator": self.transaction_coordinator,
             },
             now_ms=self.now_ms,
         )
@@ -143,6 +149,7 @@ class Broker:
             ConfigApis,
             ClusterApis,
             GroupApis,
+            TransactionApis,
         ]
         self.apis = KafkaApis(self.context, [family(self.context) for family in families])
         self.handler_pool = RequestHandlerPool(
@@ -203,6 +210,7 @@ class Broker:
                 await nursery.start(self.log_manager.run, name="log-manager")
                 await nursery.start(self.purgatory.run, name="purgatory")
                 await nursery.start(self.group_coordinator.run, name="group-coordinator")
+                await nursery.start(self.transaction_coordinator.run, name="transaction-coordinator")
                 await nursery.start(self.handler_pool.run, name="request-handler-pool")
                 self.endpoints = await nursery.start(self.socket_server.run, name="socket-server")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)

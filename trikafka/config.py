@@ -350,6 +350,14 @@ class BrokerConfig:
     offset_metadata_max_bytes: int = _int_field(
         "offset.metadata.max.bytes", 4096, "Largest metadata string stored with a committed offset.", 0, INT32_MAX
     )
+    # --- transactions -------------------------------------------------------------------
+    transaction_max_timeout_ms: int = _int_field(
+        "transaction.max.timeout.ms",
+        900000,
+        "Largest transaction timeout a producer may ask for; above it InitProducerId answers INVALID_TRANSACTION_TIMEOUT.",
+        1,
+        INT32_MAX,
+    )
     shutdown_grace_ms: int = _int_field(
         "shutdown.grace.ms",
         5000,

@@ -7,7 +7,6 @@ One SparkSession serves the whole module (see conftest); streaming queries run w
 from __future__ import annotations
 
 import json
-import struct
 from datetime import UTC, datetime
 
 import pyarrow  # noqa: E402,F401 - installed by the spark extra; must not skip
@@ -221,53 +220,33 @@ def test_deleted_offsets_are_data_loss_unless_fail_on_data_loss_is_false(kafka, 
     assert [r.offset for r in rows] == [15, 16, 17, 18, 19]
 
 
+def _transactional_producer(kafka, name: str):
+    from confluent_kafka import Producer
+
+    from .conftest import LIBRDKAFKA
+
+    producer = Producer({
+        "bootstrap.servers": kafka.bootstrap, "transactional.id": f"{name}-{id(kafka)}", "linger.ms": 5,
+        "logger": LIBRDKAFKA,
+    })
+    producer.init_transactions(30)
+    return producer
+
+
 def _produce_transaction(kafka, topic: str) -> None:
     """Offsets 0-2 an aborted transaction, 3 its abort marker, 4-5 committed, 6 the commit
-    marker, 7 a plain record — built by hand, as no client here can produce transactions to
-    a broker without a transaction coordinator."""
-    import time
-
-    import trio
-    from kio.schema.errors import ErrorCode
-
-    from trikafka.client import connect_tcp
-    from trikafka.protocol.entities import build
-    from trikafka.protocol.records import build_batch
-    from trikafka.protocol.registry import ApiRegistry
-
-    registry = ApiRegistry()
-    host, port = kafka.bootstrap.rsplit(":", 1)
-    now = int(time.time() * 1000)
-    errors: list = []
-
-    def request(api_key, version, **fields):
-        return build(registry.get(api_key, version).request_type, **fields)
-
-    def marker(commit: bool) -> tuple:
-        return (struct.pack(">hh", 0, int(commit)), struct.pack(">hi", 0, 0), [], now)
-
-    async def main():
-        with trio.fail_after(30):
-            async with connect_tcp(host, int(port)) as client:
-                init = await client.request(request(22, 1, transactional_id=None, transaction_timeout=60000))
-                pid, epoch = init.producer_id, init.producer_epoch
-                batches = [
-                    build_batch([(b"t", b"aborted%d" % i, [], now) for i in range(3)], producer_id=pid, producer_epoch=epoch, base_sequence=0, transactional=True),
-                    build_batch([marker(False)], producer_id=pid, producer_epoch=epoch, transactional=True, control=True),
-                    build_batch([(b"t", b"committed%d" % i, [], now) for i in range(2)], producer_id=pid, producer_epoch=epoch, base_sequence=3, transactional=True),
-                    build_batch([marker(True)], producer_id=pid, producer_epoch=epoch, transactional=True, control=True),
-                    build_batch([(b"t", b"plain", [], now)]),
-                ]
-                for batch in batches:
-                    response = await client.request(
-                        request(0, 9, transactional_id=None, acks=-1, timeout=1000, topic_data=[
-                            {"name": topic, "topic_id": None, "partition_data": [{"index": 0, "records": batch}]}
-                        ])
-                    )
-                    errors.append(response.responses[0].partition_responses[0].error_code)
-
-    trio.run(main)
-    assert errors == [ErrorCode.none] * 5
+    marker, 7 a plain record — through librdkafka's transactional producer."""
+    producer = _transactional_producer(kafka, topic)
+    producer.begin_transaction()
+    for i in range(3):
+        producer.produce(topic, b"aborted%d" % i, b"t", partition=0)
+    producer.flush(30)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    for i in range(2):
+        producer.produce(topic, b"committed%d" % i, b"t", partition=0)
+    producer.commit_transaction(30)
+    kafka.produce(topic, [{"key": b"t", "value": b"plain", "partition": 0}])
 
 
 def _read_values(spark, kafka, topic, **options):
@@ -289,18 +268,32 @@ def test_transaction_markers_leave_gaps_that_end_the_range(kafka, spark):
     assert _read_values(spark, kafka, topic, endingOffsets=json.dumps({topic: {"0": 7}}))[-1] == (5, b"committed1")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="trikafka has no transactions yet: Fetch returns no aborted_transactions, so "
-    "librdkafka cannot tell aborted records apart under read_committed",
-)
 def test_read_committed_skips_aborted_records(kafka, spark):
     topic = kafka.topic("txn-committed")
     _produce_transaction(kafka, topic)
+    committed = {"kafka.isolation.level": "read_committed"}
 
-    assert _read_values(spark, kafka, topic, **{"kafka.isolation.level": "read_committed"}) == [
+    assert _read_values(spark, kafka, topic, **committed) == [
         (4, b"committed0"), (5, b"committed1"), (7, b"plain"),
     ]
+    # Ranges that end on a marker, or hold nothing but an aborted transaction and its
+    # marker, end too: no record with their last offset is ever delivered.
+    assert _read_values(spark, kafka, topic, endingOffsets=json.dumps({topic: {"0": 7}}), **committed) == [
+        (4, b"committed0"), (5, b"committed1"),
+    ]
+    assert _read_values(spark, kafka, topic, endingOffsets=json.dumps({topic: {"0": 4}}), **committed) == []
+
+    # A transaction still open: "latest" is the last stable offset, so the batch stops before
+    # it (and does not wait for it); once committed, its records are read.
+    producer = _transactional_producer(kafka, f"{topic}-open")
+    producer.begin_transaction()
+    producer.produce(topic, b"pending", b"t", partition=0)
+    producer.flush(30)
+    try:
+        assert _read_values(spark, kafka, topic, **committed)[-1] == (7, b"plain")
+    finally:
+        producer.commit_transaction(30)
+    assert _read_values(spark, kafka, topic, **committed)[-1] == (8, b"pending")
 
 
 def test_bad_options_are_refused_with_sparks_message(kafka, spark):

@@ -667,6 +667,44 @@ class GroupCoordinator:
             self.store.write(group_id, records)
         return result
 
+    def commit_transactional_offsets(
+        self, group_id: str, offsets: dict[tuple[str, int], tuple[int, int, str | None]]
+    ) -> None:
+        """A committed transaction's offsets (TxnOffsetCommit, then EndTxn commit): stored like
+        any commit; the member checks were made when they were sent."""
+        group = self.groups.get(group_id)
+        if group is None or group.is_(D):
+            group = self.groups[group_id] = GroupMetadata(group_id, state_since_ms=self.now_ms())
+        now = self.now_ms()
+        records = []
+        for tp, (offset, leader_epoch, metadata) in offsets.items():
+            group.offsets[tp] = OffsetAndMetadata(offset, leader_epoch, metadata, now)
+            records.append(
+                (
+                    offset_key(group_id, *tp),
+                    {"offset": offset, "leader_epoch": leader_epoch, "metadata": metadata, "timestamp": now},
+                )
+            )
+        if self.store is not None:
+            self.store.write(group_id, records)
+
+    def check_transactional_member(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+    ) -> ErrorCode | None:
+        """TxnOffsetCommit v3+ (KIP-447) names the member and generation: check them as an
+        OffsetCommit would; a generation of -1 (a producer outside any group) skips this."""
+        if generation_id < 0:
+            return None
+        group = self.groups.get(group_id)
+        if group is None or group.is_(D):
+            return ErrorCode.illegal_generation
+        error = self._check_member(group, member_id, instance_id)
+        if error is not None:
+            return error
+        if generation_id != group.generation_id:
+            return ErrorCode.illegal_generation
+        return None
+
     def fetch_offsets(
         self, group_id: str, partitions: list[tuple[str, int]] | None
     ) -> tuple[ErrorCode, dict[tuple[str, int], OffsetAndMetadata | None]]:

@@ -28,6 +28,11 @@ on disk whole. So on open:
 After a clean shutdown (the manager's ``.kafka_cleanshutdown`` marker, as in Kafka) step 3 is
 skipped: every segment was flushed and its indexes written by :meth:`Log.close`.
 
+5. A partition that ever held a transactional batch has a ``trikafka-transactional`` marker
+   file; for those the open and aborted transactions are rebuilt by scanning the batch
+   headers (:meth:`Log.rebuild_transactions`), so the last stable offset and the aborted
+   index are right from the first fetch.
+
 The recovery point is not advanced by recovery: the kept bytes were read back from the page
 cache, which says nothing about the disk. The next flush advances it.
 """
@@ -55,6 +60,8 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 LOG_SUFFIX = ".log"
+#: Left in a partition's directory once it holds a transactional batch (see step 5).
+TRANSACTIONAL_MARKER = "trikafka-transactional"
 DELETED_SUFFIX = ".deleted"
 _INDEX_SUFFIXES = (OffsetIndex.suffix, TimeIndex.suffix)
 _LEFTOVER_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")
@@ -229,6 +236,14 @@ class FileLog(Log):
             log_start_offset=log_start_offset,
             recovery_point=recovery_point,
         )
+        self._transactional = (self.directory / TRANSACTIONAL_MARKER).exists()
+        if self._transactional:
+            self.rebuild_transactions()
+
+    def _note_transactional(self) -> None:
+        if not self._transactional:
+            (self.directory / TRANSACTIONAL_MARKER).touch()
+            self._transactional = True
 
     @classmethod
     def open(

@@ -18,6 +18,10 @@ suite against both.
   ``log_end_offset`` is the next offset to assign. With one replica the high watermark is the
   log end offset. Both are also :class:`trio_util.AsyncValue` s, so a long-poll Fetch waits on
   ``high_watermark.wait_value(...)`` instead of polling.
+* **Transactions** (:mod:`trikafka.log.transactions`): the log tracks the open transactions
+  of its producers and the aborted ones; ``last_stable_offset`` (an ``AsyncValue`` too) is
+  the first offset of the oldest open transaction, else the high watermark.
+  ``read(..., max_offset=lso)`` serves ``read_committed`` fetches.
 * **Time** comes in as arguments (milliseconds) or from the injected ``clock``, never from a
   wall clock read here, so tests drive retention and rolling with a fake clock.
 * **Durability**: appends go to the store (the OS page cache for files) without fsync.
@@ -32,6 +36,7 @@ log's invariants simple (no method interleaves with another) and the tests free 
 
 from __future__ import annotations
 
+import struct
 import time
 from bisect import bisect_right
 from collections.abc import Callable
@@ -43,7 +48,9 @@ from trio_util import AsyncValue
 from trikafka.errors import InvalidRecordError, KafkaProtocolError
 from trikafka.log.config import LogConfig
 from trikafka.log.segment import Segment, SegmentStore, SyncHandle
+from trikafka.log.transactions import AbortedTxn, TransactionTracker
 from trikafka.protocol.records import (
+    LOG_OVERHEAD,
     NO_TIMESTAMP,
     assign_offsets,
     iter_batches,
@@ -53,6 +60,7 @@ from trikafka.protocol.records import (
 __all__ = ["AppendInfo", "Clock", "FetchData", "FlushJob", "Log", "wall_clock_ms"]
 
 Clock = Callable[[], float]
+_OFFSET_LENGTH = struct.Struct(">qi")  # baseOffset, batchLength
 
 
 def wall_clock_ms() -> float:
@@ -132,6 +140,8 @@ class Log:
         self.recovery_point = min(recovery_point, end)
         self.high_watermark: AsyncValue[int] = AsyncValue(end)
         self.log_end_offset_value: AsyncValue[int] = AsyncValue(end)
+        self.transactions = TransactionTracker()
+        self.last_stable_offset: AsyncValue[int] = AsyncValue(end)
         self._unflushed_messages = 0
         self._rolled_since_flush = False
         self._last_flush_ms = self._clock()
@@ -204,6 +214,45 @@ class Log:
     def _set_end(self, offset: int) -> None:
         self.log_end_offset_value.value = offset
         self.high_watermark.value = offset
+        self._update_lso()
+
+    def _update_lso(self) -> None:
+        """LSO = first offset of the oldest open transaction, else the high watermark; never
+        below the log start offset (DeleteRecords may pass an open transaction's start)."""
+        high = self.high_watermark.value
+        first = self.transactions.first_unstable_offset() if self.transactions.ongoing else None
+        lso = high if first is None else max(min(first, high), self._log_start_offset)
+        if self.last_stable_offset.value != lso:
+            self.last_stable_offset.value = lso
+
+    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping ``[start, end)`` (for a read_committed Fetch)."""
+        return self.transactions.aborted_between(start, end)
+
+    def _note_transactional(self) -> None:
+        """Hook: the log now holds transactional batches (files leave a marker)."""
+
+    def _track_transactions(self, data: bytes | bytearray | memoryview, headers: list) -> None:
+        self._note_transactional()
+        for header in headers:
+            self.transactions.observe(data, header)
+
+    def rebuild_transactions(self) -> None:
+        """Rebuild the transaction state by scanning every batch header (recovery)."""
+        tracker = self.transactions
+        tracker.clear()
+        for segment in self._segments:
+            for header in segment.scan():
+                if not header.attributes & 0x30:
+                    continue
+                if header.is_control:
+                    data = segment.store.pread(header.position, header.size)
+                    relative = parse_batch_header(data, 0)
+                    tracker.observe(data, relative)
+                else:
+                    tracker.observe(b"", header)
+        tracker.drop_before(self._log_start_offset)
+        self._update_lso()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -256,7 +305,10 @@ class Log:
         next_offset, _, _ = assign_offsets(
             data, first, leader_epoch=leader_epoch, log_append_time_ms=append_time
         )
-        segment.append(data, [parse_batch_header(data, h.position) for h in headers], now)
+        patched = [parse_batch_header(data, h.position) for h in headers]
+        segment.append(data, patched, now)
+        if TransactionTracker.concerns(patched):
+            self._track_transactions(data, patched)
         self._unflushed_messages += next_offset - first
         self._set_end(next_offset)
         if flush_inline and self.flush_messages_due:
@@ -305,16 +357,27 @@ class Log:
                 ErrorCode.offset_out_of_range,
             )
 
-    def read(self, offset: int, max_bytes: int, *, min_one_batch: bool = True) -> FetchData:
+    def read(
+        self, offset: int, max_bytes: int, *, min_one_batch: bool = True, max_offset: int | None = None
+    ) -> FetchData:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` (one segment).
 
         Raises OFFSET_OUT_OF_RANGE outside ``[log_start_offset, log_end_offset]``; at the log
-        end offset the answer is empty.
+        end offset the answer is empty. With ``max_offset`` (the last stable offset, for
+        read_committed) only batches starting below it are returned.
         """
         self._check_open()
         self._check_offset(offset)
         chunks: list[bytes | memoryview] = []
-        if offset < self.log_end_offset:
+        end = self.log_end_offset
+        if max_offset is not None and max_offset < end:
+            if offset >= max_offset:
+                return FetchData((), self.high_watermark.value, self._log_start_offset)
+            found = self.read(offset, max_bytes, min_one_batch=min_one_batch)
+            return FetchData(
+                _cut_at(found.chunks, max_offset), found.high_watermark, found.log_start_offset
+            )
+        if offset < end:
             i = max(bisect_right(self._segments, offset, key=_base_offset) - 1, 0)
             for segment in self._segments[i:]:
                 found = segment.read(offset, max_bytes, min_one_batch)
@@ -353,6 +416,8 @@ class Log:
                 ErrorCode.offset_out_of_range,
             )
         self._log_start_offset = max(self._log_start_offset, offset)
+        self.transactions.drop_before(self._log_start_offset)
+        self._update_lso()
         return self._log_start_offset
 
     def apply_retention(self, now_ms: float) -> list[Segment]:
@@ -394,6 +459,8 @@ class Log:
             segment.store.mark_deleted()
         if detached:
             self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
+            self.transactions.drop_before(self._log_start_offset)
+            self._update_lso()
         return detached
 
     def truncate_fully(self, start_offset: int = 0) -> None:
@@ -406,6 +473,7 @@ class Log:
         self._log_start_offset = start_offset
         self.recovery_point = start_offset
         self._unflushed_messages = 0
+        self.transactions.clear()
         self._set_end(start_offset)
 
     # --- durability --------------------------------------------------------------------------
@@ -471,3 +539,20 @@ class Log:
 
 def _base_offset(segment: Segment) -> int:
     return segment.base_offset
+
+
+def _cut_at(chunks: tuple[bytes | memoryview, ...], max_offset: int) -> tuple[bytes | memoryview, ...]:
+    """The whole batches of ``chunks`` that start below ``max_offset``."""
+    if not chunks:
+        return chunks
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    view = memoryview(data)
+    position = 0
+    while position + LOG_OVERHEAD <= len(view):
+        base_offset, length = _OFFSET_LENGTH.unpack_from(view, position)
+        if base_offset >= max_offset:
+            break
+        position += length + LOG_OVERHEAD
+    if position >= len(view):
+        return chunks
+    return (view[:position],) if position else ()

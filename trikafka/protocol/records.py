@@ -45,6 +45,8 @@ from trikafka.errors import CorruptRecordError, InvalidRecordError, KafkaProtoco
 
 __all__ = [
     "BATCH_HEADER_SIZE",
+    "CONTROL_ABORT",
+    "CONTROL_COMMIT",
     "LOG_OVERHEAD",
     "NO_PRODUCER_ID",
     "NO_TIMESTAMP",
@@ -54,6 +56,8 @@ __all__ = [
     "TimestampType",
     "assign_offsets",
     "build_batch",
+    "build_control_batch",
+    "control_type",
     "iter_batches",
     "iter_records",
     "parse_batch_header",
@@ -601,3 +605,52 @@ def _write_nullable(out: bytearray, value: bytes | None) -> None:
     else:
         _write_varint(out, len(value))
         out += value
+
+
+# --- transaction control batches ------------------------------------------------------------
+
+#: Control record types (the int16 after the version in a control record's key).
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")  # version 0, type
+_MARKER_VALUE = struct.Struct(">hi")  # version 0, coordinator epoch
+
+
+def build_control_batch(
+    producer_id: int,
+    producer_epoch: int,
+    *,
+    commit: bool,
+    coordinator_epoch: int = 0,
+    timestamp_ms: int = 0,
+) -> bytes:
+    """An end-transaction marker: a transactional control batch of one record whose key is
+    (version 0, type ABORT 0 / COMMIT 1) and whose value is (version 0, coordinator epoch)."""
+    return build_batch(
+        [
+            (
+                _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT),
+                _MARKER_VALUE.pack(0, coordinator_epoch),
+                [],
+                timestamp_ms,
+            )
+        ],
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        transactional=True,
+        control=True,
+    )
+
+
+def control_type(data: bytes | bytearray | memoryview, header: BatchHeader) -> int | None:
+    """The control record type of a control batch (its first record's key), or None when
+    the batch is not a control batch or its key cannot be read (compressed, malformed)."""
+    if not header.is_control or header.record_count < 1 or header.compression != Compression.NONE:
+        return None
+    try:
+        record = next(iter_records(data, header))
+    except (InvalidRecordError, KafkaProtocolError, StopIteration, IndexError, struct.error):
+        return None
+    if record.key is None or len(record.key) < _CONTROL_KEY.size:
+        return None
+    return _CONTROL_KEY.unpack_from(record.key)[1]

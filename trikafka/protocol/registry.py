@@ -38,6 +38,10 @@ IMPLEMENTED_APIS: dict[int, tuple[int, int]] = {
     20: (1, 6),  # DeleteTopics
     21: (0, 2),  # DeleteRecords
     22: (0, 6),  # InitProducerId
+    24: (0, 3),  # AddPartitionsToTxn
+    25: (0, 4),  # AddOffsetsToTxn
+    26: (0, 4),  # EndTxn
+    28: (0, 4),  # TxnOffsetCommit
     32: (1, 4),  # DescribeConfigs
     33: (0, 2),  # AlterConfigs
     37: (0, 3),  # CreatePartitions
@@ -45,6 +49,8 @@ IMPLEMENTED_APIS: dict[int, tuple[int, int]] = {
     44: (0, 1),  # IncrementalAlterConfigs
     47: (0, 0),  # OffsetDelete
     60: (0, 2),  # DescribeCluster
+    65: (0, 0),  # DescribeTransactions
+    66: (0, 1),  # ListTransactions
 }
 
 

@@ -7,6 +7,10 @@ appended twice; a gap in the sequence is OUT_OF_ORDER_SEQUENCE_NUMBER; an older 
 INVALID_PRODUCER_EPOCH. A producer the partition does not know yet (new, or state lost in a
 restart — Kafka keeps snapshots, we do not) is accepted as it comes.
 
+Transaction markers (control batches the coordinator writes) carry the producer's epoch: a
+marker with a newer epoch — the coordinator fenced the producer — makes the partition refuse
+the older epoch from then on, and a new epoch starts its sequence at 0.
+
 Producer ids are allocated in blocks whose high mark is kept in the first log dir, so ids
 never repeat across restarts.
 """
@@ -107,7 +111,11 @@ class ProducerStateManager:
     def update(self, headers: list[BatchHeader], first_offset: int) -> None:
         offset = first_offset
         for header in headers:
-            if header.producer_id != NO_PRODUCER_ID and header.base_sequence >= 0:
+            if header.is_control and header.producer_id != NO_PRODUCER_ID:
+                entry = self._producers.get(header.producer_id)
+                if entry is None or header.producer_epoch > entry.epoch:
+                    self._producers[header.producer_id] = _ProducerEntry(header.producer_epoch)
+            elif header.producer_id != NO_PRODUCER_ID and header.base_sequence >= 0:
                 entry = self._producers.get(header.producer_id)
                 if entry is None or header.producer_epoch > entry.epoch:
                     entry = self._producers[header.producer_id] = _ProducerEntry(header.producer_epoch)

@@ -3,13 +3,18 @@
 A single broker leads every partition with leader epoch 0 and is the whole ISR, so the high
 watermark is the log end offset and acks=all means acks=1. Topic metadata (ids, partition
 counts, config overrides) lives in the TopicStore; partition data in the LogManager's logs.
+
+Transactions: a transactional batch is appended only if the transaction coordinator says its
+partition is part of the producer's ongoing transaction (``transaction_verifier``, wired by
+the broker; Kafka's KIP-890 verification); clients may not write control batches — only
+:meth:`ReplicaManager.write_txn_marker`, called by the coordinator, does.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +22,7 @@ from trikafka.config import BrokerConfig
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
 from trikafka.protocol.compression import codec_id, recompress_batches
-from trikafka.protocol.records import iter_batches
+from trikafka.protocol.records import build_control_batch, iter_batches
 from trikafka.server.producer_state import ProducerIdManager, ProducerStateManager
 from trikafka.server.topic_config import format_value, resolve_topic_config, validate_topic_configs
 from trikafka.server.topics import TopicInfo, TopicStore, validate_topic_name
@@ -50,6 +55,9 @@ class ReplicaManager:
             Path(config.log_dirs[0]) / "trikafka-producer-ids" if config.log_dirs else None
         )
         self._producer_states: dict[tuple[str, int], ProducerStateManager] = {}
+        #: (transactional id, producer id, epoch, topic, partition) → raises KafkaProtocolError
+        #: unless the partition is in that producer's ongoing transaction.
+        self.transaction_verifier: Callable[[str | None, int, int, str, int], None] | None = None
         for topic in self.topics:
             self._open_logs(topic, range(topic.partitions))
 
@@ -196,7 +204,9 @@ class ReplicaManager:
 
     # --- appends -------------------------------------------------------------------------
 
-    async def append_records(self, topic: TopicInfo, partition: int, records: bytes, now_ms: int) -> Any:
+    async def append_records(
+        self, topic: TopicInfo, partition: int, records: bytes, now_ms: int, transactional_id: str | None = None
+    ) -> Any:
         """Append a Produce request's batches for one partition; returns the AppendInfo.
 
         Idempotent producers' retries are answered with the original offsets, unappended.
@@ -215,6 +225,9 @@ class ReplicaManager:
             from trikafka.log.log import AppendInfo
 
             return AppendInfo(duplicate_of, duplicate_of, -1, partition_log.log_start_offset)
+        for header in headers:
+            if header.attributes & 0x30:
+                self._check_transactional(header, transactional_id, topic.name, partition)
         info = partition_log.append(
             data, leader_epoch=LEADER_EPOCH, log_append_time_ms=now_ms, flush_inline=False
         )
@@ -222,6 +235,54 @@ class ReplicaManager:
         if partition_log.flush_messages_due:
             await self.log_manager.flush_log(partition_log)
         return info
+
+    def _check_transactional(self, header: Any, transactional_id: str | None, topic: str, partition: int) -> None:
+        if header.is_control:
+            raise KafkaProtocolError(
+                f"clients may not write control batches ({topic}-{partition})", ErrorCode.invalid_record
+            )
+        if self.transaction_verifier is not None:
+            self.transaction_verifier(transactional_id, header.producer_id, header.producer_epoch, topic, partition)
+
+    async def write_txn_marker(
+        self,
+        topic: str,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+    ) -> bool:
+        """Append an end-transaction marker (the coordinator's WriteTxnMarkers, in process).
+        False if the partition no longer exists (its topic was deleted)."""
+        info = self.topics.get(topic)
+        if info is None or not 0 <= partition < info.partitions:
+            return False
+        partition_log = self.log_manager.get_log(topic, partition)
+        if partition_log is None or partition_log.closed:
+            return False
+        batch = bytearray(
+            build_control_batch(
+                producer_id, producer_epoch, commit=commit, coordinator_epoch=coordinator_epoch, timestamp_ms=now_ms
+            )
+        )
+        headers = list(iter_batches(batch, validate_records=False))
+        info_ = partition_log.append(batch, leader_epoch=LEADER_EPOCH, log_append_time_ms=now_ms, flush_inline=False)
+        state = self._producer_states.setdefault((topic, partition), ProducerStateManager())
+        state.update(headers, info_.first_offset)
+        if partition_log.flush_messages_due:
+            await self.log_manager.flush_log(partition_log)
+        return True
+
+    def open_transactions(self) -> list[tuple[str, int, int, int]]:
+        """(topic, partition, producer id, producer epoch) of every transaction open in a log."""
+        found = []
+        for (topic, partition), partition_log in self.log_manager.logs.items():
+            for producer_id, txn in partition_log.transactions.ongoing.items():
+                found.append((topic, partition, producer_id, txn.producer_epoch))
+        return found
 
     # --- partitions ----------------------------------------------------------------------
 

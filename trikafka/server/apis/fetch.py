@@ -12,6 +12,12 @@ Sizes follow KIP-74: ``partition_max_bytes`` caps each partition, ``max_bytes`` 
 and the first partition with data returns at least one whole batch even if it is larger than
 both, so a consumer can never get stuck behind a big batch.
 
+Isolation (KIP-98): ``read_uncommitted`` (0) reads up to the high watermark and gets no
+aborted transactions (null). ``read_committed`` (1) reads only batches below the partition's
+last stable offset, waits on the LSO in a long poll, and gets the aborted transactions that
+overlap the returned range — ``(producer id, first offset)`` — so the client can drop their
+records; ``last_stable_offset`` is the LSO either way.
+
 Fetch sessions (KIP-227): every answer is a full response with session id 0, which tells the
 client to keep sending full requests; incremental sessions are not implemented.
 """
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import struct
 from typing import Any
 
 import attrs
@@ -36,6 +43,9 @@ __all__ = ["FetchApis"]
 log = logging.getLogger("trikafka.server")
 
 FETCH_KEY = 1
+READ_COMMITTED = 1
+_BATCH_START = struct.Struct(">qi")  # baseOffset, batchLength
+_LAST_OFFSET_DELTA = struct.Struct(">i")
 
 
 @attrs.define
@@ -73,7 +83,9 @@ class FetchApis(ApiFamily):
                 wanted.append(item)
         return wanted
 
-    def _read(self, wanted: list[_Wanted], max_bytes: int) -> tuple[list[dict[str, Any]], int, bool]:
+    def _read(
+        self, wanted: list[_Wanted], max_bytes: int, committed: bool = False
+    ) -> tuple[list[dict[str, Any]], int, bool]:
         """(partition results, bytes read, any error)."""
         results: list[dict[str, Any]] = []
         total = 0
@@ -100,15 +112,19 @@ class FetchApis(ApiFamily):
                 errors = True
                 results.append(result)
                 continue
+            lso = partition_log.last_stable_offset.value
             result.update(
                 high_watermark=partition_log.high_watermark.value,
-                last_stable_offset=partition_log.high_watermark.value,
+                last_stable_offset=lso,
                 log_start_offset=partition_log.log_start_offset,
             )
+            if committed:
+                result["aborted_transactions"] = []
             budget = min(item.max_bytes, max_bytes - total)
             try:
                 data = partition_log.read(
-                    item.fetch_offset, max(budget, 0), min_one_batch=total == 0
+                    item.fetch_offset, max(budget, 0), min_one_batch=total == 0,
+                    max_offset=lso if committed else None,
                 ) if budget > 0 or total == 0 else None
             except KafkaProtocolError as exc:
                 result["error_code"] = exc.error_code
@@ -119,7 +135,11 @@ class FetchApis(ApiFamily):
                     result["records"] = records
                     total += len(records)
                     result["high_watermark"] = data.high_watermark
-                    result["last_stable_offset"] = data.high_watermark
+                    if committed and partition_log.transactions.aborted:
+                        result["aborted_transactions"] = [
+                            {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
+                            for txn in partition_log.aborted_transactions(item.fetch_offset, _next_offset(records))
+                        ]
             results.append(result)
         return results, total, errors
 
@@ -146,21 +166,23 @@ class FetchApis(ApiFamily):
     async def handle_fetch_request(self, request: Request) -> Any:
         body = request.body
         wanted = self._plan(request)
-        results, total, errors = self._read(wanted, body.max_bytes)
+        committed = getattr(body, "isolation_level", 0) == READ_COMMITTED
+        results, total, errors = self._read(wanted, body.max_bytes, committed)
         max_wait = body.max_wait.total_seconds()
         if max_wait <= 0 or total >= body.min_bytes or errors or not wanted:
             return self._response(request, results)
         deadline = trio.current_time() + max_wait
         # The watermarks this read saw, not those when the purgatory task first runs: a
         # produce landing in between must wake the fetch, not be slept through.
-        seen = [(item.log, item.log.high_watermark.value) for item in wanted if item.log is not None]
+        # read_committed waits for the last stable offset: data below it is all it may read.
+        seen = [(_end_of(item.log, committed), _end_of(item.log, committed).value) for item in wanted if item.log is not None]
         self.context.purgatory.delay(
-            self._delayed_fetch, request, wanted, deadline, seen, name=f"DelayedFetch:{request.connection_id}"
+            self._delayed_fetch, request, wanted, deadline, seen, committed, name=f"DelayedFetch:{request.connection_id}"
         )
         return None
 
     async def _delayed_fetch(
-        self, request: Request, wanted: list[_Wanted], deadline: float, seen: list[tuple[Any, int]]
+        self, request: Request, wanted: list[_Wanted], deadline: float, seen: list[tuple[Any, int]], committed: bool
     ) -> None:
         body = request.body
         try:
@@ -168,15 +190,15 @@ class FetchApis(ApiFamily):
                 while True:
                     await trio_util.wait_any(
                         *(
-                            functools.partial(lg.high_watermark.wait_value, functools.partial(_grew, hw))
-                            for lg, hw in seen
+                            functools.partial(end.wait_value, functools.partial(_grew, value))
+                            for end, value in seen
                         )
                     )
-                    _, total, errors = self._read(wanted, body.max_bytes)
+                    _, total, errors = self._read(wanted, body.max_bytes, committed)
                     if total >= body.min_bytes or errors:
                         break
-                    seen = [(lg, lg.high_watermark.value) for lg, _ in seen]
-            results, _, _ = self._read(wanted, body.max_bytes)
+                    seen = [(end, end.value) for end, _ in seen]
+            results, _, _ = self._read(wanted, body.max_bytes, committed)
             response = self._response(request, results)
         except Exception:
             log.exception("delayed fetch for %s failed", request.connection_id)
@@ -213,3 +235,19 @@ class FetchApis(ApiFamily):
 
 def _grew(seen: int, value: int) -> bool:
     return value > seen
+
+
+def _end_of(partition_log: Any, committed: bool) -> Any:
+    """The AsyncValue a long poll waits on: the LSO under read_committed, else the HW."""
+    return partition_log.last_stable_offset if committed else partition_log.high_watermark
+
+
+def _next_offset(records: bytes) -> int:
+    """The offset after the last batch in ``records`` (whole batches)."""
+    view = memoryview(records)
+    position, next_offset = 0, 0
+    while position + 27 <= len(view):
+        base_offset, length = _BATCH_START.unpack_from(view, position)
+        next_offset = base_offset + _LAST_OFFSET_DELTA.unpack_from(view, position + 23)[0] + 1
+        position += length + 12
+    return next_offset

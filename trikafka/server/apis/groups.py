@@ -65,6 +65,12 @@ class GroupApis(ApiFamily):
 
     # --- FindCoordinator ---------------------------------------------------------------
 
+    def _loading(self, key_type: int) -> bool:
+        if key_type == TRANSACTION_KEY:
+            transactions = self.context.extras.get("transaction_coordinator")
+            return transactions is not None and transactions.loading
+        return self.coordinator.loading
+
     async def handle_find_coordinator_request(self, request: Request) -> Any:
         body = request.body
         cache = self.context.metadata_cache
@@ -75,7 +81,7 @@ class GroupApis(ApiFamily):
         for key in keys:
             if key_type not in (GROUP_KEY, TRANSACTION_KEY):
                 error, message = ErrorCode.invalid_request, f"unknown key type {key_type}"
-            elif self.coordinator.loading or not brokers:
+            elif self._loading(key_type) or not brokers:
                 error, message = ErrorCode.coordinator_not_available, "the coordinator is loading"
             else:
                 error, message = ErrorCode.none, None
@@ -217,7 +223,13 @@ class GroupApis(ApiFamily):
             topics.append({"topic_id" if by_id else "name": echo, "partitions": partitions})
         return build(request.spec.response_type, throttle_time=0, topics=topics)
 
-    def _fetch_group(self, group_id: str, topics: Any, by_id: bool) -> tuple[ErrorCode, list[dict[str, Any]]]:
+    def _unstable(self, group_id: str, tp: tuple[str, int]) -> bool:
+        transactions = self.context.extras.get("transaction_coordinator")
+        return transactions is not None and transactions.has_pending_offsets(group_id, tp)
+
+    def _fetch_group(
+        self, group_id: str, topics: Any, by_id: bool, require_stable: bool = False
+    ) -> tuple[ErrorCode, list[dict[str, Any]]]:
         if topics is None:
             partitions = None
         else:
@@ -231,6 +243,10 @@ class GroupApis(ApiFamily):
         code, found = self.coordinator.fetch_offsets(group_id, partitions)
         by_topic: dict[Any, list[dict[str, Any]]] = {}
         for (name, index), committed in found.items():
+            if require_stable and self._unstable(group_id, (name, index)):
+                error, committed = ErrorCode.unstable_offset_commit, None
+            else:
+                error = ErrorCode.none
             if by_id:
                 info = self.replicas.topics.get(name) if name else None
                 key = info.topic_id if info else (echoes.get(name) if topics is not None else None)
@@ -244,7 +260,7 @@ class GroupApis(ApiFamily):
                     "committed_offset": committed.offset if committed else -1,
                     "committed_leader_epoch": committed.leader_epoch if committed else -1,
                     "metadata": committed.metadata if committed else "",
-                    "error_code": ErrorCode.none,
+                    "error_code": error,
                 }
             )
         return code, [
@@ -257,10 +273,10 @@ class GroupApis(ApiFamily):
         if request.api_version >= 8:
             groups = []
             for group in body.groups:
-                code, topics = self._fetch_group(group.group_id, group.topics, by_id)
+                code, topics = self._fetch_group(group.group_id, group.topics, by_id, body.require_stable)
                 groups.append({"group_id": group.group_id, "topics": topics, "error_code": code})
             return build(request.spec.response_type, throttle_time=0, groups=groups)
-        code, topics = self._fetch_group(body.group_id, body.topics, False)
+        code, topics = self._fetch_group(body.group_id, body.topics, False, getattr(body, "require_stable", False))
         if request.api_version < 2 and code != ErrorCode.none:
             for topic in topics:
                 for partition in topic["partitions"]:

@@ -1,7 +1,7 @@
 """ListOffsets and DeleteRecords: where a partition starts and ends, and moving its start.
 
 ListOffsets' special timestamps are Kafka's: -2 earliest (log start offset), -1 latest (the
-high watermark; the last stable offset under read_committed, equal here), -3 the record with
+high watermark; the last stable offset under read_committed, ``isolation_level`` 1), -3 the record with
 the largest timestamp (KIP-734), -4 earliest local (same as earliest: no tiered storage), -5
 latest tiered (none: -1). Any other timestamp finds the first record at or after it through
 the time index.
@@ -30,11 +30,13 @@ class OffsetApis(ApiFamily):
             DELETE_RECORDS: self.handle_delete_records_request,
         }
 
-    def _lookup(self, partition_log: Any, timestamp: int) -> tuple[int, int]:
+    def _lookup(self, partition_log: Any, timestamp: int, committed: bool = False) -> tuple[int, int]:
         """(timestamp, offset) for one ListOffsets query."""
         if timestamp in (EARLIEST, EARLIEST_LOCAL):
             return -1, partition_log.log_start_offset
         if timestamp == LATEST:
+            if committed:
+                return -1, partition_log.last_stable_offset.value
             return -1, partition_log.high_watermark.value
         if timestamp == LATEST_TIERED:
             return -1, -1
@@ -46,9 +48,12 @@ class OffsetApis(ApiFamily):
         if found is None:
             return -1, -1
         offset, ts = found
+        if committed and offset >= partition_log.last_stable_offset.value:
+            return -1, -1  # not yet readable under read_committed
         return ts, offset
 
     async def handle_list_offset_request(self, request: Request) -> Any:
+        committed = getattr(request.body, "isolation_level", 0) == 1
         topics = []
         for topic in request.body.topics:
             partitions = []
@@ -63,7 +68,7 @@ class OffsetApis(ApiFamily):
                 }
                 try:
                     partition_log = self.replicas.get_log(topic.name, p.partition_index)
-                    timestamp, offset = self._lookup(partition_log, p.timestamp)
+                    timestamp, offset = self._lookup(partition_log, p.timestamp, committed)
                     result.update(timestamp=timestamp, offset=offset, leader_epoch=LEADER_EPOCH)
                 except KafkaProtocolError as exc:
                     result["error_code"] = exc.error_code

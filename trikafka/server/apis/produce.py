@@ -74,7 +74,9 @@ class ProduceApis(ApiFamily):
                 try:
                     if not part.records:
                         raise KafkaProtocolError("no records", ErrorCode.invalid_record)
-                    appended = await self.replicas.append_records(info, part.index, part.records, int(now))
+                    appended = await self.replicas.append_records(
+                        info, part.index, part.records, int(now), getattr(body, "transactional_id", None)
+                    )
                 except KafkaProtocolError as exc:
                     log.info("produce to %s-%d refused: %s", info.name, part.index, exc)
                     partitions.append(_partition_error(part.index, exc.error_code, str(exc)))

@@ -1,10 +1,11 @@
-"""InitProducerId: ids and epochs for idempotent producers (KIP-98).
+"""InitProducerId: ids and epochs for idempotent and transactional producers (KIP-98).
 
 Without a transactional id the broker hands out a fresh producer id with epoch 0, or — when
 the client presents its current id and epoch (v3+, KIP-360) — the same id with the next
-epoch. Transactions are not implemented yet: a transactional id is refused with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a fatal error, rather than a retriable one the client
-would loop on.
+epoch. With a transactional id the TransactionCoordinator answers (fencing, epoch bumps,
+CONCURRENT_TRANSACTIONS while it aborts an open transaction); PRODUCER_FENCED is new in v4,
+older versions get INVALID_PRODUCER_EPOCH. Two-phase commit (v6 ``enable_2pc``, KIP-939) is
+refused with TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka does when it is disabled.
 """
 
 from __future__ import annotations
@@ -30,16 +31,22 @@ class ProducerApis(ApiFamily):
         body = request.body
         response_type = request.spec.response_type
         common = {"throttle_time": 0, "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}
-        if body.transactional_id is not None:
-            return build(
-                response_type,
-                error_code=ErrorCode.transactional_id_authorization_failed,
-                producer_id=-1,
-                producer_epoch=-1,
-                **common,
-            )
         producer_id = getattr(body, "producer_id", -1)
         epoch = getattr(body, "producer_epoch", -1)
+        if body.transactional_id is not None:
+            if getattr(body, "enable2_pc", False):
+                code, producer_id, epoch = ErrorCode.transactional_id_authorization_failed, -1, -1
+            elif (producer_id < 0) != (epoch < 0):
+                code, producer_id, epoch = ErrorCode.invalid_request, -1, -1
+            else:
+                code, producer_id, epoch = self.context.extras["transaction_coordinator"].init_producer_id(
+                    body.transactional_id,
+                    _ms(body.transaction_timeout),
+                    (producer_id, epoch) if producer_id >= 0 else None,
+                )
+            if code == ErrorCode.producer_fenced and request.api_version < 4:
+                code = ErrorCode.invalid_producer_epoch
+            return build(response_type, error_code=code, producer_id=producer_id, producer_epoch=epoch, **common)
         if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
             return build(
                 response_type, error_code=ErrorCode.none, producer_id=producer_id, producer_epoch=epoch + 1, **common
@@ -51,3 +58,7 @@ class ProducerApis(ApiFamily):
             producer_epoch=0,
             **common,
         )
+
+
+def _ms(value: Any) -> int:
+    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)

@@ -1,0 +1,113 @@
+"""A partition's transactions (KIP-98): the open ones, and the index of aborted ones.
+
+Theory of operation
+-------------------
+A transactional producer's batches carry attribute bit 4; the coordinator ends each
+transaction with a *control batch* (bits 4 and 5) holding one marker record, COMMIT or ABORT.
+The log watches the batches it appends (only the headers, and the marker's key) and keeps:
+
+* ``ongoing``: producer id → the first offset of its open transaction (and its epoch);
+* ``aborted``: ``(producer id, first offset, last offset)`` of every aborted transaction
+  still in the log, in the order their markers were written — Kafka's ``.txnindex``, where
+  the last offset is the marker's own offset.
+
+The **last stable offset** is the first offset of the oldest open transaction, or the high
+watermark when none is open (never below the log start offset). A ``read_committed``
+consumer reads below it only, and uses the aborted list the Fetch response carries to drop
+the records of aborted transactions.
+
+Nothing here is written to disk: a file-backed log that ever held a transactional batch
+leaves a small marker file in its directory, and opening such a log rebuilds this state by
+scanning its batch headers (logs without the marker file are not scanned, so their start-up
+cost is unchanged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from bisect import bisect_left
+
+import attrs
+
+from trikafka.protocol.records import CONTROL_ABORT, CONTROL_COMMIT, BatchHeader, control_type
+
+__all__ = ["AbortedTxn", "OpenTxn", "TransactionTracker"]
+
+_TXN_BITS = 0x30  # transactional | control
+
+
+@attrs.frozen
+class AbortedTxn:
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the offset of the ABORT marker
+
+
+@attrs.define
+class OpenTxn:
+    first_offset: int
+    producer_epoch: int
+
+
+class TransactionTracker:
+    """The open and aborted transactions of one partition; see the module docstring."""
+
+    __slots__ = ("ongoing", "aborted")
+
+    def __init__(self) -> None:
+        self.ongoing: dict[int, OpenTxn] = {}
+        self.aborted: list[AbortedTxn] = []
+
+    @staticmethod
+    def concerns(headers: Iterable[BatchHeader]) -> bool:
+        """Whether any of these batches is transactional (cheap: one bit test per batch)."""
+        for header in headers:
+            if header.attributes & _TXN_BITS:
+                return True
+        return False
+
+    def observe(self, data: bytes | bytearray | memoryview, header: BatchHeader) -> None:
+        """Account for one appended batch (``header`` with its final offsets, positioned in
+        ``data``)."""
+        if not header.attributes & _TXN_BITS or header.producer_id < 0:
+            return
+        pid = header.producer_id
+        if not header.is_control:
+            if pid not in self.ongoing:
+                self.ongoing[pid] = OpenTxn(header.base_offset, header.producer_epoch)
+            return
+        kind = control_type(data, header)
+        if kind not in (CONTROL_ABORT, CONTROL_COMMIT):
+            return  # not an end-transaction marker (e.g. a future control type)
+        started = self.ongoing.pop(pid, None)
+        if kind == CONTROL_ABORT and started is not None:
+            self.aborted.append(AbortedTxn(pid, started.first_offset, header.base_offset))
+
+    def first_unstable_offset(self) -> int | None:
+        if not self.ongoing:
+            return None
+        return min(txn.first_offset for txn in self.ongoing.values())
+
+    def aborted_between(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping ``[start, end)``: last offset ≥ start and first
+        offset < end (what a Fetch from ``start`` that returned data up to ``end`` needs)."""
+        if not self.aborted:
+            return []
+        # Markers are appended in offset order, so last offsets are sorted.
+        i = bisect_left(self.aborted, start, key=_last_offset)
+        return [txn for txn in self.aborted[i:] if txn.first_offset < end]
+
+    def drop_before(self, log_start_offset: int) -> None:
+        """Forget aborted transactions wholly below the log start offset (retention,
+        DeleteRecords): no fetch can reach them any more."""
+        if self.aborted and self.aborted[0].last_offset < log_start_offset:
+            i = bisect_left(self.aborted, log_start_offset, key=_last_offset)
+            del self.aborted[:i]
+
+    def clear(self) -> None:
+        self.ongoing.clear()
+        self.aborted.clear()
+
+
+def _last_offset(txn: AbortedTxn) -> int:
+    return txn.last_offset

@@ -1,0 +1,226 @@
+"""The transaction APIs: translation between kio entities and the TransactionCoordinator.
+
+AddPartitionsToTxn v0–v3 (the client form; v4+ is KIP-890's broker-to-broker batch),
+AddOffsetsToTxn v0–v4, EndTxn v0–v4 (v5's epoch bump per transaction, KIP-890 part 2, is not
+implemented), TxnOffsetCommit v0–v4, DescribeTransactions v0 and ListTransactions v0–v1.
+InitProducerId lives with the idempotent producers (``producers.py``) and calls the same
+coordinator for a transactional id.
+
+Version rules (KIP-588): PRODUCER_FENCED is new in AddPartitionsToTxn, AddOffsetsToTxn and
+EndTxn v2 (InitProducerId v4); older versions get INVALID_PRODUCER_EPOCH instead, which
+their clients treat the same way.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
+from trikafka.errors import ErrorCode
+from trikafka.network.request_channel import Request
+from trikafka.protocol.entities import build
+from trikafka.server.kafka_apis import ApiFamily
+
+__all__ = ["TransactionApis", "fenced_for"]
+
+ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 24, 25, 26, 28
+DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
+
+
+def fenced_for(code: ErrorCode, version: int, first_version: int) -> ErrorCode:
+    """PRODUCER_FENCED as the request's version knows it."""
+    if code == ErrorCode.producer_fenced and version < first_version:
+        return ErrorCode.invalid_producer_epoch
+    return code
+
+
+class TransactionApis(ApiFamily):
+    @property
+    def coordinator(self) -> TransactionCoordinator:
+        return self.context.extras["transaction_coordinator"]
+
+    def handlers(self) -> dict[int, Any]:
+        return {
+            ADD_PARTITIONS_TO_TXN: self.handle_add_partitions_to_txn_request,
+            ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn_request,
+            END_TXN: self.handle_end_txn_request,
+            TXN_OFFSET_COMMIT: self.handle_txn_offset_commit_request,
+            DESCRIBE_TRANSACTIONS: self.handle_describe_transactions_request,
+            LIST_TRANSACTIONS: self.handle_list_transactions_request,
+        }
+
+    # --- AddPartitionsToTxn ------------------------------------------------------------
+
+    async def handle_add_partitions_to_txn_request(self, request: Request) -> Any:
+        body = request.body
+        topics = body.v3_and_below_topics
+        codes: dict[tuple[str, int], ErrorCode] = {}
+        wanted = []
+        for topic in topics:
+            info = self.replicas.topics.get(topic.name)
+            for partition in topic.partitions:
+                if info is None or not 0 <= partition < info.partitions:
+                    codes[(topic.name, partition)] = ErrorCode.unknown_topic_or_partition
+                elif info.is_internal:
+                    codes[(topic.name, partition)] = ErrorCode.topic_authorization_failed
+                else:
+                    wanted.append((topic.name, partition))
+        if codes:  # Kafka: one bad partition fails the request; the others were not attempted
+            for tp in wanted:
+                codes[tp] = ErrorCode.operation_not_attempted
+        else:
+            code = self.coordinator.add_partitions(
+                body.v3_and_below_transactional_id,
+                body.v3_and_below_producer_id,
+                body.v3_and_below_producer_epoch,
+                wanted,
+            )
+            code = fenced_for(code, request.api_version, 2)
+            codes = dict.fromkeys(wanted, code)
+        return self._add_partitions_response(request, codes)
+
+    def _add_partitions_response(self, request: Request, codes: dict[tuple[str, int], ErrorCode]) -> Any:
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for (name, partition), code in codes.items():
+            by_topic.setdefault(name, []).append({"partition_index": partition, "partition_error_code": code})
+        return build(
+            request.spec.response_type,
+            throttle_time=0,
+            results_by_topic_v3_and_below=[
+                {"name": name, "results_by_partition": results} for name, results in by_topic.items()
+            ],
+        )
+
+    # --- AddOffsetsToTxn / EndTxn ------------------------------------------------------
+
+    async def handle_add_offsets_to_txn_request(self, request: Request) -> Any:
+        body = request.body
+        code = self.coordinator.add_offsets(
+            body.transactional_id, body.producer_id, body.producer_epoch, body.group_id
+        )
+        return build(
+            request.spec.response_type, throttle_time=0, error_code=fenced_for(code, request.api_version, 2)
+        )
+
+    async def handle_end_txn_request(self, request: Request) -> Any:
+        body = request.body
+        code = await self.coordinator.end_txn(
+            body.transactional_id, body.producer_id, body.producer_epoch, body.committed
+        )
+        return build(
+            request.spec.response_type, throttle_time=0, error_code=fenced_for(code, request.api_version, 2)
+        )
+
+    # --- TxnOffsetCommit ---------------------------------------------------------------
+
+    async def handle_txn_offset_commit_request(self, request: Request) -> Any:
+        body = request.body
+        offsets: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+        codes: dict[tuple[str, int], ErrorCode] = {}
+        for topic in body.topics:
+            info = self.replicas.topics.get(topic.name)
+            for p in topic.partitions:
+                tp = (topic.name, p.partition_index)
+                if info is None or not 0 <= p.partition_index < info.partitions:
+                    codes[tp] = ErrorCode.unknown_topic_or_partition
+                    continue
+                offsets[tp] = (p.committed_offset, getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
+        groups = self.context.extras.get("group_coordinator")
+        member_error = None
+        if groups is not None and groups.loading:
+            member_error = ErrorCode.coordinator_load_in_progress
+        elif groups is not None:
+            member_error = groups.check_transactional_member(
+                body.group_id,
+                getattr(body, "generation_id", -1),
+                getattr(body, "member_id", ""),
+                getattr(body, "group_instance_id", None),
+            )
+        if member_error is not None:
+            codes.update(dict.fromkeys(offsets, member_error))
+        elif offsets:
+            codes.update(
+                self.coordinator.txn_offset_commit(
+                    body.transactional_id, body.group_id, body.producer_id, body.producer_epoch, offsets
+                )
+            )
+        by_topic: dict[str, list[dict[str, Any]]] = {}
+        for topic in body.topics:
+            for p in topic.partitions:
+                by_topic.setdefault(topic.name, []).append(
+                    {"partition_index": p.partition_index, "error_code": codes[(topic.name, p.partition_index)]}
+                )
+        return build(
+            request.spec.response_type,
+            throttle_time=0,
+            topics=[{"name": name, "partitions": parts} for name, parts in by_topic.items()],
+        )
+
+    # --- DescribeTransactions / ListTransactions ---------------------------------------
+
+    async def handle_describe_transactions_request(self, request: Request) -> Any:
+        states = []
+        for transactional_id in request.body.transactional_ids:
+            state: dict[str, Any] = {
+                "error_code": ErrorCode.none,
+                "transactional_id": transactional_id,
+                "transaction_state": "",
+                "transaction_timeout": 0,
+                "transaction_start_time": _datetime(-1),
+                "producer_id": -1,
+                "producer_epoch": -1,
+                "topics": [],
+            }
+            txn = None if self.coordinator.loading else self.coordinator.describe(transactional_id)
+            if self.coordinator.loading:
+                state["error_code"] = ErrorCode.coordinator_load_in_progress
+            elif not transactional_id:
+                state["error_code"] = ErrorCode.invalid_request
+            elif txn is None:
+                state["error_code"] = ErrorCode.transactional_id_not_found
+            else:
+                by_topic: dict[str, list[int]] = {}
+                for topic, partition in sorted(txn.partitions):
+                    by_topic.setdefault(topic, []).append(partition)
+                state.update(
+                    transaction_state=txn.state.value,
+                    transaction_timeout=txn.timeout_ms,
+                    transaction_start_time=_datetime(txn.start_ms),
+                    producer_id=txn.producer_id,
+                    producer_epoch=txn.producer_epoch,
+                    topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
+                )
+            states.append(state)
+        return build(request.spec.response_type, throttle_time=0, transaction_states=states)
+
+    async def handle_list_transactions_request(self, request: Request) -> Any:
+        body = request.body
+        known = {"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead"}
+        filters = set(body.state_filters)
+        if self.coordinator.loading:
+            return build(
+                request.spec.response_type, throttle_time=0, error_code=ErrorCode.coordinator_load_in_progress,
+                unknown_state_filters=[], transaction_states=[],
+            )
+        txns = self.coordinator.list_transactions(
+            filters & known, set(body.producer_id_filters), getattr(body, "duration_filter", -1)
+        )
+        if filters and not filters & known:
+            txns = []
+        return build(
+            request.spec.response_type,
+            throttle_time=0,
+            error_code=ErrorCode.none,
+            unknown_state_filters=sorted(filters - known),
+            transaction_states=[
+                {"transactional_id": t.transactional_id, "producer_id": t.producer_id, "transaction_state": t.state.value}
+                for t in txns
+            ],
+        )
+
+
+def _datetime(ms: int) -> datetime.datetime:
+    """Kafka's int64 milliseconds as kio's datetime field. Kafka sends -1 for "no transaction
+    started"; kio (and so the project's client) cannot read a negative timestamp, so 0."""
+    return datetime.datetime.fromtimestamp(max(ms, 0) / 1000, tz=datetime.UTC)
