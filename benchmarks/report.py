@@ -253,6 +253,7 @@ def render_chart(data: dict, path: Path) -> bool:
     def bars(ax, groups: list[tuple[str, str]], targets: tuple[str, ...], metric: str,  # noqa: ANN001
              ylabel: str, log: bool = False, goal: float | None = None) -> None:
         width = 0.8 / len(targets)
+        plotted = False
         for t_index, target in enumerate(targets):
             xs, ys, lo, hi = [], [], [], []
             for g_index, (workload, _) in enumerate(groups):
@@ -264,10 +265,11 @@ def render_chart(data: dict, path: Path) -> bool:
                     hi.append(value[2])
             ax.bar(xs, ys, width, yerr=[lo, hi], capsize=2, color=TARGET_COLORS[target],
                    label=TARGET_LABELS[target])
+            plotted = plotted or any(y > 0 for y in ys)
         ax.set_xticks(range(len(groups)), [label for _, label in groups], fontsize=8)
         ax.set_ylabel(ylabel, fontsize=8)
         ax.tick_params(axis="y", labelsize=8)
-        if log:
+        if log and plotted:  # a partial run (--only) leaves some panels empty
             ax.set_yscale("log")
         if goal is not None:
             ax.axhline(goal, color="red", linestyle="--", linewidth=1, label="goal")

@@ -193,9 +193,17 @@ def _encode_uvarint(value: int) -> bytes:
 def _walk(buf: bytes, pos: int, end: int, cls: type) -> int:
     steps, tagged, flexible = _plan(cls)
     for step in steps:
-        pos = _skip_step(buf, pos, end, step, flexible)
+        if step[0] == "fixed" and not step[2]:  # a scalar: nothing to check but the end
+            pos += step[1]
+        else:
+            pos = _skip_step(buf, pos, end, step, flexible)
+    if pos > end:
+        raise _Bad("field runs past the end of the request")
     if flexible:
-        pos = _tag_section(buf, pos, end, tagged, flexible)
+        if pos < end and buf[pos] == 0:  # no tagged fields: the usual case
+            pos += 1
+        else:
+            pos = _tag_section(buf, pos, end, tagged, flexible)
     return pos
 
 
