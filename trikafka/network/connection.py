@@ -48,6 +48,7 @@ __all__ = ["Connection", "ConnectionState"]
 log = logging.getLogger("trikafka.network")
 
 RECEIVE_SIZE = 256 * 1024
+_IOV_MAX = 512  # buffers per sendmsg call (Linux allows 1024)
 _TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
@@ -76,7 +77,9 @@ class Connection:
         self._decoder = FrameDecoder(processor.config.socket_request_max_bytes)
         # Large frames are received straight into their own buffer when the transport is a
         # socket (the in-memory transport of the tests has no recv_into).
-        self._recv_into = stream.socket.recv_into if isinstance(stream, trio.SocketStream) else None
+        is_socket = isinstance(stream, trio.SocketStream)
+        self._recv_into = stream.socket.recv_into if is_socket else None
+        self._sendmsg = stream.socket.sendmsg if is_socket else None
 
     async def run(self) -> None:
         slot = ResponseSlot()
@@ -187,8 +190,21 @@ class Connection:
         log.warning("closing connection %s from %s: %s", self.connection_id, self.client_host, exc)
 
     async def _write(self, data: bytes | tuple) -> None:  # noqa: ANN001
-        if isinstance(data, tuple):
+        if not isinstance(data, tuple):
+            await self.stream.send_all(data)
+            return
+        if self._sendmsg is None:
             for part in data:
                 await self.stream.send_all(part)
-        else:
-            await self.stream.send_all(data)
+            return
+        # Scatter-gather: header and record chunks go out in as few sendmsg calls as the
+        # socket takes, never joined into one buffer (a 1 MiB fetch joined was a fresh MiB).
+        pending = [memoryview(part).cast("B") for part in data if len(part)]
+        while pending:
+            sent = await self._sendmsg(pending[:_IOV_MAX])
+            while sent and pending:
+                if sent >= len(pending[0]):
+                    sent -= len(pending.pop(0))
+                else:
+                    pending[0] = pending[0][sent:]
+                    sent = 0

@@ -24,6 +24,7 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.static.primitive import i16, i32
 
 from trikafka.errors import InvalidRequestError, UnsupportedVersionError
+from trikafka.protocol.encoder import encoder_for, entity_encoder
 from trikafka.protocol.guard import check_request
 from trikafka.protocol.registry import ApiRegistry, ApiVersionSpec, api_name
 
@@ -35,6 +36,7 @@ __all__ = [
     "encode_response",
     "encode_response_body",
     "frame_response",
+    "response_parts",
     "decode_response",
     "peek_api",
 ]
@@ -129,21 +131,37 @@ def _response_head(spec: ApiVersionSpec) -> struct.Struct:
 
 def encode_response(spec: ApiVersionSpec, correlation_id: int, body: object) -> bytes:
     """A whole response frame (size prefix, header, body) as one buffer."""
+    parts = response_parts(spec, correlation_id, body)
+    return b"".join(parts)
+
+
+def response_parts(
+    spec: ApiVersionSpec, correlation_id: int, body: object, values: bool = False
+) -> list:
+    """A response frame as a list of buffers (record sets stay the store's chunks, uncopied).
+
+    ``body`` is a built kio entity, or — with ``values`` — the mapping ``build`` would take
+    (the encoder writes it without building anything).
+    """
     head = _response_head(spec)
-    buffer = io.BytesIO()
-    buffer.write(bytes(head.size))
-    spec.write_response(buffer, body)
-    data = buffer.getbuffer()
-    head.pack_into(data, 0, len(data) - 4, correlation_id, *((0,) if head is _HEAD_V1 else ()))
-    del data
-    return buffer.getvalue()
+    parts: list = [b""]
+    if values:
+        encoder_for(spec.response_type)(parts, body)
+    else:
+        entity_encoder(spec.response_type)(parts, body)
+    size = sum(map(len, parts)) + head.size - 4
+    parts[0] = head.pack(size, correlation_id, 0) if head is _HEAD_V1 else head.pack(size, correlation_id)
+    return parts
 
 
-def encode_response_body(spec: ApiVersionSpec, body: object) -> bytes:
+def encode_response_body(spec: ApiVersionSpec, body: object, values: bool = False) -> bytes:
     """The body alone, for answers that do not change between requests (cached by callers)."""
-    buffer = io.BytesIO()
-    spec.write_response(buffer, body)
-    return buffer.getvalue()
+    parts: list = []
+    if values:
+        encoder_for(spec.response_type)(parts, body)
+    else:
+        entity_encoder(spec.response_type)(parts, body)
+    return b"".join(parts)
 
 
 def frame_response(spec: ApiVersionSpec, correlation_id: int, body: bytes) -> bytes:

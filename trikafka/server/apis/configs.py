@@ -20,7 +20,7 @@ from trikafka.config import BrokerConfig
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiFamily
+from trikafka.server.kafka_apis import Answer, ApiFamily
 from trikafka.server.topic_config import (
     TOPIC_CONFIGS,
     format_value,
@@ -171,7 +171,7 @@ class ConfigApis(ApiFamily):
                 result["error_code"] = exc.error_code
                 result["error_message"] = str(exc)
             results.append(result)
-        return build(request.spec.response_type, throttle_time=0, results=results)
+        return Answer(throttle_time=0, results=results)
 
     def _alter(self, resource: Any, new_overrides: Any, validate_only: bool) -> None:
         """Apply a resource's complete new set of overrides."""
@@ -213,7 +213,7 @@ class ConfigApis(ApiFamily):
             except KafkaProtocolError as exc:
                 response.update(error_code=exc.error_code, error_message=str(exc))
             responses.append(response)
-        return build(request.spec.response_type, throttle_time=0, responses=responses)
+        return Answer(throttle_time=0, responses=responses)
 
     async def handle_incremental_alter_configs_request(self, request: Request) -> Any:
         responses = []
@@ -227,7 +227,7 @@ class ConfigApis(ApiFamily):
             except KafkaProtocolError as exc:
                 response.update(error_code=exc.error_code, error_message=str(exc))
             responses.append(response)
-        return build(request.spec.response_type, throttle_time=0, responses=responses)
+        return Answer(throttle_time=0, responses=responses)
 
     def _apply_op(self, resource: Any, overrides: dict[str, str], change: Any) -> None:
         op, key, value = change.config_operation, change.name, change.value
@@ -286,8 +286,7 @@ class ClusterApis(ApiFamily):
                 brokers=[],
                 cluster_authorized_operations=-(2**31),
             )
-        return build(
-            request.spec.response_type,
+        return Answer(
             throttle_time=0,
             error_code=ErrorCode.none,
             error_message=None,

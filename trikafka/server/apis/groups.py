@@ -15,8 +15,7 @@ from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.group_metadata import Waiter
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
-from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiFamily
+from trikafka.server.kafka_apis import Answer, ApiFamily
 
 __all__ = ["GroupApis"]
 
@@ -97,9 +96,9 @@ class GroupApis(ApiFamily):
                 }
             )
         if request.api_version >= 4:
-            return build(request.spec.response_type, throttle_time=0, coordinators=coordinators)
+            return Answer(throttle_time=0, coordinators=coordinators)
         (only,) = coordinators
-        return build(request.spec.response_type, throttle_time=0, **only)
+        return Answer(throttle_time=0, **only)
 
     # --- JoinGroup / SyncGroup / Heartbeat / LeaveGroup --------------------------------
 
@@ -123,7 +122,7 @@ class GroupApis(ApiFamily):
         response_type = request.spec.response_type
 
         def make(result: dict[str, Any]) -> Any:
-            return build(response_type, throttle_time=0, **result)
+            return Answer(throttle_time=0, **result)
 
         return self._answer_later(request, waiter, make)
 
@@ -143,7 +142,7 @@ class GroupApis(ApiFamily):
         def make(result: dict[str, Any]) -> Any:
             result = {"assignment": b"", "protocol_type": None, "protocol_name": None, **result}
             result.pop("member_id", None)
-            return build(response_type, throttle_time=0, **result)
+            return Answer(throttle_time=0, **result)
 
         return self._answer_later(request, waiter, make)
 
@@ -152,7 +151,7 @@ class GroupApis(ApiFamily):
         code = self.coordinator.heartbeat(
             body.group_id, body.generation_id, body.member_id, getattr(body, "group_instance_id", None)
         )
-        return build(request.spec.response_type, throttle_time=0, error_code=code)
+        return Answer(throttle_time=0, error_code=code)
 
     async def handle_leave_group_request(self, request: Request) -> Any:
         body = request.body
@@ -162,9 +161,8 @@ class GroupApis(ApiFamily):
             members = [(body.member_id, None)]
         code, codes = self.coordinator.leave_group(body.group_id, members)
         if request.api_version < 3:
-            return build(request.spec.response_type, throttle_time=0, error_code=codes[0] if codes else code)
-        return build(
-            request.spec.response_type,
+            return Answer(throttle_time=0, error_code=codes[0] if codes else code)
+        return Answer(
             throttle_time=0,
             error_code=code,
             members=[
@@ -221,7 +219,7 @@ class GroupApis(ApiFamily):
                 for index, tp in rows
             ]
             topics.append({"topic_id" if by_id else "name": echo, "partitions": partitions})
-        return build(request.spec.response_type, throttle_time=0, topics=topics)
+        return Answer(throttle_time=0, topics=topics)
 
     def _unstable(self, group_id: str, tp: tuple[str, int]) -> bool:
         transactions = self.context.extras.get("transaction_coordinator")
@@ -275,13 +273,13 @@ class GroupApis(ApiFamily):
             for group in body.groups:
                 code, topics = self._fetch_group(group.group_id, group.topics, by_id, body.require_stable)
                 groups.append({"group_id": group.group_id, "topics": topics, "error_code": code})
-            return build(request.spec.response_type, throttle_time=0, groups=groups)
+            return Answer(throttle_time=0, groups=groups)
         code, topics = self._fetch_group(body.group_id, body.topics, False, getattr(body, "require_stable", False))
         if request.api_version < 2 and code != ErrorCode.none:
             for topic in topics:
                 for partition in topic["partitions"]:
                     partition["error_code"] = code
-        return build(request.spec.response_type, throttle_time=0, topics=topics, error_code=code)
+        return Answer(throttle_time=0, topics=topics, error_code=code)
 
     async def handle_offset_delete_request(self, request: Request) -> Any:
         body = request.body
@@ -297,7 +295,7 @@ class GroupApis(ApiFamily):
             }
             for t in body.topics
         ]
-        return build(request.spec.response_type, throttle_time=0, error_code=code, topics=topics if code == ErrorCode.none else [])
+        return Answer(throttle_time=0, error_code=code, topics=topics if code == ErrorCode.none else [])
 
     # --- describe, list, delete --------------------------------------------------------
 
@@ -342,7 +340,7 @@ class GroupApis(ApiFamily):
                     "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
                 }
             )
-        return build(request.spec.response_type, throttle_time=0, groups=described)
+        return Answer(throttle_time=0, groups=described)
 
     async def handle_list_groups_request(self, request: Request) -> Any:
         states = {s.lower() for s in getattr(request.body, "states_filter", ())}
@@ -357,11 +355,11 @@ class GroupApis(ApiFamily):
             for g in self.coordinator.list_groups(states)
             if not types or "classic" in types
         ]
-        return build(request.spec.response_type, throttle_time=0, error_code=ErrorCode.none, groups=listed)
+        return Answer(throttle_time=0, error_code=ErrorCode.none, groups=listed)
 
     async def handle_delete_groups_request(self, request: Request) -> Any:
         results = [
             {"group_id": group_id, "error_code": self.coordinator.delete_group(group_id)}
             for group_id in request.body.groups_names
         ]
-        return build(request.spec.response_type, throttle_time=0, results=results)
+        return Answer(throttle_time=0, results=results)

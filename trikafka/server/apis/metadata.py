@@ -19,9 +19,8 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request, SendResponse
-from trikafka.protocol.entities import build
 from trikafka.protocol.headers import encode_response_body, frame_response
-from trikafka.server.kafka_apis import ApiContext, ApiFamily
+from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily
 from trikafka.server.replica_manager import LEADER_EPOCH
 from trikafka.server.topics import validate_topic_name
 
@@ -81,7 +80,7 @@ class MetadataApis(ApiFamily):
         if encoded is None:
             if len(self._answers) >= CACHED_ANSWERS:
                 self._answers.clear()
-            encoded = encode_response_body(request.spec, self._answer(request))
+            encoded = encode_response_body(request.spec, self._answer(request).values, values=True)
             self._answers[key] = encoded
         return SendResponse(frame_response(request.spec, request.correlation_id, encoded))
 
@@ -109,7 +108,7 @@ class MetadataApis(ApiFamily):
             state = tuple(parts)
         return (request.api_version, request.listener_name, state)
 
-    def _answer(self, request: Request) -> Any:
+    def _answer(self, request: Request) -> Answer:
         cache = self.context.metadata_cache
         body = request.body
         node_id = self.context.config.node_id
@@ -126,8 +125,7 @@ class MetadataApis(ApiFamily):
             {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
             for b in cache.alive_brokers(request.listener_name)
         ]
-        return build(
-            request.spec.response_type,
+        return Answer(
             throttle_time=0,
             brokers=brokers,
             cluster_id=cache.cluster_id,

@@ -13,8 +13,7 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
-from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiFamily
+from trikafka.server.kafka_apis import Answer, ApiFamily
 from trikafka.server.replica_manager import LEADER_EPOCH
 
 __all__ = ["OffsetApis"]
@@ -74,7 +73,7 @@ class OffsetApis(ApiFamily):
                     result["error_code"] = exc.error_code
                 partitions.append(result)
             topics.append({"name": topic.name, "partitions": partitions})
-        return build(request.spec.response_type, throttle_time=0, topics=topics)
+        return Answer(throttle_time=0, topics=topics)
 
     async def handle_delete_records_request(self, request: Request) -> Any:
         topics = []
@@ -99,4 +98,4 @@ class OffsetApis(ApiFamily):
                     result["error_code"] = exc.error_code
                 partitions.append(result)
             topics.append({"name": topic.name, "partitions": partitions})
-        return build(request.spec.response_type, throttle_time=0, topics=topics)
+        return Answer(throttle_time=0, topics=topics)

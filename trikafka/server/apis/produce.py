@@ -15,8 +15,7 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import NoOpResponse, Request
-from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiFamily
+from trikafka.server.kafka_apis import Answer, ApiFamily
 
 __all__ = ["ProduceApis"]
 
@@ -101,7 +100,7 @@ class ProduceApis(ApiFamily):
             )
         if acks == 0:
             return NoOpResponse()
-        return build(request.spec.response_type, responses=topics, throttle_time=0)
+        return Answer(responses=topics, throttle_time=0)
 
     def error_response(self, request: Request, code: ErrorCode) -> Any:
         topics = [
@@ -112,7 +111,7 @@ class ProduceApis(ApiFamily):
             }
             for t in request.body.topic_data
         ]
-        return build(request.spec.response_type, responses=topics, throttle_time=0)
+        return Answer(responses=topics, throttle_time=0)
 
 
 def _append_time(ms: int) -> Any:

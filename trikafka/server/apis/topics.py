@@ -11,9 +11,8 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
-from trikafka.protocol.entities import build
 from trikafka.server.apis.configs import topic_config_entries
-from trikafka.server.kafka_apis import ApiFamily
+from trikafka.server.kafka_apis import Answer, ApiFamily
 
 __all__ = ["TopicAdminApis"]
 
@@ -98,7 +97,7 @@ class TopicAdminApis(ApiFamily):
                     ],
                 )
             results.append(result)
-        return build(request.spec.response_type, throttle_time=0, topics=results)
+        return Answer(throttle_time=0, topics=results)
 
     async def handle_delete_topics_request(self, request: Request) -> Any:
         body = request.body
@@ -135,7 +134,7 @@ class TopicAdminApis(ApiFamily):
                 result["error_code"] = exc.error_code
                 result["error_message"] = str(exc)
             results.append(result)
-        return build(request.spec.response_type, throttle_time=0, responses=results)
+        return Answer(throttle_time=0, responses=results)
 
     async def handle_create_partitions_request(self, request: Request) -> Any:
         body = request.body
@@ -151,7 +150,7 @@ class TopicAdminApis(ApiFamily):
                 result["error_code"] = exc.error_code
                 result["error_message"] = str(exc)
             results.append(result)
-        return build(request.spec.response_type, throttle_time=0, results=results)
+        return Answer(throttle_time=0, results=results)
 
 
 class _NameOnly:

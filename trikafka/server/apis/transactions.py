@@ -20,7 +20,7 @@ from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiFamily
+from trikafka.server.kafka_apis import Answer, ApiFamily
 
 __all__ = ["TransactionApis", "fenced_for"]
 
@@ -84,8 +84,7 @@ class TransactionApis(ApiFamily):
         by_topic: dict[str, list[dict[str, Any]]] = {}
         for (name, partition), code in codes.items():
             by_topic.setdefault(name, []).append({"partition_index": partition, "partition_error_code": code})
-        return build(
-            request.spec.response_type,
+        return Answer(
             throttle_time=0,
             results_by_topic_v3_and_below=[
                 {"name": name, "results_by_partition": results} for name, results in by_topic.items()
@@ -151,8 +150,7 @@ class TransactionApis(ApiFamily):
                 by_topic.setdefault(topic.name, []).append(
                     {"partition_index": p.partition_index, "error_code": codes[(topic.name, p.partition_index)]}
                 )
-        return build(
-            request.spec.response_type,
+        return Answer(
             throttle_time=0,
             topics=[{"name": name, "partitions": parts} for name, parts in by_topic.items()],
         )
@@ -192,7 +190,7 @@ class TransactionApis(ApiFamily):
                     topics=[{"topic": t, "partitions": ps} for t, ps in by_topic.items()],
                 )
             states.append(state)
-        return build(request.spec.response_type, throttle_time=0, transaction_states=states)
+        return Answer(throttle_time=0, transaction_states=states)
 
     async def handle_list_transactions_request(self, request: Request) -> Any:
         body = request.body
@@ -208,8 +206,7 @@ class TransactionApis(ApiFamily):
         )
         if filters and not filters & known:
             txns = []
-        return build(
-            request.spec.response_type,
+        return Answer(
             throttle_time=0,
             error_code=ErrorCode.none,
             unknown_state_filters=sorted(filters - known),
