@@ -51,6 +51,8 @@ __all__ = ["Segment", "SegmentStore", "SyncHandle", "MAX_RELATIVE_OFFSET"]
 
 MAX_RELATIVE_OFFSET = 2**31 - 1  # relative offsets are int32 in the index files
 SCAN_BLOCK_SIZE = 16 * 1024  # header scans: a few index intervals per read
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
 RECOVERY_BLOCK_SIZE = 1024 * 1024  # recovery reads everything: large reads
 _BATCH_LENGTH = struct.Struct(">i")
 
@@ -204,6 +206,23 @@ class Segment:
             yield header
             position += header.size
 
+    def scan_bounds(self, position: int = 0) -> Iterator[tuple[int, int, int]]:
+        """``(position, end, last offset)`` of the batches from ``position`` to the end.
+
+        What a fetch needs to find its batches, unpacked with two struct reads instead of a
+        whole :class:`BatchHeader` (building one was most of a small fetch's time).
+        """
+        reader = _BlockReader(self.store, SCAN_BLOCK_SIZE)
+        end = self.store.size
+        while position + BATCH_HEADER_SIZE <= end:
+            head = reader.get(position, BATCH_HEADER_SIZE)
+            base_offset, length = _BASE_AND_LENGTH.unpack_from(head, 0)
+            size = length + 12  # the offset and length fields themselves
+            if size < BATCH_HEADER_SIZE:  # never for a recovered segment; do not spin
+                return
+            yield position, position + size, base_offset + _INT32.unpack_from(head, 23)[0]
+            position += size
+
     def find_batch(self, offset: int) -> BatchHeader | None:
         """The first batch whose last offset is ``>= offset``, or None if there is none here."""
         for header in self.scan(self.offset_index.lookup(offset)):
@@ -217,22 +236,24 @@ class Segment:
         """Whole batches from the one holding ``offset``, at most ``max_bytes`` of them unless
         ``min_one_batch`` lets the first one exceed it (KIP-74). None if nothing here is at or
         after ``offset``."""
-        first = self.find_batch(offset)
-        if first is None:
+        for start, first_end, last_offset in self.scan_bounds(self.offset_index.lookup(offset)):
+            if last_offset >= offset:
+                break
+        else:
             return None
-        limit = first.position + max(max_bytes, 0)
-        if first.end > limit:
+        limit = start + max(max_bytes, 0)
+        if first_end > limit:
             if not min_one_batch:
                 return []
-            end = first.end
+            end = first_end
         else:
             # Batches before the greatest indexed batch start within the limit all fit.
-            end = max(first.end, self.offset_index.lookup_position(limit))
-            for header in self.scan(end):
-                if header.end > limit:
+            end = max(first_end, self.offset_index.lookup_position(limit))
+            for _, batch_end, _ in self.scan_bounds(end):
+                if batch_end > limit:
                     break
-                end = header.end
-        return self.store.read(first.position, end - first.position)
+                end = batch_end
+        return self.store.read(start, end - start)
 
     def find_timestamp(self, timestamp: int, min_offset: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record at or after ``timestamp`` and at or
