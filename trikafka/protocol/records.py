@@ -352,6 +352,10 @@ def _check_record(view: memoryview, position: int, end: int) -> int:
     if p < end and (byte := view[p]) < 0x80:
         offset_delta = (byte >> 1) ^ -(byte & 1)
         p += 1
+    elif p + 1 < end and (high := view[p + 1]) < 0x80:  # records 64 to 8191 of a batch
+        offset_delta = (byte & 0x7F) | (high << 7)
+        offset_delta = (offset_delta >> 1) ^ -(offset_delta & 1)
+        p += 2
     else:
         offset_delta, p = read(view, p, end)
     if p < end and (byte := view[p]) < 0x80:  # key size
