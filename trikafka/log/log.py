@@ -274,7 +274,9 @@ class Log:
         ``flush_inline=False`` it leaves that to the caller (``flush_messages_due``), so the
         broker can run the fsync in a worker thread and keep the event loop free.
 
-        ``batches`` is patched in place when it is a ``bytearray`` (copied first otherwise).
+        ``batches`` is patched in place when it is a ``bytearray`` (copied first otherwise),
+        and then belongs to the log: the in-memory backend keeps that very buffer, so a
+        caller must not reuse it.
         ``log_append_time_ms`` is "now" (defaults to the clock): it is stamped into the
         batches when the topic uses LogAppendTime and it drives segment.ms rolling. Raises
         :class:`KafkaProtocolError` (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,

@@ -32,9 +32,14 @@ class MemoryStore:
         return self._size
 
     def append(self, data: bytes | bytearray) -> None:
+        """Keep ``data`` itself: the log hands over the buffer it validated and patched.
+
+        Copying it once more was a fifth of the produce path for 10 KB messages: each
+        retained MiB is first-touched memory (~0.45 ms per MiB in page faults here).
+        """
         if not data:
             return
-        self._chunks.append(bytes(data))  # the caller's bytearray may be reused
+        self._chunks.append(data)
         self._starts.append(self._size)
         self._size += len(data)
 
