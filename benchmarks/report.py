@@ -145,6 +145,8 @@ def _figure_name(metric: dict) -> str:
 def _rows(data: dict) -> list[list[str]]:
     """Workload, metric, one cell per target, ratio, goal, met."""
     goals = {(g["workload"], g["metric"]): g for g in data["goals"]}
+    # Workloads judged on an absolute figure (memory, start-up) get no ratio column.
+    absolute = {g["workload"] for g in data["goals"] if g["kind"] == "absolute"}
     rows = []
     for item in data["workloads"]:
         for metric in item["metrics"]:
@@ -157,7 +159,7 @@ def _rows(data: dict) -> list[list[str]]:
             reference = "ceiling" if item["id"].startswith("tiny_") else "mock"
             if goal and goal["kind"] == "absolute":
                 goal_text = goal["goal"]
-            else:
+            elif item["id"] not in absolute:
                 ours = item["summary"].get("trikafka", {}).get(metric["key"])
                 ref = item["summary"].get(reference, {}).get(metric["key"])
                 if ours and ref and ref["median"] and reference in item["targets"]:
