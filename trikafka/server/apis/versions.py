@@ -41,6 +41,7 @@ class ApiVersionsApis(ApiFamily):
         # The answer never changes: encode each version's body once. Encoding the ~30-entry
         # table with kio was half of the broker's CPU under a tiny-request load.
         self._answers: dict[int, tuple[Any, bytes]] = {}
+        self._software: dict[tuple[str | None, str | None], bool] = {}
         for version in range(lo, hi + 1):
             spec = registry.get(API_VERSIONS_KEY, version)
             body = build(
@@ -55,6 +56,18 @@ class ApiVersionsApis(ApiFamily):
     def handlers(self) -> dict[int, Any]:
         return {API_VERSIONS_KEY: self.handle_api_versions_request}
 
+    def _valid_software(self, name: str | None, version: str | None) -> bool:
+        """Kafka's check of the client's software name and version, remembered per pair
+        (clients send the same pair on every connection)."""
+        key = (name, version)
+        valid = self._software.get(key)
+        if valid is None:
+            valid = bool(_SOFTWARE.fullmatch(name or "") and _SOFTWARE.fullmatch(version or ""))
+            if len(self._software) >= 1024:
+                self._software.clear()
+            self._software[key] = valid
+        return valid
+
     async def handle_api_versions_request(self, request: Request) -> Any:
         if request.body is None:  # a version we do not support: answer v0, as Kafka does
             body = build(
@@ -64,9 +77,8 @@ class ApiVersionsApis(ApiFamily):
             )
             return SendResponse(encode_response(self._v0, request.correlation_id, body))
         response_type = request.spec.response_type
-        if request.api_version >= 3 and not (
-            _SOFTWARE.fullmatch(request.body.client_software_name or "")
-            and _SOFTWARE.fullmatch(request.body.client_software_version or "")
+        if request.api_version >= 3 and not self._valid_software(
+            request.body.client_software_name, request.body.client_software_version
         ):
             return build(response_type, error_code=ErrorCode.invalid_request, api_keys=[], throttle_time=0)
         spec, encoded = self._answers[request.api_version]
