@@ -309,3 +309,31 @@ def test_config_keys_cover_every_field_with_a_doc():
     for key, (_default, doc) in keys.items():
         assert doc, key
     assert keys["num.io.threads"][0] == "8"
+
+
+@pytest.mark.parametrize(
+    "items, retention_ms, roll_ms",
+    [
+        ({"log.retention.hours": "168"}, 604_800_000, 604_800_000),
+        ({"log.retention.hours": "168", "log.retention.minutes": "5"}, 300_000, 604_800_000),
+        ({"log.retention.minutes": "5", "log.retention.ms": "1000"}, 1000, 604_800_000),
+        ({"log_retention_hours": "-1"}, -1, 604_800_000),
+        ({"log.roll.hours": "2"}, 604_800_000, 7_200_000),
+        ({"log.roll.hours": "2", "log.roll.ms": "60000"}, 604_800_000, 60_000),
+    ],
+)
+def test_kafkas_hour_and_minute_aliases(items, retention_ms, roll_ms):
+    """Kafka's precedence: the ms key, then minutes, then hours; negative retention is -1."""
+    config = BrokerConfig.from_mapping(items)
+    assert (config.log_retention_ms, config.log_roll_ms) == (retention_ms, roll_ms)
+
+
+def test_aliases_work_as_overrides_and_are_checked():
+    assert BrokerConfig().with_overrides(log_retention_hours=1).log_retention_ms == 3_600_000
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.from_mapping({"log.roll.hours": "0"})
+    assert "log.roll.hours" in str(info.value) and "'0'" in str(info.value)
+    with pytest.raises(ConfigError, match="log.retention.hours='x'"):
+        BrokerConfig.from_mapping({"log.retention.hours": "x", "log.retention.ms": "5"})
+    with pytest.raises(ConfigError, match="did you mean 'log.retention.hours'"):
+        BrokerConfig.from_mapping({"log.retention.hour": "1"})

@@ -385,6 +385,7 @@ class BrokerConfig:
     def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
         by_key = _fields_by_key()
         kwargs: dict[str, Any] = {}
+        items = _resolve_time_aliases(items)
         for raw_key, value in items.items():
             key = raw_key.replace("_", ".")
             field = by_key.get(key)
@@ -397,7 +398,7 @@ class BrokerConfig:
 
     def with_overrides(self, **changes: Any) -> BrokerConfig:
         merged = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
-        for raw_key, value in changes.items():
+        for raw_key, value in _resolve_time_aliases(changes).items():
             key = raw_key.replace("_", ".")
             field = _fields_by_key().get(key)
             if field is None:
@@ -429,6 +430,40 @@ class BrokerConfig:
 
 
 
+# Kafka's coarser spellings of two time settings: (alias, the key it sets, ms per unit, least
+# allowed). The ms key wins over minutes, minutes over hours, as in Kafka's KafkaConfig; a
+# negative retention means unlimited (-1). Stock server.properties files use
+# log.retention.hours=168.
+TIME_ALIASES: tuple[tuple[str, str, int, int], ...] = (
+    ("log.retention.minutes", "log.retention.ms", 60_000, -(2**31)),
+    ("log.retention.hours", "log.retention.ms", 3_600_000, -(2**31)),
+    ("log.roll.hours", "log.roll.ms", 3_600_000, 1),
+)
+
+
+def _resolve_time_aliases(items: Mapping[str, Any]) -> dict[str, Any]:
+    """``items`` with Kafka's hour/minute aliases replaced by the millisecond key they set."""
+    spelled = {raw.replace("_", "."): raw for raw in items}
+    alias_keys = {alias for alias, *_ in TIME_ALIASES}
+    out = {raw: value for raw, value in items.items() if raw.replace("_", ".") not in alias_keys}
+    present = {raw.replace("_", ".") for raw in out}
+    for alias, target, unit, lo in TIME_ALIASES:  # in precedence order
+        raw = spelled.get(alias)
+        if raw is None:
+            continue
+        value = items[raw]
+        try:
+            number = int(value.strip()) if isinstance(value, str) else value
+        except ValueError:
+            number = None
+        if isinstance(number, bool) or not isinstance(number, int) or not lo <= number < 2**31:
+            raise ConfigError(raw, value, f"an integer in [{lo}, {2**31 - 1}] is required")
+        if target not in present:  # the millisecond key, or a finer alias, wins
+            out[target] = -1 if number < 0 else number * unit
+            present.add(target)
+    return out
+
+
 def _fields_by_key() -> dict[str, attrs.Attribute]:
     return {f.metadata["key"]: f for f in attrs.fields(BrokerConfig)}
 
@@ -442,7 +477,8 @@ def config_keys() -> Iterable[tuple[str, str, str]]:
 
 
 def _unknown_key_hint(key: str) -> str:
-    close = difflib.get_close_matches(key.replace("_", "."), list(_fields_by_key()), n=1)
+    keys = [*_fields_by_key(), *(alias for alias, *_ in TIME_ALIASES)]
+    close = difflib.get_close_matches(key.replace("_", "."), keys, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown configuration key{hint}"
 
