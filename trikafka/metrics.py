@@ -109,20 +109,11 @@ class BrokerMetrics:
         self.closed_by_error: int = 0  # connections closed for bad frames or versions
 
     def record_request(self, api: str, *timings_ms: float) -> None:
-        """One request's times in milliseconds, in ``TIME_PARTS`` order.
-
-        Histogram.record inlined: six method calls per request were a tenth of what the
-        broker adds to a tiny request.
-        """
+        """One request's times in milliseconds, in ``TIME_PARTS`` order."""
         metrics = self.requests[api]
         metrics.requests += 1
-        bisect_left = bisect.bisect_left
         for histogram, value in zip(metrics.histograms, timings_ms, strict=True):
-            histogram.count += 1
-            histogram.total += value
-            if value > histogram.max:
-                histogram.max = value
-            histogram._buckets[bisect_left(_BOUNDS, value)] += 1
+            histogram.record(value)
 
     def connection_opened(self, listener: str) -> None:
         m = self.connections[listener]

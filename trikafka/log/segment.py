@@ -236,11 +236,11 @@ class Segment:
         """Whole batches from the one holding ``offset``, at most ``max_bytes`` of them unless
         ``min_one_batch`` lets the first one exceed it (KIP-74). None if nothing here is at or
         after ``offset``."""
-        for start, first_end, last_offset in self.scan_bounds(self.offset_index.lookup(offset)):
-            if last_offset >= offset:
-                break
-        else:
+        batches = self.scan_bounds(self.offset_index.lookup(offset))
+        first = next(((start, end) for start, end, last in batches if last >= offset), None)
+        if first is None:
             return None
+        start, first_end = first
         limit = start + max(max_bytes, 0)
         if first_end > limit:
             if not min_one_batch:

@@ -24,8 +24,8 @@ cost is unchanged).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from bisect import bisect_left
+from collections.abc import Iterable
 
 import attrs
 

@@ -335,6 +335,9 @@ def _walk_records(view: memoryview, position: int, end: int, count: int, base: i
         )
 
 
+_KEY_AND_VALUE = ("key", "value")
+
+
 def _check_record(view: memoryview, position: int, end: int) -> int:
     """Walk one record's fields; return its offset delta. Raises InvalidRecordError.
 
@@ -358,32 +361,20 @@ def _check_record(view: memoryview, position: int, end: int) -> int:
         p += 2
     else:
         offset_delta, p = read(view, p, end)
-    if p < end and (byte := view[p]) < 0x80:  # key size
-        size = (byte >> 1) ^ -(byte & 1)
-        p += 1
-    elif p + 1 < end and (high := view[p + 1]) < 0x80:
-        size = (byte & 0x7F) | (high << 7)
-        size = (size >> 1) ^ -(size & 1)
-        p += 2
-    else:
-        size, p = read(view, p, end)
-    if size < -1:
-        raise InvalidRecordError(f"record key has size {size}")
-    if size > 0:
-        p += size
-    if p < end and (byte := view[p]) < 0x80:  # value size
-        size = (byte >> 1) ^ -(byte & 1)
-        p += 1
-    elif p + 1 < end and (high := view[p + 1]) < 0x80:
-        size = (byte & 0x7F) | (high << 7)
-        size = (size >> 1) ^ -(size & 1)
-        p += 2
-    else:
-        size, p = read(view, p, end)
-    if size < -1:
-        raise InvalidRecordError(f"record value has size {size}")
-    if size > 0:
-        p += size
+    for field in _KEY_AND_VALUE:
+        if p < end and (byte := view[p]) < 0x80:
+            size = (byte >> 1) ^ -(byte & 1)
+            p += 1
+        elif p + 1 < end and (high := view[p + 1]) < 0x80:
+            size = (byte & 0x7F) | (high << 7)
+            size = (size >> 1) ^ -(size & 1)
+            p += 2
+        else:
+            size, p = read(view, p, end)
+        if size < -1:
+            raise InvalidRecordError(f"record {field} has size {size}")
+        if size > 0:
+            p += size
     if p < end and (byte := view[p]) < 0x80:
         header_count = (byte >> 1) ^ -(byte & 1)
         p += 1

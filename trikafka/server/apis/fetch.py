@@ -90,17 +90,7 @@ class FetchApis(ApiFamily):
         total = 0
         errors = False
         for item in wanted:
-            result: dict[str, Any] = {
-                "key": item.key,
-                "partition_index": item.partition,
-                "error_code": item.error,
-                "high_watermark": -1,
-                "last_stable_offset": -1,
-                "log_start_offset": -1,
-                "aborted_transactions": None,
-                "preferred_read_replica": -1,
-                "records": b"",
-            }
+            result = _no_data(item.key, item.partition, item.error)
             if item.log is None:
                 errors = True
                 results.append(result)
@@ -204,34 +194,33 @@ class FetchApis(ApiFamily):
         except Exception:
             log.exception("delayed fetch for %s failed", request.connection_id)
             response = self._response(
-                request,
-                [
-                    {"key": w.key, "partition_index": w.partition, "error_code": ErrorCode.unknown_server_error,
-                     "high_watermark": -1, "last_stable_offset": -1, "log_start_offset": -1,
-                     "aborted_transactions": None, "preferred_read_replica": -1, "records": b""}
-                    for w in wanted
-                ],
+                request, [_no_data(w.key, w.partition, ErrorCode.unknown_server_error) for w in wanted]
             )
         self.context.respond(request, response)
 
     def error_response(self, request: Request, code: ErrorCode) -> Any:
         by_id = request.api_version >= 13
         results = [
-            {
-                "key": t.topic_id if by_id else t.topic,
-                "partition_index": p.partition,
-                "error_code": code,
-                "high_watermark": -1,
-                "last_stable_offset": -1,
-                "log_start_offset": -1,
-                "aborted_transactions": None,
-                "preferred_read_replica": -1,
-                "records": b"",
-            }
+            _no_data(t.topic_id if by_id else t.topic, p.partition, code)
             for t in request.body.topics
             for p in t.partitions
         ]
         return self._response(request, results)
+
+
+def _no_data(key: Any, partition: int, code: ErrorCode) -> dict[str, Any]:
+    """A partition's answer before (or instead of) reading it: ``code``, no records."""
+    return {
+        "key": key,
+        "partition_index": partition,
+        "error_code": code,
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": b"",
+    }
 
 
 def _grew(seen: int, value: int) -> bool:

@@ -119,8 +119,6 @@ class GroupApis(ApiFamily):
             protocols=[(p.name, p.metadata) for p in body.protocols],
             require_known_member_id=version >= 4,
         )
-        response_type = request.spec.response_type
-
         def make(result: dict[str, Any]) -> Any:
             return Answer(throttle_time=0, **result)
 
@@ -137,8 +135,6 @@ class GroupApis(ApiFamily):
             getattr(body, "protocol_name", None),
             [(a.member_id, a.assignment) for a in body.assignments],
         )
-        response_type = request.spec.response_type
-
         def make(result: dict[str, Any]) -> Any:
             result = {"assignment": b"", "protocol_type": None, "protocol_name": None, **result}
             result.pop("member_id", None)
