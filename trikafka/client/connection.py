@@ -3,6 +3,12 @@
 Requests may be issued concurrently; they are written in call order and their answers are
 matched by correlation id (the broker answers in order; a reader task checks it). Works over
 any ``trio.abc.Stream``: TCP, TLS or the in-memory transport.
+
+Cancellation: a request cancelled while its frame is being written leaves part of a frame on
+the wire, after which nothing else can be framed; the connection is then closed (and every
+other waiter gets :class:`ConnectionClosed`). Cancelled while awaiting its answer, the request
+is simply forgotten — the answer is read and dropped when it comes. The high-level client
+(:mod:`trikafka.client.client`) builds on this class.
 """
 
 from __future__ import annotations
@@ -49,13 +55,15 @@ class KafkaConnection:
     async def request(self, body: Any) -> Any:
         """Send a kio request entity; return the decoded response entity."""
         spec = _spec_for(body)
+        if self.closed:
+            raise ConnectionClosed(f"connection closed before sending {spec.name}")
         correlation_id = next(self._correlation)
         send, receive = trio.open_memory_channel(1)
         self._pending[correlation_id] = (spec, send)
         self._order.append(correlation_id)
         frame = encode_request(spec, correlation_id, body, self.client_id)
         async with self._send_lock:
-            await self.stream.send_all(frame)
+            await self._write(frame, spec)
         try:
             result = await receive.receive()
         except trio.EndOfChannel:
@@ -65,9 +73,27 @@ class KafkaConnection:
     async def send_no_response(self, body: Any) -> None:
         """Send a request that gets no answer (Produce with acks=0)."""
         spec = _spec_for(body)
+        if self.closed:
+            raise ConnectionClosed(f"connection closed before sending {spec.name}")
         frame = encode_request(spec, next(self._correlation), body, self.client_id)
         async with self._send_lock:
+            await self._write(frame, spec)
+
+    async def _write(self, frame: bytes, spec: ApiVersionSpec) -> None:
+        """Write one whole frame, or close the connection: half a frame poisons the stream."""
+        try:
             await self.stream.send_all(frame)
+        except BaseException as exc:
+            self.closed = True
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(self.stream)
+            if isinstance(exc, trio.BrokenResourceError | trio.ClosedResourceError):
+                raise ConnectionClosed(f"connection closed while sending {spec.name}") from None
+            raise
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Read answers until the stream closes (the reader task; run it in a nursery)."""
+        await self._reader(task_status=task_status)
 
     async def _reader(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
