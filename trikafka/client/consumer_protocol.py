@@ -31,6 +31,8 @@ from kio.schema.consumer_protocol_subscription import v3 as subscription_v3
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
+from trikafka.client.cluster import TopicPartition  # the one public TopicPartition
+
 __all__ = [
     "CONSUMER_PROTOCOL_TYPE",
     "LATEST_VERSION",
@@ -54,17 +56,6 @@ _ASSIGNMENTS = (assignment_v0, assignment_v1, assignment_v2, assignment_v3)
 
 class ConsumerProtocolError(ValueError):
     """Subscription or assignment bytes that cannot be read (a member sent garbage)."""
-
-
-@attrs.frozen(order=True)
-class TopicPartition:
-    """A topic's partition; ordered by (topic, partition) as Kafka sorts them."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @attrs.frozen

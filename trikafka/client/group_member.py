@@ -107,7 +107,7 @@ _FATAL = {
 _COORDINATOR_GONE = {ErrorCode.coordinator_not_available, ErrorCode.not_coordinator}
 # (state, event) → allowed: the table the shell must respect; anything else is our own bug.
 _LEGAL = {
-    "join": {MemberState.UNJOINED, MemberState.PREPARING_REBALANCE, MemberState.STABLE},
+    "join": set(MemberState),  # a join may restart at any point (a poll cancelled mid-sync)
     "join_response": {MemberState.PREPARING_REBALANCE},
     "sync_response": {MemberState.COMPLETING_REBALANCE},
 }

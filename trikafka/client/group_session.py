@@ -1,0 +1,406 @@
+"""The Trio shell around :class:`~trikafka.client.group_member.GroupMember`: talking to the
+group coordinator — join, sync, heartbeat, commit, fetch committed offsets, leave.
+
+Theory of operation (the Java consumer's split, kept because it is what makes the rebalance
+listener safe): joining happens *inside the application's poll* (``ensure_active_group``), so
+``on_partitions_revoked/assigned/lost`` run in the application's task, between two fetches,
+and may await (commit, flush a producer). Heartbeats run in their own task
+(:meth:`run_heartbeats`) so a member that processes slowly stays in the group; that task only
+*notices* what happened (a rebalance started, the member was fenced, the coordinator moved,
+``max.poll.interval.ms`` passed without a poll) and leaves the consequence to the next poll.
+
+Timers, all on trio's clock: ``heartbeat.interval.ms`` between heartbeats;
+``session.timeout.ms`` without a successful heartbeat and the coordinator is presumed dead
+(looked up again); ``max.poll.interval.ms`` without a poll and a dynamic member leaves the
+group (a static one just stops heartbeating, as Java's does), so its partitions go to members
+that make progress; ``retry.backoff.ms`` between retries.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import attrs
+import trio
+from kio.schema.errors import ErrorCode
+
+from trikafka.client.assignors import assignor_for
+from trikafka.client.client import CoordinatorType, KafkaClient
+from trikafka.client.consumer_protocol import TopicPartition
+from trikafka.client.errors import KafkaError, error_for
+from trikafka.client.group_member import Action, GroupMember, GroupMemberError, MemberState, Step
+from trikafka.client.versions import API
+
+__all__ = ["CommitFailedError", "ConsumerGroupMetadata", "GroupSession", "RebalanceListener"]
+
+logger = logging.getLogger(__name__)
+
+
+class CommitFailedError(KafkaError):
+    """The commit cannot succeed: the group rebalanced and these partitions may belong to
+    another member now (Kafka's CommitFailedException). Do not process the records."""
+
+
+@attrs.frozen
+class ConsumerGroupMetadata:
+    """What a transactional producer sends with the consumer's offsets (KIP-447), so the
+    coordinator can fence a zombie member: Java's ``ConsumerGroupMetadata``."""
+
+    group_id: str
+    generation_id: int = -1
+    member_id: str = ""
+    group_instance_id: str | None = None
+
+
+class RebalanceListener:
+    """Override any of the three; each may be a plain or an ``async`` method."""
+
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> Any:
+        return None
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> Any:
+        return None
+
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> Any:
+        # Kafka's default: lost partitions are treated as revoked.
+        return self.on_partitions_revoked(partitions)
+
+
+async def _call(method: Callable[[set[TopicPartition]], Any], partitions: Iterable[TopicPartition]) -> None:
+    result = method(set(partitions))
+    if inspect.isawaitable(result):
+        await result
+
+
+async def partition_counts_unset(topics: set[str]) -> dict[str, int]:
+    raise RuntimeError("ensure_active_group sets the partition count source")
+
+
+class GroupSession:
+    """One consumer's membership: owned by the consumer, which starts :meth:`run_heartbeats`
+    in its nursery and calls the rest from the application's task."""
+
+    def __init__(
+        self,
+        client: KafkaClient,
+        config: Any,
+        *,
+        on_revoke: Callable[[set[TopicPartition]], Any],
+        on_assign: Callable[[set[TopicPartition]], Any],
+        on_lost: Callable[[set[TopicPartition]], Any],
+    ) -> None:
+        self.client = client
+        self.group_id: str = config["group.id"]
+        self.session_timeout_ms: int = config["session.timeout.ms"]
+        self.rebalance_timeout_ms: int = config["max.poll.interval.ms"]
+        self.heartbeat_interval = config["heartbeat.interval.ms"] / 1000
+        self.max_poll_interval = config["max.poll.interval.ms"] / 1000
+        self.member = GroupMember(
+            self.group_id,
+            [assignor_for(name) for name in config["partition.assignment.strategy"]],
+            group_instance_id=config["group.instance.id"],
+        )
+        self._on_revoke, self._on_assign, self._on_lost = on_revoke, on_assign, on_lost
+        self.rejoin_needed = True
+        self.pending_lost: tuple[TopicPartition, ...] = ()
+        self.fatal: GroupMemberError | None = None
+        self.last_poll = trio.current_time()
+        self.last_heartbeat_ok = trio.current_time()
+        self._stable = trio.Event()
+        self._wake_heartbeat = trio.Event()
+        self.closed = False
+        self._partition_counts: Callable[[set[str]], Any] = partition_counts_unset
+
+    # --- coordinator ----------------------------------------------------------------------
+
+    async def coordinator(self) -> int:
+        return await self.client.find_coordinator(self.group_id, CoordinatorType.GROUP)
+
+    def coordinator_dead(self) -> None:
+        self.client.coordinator_dead(self.group_id, CoordinatorType.GROUP)
+
+    async def _send(self, api_key: int, **fields: Any) -> Any:
+        node = await self.coordinator()
+        try:
+            return await self.client.send(node, api_key, **fields)
+        except KafkaError as exc:
+            if exc.retriable:
+                self.coordinator_dead()
+            raise
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        return ConsumerGroupMetadata(
+            self.group_id, self.member.generation_id, self.member.member_id, self.member.group_instance_id
+        )
+
+    # --- joining (the application's task) -----------------------------------------------
+
+    def request_rejoin(self) -> None:
+        self.rejoin_needed = True
+
+    @property
+    def stable(self) -> bool:
+        return self.member.state is MemberState.STABLE and not self.rejoin_needed
+
+    async def ensure_active_group(self, topics: Iterable[str], partition_counts: Callable[[set[str]], Any]) -> bool:
+        """Join (or rejoin) until the member is stable; returns True when a rebalance ran.
+
+        ``partition_counts(topics)`` is awaited by the leader for every topic some member
+        subscribes to. Listener callbacks run here, in the caller's task.
+        """
+        if self.fatal is not None:
+            raise self.fatal
+        if self.pending_lost:
+            lost, self.pending_lost = self.pending_lost, ()
+            await self._on_lost(set(lost))
+        if self.stable:
+            return False
+        self._partition_counts = partition_counts
+        topics = sorted(topics)
+        attempt = 0
+        self._stable = trio.Event()
+        self.rejoin_needed = False
+        step = self.member.prepare_join(topics)
+        if step.revoked:
+            await self._on_revoke(set(step.revoked))
+        while True:
+            step = await self._join_once()
+            if step.action is Action.STABLE:
+                await self._apply(step)
+                if self.member.needs_rejoin_after_sync(step) and self.member.state is MemberState.STABLE:
+                    self.member.prepare_join(topics)
+                    continue
+                if self.member.state is MemberState.STABLE and not self.rejoin_needed:
+                    self.last_heartbeat_ok = trio.current_time()
+                    self._stable.set()
+                    self._wake_heartbeat.set()
+                    return True
+                self.rejoin_needed = False
+                self.member.prepare_join(topics)
+                continue
+            if step.lost:
+                await self._on_lost(set(step.lost))
+            if step.action is Action.FATAL:
+                assert step.error is not None
+                self.fatal = step.error
+                raise step.error
+            if step.action is Action.FIND_COORDINATOR:
+                self.coordinator_dead()
+                await self.client.retry_sleep(attempt)
+                attempt += 1
+            elif step.action is Action.BACKOFF_REJOIN:
+                await self.client.retry_sleep(attempt)
+                attempt += 1
+            if self.member.state is not MemberState.PREPARING_REBALANCE:
+                self.member.prepare_join(topics)
+
+    async def _join_once(self) -> Step:
+        """One JoinGroup + SyncGroup round; transport errors become a backoff step."""
+        member = self.member
+        try:
+            fields = member.join_group_fields()
+            answer = await self._send(
+                API.JOIN_GROUP,
+                session_timeout=self.session_timeout_ms,
+                rebalance_timeout=self.rebalance_timeout_ms,
+                group_id=fields["group_id"],
+                member_id=fields["member_id"],
+                group_instance_id=fields["group_instance_id"],
+                protocol_type=fields["protocol_type"],
+                protocols=[{"name": name, "metadata": meta} for name, meta in fields["protocols"]],
+                reason=None,
+            )
+            step = member.on_join_group_response(
+                ErrorCode(answer.error_code),
+                member_id=answer.member_id,
+                generation_id=int(answer.generation_id),
+                protocol_name=answer.protocol_name,
+                leader=answer.leader,
+                members=[(m.member_id, getattr(m, "group_instance_id", None), m.metadata) for m in answer.members],
+            )
+            if step.action is not Action.SYNC:
+                return step
+            assignments: Mapping[str, bytes] = {}
+            if member.is_leader:
+                counts = await self._partition_counts(member.subscribed_topics_of_group())
+                assignments = member.assign(counts)
+            sync = member.sync_group_fields(assignments)
+            answer = await self._send(
+                API.SYNC_GROUP,
+                **{k: v for k, v in sync.items() if k != "assignments"},
+                assignments=[{"member_id": m, "assignment": a} for m, a in sync["assignments"]],
+            )
+            return member.on_sync_group_response(ErrorCode(answer.error_code), answer.assignment)
+        except KafkaError as exc:
+            if not exc.retriable:
+                raise
+            logger.info("group %s: join interrupted (%s); retrying", self.group_id, exc)
+            if member.state is MemberState.COMPLETING_REBALANCE:
+                member.state = MemberState.PREPARING_REBALANCE
+            return Step(Action.FIND_COORDINATOR)
+
+    async def _apply(self, step: Step) -> None:
+        if step.revoked:
+            await self._on_revoke(set(step.revoked))
+        await self._on_assign(set(step.assigned))
+
+    # --- heartbeats (their own task) ------------------------------------------------------
+
+    async def run_heartbeats(self) -> None:
+        """Heartbeat while stable; notice fencing, rebalances, dead coordinators, stuck polls."""
+        while not self.closed:
+            await self._stable.wait()
+            now = trio.current_time()
+            if now - self.last_poll > self.max_poll_interval:
+                logger.warning(
+                    "group %s: no poll for %.0f ms > max.poll.interval.ms; leaving the group",
+                    self.group_id, (now - self.last_poll) * 1000,
+                )
+                self.pending_lost += await self.leave("consumer poll timeout has expired")
+                self._stable = trio.Event()
+                continue
+            if now - self.last_heartbeat_ok > self.session_timeout_ms / 1000:
+                self.coordinator_dead()  # Java: the coordinator is presumed dead; find it again
+                self.last_heartbeat_ok = now
+            await self._heartbeat_once()
+            self._wake_heartbeat = trio.Event()
+            with trio.move_on_after(self.heartbeat_interval):
+                await self._wake_heartbeat.wait()
+
+    async def _heartbeat_once(self) -> None:
+        generation = self.member.generation_id
+        try:
+            answer = await self._send(API.HEARTBEAT, **self.member.heartbeat_fields())
+        except KafkaError as exc:
+            logger.info("group %s: heartbeat failed (%s)", self.group_id, exc)
+            return
+        if self.member.generation_id != generation or self.member.state is not MemberState.STABLE:
+            return  # a rejoin started meanwhile: this answer is about the old generation
+        self._handle_group_error(ErrorCode(answer.error_code))
+
+    def _handle_group_error(self, code: ErrorCode) -> None:
+        """Heartbeat and commit answers: remember what the next poll must do."""
+        if code == ErrorCode.none:
+            self.last_heartbeat_ok = trio.current_time()
+            return
+        step = self.member.on_heartbeat_response(code)
+        if step.lost:
+            self.pending_lost += step.lost
+        if step.action is Action.FATAL:
+            self.fatal = step.error
+        elif step.action is Action.FIND_COORDINATOR:
+            self.coordinator_dead()
+        elif step.action is Action.REJOIN:
+            self.rejoin_needed = True
+            self._stable = trio.Event()
+
+    # --- offsets ----------------------------------------------------------------------------
+
+    async def commit(self, offsets: Mapping[TopicPartition, int], *, attempts: int = 5) -> None:
+        """OffsetCommit with this member's generation; retried on retriable errors."""
+        if not offsets:
+            return
+        by_topic: dict[str, list[dict]] = {}
+        for tp, offset in sorted(offsets.items()):
+            by_topic.setdefault(tp.topic, []).append(
+                {"partition_index": tp.partition, "committed_offset": offset, "committed_leader_epoch": -1, "committed_metadata": ""}
+            )
+        for attempt in range(attempts):
+            # The current generation even mid-rebalance (a commit on revoke runs after the
+            # join began): the coordinator, not this member, decides whether it still counts.
+            generation = self.member.generation_id
+            try:
+                answer = await self._send(
+                    API.OFFSET_COMMIT,
+                    group_id=self.group_id,
+                    generation_id_or_member_epoch=generation,
+                    generation_id=generation,
+                    member_id=self.member.member_id if generation >= 0 else "",
+                    group_instance_id=self.member.group_instance_id,
+                    retention_time_ms=-1,
+                    topics=[{"name": t, "partitions": p} for t, p in by_topic.items()],
+                )
+            except KafkaError as exc:
+                if not exc.retriable or attempt == attempts - 1:
+                    raise
+                await self.client.retry_sleep(attempt)
+                continue
+            codes = {ErrorCode(p.error_code) for t in answer.topics for p in t.partitions} - {ErrorCode.none}
+            if not codes:
+                return
+            code = next(iter(sorted(codes)))
+            if code in (ErrorCode.unknown_member_id, ErrorCode.illegal_generation, ErrorCode.rebalance_in_progress, ErrorCode.fenced_instance_id):
+                if self.member.state is MemberState.STABLE:
+                    self._handle_group_error(code)
+                raise CommitFailedError(code, f"group {self.group_id!r} rebalanced; offsets not committed")
+            error = error_for(code, f"OffsetCommit to group {self.group_id!r}")
+            if code in (ErrorCode.not_coordinator, ErrorCode.coordinator_not_available):
+                self.coordinator_dead()
+            if not error.retriable or attempt == attempts - 1:
+                raise error
+            await self.client.retry_sleep(attempt)
+
+    async def committed(self, partitions: Iterable[TopicPartition], *, require_stable: bool = True) -> dict[TopicPartition, int | None]:
+        """The group's committed offsets (None where nothing is committed)."""
+        by_topic: dict[str, list[int]] = {}
+        for tp in sorted(set(partitions)):
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        attempt = 0
+        while True:
+            try:
+                answer = await self._send(
+                    API.OFFSET_FETCH,
+                    group_id=self.group_id,
+                    topics=[{"name": t, "partition_indexes": p} for t, p in by_topic.items()],
+                    require_stable=require_stable,
+                )
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                await self.client.retry_sleep(attempt)
+                attempt += 1
+                continue
+            codes = {ErrorCode(getattr(answer, "error_code", 0))} | {
+                ErrorCode(p.error_code) for t in answer.topics for p in t.partitions
+            }
+            codes.discard(ErrorCode.none)
+            if not codes:
+                return {
+                    TopicPartition(t.name, int(p.partition_index)): (int(p.committed_offset) if p.committed_offset >= 0 else None)
+                    for t in answer.topics
+                    for p in t.partitions
+                }
+            code = sorted(codes)[0]
+            if code in (ErrorCode.not_coordinator, ErrorCode.coordinator_not_available):
+                self.coordinator_dead()
+            error = error_for(code, f"OffsetFetch from group {self.group_id!r}")
+            if not (error.retriable or code == ErrorCode.unstable_offset_commit):
+                raise error
+            await self.client.retry_sleep(attempt)
+            attempt += 1
+
+    # --- leaving ------------------------------------------------------------------------------
+
+    async def leave(self, reason: str = "the consumer is being closed") -> tuple[TopicPartition, ...]:
+        """LeaveGroup (dynamic members only), then forget membership; returns what the member
+        owned. Never raises: leaving is best effort — the coordinator drops a silent member
+        after session.timeout.ms anyway."""
+        fields = self.member.leave_group_fields()
+        owned = self.member.left()
+        self.rejoin_needed = True
+        if fields is None:
+            return owned
+        try:
+            with trio.move_on_after(self.client.request_timeout):
+                await self._send(
+                    API.LEAVE_GROUP,
+                    group_id=fields["group_id"],
+                    member_id=fields["member_id"],
+                    members=[{"member_id": fields["member_id"], "group_instance_id": None, "reason": reason}],
+                )
+        except KafkaError as exc:
+            logger.info("group %s: LeaveGroup failed (%s)", self.group_id, exc)
+        return owned
