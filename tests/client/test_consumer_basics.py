@@ -17,9 +17,9 @@ from .consumer_kit import open_writer
 T0, T1 = TopicPartition("t", 0), TopicPartition("t", 1)
 
 
-async def read(consumer, count, timeout=60):
+async def read(consumer, count, limit_s=60):
     out = []
-    with trio.fail_after(timeout):
+    with trio.fail_after(limit_s):
         async for record in consumer:
             out.append(record)
             if len(out) == count:
