@@ -19,6 +19,9 @@ What the producer, consumer and admin client use — and all they should need:
 * ``await client.find_coordinator(key, CoordinatorType.GROUP | TRANSACTION)`` → node id,
   retried on retriable errors and cached; ``client.coordinator_dead(key, type)`` after
   NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE / a dropped connection.
+* ``client.request_metadata_update()`` after a stale-metadata error code.
+* :mod:`trikafka.client.calls` — ``call_coordinator`` / ``call_any_node``: send with the
+  retry rules (retriable codes back off and retry, a moved coordinator is looked up again).
 * ``client.least_loaded_node()`` — a node id to send cluster-wide requests to.
 * ``await client.retry_sleep(attempt)`` — ``retry.backoff.ms`` exponential backoff on trio's clock.
 
@@ -305,11 +308,15 @@ class KafkaClient:
         self._metadata_updated.set()
         self._metadata_updated = trio.Event()
 
+    def request_metadata_update(self) -> None:
+        """Mark metadata stale and wake the refresher (after NOT_LEADER_OR_FOLLOWER & co)."""
+        self.cluster.request_update()
+        self._metadata_wakeup.set()
+
     async def refresh_metadata(self) -> None:
         """Ask for a refresh now and wait until one has completed."""
         version = self.cluster.version
-        self.cluster.request_update()
-        self._metadata_wakeup.set()
+        self.request_metadata_update()
         while self.cluster.version == version:
             await self._metadata_updated.wait()
 

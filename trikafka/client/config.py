@@ -173,6 +173,7 @@ CLIENT_KEYS: dict[str, ConfigKey] = {
         _row("max.in.flight.requests.per.connection", 5, _int(1), PRODUCER, "Unanswered Produce requests per broker connection."),
         _row("delivery.timeout.ms", 120000, _int(0, INT32_MAX), PRODUCER, "Bound of send(): from the call to success or failure, retries included."),
         _row("max.request.size", 1048576, _int(0, INT32_MAX), PRODUCER, "Largest record (and request) the producer sends."),
+        _row("buffer.memory", 33554432, _int(0), PRODUCER, "Bytes of records waiting to be sent before send() waits for room."),
         _row("max.block.ms", 60000, _int(0), PRODUCER, "How long send() waits for metadata of a new topic."),
         _row("transactional.id", None, _optional_string, PRODUCER, "Makes the producer transactional; survives restarts (fences older instances)."),
         _row("transaction.timeout.ms", 60000, _int(1, INT32_MAX), PRODUCER, "The coordinator aborts a transaction left open this long."),
