@@ -29,6 +29,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
+from kio.schema.errors import ErrorCode
 
 from trikafka.client.client import KafkaClient, open_client
 from trikafka.client.config import ClientConfig
@@ -405,14 +406,13 @@ async def open_consumer(
 ) -> AsyncIterator[Consumer]:
     """Open a consumer; ``bootstrap`` is ``host:port[,…]`` or a ``TestBroker``; ``config``
     takes Kafka's consumer keys in either spelling (``group_id=``, ``**{"group.id": …}``)."""
-    if bootstrap is not None and not isinstance(bootstrap, str | list | tuple):
-        settings = ClientConfig.for_role("consumer", config)
-    else:
-        servers = bootstrap if bootstrap is not None else config.pop("bootstrap_servers", config.pop("bootstrap.servers", None))
-        if servers is None:
-            raise ValueError("open_consumer needs bootstrap servers")
-        bootstrap = servers
-        settings = ClientConfig.for_role("consumer", config)
+    if isinstance(bootstrap, str | list | tuple):
+        config["bootstrap.servers"] = bootstrap
+    settings = ClientConfig.for_role("consumer", config)
+    if bootstrap is None:
+        bootstrap = settings["bootstrap.servers"]
+        if bootstrap is None:
+            raise KafkaError(ErrorCode.invalid_config, "open_consumer needs bootstrap servers", retriable=False)
     async with open_client(bootstrap, settings, connector) as client:
         async with trio.open_nursery() as nursery:
             consumer = Consumer(client, settings, nursery)
