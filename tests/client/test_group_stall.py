@@ -66,6 +66,7 @@ async def test_stalled_member_loses_its_partitions_and_nothing_is_lost_or_read_t
     gates = {name: Gate() for name in processed}
     stall_c = trio.Event()  # set: c freezes after its next poll that returns records
     c_stalled = trio.Event()
+    progress = [trio.Event()]  # set (and replaced) whenever a member processes a batch
 
     async with open_test_broker() as tb, open_writer(tb) as writer:
         await writer.create_topic("t", PARTITIONS)
@@ -93,6 +94,8 @@ async def test_stalled_member_loses_its_partitions_and_nothing_is_lost_or_read_t
                             refused[name] += 1
                             continue  # not ours any more: somebody else will process them
                         processed[name].extend((tp.partition, r.offset, r.value) for r in records)
+                        progress[0].set()
+                        progress[0] = trio.Event()
 
         async def write() -> None:
             for i in range(TOTAL):
@@ -115,7 +118,7 @@ async def test_stalled_member_loses_its_partitions_and_nothing_is_lost_or_read_t
             gates["c"].open()
             with trio.fail_after(300):
                 while sum(len(p) for p in processed.values()) < TOTAL:
-                    await trio.sleep(1)
+                    await progress[0].wait()
             await trio.sleep(10)  # would a duplicate still arrive?
             nursery.cancel_scope.cancel()
 

@@ -31,7 +31,6 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from trikafka.client.cluster import TopicPartition
 from trikafka.client.consumer import open_consumer
 from trikafka.client.group_session import CommitFailedError
 from trikafka.testing import open_test_broker
@@ -116,6 +115,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         self.commits = True
         self.tb: Any = None
         self.writer: Any = None
+        self.progress: trio.Event | None = None  # set (and replaced) whenever a member processes
 
     # --- set-up ----------------------------------------------------------------------------
 
@@ -134,6 +134,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
                     await trio.sleep_forever()
 
             assert self.loop.nursery is not None
+            self.progress = trio.Event()
             await self.loop.nursery.start(world)
             ready.set()
 
@@ -167,6 +168,8 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
                             except CommitFailedError:
                                 continue
                         self.processed.extend((member.name, tp.partition, r.offset, r.value) for r in records)
+                        self.progress.set()
+                        self.progress = trio.Event()
         finally:
             member.done.set()
 
@@ -225,7 +228,10 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
 
     @rule(seconds=st.sampled_from([0.5, 2.0, 5.0, 30.0]))
     def advance(self, seconds: float) -> None:
-        self.loop.run(lambda: trio.sleep(seconds))
+        async def go() -> None:
+            await trio.sleep(seconds)
+
+        self.loop.run(go)
 
     # --- invariants -------------------------------------------------------------------------
 
@@ -250,7 +256,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
 
         async def drain() -> None:
             while {(p, v) for _, p, _, v in self.processed} < wanted:
-                await trio.sleep(1)
+                await self.progress.wait()
 
         self.loop.run(drain)
         got = [(p, v) for _, p, _, v in self.processed]
