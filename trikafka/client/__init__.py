@@ -41,3 +41,26 @@ __all__ = [
     "open_connection",
     "tcp_connector",
 ]
+
+# The consumer (kept in one block at the end so the producer's and admin's names merge cleanly).
+from trikafka.client.consumer import Consumer, open_consumer  # noqa: E402
+from trikafka.client.consumer_fetch import NoOffsetForPartitionError, OffsetOutOfRangeError  # noqa: E402
+from trikafka.client.fetcher import ConsumerRecord  # noqa: E402
+from trikafka.client.group_member import GroupMemberError  # noqa: E402
+from trikafka.client.group_session import (  # noqa: E402
+    CommitFailedError,
+    ConsumerGroupMetadata,
+    RebalanceListener,
+)
+
+__all__ += [
+    "CommitFailedError",
+    "Consumer",
+    "ConsumerGroupMetadata",
+    "ConsumerRecord",
+    "GroupMemberError",
+    "NoOffsetForPartitionError",
+    "OffsetOutOfRangeError",
+    "RebalanceListener",
+    "open_consumer",
+]
