@@ -5,6 +5,7 @@ core (:mod:`trikafka.client.client`) is what they share. ``KafkaConnection`` and
 ``open_connection`` stay: kio requests in, kio responses out, for tests that speak the protocol.
 """
 
+from trikafka.client.accumulator import RecordFuture, RecordMetadata
 from trikafka.client.client import CoordinatorType, KafkaClient, open_client
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.config import ClientConfig
@@ -21,6 +22,7 @@ from trikafka.client.errors import (
     ProducerFencedError,
     TransactionAbortedError,
 )
+from trikafka.client.producer import Producer, open_producer
 from trikafka.client.transport import memory_connector, tcp_connector
 
 __all__ = [
@@ -32,12 +34,16 @@ __all__ = [
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
+    "Producer",
     "ProducerFencedError",
+    "RecordFuture",
+    "RecordMetadata",
     "TopicPartition",
     "TransactionAbortedError",
     "connect_tcp",
     "memory_connector",
     "open_client",
     "open_connection",
+    "open_producer",
     "tcp_connector",
 ]
