@@ -6,6 +6,15 @@ core (:mod:`trikafka.client.client`) is what they share. ``KafkaConnection`` and
 """
 
 from trikafka.client.accumulator import RecordFuture, RecordMetadata
+from trikafka.client.admin import Admin, open_admin
+from trikafka.client.admin_types import (
+    AlterConfigOp,
+    ConfigResource,
+    ConfigResourceType,
+    NewTopic,
+    OffsetSpec,
+    OpType,
+)
 from trikafka.client.client import CoordinatorType, KafkaClient, open_client
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.config import ClientConfig
@@ -26,6 +35,14 @@ from trikafka.client.producer import Producer, open_producer
 from trikafka.client.transport import memory_connector, tcp_connector
 
 __all__ = [
+    "Admin",
+    "AlterConfigOp",
+    "ConfigResource",
+    "ConfigResourceType",
+    "NewTopic",
+    "OffsetSpec",
+    "OpType",
+    "open_admin",
     "ClientConfig",
     "ConnectionClosed",
     "CoordinatorType",
