@@ -135,13 +135,12 @@ class Producer:
     async def flush(self) -> None:
         """Send everything queued now, without waiting for linger.ms, and wait for the outcomes
         (errors stay with each record's future)."""
-        waiting = [batch.futures[-1] for batch in self.accumulator.incomplete]
+        waiting = list(self.accumulator.incomplete)
         self.accumulator.flushing += 1
         self.sender.wake()
         try:
-            for future in waiting:
-                while not future.done():
-                    await self.sender.wait_progress()
+            for batch in waiting:
+                await batch.done.wait()
         finally:
             self.accumulator.flushing -= 1
 
