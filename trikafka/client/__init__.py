@@ -5,6 +5,16 @@ core (:mod:`trikafka.client.client`) is what they share. ``KafkaConnection`` and
 ``open_connection`` stay: kio requests in, kio responses out, for tests that speak the protocol.
 """
 
+from trikafka.client.accumulator import RecordFuture, RecordMetadata
+from trikafka.client.admin import Admin, open_admin
+from trikafka.client.admin_types import (
+    AlterConfigOp,
+    ConfigResource,
+    ConfigResourceType,
+    NewTopic,
+    OffsetSpec,
+    OpType,
+)
 from trikafka.client.client import CoordinatorType, KafkaClient, open_client
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.config import ClientConfig
@@ -21,9 +31,18 @@ from trikafka.client.errors import (
     ProducerFencedError,
     TransactionAbortedError,
 )
+from trikafka.client.producer import Producer, open_producer
 from trikafka.client.transport import memory_connector, tcp_connector
 
 __all__ = [
+    "Admin",
+    "AlterConfigOp",
+    "ConfigResource",
+    "ConfigResourceType",
+    "NewTopic",
+    "OffsetSpec",
+    "OpType",
+    "open_admin",
     "ClientConfig",
     "ConnectionClosed",
     "CoordinatorType",
@@ -32,13 +51,17 @@ __all__ = [
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
+    "Producer",
     "ProducerFencedError",
+    "RecordFuture",
+    "RecordMetadata",
     "TopicPartition",
     "TransactionAbortedError",
     "connect_tcp",
     "memory_connector",
     "open_client",
     "open_connection",
+    "open_producer",
     "tcp_connector",
 ]
 

@@ -48,7 +48,7 @@ import trikafka
 from trikafka.client.backoff import ExponentialBackoff
 from trikafka.client.cluster import BrokerNode, ClusterMetadata
 from trikafka.client.config import ClientConfig
-from trikafka.client.connection import ConnectionClosed, KafkaConnection
+from trikafka.client.connection import ConnectionClosed, KafkaConnection, ResponseDecodeError
 from trikafka.client.errors import (
     KafkaConnectionError,
     KafkaError,
@@ -168,23 +168,35 @@ class KafkaClient:
             connection = KafkaConnection(stream, self.client_id)
             await self.nursery.start(self._serve, node_id, connection)
             try:
-                body = make(
-                    request_spec(API.API_VERSIONS, 3).request_type,
-                    client_software_name="trikafka",
-                    client_software_version=trikafka.__version__,
-                )
-                answer = await connection.request(body)
+                answer = await self._api_versions(connection, 3)
+                if answer is None or answer.error_code == ErrorCode.unsupported_version:
+                    # KIP-511: a broker without v3 answers in v0 — ask again in v0.
+                    answer = await self._api_versions(connection, 0)
             except ConnectionClosed as exc:
                 raise KafkaConnectionError(f"{where} closed the connection during ApiVersions") from exc
         if scope.cancelled_caught:
             if stream is not None:
                 await trio.aclose_forcefully(stream)
             raise KafkaTimeoutError(f"no connection to {where} within request.timeout.ms")
-        if answer.error_code != ErrorCode.none:
+        if answer is None or answer.error_code != ErrorCode.none:
             await trio.aclose_forcefully(stream)
+            if answer is None:
+                raise UnsupportedVersionError(f"{where} answers no ApiVersions version this client reads")
             raise error_for(answer.error_code, f"ApiVersions from {where}")
         versions = negotiate((int(k.api_key), int(k.min_version), int(k.max_version)) for k in answer.api_keys)
         return NodeConnection(node_id, connection, versions)
+
+    @staticmethod
+    async def _api_versions(connection: KafkaConnection, version: int) -> Any:
+        body = make(
+            request_spec(API.API_VERSIONS, version).request_type,
+            client_software_name="trikafka",
+            client_software_version=trikafka.__version__,
+        )
+        try:
+            return await connection.request(body)
+        except ResponseDecodeError:
+            return None
 
     async def _serve(self, node_id: int, connection: KafkaConnection, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         try:

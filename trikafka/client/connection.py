@@ -25,7 +25,7 @@ from trikafka.protocol.framing import NEED_DATA, FrameDecoder
 from trikafka.protocol.headers import decode_response, encode_request
 from trikafka.protocol.registry import ApiVersionSpec
 
-__all__ = ["KafkaConnection", "open_connection", "connect_tcp", "ConnectionClosed"]
+__all__ = ["KafkaConnection", "open_connection", "connect_tcp", "ConnectionClosed", "ResponseDecodeError"]
 
 @functools.cache
 def _spec(api_key: int, version: int) -> ApiVersionSpec:
@@ -35,6 +35,11 @@ def _spec(api_key: int, version: int) -> ApiVersionSpec:
 
 class ConnectionClosed(Exception):
     """The broker closed the connection before answering."""
+
+
+class ResponseDecodeError(Exception):
+    """An answer arrived whole but did not parse as the version asked for (an old broker
+    answering ApiVersions at v0, as KIP-511 lets it). Raised to that request's caller only."""
 
 
 def _spec_for(body: Any) -> ApiVersionSpec:
@@ -68,6 +73,8 @@ class KafkaConnection:
             result = await receive.receive()
         except trio.EndOfChannel:
             raise ConnectionClosed(f"connection closed awaiting {spec.name}") from None
+        if isinstance(result, ResponseDecodeError):
+            raise result
         return result
 
     async def send_no_response(self, body: Any) -> None:
@@ -113,7 +120,10 @@ class KafkaConnection:
                         f"response out of order: got correlation id {correlation_id}, expected {expected}"
                     )
                 spec, send = self._pending.pop(correlation_id)
-                _, body = decode_response(spec, frame)
+                try:
+                    _, body = decode_response(spec, frame)
+                except Exception as exc:  # the frame is whole: only this answer is lost
+                    body = ResponseDecodeError(f"cannot decode {spec.name} v{spec.version} answer: {exc!r}")
                 send.send_nowait(body)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return

@@ -135,13 +135,12 @@ class Producer:
     async def flush(self) -> None:
         """Send everything queued now, without waiting for linger.ms, and wait for the outcomes
         (errors stay with each record's future)."""
-        waiting = [batch.futures[-1] for batch in self.accumulator.incomplete]
+        waiting = list(self.accumulator.incomplete)
         self.accumulator.flushing += 1
         self.sender.wake()
         try:
-            for future in waiting:
-                while not future.done():
-                    await self.sender.wait_progress()
+            for batch in waiting:
+                await batch.done.wait()
         finally:
             self.accumulator.flushing -= 1
 
@@ -158,9 +157,10 @@ class Producer:
         try:
             yield self
         except BaseException:
-            with trio.CancelScope(shield=True):
-                with trio.move_on_after(self.config["request.timeout.ms"] / 1000):
-                    await self.abort_transaction()
+            if self.txn.state in ("IN_TRANSACTION", "ABORTABLE_ERROR"):  # not after a fatal error
+                with trio.CancelScope(shield=True):
+                    with trio.move_on_after(self.config["request.timeout.ms"] / 1000):
+                        await self.abort_transaction()
             raise
         try:
             await self.commit_transaction()
@@ -196,7 +196,7 @@ class Producer:
             try:
                 await call_coordinator(
                     self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION, API.END_TXN,
-                    lambda r: [r.error_code], what="EndTxn",
+                    lambda r: [r.error_code], what="EndTxn", deadline=self._deadline(),
                     transactional_id=self.txn.transactional_id, producer_id=self.txn.producer_id,
                     producer_epoch=self.txn.epoch, committed=commit,
                 )
@@ -220,12 +220,12 @@ class Producer:
         try:
             await call_coordinator(
                 self.client, txn_id, CoordinatorType.TRANSACTION, API.ADD_OFFSETS_TO_TXN,
-                lambda r: [r.error_code], what="AddOffsetsToTxn", group_id=group_id, **ids,
+                lambda r: [r.error_code], what="AddOffsetsToTxn", deadline=self._deadline(), group_id=group_id, **ids,
             )
             self._txn_started = True
             await call_coordinator(
                 self.client, group_id, CoordinatorType.GROUP, API.TXN_OFFSET_COMMIT,
-                lambda r: [p.error_code for t in r.topics for p in t.partitions], what="TxnOffsetCommit",
+                lambda r: [p.error_code for t in r.topics for p in t.partitions], what="TxnOffsetCommit", deadline=self._deadline(),
                 group_id=group_id, generation_id=getattr(group, "generation_id", -1),
                 member_id=getattr(group, "member_id", ""), group_instance_id=getattr(group, "group_instance_id", None),
                 topics=_offset_topics(offsets), **ids,
@@ -233,6 +233,10 @@ class Producer:
         except KafkaError as exc:
             self.txn.fail(exc)
             raise
+
+    def _deadline(self) -> float:
+        """Blocking transactional calls give up after max.block.ms, as Java's do."""
+        return trio.current_time() + self.config["max.block.ms"] / 1000
 
     # --- closing --------------------------------------------------------------------------
 

@@ -58,6 +58,7 @@ class Sender:
         self.max_in_flight = config["max.in.flight.requests.per.connection"]
         self.max_request_size = config["max.request.size"]
         self.transaction_timeout_ms = config["transaction.timeout.ms"]
+        self.max_block_ms = config["max.block.ms"]
         self.in_flight: collections.Counter[int] = collections.Counter()
         self.wakeup = trio.Event()
         self.progress = trio.Event()  # set whenever a batch finishes; flush and buffer waits
@@ -248,6 +249,7 @@ class Sender:
             await call_coordinator(
                 self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION,
                 API.ADD_PARTITIONS_TO_TXN, _add_partitions_errors, what="AddPartitionsToTxn",
+                deadline=trio.current_time() + self.max_block_ms / 1000,
                 **ids, topics=topics, **{f"v3_and_below_{k}": v for k, v in ids.items()},
                 v3_and_below_topics=topics,
             )

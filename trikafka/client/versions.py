@@ -69,7 +69,7 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     API.SYNC_GROUP: (0, 5),
     API.DESCRIBE_GROUPS: (0, 5),
     API.LIST_GROUPS: (0, 4),
-    API.API_VERSIONS: (3, 3),
+    API.API_VERSIONS: (0, 3),
     API.CREATE_TOPICS: (2, 7),
     API.DELETE_TOPICS: (1, 5),
     API.DELETE_RECORDS: (0, 2),
