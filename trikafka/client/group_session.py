@@ -401,6 +401,6 @@ class GroupSession:
                     member_id=fields["member_id"],
                     members=[{"member_id": fields["member_id"], "group_instance_id": None, "reason": reason}],
                 )
-        except KafkaError as exc:
+        except Exception as exc:  # best effort: an unreadable answer must not fail close()
             logger.info("group %s: LeaveGroup failed (%s)", self.group_id, exc)
         return owned
