@@ -73,8 +73,8 @@ class ConfluentMember:
 
 async def wait_until(predicate, what: str, limit_s: float = 60) -> None:
     with trio.fail_after(limit_s):
-        while not predicate():
-            await trio.sleep(0.05)  # another process/thread changes it: nothing to wait on in trio
+        while not predicate():  # noqa: ASYNC110 - a thread (librdkafka) changes it: no trio event to wait on
+            await trio.sleep(0.05)
 
 
 @pytest.mark.parametrize("trio_leads", [True, False], ids=["trio-leader", "librdkafka-leader"])

@@ -22,6 +22,7 @@ at-least-once processing tolerates (and exactly-once uses transactions for).
 from __future__ import annotations
 
 import logging
+import math
 import re
 from collections import deque
 from collections.abc import AsyncIterator, Iterable, Mapping
@@ -314,7 +315,9 @@ class Consumer:
             with trio.move_on_at(deadline):
                 await self._wait_for_change()
             return {}
-        remaining_ms = max(0, int((deadline - trio.current_time()) * 1000))
+        # Rounded up: a fetch that may not wait while time remains would spin (time only
+        # moves while something waits — always so under MockClock).
+        remaining_ms = max(0, math.ceil((deadline - trio.current_time()) * 1000))
         max_wait = min(self.config["fetch.max.wait.ms"], remaining_ms)
         result = await self.reader.fetch(positions, max_wait)  # type: ignore[arg-type]
         for tp, fetched in result.fetched.items():
