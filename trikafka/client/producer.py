@@ -71,6 +71,7 @@ class Producer:
         self.max_request_size = config["max.request.size"]
         self.buffer_memory = config["buffer.memory"]
         self.closed = False
+        self._tps: dict[tuple[str, int], TopicPartition] = {}
         self._txn_started = False  # partitions or offsets were added: EndTxn is needed
 
     # --- sending --------------------------------------------------------------------------
@@ -102,9 +103,12 @@ class Producer:
         """Append one record to its batch; await the returned future for its metadata."""
         if self.closed:
             raise KafkaError(ErrorCode.unknown_server_error, "the producer is closed", retriable=False)
-        self.txn.check_can_send()
-        key_bytes, value_bytes = _as_bytes(key, "key"), _as_bytes(value, "value")
-        record_headers = _headers(headers)
+        txn = self.txn
+        if txn.transactional or txn.state == "FATAL_ERROR":
+            txn.check_can_send()
+        key_bytes = key if key is None or type(key) is bytes else _as_bytes(key, "key")
+        value_bytes = value if value is None or type(value) is bytes else _as_bytes(value, "value")
+        record_headers = _headers(headers) if headers else ()
         size = (len(key_bytes) if key_bytes else 0) + (len(value_bytes) if value_bytes else 0)
         if size + 61 > self.max_request_size:
             raise KafkaError(ErrorCode.message_too_large, f"a {size}-byte record is over max.request.size ({self.max_request_size})")
@@ -121,13 +125,15 @@ class Producer:
             available = cluster.available_partitions(topic)
             partition = self.partitioner.partition(topic, available, count)
             self.partitioner.record_appended(topic, size, available, count)
-        while self.accumulator.queued_bytes >= self.buffer_memory:
-            await self.sender.wait_progress()
-        self.txn.check_can_send()  # a transaction may have ended while we waited
+        if self.accumulator.queued_bytes >= self.buffer_memory:
+            while self.accumulator.queued_bytes >= self.buffer_memory:
+                await self.sender.wait_progress()
+            txn.check_can_send()  # a transaction may have ended while we waited
         stamp = int(time.time() * 1000) if timestamp is None else int(timestamp)
-        future, wake = self.accumulator.append(
-            TopicPartition(topic, partition), key_bytes, value_bytes, record_headers, stamp, trio.current_time()
-        )
+        tp = self._tps.get((topic, partition))
+        if tp is None:
+            tp = self._tps[topic, partition] = TopicPartition(topic, partition)
+        future, wake = self.accumulator.append(tp, key_bytes, value_bytes, record_headers, stamp, trio.current_time())
         if wake:
             self.sender.wake()
         return future
