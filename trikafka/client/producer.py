@@ -20,6 +20,7 @@ exception or cancellation, so a cancelled transaction is never half-committed.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -41,6 +42,8 @@ from trikafka.client.transport import Connector
 from trikafka.client.versions import API
 
 __all__ = ["Producer", "open_producer"]
+
+log = logging.getLogger(__name__)
 
 
 def _as_bytes(value: Any, what: str) -> bytes | None:
@@ -166,7 +169,10 @@ class Producer:
             if self.txn.state in ("IN_TRANSACTION", "ABORTABLE_ERROR"):  # not after a fatal error
                 with trio.CancelScope(shield=True):
                     with trio.move_on_after(self.config["request.timeout.ms"] / 1000):
-                        await self.abort_transaction()
+                        try:
+                            await self.abort_transaction()
+                        except KafkaError as exc:  # the body's exception is the one to see
+                            log.warning("aborting transaction %s failed: %s", self.txn.transactional_id, exc)
             raise
         try:
             await self.commit_transaction()

@@ -23,6 +23,7 @@ transactional producer does it when the transaction ends).
 from __future__ import annotations
 
 import collections
+import logging
 from typing import Any
 
 import trio
@@ -38,6 +39,8 @@ from trikafka.client.versions import API
 from trikafka.protocol.compression import CODECS
 
 __all__ = ["Sender"]
+
+log = logging.getLogger(__name__)
 
 
 def _millis(value: Any) -> int:
@@ -179,6 +182,7 @@ class Sender:
     def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError) -> None:
         now = trio.current_time()
         if error.retriable and batch.attempts < self.retries and now < batch.deadline:
+            log.warning("produce to %s-%d failed (%s); retry %d", batch.tp.topic, batch.tp.partition, error, batch.attempts + 1)
             self.accumulator.reenqueue(batch, now + self.client.retry_backoff.delay(batch.attempts))
             self.wake()
         else:
