@@ -132,6 +132,8 @@ class KafkaClient:
 
     async def connection(self, node_id: int) -> NodeConnection:
         """The open connection to ``node_id``, connecting (after any backoff) if needed."""
+        if self.closed:  # shut down (or cancelled): a shielded caller must not retry forever
+            raise KafkaError(ErrorCode.network_exception, "the client is closed", retriable=False)
         state = self._nodes.setdefault(node_id, _NodeState())
         while True:
             if state.connection is not None and not state.connection.connection.closed:
@@ -192,6 +194,9 @@ class KafkaClient:
     async def _serve(self, node_id: int, connection: KafkaConnection, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         try:
             await connection.run(task_status=task_status)
+        except trio.Cancelled:
+            self.closed = True  # the client's nursery is going: no connection will live again
+            raise
         finally:
             connection.closed = True
             with trio.CancelScope(shield=True):
@@ -350,8 +355,9 @@ class KafkaClient:
 
     # --- coordinators ---------------------------------------------------------------------
 
-    async def find_coordinator(self, key: str, key_type: CoordinatorType) -> int:
-        """Node id of the group or transaction coordinator for ``key`` (cached)."""
+    async def find_coordinator(self, key: str, key_type: CoordinatorType, deadline: float = float("inf")) -> int:
+        """Node id of the group or transaction coordinator for ``key`` (cached); retriable
+        errors are retried until ``deadline`` (trio time), then raised."""
         cached = self._coordinators.get((int(key_type), key))
         if cached is not None:
             return cached
@@ -360,7 +366,7 @@ class KafkaClient:
             try:
                 node_id = await _find_coordinator_once(self, key, key_type)
             except KafkaError as exc:
-                if not exc.retriable:
+                if not exc.retriable or trio.current_time() >= deadline:
                     raise
                 await self.retry_sleep(attempt)
                 attempt += 1

@@ -161,25 +161,27 @@ class Producer:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Producer]:
-        """Begin; commit on normal exit; abort on an exception or cancellation (re-raised)."""
+        """Begin; commit on normal exit; abort on an exception or cancellation (re-raised).
+
+        Cancelled in the body or while the commit flushes, the transaction aborts; once
+        EndTxn(commit) is sent it is finished shielded, so no cancellation leaves it open.
+        """
         await self.begin_transaction()
         try:
             yield self
-        except BaseException:
+            await self.commit_transaction()
+        except BaseException as exc:
             if self.txn.state in ("IN_TRANSACTION", "ABORTABLE_ERROR"):  # not after a fatal error
                 with trio.CancelScope(shield=True):
                     with trio.move_on_after(self.config["request.timeout.ms"] / 1000):
                         try:
                             await self.abort_transaction()
-                        except KafkaError as exc:  # the body's exception is the one to see
-                            log.warning("aborting transaction %s failed: %s", self.txn.transactional_id, exc)
-            raise
-        try:
-            await self.commit_transaction()
-        except KafkaError:
-            with trio.CancelScope(shield=True):
-                if self.txn.state == "ABORTABLE_ERROR":
-                    await self.abort_transaction()
+                        except KafkaError as abort_error:  # the body's exception is the one to see
+                            log.warning("aborting transaction %s failed: %s", self.txn.transactional_id, abort_error)
+            if isinstance(exc, KafkaError):
+                # A commit that failed because we were being cancelled (the client's
+                # connections went with its nursery): the cancellation is the news.
+                await trio.lowlevel.checkpoint_if_cancelled()
             raise
 
     async def begin_transaction(self) -> None:
@@ -192,7 +194,8 @@ class Producer:
         if self.txn.state == "ABORTABLE_ERROR":
             raise TransactionAbortedError(ErrorCode.unknown_server_error, f"a send failed, the transaction must abort: {self.txn.error}")
         self.txn.transition("COMMITTING_TRANSACTION", "commit")
-        await self._end_transaction(commit=True)
+        with trio.CancelScope(shield=True):  # half a commit is worse than a late one
+            await self._end_transaction(commit=True)
 
     async def abort_transaction(self) -> None:
         """Drop unsent records, wait for those in flight, then EndTxn(abort)."""
