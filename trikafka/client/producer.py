@@ -15,7 +15,8 @@ happens to the caller — cancelling ``send`` stops the *waiting*, not the deliv
 it with an exception or a cancellation fails the records not yet sent, waits (shielded, at most
 ``request.timeout.ms``) for requests already on the wire, aborts an open transaction, and
 re-raises. ``async with producer.transaction():`` commits on normal exit and aborts on any
-exception or cancellation, so a cancelled transaction is never half-committed.
+exception or cancellation; cancelled at any await point, even with the producer around it,
+no record is committed twice or lost once the app restarts (see :meth:`Producer.transaction`).
 """
 
 from __future__ import annotations
@@ -163,8 +164,11 @@ class Producer:
     async def transaction(self) -> AsyncIterator[Producer]:
         """Begin; commit on normal exit; abort on an exception or cancellation (re-raised).
 
-        Cancelled in the body or while the commit flushes, the transaction aborts; once
-        EndTxn(commit) is sent it is finished shielded, so no cancellation leaves it open.
+        Cancelled in the body or while the commit flushes, the transaction aborts; EndTxn
+        itself runs shielded. If the producer's whole lifetime is cancelled mid-commit, its
+        connections go with it and the coordinator settles the transaction (the next
+        InitProducerId of the same transactional.id, or transaction.timeout.ms) — exactly
+        once either way (tests/client/test_exactly_once.py).
         """
         await self.begin_transaction()
         try:
