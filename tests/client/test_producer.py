@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from trikafka.client import open_producer
+from trikafka.client import open_admin, open_producer
 from trikafka.client.errors import KafkaError, KafkaTimeoutError
 from trikafka.client.partitioner import partition_for_key
 from trikafka.client.transport import memory_connector
@@ -13,7 +13,7 @@ from trikafka.client.versions import API
 from trikafka.protocol.compression import CODECS
 from trikafka.testing import open_test_broker
 
-from .faults import LosingConnector
+from .faults import CountingConnector, LosingConnector
 from .support import batches, fetch, values
 
 
@@ -116,3 +116,58 @@ async def test_bad_input_is_refused_clearly(autojump_clock):
             await producer.send("t", b"x", partition=7)
         with pytest.raises(TypeError, match="value must be bytes, str or None"):
             await producer.send("t", 12)
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+async def test_in_flight_requests_per_connection_are_bounded(autojump_clock, limit):
+    async with open_test_broker(num_partitions=6) as broker:
+        connector = CountingConnector(memory_connector(broker.listener), API.PRODUCE, answer_delay=1.0)
+        config = dict(linger_ms=0, acks=1, max_in_flight_requests_per_connection=limit)
+        async with open_producer(broker, connector=connector, **config) as producer:
+            await producer.client.wait_for_topic("wide")
+            futures = []
+            for partition in range(6):  # one record per partition, each ready on its own
+                futures.append(await producer.enqueue("wide", b"v", partition=partition))
+                await trio.sleep(0.01)
+            await producer.flush()
+            assert all(f.error is None for f in futures)
+        assert connector.most == limit
+
+
+async def test_a_cancelled_send_is_still_delivered(autojump_clock):
+    async with open_test_broker() as broker, open_producer(broker, linger_ms=1000) as producer:
+        with trio.move_on_after(0.5):
+            await producer.send("c", b"appended, then the caller gave up")
+        await producer.flush()
+        assert values(await fetch(broker, "c")) == [b"appended, then the caller gave up"]
+
+
+async def test_a_vanished_topic_is_retried_after_a_metadata_refresh(autojump_clock):
+    async with open_test_broker() as broker, open_producer(broker, linger_ms=0) as producer:
+        assert (await producer.send("gone", b"first")).offset == 0
+        async with open_admin(broker) as admin:
+            await admin.delete_topics(["gone"])
+        version = producer.client.cluster.version
+        # The producer's metadata still names the old topic: the broker answers
+        # UNKNOWN_TOPIC_OR_PARTITION, the producer refreshes (auto-creating it) and retries.
+        metadata = await producer.send("gone", b"second")
+        assert metadata.offset == 0
+        assert producer.client.cluster.version > version
+        assert values(await fetch(broker, "gone")) == [b"second"]
+
+
+async def test_after_a_failed_numbered_batch_the_producer_starts_a_new_id(autojump_clock):
+    async with open_test_broker() as broker:
+        connector = LosingConnector(memory_connector(broker.listener))
+        config = dict(linger_ms=0, request_timeout_ms=1000, delivery_timeout_ms=3000)
+        async with open_producer(broker, connector=connector, **config) as producer:
+            await producer.send("s", b"kept-1")
+            first_id = producer.txn.producer_id
+            connector.drop(API.PRODUCE, times=1000)
+            with pytest.raises(KafkaTimeoutError):
+                await producer.send("s", b"never arrives")  # sequence 1, never written
+            connector.unsent.clear()
+            # Sequence 2 after the gap would be OUT_OF_ORDER_SEQUENCE_NUMBER forever.
+            assert (await producer.send("s", b"kept-2")).offset == 1
+            assert producer.txn.producer_id != first_id
+        assert values(await fetch(broker, "s")) == [b"kept-1", b"kept-2"]

@@ -138,7 +138,9 @@ class RecordAccumulator:
     def append(self, tp: TopicPartition, key: bytes | None, value: bytes | None, headers: Any, timestamp: int, now: float) -> tuple[RecordFuture, bool]:
         """Add a record; returns its future and whether to wake the sender (a new batch has a
         linger deadline to watch, or a batch became full)."""
-        size = record_size(key, value, headers)
+        size = 21 + (len(key) if key else 0) + (len(value) if value else 0)
+        if headers:
+            size += record_size(None, None, headers) - 21
         queue = self.queues.get(tp)
         if queue is None:
             queue = self.queues[tp] = collections.deque()

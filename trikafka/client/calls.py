@@ -48,7 +48,7 @@ async def call_coordinator(
     attempt = 0
     while True:
         try:
-            node_id = await client.find_coordinator(key, key_type)
+            node_id = await client.find_coordinator(key, key_type, deadline)
             answer = await client.send(node_id, api_key, **fields)
             code = first_error(errors_of(answer))
             if code == ErrorCode.none:

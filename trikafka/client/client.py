@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -62,6 +63,8 @@ from trikafka.client.versions import API, negotiate
 from trikafka.protocol.registry import ApiVersionSpec
 
 __all__ = ["CoordinatorType", "KafkaClient", "NodeConnection", "open_client"]
+
+log = logging.getLogger(__name__)
 
 
 class CoordinatorType(enum.IntEnum):
@@ -129,6 +132,8 @@ class KafkaClient:
 
     async def connection(self, node_id: int) -> NodeConnection:
         """The open connection to ``node_id``, connecting (after any backoff) if needed."""
+        if self.closed:  # shut down (or cancelled): a shielded caller must not retry forever
+            raise KafkaError(ErrorCode.network_exception, "the client is closed", retriable=False)
         state = self._nodes.setdefault(node_id, _NodeState())
         while True:
             if state.connection is not None and not state.connection.connection.closed:
@@ -168,10 +173,10 @@ class KafkaClient:
             connection = KafkaConnection(stream, self.client_id)
             await self.nursery.start(self._serve, node_id, connection)
             try:
-                answer = await self._api_versions(connection, 3)
+                answer = await _api_versions(connection, 3)
                 if answer is None or answer.error_code == ErrorCode.unsupported_version:
                     # KIP-511: a broker without v3 answers in v0 — ask again in v0.
-                    answer = await self._api_versions(connection, 0)
+                    answer = await _api_versions(connection, 0)
             except ConnectionClosed as exc:
                 raise KafkaConnectionError(f"{where} closed the connection during ApiVersions") from exc
         if scope.cancelled_caught:
@@ -186,21 +191,12 @@ class KafkaClient:
         versions = negotiate((int(k.api_key), int(k.min_version), int(k.max_version)) for k in answer.api_keys)
         return NodeConnection(node_id, connection, versions)
 
-    @staticmethod
-    async def _api_versions(connection: KafkaConnection, version: int) -> Any:
-        body = make(
-            request_spec(API.API_VERSIONS, version).request_type,
-            client_software_name="trikafka",
-            client_software_version=trikafka.__version__,
-        )
-        try:
-            return await connection.request(body)
-        except ResponseDecodeError:
-            return None
-
     async def _serve(self, node_id: int, connection: KafkaConnection, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         try:
             await connection.run(task_status=task_status)
+        except trio.Cancelled:
+            self.closed = True  # the client's nursery is going: no connection will live again
+            raise
         finally:
             connection.closed = True
             with trio.CancelScope(shield=True):
@@ -302,7 +298,9 @@ class KafkaClient:
             try:
                 await self._refresh_once()
                 attempt = 0
-            except KafkaError:
+            except KafkaError as exc:
+                if attempt == 0:  # one line per outage, not per retry
+                    log.warning("metadata refresh failed (%s); retrying with backoff", exc)
                 await self.retry_sleep(attempt)
                 attempt += 1
 
@@ -357,17 +355,18 @@ class KafkaClient:
 
     # --- coordinators ---------------------------------------------------------------------
 
-    async def find_coordinator(self, key: str, key_type: CoordinatorType) -> int:
-        """Node id of the group or transaction coordinator for ``key`` (cached)."""
+    async def find_coordinator(self, key: str, key_type: CoordinatorType, deadline: float = float("inf")) -> int:
+        """Node id of the group or transaction coordinator for ``key`` (cached); retriable
+        errors are retried until ``deadline`` (trio time), then raised."""
         cached = self._coordinators.get((int(key_type), key))
         if cached is not None:
             return cached
         attempt = 0
         while True:
             try:
-                node_id = await self._find_coordinator_once(key, key_type)
+                node_id = await _find_coordinator_once(self, key, key_type)
             except KafkaError as exc:
-                if not exc.retriable:
+                if not exc.retriable or trio.current_time() >= deadline:
                     raise
                 await self.retry_sleep(attempt)
                 attempt += 1
@@ -375,19 +374,33 @@ class KafkaClient:
             self._coordinators[int(key_type), key] = node_id
             return node_id
 
-    async def _find_coordinator_once(self, key: str, key_type: CoordinatorType) -> int:
-        node_id = self.least_loaded_node()
-        answer = await self.send(node_id, API.FIND_COORDINATOR, key=key, key_type=int(key_type), coordinator_keys=[key])
-        entry = answer.coordinators[0] if hasattr(answer, "coordinators") else answer
-        if entry.error_code != ErrorCode.none:
-            raise error_for(entry.error_code, f"FindCoordinator({key!r}): {entry.error_message or ''}")
-        found = BrokerNode(int(entry.node_id), entry.host, int(entry.port))
-        if found.node_id not in self.cluster.brokers:
-            self.cluster.brokers[found.node_id] = found
-        return found.node_id
-
     def coordinator_dead(self, key: str, key_type: CoordinatorType) -> None:
         self._coordinators.pop((int(key_type), key), None)
+
+
+async def _api_versions(connection: KafkaConnection, version: int) -> Any:
+    """ApiVersions at ``version``; None when the answer does not parse at that version."""
+    body = make(
+        request_spec(API.API_VERSIONS, version).request_type,
+        client_software_name="trikafka",
+        client_software_version=trikafka.__version__,
+    )
+    try:
+        return await connection.request(body)
+    except ResponseDecodeError:
+        return None
+
+
+async def _find_coordinator_once(client: KafkaClient, key: str, key_type: CoordinatorType) -> int:
+    node_id = client.least_loaded_node()
+    answer = await client.send(node_id, API.FIND_COORDINATOR, key=key, key_type=int(key_type), coordinator_keys=[key])
+    entry = answer.coordinators[0] if hasattr(answer, "coordinators") else answer  # v4+ batches keys
+    if entry.error_code != ErrorCode.none:
+        raise error_for(entry.error_code, f"FindCoordinator({key!r}): {entry.error_message or ''}")
+    found = BrokerNode(int(entry.node_id), entry.host, int(entry.port))
+    if found.node_id not in client.cluster.brokers:
+        client.cluster.brokers[found.node_id] = found
+    return found.node_id
 
 
 @asynccontextmanager

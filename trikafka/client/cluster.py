@@ -70,6 +70,7 @@ class ClusterMetadata:
         self.last_refresh: float | None = None
         self.update_requested = True
         self.version = 0  # bumps on every update; waiters compare it
+        self._available: dict[str, list[int]] = {}
 
     # --- policy ---------------------------------------------------------------------------
 
@@ -128,12 +129,14 @@ class ClusterMetadata:
             if code.retriable or any(p.leader < 0 for p in partitions.values()):
                 retry = True  # LEADER_NOT_AVAILABLE while a topic is created: ask again soon
         self.topics = topics
+        self._available.clear()
         self.last_refresh = now
         self.update_requested = retry
         self.version += 1
 
     def forget(self, topic: str) -> None:
         self.topics.pop(topic, None)
+        self._available.pop(topic, None)
         self.interest.discard(topic)
 
     # --- questions ------------------------------------------------------------------------
@@ -161,10 +164,15 @@ class ClusterMetadata:
         return partition.leader
 
     def available_partitions(self, topic: str) -> list[int]:
+        """Partitions with a leader, sorted (cached until the next update: asked per record)."""
+        cached = self._available.get(topic)
+        if cached is not None:
+            return cached
         info = self.topics.get(topic)
         if info is None:
             return []
-        return sorted(p.partition for p in info.partitions.values() if p.leader >= 0)
+        found = self._available[topic] = sorted(p.partition for p in info.partitions.values() if p.leader >= 0)
+        return found
 
     def topic_error(self, topic: str) -> ErrorCode | None:
         """The topic's error from the last refresh, if it had one."""

@@ -15,11 +15,13 @@ happens to the caller — cancelling ``send`` stops the *waiting*, not the deliv
 it with an exception or a cancellation fails the records not yet sent, waits (shielded, at most
 ``request.timeout.ms``) for requests already on the wire, aborts an open transaction, and
 re-raises. ``async with producer.transaction():`` commits on normal exit and aborts on any
-exception or cancellation, so a cancelled transaction is never half-committed.
+exception or cancellation; cancelled at any await point, even with the producer around it,
+no record is committed twice or lost once the app restarts (see :meth:`Producer.transaction`).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -41,6 +43,8 @@ from trikafka.client.transport import Connector
 from trikafka.client.versions import API
 
 __all__ = ["Producer", "open_producer"]
+
+log = logging.getLogger(__name__)
 
 
 def _as_bytes(value: Any, what: str) -> bytes | None:
@@ -71,6 +75,7 @@ class Producer:
         self.max_request_size = config["max.request.size"]
         self.buffer_memory = config["buffer.memory"]
         self.closed = False
+        self._tps: dict[tuple[str, int], TopicPartition] = {}
         self._txn_started = False  # partitions or offsets were added: EndTxn is needed
 
     # --- sending --------------------------------------------------------------------------
@@ -102,9 +107,12 @@ class Producer:
         """Append one record to its batch; await the returned future for its metadata."""
         if self.closed:
             raise KafkaError(ErrorCode.unknown_server_error, "the producer is closed", retriable=False)
-        self.txn.check_can_send()
-        key_bytes, value_bytes = _as_bytes(key, "key"), _as_bytes(value, "value")
-        record_headers = _headers(headers)
+        txn = self.txn
+        if txn.transactional or txn.state == "FATAL_ERROR":
+            txn.check_can_send()
+        key_bytes = key if key is None or type(key) is bytes else _as_bytes(key, "key")
+        value_bytes = value if value is None or type(value) is bytes else _as_bytes(value, "value")
+        record_headers = _headers(headers) if headers else ()
         size = (len(key_bytes) if key_bytes else 0) + (len(value_bytes) if value_bytes else 0)
         if size + 61 > self.max_request_size:
             raise KafkaError(ErrorCode.message_too_large, f"a {size}-byte record is over max.request.size ({self.max_request_size})")
@@ -121,13 +129,15 @@ class Producer:
             available = cluster.available_partitions(topic)
             partition = self.partitioner.partition(topic, available, count)
             self.partitioner.record_appended(topic, size, available, count)
-        while self.accumulator.queued_bytes >= self.buffer_memory:
-            await self.sender.wait_progress()
-        self.txn.check_can_send()  # a transaction may have ended while we waited
+        if self.accumulator.queued_bytes >= self.buffer_memory:
+            while self.accumulator.queued_bytes >= self.buffer_memory:
+                await self.sender.wait_progress()
+            txn.check_can_send()  # a transaction may have ended while we waited
         stamp = int(time.time() * 1000) if timestamp is None else int(timestamp)
-        future, wake = self.accumulator.append(
-            TopicPartition(topic, partition), key_bytes, value_bytes, record_headers, stamp, trio.current_time()
-        )
+        tp = self._tps.get((topic, partition))
+        if tp is None:
+            tp = self._tps[topic, partition] = TopicPartition(topic, partition)
+        future, wake = self.accumulator.append(tp, key_bytes, value_bytes, record_headers, stamp, trio.current_time())
         if wake:
             self.sender.wake()
         return future
@@ -152,22 +162,30 @@ class Producer:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Producer]:
-        """Begin; commit on normal exit; abort on an exception or cancellation (re-raised)."""
+        """Begin; commit on normal exit; abort on an exception or cancellation (re-raised).
+
+        Cancelled in the body or while the commit flushes, the transaction aborts; EndTxn
+        itself runs shielded. If the producer's whole lifetime is cancelled mid-commit, its
+        connections go with it and the coordinator settles the transaction (the next
+        InitProducerId of the same transactional.id, or transaction.timeout.ms) — exactly
+        once either way (tests/client/test_exactly_once.py).
+        """
         await self.begin_transaction()
         try:
             yield self
-        except BaseException:
+            await self.commit_transaction()
+        except BaseException as exc:
             if self.txn.state in ("IN_TRANSACTION", "ABORTABLE_ERROR"):  # not after a fatal error
                 with trio.CancelScope(shield=True):
                     with trio.move_on_after(self.config["request.timeout.ms"] / 1000):
-                        await self.abort_transaction()
-            raise
-        try:
-            await self.commit_transaction()
-        except KafkaError:
-            with trio.CancelScope(shield=True):
-                if self.txn.state == "ABORTABLE_ERROR":
-                    await self.abort_transaction()
+                        try:
+                            await self.abort_transaction()
+                        except KafkaError as abort_error:  # the body's exception is the one to see
+                            log.warning("aborting transaction %s failed: %s", self.txn.transactional_id, abort_error)
+            if isinstance(exc, KafkaError):
+                # A commit that failed because we were being cancelled (the client's
+                # connections went with its nursery): the cancellation is the news.
+                await trio.lowlevel.checkpoint_if_cancelled()
             raise
 
     async def begin_transaction(self) -> None:
@@ -180,7 +198,8 @@ class Producer:
         if self.txn.state == "ABORTABLE_ERROR":
             raise TransactionAbortedError(ErrorCode.unknown_server_error, f"a send failed, the transaction must abort: {self.txn.error}")
         self.txn.transition("COMMITTING_TRANSACTION", "commit")
-        await self._end_transaction(commit=True)
+        with trio.CancelScope(shield=True):  # half a commit is worse than a late one
+            await self._end_transaction(commit=True)
 
     async def abort_transaction(self) -> None:
         """Drop unsent records, wait for those in flight, then EndTxn(abort)."""

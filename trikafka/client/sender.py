@@ -14,12 +14,16 @@ head of its partition after ``retry.backoff.ms`` (doubling) unless ``retries`` o
 ``delivery.timeout.ms`` ran out — stale-metadata errors also refresh metadata; an idempotent
 resend reuses the batch's bytes and sequence number, so a broker that already wrote it answers
 with the first offsets instead of writing it twice; DUPLICATE_SEQUENCE_NUMBER counts as
-success; anything else fails the batch's records with a typed error.
+success; anything else fails the batch's records with a typed error. A failed batch that held
+sequence numbers leaves a gap the broker would refuse every later batch for, so the producer
+then takes a new producer id before its next send (Java bumps the epoch, KIP-360; a
+transactional producer does it when the transaction ends).
 """
 
 from __future__ import annotations
 
 import collections
+import logging
 from typing import Any
 
 import trio
@@ -35,6 +39,8 @@ from trikafka.client.versions import API
 from trikafka.protocol.compression import CODECS
 
 __all__ = ["Sender"]
+
+log = logging.getLogger(__name__)
 
 
 def _millis(value: Any) -> int:
@@ -82,7 +88,8 @@ class Sender:
                 ready, next_check = self.accumulator.ready(now)
                 sent = False
                 if ready:
-                    if self.txn.idempotent and (not self.txn.has_producer_id or self.reinit_producer):
+                    reinit = self.reinit_producer and not self.txn.transactional  # a txn re-inits at its end
+                    if self.txn.idempotent and (not self.txn.has_producer_id or reinit):
                         if not await self._init_producer_id_or_fail():
                             continue
                     sent = await self._send_ready(requests, ready)
@@ -175,6 +182,7 @@ class Sender:
     def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError) -> None:
         now = trio.current_time()
         if error.retriable and batch.attempts < self.retries and now < batch.deadline:
+            log.warning("produce to %s-%d failed (%s); retry %d", batch.tp.topic, batch.tp.partition, error, batch.attempts + 1)
             self.accumulator.reenqueue(batch, now + self.client.retry_backoff.delay(batch.attempts))
             self.wake()
         else:
@@ -186,6 +194,10 @@ class Sender:
         self._progressed()
 
     def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
+        if batch.base_sequence >= 0:
+            # Its sequence numbers are now a gap the broker would refuse the next batch for
+            # (OUT_OF_ORDER_SEQUENCE_NUMBER): start again with a new producer id (KIP-360).
+            self.reinit_producer = True
         self.accumulator.done(batch)
         batch.fail(error)
         self.txn.fail(error)
@@ -234,6 +246,10 @@ class Sender:
             answer = await call_any_node(self.client, API.INIT_PRODUCER_ID, lambda r: [r.error_code], what=what, **fields)
         self.txn.set_producer(int(answer.producer_id), int(answer.producer_epoch))
         self.reinit_producer = False
+        for queue in self.accumulator.queues.values():
+            for batch in queue:  # numbered under the old id: number them again when sent
+                batch.base_sequence = -1
+                batch.encoded = None
 
     async def _add_partitions(self, tps: list) -> bool:
         """AddPartitionsToTxn for partitions new to the transaction; False if it failed."""
