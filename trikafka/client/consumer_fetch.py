@@ -61,6 +61,17 @@ class FetchResult:
     out_of_range: dict[TopicPartition, int]  # partition → the position the broker refused
 
 
+async def send(client: KafkaClient, node_id: int, api_key: int, **fields: Any) -> Any:
+    """``client.send``; when the client is closing because our scope is cancelled, the
+    ``Cancelled`` wins over the "client is closed" error a not-yet-cancelled task would see."""
+    try:
+        return await client.send(node_id, api_key, **fields)
+    except KafkaError:
+        if client.closed:
+            await trio.lowlevel.checkpoint()
+        raise
+
+
 class LeaderReader:
     def __init__(self, client: KafkaClient, config: Any) -> None:
         self.client = client
@@ -108,7 +119,8 @@ class LeaderReader:
                     }
                 )
             try:
-                answer = await self.client.send(
+                answer = await send(
+                    self.client,
                     node_id,
                     API.FETCH,
                     replica_id=-1,
@@ -181,8 +193,8 @@ class LeaderReader:
                         {"partition_index": tp.partition, "timestamp": timestamp, "current_leader_epoch": -1}
                     )
                 try:
-                    answer = await self.client.send(
-                        node_id, API.LIST_OFFSETS, replica_id=-1,
+                    answer = await send(
+                        self.client, node_id, API.LIST_OFFSETS, replica_id=-1,
                         isolation_level=1 if self.read_committed else 0,
                         topics=[{"name": t, "partitions": p} for t, p in topics.items()],
                     )

@@ -123,10 +123,14 @@ class GroupSession:
         self.client.coordinator_dead(self.group_id, CoordinatorType.GROUP)
 
     async def _send(self, api_key: int, **fields: Any) -> Any:
-        node = await self.coordinator()
         try:
+            node = await self.coordinator()
             return await self.client.send(node, api_key, **fields)
         except KafkaError as exc:
+            if self.client.closed:
+                # The client's nursery is being cancelled and this task has not seen its
+                # Cancelled yet: let it, rather than surface "the client is closed".
+                await trio.lowlevel.checkpoint()
             if exc.retriable:
                 self.coordinator_dead()
             raise
