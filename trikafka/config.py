@@ -277,7 +277,10 @@ class BrokerConfig:
         "num.partitions", 1, "Partitions of auto-created topics.", 1, 1_000_000
     )
     default_replication_factor: int = _int_field(
-        "default.replication.factor", 1, "Replication factor of auto-created topics (only 1).", 1, 1
+        "default.replication.factor", 1, "Replication factor of topics created without one.", 1, INT32_MAX
+    )
+    min_insync_replicas: int = _int_field(
+        "min.insync.replicas", 1, "acks=all needs an ISR at least this big (topic: min.insync.replicas).", 1, INT32_MAX
     )
     delete_topic_enable: bool = _bool_field("delete.topic.enable", True, "DeleteTopics is allowed.")
     message_max_bytes: int = _int_field(
@@ -341,6 +344,9 @@ class BrokerConfig:
     offsets_topic_num_partitions: int = _int_field(
         "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
     )
+    offsets_topic_replication_factor: int = _int_field(
+        "offsets.topic.replication.factor", 3, "Replicas of __consumer_offsets (capped at the cluster size).", 1, 32767
+    )
     offsets_retention_minutes: int = _int_field(
         "offsets.retention.minutes", 10080, "Committed offsets of an empty group expire after this long.", 1, INT32_MAX
     )
@@ -352,17 +358,11 @@ class BrokerConfig:
     )
     # --- transactions -------------------------------------------------------------------
     transaction_max_timeout_ms: int = _int_field(
-        "transaction.max.timeout.ms",
-        900000,
-        "Largest transaction timeout a producer may ask for; above it InitProducerId answers INVALID_TRANSACTION_TIMEOUT.",
-        1,
-        INT32_MAX,
+        "transaction.max.timeout.ms", 900000, "Largest transaction timeout a producer may ask for; "
+        "above it InitProducerId answers INVALID_TRANSACTION_TIMEOUT.", 1, INT32_MAX
     )
     shutdown_grace_ms: int = _int_field(
-        "shutdown.grace.ms",
-        5000,
-        "trikafka: how long a graceful stop waits for in-flight responses.",
-        0,
+        "shutdown.grace.ms", 5000, "trikafka: how long a graceful stop waits for in-flight responses.", 0
     )
 
     # --- construction -------------------------------------------------------------------

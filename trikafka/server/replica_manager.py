@@ -1,7 +1,9 @@
 """ReplicaManager: the partitions this broker leads, and every topic operation on them.
 
 A single broker leads every partition with leader epoch 0 and is the whole ISR, so the high
-watermark is the log end offset and acks=all means acks=1. Topic metadata (ids, partition
+watermark is the log end offset and acks=all means acks=1. In an in-process cluster the
+``placement`` (:mod:`trikafka.cluster`) places each new partition's replicas and bounds the
+replication factor by the live brokers; its log manager hands out the leader's log. Topic metadata (ids, partition
 counts, config overrides) lives in the TopicStore; partition data in the LogManager's logs.
 
 Transactions: a transactional batch is appended only if the transaction coordinator says its
@@ -23,6 +25,7 @@ from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
 from trikafka.protocol.compression import codec_id, recompress_batches
 from trikafka.protocol.records import build_control_batch, iter_batches
+from trikafka.server.cluster_view import ReplicaPlacement
 from trikafka.server.producer_state import ProducerIdManager, ProducerStateManager
 from trikafka.server.topic_config import format_value, resolve_topic_config, validate_topic_configs
 from trikafka.server.topics import TopicInfo, TopicStore, validate_topic_name
@@ -58,6 +61,8 @@ class ReplicaManager:
         #: (transactional id, producer id, epoch, topic, partition) → raises KafkaProtocolError
         #: unless the partition is in that producer's ongoing transaction.
         self.transaction_verifier: Callable[[str | None, int, int, str, int], None] | None = None
+        #: Places new partitions' replicas (an in-process cluster); None: this broker alone.
+        self.placement: ReplicaPlacement | None = None
         for topic in self.topics:
             self._open_logs(topic, range(topic.partitions))
 
@@ -72,7 +77,9 @@ class ReplicaManager:
             {key: format_value(effective[key]) for key in TOPIC_CONFIG_KEYS if key in effective}
         )
 
-    def _open_logs(self, topic: TopicInfo, partitions: range) -> None:
+    def _open_logs(self, topic: TopicInfo, partitions: range, replication_factor: int = -1) -> None:
+        if self.placement is not None:
+            self.placement.assign(topic.name, partitions, replication_factor, topic.is_internal)
         config = self.log_config(topic)
         for partition in partitions:
             self.log_manager.get_or_create_log(topic.name, partition, config)
@@ -101,11 +108,12 @@ class ReplicaManager:
                 f"Number of partitions was set to an invalid non-positive value: {num_partitions}.",
                 ErrorCode.invalid_partitions,
             )
-        if replication_factor not in (-1, 1):
+        factor = self.config.default_replication_factor if replication_factor == -1 else replication_factor
+        available = self.placement.live_brokers() if self.placement is not None else 1
+        if not 1 <= factor <= available:
             raise KafkaProtocolError(
-                f"Replication factor {replication_factor} is larger than the number of "
-                "available brokers (1)."
-                if replication_factor > 1
+                f"Replication factor: {factor} larger than available brokers: {available}."
+                if factor > 1
                 else f"Replication factor must be larger than 0, or -1 to use the default value: {replication_factor}.",
                 ErrorCode.invalid_replication_factor,
             )
@@ -132,7 +140,7 @@ class ReplicaManager:
         topic = TopicInfo(name, uuid.uuid4(), partitions, typed, is_internal)
         if validate_only:
             return topic
-        self._open_logs(topic, range(partitions))
+        self._open_logs(topic, range(partitions), replication_factor)
         self.topics.add(topic)
         log.info("created topic %s with %d partition(s), id %s", name, partitions, topic.topic_id)
         return topic

@@ -76,7 +76,7 @@ _DEFS = [
     ),
     TopicConfigDef("min.cleanable.dirty.ratio", None, 0.5, "double", lambda v: None if 0 <= v <= 1 else "a value in [0, 1] is required"),
     TopicConfigDef("min.compaction.lag.ms", None, 0, "long", _range(0)),
-    TopicConfigDef("min.insync.replicas", None, 1, "int", _range(1, INT32_MAX)),
+    TopicConfigDef("min.insync.replicas", "min.insync.replicas", None, "int", _range(1, INT32_MAX)),
     TopicConfigDef("preallocate", None, False, "boolean", _any),
     TopicConfigDef("retention.bytes", "log.retention.bytes", None, "long", _range(-1)),
     TopicConfigDef("retention.ms", "log.retention.ms", None, "long", _range(-1)),

@@ -18,6 +18,9 @@ last stable offset, waits on the LSO in a long poll, and gets the aborted transa
 overlap the returned range — ``(producer id, first offset)`` — so the client can drop their
 records; ``last_stable_offset`` is the LSO either way.
 
+Leadership: a partition this broker does not lead is NOT_LEADER_OR_FOLLOWER (with the
+current leader from v12), answered at once like any error (see server/cluster_view.py).
+
 Fetch sessions (KIP-227): every answer is a full response with session id 0, which tells the
 client to keep sending full requests; incremental sessions are not implemented.
 """
@@ -35,6 +38,7 @@ import trio_util
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
+from trikafka.server.cluster_view import cluster_view
 from trikafka.server.kafka_apis import Answer, ApiFamily
 
 __all__ = ["FetchApis"]
@@ -55,6 +59,7 @@ class _Wanted:
     max_bytes: int
     log: Any = None
     error: ErrorCode = ErrorCode.none
+    current_leader: dict[str, int] | None = None
 
 
 class FetchApis(ApiFamily):
@@ -63,6 +68,8 @@ class FetchApis(ApiFamily):
 
     def _plan(self, request: Request) -> list[_Wanted]:
         by_id = request.api_version >= 13
+        view = cluster_view(self.context)
+        me = self.context.config.node_id
         wanted: list[_Wanted] = []
         for topic in request.body.topics:
             if by_id:
@@ -75,8 +82,13 @@ class FetchApis(ApiFamily):
                 unknown = ErrorCode.unknown_topic_or_partition
             for p in topic.partitions:
                 item = _Wanted(key, p.partition, p.fetch_offset, p.partition_max_bytes)
+                lead = None if info is None else view.leadership(info.name, p.partition)
                 if info is None or not 0 <= p.partition < info.partitions:
                     item.error = unknown
+                elif lead.leader != me:
+                    item.error = ErrorCode.not_leader_or_follower
+                    if request.api_version >= 12:
+                        item.current_leader = {"leader_id": lead.leader, "leader_epoch": lead.leader_epoch}
                 else:
                     item.log = self.replicas.get_log(info.name, p.partition)
                 wanted.append(item)
@@ -92,6 +104,8 @@ class FetchApis(ApiFamily):
         for item in wanted:
             result = _no_data(item.key, item.partition, item.error)
             if item.log is None:
+                if item.current_leader is not None:
+                    result["current_leader"] = item.current_leader
                 errors = True
                 results.append(result)
                 continue

@@ -15,6 +15,7 @@ from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.group_metadata import Waiter
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
+from trikafka.server.cluster_view import cluster_view
 from trikafka.server.kafka_apis import Answer, ApiFamily
 
 __all__ = ["GroupApis"]
@@ -72,19 +73,23 @@ class GroupApis(ApiFamily):
 
     async def handle_find_coordinator_request(self, request: Request) -> Any:
         body = request.body
-        cache = self.context.metadata_cache
-        brokers = cache.alive_brokers(request.listener_name)
+        view = cluster_view(self.context)
         keys = list(body.coordinator_keys) if request.api_version >= 4 else [body.key]
         key_type = getattr(body, "key_type", GROUP_KEY)
         coordinators = []
         for key in keys:
+            broker = None
             if key_type not in (GROUP_KEY, TRANSACTION_KEY):
                 error, message = ErrorCode.invalid_request, f"unknown key type {key_type}"
-            elif self._loading(key_type) or not brokers:
+            elif self._loading(key_type):
                 error, message = ErrorCode.coordinator_not_available, "the coordinator is loading"
             else:
-                error, message = ErrorCode.none, None
-            broker = brokers[0] if brokers and error == ErrorCode.none else None
+                broker = view.endpoint(view.coordinator(key_type, key), request.listener_name)
+                error, message = (
+                    (ErrorCode.none, None)
+                    if broker is not None
+                    else (ErrorCode.coordinator_not_available, "no live coordinator")
+                )
             coordinators.append(
                 {
                     "key": key,

@@ -4,7 +4,7 @@ ListOffsets' special timestamps are Kafka's: -2 earliest (log start offset), -1 
 high watermark; the last stable offset under read_committed, ``isolation_level`` 1), -3 the record with
 the largest timestamp (KIP-734), -4 earliest local (same as earliest: no tiered storage), -5
 latest tiered (none: -1). Any other timestamp finds the first record at or after it through
-the time index.
+the time index. Both answer NOT_LEADER_OR_FOLLOWER for a partition this broker does not lead.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
+from trikafka.server.cluster_view import cluster_view
 from trikafka.server.kafka_apis import Answer, ApiFamily
-from trikafka.server.replica_manager import LEADER_EPOCH
 
 __all__ = ["OffsetApis"]
 
@@ -28,6 +28,16 @@ class OffsetApis(ApiFamily):
             LIST_OFFSETS: self.handle_list_offset_request,
             DELETE_RECORDS: self.handle_delete_records_request,
         }
+
+    def _leader_log(self, topic: str, partition: int) -> tuple[Any, int]:
+        """(the partition's log, leader epoch); raises unless this broker leads it."""
+        partition_log = self.replicas.get_log(topic, partition)
+        lead = cluster_view(self.context).leadership(topic, partition)
+        if lead.leader != self.context.config.node_id:
+            raise KafkaProtocolError(
+                f"this broker does not lead {topic}-{partition}", ErrorCode.not_leader_or_follower
+            )
+        return partition_log, lead.leader_epoch
 
     def _lookup(self, partition_log: Any, timestamp: int, committed: bool = False) -> tuple[int, int]:
         """(timestamp, offset) for one ListOffsets query."""
@@ -66,9 +76,9 @@ class OffsetApis(ApiFamily):
                     "old_style_offsets": [],
                 }
                 try:
-                    partition_log = self.replicas.get_log(topic.name, p.partition_index)
+                    partition_log, epoch = self._leader_log(topic.name, p.partition_index)
                     timestamp, offset = self._lookup(partition_log, p.timestamp, committed)
-                    result.update(timestamp=timestamp, offset=offset, leader_epoch=LEADER_EPOCH)
+                    result.update(timestamp=timestamp, offset=offset, leader_epoch=epoch)
                 except KafkaProtocolError as exc:
                     result["error_code"] = exc.error_code
                 partitions.append(result)
@@ -86,7 +96,7 @@ class OffsetApis(ApiFamily):
                     "error_code": ErrorCode.none,
                 }
                 try:
-                    partition_log = self.replicas.get_log(topic.name, p.partition_index)
+                    partition_log, _ = self._leader_log(topic.name, p.partition_index)
                     high = partition_log.high_watermark.value
                     offset = high if p.offset == -1 else p.offset
                     if not 0 <= offset <= high:

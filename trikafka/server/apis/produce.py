@@ -2,7 +2,11 @@
 
 acks=0 gets no response at all (``NoOpResponse``: the connection unmutes and reads on);
 acks=1 and acks=-1 answer once the batches are in the log — with one replica the ISR is this
-broker, so "all" is "leader". Anything else is INVALID_REQUIRED_ACKS for every partition.
+broker, so "all" is "leader"; in an in-process cluster the leader's append reaches every
+in-sync follower before it returns (:mod:`trikafka.cluster`). Anything else is
+INVALID_REQUIRED_ACKS for every partition. A partition this broker does not lead gets
+NOT_LEADER_OR_FOLLOWER (with the current leader from v10); acks=-1 to a partition whose ISR
+is smaller than ``min.insync.replicas`` gets NOT_ENOUGH_REPLICAS and is not appended.
 Errors are per partition (UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE,
 ...) so one bad partition never fails its neighbours. Produce never creates topics: clients
 create them through Metadata first, as with Kafka.
@@ -15,6 +19,7 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import NoOpResponse, Request
+from trikafka.server.cluster_view import cluster_view
 from trikafka.server.kafka_apis import Answer, ApiFamily
 
 __all__ = ["ProduceApis"]
@@ -52,6 +57,9 @@ class ProduceApis(ApiFamily):
         body = request.body
         acks = body.acks
         now = self.context.now_ms()
+        view = cluster_view(self.context)
+        me = self.context.config.node_id
+        leaders: set[int] = set()
         topics = []
         for topic_data in body.topic_data:
             info, unknown_code = self._resolve(topic_data)
@@ -67,6 +75,26 @@ class ProduceApis(ApiFamily):
                     partitions.append(
                         _partition_error(
                             part.index, ErrorCode.invalid_topic_exception, f"Cannot append to internal topic {info.name}"
+                        )
+                    )
+                    continue
+                lead = view.leadership(info.name, part.index)
+                if lead.leader != me:
+                    error = _partition_error(part.index, ErrorCode.not_leader_or_follower)
+                    if request.api_version >= 10:
+                        error["current_leader"] = {"leader_id": lead.leader, "leader_epoch": lead.leader_epoch}
+                        leaders.add(lead.leader)
+                    partitions.append(error)
+                    continue
+                if acks == -1 and len(lead.isr) < info.configs.get(
+                    "min.insync.replicas", self.replicas.config.min_insync_replicas
+                ):
+                    partitions.append(
+                        _partition_error(
+                            part.index,
+                            ErrorCode.not_enough_replicas,
+                            f"The size of the current ISR {list(lead.isr)} is insufficient to satisfy "
+                            f"the min.isr requirement for {info.name}-{part.index}",
                         )
                     )
                     continue
@@ -100,6 +128,8 @@ class ProduceApis(ApiFamily):
             )
         if acks == 0:
             return NoOpResponse()
+        if leaders:
+            return Answer(responses=topics, throttle_time=0, node_endpoints=_endpoints(view, leaders, request))
         return Answer(responses=topics, throttle_time=0)
 
     def error_response(self, request: Request, code: ErrorCode) -> Any:
@@ -112,6 +142,16 @@ class ProduceApis(ApiFamily):
             for t in request.body.topic_data
         ]
         return Answer(responses=topics, throttle_time=0)
+
+
+def _endpoints(view: Any, node_ids: set[int], request: Request) -> list[dict[str, Any]]:
+    """KIP-951: the new leaders' addresses, so a client can go there without a Metadata."""
+    found = []
+    for node_id in sorted(node_ids):
+        endpoint = view.endpoint(node_id, request.listener_name)
+        if endpoint is not None:
+            found.append({"node_id": node_id, "host": endpoint.host, "port": endpoint.port, "rack": endpoint.rack})
+    return found
 
 
 def _append_time(ms: int) -> Any:
