@@ -8,6 +8,7 @@ everywhere.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import sys
 from collections.abc import Sequence
@@ -46,6 +47,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help=f"where data lives (log.dirs); default {DEFAULT_DATA_DIR}",
     )
     parser.add_argument("--in-memory", action="store_true", help="keep no data on disk")
+    parser.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="serve a cluster of N brokers in this process: the listener is broker 1's, "
+        "brokers 2..N take the following ports (free ports when it is 0)",
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument("--list-config", action="store_true", help="print every key and exit")
     return parser.parse_args(argv)
@@ -106,6 +115,28 @@ def _print_banner(broker: Broker) -> None:
     console.print("  Ctrl-C stops gracefully")
 
 
+async def _serve_cluster(config: BrokerConfig, brokers: int) -> None:
+    """``--brokers N``: an in-process cluster until SIGINT or SIGTERM (then a graceful stop)."""
+    import signal
+
+    from rich.console import Console
+
+    from trikafka.cluster import open_cluster
+
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with open_cluster(brokers, config) as cluster:
+            console = Console(stderr=True)
+            for node in cluster.nodes.values():
+                console.print(f"[bold green]trikafka[/] broker {node.node_id} ready · cluster {cluster.cluster_id}")
+                for endpoint in node.endpoints.values():
+                    console.print(f"  listening on [bold]{endpoint}[/]")
+                console.print(f"  data: {', '.join(node.config.log_dirs or ()) or 'memory (nothing kept)'}")
+            console.print(f"  bootstrap.servers={cluster.bootstrap_servers} · Ctrl-C stops gracefully")
+            async for signum in signals:
+                log.info("%s: stopping the cluster gracefully", signal.Signals(signum).name)
+                break
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list_config:
@@ -117,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         level = args.log_level.upper()
         if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ConfigError("--log-level", args.log_level, "allowed values are DEBUG, INFO, WARNING, ERROR")
+        if args.brokers < 1:
+            raise ConfigError("--brokers", args.brokers, "a number of brokers >= 1")
     except (ConfigError, OSError, ValueError) as exc:
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2
@@ -129,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _print_banner(broker)
 
     try:
-        trio.run(serve)
+        trio.run(serve if args.brokers == 1 else functools.partial(_serve_cluster, config, args.brokers))
     except OSError as exc:
         print(f"trikafka: cannot start: {exc}", file=sys.stderr)
         return 1

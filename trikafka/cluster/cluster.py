@@ -1,0 +1,348 @@
+"""Several brokers in one process, and the controls a test uses to make them misbehave.
+
+``async with open_cluster(brokers=3) as cluster`` runs N :class:`~trikafka.cluster.node.ClusterNode`
+s, each with its own listener (TCP on 127.0.0.1, free ports by default, or the in-memory
+transport), over one :class:`~trikafka.cluster.state.ClusterState`. The :class:`Cluster`
+is the ClusterView every node's request path asks (server/cluster_view.py) and the
+ReplicaPlacement of the one ReplicaManager they share.
+
+::
+
+    Cluster.run
+    ├── GroupCoordinator, TransactionCoordinator   one each, owned per id by a broker
+    └── ClusterNode[1..N]                           each stoppable and restartable alone
+
+Every control (``move_leader``, ``shrink_isr``, ``stop_broker`` …) is a state change plus
+whatever copying it needs, done without a checkpoint in between, so no request ever sees
+half of it; clients learn of it the way Kafka's do — an error, then Metadata.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from trikafka.broker import load_meta_properties
+from trikafka.cluster.node import ClusterNode
+from trikafka.cluster.replication import ClusterLogManager, catch_up
+from trikafka.cluster.state import OFFSETS_TOPIC, TRANSACTION_TOPIC, ClusterState
+from trikafka.config import BrokerConfig, ListenerSpec
+from trikafka.coordinator.group_coordinator import GroupCoordinator
+from trikafka.coordinator.offsets import OffsetStore
+from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
+from trikafka.server.cluster_view import GROUP_KEY, TRANSACTION_KEY, PartitionLeadership
+from trikafka.server.metadata_cache import BrokerEndpoint
+from trikafka.server.replica_manager import ReplicaManager
+
+__all__ = ["Cluster", "open_cluster"]
+
+log = logging.getLogger("trikafka.cluster")
+
+TRANSPORTS = ("tcp", "memory")
+
+
+def _shift(specs: Iterable[ListenerSpec], offset: int) -> str:
+    """Broker ``1 + offset``'s listeners: the same names and hosts, ports shifted (0 stays 0)."""
+    return ",".join(str(ListenerSpec(s.name, s.host, s.port + offset if s.port else 0)) for s in specs)
+
+
+class Cluster:
+    def __init__(self, config: BrokerConfig, brokers: int = 3, *, transport: str = "tcp") -> None:
+        if not isinstance(brokers, int) or brokers < 1:
+            raise ValueError(f"brokers={brokers!r}: a positive number of brokers is required")
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport={transport!r}: allowed values are {', '.join(TRANSPORTS)}")
+        self.config = config
+        self.transport = transport
+        self.cluster_id = load_meta_properties(config)
+        self._epoch_offset_ms: float | None = None
+        first = config.node_id
+        self.state = ClusterState(
+            range(first, first + brokers),
+            default_replication_factor=config.default_replication_factor,
+            offsets_partitions=config.offsets_topic_num_partitions,
+            internal_replication_factor=config.offsets_topic_replication_factor,
+        )
+        self.node_configs = {node_id: self._node_config(node_id) for node_id in self.state.node_ids}
+        self._log_managers: dict[int, Any] = {
+            node_id: ClusterNode.new_log_manager(c, self.now_ms) for node_id, c in self.node_configs.items()
+        }
+        self.logs = ClusterLogManager(self.state, self._log_managers.get)
+        self.replica_manager = ReplicaManager(config, self.logs)
+        self.replica_manager.placement = self
+        self.group_coordinator = GroupCoordinator(config, self._offset_store(), self.now_ms)
+        self.transaction_coordinator = TransactionCoordinator.for_broker(
+            config, self.replica_manager, self.group_coordinator, self.now_ms
+        )
+        self.nodes: dict[int, ClusterNode] = {}
+        self._addresses: dict[int, dict[str, tuple[str, int]]] = {}
+        self._memory_listeners: dict[int, Any] = {}
+        self._nursery: trio.Nursery | None = None
+
+    def _node_config(self, node_id: int) -> BrokerConfig:
+        offset = node_id - self.config.node_id
+        changes: dict[str, Any] = {"node_id": node_id}
+        if self.transport == "memory":
+            changes["listeners"] = ",".join(
+                f"{s.name}://broker-{node_id}:9092" for s in self.config.listeners
+            )
+        else:
+            changes["listeners"] = _shift(self.config.listeners, offset)
+        if self.config.advertised_listeners:
+            changes["advertised_listeners"] = _shift(self.config.advertised_listeners, offset)
+        if self.config.log_dirs:
+            changes["log_dirs"] = ",".join(f"{d}/broker-{node_id}" for d in self.config.log_dirs)
+        return self.config.with_overrides(**changes)
+
+    def _offset_store(self) -> OffsetStore:
+        """``__consumer_offsets``, created the first time a group needs it (as in Kafka)."""
+        replicas = self.replica_manager
+        existing = replicas.topics.get(OFFSETS_TOPIC)
+        partitions = existing.partitions if existing else self.config.offsets_topic_num_partitions
+
+        def log_for(partition: int) -> Any:
+            if replicas.topics.get(OFFSETS_TOPIC) is None:
+                replicas.create_topic(
+                    OFFSETS_TOPIC,
+                    partitions,
+                    configs={"cleanup.policy": "compact", "segment.bytes": "104857600"},
+                    is_internal=True,
+                )
+            return replicas.get_log(OFFSETS_TOPIC, partition)
+
+        return OffsetStore(partitions, log_for, self.now_ms, exists=lambda: OFFSETS_TOPIC in replicas.topics)
+
+    def now_ms(self) -> float:
+        """Epoch milliseconds advancing with trio's clock (see Broker.now_ms)."""
+        try:
+            now = trio.current_time()
+        except RuntimeError:
+            return time.time() * 1000
+        if self._epoch_offset_ms is None:
+            self._epoch_offset_ms = time.time() * 1000 - now * 1000
+        return self._epoch_offset_ms + now * 1000
+
+    # --- ClusterView and ReplicaPlacement -------------------------------------------------
+
+    @property
+    def version(self) -> int:
+        return self.state.version
+
+    def leadership(self, topic: str, partition: int) -> PartitionLeadership:
+        return self.state.leadership(topic, partition)
+
+    def coordinator(self, key_type: int, key: str) -> int:
+        return self.state.coordinator(key_type, key)
+
+    def endpoint(self, node_id: int, listener_name: str) -> BrokerEndpoint | None:
+        node = self.nodes.get(node_id)
+        if node is None or node_id not in self.state.alive:
+            return None
+        return node.metadata_cache.own_endpoint(listener_name)
+
+    def alive_endpoints(self, listener_name: str) -> list[BrokerEndpoint]:
+        found = (self.endpoint(node_id, listener_name) for node_id in sorted(self.state.alive))
+        return [e for e in found if e is not None]
+
+    def live_brokers(self) -> int:
+        return self.state.live_brokers()
+
+    def assign(self, topic: str, partitions: range, replication_factor: int, is_internal: bool) -> None:
+        if is_internal:
+            return  # placed when the state was built
+        self.state.assign(topic, partitions, replication_factor)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[Cluster] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await nursery.start(self.group_coordinator.run, name="group-coordinator")
+            await nursery.start(self.transaction_coordinator.run, name="transaction-coordinator")
+            for node_id in self.state.node_ids:
+                await self._start_node(node_id)
+            log.info(
+                "cluster %s started: %s",
+                self.cluster_id,
+                "; ".join(f"broker {i} at {self.nodes[i].bootstrap_server()}" for i in self.state.node_ids),
+            )
+            task_status.started(self)
+            await trio.sleep_forever()
+
+    async def _start_node(self, node_id: int) -> None:
+        config = self.node_configs[node_id]
+        if node_id in self._addresses and self.transport == "tcp":  # rebind the ports it had
+            config = config.with_overrides(
+                listeners=",".join(
+                    str(ListenerSpec(s.name, s.host, self._addresses[node_id][s.name][1])) for s in config.listeners
+                )
+            )
+        trio_listeners = None
+        if self.transport == "memory":
+            from trikafka.testing.memory import MemoryListener
+
+            trio_listeners = {s.name: MemoryListener(s.host, s.port) for s in config.listeners}
+            self._memory_listeners[node_id] = trio_listeners
+        node = ClusterNode(config, self, log_manager=self._log_managers[node_id], trio_listeners=trio_listeners)
+        assert self._nursery is not None
+        await self._nursery.start(node.run, name=f"broker-{node_id}")
+        self.nodes[node_id] = node
+        self._addresses[node_id] = {name: (e.host, e.port) for name, e in node.endpoints.items()}
+
+    async def aclose(self) -> None:
+        for node in self.nodes.values():
+            node.stop()
+        for node in self.nodes.values():
+            await node.stopped.wait()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()
+
+    # --- what tests read ------------------------------------------------------------------
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Every broker's first listener, ``host:port,host:port,...`` (stopped ones included:
+        they come back on the same port)."""
+        return ",".join(
+            "{}:{}".format(*next(iter(self._addresses[i].values()))) for i in self.state.node_ids
+        )
+
+    def broker(self, node_id: int) -> ClusterNode:
+        return self.nodes[node_id]
+
+    def leader(self, topic: str, partition: int) -> int:
+        return self.state.leadership(topic, partition).leader
+
+    def replica_log(self, node_id: int, topic: str, partition: int) -> Any:
+        """Broker ``node_id``'s own replica of a partition (None while it is stopped)."""
+        return self.logs.replica_log(node_id, topic, partition)
+
+    @asynccontextmanager
+    async def client(self, node_id: int | None = None, client_id: str | None = "trikafka-test") -> AsyncIterator[Any]:
+        """The project's Trio client connected to one broker (the first live one by default)."""
+        from trikafka.client.connection import connect_tcp, open_connection
+
+        node_id = min(self.state.alive) if node_id is None else node_id
+        if self.transport == "memory":
+            listener = next(iter(self._memory_listeners[node_id].values()))
+            async with open_connection(await listener.connect(), client_id) as connection:
+                yield connection
+        else:
+            host, port = next(iter(self._addresses[node_id].values()))
+            async with connect_tcp(host, port, client_id) as connection:
+                yield connection
+
+    # --- controls ---------------------------------------------------------------------------
+
+    def move_leader(self, topic: str, partition: int, to: int) -> None:
+        """Make broker ``to`` (a live in-sync replica) the leader; the leader epoch goes up."""
+        self.state.move_leader(topic, partition, to)
+        log.info("leader of %s-%d moved to broker %d", topic, partition, to)
+
+    def move_coordinator(self, key: str, to: int, *, key_type: str | None = None) -> None:
+        """Move the coordinator of a group (``key_type="group"``), a transactional id
+        (``"transaction"``) or, by default, both, by moving the leader of the internal
+        partition it hashes to — as Kafka's coordinators move (other ids on it move too)."""
+        if key_type not in (None, "group", "transaction"):
+            raise ValueError(f"key_type={key_type!r}: allowed values are group, transaction")
+        kinds = [GROUP_KEY, TRANSACTION_KEY] if key_type is None else [GROUP_KEY if key_type == "group" else TRANSACTION_KEY]
+        for kind in kinds:
+            topic, partition = self.state.coordinator_partition(kind, key)
+            lead = self.state.leadership(topic, partition)
+            if to not in lead.replicas:
+                self.state.add_replica(topic, partition, to)
+            if to not in lead.isr:
+                self.expand_isr(topic, partition, [to])
+            self.move_leader(topic, partition, to)
+
+    def shrink_isr(self, topic: str, partition: int, to: Iterable[int]) -> None:
+        """The ISR becomes ``to`` (holding the leader); the others stop receiving appends."""
+        removed = self.state.shrink_isr(topic, partition, to)
+        log.info("ISR of %s-%d shrank: %s left", topic, partition, list(removed))
+
+    def expand_isr(self, topic: str, partition: int, to: Iterable[int] | None = None) -> None:
+        """Replicas ``to`` (default: every live replica) catch up and rejoin the ISR."""
+        lead = self.state.leadership(topic, partition)
+        joining = [r for r in (lead.replicas if to is None else to) if r not in lead.isr]
+        if to is None:
+            joining = [r for r in joining if r in self.state.alive]
+        if lead.leader < 0:
+            raise ValueError(f"{topic}-{partition} has no live leader to catch up from")
+        self._catch_up(topic, partition, joining)
+        self.state.expand_isr(topic, partition, joining)
+
+    def _catch_up(self, topic: str, partition: int, joining: Iterable[int]) -> None:
+        if (topic, partition) not in self.logs.logs:
+            return  # an internal partition not created yet: nothing to copy
+        leader = self.logs.leader_log(topic, partition)
+        for node_id in joining:
+            manager = self._log_managers.get(node_id)
+            if manager is None:
+                raise ValueError(f"broker {node_id} is stopped: it cannot join an ISR")
+            replica = manager.get_or_create_log(topic, partition, self.logs.config_of(topic, partition))
+            catch_up(replica, leader)
+
+    async def stop_broker(self, node_id: int) -> None:
+        """Stop one broker: its connections drop, its partitions lead elsewhere (or go
+        offline if it was their last in-sync replica) and its replicas close."""
+        self.state.stop_broker(node_id)
+        node = self.nodes[node_id]
+        node.stop(grace_seconds=0)
+        await node.stopped.wait()
+        self._log_managers[node_id] = None
+        log.info("broker %d stopped", node_id)
+
+    async def start_broker(self, node_id: int) -> None:
+        """Start a stopped broker: it reopens its replicas, catches up from the leaders,
+        rejoins their ISRs and listens again on the same address."""
+        self._log_managers[node_id] = ClusterNode.new_log_manager(self.node_configs[node_id], self.now_ms)
+        self.state.start_broker(node_id)
+        self.logs.open_replicas(node_id)
+        for topic, partition in self.state.replicas_on(node_id):
+            lead = self.state.leadership(topic, partition)
+            if lead.leader < 0:
+                continue
+            if lead.leader == node_id:  # it led again: the others follow it
+                joining = [r for r in lead.replicas if r not in lead.isr and r in self.state.alive]
+            else:
+                joining = [node_id] if node_id not in lead.isr else []
+            if joining:
+                self._catch_up(topic, partition, joining)
+                self.state.expand_isr(topic, partition, joining)
+        await self._start_node(node_id)
+        log.info("broker %d started", node_id)
+
+
+@asynccontextmanager
+async def open_cluster(
+    brokers: int = 3,
+    config: BrokerConfig | Mapping[str, Any] | None = None,
+    *,
+    transport: str = "tcp",
+    **overrides: Any,
+) -> AsyncIterator[Cluster]:
+    """Run ``brokers`` brokers in this process for the duration of the block.
+
+    ``config`` (a BrokerConfig or Kafka keys) and keyword overrides in either spelling are
+    broker 1's; brokers 2..N take the following node ids and ports (free ports when the port
+    is 0, the default). ``transport="memory"`` puts every broker on the in-memory transport
+    (``cluster.client(node_id)`` reaches it), for tests under trio's MockClock.
+    """
+    if config is None:
+        config = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:0")
+    elif isinstance(config, Mapping):
+        config = BrokerConfig.from_mapping(config)
+    if overrides:
+        config = config.with_overrides(**overrides)
+    cluster = Cluster(config, brokers, transport=transport)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(cluster.run)
+        try:
+            yield cluster
+        finally:
+            await cluster.aclose()
