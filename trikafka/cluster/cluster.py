@@ -72,6 +72,8 @@ class Cluster:
         self._log_managers: dict[int, Any] = {
             node_id: ClusterNode.new_log_manager(c, self.now_ms) for node_id, c in self.node_configs.items()
         }
+        #: In-memory replicas of stopped brokers: their "disk", kept for their return.
+        self._parked: dict[int, Any] = {}
         self.logs = ClusterLogManager(self.state, self._log_managers.get)
         self.replica_manager = ReplicaManager(config, self.logs)
         self.replica_manager.placement = self
@@ -164,6 +166,9 @@ class Cluster:
             self._nursery = nursery
             await nursery.start(self.group_coordinator.run, name="group-coordinator")
             await nursery.start(self.transaction_coordinator.run, name="transaction-coordinator")
+            if not self.config.log_dirs:  # memory: the replicas outlive broker restarts
+                for node_id, manager in self._log_managers.items():
+                    await nursery.start(manager.run, name=f"log-manager-{node_id}")
             for node_id in self.state.node_ids:
                 await self._start_node(node_id)
             log.info(
@@ -188,7 +193,13 @@ class Cluster:
 
             trio_listeners = {s.name: MemoryListener(s.host, s.port) for s in config.listeners}
             self._memory_listeners[node_id] = trio_listeners
-        node = ClusterNode(config, self, log_manager=self._log_managers[node_id], trio_listeners=trio_listeners)
+        node = ClusterNode(
+            config,
+            self,
+            log_manager=self._log_managers[node_id],
+            owns_log_manager=bool(self.config.log_dirs),
+            trio_listeners=trio_listeners,
+        )
         assert self._nursery is not None
         await self._nursery.start(node.run, name=f"broker-{node_id}")
         self.nodes[node_id] = node
@@ -216,6 +227,7 @@ class Cluster:
         return self.nodes[node_id]
 
     def leader(self, topic: str, partition: int) -> int:
+        """The partition's leader's node id (-1: offline)."""
         return self.state.leadership(topic, partition).leader
 
     def replica_log(self, node_id: int, topic: str, partition: int) -> Any:
@@ -294,13 +306,19 @@ class Cluster:
         node = self.nodes[node_id]
         node.stop(grace_seconds=0)
         await node.stopped.wait()
+        manager = self._log_managers[node_id]
+        if not self.config.log_dirs:
+            self._parked[node_id] = manager
         self._log_managers[node_id] = None
         log.info("broker %d stopped", node_id)
 
     async def start_broker(self, node_id: int) -> None:
         """Start a stopped broker: it reopens its replicas, catches up from the leaders,
         rejoins their ISRs and listens again on the same address."""
-        self._log_managers[node_id] = ClusterNode.new_log_manager(self.node_configs[node_id], self.now_ms)
+        manager = self._parked.pop(node_id, None)
+        if manager is None:
+            manager = ClusterNode.new_log_manager(self.node_configs[node_id], self.now_ms)
+        self._log_managers[node_id] = manager
         self.state.start_broker(node_id)
         self.logs.open_replicas(node_id)
         for topic, partition in self.state.replicas_on(node_id):

@@ -2,9 +2,11 @@
 
 A node is one *run* of a broker: a SocketServer, a request channel, a handler pool, a
 purgatory and KafkaApis of its own (so stopping it drops exactly its connections and
-in-flight requests), plus the LogManager holding its replicas (closed when it stops; a
-restart opens a new one, from its files or, in memory, empty — it then catches up from the
-leaders). What it shares with the other nodes it is handed: the cluster's ReplicaManager
+in-flight requests), plus — with file logs — the LogManager holding its replicas: closed
+when it stops, reopened from its files (recovery included) when it starts, after which it
+catches up from the leaders. In-memory replicas play the part of a disk that survives the
+broker process: the cluster keeps their LogManager, and a stopped broker's replicas just
+receive nothing until it returns. What it shares with the other nodes it is handed: the cluster's ReplicaManager
 (topics, producer state), the group and transaction coordinators, and the cluster view.
 
 ::
@@ -96,6 +98,7 @@ class ClusterNode:
         cluster: Any,
         *,
         log_manager: LogManager,
+        owns_log_manager: bool = True,
         trio_listeners: Mapping[str, trio.abc.Listener] | None = None,
     ) -> None:
         self.config = config
@@ -106,6 +109,7 @@ class ClusterNode:
         self.metadata_cache = ClusterMetadataCache(config, cluster.cluster_id, cluster)
         self.purgatory = Purgatory()
         self.log_manager = log_manager
+        self._owns_log_manager = owns_log_manager
         self.context = ApiContext(
             config=config,
             registry=self.registry,
@@ -133,7 +137,8 @@ class ClusterNode:
     async def run(self, *, task_status: trio.TaskStatus[ClusterNode] = trio.TASK_STATUS_IGNORED) -> None:
         try:
             async with trio.open_nursery() as nursery:
-                await nursery.start(self.log_manager.run, name=f"log-manager-{self.node_id}")
+                if self._owns_log_manager:
+                    await nursery.start(self.log_manager.run, name=f"log-manager-{self.node_id}")
                 await nursery.start(self.purgatory.run, name=f"purgatory-{self.node_id}")
                 await nursery.start(self.handler_pool.run, name=f"request-handler-pool-{self.node_id}")
                 self.endpoints = await nursery.start(self.socket_server.run, name=f"socket-server-{self.node_id}")
