@@ -126,12 +126,14 @@ async def _serve_cluster(config: BrokerConfig, brokers: int) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_cluster(brokers, config) as cluster:
             console = Console(stderr=True)
+            # First, so that whoever waits for the first "listening on" line has it too.
+            console.print(f"[bold green]trikafka[/] cluster of {brokers} brokers · bootstrap.servers={cluster.bootstrap_servers}")
             for node in cluster.nodes.values():
                 console.print(f"[bold green]trikafka[/] broker {node.node_id} ready · cluster {cluster.cluster_id}")
                 for endpoint in node.endpoints.values():
                     console.print(f"  listening on [bold]{endpoint}[/]")
                 console.print(f"  data: {', '.join(node.config.log_dirs or ()) or 'memory (nothing kept)'}")
-            console.print(f"  bootstrap.servers={cluster.bootstrap_servers} · Ctrl-C stops gracefully")
+            console.print("  Ctrl-C stops gracefully")
             async for signum in signals:
                 log.info("%s: stopping the cluster gracefully", signal.Signals(signum).name)
                 break
