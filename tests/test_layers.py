@@ -46,6 +46,16 @@ RULES: dict[str, tuple[str, ...]] = {
     "trikafka.network": ("trikafka.log", "trikafka.coordinator", *UPPER),
     "trikafka.log": ("trikafka.network", "trikafka.coordinator", *UPPER),
     "trikafka.coordinator": ("trikafka.network", *UPPER),
+    # The cluster builds brokers from the layers below; of the edges it uses only the
+    # in-memory transport (trikafka.testing.memory), never clients, the CLI or Spark.
+    "trikafka.cluster": (
+        "trikafka.cli",
+        "trikafka.client",
+        "trikafka.spark",
+        "trikafka.http",
+        "trikafka.testing.broker",
+        "trikafka.testing.process",
+    ),
 }
 
 #: Rules that also hold for everything a module reaches through trikafka's own modules.

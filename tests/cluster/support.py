@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
+from trikafka.client import open_connection
 from trikafka.protocol.entities import build
 from trikafka.protocol.records import build_batch, iter_batches, iter_records
 from trikafka.protocol.registry import ApiRegistry
 
-__all__ = ["batch", "create_topic", "fetch", "find_coordinator", "metadata", "produce", "records_of", "request"]
+__all__ = ["batch", "connected", "create_topic", "fetch", "find_coordinator", "metadata", "produce", "records_of", "request"]
 
 REGISTRY = ApiRegistry()
+
+
+@asynccontextmanager
+async def connected(cluster: Any, node_id: int | None = None) -> AsyncIterator[Any]:
+    """The project's Trio client connected to one broker of the cluster."""
+    async with open_connection(await cluster.connect(node_id), "trikafka-test") as connection:
+        yield connection
 
 
 def request(api_key: int, version: int, **fields: Any) -> Any:

@@ -13,7 +13,17 @@ from trikafka import open_cluster
 from trikafka.protocol.records import iter_batches
 from trikafka.server.cluster_view import GROUP_KEY
 
-from .support import batch, create_topic, fetch, find_coordinator, metadata, produce, records_of, request
+from .support import (
+    batch,
+    connected,
+    create_topic,
+    fetch,
+    find_coordinator,
+    metadata,
+    produce,
+    records_of,
+    request,
+)
 
 
 def replica_records(cluster, node_id: int, topic: str, partition: int = 0) -> list:
@@ -28,14 +38,14 @@ def replica_records(cluster, node_id: int, topic: str, partition: int = 0) -> li
 
 async def test_every_broker_answers_metadata_with_every_broker_and_the_leaders(autojump_clock):
     async with open_cluster(brokers=3, transport="memory") as cluster:
-        async with cluster.client(1) as client:
+        async with connected(cluster, 1) as client:
             created = await create_topic(client, "spread", partitions=3, replication_factor=2)
             assert created.error_code == ErrorCode.none
             too_many = await create_topic(client, "too-many", replication_factor=4)
             assert too_many.error_code == ErrorCode.invalid_replication_factor
             assert too_many.error_message == "Replication factor: 4 larger than available brokers: 3."
         for node_id in (1, 2, 3):
-            async with cluster.client(node_id) as client:
+            async with connected(cluster, node_id) as client:
                 md = await metadata(client, ["spread"])
                 assert [(b.node_id, b.host) for b in md.brokers] == [(1, "broker-1"), (2, "broker-2"), (3, "broker-3")]
                 partitions = sorted(md.topics[0].partitions, key=lambda p: p.partition_index)
@@ -47,10 +57,10 @@ async def test_every_broker_answers_metadata_with_every_broker_and_the_leaders(a
 
 async def test_a_broker_that_does_not_lead_says_who_does(autojump_clock):
     async with open_cluster(brokers=3, transport="memory") as cluster:
-        async with cluster.client(1) as client:
+        async with connected(cluster, 1) as client:
             await create_topic(client, "t")
         cluster.move_leader("t", 0, 2)
-        async with cluster.client(1) as client:
+        async with connected(cluster, 1) as client:
             refused = await produce(client, "t", 0, batch(b"x"), version=10)
             assert refused.error_code == ErrorCode.not_leader_or_follower
             assert (refused.current_leader.leader_id, refused.current_leader.leader_epoch) == (2, 1)
@@ -63,14 +73,14 @@ async def test_a_broker_that_does_not_lead_says_who_does(autojump_clock):
                 request(2, 7, replica_id=-1, isolation_level=0, topics=[{"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}])
             )
             assert offsets.topics[0].partitions[0].error_code == ErrorCode.not_leader_or_follower
-        async with cluster.client(2) as client:
+        async with connected(cluster, 2) as client:
             accepted = await produce(client, "t", 0, batch(b"x"))
             assert (accepted.error_code, accepted.base_offset) == (ErrorCode.none, 0)
 
 
 async def test_the_leader_append_reaches_every_in_sync_replica_before_the_answer(autojump_clock):
     async with open_cluster(brokers=3, transport="memory") as cluster:
-        async with cluster.client(1) as client:
+        async with connected(cluster, 1) as client:
             await create_topic(client, "r")
             for i in range(5):
                 answer = await produce(client, "r", 0, batch(b"a%d" % i, b"b%d" % i))
@@ -87,7 +97,7 @@ async def test_the_leader_append_reaches_every_in_sync_replica_before_the_answer
 
 async def test_acks_all_below_min_insync_replicas_is_refused_until_the_isr_grows_back(autojump_clock):
     async with open_cluster(brokers=3, transport="memory") as cluster:
-        async with cluster.client(1) as client:
+        async with connected(cluster, 1) as client:
             await create_topic(client, "safe", configs={"min.insync.replicas": "2"})
             assert (await produce(client, "safe", 0, batch(b"one"))).error_code == ErrorCode.none
             cluster.shrink_isr("safe", 0, to=[1])
@@ -111,14 +121,14 @@ async def test_acks_all_below_min_insync_replicas_is_refused_until_the_isr_grows
 
 async def test_a_leader_move_bumps_the_epoch_and_keeps_the_offsets(autojump_clock):
     async with open_cluster(brokers=3, transport="memory") as cluster:
-        async with cluster.client(1) as client:
+        async with connected(cluster, 1) as client:
             await create_topic(client, "m")
             await produce(client, "m", 0, batch(b"before"))
         cluster.move_leader("m", 0, 3)
         cluster.shrink_isr("m", 0, to=[3, 2])
         with pytest.raises(ValueError, match="live in-sync replica"):
             cluster.move_leader("m", 0, 1)  # out of the ISR: Kafka elects no such replica
-        async with cluster.client(3) as client:
+        async with connected(cluster, 3) as client:
             answer = await produce(client, "m", 0, batch(b"after"))
             assert answer.base_offset == 1
             data = (await fetch(client, "m", 0)).records
@@ -129,14 +139,14 @@ async def test_a_leader_move_bumps_the_epoch_and_keeps_the_offsets(autojump_cloc
 
 async def test_a_stopped_leader_is_replaced_from_the_isr_and_catches_up_when_it_returns(autojump_clock):
     async with open_cluster(brokers=3, transport="memory") as cluster:
-        async with cluster.client(1) as client:
+        async with connected(cluster, 1) as client:
             await create_topic(client, "s")
             await produce(client, "s", 0, batch(b"a", b"b"))
         await cluster.stop_broker(1)
         assert cluster.replica_log(1, "s", 0) is None
         lead = cluster.leadership("s", 0)
         assert (lead.leader, lead.leader_epoch, lead.isr, lead.offline) == (2, 1, (2, 3), (1,))
-        async with cluster.client(2) as client:
+        async with connected(cluster, 2) as client:
             md = await metadata(client, ["s"])
             assert [b.node_id for b in md.brokers] == [2, 3]
             assert md.topics[0].partitions[0].offline_replicas == (1,)
@@ -144,7 +154,7 @@ async def test_a_stopped_leader_is_replaced_from_the_isr_and_catches_up_when_it_
         await cluster.start_broker(1)  # it copies what it missed
         assert cluster.leadership("s", 0).isr == (1, 2, 3)
         assert replica_records(cluster, 1, "s") == [(0, b"a"), (1, b"b"), (2, b"c")]
-        async with cluster.client(1) as client:
+        async with connected(cluster, 1) as client:
             md = await metadata(client, ["s"])
             assert [b.node_id for b in md.brokers] == [1, 2, 3]
             assert md.topics[0].partitions[0].leader_id == 2
@@ -152,12 +162,12 @@ async def test_a_stopped_leader_is_replaced_from_the_isr_and_catches_up_when_it_
 
 async def test_a_partition_whose_last_in_sync_replica_stops_is_offline_until_it_returns(autojump_clock):
     async with open_cluster(brokers=2, transport="memory") as cluster:
-        async with cluster.client(1) as client:
+        async with connected(cluster, 1) as client:
             await create_topic(client, "alone", replication_factor=2)
             cluster.shrink_isr("alone", 0, to=[1])
             await produce(client, "alone", 0, batch(b"only-on-1"), acks=1)
         await cluster.stop_broker(1)
-        async with cluster.client(2) as client:
+        async with connected(cluster, 2) as client:
             partition = (await metadata(client, ["alone"])).topics[0].partitions[0]
             assert (partition.error_code, partition.leader_id) == (ErrorCode.leader_not_available, -1)
             assert (await produce(client, "alone", 0, batch(b"x"))).error_code == ErrorCode.not_leader_or_follower
@@ -172,31 +182,31 @@ async def test_find_coordinator_names_the_owner_and_others_answer_not_coordinato
         owner = cluster.coordinator(GROUP_KEY, "g")
         other = next(n for n in (1, 2, 3) if n != owner)
         for node_id in (1, 2, 3):
-            async with cluster.client(node_id) as client:
+            async with connected(cluster, node_id) as client:
                 found = await find_coordinator(client, "g")
                 assert (found.error_code, found.node_id, found.host) == (ErrorCode.none, owner, f"broker-{owner}")
         heartbeat = request(12, 4, group_id="g", generation_id=1, member_id="m", group_instance_id=None)
-        async with cluster.client(other) as client:
+        async with connected(cluster, other) as client:
             assert (await client.request(heartbeat)).error_code == ErrorCode.not_coordinator
-        async with cluster.client(owner) as client:
+        async with connected(cluster, owner) as client:
             assert (await client.request(heartbeat)).error_code == ErrorCode.unknown_member_id
         cluster.move_coordinator("g", other, key_type="group")
-        async with cluster.client(owner) as client:
+        async with connected(cluster, owner) as client:
             assert (await client.request(heartbeat)).error_code == ErrorCode.not_coordinator
             assert (await find_coordinator(client, "g")).node_id == other
-        async with cluster.client(other) as client:
+        async with connected(cluster, other) as client:
             assert (await client.request(heartbeat)).error_code == ErrorCode.unknown_member_id
 
 
 async def test_file_logs_replicate_to_each_brokers_directory_and_recover_on_restart(autojump_clock, tmp_path):
     async with open_cluster(brokers=3, transport="memory", log_dirs=str(tmp_path)) as cluster:
-        async with cluster.client(1) as client:
+        async with connected(cluster, 1) as client:
             await create_topic(client, "durable")
             await produce(client, "durable", 0, batch(b"kept"))
         for node_id in (1, 2, 3):
             assert (tmp_path / f"broker-{node_id}" / "durable-0" / "00000000000000000000.log").stat().st_size > 0
         await cluster.stop_broker(3)
-        async with cluster.client(1) as client:
+        async with connected(cluster, 1) as client:
             await produce(client, "durable", 0, batch(b"while-3-was-down"))
         await cluster.start_broker(3)  # reopens its files, then copies what it missed
         assert replica_records(cluster, 3, "durable") == [(0, b"kept"), (1, b"while-3-was-down")]

@@ -30,7 +30,7 @@ import trio
 from trikafka.broker import load_meta_properties
 from trikafka.cluster.node import ClusterNode
 from trikafka.cluster.replication import ClusterLogManager, catch_up
-from trikafka.cluster.state import OFFSETS_TOPIC, TRANSACTION_TOPIC, ClusterState
+from trikafka.cluster.state import OFFSETS_TOPIC, ClusterState
 from trikafka.config import BrokerConfig, ListenerSpec
 from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OffsetStore
@@ -189,6 +189,8 @@ class Cluster:
             )
         trio_listeners = None
         if self.transport == "memory":
+            # The one edge module the cluster uses: the in-memory transport (a transport in
+            # all but its package; see tests/test_layers.py).
             from trikafka.testing.memory import MemoryListener
 
             trio_listeners = {s.name: MemoryListener(s.host, s.port) for s in config.listeners}
@@ -234,20 +236,14 @@ class Cluster:
         """Broker ``node_id``'s own replica of a partition (None while it is stopped)."""
         return self.logs.replica_log(node_id, topic, partition)
 
-    @asynccontextmanager
-    async def client(self, node_id: int | None = None, client_id: str | None = "trikafka-test") -> AsyncIterator[Any]:
-        """The project's Trio client connected to one broker (the first live one by default)."""
-        from trikafka.client.connection import connect_tcp, open_connection
-
+    async def connect(self, node_id: int | None = None, client_host: str = "127.0.0.1") -> trio.abc.Stream:
+        """A stream to one broker (the first live one by default), in memory or over TCP;
+        wrap it in ``trikafka.client.open_connection`` for the project's client."""
         node_id = min(self.state.alive) if node_id is None else node_id
         if self.transport == "memory":
-            listener = next(iter(self._memory_listeners[node_id].values()))
-            async with open_connection(await listener.connect(), client_id) as connection:
-                yield connection
-        else:
-            host, port = next(iter(self._addresses[node_id].values()))
-            async with connect_tcp(host, port, client_id) as connection:
-                yield connection
+            return await next(iter(self._memory_listeners[node_id].values())).connect(client_host)
+        host, port = next(iter(self._addresses[node_id].values()))
+        return await trio.open_tcp_stream(host, port)
 
     # --- controls ---------------------------------------------------------------------------
 

@@ -20,8 +20,8 @@ from typing import Any
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request, SendResponse
 from trikafka.protocol.headers import encode_response_body, frame_response
-from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily
 from trikafka.server.cluster_view import ClusterView, cluster_view
+from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily
 from trikafka.server.topics import validate_topic_name
 
 __all__ = ["MetadataApis", "topic_metadata"]
