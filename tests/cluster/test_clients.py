@@ -170,3 +170,40 @@ def test_acks_all_is_refused_while_the_isr_is_below_min_insync_replicas(start_cl
     producer.produce("guarded", b"after", callback=report)
     assert producer.flush(TIMEOUT) == 0 and results[-1] is None
     assert consume_values(cluster.bootstrap_servers, "guarded", 2) == [b"before", b"after"]
+
+
+def test_transactions_commit_and_abort_across_brokers_and_a_coordinator_move(start_cluster):
+    cluster = start_cluster(3)
+    bootstrap = cluster.bootstrap_servers
+    create_topic(bootstrap, "txns", partitions=3)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "mover"})
+    producer.init_transactions(TIMEOUT)
+
+    def transaction(first: int, commit: bool) -> None:
+        producer.begin_transaction()
+        for i in range(first, first + 9):
+            producer.produce("txns", b"%d" % i, partition=i % 3)
+        if commit:
+            producer.commit_transaction(TIMEOUT)
+        else:
+            producer.abort_transaction(TIMEOUT)
+
+    transaction(0, commit=True)
+    transaction(100, commit=False)
+    owner = cluster.call(cluster.cluster.coordinator, 1, "mover")
+    cluster.call(cluster.cluster.move_coordinator, "mover", owner % 3 + 1, key_type="transaction")
+    transaction(9, commit=True)
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "committed-only", "isolation.level": "read_committed", "auto.offset.reset": "earliest"}
+    )
+    try:
+        consumer.assign([TopicPartition("txns", p, 0) for p in range(3)])
+        values: set[bytes] = set()
+        deadline = Deadline()
+        while len(values) < 18 and deadline:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                values.add(message.value())
+        assert values == {b"%d" % i for i in range(18)}  # nothing of the aborted one
+    finally:
+        consumer.close()

@@ -206,6 +206,7 @@ class Cluster:
         await self._nursery.start(node.run, name=f"broker-{node_id}")
         self.nodes[node_id] = node
         self._addresses[node_id] = {name: (e.host, e.port) for name, e in node.endpoints.items()}
+        self.state.endpoints_changed()
 
     async def aclose(self) -> None:
         for node in self.nodes.values():

@@ -90,6 +90,10 @@ class ClusterState:
     def _changed(self) -> None:
         self.version += 1
 
+    def endpoints_changed(self) -> None:
+        """A broker (re)bound its listeners: answers naming brokers change too."""
+        self._changed()
+
     def _get(self, topic: str, partition: int) -> PartitionState:
         state = self.partitions.get((topic, partition))
         if state is None:
