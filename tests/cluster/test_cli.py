@@ -7,8 +7,10 @@ confluent-kafka see three brokers, and data moves through a topic replicated on 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -70,3 +72,19 @@ def test_a_three_broker_cluster_process_serves_kcat_and_confluent_kafka(tmp_path
     # Every broker's address is named at start-up.
     assert [f"{h}:{p}" for h, p in _LISTENING.findall(process.output)] == addresses
     assert len(re.findall(r"broker \d ready", process.output)) == 3
+
+
+def test_the_readme_cluster_example_runs_as_written():
+    root = Path(trikafka.__file__).parent.parent
+    example = (root / "examples" / "cluster.py").read_text()
+    readme = (root / "README.md").read_text()
+    assert example.split("\n", 1)[1].strip() in readme  # all but the docstring line
+    result = subprocess.run(
+        [sys.executable, str(root / "examples" / "cluster.py")],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env={**os.environ, "PYTHONPATH": str(root)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "leader 1 ISR (1, 2, 3)"
