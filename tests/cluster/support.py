@@ -84,7 +84,9 @@ async def produce(client: Any, topic: str, partition: int, records: bytes, *, ac
     return response.responses[0].partition_responses[0]
 
 
-async def fetch(client: Any, topic: str, partition: int, offset: int = 0, *, version: int = 12) -> Any:
+async def fetch(
+    client: Any, topic: str, partition: int, offset: int = 0, *, version: int = 12, current_leader_epoch: int = -1
+) -> Any:
     response = await client.request(
         request(
             1,
@@ -103,7 +105,7 @@ async def fetch(client: Any, topic: str, partition: int, offset: int = 0, *, ver
                     "partitions": [
                         {
                             "partition": partition,
-                            "current_leader_epoch": -1,
+                            "current_leader_epoch": current_leader_epoch,
                             "fetch_offset": offset,
                             "last_fetched_epoch": -1,
                             "log_start_offset": -1,

@@ -210,3 +210,18 @@ async def test_file_logs_replicate_to_each_brokers_directory_and_recover_on_rest
             await produce(client, "durable", 0, batch(b"while-3-was-down"))
         await cluster.start_broker(3)  # reopens its files, then copies what it missed
         assert replica_records(cluster, 3, "durable") == [(0, b"kept"), (1, b"while-3-was-down")]
+
+
+async def test_a_stale_leader_epoch_is_fenced_and_a_future_one_unknown(autojump_clock):
+    async with open_cluster(brokers=3, transport="memory") as cluster:
+        async with connected(cluster, 1) as client:
+            await create_topic(client, "e")
+        cluster.move_leader("e", 0, 2)
+        cluster.move_leader("e", 0, 1)  # epoch 2, back on broker 1
+        async with connected(cluster, 1) as client:
+            for epoch, code in ((1, ErrorCode.fenced_leader_epoch), (3, ErrorCode.unknown_leader_epoch), (2, ErrorCode.none), (-1, ErrorCode.none)):
+                assert (await fetch(client, "e", 0, current_leader_epoch=epoch)).error_code == code
+                listed = await client.request(
+                    request(2, 7, replica_id=-1, isolation_level=0, topics=[{"name": "e", "partitions": [{"partition_index": 0, "current_leader_epoch": epoch, "timestamp": -1}]}])
+                )
+                assert listed.topics[0].partitions[0].error_code == code

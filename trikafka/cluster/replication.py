@@ -94,6 +94,17 @@ class ReplicatedLog:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.leader_log, name)
 
+    @property
+    def closed(self) -> bool:
+        """Closed once its topic is deleted (a waiting Fetch then answers
+        UNKNOWN_TOPIC_OR_PARTITION), or when no replica is online."""
+        if self._logs.get_log(self.topic, self.partition) is not self:
+            return True
+        try:
+            return self.leader_log.closed
+        except KafkaProtocolError:
+            return True
+
     def append(
         self,
         batches: bytearray | bytes,

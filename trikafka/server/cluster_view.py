@@ -26,6 +26,7 @@ __all__ = [
     "SingleBrokerView",
     "TRANSACTION_KEY",
     "cluster_view",
+    "leader_epoch_error",
 ]
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator's key types
@@ -88,6 +89,17 @@ class SingleBrokerView:
             return None
         found = self._cache.alive_brokers(listener_name)
         return found[0] if found else None
+
+
+def leader_epoch_error(requested: int, lead: PartitionLeadership) -> Any:
+    """Kafka's checkCurrentLeaderEpoch: a client's ``current_leader_epoch`` older than the
+    partition's is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH; -1 means "any".
+    None when it matches."""
+    from trikafka.errors import ErrorCode
+
+    if requested < 0 or requested == lead.leader_epoch:
+        return None
+    return ErrorCode.fenced_leader_epoch if requested < lead.leader_epoch else ErrorCode.unknown_leader_epoch
 
 
 def cluster_view(context: Any) -> ClusterView:

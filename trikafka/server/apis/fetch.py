@@ -19,7 +19,8 @@ overlap the returned range — ``(producer id, first offset)`` — so the client
 records; ``last_stable_offset`` is the LSO either way.
 
 Leadership: a partition this broker does not lead is NOT_LEADER_OR_FOLLOWER (with the
-current leader from v12), answered at once like any error (see server/cluster_view.py).
+current leader from v12), a stale or future ``current_leader_epoch`` FENCED_LEADER_EPOCH or
+UNKNOWN_LEADER_EPOCH, answered at once like any error (see server/cluster_view.py).
 
 Fetch sessions (KIP-227): every answer is a full response with session id 0, which tells the
 client to keep sending full requests; incremental sessions are not implemented.
@@ -38,7 +39,7 @@ import trio_util
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
-from trikafka.server.cluster_view import cluster_view
+from trikafka.server.cluster_view import cluster_view, leader_epoch_error
 from trikafka.server.kafka_apis import Answer, ApiFamily
 
 __all__ = ["FetchApis"]
@@ -85,6 +86,8 @@ class FetchApis(ApiFamily):
                 lead = None if info is None else view.leadership(info.name, p.partition)
                 if info is None or not 0 <= p.partition < info.partitions:
                     item.error = unknown
+                elif epoch_error := leader_epoch_error(getattr(p, "current_leader_epoch", -1), lead):
+                    item.error = epoch_error
                 elif lead.leader != me:
                     item.error = ErrorCode.not_leader_or_follower
                     if request.api_version >= 12:

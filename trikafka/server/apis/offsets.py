@@ -13,7 +13,7 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
-from trikafka.server.cluster_view import cluster_view
+from trikafka.server.cluster_view import cluster_view, leader_epoch_error
 from trikafka.server.kafka_apis import Answer, ApiFamily
 
 __all__ = ["OffsetApis"]
@@ -29,10 +29,13 @@ class OffsetApis(ApiFamily):
             DELETE_RECORDS: self.handle_delete_records_request,
         }
 
-    def _leader_log(self, topic: str, partition: int) -> tuple[Any, int]:
-        """(the partition's log, leader epoch); raises unless this broker leads it."""
+    def _leader_log(self, topic: str, partition: int, current_leader_epoch: int = -1) -> tuple[Any, int]:
+        """(the partition's log, leader epoch); raises unless this broker leads it, at the
+        epoch the client believes in (-1: any)."""
         partition_log = self.replicas.get_log(topic, partition)
         lead = cluster_view(self.context).leadership(topic, partition)
+        if epoch_error := leader_epoch_error(current_leader_epoch, lead):
+            raise KafkaProtocolError(f"leader epoch {current_leader_epoch} of {topic}-{partition}", epoch_error)
         if lead.leader != self.context.config.node_id:
             raise KafkaProtocolError(
                 f"this broker does not lead {topic}-{partition}", ErrorCode.not_leader_or_follower
@@ -76,7 +79,9 @@ class OffsetApis(ApiFamily):
                     "old_style_offsets": [],
                 }
                 try:
-                    partition_log, epoch = self._leader_log(topic.name, p.partition_index)
+                    partition_log, epoch = self._leader_log(
+                        topic.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
+                    )
                     timestamp, offset = self._lookup(partition_log, p.timestamp, committed)
                     result.update(timestamp=timestamp, offset=offset, leader_epoch=epoch)
                 except KafkaProtocolError as exc:
