@@ -11,7 +11,7 @@ from kio.schema.errors import ErrorCode
 
 from trikafka import open_cluster
 from trikafka.protocol.records import iter_batches
-from trikafka.server.cluster_view import GROUP_KEY
+from trikafka.server.cluster_view import GROUP_KEY, TRANSACTION_KEY
 
 from .support import (
     batch,
@@ -225,3 +225,67 @@ async def test_a_stale_leader_epoch_is_fenced_and_a_future_one_unknown(autojump_
                     request(2, 7, replica_id=-1, isolation_level=0, topics=[{"name": "e", "partitions": [{"partition_index": 0, "current_leader_epoch": epoch, "timestamp": -1}]}])
                 )
                 assert listed.topics[0].partitions[0].error_code == code
+
+
+async def test_group_requests_to_a_broker_that_does_not_coordinate_answer_in_their_own_shape(autojump_clock):
+    async with open_cluster(brokers=3, transport="memory") as cluster:
+        owner = cluster.coordinator(GROUP_KEY, "g")
+        other = next(n for n in (1, 2, 3) if n != owner)
+        elsewhere = next(f"h{i}" for i in range(100) if cluster.coordinator(GROUP_KEY, f"h{i}") != owner)
+        async with connected(cluster, 1) as client:
+            await create_topic(client, "t", partitions=2)
+        commit = request(8, 8, group_id="g", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+                         topics=[{"name": "t", "partitions": [
+                             {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": ""},
+                             {"partition_index": 1, "committed_offset": 7, "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+        async with connected(cluster, other) as client:
+            refused = await client.request(commit)
+            assert [p.error_code for p in refused.topics[0].partitions] == [ErrorCode.not_coordinator] * 2
+            described = await client.request(request(15, 5, groups=["g"], include_authorized_operations=False))
+            assert described.groups[0].error_code == ErrorCode.not_coordinator
+            deleted = await client.request(request(42, 2, groups_names=["g"]))
+            assert deleted.results[0].error_code == ErrorCode.not_coordinator
+            fetched = await client.request(request(9, 8, groups=[{"group_id": "g", "topics": None}], require_stable=False))
+            assert fetched.groups[0].error_code == ErrorCode.not_coordinator
+        async with connected(cluster, owner) as client:
+            accepted = await client.request(commit)
+            assert [p.error_code for p in accepted.topics[0].partitions] == [ErrorCode.none] * 2
+            listed = await client.request(request(16, 4, states_filter=[]))
+            assert [g.group_id for g in listed.groups] == ["g"]
+            fetched = await client.request(
+                request(9, 8, groups=[{"group_id": "g", "topics": None}, {"group_id": elsewhere, "topics": None}], require_stable=False)
+            )
+            assert [(g.group_id, g.error_code) for g in fetched.groups] == [("g", ErrorCode.none), (elsewhere, ErrorCode.not_coordinator)]
+            assert sorted(p.committed_offset for p in fetched.groups[0].topics[0].partitions) == [5, 7]
+            deleted = await client.request(request(42, 2, groups_names=["g", elsewhere]))
+            assert [(r.group_id, r.error_code) for r in deleted.results] == [("g", ErrorCode.none), (elsewhere, ErrorCode.not_coordinator)]
+        async with connected(cluster, other) as client:
+            assert (await client.request(request(16, 4, states_filter=[]))).groups == ()
+
+
+async def test_transaction_requests_reach_only_the_transaction_coordinator(autojump_clock):
+    async with open_cluster(brokers=3, transport="memory") as cluster:
+        owner = cluster.coordinator(TRANSACTION_KEY, "tx")
+        other = next(n for n in (1, 2, 3) if n != owner)
+        init = request(22, 4, transactional_id="tx", transaction_timeout=60000, producer_id=-1, producer_epoch=-1)
+        async with connected(cluster, other) as client:
+            assert (await client.request(init)).error_code == ErrorCode.not_coordinator
+            found = await find_coordinator(client, "tx", key_type=TRANSACTION_KEY)
+            assert found.node_id == owner
+            idempotent = await client.request(
+                request(22, 4, transactional_id=None, transaction_timeout=60000, producer_id=-1, producer_epoch=-1)
+            )
+            assert idempotent.error_code == ErrorCode.none  # no transactional id: any broker
+            add = await client.request(request(24, 3, v3_and_below_transactional_id="tx", v3_and_below_producer_id=1,
+                                               v3_and_below_producer_epoch=0, v3_and_below_topics=[{"name": "t", "partitions": [0, 1]}]))
+            assert [r.partition_error_code for r in add.results_by_topic_v3_and_below[0].results_by_partition] == [ErrorCode.not_coordinator] * 2
+        async with connected(cluster, owner) as client:
+            granted = await client.request(init)
+            assert granted.error_code == ErrorCode.none
+            described = await client.request(request(65, 0, transactional_ids=["tx"]))
+            assert described.transaction_states[0].error_code == ErrorCode.none
+        async with connected(cluster, other) as client:
+            described = await client.request(request(65, 0, transactional_ids=["tx"]))
+            assert described.transaction_states[0].error_code == ErrorCode.not_coordinator
+            listed = await client.request(request(66, 0, state_filters=[], producer_id_filters=[]))
+            assert listed.transaction_states == ()
