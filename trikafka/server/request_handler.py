@@ -37,6 +37,8 @@ class RequestHandlerPool:
         self._busy_now = 0
         self._busy_seconds = 0.0
         self._started_at = 0.0
+        #: Set when every handler has ended: the channel was closed and drained.
+        self.stopped = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._started_at = trio.current_time()
@@ -46,6 +48,7 @@ class RequestHandlerPool:
                     self._handler, index, name=f"data-plane-kafka-request-handler-{index}"
                 )
             task_status.started()
+        self.stopped.set()
 
     async def _handler(self, index: int) -> None:
         receive = self.channel.receive_channel

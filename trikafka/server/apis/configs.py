@@ -20,7 +20,8 @@ from trikafka.config import BrokerConfig
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 from trikafka.server.topic_config import (
     TOPIC_CONFIGS,
     format_value,
@@ -30,7 +31,6 @@ from trikafka.server.topic_config import (
 
 __all__ = ["ConfigApis", "ClusterApis", "topic_config_entries", "ConfigSource", "ResourceType"]
 
-DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CLUSTER = 32, 33, 44, 60
 
 
 class ConfigSource:
@@ -126,17 +126,11 @@ def broker_config_entries(replicas: Any, keys: Any = None) -> list[dict[str, Any
 
 
 class ConfigApis(ApiFamily):
-    def handlers(self) -> dict[int, Any]:
-        return {
-            DESCRIBE_CONFIGS: self.handle_describe_configs_request,
-            ALTER_CONFIGS: self.handle_alter_configs_request,
-            INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
-        }
-
     def _check_broker_name(self, name: str) -> None:
         if name not in ("", str(self.context.config.node_id)):
             raise KafkaProtocolError(f"Unexpected broker id, expected {self.context.config.node_id} but received {name}", ErrorCode.invalid_request)
 
+    @handles(ApiKey.DESCRIBE_CONFIGS)
     async def handle_describe_configs_request(self, request: Request) -> Any:
         body = request.body
         results = []
@@ -203,6 +197,7 @@ class ConfigApis(ApiFamily):
             return {k: format_value(v) for k, v in topic.configs.items()}
         return dict(self.replicas.dynamic_broker_configs)
 
+    @handles(ApiKey.ALTER_CONFIGS)
     async def handle_alter_configs_request(self, request: Request) -> Any:
         responses = []
         for resource in request.body.resources:
@@ -215,6 +210,7 @@ class ConfigApis(ApiFamily):
             responses.append(response)
         return Answer(throttle_time=0, responses=responses)
 
+    @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     async def handle_incremental_alter_configs_request(self, request: Request) -> Any:
         responses = []
         for resource in request.body.resources:
@@ -268,9 +264,7 @@ class ConfigApis(ApiFamily):
 class ClusterApis(ApiFamily):
     """DescribeCluster: what Admin clients use in place of Metadata for the broker list."""
 
-    def handlers(self) -> dict[int, Any]:
-        return {DESCRIBE_CLUSTER: self.handle_describe_cluster_request}
-
+    @handles(ApiKey.DESCRIBE_CLUSTER)
     async def handle_describe_cluster_request(self, request: Request) -> Any:
         cache = self.context.metadata_cache
         endpoint_type = getattr(request.body, "endpoint_type", 1)

@@ -35,13 +35,13 @@ import trio_util
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["FetchApis"]
 
 log = logging.getLogger("trikafka.server")
 
-FETCH_KEY = 1
 READ_COMMITTED = 1
 _BATCH_START = struct.Struct(">qi")  # baseOffset, batchLength
 _LAST_OFFSET_DELTA = struct.Struct(">i")
@@ -58,9 +58,6 @@ class _Wanted:
 
 
 class FetchApis(ApiFamily):
-    def handlers(self) -> dict[int, Any]:
-        return {FETCH_KEY: self.handle_fetch_request}
-
     def _plan(self, request: Request) -> list[_Wanted]:
         by_id = request.api_version >= 13
         wanted: list[_Wanted] = []
@@ -154,6 +151,7 @@ class FetchApis(ApiFamily):
             responses=topics,
         )
 
+    @handles(ApiKey.FETCH)
     async def handle_fetch_request(self, request: Request) -> Any:
         body = request.body
         wanted = self._plan(request)

@@ -15,13 +15,13 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import NoOpResponse, Request
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["ProduceApis"]
 
 log = logging.getLogger("trikafka.server")
 
-PRODUCE_KEY = 0
 
 
 def _partition_error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -37,9 +37,6 @@ def _partition_error(index: int, code: ErrorCode, message: str | None = None) ->
 
 
 class ProduceApis(ApiFamily):
-    def handlers(self) -> dict[int, Any]:
-        return {PRODUCE_KEY: self.handle_produce_request}
-
     def _resolve(self, topic_data: Any) -> tuple[Any, ErrorCode]:
         topic_id = getattr(topic_data, "topic_id", None)
         if topic_id is not None and topic_id.int != 0:
@@ -48,6 +45,7 @@ class ProduceApis(ApiFamily):
         info = self.replicas.topics.get(topic_data.name)
         return info, ErrorCode.unknown_topic_or_partition
 
+    @handles(ApiKey.PRODUCE)
     async def handle_produce_request(self, request: Request) -> Any:
         body = request.body
         acks = body.acks

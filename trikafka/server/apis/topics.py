@@ -11,12 +11,12 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
+from trikafka.protocol.registry import ApiKey
 from trikafka.server.apis.configs import topic_config_entries
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["TopicAdminApis"]
 
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 
 
 def _duplicates(names: list[str]) -> set[str]:
@@ -24,13 +24,7 @@ def _duplicates(names: list[str]) -> set[str]:
 
 
 class TopicAdminApis(ApiFamily):
-    def handlers(self) -> dict[int, Any]:
-        return {
-            CREATE_TOPICS: self.handle_create_topics_request,
-            DELETE_TOPICS: self.handle_delete_topics_request,
-            CREATE_PARTITIONS: self.handle_create_partitions_request,
-        }
-
+    @handles(ApiKey.CREATE_TOPICS)
     async def handle_create_topics_request(self, request: Request) -> Any:
         body = request.body
         duplicates = _duplicates([t.name for t in body.topics])
@@ -99,6 +93,7 @@ class TopicAdminApis(ApiFamily):
             results.append(result)
         return Answer(throttle_time=0, topics=results)
 
+    @handles(ApiKey.DELETE_TOPICS)
     async def handle_delete_topics_request(self, request: Request) -> Any:
         body = request.body
         states = (
@@ -136,6 +131,7 @@ class TopicAdminApis(ApiFamily):
             results.append(result)
         return Answer(throttle_time=0, responses=results)
 
+    @handles(ApiKey.CREATE_PARTITIONS)
     async def handle_create_partitions_request(self, request: Request) -> Any:
         body = request.body
         duplicates = _duplicates([t.name for t in body.topics])
