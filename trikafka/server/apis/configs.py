@@ -21,7 +21,7 @@ from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
 from trikafka.protocol.registry import ApiKey
-from trikafka.server.kafka_apis import Answer, ApiFamily, handles
+from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 from trikafka.server.topic_config import (
     TOPIC_CONFIGS,
     format_value,
@@ -94,7 +94,7 @@ def topic_config_entries(replicas: Any, topic: Any, keys: Any = None) -> list[di
                 "is_sensitive": False,
                 "synonyms": synonyms,
                 "config_type": _CONFIG_TYPE.get(definition.kind, 0),
-                "documentation": None,
+                "documentation": definition.doc,
                 "is_default": source == ConfigSource.DEFAULT_CONFIG,
             }
         )
@@ -143,7 +143,7 @@ class ConfigApis(ApiFamily):
                 "resource_name": resource.resource_name,
                 "configs": [],
             }
-            try:
+            with errors_into(result, message=True):
                 if resource.resource_type == ResourceType.TOPIC:
                     topic = self.replicas.topics.get(resource.resource_name)
                     if topic is None:
@@ -161,9 +161,6 @@ class ConfigApis(ApiFamily):
                     for entry in entries:
                         entry["documentation"] = None
                 result["configs"] = entries
-            except KafkaProtocolError as exc:
-                result["error_code"] = exc.error_code
-                result["error_message"] = str(exc)
             results.append(result)
         return Answer(throttle_time=0, results=results)
 
@@ -202,11 +199,9 @@ class ConfigApis(ApiFamily):
         responses = []
         for resource in request.body.resources:
             response = self._resource_response(resource)
-            try:
+            with errors_into(response, message=True):
                 self._current(resource)  # existence check
                 self._alter(resource, {c.name: c.value for c in resource.configs}, request.body.validate_only)
-            except KafkaProtocolError as exc:
-                response.update(error_code=exc.error_code, error_message=str(exc))
             responses.append(response)
         return Answer(throttle_time=0, responses=responses)
 
@@ -215,13 +210,11 @@ class ConfigApis(ApiFamily):
         responses = []
         for resource in request.body.resources:
             response = self._resource_response(resource)
-            try:
+            with errors_into(response, message=True):
                 overrides = self._current(resource)
                 for change in resource.configs:
                     self._apply_op(resource, overrides, change)
                 self._alter(resource, overrides, request.body.validate_only)
-            except KafkaProtocolError as exc:
-                response.update(error_code=exc.error_code, error_message=str(exc))
             responses.append(response)
         return Answer(throttle_time=0, responses=responses)
 

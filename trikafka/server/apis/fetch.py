@@ -33,10 +33,10 @@ import attrs
 import trio
 import trio_util
 
-from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
-from trikafka.server.kafka_apis import Answer, ApiFamily, handles
+from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 
 __all__ = ["FetchApis"]
 
@@ -107,13 +107,12 @@ class FetchApis(ApiFamily):
             if committed:
                 result["aborted_transactions"] = []
             budget = min(item.max_bytes, max_bytes - total)
-            try:
+            with errors_into(result) as outcome:
                 data = partition_log.read(
                     item.fetch_offset, max(budget, 0), min_one_batch=total == 0,
                     max_offset=lso if committed else None,
                 ) if budget > 0 or total == 0 else None
-            except KafkaProtocolError as exc:
-                result["error_code"] = exc.error_code
+            if outcome.failed:
                 errors = True
             else:
                 if data is not None and data.chunks:

@@ -14,7 +14,7 @@ from typing import Any
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
-from trikafka.server.kafka_apis import Answer, ApiFamily, handles
+from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 from trikafka.server.replica_manager import LEADER_EPOCH
 
 __all__ = ["OffsetApis"]
@@ -60,12 +60,10 @@ class OffsetApis(ApiFamily):
                     "leader_epoch": -1,
                     "old_style_offsets": [],
                 }
-                try:
+                with errors_into(result):
                     partition_log = self.replicas.get_log(topic.name, p.partition_index)
                     timestamp, offset = self._lookup(partition_log, p.timestamp, committed)
                     result.update(timestamp=timestamp, offset=offset, leader_epoch=LEADER_EPOCH)
-                except KafkaProtocolError as exc:
-                    result["error_code"] = exc.error_code
                 partitions.append(result)
             topics.append({"name": topic.name, "partitions": partitions})
         return Answer(throttle_time=0, topics=topics)
@@ -81,7 +79,7 @@ class OffsetApis(ApiFamily):
                     "low_watermark": -1,
                     "error_code": ErrorCode.none,
                 }
-                try:
+                with errors_into(result):
                     partition_log = self.replicas.get_log(topic.name, p.partition_index)
                     high = partition_log.high_watermark.value
                     offset = high if p.offset == -1 else p.offset
@@ -90,8 +88,6 @@ class OffsetApis(ApiFamily):
                             f"offset {p.offset} is not in [0, {high}]", ErrorCode.offset_out_of_range
                         )
                     result["low_watermark"] = partition_log.delete_records_before(offset)
-                except KafkaProtocolError as exc:
-                    result["error_code"] = exc.error_code
                 partitions.append(result)
             topics.append({"name": topic.name, "partitions": partitions})
         return Answer(throttle_time=0, topics=topics)

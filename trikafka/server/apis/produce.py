@@ -16,7 +16,7 @@ from typing import Any
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import NoOpResponse, Request
 from trikafka.protocol.registry import ApiKey
-from trikafka.server.kafka_apis import Answer, ApiFamily, handles
+from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 
 __all__ = ["ProduceApis"]
 
@@ -68,27 +68,21 @@ class ProduceApis(ApiFamily):
                         )
                     )
                     continue
-                try:
+                result = _partition_error(part.index, ErrorCode.none)
+                with errors_into(result, message=True) as outcome:
                     if not part.records:
                         raise KafkaProtocolError("no records", ErrorCode.invalid_record)
                     appended = await self.replicas.append_records(
                         info, part.index, part.records, int(now), getattr(body, "transactional_id", None)
                     )
-                except KafkaProtocolError as exc:
-                    log.info("produce to %s-%d refused: %s", info.name, part.index, exc)
-                    partitions.append(_partition_error(part.index, exc.error_code, str(exc)))
-                    continue
-                partitions.append(
-                    {
-                        "index": part.index,
-                        "error_code": ErrorCode.none,
-                        "base_offset": appended.first_offset,
-                        "log_append_time": _append_time(appended.log_append_time),
-                        "log_start_offset": appended.log_start_offset,
-                        "record_errors": [],
-                        "error_message": None,
-                    }
-                )
+                    result.update(
+                        base_offset=appended.first_offset,
+                        log_append_time=_append_time(appended.log_append_time),
+                        log_start_offset=appended.log_start_offset,
+                    )
+                if outcome.failed:
+                    log.info("produce to %s-%d refused: %s", info.name, part.index, outcome.failed)
+                partitions.append(result)
             topics.append(
                 {
                     "name": getattr(topic_data, "name", None),
