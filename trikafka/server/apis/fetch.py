@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import struct
 from typing import Any
 
 import attrs
@@ -35,6 +34,7 @@ import trio_util
 
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
+from trikafka.protocol.records import next_offset_after
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 
@@ -43,8 +43,6 @@ __all__ = ["FetchApis"]
 log = logging.getLogger("trikafka.server")
 
 READ_COMMITTED = 1
-_BATCH_START = struct.Struct(">qi")  # baseOffset, batchLength
-_LAST_OFFSET_DELTA = struct.Struct(">i")
 
 
 @attrs.define
@@ -125,7 +123,7 @@ class FetchApis(ApiFamily):
                         result["aborted_transactions"] = [
                             {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
                             for txn in partition_log.aborted_transactions(
-                                item.fetch_offset, _next_offset(data.records)
+                                item.fetch_offset, next_offset_after(data.records)
                             )
                         ]
             results.append(result)
@@ -227,14 +225,3 @@ def _grew(seen: int, value: int) -> bool:
 def _end_of(partition_log: Any, committed: bool) -> Any:
     """The AsyncValue a long poll waits on: the LSO under read_committed, else the HW."""
     return partition_log.last_stable_offset if committed else partition_log.high_watermark
-
-
-def _next_offset(records: bytes) -> int:
-    """The offset after the last batch in ``records`` (whole batches)."""
-    view = memoryview(records)
-    position, next_offset = 0, 0
-    while position + 27 <= len(view):
-        base_offset, length = _BATCH_START.unpack_from(view, position)
-        next_offset = base_offset + _LAST_OFFSET_DELTA.unpack_from(view, position + 23)[0] + 1
-        position += length + 12
-    return next_offset
