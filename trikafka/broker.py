@@ -15,10 +15,12 @@ Parts start in dependency order with ``nursery.start`` so that "ready" means rea
 
 Graceful stop (``stop()``, SIGINT/SIGTERM in the CLI, leaving ``open_broker``): acceptors
 stop; processors stop reading, finish in-flight responses within ``shutdown.grace.ms`` and
-close their connections; the request channel closes and the handlers answer what is still
-queued in it (as Kafka's handlers reach the shutdown pill behind queued requests), within what
-is left of the grace; the rest is cancelled. Cancelling ``run`` from outside skips the grace:
-stop is cancellation.
+close their connections; then the request channel closes and everything else — handlers,
+purgatory, coordinators, the log manager — is cancelled. Requests still queued at that point
+belong to connections that are already closed (their in-flight responses had the grace to
+finish), so no answer could reach their clients: they are dropped unprocessed rather than
+applied behind the client's back (a Produce nobody acknowledges would be retried and
+duplicated). Cancelling ``run`` from outside skips the grace: stop is cancellation.
 
 Wiring: every API family gets one typed :class:`~trikafka.server.kafka_apis.ApiContext`; the
 one wall clock (:func:`trikafka.clock.now_ms`, epoch ms following trio's clock) is injected
@@ -219,13 +221,10 @@ class Broker:
 
     async def _shutdown(self, nursery: trio.Nursery) -> None:
         log.info("broker %d shutting down", self.config.node_id)
-        grace_ends = trio.current_time() + self.config.shutdown_grace_ms / 1000
         self.socket_server.begin_shutdown(self.config.shutdown_grace_ms / 1000)
-        await self.socket_server.stopped.wait()
+        await self.socket_server.stopped.wait()  # every connection answered or closed
         await self.request_channel.close()
-        with trio.move_on_at(grace_ends):
-            await self.handler_pool.stopped.wait()  # handlers answer what is queued, then end
-        nursery.cancel_scope.cancel()  # purgatory and the rest
+        nursery.cancel_scope.cancel()  # handlers (what is queued has no one to answer), the rest
         log.info("broker %d stopped", self.config.node_id)
 
     def stop(self) -> None:

@@ -2,8 +2,10 @@
 
 Every handler runs ``KafkaApis.handle`` to completion for one request at a time; work that
 must wait for something outside the request (a long-poll fetch, a forming group) goes to the
-Purgatory instead of holding a handler. The pool ends when the request channel is closed and
-drained — Kafka's shutdown pill, without the pill.
+Purgatory instead of holding a handler. Left alone, the pool ends when the request channel
+is closed and drained — Kafka's shutdown pill, without the pill; at broker shutdown it is
+cancelled instead, once every connection is closed (see ``broker.py``: what is still queued
+then has no one to answer).
 """
 
 from __future__ import annotations
@@ -37,8 +39,6 @@ class RequestHandlerPool:
         self._busy_now = 0
         self._busy_seconds = 0.0
         self._started_at = 0.0
-        #: Set when every handler has ended: the channel was closed and drained.
-        self.stopped = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._started_at = trio.current_time()
@@ -48,7 +48,6 @@ class RequestHandlerPool:
                     self._handler, index, name=f"data-plane-kafka-request-handler-{index}"
                 )
             task_status.started()
-        self.stopped.set()
 
     async def _handler(self, index: int) -> None:
         receive = self.channel.receive_channel
