@@ -3,10 +3,10 @@
 ::
 
     Broker.run                          (root nursery; stops everything on exit)
-    ├── LogManager              retention, time-based flush, recovery-point checkpoints
+    ├── LogManager              retention, time-based flush, checkpoints; flush and close on exit
     ├── Purgatory               one task per delayed operation (long-poll Fetch, JoinGroup, ...)
     ├── GroupCoordinator        session and rebalance deadlines, offset expiry
-    ├── TransactionCoordinator  transaction timeouts, markers
+    ├── TransactionCoordinator  recovery, transaction timeouts, fencing aborts (markers)
     ├── RequestHandlerPool      num.io.threads handler tasks  ◄── requests ── shared channel
     └── SocketServer            Acceptors and Processors (see network/socket_server.py)
 

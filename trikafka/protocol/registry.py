@@ -2,7 +2,8 @@
 
 ``ApiVersions`` advertises exactly this table, so an API appears here only once KafkaApis
 implements every version listed. Readers and writers are resolved once per (api, version), on
-first use, never per request.
+first use, never per request. :class:`ApiKey` names the implemented APIs: it is the one place
+an api-key number is written (handlers register with ``@handles(ApiKey.FETCH)``).
 """
 
 from __future__ import annotations
