@@ -20,7 +20,6 @@ half of it; clients learn of it the way Kafka's do — an error, then Metadata.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import trio
 
 from trikafka.broker import load_meta_properties
+from trikafka.clock import Clock, now_ms
 from trikafka.cluster.node import ClusterNode
 from trikafka.cluster.replication import ClusterLogManager, catch_up
 from trikafka.cluster.state import OFFSETS_TOPIC, ClusterState
@@ -60,7 +60,8 @@ class Cluster:
         self.config = config
         self.transport = transport
         self.cluster_id = load_meta_properties(config)
-        self._epoch_offset_ms: float | None = None
+        #: Epoch milliseconds following trio's clock (shared with every broker in the run).
+        self.now_ms: Clock = now_ms
         first = config.node_id
         self.state = ClusterState(
             range(first, first + brokers),
@@ -118,16 +119,6 @@ class Cluster:
             return replicas.get_log(OFFSETS_TOPIC, partition)
 
         return OffsetStore(partitions, log_for, self.now_ms, exists=lambda: OFFSETS_TOPIC in replicas.topics)
-
-    def now_ms(self) -> float:
-        """Epoch milliseconds advancing with trio's clock (see Broker.now_ms)."""
-        try:
-            now = trio.current_time()
-        except RuntimeError:
-            return time.time() * 1000
-        if self._epoch_offset_ms is None:
-            self._epoch_offset_ms = time.time() * 1000 - now * 1000
-        return self._epoch_offset_ms + now * 1000
 
     # --- ClusterView and ReplicaPlacement -------------------------------------------------
 

@@ -117,12 +117,10 @@ class ClusterNode:
             purgatory=self.purgatory,
             channel=self.request_channel,
             metrics=self.metrics,
-            extras={
-                "replica_manager": cluster.replica_manager,
-                "group_coordinator": cluster.group_coordinator,
-                "transaction_coordinator": cluster.transaction_coordinator,
-                "cluster_view": cluster,
-            },
+            replicas=cluster.replica_manager,
+            groups=cluster.group_coordinator,
+            transactions=cluster.transaction_coordinator,
+            cluster_view=cluster,
             now_ms=cluster.now_ms,
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])

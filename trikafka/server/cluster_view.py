@@ -5,8 +5,8 @@ ISR and coordinates every group and transactional id — :class:`SingleBrokerVie
 exactly that and nothing else. Several brokers in one process (:mod:`trikafka.cluster`)
 answer the same questions from a shared cluster state, so the API handlers stay the same
 code either way: they ask, and answer NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS or
-NOT_COORDINATOR as Kafka does. The view lives in ``ApiContext.extras["cluster_view"]``;
-:func:`cluster_view` falls back to the single-broker answer.
+NOT_COORDINATOR as Kafka does. The view is ``ApiContext.cluster_view``; :func:`cluster_view`
+falls back to the single-broker answer when none was wired.
 
 ``version`` changes whenever any answer would (a leader moved, an ISR shrank, a broker
 stopped): the Metadata answer cache keys on it.
@@ -104,8 +104,7 @@ def leader_epoch_error(requested: int, lead: PartitionLeadership) -> Any:
 
 def cluster_view(context: Any) -> ClusterView:
     """The context's view; a single-broker view made once when none was wired."""
-    view = context.extras.get("cluster_view")
+    view = context.cluster_view
     if view is None:
-        view = SingleBrokerView(context.config.node_id, context.metadata_cache)
-        context.extras["cluster_view"] = view
+        view = context.cluster_view = SingleBrokerView(context.config.node_id, context.metadata_cache)
     return view
