@@ -66,9 +66,24 @@ from trikafka.server.purgatory import Purgatory
 from trikafka.server.replica_manager import ReplicaManager
 from trikafka.server.request_handler import RequestHandlerPool
 
-__all__ = ["Broker", "BrokerStatistics", "open_broker", "load_meta_properties"]
+__all__ = ["API_FAMILIES", "Broker", "BrokerStatistics", "open_broker", "load_meta_properties"]
 
 log = logging.getLogger("trikafka.broker")
+
+#: Every API family a broker serves (an in-process cluster's brokers serve the same).
+API_FAMILIES = (
+    ApiVersionsApis,
+    MetadataApis,
+    TopicAdminApis,
+    ProduceApis,
+    ProducerApis,
+    FetchApis,
+    OffsetApis,
+    ConfigApis,
+    ClusterApis,
+    GroupApis,
+    TransactionApis,
+)
 
 
 def load_meta_properties(config: BrokerConfig) -> str:
@@ -150,20 +165,7 @@ class Broker:
             transactions=self.transaction_coordinator,
             now_ms=self.now_ms,
         )
-        families = [
-            ApiVersionsApis,
-            MetadataApis,
-            TopicAdminApis,
-            ProduceApis,
-            ProducerApis,
-            FetchApis,
-            OffsetApis,
-            ConfigApis,
-            ClusterApis,
-            GroupApis,
-            TransactionApis,
-        ]
-        self.apis = KafkaApis(self.context, [family(self.context) for family in families])
+        self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
         self.handler_pool = RequestHandlerPool(
             self.config.num_io_threads, self.request_channel, self.apis
         )

@@ -11,7 +11,7 @@ from trikafka.protocol.entities import build
 from trikafka.protocol.records import build_batch, iter_batches, iter_records
 from trikafka.protocol.registry import ApiRegistry
 
-__all__ = ["batch", "connected", "create_topic", "fetch", "find_coordinator", "metadata", "produce", "records_of", "request"]
+__all__ = ["batch", "connected", "create_topic", "fetch", "fetch_request", "find_coordinator", "metadata", "produce", "records_of", "request"]
 
 REGISTRY = ApiRegistry()
 
@@ -84,39 +84,45 @@ async def produce(client: Any, topic: str, partition: int, records: bytes, *, ac
     return response.responses[0].partition_responses[0]
 
 
+def fetch_request(
+    topic: str, partition: int, offset: int = 0, *, version: int = 12, current_leader_epoch: int = -1, topic_id: Any = None
+) -> Any:
+    return request(
+        1,
+        version,
+        replica_id=-1,
+        max_wait=0,
+        min_bytes=1,
+        max_bytes=10_000_000,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=[
+            {
+                "topic": topic,
+                "topic_id": topic_id,
+                "partitions": [
+                    {
+                        "partition": partition,
+                        "current_leader_epoch": current_leader_epoch,
+                        "fetch_offset": offset,
+                        "last_fetched_epoch": -1,
+                        "log_start_offset": -1,
+                        "partition_max_bytes": 1_000_000,
+                    }
+                ],
+            }
+        ],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+
+
 async def fetch(
     client: Any, topic: str, partition: int, offset: int = 0, *, version: int = 12, current_leader_epoch: int = -1
 ) -> Any:
     response = await client.request(
-        request(
-            1,
-            version,
-            replica_id=-1,
-            max_wait=0,
-            min_bytes=1,
-            max_bytes=10_000_000,
-            isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[
-                {
-                    "topic": topic,
-                    "topic_id": None,
-                    "partitions": [
-                        {
-                            "partition": partition,
-                            "current_leader_epoch": current_leader_epoch,
-                            "fetch_offset": offset,
-                            "last_fetched_epoch": -1,
-                            "log_start_offset": -1,
-                            "partition_max_bytes": 1_000_000,
-                        }
-                    ],
-                }
-            ],
-            forgotten_topics_data=[],
-            rack_id="",
-        )
+        fetch_request(topic, partition, offset, version=version, current_leader_epoch=current_leader_epoch)
     )
     return response.responses[0].partitions[0]
 

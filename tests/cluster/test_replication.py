@@ -18,6 +18,7 @@ from .support import (
     connected,
     create_topic,
     fetch,
+    fetch_request,
     find_coordinator,
     metadata,
     produce,
@@ -69,6 +70,13 @@ async def test_a_broker_that_does_not_lead_says_who_does(autojump_clock):
             fetched = await fetch(client, "t", 0, version=12)
             assert fetched.error_code == ErrorCode.not_leader_or_follower
             assert fetched.current_leader.leader_id == 2
+            topic_id = (await metadata(client, ["t"])).topics[0].topic_id
+            answer = await client.request(fetch_request("t", 0, version=16, topic_id=topic_id))
+            assert answer.responses[0].partitions[0].current_leader.leader_id == 2
+            assert [(e.node_id, e.host) for e in answer.node_endpoints] == [(2, "broker-2")]
+            produced = await client.request(request(0, 10, transactional_id=None, acks=-1, timeout=1000, topic_data=[
+                {"name": "t", "partition_data": [{"index": 0, "records": batch(b"x")}]}]))
+            assert [(e.node_id, e.host) for e in produced.node_endpoints] == [(2, "broker-2")]
             offsets = await client.request(
                 request(2, 7, replica_id=-1, isolation_level=0, topics=[{"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}])
             )

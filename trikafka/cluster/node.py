@@ -26,6 +26,7 @@ from typing import Any
 
 import trio
 
+from trikafka.broker import API_FAMILIES
 from trikafka.cluster.gates import gate_coordinator_apis
 from trikafka.config import BrokerConfig
 from trikafka.log.manager import LogManager
@@ -34,16 +35,6 @@ from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
-from trikafka.server.apis.configs import ClusterApis, ConfigApis
-from trikafka.server.apis.fetch import FetchApis
-from trikafka.server.apis.groups import GroupApis
-from trikafka.server.apis.metadata import MetadataApis
-from trikafka.server.apis.offsets import OffsetApis
-from trikafka.server.apis.produce import ProduceApis
-from trikafka.server.apis.producers import ProducerApis
-from trikafka.server.apis.topics import TopicAdminApis
-from trikafka.server.apis.transactions import TransactionApis
-from trikafka.server.apis.versions import ApiVersionsApis
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import BrokerEndpoint, MetadataCache
 from trikafka.server.purgatory import Purgatory
@@ -52,20 +43,6 @@ from trikafka.server.request_handler import RequestHandlerPool
 __all__ = ["ClusterMetadataCache", "ClusterNode"]
 
 log = logging.getLogger("trikafka.cluster")
-
-API_FAMILIES = (
-    ApiVersionsApis,
-    MetadataApis,
-    TopicAdminApis,
-    ProduceApis,
-    ProducerApis,
-    FetchApis,
-    OffsetApis,
-    ConfigApis,
-    ClusterApis,
-    GroupApis,
-    TransactionApis,
-)
 
 
 class ClusterMetadataCache(MetadataCache):

@@ -26,6 +26,7 @@ __all__ = [
     "SingleBrokerView",
     "TRANSACTION_KEY",
     "cluster_view",
+    "leader_endpoints",
     "leader_epoch_error",
 ]
 
@@ -100,6 +101,17 @@ def leader_epoch_error(requested: int, lead: PartitionLeadership) -> Any:
     if requested < 0 or requested == lead.leader_epoch:
         return None
     return ErrorCode.fenced_leader_epoch if requested < lead.leader_epoch else ErrorCode.unknown_leader_epoch
+
+
+def leader_endpoints(view: ClusterView, node_ids: Any, listener_name: str) -> list[dict[str, Any]]:
+    """KIP-951's ``node_endpoints``: where the leaders named in ``current_leader`` fields
+    listen, so a client can go there without asking Metadata first."""
+    found = []
+    for node_id in sorted(set(node_ids)):
+        endpoint = view.endpoint(node_id, listener_name)
+        if endpoint is not None:
+            found.append({"node_id": node_id, "host": endpoint.host, "port": endpoint.port, "rack": endpoint.rack})
+    return found
 
 
 def cluster_view(context: Any) -> ClusterView:

@@ -40,7 +40,7 @@ from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.records import next_offset_after
 from trikafka.protocol.registry import ApiKey
-from trikafka.server.cluster_view import cluster_view, leader_epoch_error
+from trikafka.server.cluster_view import cluster_view, leader_endpoints, leader_epoch_error
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 
 __all__ = ["FetchApis"]
@@ -158,6 +158,16 @@ class FetchApis(ApiFamily):
                 index[key] = entry
                 topics.append(entry)
             entry["partitions"].append(result)
+        leaders = [r["current_leader"]["leader_id"] for r in results if "current_leader" in r]
+        if leaders and request.api_version >= 16:
+            view = cluster_view(self.context)
+            return Answer(
+                throttle_time=0,
+                error_code=ErrorCode.none,
+                session_id=0,
+                responses=topics,
+                node_endpoints=leader_endpoints(view, leaders, request.listener_name),
+            )
         return Answer(
             throttle_time=0,
             error_code=ErrorCode.none,

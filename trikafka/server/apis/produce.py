@@ -20,7 +20,7 @@ from typing import Any
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import NoOpResponse, Request
 from trikafka.protocol.registry import ApiKey
-from trikafka.server.cluster_view import cluster_view
+from trikafka.server.cluster_view import cluster_view, leader_endpoints
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 
 __all__ = ["ProduceApis"]
@@ -121,7 +121,7 @@ class ProduceApis(ApiFamily):
         if acks == 0:
             return NoOpResponse()
         if leaders:
-            return Answer(responses=topics, throttle_time=0, node_endpoints=_endpoints(view, leaders, request))
+            return Answer(responses=topics, throttle_time=0, node_endpoints=leader_endpoints(view, leaders, request.listener_name))
         return Answer(responses=topics, throttle_time=0)
 
     def error_response(self, request: Request, code: ErrorCode) -> Any:
@@ -134,16 +134,6 @@ class ProduceApis(ApiFamily):
             for t in request.body.topic_data
         ]
         return Answer(responses=topics, throttle_time=0)
-
-
-def _endpoints(view: Any, node_ids: set[int], request: Request) -> list[dict[str, Any]]:
-    """KIP-951: the new leaders' addresses, so a client can go there without a Metadata."""
-    found = []
-    for node_id in sorted(node_ids):
-        endpoint = view.endpoint(node_id, request.listener_name)
-        if endpoint is not None:
-            found.append({"node_id": node_id, "host": endpoint.host, "port": endpoint.port, "rack": endpoint.rack})
-    return found
 
 
 def _append_time(ms: int) -> Any:
