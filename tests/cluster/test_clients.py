@@ -207,3 +207,46 @@ def test_transactions_commit_and_abort_across_brokers_and_a_coordinator_move(sta
         assert values == {b"%d" % i for i in range(18)}  # nothing of the aborted one
     finally:
         consumer.close()
+
+
+def test_aiokafka_follows_moving_leaders_and_a_moving_group_coordinator(start_cluster):
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    cluster = start_cluster(3)
+    bootstrap = cluster.bootstrap_servers
+    create_topic(bootstrap, "aio", partitions=3)
+
+    async def scenario() -> list[bytes]:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, enable_idempotence=True)
+        await producer.start()
+        try:
+            for i in range(300):
+                await producer.send("aio", b"%d" % i, partition=i % 3)
+                if i % 50 == 49:  # every partition's leader moves, a batch is on its way
+                    for partition in range(3):
+                        leader = cluster.call(cluster.cluster.leader, "aio", partition)
+                        cluster.call(cluster.cluster.move_leader, "aio", partition, leader % 3 + 1)
+            await producer.flush()
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer("aio", bootstrap_servers=bootstrap, group_id="aio-group", auto_offset_reset="earliest")
+        await consumer.start()
+        seen: list[bytes] = []
+        try:
+            async for message in consumer:
+                seen.append(message.value)
+                if len(seen) == 150:
+                    owner = cluster.call(cluster.cluster.coordinator, GROUP_KEY, "aio-group")
+                    cluster.call(cluster.cluster.move_coordinator, "aio-group", owner % 3 + 1, key_type="group")
+                    await consumer.commit()
+                if len(seen) == 300:
+                    break
+            await consumer.commit()
+        finally:
+            await consumer.stop()
+        return seen
+
+    seen = asyncio.run(asyncio.wait_for(scenario(), TIMEOUT))
+    assert sorted(seen) == sorted(b"%d" % i for i in range(300))  # each once
