@@ -297,3 +297,18 @@ async def test_transaction_requests_reach_only_the_transaction_coordinator(autoj
             assert described.transaction_states[0].error_code == ErrorCode.not_coordinator
             listed = await client.request(request(66, 0, state_filters=[], producer_id_filters=[]))
             assert listed.transaction_states == ()
+
+
+async def test_controls_refuse_what_cannot_be_done_and_change_nothing(autojump_clock):
+    async with open_cluster(brokers=2, transport="memory") as cluster:
+        with pytest.raises(ValueError, match="already running"):
+            await cluster.start_broker(1)
+        async with connected(cluster, 1) as client:  # broker 1 still serves, on its own replicas
+            assert (await create_topic(client, "still", replication_factor=2)).error_code == ErrorCode.none
+            assert (await produce(client, "still", 0, batch(b"x"))).base_offset == 0
+        await cluster.stop_broker(2)
+        with pytest.raises(ValueError, match="is not running"):
+            await cluster.stop_broker(2)
+        with pytest.raises(ValueError, match="stopped: it cannot join an ISR"):
+            cluster.expand_isr("still", 0, [2])
+        assert cluster.leadership("still", 0).isr == (1,)

@@ -55,6 +55,8 @@ def test_stopping_a_leader_elects_the_next_in_sync_replica_and_bumps_the_epoch()
     assert state.leadership("t", 0).isr == (1, 2, 3)
     with pytest.raises(ValueError, match="already running"):
         state.start_broker(1)
+    with pytest.raises(ValueError, match=r"no broker 4 in this cluster \(brokers \[1, 2, 3\]\)"):
+        state.stop_broker(4)
 
 
 def test_the_last_in_sync_replica_keeps_its_seat_and_leads_again():

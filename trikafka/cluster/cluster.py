@@ -303,11 +303,11 @@ class Cluster:
     async def start_broker(self, node_id: int) -> None:
         """Start a stopped broker: it reopens its replicas, catches up from the leaders,
         rejoins their ISRs and listens again on the same address."""
+        self.state.start_broker(node_id)  # refuses an unknown or running broker first
         manager = self._parked.pop(node_id, None)
         if manager is None:
             manager = ClusterNode.new_log_manager(self.node_configs[node_id], self.now_ms)
         self._log_managers[node_id] = manager
-        self.state.start_broker(node_id)
         self.logs.open_replicas(node_id)
         for topic, partition in self.state.replicas_on(node_id):
             lead = self.state.leadership(topic, partition)

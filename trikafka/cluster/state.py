@@ -197,6 +197,8 @@ class ClusterState:
         self._changed()
 
     def stop_broker(self, node_id: int) -> None:
+        if node_id not in self.node_ids:
+            raise ValueError(f"no broker {node_id} in this cluster (brokers {list(self.node_ids)})")
         if node_id not in self.alive:
             raise ValueError(f"broker {node_id} is not running")
         self.alive.discard(node_id)
