@@ -312,3 +312,19 @@ async def test_controls_refuse_what_cannot_be_done_and_change_nothing(autojump_c
         with pytest.raises(ValueError, match="stopped: it cannot join an ISR"):
             cluster.expand_isr("still", 0, [2])
         assert cluster.leadership("still", 0).isr == (1,)
+
+
+async def test_a_file_backed_cluster_restarts_with_its_data_and_no_replica_left_behind(autojump_clock, tmp_path):
+    async with open_cluster(brokers=3, transport="memory", log_dirs=str(tmp_path)) as cluster:
+        async with connected(cluster, 1) as client:
+            await create_topic(client, "kept")
+            await produce(client, "kept", 0, batch(b"all-three"))
+        await cluster.stop_broker(1)  # the preferred leader falls behind
+        async with connected(cluster, 2) as client:
+            assert (await produce(client, "kept", 0, batch(b"two-and-three"))).base_offset == 1
+    async with open_cluster(brokers=3, transport="memory", log_dirs=str(tmp_path)) as cluster:
+        assert cluster.leader("kept", 0) == 2  # the replica holding the most leads
+        for node_id in (1, 2, 3):
+            assert replica_records(cluster, node_id, "kept") == [(0, b"all-three"), (1, b"two-and-three")]
+        async with connected(cluster, 2) as client:
+            assert (await produce(client, "kept", 0, batch(b"after"))).base_offset == 2

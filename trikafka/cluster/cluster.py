@@ -78,6 +78,7 @@ class Cluster:
         self.logs = ClusterLogManager(self.state, self._log_managers.get)
         self.replica_manager = ReplicaManager(config, self.logs)
         self.replica_manager.placement = self
+        self._reconcile_replicas()
         self.group_coordinator = GroupCoordinator(config, self._offset_store(), self.now_ms)
         self.transaction_coordinator = TransactionCoordinator.for_broker(
             config, self.replica_manager, self.group_coordinator, self.now_ms
@@ -86,6 +87,23 @@ class Cluster:
         self._addresses: dict[int, dict[str, tuple[str, int]]] = {}
         self._memory_listeners: dict[int, Any] = {}
         self._nursery: trio.Nursery | None = None
+
+    def _reconcile_replicas(self) -> None:
+        """After a restart of the process (file logs), before anyone is served: the replica
+        that has the most becomes the leader and the others copy from it, so a replica that
+        was out of the ISR when the process stopped is not taken for an in-sync one."""
+        for topic, partition in self.logs.logs:
+            lead = self.state.leadership(topic, partition)
+            found = [(self.logs.replica_log(r, topic, partition), r) for r in lead.replicas]
+            found = [(log_, r) for log_, r in found if log_ is not None]
+            if not found:
+                continue
+            best, best_id = max(found, key=lambda item: item[0].log_end_offset)  # first on ties
+            if best.log_end_offset != self.logs.leader_log(topic, partition).log_end_offset:
+                self.state.move_leader(topic, partition, best_id)
+            for replica, _ in found:
+                if replica is not best:
+                    catch_up(replica, best)
 
     def _node_config(self, node_id: int) -> BrokerConfig:
         offset = node_id - self.config.node_id

@@ -197,7 +197,14 @@ class ClusterLogManager:
 
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> ReplicatedLog:
         if (topic, partition) not in self.state.partitions:
-            self.state.assign(topic, range(partition, partition + 1))
+            found_on = [
+                n for n in self.state.node_ids
+                if self._managers(n) is not None and self._managers(n).get_log(topic, partition) is not None
+            ]
+            if found_on:  # a restart: the replicas are where their files are
+                self.state.restore(topic, partition, found_on)
+            else:
+                self.state.assign(topic, range(partition, partition + 1))
         self._configs[(topic, partition)] = config
         for node_id in self.state.leadership(topic, partition).replicas:
             manager = self._managers(node_id)

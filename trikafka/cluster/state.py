@@ -142,6 +142,12 @@ class ClusterState:
             self.partitions[(topic, p)] = PartitionState(replicas, replicas[0], 0, replicas)
         self._changed()
 
+    def restore(self, topic: str, partition: int, replicas: Iterable[int]) -> None:
+        """Place a partition found on disk where its replicas are (a restart of the process)."""
+        replicas = tuple(sorted(replicas))
+        self.partitions[(topic, partition)] = PartitionState(replicas, replicas[0], 0, replicas)
+        self._changed()
+
     def forget(self, topic: str) -> None:
         for tp in [tp for tp in self.partitions if tp[0] == topic]:
             del self.partitions[tp]
