@@ -107,6 +107,8 @@ class _Gate:
                     return _refusal(request)
                 return await handler(request)
             answer = await handler(request)
+            if not isinstance(answer, Answer):
+                return answer
             for group in answer.values["groups"]:
                 if not self.owns(GROUP_KEY, group["group_id"]):
                     group.update(topics=[], error_code=NOT_COORDINATOR)
@@ -119,6 +121,8 @@ class _Gate:
 
         async def gated(request: Request) -> Any:
             answer = await handler(request)
+            if not isinstance(answer, Answer):
+                return answer
             for entry in answer.values[list_key]:
                 if not self.owns(key_type, entry[id_key]):
                     entry["error_code"] = NOT_COORDINATOR
@@ -136,6 +140,8 @@ class _Gate:
             if owned:
                 inner = attrs.evolve(request, body=_replace(request.body, groups_names=tuple(owned)))
                 answer = await handler(inner)
+                if not isinstance(answer, Answer):
+                    return answer
                 results.update({r["group_id"]: r["error_code"] for r in answer.values["results"]})
             return Answer(throttle_time=0, results=[{"group_id": g, "error_code": results[g]} for g in names])
 
