@@ -7,6 +7,7 @@ project's Trio client, broker by broker, so it can see what each one answers.
 from __future__ import annotations
 
 import pytest
+import trio
 from kio.schema.errors import ErrorCode
 
 from trikafka import open_cluster
@@ -328,3 +329,17 @@ async def test_a_file_backed_cluster_restarts_with_its_data_and_no_replica_left_
             assert replica_records(cluster, node_id, "kept") == [(0, b"all-three"), (1, b"two-and-three")]
         async with connected(cluster, 2) as client:
             assert (await produce(client, "kept", 0, batch(b"after"))).base_offset == 2
+
+
+async def test_stopping_a_broker_drops_its_connections_at_once(autojump_clock):
+    async with open_cluster(brokers=2, transport="memory") as cluster:
+        stream = await cluster.connect(2)
+        start = trio.current_time()
+        await cluster.stop_broker(2)
+        assert await stream.receive_some(1) == b""  # closed by the broker, no grace period
+        assert trio.current_time() == start
+        with pytest.raises(trio.ClosedResourceError):
+            await cluster.connect(2)
+        await cluster.start_broker(2)
+        async with connected(cluster, 2) as client:
+            assert [b.node_id for b in (await metadata(client, None)).brokers] == [1, 2]
