@@ -15,13 +15,11 @@ from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.group_metadata import Waiter
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["GroupApis"]
 
-FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH = 10, 8, 9
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
-DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
@@ -34,22 +32,7 @@ def _ms(value: Any) -> int:
 class GroupApis(ApiFamily):
     @property
     def coordinator(self) -> GroupCoordinator:
-        return self.context.extras["group_coordinator"]
-
-    def handlers(self) -> dict[int, Any]:
-        return {
-            FIND_COORDINATOR: self.handle_find_coordinator_request,
-            JOIN_GROUP: self.handle_join_group_request,
-            SYNC_GROUP: self.handle_sync_group_request,
-            HEARTBEAT: self.handle_heartbeat_request,
-            LEAVE_GROUP: self.handle_leave_group_request,
-            OFFSET_COMMIT: self.handle_offset_commit_request,
-            OFFSET_FETCH: self.handle_offset_fetch_request,
-            DESCRIBE_GROUPS: self.handle_describe_groups_request,
-            LIST_GROUPS: self.handle_list_groups_request,
-            DELETE_GROUPS: self.handle_delete_groups_request,
-            OFFSET_DELETE: self.handle_offset_delete_request,
-        }
+        return self.context.groups
 
     def _answer_later(self, request: Request, waiter: Waiter, make: Any) -> Any:
         """The response now if the waiter is done, else from the purgatory when it is."""
@@ -66,10 +49,11 @@ class GroupApis(ApiFamily):
 
     def _loading(self, key_type: int) -> bool:
         if key_type == TRANSACTION_KEY:
-            transactions = self.context.extras.get("transaction_coordinator")
+            transactions = self.context.transactions
             return transactions is not None and transactions.loading
         return self.coordinator.loading
 
+    @handles(ApiKey.FIND_COORDINATOR)
     async def handle_find_coordinator_request(self, request: Request) -> Any:
         body = request.body
         cache = self.context.metadata_cache
@@ -102,6 +86,7 @@ class GroupApis(ApiFamily):
 
     # --- JoinGroup / SyncGroup / Heartbeat / LeaveGroup --------------------------------
 
+    @handles(ApiKey.JOIN_GROUP)
     async def handle_join_group_request(self, request: Request) -> Any:
         body = request.body
         version = request.api_version
@@ -124,6 +109,7 @@ class GroupApis(ApiFamily):
 
         return self._answer_later(request, waiter, make)
 
+    @handles(ApiKey.SYNC_GROUP)
     async def handle_sync_group_request(self, request: Request) -> Any:
         body = request.body
         waiter = self.coordinator.sync_group(
@@ -142,6 +128,7 @@ class GroupApis(ApiFamily):
 
         return self._answer_later(request, waiter, make)
 
+    @handles(ApiKey.HEARTBEAT)
     async def handle_heartbeat_request(self, request: Request) -> Any:
         body = request.body
         code = self.coordinator.heartbeat(
@@ -149,6 +136,7 @@ class GroupApis(ApiFamily):
         )
         return Answer(throttle_time=0, error_code=code)
 
+    @handles(ApiKey.LEAVE_GROUP)
     async def handle_leave_group_request(self, request: Request) -> Any:
         body = request.body
         if request.api_version >= 3:
@@ -177,6 +165,7 @@ class GroupApis(ApiFamily):
             return (info.name if info else None), topic_id
         return topic.name, topic.name
 
+    @handles(ApiKey.OFFSET_COMMIT)
     async def handle_offset_commit_request(self, request: Request) -> Any:
         body = request.body
         by_id = request.api_version >= 10
@@ -218,7 +207,7 @@ class GroupApis(ApiFamily):
         return Answer(throttle_time=0, topics=topics)
 
     def _unstable(self, group_id: str, tp: tuple[str, int]) -> bool:
-        transactions = self.context.extras.get("transaction_coordinator")
+        transactions = self.context.transactions
         return transactions is not None and transactions.has_pending_offsets(group_id, tp)
 
     def _fetch_group(
@@ -261,6 +250,7 @@ class GroupApis(ApiFamily):
             {"topic_id" if by_id else "name": key, "partitions": parts} for key, parts in by_topic.items()
         ]
 
+    @handles(ApiKey.OFFSET_FETCH)
     async def handle_offset_fetch_request(self, request: Request) -> Any:
         body = request.body
         by_id = request.api_version >= 10
@@ -277,6 +267,7 @@ class GroupApis(ApiFamily):
                     partition["error_code"] = code
         return Answer(throttle_time=0, topics=topics, error_code=code)
 
+    @handles(ApiKey.OFFSET_DELETE)
     async def handle_offset_delete_request(self, request: Request) -> Any:
         body = request.body
         wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
@@ -295,6 +286,7 @@ class GroupApis(ApiFamily):
 
     # --- describe, list, delete --------------------------------------------------------
 
+    @handles(ApiKey.DESCRIBE_GROUPS)
     async def handle_describe_groups_request(self, request: Request) -> Any:
         described = []
         for group_id in request.body.groups:
@@ -338,6 +330,7 @@ class GroupApis(ApiFamily):
             )
         return Answer(throttle_time=0, groups=described)
 
+    @handles(ApiKey.LIST_GROUPS)
     async def handle_list_groups_request(self, request: Request) -> Any:
         states = {s.lower() for s in getattr(request.body, "states_filter", ())}
         types = {t.lower() for t in getattr(request.body, "types_filter", ())}
@@ -353,6 +346,7 @@ class GroupApis(ApiFamily):
         ]
         return Answer(throttle_time=0, error_code=ErrorCode.none, groups=listed)
 
+    @handles(ApiKey.DELETE_GROUPS)
     async def handle_delete_groups_request(self, request: Request) -> Any:
         results = [
             {"group_id": group_id, "error_code": self.coordinator.delete_group(group_id)}
