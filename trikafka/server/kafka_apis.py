@@ -36,6 +36,8 @@ from trikafka.network.request_channel import (
 from trikafka.protocol.entities import error_response
 from trikafka.protocol.headers import encode_response, response_parts
 from trikafka.protocol.registry import ApiRegistry
+from trikafka.server.awaitable import StateChanges
+from trikafka.server.faults import Faults
 from trikafka.server.metadata_cache import MetadataCache
 from trikafka.server.purgatory import Purgatory
 
@@ -81,6 +83,7 @@ class ApiContext:
     metrics: BrokerMetrics
     extras: dict[str, Any] = attrs.Factory(dict)
     now_ms: Callable[[], float] = attrs.Factory(lambda: _wall_ms)
+    state_changes: StateChanges = attrs.Factory(StateChanges)  # awaitable broker state
 
     def respond(self, request: Request, body: Any) -> None:
         """Send ``body`` (a kio entity or a Response) as the answer to ``request``.
@@ -90,6 +93,7 @@ class ApiContext:
         calling this (a handler or a purgatory operation) must survive it.
         """
         self.channel.send_response(request, to_response(request, body))
+        self.state_changes.bump()
 
 
 _READY = (SendResponse, NoOpResponse, CloseConnectionResponse)
@@ -139,8 +143,12 @@ class KafkaApis:
         missing = set(context.registry.supported) - set(self.handlers)
         if missing:
             raise RuntimeError(f"registry advertises api keys with no handler: {sorted(missing)}")
+        self.faults = Faults(context, self.handlers)  # injected faults, request recorder
 
-    async def handle(self, request: Request) -> None:
+    async def handle(self, request: Request, intercept: bool = True) -> None:
+        if intercept and self.faults.active:
+            await self.faults.intercept(request, self.handle)
+            return
         context = self.context
         try:
             handler = self.handlers[request.api_key]
