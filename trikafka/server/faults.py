@@ -43,7 +43,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
 
 from trikafka.network.request_channel import CloseConnectionResponse, SendResponse
-from trikafka.protocol.entities import build, entity_fields, error_response
+from trikafka.protocol.entities import entity_fields, error_response
 from trikafka.protocol.headers import decode_response, encode_response
 from trikafka.protocol.registry import api_name
 from trikafka.server.recorder import RequestKeys, RequestRecorder, request_keys
@@ -357,10 +357,8 @@ class Faults:
         if builder is not None:
             return builder(request, code)
         response_type = request.spec.response_type
-        mirrored = _mirror_partitions(request.body, response_type, code)
-        if mirrored is not None:
-            return build(response_type, **mirrored)
-        return error_response(response_type, code)
+        mirrored = _mirror_topics(request.body, response_type, code)
+        return mirrored if mirrored is not None else error_response(response_type, code)
 
     def _note(self, fault: Fault, request: Any) -> None:
         name = api_name(request.api_key)
@@ -440,28 +438,30 @@ def _with_throttle_time(request: Any, response: SendResponse, throttle_ms: int) 
     return SendResponse(encode_response(spec, request.correlation_id, body))
 
 
-def _mirror_partitions(body: Any, response_type: type, code: ErrorCode) -> dict[str, Any] | None:
-    """``topics[].partitions[]`` of the request, each partition answered with ``code`` —
-    for responses shaped that way (OffsetCommit, ListOffsets, TxnOffsetCommit, ...)."""
-    fields = entity_fields(response_type)
-    if "topics" not in fields or not hasattr(body, "topics"):
+def _mirror_topics(body: Any, response_type: type, code: ErrorCode) -> Any:
+    """The request's ``topics[]`` (and their ``partitions[]``) answered with ``code`` in
+    every error field — for responses shaped that way (CreateTopics, OffsetCommit,
+    ListOffsets, TxnOffsetCommit, ...); None for any other shape."""
+    topic_cls = entity_fields(response_type).get("topics", (None, None, None))[2]
+    if topic_cls is None or not isinstance(getattr(body, "topics", None), tuple):
         return None
+    topic_fields = entity_fields(topic_cls)
+    if "name" not in topic_fields:
+        return None
+    partition_cls = topic_fields.get("partitions", (None, None, None))[2]
     topics = []
     for topic in body.topics:
         name = getattr(topic, "name", None)
-        partitions = getattr(topic, "partitions", None)
-        if not isinstance(name, str) or partitions is None:
+        if not isinstance(name, str):
             return None
-        indexes = [
-            p if isinstance(p, int) else getattr(p, "partition_index", None) for p in partitions
-        ]
-        if any(i is None for i in indexes):
-            return None
-        topics.append(
-            {"name": name, "partitions": [{"partition_index": i, "error_code": code} for i in indexes]}
-        )
-    values: dict[str, Any] = {"topics": topics}
-    for name, (field, *_rest) in fields.items():
-        if field.metadata.get("kafka_type") == "error_code":
-            values[name] = code
-    return values
+        values: dict[str, Any] = {"name": name}
+        if partition_cls is not None:
+            indexes = [
+                p if isinstance(p, int) else getattr(p, "partition_index", None)
+                for p in getattr(topic, "partitions", None) or ()
+            ]
+            values["partitions"] = [
+                error_response(partition_cls, code, partition_index=i) for i in indexes if i is not None
+            ]
+        topics.append(error_response(topic_cls, code, **values))
+    return error_response(response_type, code, topics=topics)
