@@ -200,3 +200,16 @@ async def test_wait_for_a_state_name_kafka_does_not_have_is_refused(trikafka_bro
         await trikafka_broker.wait_for_group_state("g", "Rebalancing")
     with pytest.raises(ValueError, match="CompleteCommit"):
         await trikafka_broker.wait_for_transaction_state("t", "Committed")
+
+
+async def test_faults_switch_themselves_off_when_spent(trikafka_broker, autojump_clock):
+    faults = trikafka_broker.faults
+    faults.recorder.stop()
+    assert not faults.active  # the request path is back to one attribute check
+    faults.throttle("Metadata", 100)
+    assert faults.active
+    async with trikafka_broker.client() as client:
+        await client.request(metadata())  # the throttle is spent; the connection is muted
+        assert faults.active
+        await client.request(metadata())  # the mute is served
+    assert not faults.active

@@ -182,20 +182,21 @@ class Faults:
     def __init__(self, context: Any, handlers: dict[int, Any], resolve_topic_id: Callable[[Any], str | None] | None = None) -> None:
         self.context = context
         self.handlers = handlers  # api key → handler (its ``error_response``, when it has one)
-        self.recorder = RequestRecorder(resolve_topic_id or self._topic_name)
+        self.recorder = RequestRecorder(resolve_topic_id or self._topic_name, on_change=self._changed)
         self.faults: list[Fault] = []
         self._ids = itertools.count(1)
         self._muted_until: dict[str, float] = {}  # connection id → trio time (throttle)
+        #: Read by KafkaApis.handle for every request, so a plain attribute kept up to date.
+        self.active = False
+
+    def _changed(self) -> None:
+        self.active = bool(self.faults or self._muted_until or self.recorder.recording)
 
     def _topic_name(self, topic_id: Any) -> str | None:
         """Fetch v13+ names topics by id only."""
         replicas = self.context.extras.get("replica_manager")
         info = replicas.topic_by_id(topic_id) if replicas is not None else None
         return None if info is None else info.name
-
-    @property
-    def active(self) -> bool:
-        return bool(self.faults or self._muted_until or self.recorder.recording)
 
     # --- adding and removing faults ------------------------------------------------------
 
@@ -212,6 +213,7 @@ class Faults:
         api_key = None if api is None else parse_api(api)
         fault = Fault(next(self._ids), kind, api_key, count, **where, **fields)
         self.faults.append(fault)
+        self._changed()
         log.info("fault added: #%d %s (%s)", fault.id, fault.describe(), _times(count))
         return fault
 
@@ -282,10 +284,12 @@ class Faults:
         self.release()
         self.faults.clear()
         self._muted_until.clear()
+        self._changed()
 
     def _remove(self, fault: Fault) -> None:
         if fault in self.faults:
             self.faults.remove(fault)
+            self._changed()
 
     # --- the request path ----------------------------------------------------------------
 
@@ -316,8 +320,12 @@ class Faults:
             return
         hit = self._take(request)
         now = trio.current_time()
-        until = self._muted_until.pop(request.connection_id, 0.0)
-        delay = max(0.0, until - now)
+        until = self._muted_until.pop(request.connection_id, None)
+        if until is not None or (self._muted_until and not self.faults):
+            # Forget the mutes of connections that are gone since; maybe nothing is left.
+            self._muted_until = {c: t for c, t in self._muted_until.items() if t > now}
+            self._changed()
+        delay = max(0.0, (until or 0.0) - now)
         for fault in hit:
             if fault.kind == FaultKind.LATENCY:
                 self._note(fault, request)
@@ -376,6 +384,7 @@ class Faults:
 
     def mute(self, connection_id: str, until: float) -> None:
         self._muted_until[connection_id] = max(until, self._muted_until.get(connection_id, 0.0))
+        self._changed()
 
 
 class _FaultySlot:

@@ -15,6 +15,7 @@ The same key fields let a fault apply to one topic, partition or group
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import uuid
 from collections.abc import Callable
@@ -137,20 +138,34 @@ class RecordedRequest:
         }
 
 
-class RequestRecorder:
-    """Keeps a :class:`RecordedRequest` per request while recording (off by default: a
-    production broker should not grow a list)."""
+#: The most recent requests a recorder keeps (each holds its decoded body, records and all).
+MAX_RECORDED = 10_000
 
-    def __init__(self, resolve_topic_id: TopicResolver | None = None) -> None:
+
+class RequestRecorder:
+    """Keeps a :class:`RecordedRequest` per request while recording — off by default (a
+    production broker should not grow a list), and at most the last ``max_requests``."""
+
+    def __init__(
+        self,
+        resolve_topic_id: TopicResolver | None = None,
+        max_requests: int = MAX_RECORDED,
+        on_change: Callable[[], None] | None = None,
+    ) -> None:
         self.recording = False
         self.resolve_topic_id = resolve_topic_id
-        self._requests: list[RecordedRequest] = []
+        self.on_change = on_change  # told when recording starts or stops
+        self._requests: collections.deque[RecordedRequest] = collections.deque(maxlen=max_requests)
 
     def start(self) -> None:
         self.recording = True
+        if self.on_change is not None:
+            self.on_change()
 
     def stop(self) -> None:
         self.recording = False
+        if self.on_change is not None:
+            self.on_change()
 
     def clear(self) -> None:
         self._requests.clear()
