@@ -144,9 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             await nursery.start(broker.serve)
             control = None
             if control_at is not None:
-                from trikafka.testing.control import ControlServer
+                from trikafka.testing import ControlServer, broker_targets
 
-                control = await nursery.start(ControlServer(lambda: [broker]).serve, *control_at)
+                server = ControlServer(lambda: broker_targets(broker))
+                control = await nursery.start(server.serve, *control_at)
             _print_banner(broker, control)
             await broker.stopped.wait()
             nursery.cancel_scope.cancel()  # the control server ends with the broker

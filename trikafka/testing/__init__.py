@@ -9,10 +9,12 @@ from trikafka.testing.broker import TestBroker, open_test_broker
 from trikafka.testing.cluster import ClusterHandle, ClusterUnavailableError, start_cluster
 from trikafka.testing.control import ControlServer
 from trikafka.testing.memory import MemoryListener, MemoryStream
+from trikafka.testing.targets import BrokerTarget, broker_targets
 from trikafka.testing.thread import BrokerHandle, ThreadedBroker, TrioThread
 
 __all__ = [
     "BrokerHandle",
+    "BrokerTarget",
     "ClusterHandle",
     "ClusterUnavailableError",
     "ControlServer",
@@ -25,6 +27,7 @@ __all__ = [
     "TestBroker",
     "ThreadedBroker",
     "TrioThread",
+    "broker_targets",
     "open_test_broker",
     "start_cluster",
 ]

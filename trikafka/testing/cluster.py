@@ -4,10 +4,14 @@ The contract this module expects of ``trikafka.cluster`` (imported lazily, so th
 works before and after it exists)::
 
     async with open_cluster(brokers=N, **config) as cluster:
-        cluster.brokers               # list of running Broker objects (each has .faults and
-                                      # the wait_for_* methods), in node id order
+        cluster.nodes                 # node id → running broker node, each with its own
+                                      # request path (node.apis.faults: faults, recorder)
+        cluster.wait_for_...          # AwaitableState over the cluster's shared state
+                                      # (else each node's own is used)
         cluster.bootstrap_servers     # "host:port,host:port,..." (attribute or method)
         cluster.move_leader(...)      # any other control, sync or async, is passed through
+
+(a ``brokers`` list of Broker objects works in place of ``nodes``; see ``targets.py``).
 
 ``config`` are Kafka keys over the test defaults (in memory, free ports on 127.0.0.1, no
 initial rebalance delay). With ``brokers=1`` and no cluster module, the cluster is a single
@@ -21,9 +25,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import attrs
-
 from trikafka.broker import open_broker
+from trikafka.testing.targets import broker_targets, target_by_id
 from trikafka.testing.thread import BrokerHandle, TrioThread, test_broker_config
 
 __all__ = ["ClusterHandle", "ClusterUnavailableError", "start_cluster"]
@@ -33,25 +36,10 @@ class ClusterUnavailableError(RuntimeError):
     """Several brokers were asked for, and this trikafka has no ``trikafka.cluster``."""
 
 
-@attrs.frozen
-class _OneBroker:
-    """A one-broker "cluster" when ``trikafka.cluster`` is not there."""
-
-    broker: Any
-
-    @property
-    def brokers(self) -> list[Any]:
-        return [self.broker]
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return self.broker.bootstrap_servers()
-
-
 @asynccontextmanager
-async def _one_broker(config: dict[str, Any]) -> AsyncIterator[_OneBroker]:
+async def _one_broker(config: dict[str, Any]) -> AsyncIterator[Any]:
     async with open_broker(test_broker_config(config)) as broker:
-        yield _OneBroker(broker)
+        yield broker
 
 
 def _open_cluster(brokers: int, config: dict[str, Any]) -> Any:
@@ -75,10 +63,9 @@ class ClusterHandle:
     def __init__(self, thread: TrioThread, cluster: Any) -> None:
         self.thread = thread
         self.cluster = cluster
-        count = thread.call(lambda: len(cluster.brokers))
-        # By position, resolved at each call: a broker restarted by the cluster is a new object.
+        node_ids = thread.call(lambda: [t.node_id for t in broker_targets(cluster)])
         self.brokers = [
-            BrokerHandle(thread, lambda i=i: self.cluster.brokers[i]) for i in range(count)
+            BrokerHandle(thread, lambda i=i: target_by_id(self.cluster, i)) for i in node_ids
         ]
 
     @property

@@ -42,6 +42,8 @@ from urllib.parse import parse_qsl, urlsplit
 import attrs
 import trio
 
+from trikafka.testing.targets import BrokerTarget
+
 __all__ = ["ControlServer", "HttpError", "HttpRequest", "parse_head"]
 
 log = logging.getLogger("trikafka.control")
@@ -135,8 +137,8 @@ def add_fault(faults: Any, spec: dict[str, Any]) -> Any:
 class ControlServer:
     """Serves the routes above for the brokers ``brokers()`` returns (a cluster's, or one)."""
 
-    def __init__(self, brokers: Callable[[], Sequence[Any]]) -> None:
-        self.brokers = brokers
+    def __init__(self, targets: Callable[[], Sequence[BrokerTarget]]) -> None:
+        self.targets = targets  # e.g. lambda: broker_targets(broker_or_cluster)
 
     async def serve(self, host: str, port: int, *, task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED) -> None:
         listeners = await trio.open_tcp_listeners(port, host=host)
@@ -199,19 +201,19 @@ class ControlServer:
             raise HttpError(400, "the body must be a JSON object")
         return request, payload
 
-    def _broker(self, request: HttpRequest) -> Any:
-        brokers = list(self.brokers())
+    def _target(self, request: HttpRequest) -> BrokerTarget:
+        targets = list(self.targets())
         if "broker" not in request.query:
-            return brokers[0]
+            return targets[0]
         node_id = _arg(request.query, "broker", int)
-        for broker in brokers:
-            if broker.config.node_id == node_id:
-                return broker
-        raise HttpError(404, f"no broker {node_id}; brokers: {[b.config.node_id for b in brokers]}")
+        for target in targets:
+            if target.node_id == node_id:
+                return target
+        raise HttpError(404, f"no broker {node_id}; brokers: {[t.node_id for t in targets]}")
 
     async def dispatch(self, request: HttpRequest, payload: dict[str, Any]) -> tuple[int, Any]:
-        broker = self._broker(request)
-        faults = broker.faults
+        target = self._target(request)
+        faults = target.faults
         method, parts = request.method, request.path.strip("/").split("/")
         if parts[0] == "faults":
             if len(parts) == 1 and method == "GET":
@@ -239,7 +241,7 @@ class ControlServer:
                 getattr(recorder, parts[1])()
                 return 200, {"recording": recorder.recording}
         elif parts[0] == "wait" and len(parts) == 2 and method == "GET":
-            return await self._wait(broker, parts[1], request.query)
+            return await self._wait(target.state, parts[1], request.query)
         raise HttpError(404, f"no route {method} {request.path}")
 
     async def _wait(self, broker: Any, what: str, q: dict[str, str]) -> tuple[int, Any]:

@@ -26,6 +26,7 @@ import trio
 
 from trikafka.broker import Broker, open_broker
 from trikafka.config import BrokerConfig
+from trikafka.testing.targets import BrokerTarget, broker_targets
 
 __all__ = ["BrokerHandle", "ThreadedBroker", "TrioThread", "test_broker_config"]
 
@@ -151,30 +152,34 @@ class AsyncHandle:
 
 
 class BrokerHandle:
-    """One broker of a :class:`TrioThread`, controlled from another thread."""
+    """One broker of a :class:`TrioThread`, controlled from another thread. ``target``
+    finds it at each call (a broker a cluster restarted is a new object)."""
 
-    def __init__(self, thread: TrioThread, broker: Callable[[], Broker]) -> None:
+    def __init__(self, thread: TrioThread, target: Callable[[], BrokerTarget]) -> None:
         self.thread = thread
-        self._broker = broker
+        self._target = target
         self.aio = AsyncHandle(self)
 
     @property
-    def broker(self) -> Broker:
-        """The broker object itself: touch it only through ``call``/``run``."""
-        return self._broker()
-
-    @property
     def bootstrap_servers(self) -> str:
-        return self.broker.bootstrap_servers()
+        return self.thread.call(lambda: self._target().bootstrap_servers())
 
     @property
     def node_id(self) -> int:
-        return self.broker.config.node_id
+        return self._target().node_id
+
+    @property
+    def _state(self) -> Any:
+        """The broker state this handle's waits read (in the Trio thread only)."""
+        state = self._target().state
+        if not callable(getattr(state, "wait_for_high_watermark", None)):
+            raise TypeError(f"{state!r} has no wait_for_* methods (trikafka.server.awaitable)")
+        return state
 
     # --- faults --------------------------------------------------------------------------
 
     def _faults(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self.thread.call(lambda: getattr(self.broker.faults, method)(*args, **kwargs))
+        return self.thread.call(lambda: getattr(self._target().faults, method)(*args, **kwargs))
 
     def inject_error(self, api: str | int, error: Any, *, count: int | None = 1, **where: Any) -> Any:
         """Answer the next ``count`` requests of ``api`` with ``error`` (see ``Faults``)."""
@@ -203,28 +208,28 @@ class BrokerHandle:
 
     @property
     def faults(self) -> list[Any]:
-        return self.thread.call(lambda: list(self.broker.faults.faults))
+        return self.thread.call(lambda: list(self._target().faults.faults))
 
     # --- the recorder --------------------------------------------------------------------
 
     def start_recording(self) -> None:
-        self.thread.call(lambda: self.broker.faults.recorder.start())
+        self.thread.call(lambda: self._target().faults.recorder.start())
 
     def stop_recording(self) -> None:
-        self.thread.call(lambda: self.broker.faults.recorder.stop())
+        self.thread.call(lambda: self._target().faults.recorder.stop())
 
     def recorded(self, api: str | int | None = None, *, client_id: str | None = None) -> list[Any]:
         """The requests received since recording started, in order (``RecordedRequest``)."""
-        return self.thread.call(lambda: self.broker.faults.recorder.requests(api, client_id=client_id))
+        return self.thread.call(lambda: self._target().faults.recorder.requests(api, client_id=client_id))
 
     def clear_recorded(self) -> None:
-        self.thread.call(lambda: self.broker.faults.recorder.clear())
+        self.thread.call(lambda: self._target().faults.recorder.clear())
 
     # --- state ---------------------------------------------------------------------------
 
     def _wait(self, method: str, describe: Callable[[], str], *args: Any, timeout: float, **kwargs: Any) -> Any:
         async def wait() -> Any:
-            return await getattr(self.broker, method)(*args, **kwargs)
+            return await getattr(self._state, method)(*args, **kwargs)
 
         try:
             return self.thread.run(wait, timeout=timeout)
@@ -235,28 +240,28 @@ class BrokerHandle:
 
     def high_watermark(self, topic: str, partition: int) -> int | None:
         def read() -> int | None:
-            log = self.broker.partition_log(topic, partition)
+            log = self._state.partition_log(topic, partition)
             return None if log is None else log.high_watermark.value
 
         return self.thread.call(read)
 
     def wait_for_high_watermark(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:
         def now() -> str:
-            log = self.broker.partition_log(topic, partition)
+            log = self._state.partition_log(topic, partition)
             return "no such partition" if log is None else f"high watermark is {log.high_watermark.value}"
 
         return self._wait("wait_for_high_watermark", now, topic, partition, at_least=at_least, timeout=timeout)
 
     def wait_for_last_stable_offset(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:
         def now() -> str:
-            log = self.broker.partition_log(topic, partition)
+            log = self._state.partition_log(topic, partition)
             return "no such partition" if log is None else f"last stable offset is {log.last_stable_offset.value}"
 
         return self._wait("wait_for_last_stable_offset", now, topic, partition, at_least=at_least, timeout=timeout)
 
     def wait_for_group_state(self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT) -> Any:
         def now() -> str:
-            snapshot = self.broker.group_snapshot(group_id)
+            snapshot = self._state.group_snapshot(group_id)
             if snapshot is None:
                 return "the group does not exist"
             return f"the group is {snapshot.state} with {len(snapshot.members)} member(s)"
@@ -264,20 +269,20 @@ class BrokerHandle:
         return self._wait("wait_for_group_state", now, group_id, state, members=members, timeout=timeout)
 
     def committed(self, group_id: str, topic: str, partition: int) -> int | None:
-        return self.thread.call(lambda: self.broker.committed(group_id, topic, partition))
+        return self.thread.call(lambda: self._state.committed(group_id, topic, partition))
 
     def wait_for_committed(self, group_id: str, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:
         def now() -> str:
-            return f"committed offset is {self.broker.committed(group_id, topic, partition)}"
+            return f"committed offset is {self._state.committed(group_id, topic, partition)}"
 
         return self._wait("wait_for_committed", now, group_id, topic, partition, at_least=at_least, timeout=timeout)
 
     def transaction_state(self, transactional_id: str) -> str | None:
-        return self.thread.call(lambda: self.broker.transaction_state(transactional_id))
+        return self.thread.call(lambda: self._state.transaction_state(transactional_id))
 
     def wait_for_transaction_state(self, transactional_id: str, state: str, *, timeout: float = WAIT_TIMEOUT) -> str:
         def now() -> str:
-            return f"the transaction is {self.broker.transaction_state(transactional_id)}"
+            return f"the transaction is {self._state.transaction_state(transactional_id)}"
 
         return self._wait("wait_for_transaction_state", now, transactional_id, state, timeout=timeout)
 
@@ -293,7 +298,12 @@ class ThreadedBroker(BrokerHandle):
         self.config = test_broker_config(config)
         self.record = record
         thread = TrioThread(f"trikafka-broker-{id(self):x}")
-        super().__init__(thread, lambda: thread.value)
+        super().__init__(thread, lambda: broker_targets(thread.value)[0])
+
+    @property
+    def broker(self) -> Broker:
+        """The Broker itself: touch it only in its thread (``thread.call``/``thread.run``)."""
+        return self.thread.value
 
     def start(self, timeout: float = START_TIMEOUT) -> ThreadedBroker:
         broker = self.thread.start(lambda: open_broker(self.config), timeout)
