@@ -91,6 +91,10 @@ class AwaitableState:
 
     Reads only what the broker's parts answer to their APIs: a partition's log, the group
     coordinator's ``describe``/``fetch_offsets``, the transaction coordinator's ``describe``.
+    An in-process cluster whose brokers share a replica manager and coordinators mixes it in
+    too: ``cluster.state_changes = StateChanges()`` and every broker's
+    ``ApiContext(state_changes=cluster.state_changes)``, so a response from any broker wakes
+    the waits.
     """
 
     replica_manager: Any
@@ -100,7 +104,13 @@ class AwaitableState:
 
     @property
     def state_changes(self) -> StateChanges:
-        return self.context.state_changes
+        """The broker's (its ApiContext's); a cluster sets one that all its brokers bump."""
+        own = self.__dict__.get("_state_changes")
+        return own if own is not None else self.context.state_changes
+
+    @state_changes.setter
+    def state_changes(self, value: StateChanges) -> None:
+        self.__dict__["_state_changes"] = value
 
     def partition_log(self, topic: str, partition: int) -> Any:
         replicas = self.replica_manager

@@ -95,14 +95,18 @@ class ClusterHandle:
         self.thread.stop()
 
 
-def start_cluster(brokers: int = 1, config: dict[str, Any] | None = None) -> ClusterHandle:
-    """Start ``brokers`` brokers on a background Trio thread (see the module docstring)."""
+def start_cluster(brokers: int = 1, config: dict[str, Any] | None = None, *, record: bool = True) -> ClusterHandle:
+    """Start ``brokers`` brokers on a background Trio thread (see the module docstring);
+    with ``record`` every broker records requests from the start (a broker the cluster
+    restarts later starts without recording)."""
     if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
         raise ValueError(f"brokers must be a positive int, not {brokers!r}")
     opener = _open_cluster(brokers, dict(config or {}))
     thread = TrioThread(f"trikafka-cluster-{brokers}")
     cluster = thread.start(lambda: opener)
     try:
+        if record:
+            thread.call(lambda: [t.faults.recorder.start() for t in broker_targets(cluster)])
         return ClusterHandle(thread, cluster)
     except BaseException:
         thread.stop()
