@@ -194,7 +194,8 @@ class Faults:
 
     def _topic_name(self, topic_id: Any) -> str | None:
         """Fetch v13+ names topics by id only."""
-        replicas = self.context.extras.get("replica_manager")
+        context = self.context  # ``replicas`` once ApiContext names its parts, else extras
+        replicas = getattr(context, "replicas", None) or context.extras.get("replica_manager")
         info = replicas.topic_by_id(topic_id) if replicas is not None else None
         return None if info is None else info.name
 
