@@ -109,3 +109,28 @@ def test_kafka_cluster_of_three_needs_the_cluster_module(kafka_cluster):
         cluster = kafka_cluster(brokers=3)
         assert len(cluster.brokers) == 3
         assert cluster.bootstrap_servers.count(",") == 2
+
+
+def test_stopping_releases_held_responses_first():
+    import socket
+
+    from trikafka.testing import ThreadedBroker
+    from trikafka.testing.frames import api_versions_frame, api_versions_response
+
+    broker = ThreadedBroker().start()
+    try:
+        hold = broker.hold_responses("ApiVersions")
+        host, port = broker.bootstrap_servers.split(":")
+        with socket.create_connection((host, int(port)), timeout=30) as sock:
+            sock.sendall(api_versions_frame(correlation_id=7))
+            state_changes = broker.thread.call(lambda: broker.broker.state_changes)
+            broker.thread.run(state_changes.wait_until, lambda: bool(hold.held), timeout=30)
+            broker.stop()  # the held answer goes out before the connection closes
+            received = b""
+            while chunk := sock.recv(65536):
+                received += chunk
+    finally:
+        broker.stop()
+    assert received, "the connection closed without the held response"
+    correlation_id, response = api_versions_response(received[4:])
+    assert correlation_id == 7 and response.error_code == 0

@@ -158,8 +158,10 @@ class ControlServer:
                 status, body = exc.status, {"error": str(exc)}
             except trio.TooSlowError:
                 status, body = 408, {"error": f"request not received within {READ_TIMEOUT} s"}
-            except (ValueError, KeyError) as exc:  # the faults' own validation
-                status, body = 400, {"error": str(exc).strip("'\"")}
+            except KeyError as exc:  # no such fault
+                status, body = 404, {"error": str(exc).strip("'\"")}
+            except ValueError as exc:  # the faults' own validation
+                status, body = 400, {"error": str(exc)}
             except Exception:
                 log.exception("control request failed")
             data = json.dumps(body).encode()

@@ -312,6 +312,13 @@ class ThreadedBroker(BrokerHandle):
         return self
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
+        """Clear the faults (held responses go out, so the graceful stop need not wait for
+        them), then stop the broker and join its thread."""
+        if self.thread.running:
+            try:
+                self.clear_faults()
+            except trio.RunFinishedError:
+                pass
         self.thread.stop(timeout)
 
     def __enter__(self) -> ThreadedBroker:
