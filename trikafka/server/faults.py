@@ -329,7 +329,7 @@ class Faults:
         delay = max(0.0, (until or 0.0) - now)
         for fault in hit:
             if fault.kind == FaultKind.LATENCY:
-                self._note(fault, request)
+                self.note(fault, request)
                 delay += fault.delay
         if delay > 0:
             self.context.purgatory.delay(
@@ -345,11 +345,11 @@ class Faults:
     async def _apply(self, request: Any, handle: Any, hit: list[Fault]) -> None:
         kinds = {f.kind: f for f in hit}
         if (fault := kinds.get(FaultKind.DROP_BEFORE)) is not None:
-            self._note(fault, request)
+            self.note(fault, request)
             self.context.respond(request, CloseConnectionResponse())
             return
         if (fault := kinds.get(FaultKind.ERROR)) is not None:
-            self._note(fault, request)
+            self.note(fault, request)
             self.context.respond(request, self.error_response(request, fault.error))
             return
         after = [f for f in hit if f.kind in (FaultKind.DROP_AFTER, FaultKind.THROTTLE, FaultKind.HOLD)]
@@ -369,7 +369,8 @@ class Faults:
         mirrored = _mirror_topics(request.body, response_type, code)
         return mirrored if mirrored is not None else error_response(response_type, code)
 
-    def _note(self, fault: Fault, request: Any) -> None:
+    def note(self, fault: Fault, request: Any) -> None:
+        """Log and count one injected fault."""
         name = api_name(request.api_key)
         self.context.metrics.injected_faults[(name, fault.kind)] += 1
         log.warning(
@@ -400,10 +401,10 @@ class _FaultySlot:
         faults, request = self.faults, self.request
         kinds = {f.kind: f for f in self.hit}
         if (fault := kinds.get(FaultKind.DROP_AFTER)) is not None:
-            faults._note(fault, request)
+            faults.note(fault, request)
             response = CloseConnectionResponse()
         elif (fault := kinds.get(FaultKind.THROTTLE)) is not None and isinstance(response, SendResponse):
-            faults._note(fault, request)
+            faults.note(fault, request)
             seconds = fault.throttle_time_ms / 1000
             if request.api_version >= KIP_219_VERSIONS.get(request.api_key, 0):
                 response = _with_throttle_time(request, response, fault.throttle_time_ms)
@@ -414,7 +415,7 @@ class _FaultySlot:
                 )
                 return
         if (fault := kinds.get(FaultKind.HOLD)) is not None and fault in faults.faults:
-            faults._note(fault, request)
+            faults.note(fault, request)
             fault.held.append((self.slot, response))
             return
         _put(self.slot, response)
