@@ -60,6 +60,7 @@ from trikafka.server.apis.producers import ProducerApis
 from trikafka.server.apis.topics import TopicAdminApis
 from trikafka.server.apis.transactions import TransactionApis
 from trikafka.server.apis.versions import ApiVersionsApis
+from trikafka.server.awaitable import AwaitableState
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
@@ -109,7 +110,7 @@ class BrokerStatistics:
     purgatory_size: int
 
 
-class Broker:
+class Broker(AwaitableState):
     def __init__(
         self,
         config: BrokerConfig | None = None,
@@ -164,6 +165,7 @@ class Broker:
             TransactionApis,
         ]
         self.apis = KafkaApis(self.context, [family(self.context) for family in families])
+        self.faults = self.apis.faults  # injected faults and the request recorder (tests)
         self.handler_pool = RequestHandlerPool(
             self.config.num_io_threads, self.request_channel, self.apis
         )

@@ -25,6 +25,21 @@ class TestBroker:
         self.broker = broker
         self.listener = listener
 
+    @property
+    def faults(self) -> Any:
+        """The broker's injected faults and request recorder (``trikafka.server.faults``)."""
+        return self.broker.faults
+
+    def recorded(self, api: str | int | None = None, *, client_id: str | None = None) -> list[Any]:
+        """Requests received while recording, in order (the fixture records from the start)."""
+        return self.broker.faults.recorder.requests(api, client_id=client_id)
+
+    def __getattr__(self, name: str) -> Any:
+        """``wait_for_*`` and the state readers of the broker (``AwaitableState``)."""
+        if name.startswith("wait_for_") or name in ("committed", "transaction_state", "group_snapshot", "partition_log"):
+            return getattr(self.broker, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     async def connect(self, client_host: str = "127.0.0.1") -> MemoryStream:
         """A raw client stream, for tests that write bytes themselves."""
         return await self.listener.connect(client_host)
