@@ -9,7 +9,7 @@ from typing import Any
 import trio
 
 from trikafka.broker import Broker, open_broker
-from trikafka.client.connection import KafkaConnection, open_connection
+from trikafka.client import KafkaConnection, open_connection
 from trikafka.config import BrokerConfig
 from trikafka.testing.memory import MemoryListener, MemoryStream
 
