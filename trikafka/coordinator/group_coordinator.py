@@ -37,7 +37,7 @@ from typing import TypeVar
 import trio
 
 from trikafka.config import BrokerConfig
-from trikafka.coordinator.group_membership import GroupMembership
+from trikafka.coordinator.group_membership import GroupMembership, check_transactional_member
 from trikafka.coordinator.group_metadata import GroupMetadata, OffsetAndMetadata
 from trikafka.coordinator.group_metadata_manager import (
     GroupMetadataManager,
@@ -186,7 +186,7 @@ class GroupCoordinator:
     def check_transactional_member(
         self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
     ) -> ErrorCode | None:
-        return self.membership.check_transactional_member(group_id, generation_id, member_id, instance_id)
+        return check_transactional_member(self.manager, group_id, generation_id, member_id, instance_id)
 
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None

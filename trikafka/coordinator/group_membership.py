@@ -51,7 +51,7 @@ from trikafka.coordinator.group_state import GroupState
 from trikafka.coordinator.rebalance import Rebalancer
 from trikafka.errors import ErrorCode
 
-__all__ = ["GroupMembership"]
+__all__ = ["GroupMembership", "check_member", "check_transactional_member"]
 
 log = logging.getLogger("trikafka.coordinator")
 
@@ -158,7 +158,7 @@ class GroupMembership:
             if self._full(group):
                 return JoinGroupResult(ErrorCode.group_max_size_reached, member_id=member_id)
             return self._add_and_rebalance(group, request, member_id, now_ms)
-        error = self._check_member(group, member_id, request.group_instance_id)
+        error = check_member(group, member_id, request.group_instance_id)
         if error is not None:
             return JoinGroupResult(error, member_id=member_id)
         member = group.members[member_id]
@@ -211,16 +211,6 @@ class GroupMembership:
 
     # --- SyncGroup, Heartbeat, LeaveGroup ------------------------------------------------
 
-    @staticmethod
-    def _check_member(group: GroupMetadata, member_id: str, instance_id: str | None) -> ErrorCode | None:
-        if instance_id is not None:
-            known = group.static_members.get(instance_id)
-            if known is not None and known != member_id:
-                return ErrorCode.fenced_instance_id
-        if member_id not in group.members:
-            return ErrorCode.unknown_member_id
-        return None
-
     def sync_group(
         self,
         group_id: str,
@@ -238,7 +228,7 @@ class GroupMembership:
         elif group is None:
             code = ErrorCode.unknown_member_id
         else:
-            code = self._check_member(group, member_id, instance_id)
+            code = check_member(group, member_id, instance_id)
         if code is None and group is not None:
             if generation_id != group.generation_id:
                 code = ErrorCode.illegal_generation
@@ -283,7 +273,7 @@ class GroupMembership:
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.unknown_member_id
-        error = self._check_member(group, member_id, instance_id)
+        error = check_member(group, member_id, instance_id)
         if error is not None:
             return error
         if generation_id != group.generation_id:
@@ -313,7 +303,7 @@ class GroupMembership:
                 return ErrorCode.unknown_member_id
         if self.rebalancer.drop_pending(group, member_id):
             return ErrorCode.none
-        error = self._check_member(group, member_id, instance_id)
+        error = check_member(group, member_id, instance_id)
         if error is not None:
             return error
         log.info("member %s left %s", member_id, group.group_id)
@@ -350,7 +340,7 @@ class GroupMembership:
             return None, self.groups.create(group_id, now_ms)
         if generation_id < 0 and group.is_(EMPTY):
             return None, group  # a standalone consumer's commit
-        error = self._check_member(group, member_id, instance_id)
+        error = check_member(group, member_id, instance_id)
         if error is not None:
             return error, None
         if generation_id != group.generation_id:
@@ -360,19 +350,31 @@ class GroupMembership:
         self.rebalancer.heard_from(group, group.members[member_id], now_ms)
         return None, group
 
-    def check_transactional_member(
-        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
-    ) -> ErrorCode | None:
-        """TxnOffsetCommit v3+ (KIP-447) names the member and generation: check them as an
-        OffsetCommit would; a generation of -1 (a producer outside any group) skips this."""
-        if generation_id < 0:
-            return None
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.illegal_generation
-        error = self._check_member(group, member_id, instance_id)
-        if error is not None:
-            return error
-        if generation_id != group.generation_id:
-            return ErrorCode.illegal_generation
+
+def check_member(group: GroupMetadata, member_id: str, instance_id: str | None) -> ErrorCode | None:
+    """FENCED_INSTANCE_ID for a static member's old id, UNKNOWN_MEMBER_ID for a stranger."""
+    if instance_id is not None:
+        known = group.static_members.get(instance_id)
+        if known is not None and known != member_id:
+            return ErrorCode.fenced_instance_id
+    if member_id not in group.members:
+        return ErrorCode.unknown_member_id
+    return None
+
+
+def check_transactional_member(
+    groups: GroupMetadataManager, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+) -> ErrorCode | None:
+    """TxnOffsetCommit v3+ (KIP-447) names the member and generation: check them as an
+    OffsetCommit would; a generation of -1 (a producer outside any group) skips this."""
+    if generation_id < 0:
         return None
+    group = groups.get(group_id)
+    if group is None:
+        return ErrorCode.illegal_generation
+    error = check_member(group, member_id, instance_id)
+    if error is not None:
+        return error
+    if generation_id != group.generation_id:
+        return ErrorCode.illegal_generation
+    return None
