@@ -789,6 +789,9 @@ class GroupMachine(RuleBasedStateMachine):
                         f"{c.name}: SyncGroup answered REBALANCE_IN_PROGRESS, group still completing"
                     )
                     c.phase = IDLE
+                    # Kafka's propagateAssignment restarts the session of whoever it answers.
+                    model = self.models[GROUP]
+                    model.alive_kafka[o.member_id] = model.alive_trikafka[o.member_id] = after.now
                 else:
                     raise AssertionError(f"{c.name}: SyncGroup answered {code!r} later")
         self.outstanding = still
@@ -1169,6 +1172,24 @@ class GroupMachine(RuleBasedStateMachine):
         clock = self.loop.clock
         for _ in range(rounds):
             for c in self._eligible(self._can_heartbeat):
+                self._heartbeat(c)
+            self._step(lambda: clock.jump(0.5), jumped=True)
+
+    @staticmethod
+    def _leads(c: Client) -> bool:
+        return c.join_result is not None and c.join_result["leader"] == c.member_id
+
+    @precondition(lambda self: self._eligible(lambda c: c.phase == JOINED))
+    @rule(rounds=st.integers(1, 8))
+    def slow_leader(self, rounds: int) -> None:
+        """The followers send SyncGroup and wait; the leader only heartbeats (a consumer slow to
+        compute its assignment) while their sessions run out: Kafka keeps them alive."""
+        assert self.loop is not None
+        clock = self.loop.clock
+        for c in self._eligible(lambda c: c.phase == JOINED and not self._leads(c)):
+            self._sync(c)
+        for _ in range(rounds):
+            for c in self._eligible(lambda c: self._leads(c) and self._can_heartbeat(c)):
                 self._heartbeat(c)
             self._step(lambda: clock.jump(0.5), jumped=True)
 

@@ -166,9 +166,12 @@ class Rebalancer:
 
     def prepare(self, group: GroupMetadata, reason: str, now_ms: float) -> None:
         if group.is_(COMPLETING):
-            # Followers waiting for an assignment of a generation that will not be.
+            # Followers waiting for an assignment of a generation that will not be; as in
+            # Kafka's propagateAssignment, their sessions start again when they are answered.
             for member in group.members.values():
-                self.answer_sync(member, SyncGroupResult(ErrorCode.rebalance_in_progress))
+                if member.awaiting_sync is not None:
+                    self.answer_sync(member, SyncGroupResult(ErrorCode.rebalance_in_progress))
+                    self.heard_from(group, member, now_ms)
         initial = group.is_(EMPTY)
         group.transition(PREPARING, now_ms, reason)
         log.info("group %s rebalancing (generation %d): %s", group.group_id, group.generation_id, reason)
