@@ -54,9 +54,8 @@ class Waiter(Generic[V]):
     def done(self) -> bool:
         return self._event.is_set()
 
-    async def wait(self) -> V:
+    async def wait(self) -> V | None:
         await self._event.wait()
-        assert self.value is not None
         return self.value
 
 
