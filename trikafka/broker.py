@@ -43,7 +43,9 @@ from trikafka.clock import Clock, now_ms
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
+from trikafka.coordinator.ports import OffsetsPartitionLog
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
+from trikafka.coordinator.transaction_state import TransactionLog
 from trikafka.log.manager import LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
@@ -136,9 +138,15 @@ class Broker(AwaitableState):
         )
         self.replica_manager = ReplicaManager(self.config, self.log_manager)
         self.group_coordinator = GroupCoordinator(self.config, self._offset_store(), self.now_ms)
-        self.transaction_coordinator = TransactionCoordinator.for_broker(
-            self.config, self.replica_manager, self.group_coordinator, self.now_ms
+        self.transaction_coordinator = TransactionCoordinator(
+            self.config,
+            TransactionLog.for_log_dirs(self.config.log_dirs),
+            producer_ids=self.replica_manager.producer_ids,
+            markers=self.replica_manager,
+            groups=self.group_coordinator,
+            now_ms=self.now_ms,
         )
+        self.replica_manager.transaction_verifier = self.transaction_coordinator.verify_produce
         self.context = ApiContext(
             config=self.config,
             registry=self.registry,
@@ -183,7 +191,7 @@ class Broker(AwaitableState):
         existing = replicas.topics.get(OFFSETS_TOPIC)
         partitions = existing.partitions if existing else self.config.offsets_topic_num_partitions
 
-        def log_for(partition: int) -> Any:
+        def log_for(partition: int) -> OffsetsPartitionLog:
             if replicas.topics.get(OFFSETS_TOPIC) is None:
                 replicas.create_topic(
                     OFFSETS_TOPIC,
