@@ -43,7 +43,9 @@ from trikafka.clock import Clock, now_ms
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
+from trikafka.coordinator.ports import OffsetsPartitionLog
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
+from trikafka.coordinator.transaction_state import TransactionLog
 from trikafka.log.manager import LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
@@ -60,6 +62,7 @@ from trikafka.server.apis.producers import ProducerApis
 from trikafka.server.apis.topics import TopicAdminApis
 from trikafka.server.apis.transactions import TransactionApis
 from trikafka.server.apis.versions import ApiVersionsApis
+from trikafka.server.awaitable import AwaitableState
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
@@ -124,7 +127,7 @@ class BrokerStatistics:
     purgatory_size: int
 
 
-class Broker:
+class Broker(AwaitableState):
     def __init__(
         self,
         config: BrokerConfig | None = None,
@@ -150,9 +153,15 @@ class Broker:
         )
         self.replica_manager = ReplicaManager(self.config, self.log_manager)
         self.group_coordinator = GroupCoordinator(self.config, self._offset_store(), self.now_ms)
-        self.transaction_coordinator = TransactionCoordinator.for_broker(
-            self.config, self.replica_manager, self.group_coordinator, self.now_ms
+        self.transaction_coordinator = TransactionCoordinator(
+            self.config,
+            TransactionLog.for_log_dirs(self.config.log_dirs),
+            producer_ids=self.replica_manager.producer_ids,
+            markers=self.replica_manager,
+            groups=self.group_coordinator,
+            now_ms=self.now_ms,
         )
+        self.replica_manager.transaction_verifier = self.transaction_coordinator.verify_produce
         self.context = ApiContext(
             config=self.config,
             registry=self.registry,
@@ -166,6 +175,7 @@ class Broker:
             now_ms=self.now_ms,
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
+        self.faults = self.apis.faults  # injected faults and the request recorder (tests)
         self.handler_pool = RequestHandlerPool(
             self.config.num_io_threads, self.request_channel, self.apis
         )
@@ -183,7 +193,7 @@ class Broker:
         existing = replicas.topics.get(OFFSETS_TOPIC)
         partitions = existing.partitions if existing else self.config.offsets_topic_num_partitions
 
-        def log_for(partition: int) -> Any:
+        def log_for(partition: int) -> OffsetsPartitionLog:
             if replicas.topics.get(OFFSETS_TOPIC) is None:
                 replicas.create_topic(
                     OFFSETS_TOPIC,

@@ -35,6 +35,8 @@ from trikafka.config import BrokerConfig, ListenerSpec
 from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OffsetStore
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
+from trikafka.coordinator.transaction_state import TransactionLog
+from trikafka.server.awaitable import AwaitableState, StateChanges
 from trikafka.server.cluster_view import GROUP_KEY, TRANSACTION_KEY, PartitionLeadership
 from trikafka.server.metadata_cache import BrokerEndpoint
 from trikafka.server.replica_manager import ReplicaManager
@@ -51,7 +53,10 @@ def _shift(specs: Iterable[ListenerSpec], offset: int) -> str:
     return ",".join(str(ListenerSpec(s.name, s.host, s.port + offset if s.port else 0)) for s in specs)
 
 
-class Cluster:
+class Cluster(AwaitableState):
+    """See the module docstring. The ``wait_for_*`` methods (AwaitableState) read the
+    cluster's shared state and wake on a response from any of its brokers."""
+
     def __init__(self, config: BrokerConfig, brokers: int = 3, *, transport: str = "tcp") -> None:
         if not isinstance(brokers, int) or brokers < 1:
             raise ValueError(f"brokers={brokers!r}: a positive number of brokers is required")
@@ -80,10 +85,17 @@ class Cluster:
         self.replica_manager.placement = self
         self._reconcile_replicas()
         self.group_coordinator = GroupCoordinator(config, self._offset_store(), self.now_ms)
-        self.transaction_coordinator = TransactionCoordinator.for_broker(
-            config, self.replica_manager, self.group_coordinator, self.now_ms
+        self.transaction_coordinator = TransactionCoordinator(
+            config,
+            TransactionLog.for_log_dirs(config.log_dirs),
+            producer_ids=self.replica_manager.producer_ids,
+            markers=self.replica_manager,  # markers go to each partition's leader, replicated
+            groups=self.group_coordinator,
+            now_ms=self.now_ms,
         )
+        self.replica_manager.transaction_verifier = self.transaction_coordinator.verify_produce
         self.nodes: dict[int, ClusterNode] = {}
+        self.state_changes = StateChanges()  # every broker's responses bump it
         self._addresses: dict[int, dict[str, tuple[str, int]]] = {}
         self._memory_listeners: dict[int, Any] = {}
         self._nursery: trio.Nursery | None = None

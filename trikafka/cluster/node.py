@@ -99,6 +99,7 @@ class ClusterNode:
             transactions=cluster.transaction_coordinator,
             cluster_view=cluster,
             now_ms=cluster.now_ms,
+            state_changes=cluster.state_changes,
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
         gate_coordinator_apis(self.apis.handlers, cluster, self.node_id)
