@@ -8,6 +8,10 @@ second request in flight while the slot is taken.
 
 Closing the send side replaces Kafka's poison-pill ShutdownRequest: handlers drain what is
 queued, then their ``async for`` ends.
+
+``queued.max.request.bytes`` (Kafka's request MemoryPool, off by default) bounds the *bytes*
+of requests read but not yet handled across the broker: :class:`RequestMemoryPool`. While it
+is spent, connections read no new frames; a handler's response gives the bytes back.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ __all__ = [
     "Request",
     "RequestChannel",
     "RequestChannelStatistics",
+    "RequestMemoryPool",
     "Response",
     "ResponseSlot",
     "SendResponse",
@@ -49,6 +54,7 @@ class Request:
     api_local_complete_time: float = 0.0  # handler done
     api_remote_complete_time: float = 0.0  # purgatory done (== local when not delayed)
     response_dequeue_time: float = 0.0  # picked up by the connection
+    memory: int = 0  # bytes held in the RequestMemoryPool until the response
 
     @property
     def api_key(self) -> int:
@@ -137,19 +143,67 @@ class ResponseSlot:
         self._value = None
 
 
+class RequestMemoryPool:
+    """``queued.max.request.bytes``: a broker-wide budget of request bytes in flight.
+
+    Kafka's SimpleMemoryPool in its non-strict mode, the one the SocketServer uses: a frame
+    may be taken while *any* budget is left (``available > 0``), so the budget can dip below
+    zero by at most one frame per connection, and a frame as large as
+    ``socket.request.max.bytes`` is never refused outright. While ``available <= 0``
+    connections read no new frames (``wait_for_memory``); ``release`` wakes them all.
+
+    Which bytes are held follows Kafka (``ApiKeys.requiresDelayedAllocation``): only a
+    request whose parsed form still refers to its frame — a Produce, whose records are the
+    frame — keeps its bytes until the response; every other frame is parsed into new
+    objects and its buffer freed at once, so for those the pool is only the gate.
+    """
+
+    __slots__ = ("size", "available", "_lot")
+
+    def __init__(self, size: int) -> None:
+        if size <= 0:
+            raise ValueError(f"a request memory pool needs a positive size, not {size}")
+        self.size = size
+        self.available = size
+        self._lot = trio.lowlevel.ParkingLot()
+
+    def allocate(self, count: int) -> None:
+        self.available -= count
+
+    def release(self, count: int) -> None:
+        was_out = self.available <= 0
+        self.available += count
+        if was_out and self.available > 0:
+            self._lot.unpark_all()
+
+    async def wait_for_memory(self) -> None:
+        """Return once some budget is left (at once, without a checkpoint, if it is)."""
+        while self.available <= 0:
+            await self._lot.park()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._lot)
+
+
 @attrs.frozen
 class RequestChannelStatistics:
     queue_size: int  # Kafka's RequestQueueSize
     capacity: int
     tasks_waiting_send: int
+    memory_pool_available: int | None = None  # MemoryPoolAvailable; None: unbounded
+    memory_pool_used: int = 0  # MemoryPoolUsed
+    tasks_waiting_memory: int = 0
 
 
 class RequestChannel:
     """The shared request queue between connections and the handler pool."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, queued_max_bytes: int = -1) -> None:
         self.capacity = capacity
         self._send, self.receive_channel = trio.open_memory_channel[Request](capacity)
+        # queued.max.request.bytes <= 0 is unbounded, as in Kafka (MemoryPool.NONE).
+        self.memory_pool = RequestMemoryPool(queued_max_bytes) if queued_max_bytes > 0 else None
 
     async def send_request(self, request: Request) -> None:
         """Queue ``request``; wait only when the queue is full (backpressure).
@@ -169,6 +223,9 @@ class RequestChannel:
         if not request.api_local_complete_time:
             request.api_local_complete_time = now
         request.api_remote_complete_time = now
+        if request.memory:
+            self.memory_pool.release(request.memory)  # type: ignore[union-attr]
+            request.memory = 0
         try:
             request.response_slot.put(response)
         except trio.ClosedResourceError:
@@ -179,8 +236,12 @@ class RequestChannel:
 
     def statistics(self) -> RequestChannelStatistics:
         stats = self._send.statistics()
+        pool = self.memory_pool
         return RequestChannelStatistics(
             queue_size=stats.current_buffer_used,
             capacity=self.capacity,
             tasks_waiting_send=stats.tasks_waiting_send,
+            memory_pool_available=None if pool is None else pool.available,
+            memory_pool_used=0 if pool is None else pool.size - pool.available,
+            tasks_waiting_memory=0 if pool is None else pool.waiting,
         )
