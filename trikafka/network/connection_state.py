@@ -43,7 +43,7 @@ from collections.abc import Mapping
 import attrs
 
 from trikafka.errors import InvalidRequestError
-from trikafka.network.request_channel import (
+from trikafka.network.responses import (
     CloseConnectionResponse,
     NoOpResponse,
     Response,

@@ -22,6 +22,15 @@ import attrs
 import outcome
 import trio
 
+# The answers a handler gives live in a trio-free module (the sans-IO ConnectionState reads
+# them); they are re-exported here, where the hand-off is.
+from trikafka.network.responses import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Response,
+    SendResponse,
+)
+
 __all__ = [
     "CloseConnectionResponse",
     "NoOpResponse",
@@ -71,26 +80,6 @@ class Request:
     @property
     def client_id(self) -> str | None:
         return self.header.client_id
-
-
-@attrs.frozen
-class SendResponse:
-    """Bytes to write: one buffer, or a tuple written in order without joining."""
-
-    data: bytes | tuple[bytes | memoryview, ...]
-
-
-@attrs.frozen
-class NoOpResponse:
-    """Nothing to write (acks=0 produce); the connection unmutes."""
-
-
-@attrs.frozen
-class CloseConnectionResponse:
-    """Close this connection, as Kafka does for requests it will not answer."""
-
-
-Response = SendResponse | NoOpResponse | CloseConnectionResponse
 
 
 class ResponseSlot:
