@@ -227,16 +227,15 @@ class Connection:
                     self.close_reason = "closed by the client"
                     return None
                 self.last_activity = now()
-                scope.deadline = self.last_activity + self._idle_seconds
                 if into is None:
                     state.receive_data(data)
                 else:
                     state.received_into(count)
-                if pool is not None and pool.available <= 0:
-                    continue  # no new request while the pool is spent
-                event = state.next_event()
-                if event is not NEED_DATA:
-                    return event
+                if pool is None or pool.available > 0:  # else no new request: wait above
+                    event = state.next_event()
+                    if event is not NEED_DATA:
+                        return event
+                scope.deadline = self.last_activity + self._idle_seconds
         self.read_scope = None
         if self._idle_seconds == -math.inf:
             self.close_reason = "broker shutting down"

@@ -82,6 +82,9 @@ class ConnectionEvent(enum.StrEnum):
 
 _S = MuteState
 _E = ConnectionEvent
+_RECEIVED = ConnectionEvent.REQUEST_RECEIVED
+_QUEUED = ConnectionEvent.REQUEST_QUEUED
+_SENT = ConnectionEvent.RESPONSE_SENT
 
 #: state → event → next state. Everything absent is illegal.
 TRANSITIONS: Mapping[MuteState, Mapping[ConnectionEvent, MuteState]] = {
@@ -119,6 +122,7 @@ class ConnectionState:
 
     __slots__ = (
         "connection_id", "state", "frame_size", "allowed_api_keys",
+        "receive_data", "unfilled", "received_into",
         "_decoder", "_registry", "_transitions",
     )
 
@@ -135,21 +139,19 @@ class ConnectionState:
         self.state = initial
         self.frame_size = 0  # bytes of the last request handed out (Request.size)
         self.allowed_api_keys: frozenset[int] | None = None  # None: every API (see module doc)
-        self._decoder = FrameDecoder(max_request_size)
+        self._decoder = decoder = FrameDecoder(max_request_size)
+        #: Feed bytes the transport read.
+        self.receive_data = decoder.receive_data
+        #: Where a large frame's remaining bytes may be received in place; else None.
+        self.unfilled = decoder.unfilled
+        #: ``count`` bytes were received into :attr:`unfilled`'s view.
+        self.received_into = decoder.received_into
         self._registry = registry
         self._transitions = transitions
 
     # -- bytes in -------------------------------------------------------------------------
-
-    def receive_data(self, data: bytes | bytearray | memoryview) -> None:
-        self._decoder.receive_data(data)
-
-    def unfilled(self) -> memoryview | None:
-        """Where a large frame's remaining bytes may be received in place; else None."""
-        return self._decoder.unfilled()
-
-    def received_into(self, count: int) -> None:
-        self._decoder.received_into(count)
+    # receive_data(data), unfilled() and received_into(count) are the FrameDecoder's own
+    # bound methods, set in __init__: a wrapper here was one more call per read.
 
     @property
     def buffered(self) -> int:
@@ -164,9 +166,9 @@ class ConnectionState:
         out nothing (``NEED_DATA`` would be a lie, so asking is our bug). A returned request
         moves the cycle on (to MUTED).
         """
-        muted = self._transitions[self.state].get(ConnectionEvent.REQUEST_RECEIVED)
+        muted = self._transitions[self.state].get(_RECEIVED)
         if muted is None:
-            self._illegal(ConnectionEvent.REQUEST_RECEIVED)
+            self._illegal(_RECEIVED)
         try:
             frame = self._decoder.next_frame()
             if frame is NEED_DATA:
@@ -185,20 +187,24 @@ class ConnectionState:
 
     def request_queued(self) -> None:
         """The request is with the request channel; its response is now pending."""
-        self._move(ConnectionEvent.REQUEST_QUEUED)
+        try:  # _move, inlined: this and send_response run once per request
+            self.state = self._transitions[self.state][_QUEUED]
+        except KeyError:
+            self._illegal(_QUEUED)
 
     def send_response(self, response: Response) -> bytes | tuple | Closed | None:
         """What to write for ``response``: bytes, a tuple of parts written in order without
         joining, None (nothing: acks=0), or :class:`Closed`. Unmutes unless closing."""
-        if response.__class__ is SendResponse:
-            self._move(ConnectionEvent.RESPONSE_SENT)
-            return response.data  # type: ignore[union-attr]
-        if response.__class__ is NoOpResponse:
-            self._move(ConnectionEvent.RESPONSE_SENT)
-            return None
-        if response.__class__ is CloseConnectionResponse:
-            if self.state is not MuteState.MUTED_AND_RESPONSE_PENDING:
-                self._illegal(ConnectionEvent.RESPONSE_SENT)
+        cls = response.__class__
+        if cls is SendResponse or cls is NoOpResponse:
+            try:
+                self.state = self._transitions[self.state][_SENT]
+            except KeyError:
+                self._illegal(_SENT)
+            return response.data if cls is SendResponse else None  # type: ignore[union-attr]
+        if cls is CloseConnectionResponse:
+            if _SENT not in self._transitions[self.state]:
+                self._illegal(_SENT)
             return self._close("closed by the request handler", False)
         raise TypeError(f"connection {self.connection_id}: not a response: {response!r}")
 
