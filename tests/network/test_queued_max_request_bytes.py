@@ -69,18 +69,24 @@ async def _two_held_produces(tb, release: trio.Event):
     return first, second, len(frame) - 4
 
 
-async def test_spent_budget_stops_reading_until_a_produce_is_answered(autojump_clock):
+@pytest.mark.parametrize("third_connects", ["after", "before"])
+async def test_spent_budget_stops_reading_until_a_produce_is_answered(autojump_clock, third_connects):
+    """'before': the third connection is already waiting in a read when the budget runs
+    out, so the bytes arrive but are not turned into a request; 'after': it never reads."""
     release = trio.Event()
     async with open_test_broker(
         socket_request_max_bytes=BUDGET, queued_max_request_bytes=BUDGET, num_io_threads=4
     ) as tb:
+        if third_connects == "before":
+            third = await tb.connect()
         first, second, size = await _two_held_produces(tb, release)
         stats = tb.broker.request_channel.statistics()
         # Non-strict: the second produce was read with 10000 - size > 0 left, and overdraws.
         assert stats.memory_pool_available == BUDGET - 2 * size < 0
         assert stats.memory_pool_used == 2 * size
 
-        third = await tb.connect()
+        if third_connects == "after":
+            third = await tb.connect()
         await third.send_all(api_versions_frame(3))
         await trio.testing.wait_all_tasks_blocked()
         stats = tb.broker.request_channel.statistics()
