@@ -111,7 +111,7 @@ def test_an_illegal_move_names_state_event_and_connection(move, state_name, even
     message = str(info.value)
     assert state_name in message and event_name in message
     assert "127.0.0.1:9092-127.0.0.1:5000-0" in message
-    assert (info.value.state.value, info.value.event.value) == (state_name, event_name)
+    assert (str(info.value.state), str(info.value.event)) == (state_name, event_name)
 
 
 def test_every_absent_row_is_illegal():

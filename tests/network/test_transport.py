@@ -250,3 +250,32 @@ def test_socket_streams_get_the_socket_transport():
     finally:
         b.close()
         a.close()
+
+
+async def test_an_illegal_move_closes_only_its_connection(caplog):
+    """A mute-cycle bug (here: a table missing the REQUEST_QUEUED row) is logged and closes
+    the connection; run() returns normally, so the processor and broker keep serving."""
+    from trikafka.network.connection_state import (
+        TRANSITIONS,
+        ConnectionEvent,
+        ConnectionState,
+        MuteState,
+    )
+
+    transport, peer = await pair("memory")
+    closed: list[Connection] = []
+    connection = Connection(
+        transport, "c-0", "127.0.0.1", _settings(),
+        _answering_hooks([], closed, lambda r: _answer_frame(r.correlation_id, b"")),
+    )
+    broken = {**TRANSITIONS, MuteState.MUTED: {ConnectionEvent.CLOSE: MuteState.CLOSED}}
+    connection.protocol = ConnectionState("c-0", REGISTRY, 1024 * 1024, transitions=broken)
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(connection.run)
+            await peer.send_all(api_versions_frame(1))
+            assert await read_until_closed(peer) == b""
+    assert closed == [connection]
+    assert connection.close_reason == "internal error"
+    (record,) = [r for r in caplog.records if "illegal mute-cycle move" in r.getMessage()]
+    assert "REQUEST_QUEUED is not allowed in state MUTED" in record.exc_text

@@ -43,7 +43,12 @@ from collections.abc import Awaitable, Callable
 import attrs
 import trio
 
-from trikafka.network.connection_state import NEED_DATA, Closed, ConnectionState
+from trikafka.network.connection_state import (
+    NEED_DATA,
+    Closed,
+    ConnectionState,
+    ConnectionStateError,
+)
 from trikafka.network.request_channel import Request, RequestMemoryPool, ResponseSlot
 from trikafka.network.transport import TRANSPORT_ERRORS, Transport
 from trikafka.protocol.registry import ApiRegistry
@@ -131,6 +136,10 @@ class Connection:
             await self._serve(slot)
         except TRANSPORT_ERRORS as exc:
             self.close_reason = self.close_reason or f"transport: {type(exc).__name__}"
+        except ConnectionStateError:
+            # Our bug, not the client's: this connection closes, the broker keeps serving.
+            log.exception("closing connection %s: illegal mute-cycle move", self.connection_id)
+            self.close_reason = "internal error"
         finally:
             slot.close()
             self.protocol.close()

@@ -101,9 +101,8 @@ class ConnectionStateError(RuntimeError):
     """An illegal move of the mute cycle: our bug, never the client's."""
 
     def __init__(self, connection_id: str, state: MuteState, event: ConnectionEvent) -> None:
-        super().__init__(
-            f"connection {connection_id}: {event.value} is not allowed in state {state.value}"
-        )
+        # str(): a StrEnum's value, or a plain name from an extended table.
+        super().__init__(f"connection {connection_id}: {event!s} is not allowed in state {state!s}")
         self.connection_id = connection_id
         self.state = state
         self.event = event
