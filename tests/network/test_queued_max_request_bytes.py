@@ -1,8 +1,9 @@
 """queued.max.request.bytes: a broker-wide budget of request bytes read but not yet handled.
 
 Kafka's request MemoryPool, non-strict: a frame is read while any budget is left, a Produce
-keeps its bytes until it is answered (other requests are parsed into new objects and give
-theirs back at once), and while the budget is spent no connection reads a new frame. All in
+(like any request with bytes fields) keeps its bytes until it is answered (other requests
+are parsed into new objects and give theirs back at once), and while the budget is spent no
+connection reads a new frame. All in
 virtual time over the in-memory transport; handlers are held on events the tests control.
 """
 
@@ -14,7 +15,7 @@ import trio.testing
 from kio.schema.errors import ErrorCode
 
 from trikafka import BrokerConfig, ConfigError
-from trikafka.network.request_channel import RequestMemoryPool
+from trikafka.network.request_channel import RequestMemoryPool, frame_holding_api_keys
 from trikafka.protocol.entities import build
 from trikafka.protocol.headers import encode_request
 from trikafka.protocol.records import build_batch
@@ -183,3 +184,10 @@ def test_config_key_default_and_kafkas_rule():
     assert "socket.request.max.bytes (104857600)" in message
     with pytest.raises(ValueError):
         RequestMemoryPool(0)
+
+
+def test_requests_with_bytes_or_records_hold_their_frame():
+    """Kafka's requiresDelayedAllocation (less the forwarding clause): Produce's records,
+    JoinGroup's protocol metadata, SyncGroup's assignments."""
+    assert frame_holding_api_keys(REGISTRY) == {0, 11, 14}
+    assert frame_holding_api_keys(ApiRegistry({18: (0, 4), 3: (0, 12)})) == frozenset()

@@ -58,7 +58,6 @@ __all__ = ["Connection", "ConnectionHooks", "ConnectionSettings", "RECEIVE_SIZE"
 log = logging.getLogger("trikafka.network")
 
 RECEIVE_SIZE = 256 * 1024
-PRODUCE_KEY = 0  # the one API whose frame stays held in the memory pool until answered
 
 
 @attrs.frozen
@@ -70,6 +69,8 @@ class ConnectionSettings:
     registry: ApiRegistry
     max_request_size: int  # socket.request.max.bytes
     connections_max_idle_ms: int
+    #: APIs whose bytes stay in the request memory pool until answered (Produce, …).
+    held_api_keys: frozenset[int] = frozenset()
 
 
 @attrs.frozen
@@ -159,6 +160,7 @@ class Connection:
         pool = hooks.memory_pool
         processor_id = settings.processor_id
         listener_name = settings.listener_name
+        held = settings.held_api_keys
         while True:
             if pool is None or pool.available > 0:
                 event = state.next_event()
@@ -187,7 +189,7 @@ class Connection:
                 response_slot=slot,
                 start_time=start,
             )
-            if pool is not None and event.header.request_api_key == PRODUCE_KEY:  # type: ignore[union-attr]
+            if pool is not None and event.header.request_api_key in held:  # type: ignore[union-attr]
                 pool.allocate(size)
                 request.memory = size
             hooks.busy(now() - start)

@@ -24,6 +24,7 @@ import trio
 
 from trikafka.network.connection import Connection, ConnectionHooks, ConnectionSettings
 from trikafka.network.endpoints import apply_socket_options, stream_addresses
+from trikafka.network.request_channel import frame_holding_api_keys
 from trikafka.network.transport import transport_for
 
 if TYPE_CHECKING:
@@ -85,6 +86,11 @@ class Processor:
             registry=registry,
             max_request_size=config.socket_request_max_bytes,
             connections_max_idle_ms=config.connections_max_idle_ms,
+            held_api_keys=(
+                frozenset()
+                if request_channel.memory_pool is None
+                else frame_holding_api_keys(registry)
+            ),
         )
         self.connection_hooks = ConnectionHooks(
             submit=request_channel.send_request,

@@ -16,6 +16,8 @@ is spent, connections read no new frames; a handler's response gives the bytes b
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any
 
 import attrs
@@ -38,6 +40,7 @@ __all__ = [
     "RequestChannel",
     "RequestChannelStatistics",
     "RequestMemoryPool",
+    "frame_holding_api_keys",
     "Response",
     "ResponseSlot",
     "SendResponse",
@@ -141,10 +144,12 @@ class RequestMemoryPool:
     ``socket.request.max.bytes`` is never refused outright. While ``available <= 0``
     connections read no new frames (``wait_for_memory``); ``release`` wakes them all.
 
-    Which bytes are held follows Kafka (``ApiKeys.requiresDelayedAllocation``): only a
-    request whose parsed form still refers to its frame — a Produce, whose records are the
-    frame — keeps its bytes until the response; every other frame is parsed into new
-    objects and its buffer freed at once, so for those the pool is only the gate.
+    Which bytes are held follows Kafka (``ApiKeys.requiresDelayedAllocation``): a request
+    whose schema has bytes or records fields (Produce, JoinGroup, SyncGroup — see
+    :func:`frame_holding_api_keys`) keeps its frame's bytes until its response; every other
+    frame is parsed into new objects and given back at once, so for those the pool is only
+    the gate. (Kafka also holds the requests it may forward to a controller; nothing is
+    forwarded here.)
     """
 
     __slots__ = ("size", "available", "_lot")
@@ -173,6 +178,37 @@ class RequestMemoryPool:
     @property
     def waiting(self) -> int:
         return len(self._lot)
+
+
+def frame_holding_api_keys(registry: Any) -> frozenset[int]:
+    """The api keys whose requests hold their bytes in the pool until answered: those with
+    a bytes or records field in any supported version (Kafka's retainsBufferReference)."""
+    from kio.static.primitive import Records
+
+    def leaves(hint: Any) -> Any:
+        args = typing.get_args(hint)
+        if not args:
+            yield hint
+        for arg in args:
+            yield from leaves(arg)
+
+    def holds(entity: type, seen: set[type]) -> bool:
+        hints = typing.get_type_hints(entity)
+        for field in dataclasses.fields(entity):  # type: ignore[arg-type]
+            for leaf in leaves(hints[field.name]):
+                if leaf is bytes or leaf is Records:
+                    return True
+                if dataclasses.is_dataclass(leaf) and leaf not in seen:
+                    seen.add(leaf)  # type: ignore[arg-type]
+                    if holds(leaf, seen):  # type: ignore[arg-type]
+                        return True
+        return False
+
+    return frozenset(
+        api_key
+        for api_key, (lo, hi) in registry.supported.items()
+        if any(holds(registry.get(api_key, v).request_type, set()) for v in range(lo, hi + 1))
+    )
 
 
 @attrs.frozen
