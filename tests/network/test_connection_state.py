@@ -207,3 +207,14 @@ assert "trio" not in sys.modules
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+def test_discard_unread_drops_pipelined_requests_not_the_one_in_flight():
+    state = _state()
+    state.receive_data(api_versions_frame(1) + api_versions_frame(2) + api_versions_frame(3)[:5])
+    in_flight = state.next_event()
+    dropped = state.discard_unread()
+    assert dropped == len(api_versions_frame(2)) + 5
+    assert in_flight.correlation_id == 1
+    assert _answer(state) == b"answer"
+    assert state.next_event() is NEED_DATA

@@ -118,16 +118,18 @@ class Connection:
     @property
     def state(self) -> str:
         """The mute state's Kafka name (NOT_MUTED, MUTED, …)."""
-        return self.protocol.state.value
+        return str(self.protocol.state)
 
     def stop_reading(self) -> None:
         """Shutdown: end the current read and let no later read begin.
 
         A read's deadline is ``last_activity + idle``; with an idle time of minus infinity
-        every read scope opens already expired, so a connection that finishes writing its
-        in-flight response closes instead of reading again — cancellation, not a flag.
+        every read scope opens already expired, and with the unread bytes discarded the next
+        request must come from a read, so a connection that finishes writing its in-flight
+        response closes instead of serving another — cancellation, not a flag.
         """
         self._idle_seconds = -math.inf
+        self.protocol.discard_unread()  # pipelined requests not yet handed out: not served
         if self.read_scope is not None:
             self.read_scope.cancel()
 

@@ -138,6 +138,11 @@ class ConnectionState:
         self.state = initial
         self.frame_size = 0  # bytes of the last request handed out (Request.size)
         self.allowed_api_keys: frozenset[int] | None = None  # None: every API (see module doc)
+        self._registry = registry
+        self._transitions = transitions
+        self._new_decoder(max_request_size)
+
+    def _new_decoder(self, max_request_size: int) -> None:
         self._decoder = decoder = FrameDecoder(max_request_size)
         #: Feed bytes the transport read.
         self.receive_data = decoder.receive_data
@@ -145,8 +150,18 @@ class ConnectionState:
         self.unfilled = decoder.unfilled
         #: ``count`` bytes were received into :attr:`unfilled`'s view.
         self.received_into = decoder.received_into
-        self._registry = registry
-        self._transitions = transitions
+
+    def discard_unread(self) -> int:
+        """Drop every byte received but not handed out as a request; return how many.
+
+        Shutdown: pipelined requests still in the buffer are not served (Kafka drops them
+        with the connection), so the shell's next ``next_event`` is ``NEED_DATA`` and its
+        next read, already past its deadline, ends the connection. A request in flight is
+        unaffected: it was decoded into its own objects.
+        """
+        dropped = self._decoder.buffered
+        self._new_decoder(self._decoder.max_size)
+        return dropped
 
     # -- bytes in -------------------------------------------------------------------------
     # receive_data(data), unfilled() and received_into(count) are the FrameDecoder's own
