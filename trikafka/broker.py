@@ -126,7 +126,9 @@ class Broker(AwaitableState):
         self.metrics = BrokerMetrics()
         self.registry = ApiRegistry()
         self.cluster_id = load_meta_properties(self.config)
-        self.request_channel = RequestChannel(self.config.queued_max_requests)
+        self.request_channel = RequestChannel(
+            self.config.queued_max_requests, self.config.queued_max_request_bytes
+        )
         self.metadata_cache = MetadataCache(self.config, self.cluster_id)
         self.purgatory = Purgatory()
         self.log_manager = LogManager(
