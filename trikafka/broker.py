@@ -62,7 +62,7 @@ from trikafka.server.apis.producers import ProducerApis
 from trikafka.server.apis.topics import TopicAdminApis
 from trikafka.server.apis.transactions import TransactionApis
 from trikafka.server.apis.versions import ApiVersionsApis
-from trikafka.server.awaitable import AwaitableState
+from trikafka.server.awaitable import AwaitableState, StateChanges
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
@@ -141,7 +141,9 @@ class Broker(AwaitableState):
         self.metrics = BrokerMetrics()
         self.registry = ApiRegistry()
         self.cluster_id = load_meta_properties(self.config)
-        self.request_channel = RequestChannel(self.config.queued_max_requests)
+        self.request_channel = RequestChannel(
+            self.config.queued_max_requests, self.config.queued_max_request_bytes
+        )
         self.metadata_cache = MetadataCache(self.config, self.cluster_id)
         self.purgatory = Purgatory()
         self.log_manager = LogManager(
@@ -152,7 +154,12 @@ class Broker(AwaitableState):
             flush_offset_checkpoint_interval_ms=self.config.log_flush_offset_checkpoint_interval_ms,
         )
         self.replica_manager = ReplicaManager(self.config, self.log_manager)
-        self.group_coordinator = GroupCoordinator(self.config, self._offset_store(), self.now_ms)
+        #: Bumped after every response and every timer-driven coordinator change; the
+        #: ``wait_for_*`` methods re-check at each bump.
+        state_changes = StateChanges()
+        self.group_coordinator = GroupCoordinator(
+            self.config, self._offset_store(), self.now_ms, on_state_change=state_changes.bump
+        )
         self.transaction_coordinator = TransactionCoordinator(
             self.config,
             TransactionLog.for_log_dirs(self.config.log_dirs),
@@ -160,6 +167,7 @@ class Broker(AwaitableState):
             markers=self.replica_manager,
             groups=self.group_coordinator,
             now_ms=self.now_ms,
+            on_state_change=state_changes.bump,
         )
         self.replica_manager.transaction_verifier = self.transaction_coordinator.verify_produce
         self.context = ApiContext(
@@ -173,6 +181,7 @@ class Broker(AwaitableState):
             groups=self.group_coordinator,
             transactions=self.transaction_coordinator,
             now_ms=self.now_ms,
+            state_changes=state_changes,
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
         self.faults = self.apis.faults  # injected faults and the request recorder (tests)

@@ -194,6 +194,17 @@ def _check_cluster_id(instance: Any, attribute: attrs.Attribute, value: Any) -> 
         raise ConfigError(attribute.metadata["key"], value, "a non-empty string or unset")
 
 
+def _check_queued_max_request_bytes(config: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """Kafka's rule: a bounded request memory pool must fit the largest request."""
+    _int(-(2**63))[1](config, attribute, value)
+    if 0 < value < config.socket_request_max_bytes:
+        raise ConfigError(
+            "queued.max.request.bytes",
+            value,
+            f"-1 (unbounded) or at least socket.request.max.bytes ({config.socket_request_max_bytes})",
+        )
+
+
 @attrs.frozen(kw_only=True)
 class BrokerConfig:
     """The broker's settings. Field names are Kafka's keys with ``_`` for ``.``."""
@@ -247,6 +258,14 @@ class BrokerConfig:
     )
     socket_request_max_bytes: int = _int_field(
         "socket.request.max.bytes", 104857600, "Largest request frame accepted.", 1, INT32_MAX
+    )
+    queued_max_request_bytes: int = _field(
+        "queued.max.request.bytes",
+        -1,
+        _int(-(2**63))[0],
+        _check_queued_max_request_bytes,
+        "Bytes of requests read but not yet handled, broker-wide, before no more are read; "
+        "<= 0 is unbounded.",
     )
     socket_send_buffer_bytes: int = _int_field(
         "socket.send.buffer.bytes", 102400, "SO_SNDBUF of accepted sockets; -1 keeps the OS's.", -1, INT32_MAX

@@ -82,7 +82,7 @@ class ClusterNode:
         self.node_id = config.node_id
         self.metrics = BrokerMetrics()
         self.registry = ApiRegistry()
-        self.request_channel = RequestChannel(config.queued_max_requests)
+        self.request_channel = RequestChannel(config.queued_max_requests, config.queued_max_request_bytes)
         self.metadata_cache = ClusterMetadataCache(config, cluster.cluster_id, cluster)
         self.purgatory = Purgatory()
         self.log_manager = log_manager

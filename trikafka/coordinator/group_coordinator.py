@@ -78,9 +78,19 @@ def _waiter(parked: dict[int, Waiter[R]], value: R | Parked) -> Waiter[R]:
 
 
 class GroupCoordinator:
-    def __init__(self, config: BrokerConfig, store: OffsetStore | None, now_ms: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        store: OffsetStore | None,
+        now_ms: Callable[[], float],
+        *,
+        on_state_change: Callable[[], None] = lambda: None,
+    ) -> None:
         self.config = config
         self.now_ms = now_ms
+        #: Called after a timer changed groups with no request to answer (a session expired,
+        #: a delayed join completed), so awaitable broker state sees it at once.
+        self.on_state_change = on_state_change
         self.manager = GroupMetadataManager(config, store)
         self.membership = GroupMembership(config, self.manager)
         self._timers: TimerQueue[TimerKey] = TimerQueue()
@@ -108,6 +118,7 @@ class GroupCoordinator:
     def _fire(self, key: TimerKey) -> None:
         now = self.now_ms()
         self._apply(self.membership.on_timer(key, now), now)
+        self.on_state_change()
 
     def _apply(self, reply: Reply[object], now_ms: float) -> None:
         """Carry out the machine's effects (``now_ms``: what it was given)."""

@@ -73,8 +73,12 @@ class TransactionCoordinator:
         markers: TxnMarkerWriter,
         groups: TransactionalOffsetCommitter,
         now_ms: Callable[[], float],
+        on_state_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.config = config
+        #: Called when a transaction ends with no request to answer (a timeout or fencing
+        #: abort), so awaitable broker state sees it at once.
+        self.on_state_change = on_state_change
         self.machine = TransactionMachine(config, store, producer_ids)
         self._markers = markers
         self._groups = groups
@@ -213,6 +217,7 @@ class TransactionCoordinator:
                     if offsets:
                         self._groups.commit_transactional_offsets(group_id, offsets)
         self.machine.complete_end(txn, commit, self.now_ms())
+        self.on_state_change()
 
     async def _write_marker(self, topic: str, partition: int, producer_id: int, epoch: int, commit: bool) -> bool:
         return await self._markers.write_txn_marker(
