@@ -343,3 +343,19 @@ async def test_stopping_a_broker_drops_its_connections_at_once(autojump_clock):
         await cluster.start_broker(2)
         async with connected(cluster, 2) as client:
             assert [b.node_id for b in (await metadata(client, None)).brokers] == [1, 2]
+
+
+async def test_new_partitions_keep_the_factor_and_deleted_topics_leave_every_broker(autojump_clock):
+    async with open_cluster(brokers=3, transport="memory") as cluster:
+        async with connected(cluster, 2) as client:
+            await create_topic(client, "grow", partitions=1, replication_factor=2)
+            grown = await client.request(request(37, 3, topics=[{"name": "grow", "count": 3, "assignments": None}], timeout=1000, validate_only=False))
+            assert grown.results[0].error_code == ErrorCode.none
+            partitions = sorted((await metadata(client, ["grow"])).topics[0].partitions, key=lambda p: p.partition_index)
+            assert [p.replica_nodes for p in partitions] == [(1, 2), (2, 3), (3, 1)]
+            assert cluster.replica_log(3, "grow", 1) is not None and cluster.replica_log(1, "grow", 1) is None
+            deleted = await client.request(request(20, 6, topics=[{"name": "grow", "topic_id": None}], timeout=1000))
+            assert deleted.responses[0].error_code == ErrorCode.none
+            assert all(cluster.replica_log(n, "grow", p) is None for n in (1, 2, 3) for p in range(3))
+            assert (await create_topic(client, "grow", partitions=1, replication_factor=3)).error_code == ErrorCode.none
+            assert (await metadata(client, ["grow"])).topics[0].partitions[0].replica_nodes == (1, 2, 3)
