@@ -88,3 +88,19 @@ def test_the_readme_cluster_example_runs_as_written():
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1] == "leader 1 ISR (1, 2, 3)"
+
+
+def test_the_control_listener_reaches_each_broker_of_a_cluster_process(tmp_path, monkeypatch):
+    import json
+    import urllib.request
+
+    monkeypatch.setenv("PYTHONPATH", str(Path(trikafka.__file__).parent.parent))
+    with broker_process("--in-memory", "--brokers", "2", "--control-listener", "127.0.0.1:0", cwd=tmp_path) as process:
+        control = re.search(r"control on (http://\S+)", process.output).group(1)
+        body = json.dumps({"kind": "error", "api": "Metadata", "error": "REQUEST_TIMED_OUT", "count": 1}).encode()
+        added = urllib.request.urlopen(urllib.request.Request(f"{control}/faults?broker=2", data=body, method="POST"), timeout=TIMEOUT)
+        assert added.status == 201
+        on_two = json.load(urllib.request.urlopen(f"{control}/faults?broker=2", timeout=TIMEOUT))
+        on_one = json.load(urllib.request.urlopen(f"{control}/faults?broker=1", timeout=TIMEOUT))
+        assert len(on_two["faults"]) == 1 and on_one["faults"] == []
+        assert process.stop() == 0
