@@ -355,8 +355,11 @@ class BrokerConfig:
     )
     # --- transactions -------------------------------------------------------------------
     transaction_max_timeout_ms: int = _int_field(
-        "transaction.max.timeout.ms", 900000, "Largest transaction timeout a producer may ask for; "
-        "above it InitProducerId answers INVALID_TRANSACTION_TIMEOUT.", 1, INT32_MAX
+        "transaction.max.timeout.ms",
+        900000,
+        "Largest transaction timeout a producer may ask for; above it InitProducerId answers INVALID_TRANSACTION_TIMEOUT.",
+        1,
+        INT32_MAX,
     )
     shutdown_grace_ms: int = _int_field(
         "shutdown.grace.ms", 5000, "trikafka: how long a graceful stop waits for in-flight responses.", 0
