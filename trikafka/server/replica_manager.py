@@ -3,8 +3,9 @@
 A single broker leads every partition with leader epoch 0 and is the whole ISR, so the high
 watermark is the log end offset and acks=all means acks=1. In an in-process cluster the
 ``placement`` (:mod:`trikafka.cluster`) places each new partition's replicas and bounds the
-replication factor by the live brokers; its log manager hands out the leader's log. Topic metadata (ids, partition
-counts, config overrides) lives in the TopicStore; partition data in the LogManager's logs.
+replication factor by the live brokers, and the log manager it is given hands out each
+partition's leader's log. Topic metadata (ids, partition counts, config overrides) lives in
+the TopicStore; partition data in the LogManager's logs.
 
 Transactions: a transactional batch is appended only if the transaction coordinator says its
 partition is part of the producer's ongoing transaction (``transaction_verifier``, wired by
