@@ -359,3 +359,30 @@ async def test_new_partitions_keep_the_factor_and_deleted_topics_leave_every_bro
             assert all(cluster.replica_log(n, "grow", p) is None for n in (1, 2, 3) for p in range(3))
             assert (await create_topic(client, "grow", partitions=1, replication_factor=3)).error_code == ErrorCode.none
             assert (await metadata(client, ["grow"])).topics[0].partitions[0].replica_nodes == (1, 2, 3)
+
+
+async def test_a_long_poll_on_a_leader_that_loses_the_partition_ends_at_once(autojump_clock):
+    async with open_cluster(brokers=2, transport="memory") as cluster:
+        async with connected(cluster, 1) as client:
+            await create_topic(client, "poll", replication_factor=2)
+            long_poll = with_max_wait(fetch_request("poll", 0), 10_000)
+            answers = []
+            start = trio.current_time()
+
+            async def poll() -> None:
+                answers.append((await client.request(long_poll), trio.current_time()))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(poll)
+                await trio.sleep(1)
+                cluster.move_leader("poll", 0, 2)
+            response, when = answers[0]
+            assert response.responses[0].partitions[0].error_code == ErrorCode.not_leader_or_follower
+            assert when - start == 1  # when the leader moved, not at max_wait (10 s)
+
+
+def with_max_wait(body, ms: int):
+    import dataclasses
+    import datetime
+
+    return dataclasses.replace(body, max_wait=datetime.timedelta(milliseconds=ms))

@@ -25,6 +25,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
+from trio_util import AsyncValue
 
 from trikafka.broker import load_meta_properties
 from trikafka.clock import Clock, now_ms
@@ -75,6 +76,8 @@ class Cluster(ClusterControls, AwaitableState):
             offsets_partitions=config.offsets_topic_num_partitions,
             internal_replication_factor=config.offsets_topic_replication_factor,
         )
+        self.changes: AsyncValue[int] = AsyncValue(self.state.version)  # ClusterView.changes
+        self.state.on_change = self._note_change
         self.node_configs = {node_id: self._node_config(node_id) for node_id in self.state.node_ids}
         self._log_managers: dict[int, Any] = {
             node_id: ClusterNode.new_log_manager(c, self.now_ms) for node_id, c in self.node_configs.items()
@@ -156,6 +159,9 @@ class Cluster(ClusterControls, AwaitableState):
     @property
     def version(self) -> int:
         return self.state.version
+
+    def _note_change(self, version: int) -> None:
+        self.changes.value = version
 
     def leadership(self, topic: str, partition: int) -> PartitionLeadership:
         return self.state.leadership(topic, partition)

@@ -28,7 +28,7 @@ for it. Nothing here does I/O or knows about trio.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import attrs
 
@@ -82,6 +82,8 @@ class ClusterState:
         self.default_replication_factor = default_replication_factor
         self.partitions: dict[TopicPartition, PartitionState] = {}
         self.version = 0
+        #: Told every new version (the Trio shell turns it into something to wait on).
+        self.on_change: Callable[[int], None] | None = None
         self.offsets_partitions = offsets_partitions
         internal = min(internal_replication_factor, len(self.node_ids))
         self.assign(OFFSETS_TOPIC, range(offsets_partitions), internal)
@@ -89,6 +91,8 @@ class ClusterState:
 
     def _changed(self) -> None:
         self.version += 1
+        if self.on_change is not None:
+            self.on_change(self.version)
 
     def endpoints_changed(self) -> None:
         """A broker (re)bound its listeners: answers naming brokers change too."""

@@ -48,6 +48,12 @@ class ClusterView(Protocol):
     @property
     def version(self) -> int: ...
 
+    @property
+    def changes(self) -> Any:
+        """A ``trio_util.AsyncValue`` holding ``version``, for a waiting Fetch to notice that
+        leadership moved; None when it never changes (one broker)."""
+        ...
+
     def leadership(self, topic: str, partition: int) -> PartitionLeadership: ...
 
     def coordinator(self, key_type: int, key: str) -> int:
@@ -73,6 +79,7 @@ class SingleBrokerView:
     """One broker: it leads everything (epoch 0), the ISR is itself, it coordinates all."""
 
     version = 0
+    changes = None
 
     def __init__(self, node_id: int, metadata_cache: Any = None) -> None:
         self.node_id = node_id

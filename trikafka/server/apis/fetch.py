@@ -20,7 +20,9 @@ records; ``last_stable_offset`` is the LSO either way.
 
 Leadership: a partition this broker does not lead is NOT_LEADER_OR_FOLLOWER (with the
 current leader from v12), a stale or future ``current_leader_epoch`` FENCED_LEADER_EPOCH or
-UNKNOWN_LEADER_EPOCH, answered at once like any error (see server/cluster_view.py).
+UNKNOWN_LEADER_EPOCH, answered at once like any error (see server/cluster_view.py). A long
+poll also wakes when the cluster's leadership changes, and re-plans: a partition whose
+leader moved away ends the wait with its error, as Kafka's DelayedFetch does.
 
 Fetch sessions (KIP-227): every answer is a full response with session id 0, which tells the
 client to keep sending full requests; incremental sessions are not implemented.
@@ -189,6 +191,9 @@ class FetchApis(ApiFamily):
         # produce landing in between must wake the fetch, not be slept through.
         # read_committed waits for the last stable offset: data below it is all it may read.
         seen = [(_end_of(item.log, committed), _end_of(item.log, committed).value) for item in wanted if item.log is not None]
+        changes = cluster_view(self.context).changes  # leadership moving (a cluster) ends the wait
+        if changes is not None:
+            seen.append((changes, changes.value))
         self.context.purgatory.delay(
             self._delayed_fetch, request, wanted, deadline, seen, committed, name=f"DelayedFetch:{request.connection_id}"
         )
@@ -198,6 +203,7 @@ class FetchApis(ApiFamily):
         self, request: Request, wanted: list[_Wanted], deadline: float, seen: list[tuple[Any, int]], committed: bool
     ) -> None:
         body = request.body
+        changes = cluster_view(self.context).changes  # last in ``seen`` when there is one
         try:
             with trio.move_on_at(deadline):
                 while True:
@@ -207,6 +213,8 @@ class FetchApis(ApiFamily):
                             for end, value in seen
                         )
                     )
+                    if changes is not None and changes.value != seen[-1][1]:
+                        wanted = self._plan(request)  # Kafka's DelayedFetch case A: leadership moved
                     _, total, errors = self._read(wanted, body.max_bytes, committed)
                     if total >= body.min_bytes or errors:
                         break
