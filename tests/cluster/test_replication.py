@@ -386,3 +386,26 @@ def with_max_wait(body, ms: int):
     import datetime
 
     return dataclasses.replace(body, max_wait=datetime.timedelta(milliseconds=ms))
+
+
+async def test_a_coordinator_moves_to_a_broker_that_held_no_replica_of_its_partition(autojump_clock):
+    async with open_cluster(brokers=5, transport="memory") as cluster:
+        topic, partition = cluster.state.coordinator_partition(GROUP_KEY, "g")
+        outsider = next(n for n in range(1, 6) if n not in cluster.leadership(topic, partition).replicas)
+        async with connected(cluster, cluster.coordinator(GROUP_KEY, "g")) as client:
+            commit = request(8, 8, group_id="g", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
+                             topics=[{"name": "t", "partitions": [
+                                 {"partition_index": 0, "committed_offset": 3, "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+            await create_topic(client, "t")
+            answer = await client.request(commit)  # the first commit creates __consumer_offsets
+            assert answer.topics[0].partitions[0].error_code == ErrorCode.none
+        cluster.move_coordinator("g", outsider, key_type="group")
+        lead = cluster.leadership(topic, partition)
+        assert lead.leader == outsider and outsider in lead.isr and lead.leader_epoch == 1
+        assert cluster.replica_log(outsider, topic, partition).log_end_offset == (
+            cluster.replica_log(lead.replicas[0], topic, partition).log_end_offset
+        )
+        async with connected(cluster, outsider) as client:
+            assert (await find_coordinator(client, "g")).node_id == outsider
+            fetched = await client.request(request(9, 8, groups=[{"group_id": "g", "topics": None}], require_stable=False))
+            assert fetched.groups[0].topics[0].partitions[0].committed_offset == 3
