@@ -409,3 +409,45 @@ async def test_a_coordinator_moves_to_a_broker_that_held_no_replica_of_its_parti
             assert (await find_coordinator(client, "g")).node_id == outsider
             fetched = await client.request(request(9, 8, groups=[{"group_id": "g", "topics": None}], require_stable=False))
             assert fetched.groups[0].topics[0].partitions[0].committed_offset == 3
+
+
+def _create_assigned(name: str, assignment: dict[int, list[int]]):
+    return request(19, 7, timeout=1000, validate_only=False, topics=[{
+        "name": name, "num_partitions": -1, "replication_factor": -1, "configs": [],
+        "assignments": [{"partition_index": p, "broker_ids": b} for p, b in assignment.items()]}])
+
+
+async def test_manual_replica_assignments_are_honoured_or_refused_as_kafka_does(autojump_clock):
+    async with open_cluster(brokers=3, transport="memory") as cluster:
+        async with connected(cluster, 1) as client:
+            created = (await client.request(_create_assigned("manual", {0: [3, 1], 1: [2, 3]}))).topics[0]
+            assert (created.error_code, created.num_partitions, created.replication_factor) == (ErrorCode.none, 2, 2)
+            partitions = sorted((await metadata(client, ["manual"])).topics[0].partitions, key=lambda p: p.partition_index)
+            assert [(p.leader_id, p.replica_nodes) for p in partitions] == [(3, (3, 1)), (2, (2, 3))]
+            assert cluster.replica_log(2, "manual", 0) is None and cluster.replica_log(1, "manual", 0) is not None
+            for bad, message in (
+                ({0: [9]}, "includes broker 9, but no such broker is registered"),
+                ({0: [1, 1]}, "includes the broker 1 more than once"),
+                ({0: [1, 2], 1: [3]}, "must have 2 replicas"),
+                ({1: [1]}, "consecutive 0-based"),
+            ):
+                refused = (await client.request(_create_assigned("bad", bad))).topics[0]
+                assert refused.error_code == ErrorCode.invalid_replica_assignment
+                assert message in refused.error_message
+            grow = await client.request(request(37, 3, timeout=1000, validate_only=False, topics=[
+                {"name": "manual", "count": 3, "assignments": [{"broker_ids": [1, 2]}]}]))
+            assert grow.results[0].error_code == ErrorCode.none
+            assert cluster.leadership("manual", 2).replicas == (1, 2)
+            wrong = await client.request(request(37, 3, timeout=1000, validate_only=False, topics=[
+                {"name": "manual", "count": 5, "assignments": [{"broker_ids": [1, 2]}]}]))
+            assert wrong.results[0].error_code == ErrorCode.invalid_replica_assignment
+            assert "by 2 but 1 assignments provided" in wrong.results[0].error_message
+
+
+async def test_a_single_broker_takes_an_assignment_naming_itself_only(autojump_clock):
+    from trikafka.testing import open_test_broker
+
+    async with open_test_broker() as tb, tb.client() as client:
+        assert (await client.request(_create_assigned("mine", {0: [1]}))).topics[0].error_code == ErrorCode.none
+        refused = (await client.request(_create_assigned("theirs", {0: [1, 2]}))).topics[0]
+        assert refused.error_code == ErrorCode.invalid_replica_assignment

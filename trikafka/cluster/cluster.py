@@ -182,10 +182,18 @@ class Cluster(ClusterControls, AwaitableState):
     def live_brokers(self) -> int:
         return self.state.live_brokers()
 
-    def assign(self, topic: str, partitions: range, replication_factor: int, is_internal: bool) -> None:
+    def broker_ids(self) -> tuple[int, ...]:
+        return self.state.node_ids
+
+    def replication_factor(self, topic: str) -> int:
+        return len(self.state.leadership(topic, 0).replicas)
+
+    def assign(
+        self, topic: str, partitions: range, replication_factor: int, is_internal: bool, assignment: Any = None
+    ) -> None:
         if is_internal:
             return  # placed when the state was built
-        self.state.assign(topic, partitions, replication_factor)
+        self.state.assign(topic, partitions, replication_factor, assignment)
 
     # --- lifecycle --------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ for it. Nothing here does I/O or knows about trio.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import attrs
 
@@ -129,8 +130,19 @@ class ClusterState:
 
     # --- events ----------------------------------------------------------------------
 
-    def assign(self, topic: str, partitions: range, replication_factor: int = -1) -> None:
-        """Place partitions not placed yet (-1: the topic's factor, else the default)."""
+    def assign(
+        self, topic: str, partitions: range, replication_factor: int = -1, assignment: Any = None
+    ) -> None:
+        """Place partitions not placed yet (-1: the topic's factor, else the default); a
+        manual ``assignment`` (a replica tuple per partition, in order) is taken as it is,
+        its live replicas in sync and the first live one leading."""
+        if assignment is not None:
+            for p, replicas in zip(partitions, assignment, strict=True):
+                isr = tuple(r for r in replicas if r in self.alive) or (replicas[0],)
+                leader = isr[0] if isr[0] in self.alive else -1
+                self.partitions[(topic, p)] = PartitionState(tuple(replicas), leader, 0, isr)
+            self._changed()
+            return
         if replication_factor == -1:
             first = self.partitions.get((topic, 0))
             replication_factor = len(first.replicas) if first else self.default_replication_factor

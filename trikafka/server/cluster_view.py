@@ -70,8 +70,15 @@ class ReplicaPlacement(Protocol):
 
     def live_brokers(self) -> int: ...
 
-    def assign(self, topic: str, partitions: range, replication_factor: int, is_internal: bool) -> None:
-        """Place ``partitions`` (-1: the default factor, or the topic's existing one)."""
+    def broker_ids(self) -> tuple[int, ...]: ...
+
+    def replication_factor(self, topic: str) -> int: ...
+
+    def assign(
+        self, topic: str, partitions: range, replication_factor: int, is_internal: bool, assignment: Any = None
+    ) -> None:
+        """Place ``partitions`` (-1: the default factor, or the topic's existing one), on
+        ``assignment[i]``'s brokers for the i-th when a manual assignment is given."""
         ...
 
 

@@ -78,9 +78,11 @@ class ReplicaManager:
             {key: format_value(effective[key]) for key in TOPIC_CONFIG_KEYS if key in effective}
         )
 
-    def _open_logs(self, topic: TopicInfo, partitions: range, replication_factor: int = -1) -> None:
+    def _open_logs(
+        self, topic: TopicInfo, partitions: range, replication_factor: int = -1, assignment: Any = None
+    ) -> None:
         if self.placement is not None:
-            self.placement.assign(topic.name, partitions, replication_factor, topic.is_internal)
+            self.placement.assign(topic.name, partitions, replication_factor, topic.is_internal, assignment)
         config = self.log_config(topic)
         for partition in partitions:
             self.log_manager.get_or_create_log(topic.name, partition, config)
@@ -124,6 +126,36 @@ class ReplicaManager:
             raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
         return num_partitions, typed
 
+    def check_assignment(self, assignment: list[list[int]], factor: int | None = None) -> list[tuple[int, ...]]:
+        """A manual replica assignment (CreateTopics, CreatePartitions), checked as Kafka
+        does: every partition names the same number of distinct, existing brokers."""
+        known = self.placement.broker_ids() if self.placement is not None else (self.config.node_id,)
+        checked = []
+        for replicas in assignment:
+            if not replicas:
+                raise KafkaProtocolError(
+                    "The manual partition assignment includes an empty replica list.", ErrorCode.invalid_replica_assignment
+                )
+            for broker in replicas:
+                if broker not in known:
+                    raise KafkaProtocolError(
+                        f"The manual partition assignment includes broker {broker}, but no such broker is registered.",
+                        ErrorCode.invalid_replica_assignment,
+                    )
+                if list(replicas).count(broker) > 1:
+                    raise KafkaProtocolError(
+                        f"The manual partition assignment includes the broker {broker} more than once.",
+                        ErrorCode.invalid_replica_assignment,
+                    )
+            checked.append(tuple(replicas))
+        factor = len(checked[0]) if factor is None and checked else factor
+        if any(len(r) != factor for r in checked):
+            raise KafkaProtocolError(
+                f"All partitions in the manual partition assignment must have {factor} replicas.",
+                ErrorCode.invalid_replica_assignment,
+            )
+        return checked
+
     def create_topic(
         self,
         name: str,
@@ -133,6 +165,7 @@ class ReplicaManager:
         *,
         validate_only: bool = False,
         is_internal: bool = False,
+        assignment: list[tuple[int, ...]] | None = None,
     ) -> TopicInfo:
         if is_internal:
             partitions, typed = num_partitions, validate_topic_configs(configs or {})
@@ -141,7 +174,7 @@ class ReplicaManager:
         topic = TopicInfo(name, uuid.uuid4(), partitions, typed, is_internal)
         if validate_only:
             return topic
-        self._open_logs(topic, range(partitions), replication_factor)
+        self._open_logs(topic, range(partitions), replication_factor, assignment)
         self.topics.add(topic)
         log.info("created topic %s with %d partition(s), id %s", name, partitions, topic.topic_id)
         return topic
@@ -171,7 +204,9 @@ class ReplicaManager:
         log.info("deleted topic %s", name)
         return topic
 
-    def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> None:
+    def create_partitions(
+        self, name: str, count: int, *, validate_only: bool = False, assignment: list[list[int]] | None = None
+    ) -> None:
         topic = self.topics.get(name)
         if topic is None:
             raise unknown_topic(name)
@@ -184,9 +219,19 @@ class ReplicaManager:
             )
         if count > MAX_PARTITIONS:
             raise KafkaProtocolError(f"{count} partitions is too many", ErrorCode.invalid_partitions)
+        checked = None
+        if assignment is not None:
+            if len(assignment) != count - topic.partitions:
+                raise KafkaProtocolError(
+                    f"Increasing the number of partitions by {count - topic.partitions} but "
+                    f"{len(assignment)} assignments provided.",
+                    ErrorCode.invalid_replica_assignment,
+                )
+            factor = self.placement.replication_factor(name) if self.placement is not None else 1
+            checked = self.check_assignment(assignment, factor)
         if validate_only:
             return
-        self._open_logs(topic, range(topic.partitions, count))
+        self._open_logs(topic, range(topic.partitions, count), -1, checked)
         topic.partitions = count
         self.topics.save()
 

@@ -54,28 +54,32 @@ class TopicAdminApis(ApiFamily):
                             "Both cannot be used at the same time.",
                             ErrorCode.invalid_request,
                         )
-                    for assignment in entry.assignments:
-                        if list(assignment.broker_ids) != [self.context.config.node_id]:
-                            raise KafkaProtocolError(
-                                f"Replica assignment {list(assignment.broker_ids)} names brokers "
-                                "that do not exist.",
-                                ErrorCode.invalid_replica_assignment,
-                            )
-                    partitions = len(entry.assignments)
+                    ordered = sorted(entry.assignments, key=lambda a: a.partition_index)
+                    if [a.partition_index for a in ordered] != list(range(len(ordered))):
+                        raise KafkaProtocolError(
+                            "Partitions in the manual partition assignment should be a consecutive "
+                            "0-based integer sequence.",
+                            ErrorCode.invalid_replica_assignment,
+                        )
+                    assignment = self.replicas.check_assignment([list(a.broker_ids) for a in ordered])
+                    partitions, factor = len(assignment), len(assignment[0])
                 else:
-                    partitions = entry.num_partitions
+                    assignment, partitions, factor = None, entry.num_partitions, entry.replication_factor
                 topic = self.replicas.create_topic(
                     entry.name,
                     partitions,
-                    entry.replication_factor if not entry.assignments else 1,
+                    factor,
                     {c.name: c.value for c in entry.configs},
                     validate_only=body.validate_only,
+                    assignment=assignment,
                 )
             if not outcome.failed:
                 result.update(
                     topic_id=topic.topic_id,
                     num_partitions=topic.partitions,
-                    replication_factor=1,
+                    replication_factor=(
+                        factor if factor != -1 else self.replicas.config.default_replication_factor
+                    ),
                     configs=[
                         {
                             "name": e["name"],
@@ -135,7 +139,12 @@ class TopicAdminApis(ApiFamily):
             with errors_into(result, message=True):
                 if entry.name in duplicates:
                     raise KafkaProtocolError("Duplicate topic in request.", ErrorCode.invalid_request)
-                self.replicas.create_partitions(entry.name, entry.count, validate_only=body.validate_only)
+                self.replicas.create_partitions(
+                    entry.name,
+                    entry.count,
+                    validate_only=body.validate_only,
+                    assignment=None if entry.assignments is None else [list(a.broker_ids) for a in entry.assignments],
+                )
             results.append(result)
         return Answer(throttle_time=0, results=results)
 
