@@ -172,8 +172,8 @@ class GroupApis(ApiFamily):
     def _topic_name(self, topic: Any) -> tuple[str | None, Any]:
         """(name, the key the response echoes) for a request topic by name or by id."""
         topic_id = getattr(topic, "topic_id", None)
-        if topic_id is not None:
-            info = self.replicas.topic_by_id(topic_id)
+        if topic_id is not None or not hasattr(topic, "name"):  # kio reads a zero id as None
+            info = self.replicas.topic_by_id(topic_id) if topic_id is not None else None
             return (info.name if info else None), topic_id
         return topic.name, topic.name
 
