@@ -6,7 +6,8 @@ The manager owns the logs of one broker. With ``log_dirs=None`` they are
 :class:`~trikafka.log.memory.MemoryLog` s; otherwise :class:`~trikafka.log.file.FileLog` s in
 ``<log dir>/<topic>-<partition>``, a new partition going to the directory holding the fewest.
 
-On construction it opens what the directories hold (Kafka's LogManager.loadLogs): it reads the
+On construction it takes each directory's ``.lock`` (:mod:`trikafka.log.lock`: a second
+broker on the same directory refuses to start) and opens what the directories hold (Kafka's LogManager.loadLogs): it reads the
 two checkpoint files of each directory, opens each partition with its recovery point and log
 start offset (see :mod:`trikafka.log.file` for what recovery does), finishes the deletion of
 ``*-delete`` directories a previous run left, and removes the clean-shutdown marker, so that a
@@ -47,6 +48,7 @@ from trio_util import AsyncValue
 
 from trikafka.log.config import INT64_MAX, LogConfig
 from trikafka.log.file import FileLog, parse_partition_dir_name, partition_dir_name
+from trikafka.log.lock import LogDirLock
 from trikafka.log.log import Clock, Log, wall_clock_ms
 from trikafka.log.memory import MemoryLog
 from trikafka.log.segment import Segment
@@ -182,9 +184,16 @@ class LogManager:
         #: The latest :class:`LogManagerStatistics`, replaced (never mutated) as work
         #: completes, so a test can ``await statistics_value.wait_value(predicate)``.
         self.statistics_value: AsyncValue[LogManagerStatistics] = AsyncValue(LogManagerStatistics())
-        if self.log_dirs:
-            for log_dir in self.log_dirs:
+        # Every directory's .lock first: nothing is read or repaired under another broker.
+        self._locks: list[LogDirLock] = []
+        try:
+            for log_dir in self.log_dirs or ():
+                self._locks.append(LogDirLock(log_dir))
+            for log_dir in self.log_dirs or ():
                 self._load_dir(log_dir)
+        except BaseException:
+            self._release_locks()
+            raise
 
     def __repr__(self) -> str:
         where = ",".join(map(str, self.log_dirs)) if self.log_dirs else "memory"
@@ -451,3 +460,9 @@ class LogManager:
     def _mark_clean(self) -> None:
         for log_dir in self.log_dirs or ():
             (log_dir / CLEAN_SHUTDOWN_FILE).touch()
+        self._release_locks()
+
+    def _release_locks(self) -> None:
+        for lock in self._locks:
+            lock.release()
+        self._locks = []

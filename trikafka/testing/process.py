@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -36,9 +36,18 @@ class BrokerProcessError(RuntimeError):
 
 
 class BrokerProcess:
-    def __init__(self, *extra_args: str, cwd: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        *extra_args: str,
+        cwd: str | Path | None = None,
+        preexec_fn: Callable[[], object] | None = None,
+    ) -> None:
         env = dict(os.environ, COLUMNS="300", PYTHONUNBUFFERED="1", NO_COLOR="1")
         env.pop("FORCE_COLOR", None)
+        # The child runs the trikafka the caller imported (a worktree), not whatever the
+        # working directory or an editable install would find first.
+        source = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, env.get("PYTHONPATH")]))
         self.args = [
             sys.executable,
             "-m",
@@ -54,6 +63,7 @@ class BrokerProcess:
             stderr=subprocess.STDOUT,
             cwd=cwd,
             env=env,
+            preexec_fn=preexec_fn,  # e.g. a low RLIMIT_NOFILE for resilience tests
         )
         self.host: str | None = None
         self.port: int | None = None
