@@ -48,6 +48,7 @@ from trikafka.log.config import LogConfig
 from trikafka.log.index import IndexCorruptError, OffsetIndex, TimeIndex
 from trikafka.log.log import Clock, Log, wall_clock_ms
 from trikafka.log.segment import Segment, SegmentStore, SyncHandle
+from trikafka.log.storage import SYSTEM_IO, FileIO
 
 __all__ = [
     "FileLog",
@@ -88,21 +89,22 @@ class _FileSync:
     """Sync handle over a duplicated descriptor: a segment closed meanwhile cannot pull the
     descriptor from under a worker thread, nor have its number reused."""
 
-    __slots__ = ("_fd", "_paths")
+    __slots__ = ("_fd", "_paths", "_io")
 
-    def __init__(self, fd: int, paths: list[Path]) -> None:
+    def __init__(self, fd: int, paths: list[Path], io: FileIO) -> None:
         self._fd = fd
         self._paths = paths  # index files, and the directory of a new segment
+        self._io = io
 
     def sync(self) -> None:
-        os.fsync(self._fd)
+        self._io.fsync(self._fd)
         for path in self._paths:
             try:
                 fd = os.open(path, os.O_RDONLY)
             except FileNotFoundError:  # detached by retention meanwhile: nothing to keep
                 continue
             try:
-                os.fsync(fd)
+                self._io.fsync(fd)
             finally:
                 os.close(fd)
 
@@ -115,14 +117,15 @@ class _FileSync:
 class FileStore:
     """A :class:`~trikafka.log.segment.SegmentStore` over ``<base>.log`` and its index files."""
 
-    def __init__(self, directory: Path, base_offset: int) -> None:
+    def __init__(self, directory: Path, base_offset: int, io: FileIO = SYSTEM_IO) -> None:
         self.directory = directory
+        self.io = io
         self.paths = {
             suffix: directory / segment_file_name(base_offset, suffix)
             for suffix in (LOG_SUFFIX, *_INDEX_SUFFIXES)
         }
         self._new = not self.paths[LOG_SUFFIX].exists()
-        self._fd = os.open(self.paths[LOG_SUFFIX], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._fd = io.open(self.paths[LOG_SUFFIX], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         self._size = os.fstat(self._fd).st_size
         self._indexes_written = False
 
@@ -131,12 +134,21 @@ class FileStore:
         return self._size
 
     def append(self, data: bytes | bytearray) -> None:
+        """Write ``data`` at the end; on failure nothing of it stays (see :mod:`.storage`)."""
         view = memoryview(data)
         position = self._size
-        while view:
-            written = os.pwrite(self._fd, view, position)
-            view = view[written:]
-            position += written
+        try:
+            while view:
+                written = self.io.pwrite(self._fd, view, position)
+                view = view[written:]
+                position += written
+        except OSError:
+            if position != self._size:
+                try:  # a partial write: cut it off so the file ends where the log does
+                    self.io.ftruncate(self._fd, self._size)
+                except OSError:
+                    pass  # the next append overwrites from _size; recovery cuts a torn tail
+            raise
         self._size = position
 
     def read(self, position: int, size: int) -> list[bytes | memoryview]:
@@ -147,7 +159,7 @@ class FileStore:
         return os.pread(self._fd, size, position) if size > 0 else b""
 
     def truncate(self, size: int) -> None:
-        os.ftruncate(self._fd, size)
+        self.io.ftruncate(self._fd, size)
         self._size = size
 
     def load_indexes(self, base_offset: int) -> tuple[OffsetIndex, TimeIndex]:
@@ -166,11 +178,11 @@ class FileStore:
         for index in (offset_index, time_index):
             if self._indexes_written and index.dirty_from == len(index):
                 continue
-            fd = os.open(self.paths[index.suffix], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = self.io.open(self.paths[index.suffix], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
                 start = index.dirty_from
-                os.pwrite(fd, index.to_bytes(start), start * index.entry_size)
-                os.ftruncate(fd, len(index) * index.entry_size)
+                self.io.pwrite(fd, index.to_bytes(start), start * index.entry_size)
+                self.io.ftruncate(fd, len(index) * index.entry_size)
             finally:
                 os.close(fd)
             index.dirty_from = len(index)
@@ -183,7 +195,7 @@ class FileStore:
         if self._new:  # a new file's name is durable only once its directory is synced
             paths.append(self.directory)
             self._new = False
-        return _FileSync(os.dup(self._fd), paths)
+        return _FileSync(os.dup(self._fd), paths, self.io)
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -220,7 +232,9 @@ class FileLog(Log):
         recovery_point: int = 0,
         log_start_offset: int = 0,
         clean_shutdown: bool = False,
+        io: FileIO = SYSTEM_IO,
     ) -> None:
+        self.io = io
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.config = config or LogConfig()
@@ -257,6 +271,7 @@ class FileLog(Log):
         recovery_point: int = 0,
         log_start_offset: int = 0,
         clean_shutdown: bool = False,
+        io: FileIO = SYSTEM_IO,
     ) -> FileLog:
         """Open (or create) ``topic``-``partition`` under the log directory ``log_dir``."""
         return cls(
@@ -268,10 +283,11 @@ class FileLog(Log):
             recovery_point=recovery_point,
             log_start_offset=log_start_offset,
             clean_shutdown=clean_shutdown,
+            io=io,
         )
 
     def _new_store(self, base_offset: int) -> SegmentStore:
-        return FileStore(self.directory, base_offset)
+        return FileStore(self.directory, base_offset, self.io)
 
     def _load(
         self,
@@ -290,7 +306,7 @@ class FileLog(Log):
         )
         segments: list[Segment] = []
         for i, base in enumerate(bases):
-            store = FileStore(self.directory, base)
+            store = FileStore(self.directory, base, self.io)
             segment: Segment | None = None
             if i < recover_from:
                 try:

@@ -52,6 +52,7 @@ from trikafka.log.lock import LogDirLock
 from trikafka.log.log import Clock, Log, wall_clock_ms
 from trikafka.log.memory import MemoryLog
 from trikafka.log.segment import Segment
+from trikafka.log.storage import SYSTEM_IO, FileIO, KafkaStorageError, storage_error
 
 __all__ = [
     "CLEAN_SHUTDOWN_FILE",
@@ -168,7 +169,9 @@ class LogManager:
         flush_scheduler_interval_ms: int = INT64_MAX,
         flush_offset_checkpoint_interval_ms: int = 60_000,
         flush_start_offset_checkpoint_interval_ms: int = 60_000,
+        io: FileIO = SYSTEM_IO,
     ) -> None:
+        self.io = io  # the file logs' system calls (tests put a fault layer here)
         self.log_dirs = [Path(d) for d in log_dirs] if log_dirs else None
         self.default_config = default_config or LogConfig()
         self.clock = clock or wall_clock_ms
@@ -228,6 +231,7 @@ class LogManager:
                 recovery_point=recovery_points.get(parsed, 0),
                 log_start_offset=start_offsets.get(parsed, 0),
                 clean_shutdown=clean,
+                io=self.io,
             )
             self._dir_of[parsed] = log_dir
         # From here on a crash must be noticed at the next start.
@@ -262,7 +266,7 @@ class LogManager:
             for d in self._dir_of.values():
                 counts[d] += 1
             log_dir = min(self.log_dirs, key=lambda d: counts[d])
-            log = FileLog.open(log_dir, topic, partition, config, clock=self.clock)
+            log = FileLog.open(log_dir, topic, partition, config, clock=self.clock, io=self.io)
             self._dir_of[key] = log_dir
         self._logs[key] = log
         return log
@@ -352,9 +356,10 @@ class LogManager:
             for i, (log, job) in enumerate(jobs):
                 log.complete_flush(job, ok=i < len(errors) and errors[i] is None)
         self._count(flushes=sum(error is None for error in errors))
-        first = next((error for error in errors if error is not None), None)
-        if first is not None:
-            raise first
+        failed = [(log, error) for (log, _), error in zip(jobs, errors, strict=False) if error is not None]
+        if failed:
+            names = ", ".join(log.name for log, _ in failed[:5])
+            raise storage_error(f"flush of {len(failed)} log(s) ({names})", failed[0][1])
 
     async def flush_log(self, log: Log) -> None:
         """Flush one log with its fsyncs in a worker thread."""
@@ -403,9 +408,9 @@ class LogManager:
             await trio.sleep(interval_ms / 1000)
             try:
                 await step()
-            except OSError:
-                # A full or failing disk: say so and try again next time; bugs still raise.
-                logger.exception("Log maintenance step %s failed", step.__name__)
+            except (OSError, KafkaStorageError) as exc:
+                # A full or failing disk: one line, and try again next time; bugs still raise.
+                logger.error("Log maintenance step %s failed: %s", step.__name__, exc)
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run periodic retention, flush and checkpoints until cancelled; then shut down."""
@@ -432,12 +437,19 @@ class LogManager:
         """Flush every log, write both checkpoints, close the logs, mark a clean shutdown."""
         if self._closed:
             return
-        await self.flush_logs(list(self._logs.values()))
-        await self._write_checkpoints(_RECOVERY_POINTS, _START_OFFSETS)
+        clean = True
+        try:
+            await self.flush_logs(list(self._logs.values()))
+            await self._write_checkpoints(_RECOVERY_POINTS, _START_OFFSETS)
+        except (OSError, KafkaStorageError) as exc:
+            # A failing disk must not turn a stop into a crash: close what we can, leave no
+            # clean-shutdown marker, and the next start recovers what was not made durable.
+            logger.error("Stopping with a failing disk (the next start recovers): %s", exc)
+            clean = False
         directories = self._finish_close()
         if directories:
             await self._slow(lambda: _delete_everything((), directories))
-        self._mark_clean()
+        self._mark_clean(clean)
 
     def close(self) -> None:
         """:meth:`aclose` for code outside trio (scripts, synchronous tests)."""
@@ -452,15 +464,23 @@ class LogManager:
 
     def _finish_close(self) -> list[Path]:
         for log in self._logs.values():
-            log.close()
+            try:
+                log.close()
+            except KafkaStorageError as exc:
+                logger.error("Closing %s: %s", log.name, exc)
         self._closed = True
         directories, self._doomed_dirs = self._doomed_dirs, []
         return directories
 
-    def _mark_clean(self) -> None:
-        for log_dir in self.log_dirs or ():
-            (log_dir / CLEAN_SHUTDOWN_FILE).touch()
-        self._release_locks()
+    def _mark_clean(self, clean: bool = True) -> None:
+        try:
+            for log_dir in self.log_dirs or ():
+                if clean:
+                    (log_dir / CLEAN_SHUTDOWN_FILE).touch()
+        except OSError as exc:
+            logger.error("Cannot mark a clean shutdown (the next start recovers): %s", exc)
+        finally:
+            self._release_locks()
 
     def _release_locks(self) -> None:
         for lock in self._locks:

@@ -163,9 +163,10 @@ class Segment:
     def append(self, data: bytes | bytearray, headers: list[BatchHeader], now_ms: float) -> None:
         """Append validated, patched batches; ``headers`` have positions relative to ``data``."""
         position = self.store.size
+        # Bytes first: a write that fails (a full disk) must leave the indexes untouched.
+        self.store.append(data)
         for header in headers:
             self._track(header, position + header.position)
-        self.store.append(data)
         self.next_offset = headers[-1].next_offset
         if self.rolling_base_ms is None:
             self.rolling_base_ms = now_ms
