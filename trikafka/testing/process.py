@@ -69,7 +69,7 @@ class BrokerProcess:
         self.port: int | None = None
         self.cluster_id: str | None = None
         self._lines: list[str] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._ready = threading.Event()
         self._reader = threading.Thread(target=self._drain, name="broker-output", daemon=True)
         self._reader.start()
@@ -89,17 +89,34 @@ class BrokerProcess:
             line = _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip()
             with self._lock:
                 self._lines.append(line)
+                self._lock.notify_all()
             if self.cluster_id is None and (match := _CLUSTER.search(line)):
                 self.cluster_id = match.group(1)
             if self.port is None and (match := _BANNER.match(line)):
                 self.host, self.port = match.group(1), int(match.group(2))
                 self._ready.set()
         self._ready.set()  # wake a waiter: the process ended before (or after) the banner
+        with self._lock:
+            self._lock.notify_all()
 
     @property
     def output(self) -> str:
         with self._lock:
             return "\n".join(self._lines)
+
+    def wait_for_output(self, text: str, timeout: float = READY_TIMEOUT) -> str:
+        """Block until a line containing ``text`` was printed; return that line."""
+
+        def found() -> str | None:
+            return next((line for line in self._lines if text in line), None)
+
+        with self._lock:
+            if not self._lock.wait_for(lambda: found() or self.process.poll() is not None, timeout):
+                raise BrokerProcessError(f"no {text!r} within {timeout} s; output:\n{self.output}")
+            line = found()
+        if line is None:
+            raise BrokerProcessError(f"exited before printing {text!r}; output:\n{self.output}")
+        return line
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> BrokerProcess:
         if not self._ready.wait(timeout):
@@ -135,9 +152,13 @@ class BrokerProcess:
 
 
 @contextmanager
-def broker_process(*extra_args: str, cwd: str | Path | None = None) -> Iterator[BrokerProcess]:
+def broker_process(
+    *extra_args: str,
+    cwd: str | Path | None = None,
+    preexec_fn: Callable[[], object] | None = None,
+) -> Iterator[BrokerProcess]:
     """A ready broker process for the block; stopped (or killed) on exit."""
-    broker = BrokerProcess(*extra_args, cwd=cwd)
+    broker = BrokerProcess(*extra_args, cwd=cwd, preexec_fn=preexec_fn)
     try:
         broker.wait_ready()
         yield broker
