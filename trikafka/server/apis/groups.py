@@ -15,6 +15,7 @@ from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.group_metadata import Waiter
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
+from trikafka.protocol.entities import error_response
 from trikafka.server.kafka_apis import Answer, ApiFamily
 
 __all__ = ["GroupApis"]
@@ -57,7 +58,11 @@ class GroupApis(ApiFamily):
             return make(waiter.value)
 
         async def wait_and_respond() -> None:
-            self.context.respond(request, make(await waiter.wait()))
+            with self.context.purgatory.wait_until():
+                self.context.respond(request, make(await waiter.wait()))
+                return
+            # The broker is stopping: answer now; the client finds the coordinator again.
+            self.context.respond(request, error_response(request.spec.response_type, ErrorCode.not_coordinator))
 
         self.context.purgatory.delay(wait_and_respond, name=f"Delayed{request.spec.name}:{request.connection_id}")
         return None
