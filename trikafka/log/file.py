@@ -49,6 +49,7 @@ from trikafka.log.index import IndexCorruptError, OffsetIndex, TimeIndex
 from trikafka.log.log import Clock, Log, wall_clock_ms
 from trikafka.log.open_files import OpenFiles
 from trikafka.log.segment import Segment, SegmentStore, SyncHandle
+from trikafka.log.slices import FileSlice
 from trikafka.log.storage import SYSTEM_IO, FileIO
 
 __all__ = [
@@ -184,6 +185,11 @@ class FileStore:
 
     def read(self, position: int, size: int) -> list[bytes | memoryview]:
         return [self.pread(position, size)]
+
+    def slice(self, position: int, size: int) -> FileSlice:
+        """A reference to ``[position, position + size)``, read only when sent (slices.py)."""
+        size = max(min(size, self._size - position), 0)
+        return FileSlice(os.dup(self._descriptor()), position, size)
 
     def pread(self, position: int, size: int) -> bytes:
         size = min(size, self._size - position)

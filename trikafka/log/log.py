@@ -50,6 +50,7 @@ from trikafka.log.config import LogConfig
 from trikafka.log.durability import FlushJob, LogDurability
 from trikafka.log.retention import LogRetention
 from trikafka.log.segment import Segment, SegmentStore
+from trikafka.log.slices import FileSlice, materialize
 from trikafka.log.storage import storage_error
 from trikafka.log.transactions import AbortedTxn, TransactionTracker
 from trikafka.protocol.records import (
@@ -85,7 +86,7 @@ class AppendInfo:
 class FetchData:
     """Whole batches for a Fetch response, as the store's chunks (not joined: no copy)."""
 
-    chunks: tuple[bytes | memoryview, ...]
+    chunks: tuple[bytes | memoryview | FileSlice, ...]
     high_watermark: int
     log_start_offset: int
 
@@ -98,7 +99,7 @@ class FetchData:
         """The batches as one ``bytes`` (a copy unless there is exactly one bytes chunk)."""
         if len(self.chunks) == 1 and isinstance(self.chunks[0], bytes):
             return self.chunks[0]
-        return b"".join(self.chunks)
+        return b"".join(map(materialize, self.chunks))
 
 
 class Log(LogRetention, LogDurability):
@@ -356,19 +357,27 @@ class Log(LogRetention, LogDurability):
             )
 
     def read(
-        self, offset: int, max_bytes: int, *, min_one_batch: bool = True, max_offset: int | None = None
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one_batch: bool = True,
+        max_offset: int | None = None,
+        file_slices: bool = False,
     ) -> FetchData:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` (one segment).
 
         Raises OFFSET_OUT_OF_RANGE outside ``[log_start_offset, log_end_offset]``; at the log
         end offset the answer is empty. With ``max_offset`` (the last stable offset, for
-        read_committed) only batches starting below it are returned.
+        read_committed) only batches starting below it are returned. With ``file_slices``
+        a file log answers with :class:`~trikafka.log.slices.FileSlice` references, read
+        only when sent, so a slow reader holds no copy of the log (see slices.py).
         """
         self._check_open()
         self._check_offset(offset)
         chunks: list[bytes | memoryview] = []
         end = self.log_end_offset
-        if max_offset is not None and max_offset < end:
+        if max_offset is not None and max_offset < end:  # cut at batch starts: bytes needed
             if offset >= max_offset:
                 return FetchData((), self.high_watermark.value, self._log_start_offset)
             found = self.read(offset, max_bytes, min_one_batch=min_one_batch)
@@ -379,7 +388,7 @@ class Log(LogRetention, LogDurability):
             i = max(bisect_right(self._segments, offset, key=_base_offset) - 1, 0)
             try:
                 for segment in self._segments[i:]:
-                    found = segment.read(offset, max_bytes, min_one_batch)
+                    found = segment.read(offset, max_bytes, min_one_batch, file_slices)
                     if found is not None:
                         chunks = found
                         break
