@@ -86,6 +86,33 @@ def _plan(cls: type) -> tuple[tuple[Step, ...], dict[int, Step], bool]:
     return tuple(steps), tagged, flexible
 
 
+def _element_size(kind: str, detail: Any, flexible: bool) -> int:
+    """The fewest bytes one array element of this kind can take on the wire."""
+    if kind == "fixed":
+        return detail
+    if kind == "struct":
+        return _min_size(detail)
+    if flexible:
+        return 1  # a compact length
+    return 2 if kind == "string" else 4
+
+
+@functools.cache
+def _min_size(cls: type) -> int:
+    """The fewest bytes an instance of ``cls`` can take: an array count claiming more
+    elements than fit at this size is refused before kio reserves memory for them."""
+    steps, _tagged, flexible = _plan(cls)
+    total = 1 if flexible else 0  # the tag section's count
+    for kind, detail, is_array, nullable, _name in steps:
+        if is_array:
+            total += 1 if flexible else 4
+        elif kind == "struct":
+            total += 1 if nullable else _min_size(detail)
+        else:
+            total += _element_size(kind, detail, flexible)
+    return max(total, 1)
+
+
 def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
     value = shift = 0
     while True:
@@ -155,7 +182,7 @@ def _skip_step(buf: bytes, pos: int, end: int, step: Step, flexible: bool) -> in
     if count < 0:
         _null(count, nullable, f"array {name}")
         return pos
-    smallest = detail if kind == "fixed" else 1
+    smallest = _element_size(kind, detail, flexible)
     if count * smallest > end - pos:
         raise _Bad(f"array {name} of {count} elements cannot fit in {end - pos} bytes")
     for _ in range(count):
