@@ -18,6 +18,7 @@ import logging
 import os
 
 import pytest
+import trio
 from kio.schema.errors import ErrorCode
 
 from trikafka.log import LogConfig, LogManager
@@ -25,7 +26,7 @@ from trikafka.log.storage import FileIO, KafkaStorageError
 from trikafka.protocol.records import build_batch, iter_batches
 from trikafka.testing import open_test_broker
 
-from ..server.test_topics_and_data import create_topic, produce
+from ..server.test_topics_and_data import create_topic, produce, request
 
 ERRNOS = [errno.ENOSPC, errno.EIO, errno.EROFS]
 
@@ -185,3 +186,35 @@ async def test_a_stop_on_a_failing_disk_is_clean(tmp_path, autojump_clock, caplo
     assert "Stopping with a failing disk" in caplog.text
     assert not [r for r in caplog.records if r.exc_info]
     assert not (tmp_path / ".kafka_cleanshutdown").exists()  # the next start recovers
+
+
+async def test_a_coordinator_timer_survives_a_failing_disk(tmp_path, autojump_clock, caplog):
+    """A session timeout rewrites the group in __consumer_offsets from a timer task: on a
+    failing disk that write fails, is logged once, and the broker keeps serving."""
+    faults = DiskFaults()
+    async with open_test_broker(log_dirs=str(tmp_path), group_initial_rebalance_delay_ms=0) as tb:
+        tb.broker.log_manager.io = faults
+        async with tb.client() as client:
+            joined = await client.request(_join("g"))
+            assert joined.error_code == ErrorCode.none
+            synced = await client.request(
+                request(14, 3, group_id="g", generation_id=joined.generation_id, member_id=joined.member_id,
+                        group_instance_id=None, assignments=[{"member_id": joined.member_id, "assignment": b""}])
+            )
+            assert synced.error_code == ErrorCode.none
+            faults.fault = errno.ENOSPC
+            await trio.sleep(30)  # past the 10 s session timeout: the member expires
+            assert "group coordinator: " in caplog.text and "No space left on device" in caplog.text
+            faults.fault = None
+            versions = await client.request(request(18, 3, client_software_name="t", client_software_version="1"))
+            assert versions.error_code == ErrorCode.none
+            described = await client.request(request(15, 0, groups=["g"]))
+            assert described.groups[0].error_code == ErrorCode.none
+    assert not [r for r in caplog.records if r.exc_info]
+
+
+def _join(group: str):
+    return request(
+        11, 3, group_id=group, session_timeout=10_000, rebalance_timeout=10_000, member_id="",
+        protocol_type="consumer", protocols=[{"name": "range", "metadata": b""}],
+    )

@@ -51,7 +51,7 @@ from trikafka.coordinator.group_metadata import (
 )
 from trikafka.coordinator.group_state import GroupState
 from trikafka.coordinator.offsets import OffsetStore, group_key, offset_key
-from trikafka.errors import ErrorCode
+from trikafka.errors import ErrorCode, KafkaProtocolError
 
 __all__ = ["GroupCoordinator", "JoinResult", "UNKNOWN_MEMBER_ID"]
 
@@ -159,7 +159,7 @@ class GroupCoordinator:
 
     def _spawn(self, fn: Callable[..., Any], *args: Any, name: str) -> None:
         assert self._nursery is not None, "the coordinator is not running"
-        self._nursery.start_soon(fn, *args, name=name)
+        self._nursery.start_soon(_survive_storage_errors, fn, args, name=name)
 
     # --- persistence -------------------------------------------------------------------
 
@@ -801,4 +801,22 @@ class GroupCoordinator:
     async def _expire_offsets_periodically(self) -> None:
         while True:
             await trio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
-            self.expire_offsets()
+            await _survive_storage_errors(_as_async(self.expire_offsets), ())
+
+
+async def _survive_storage_errors(fn: Callable[..., Any], args: tuple) -> None:
+    """A timer task whose write to ``__consumer_offsets`` fails (a full disk: the log answers
+    KAFKA_STORAGE_ERROR) logs one line; it must not take the coordinator, and with it the
+    broker, down."""
+    try:
+        await fn(*args)
+    except (OSError, KafkaProtocolError) as exc:
+        log.error("group coordinator: %s failed: %s", getattr(fn, "__name__", fn), exc)
+
+
+def _as_async(fn: Callable[[], Any]) -> Callable[[], Any]:
+    async def call() -> Any:
+        return fn()
+
+    call.__name__ = fn.__name__
+    return call

@@ -176,7 +176,7 @@ class TransactionCoordinator:
 
     def _spawn(self, fn: Callable[..., Any], *args: Any, name: str) -> None:
         assert self._nursery is not None, "the transaction coordinator is not running"
-        self._nursery.start_soon(fn, *args, name=name)
+        self._nursery.start_soon(_survive_storage_errors, fn, args, name=name)
 
     # --- InitProducerId ----------------------------------------------------------------
 
@@ -444,3 +444,12 @@ class TransactionCoordinator:
 
 
 __all__ += ["PendingOffsets"]
+
+
+async def _survive_storage_errors(fn: Callable[..., Any], args: tuple) -> None:
+    """A timer or fencing task whose marker write fails (a full disk: KAFKA_STORAGE_ERROR)
+    logs one line; it must not take the coordinator, and with it the broker, down."""
+    try:
+        await fn(*args)
+    except (OSError, KafkaProtocolError) as exc:
+        log.error("transaction coordinator: %s failed: %s", getattr(fn, "__name__", fn), exc)
