@@ -52,7 +52,7 @@ from trikafka.log.retention import LogRetention
 from trikafka.log.segment import Segment, SegmentStore
 from trikafka.log.slices import FileSlice, materialize
 from trikafka.log.storage import storage_error
-from trikafka.log.transactions import AbortedTxn, TransactionTracker
+from trikafka.log.transactions import LogTransactions, TransactionTracker
 from trikafka.protocol.records import (
     LOG_OVERHEAD,
     NO_TIMESTAMP,
@@ -102,11 +102,12 @@ class FetchData:
         return b"".join(map(materialize, self.chunks))
 
 
-class Log(LogRetention, LogDurability):
+class Log(LogRetention, LogDurability, LogTransactions):
     """A partition's log. Subclasses provide :meth:`_new_store`; see the module docstring.
 
-    Retention (:mod:`trikafka.log.retention`) and durability (:mod:`trikafka.log.durability`)
-    are mixed in from their own modules."""
+    Retention (:mod:`trikafka.log.retention`), durability (:mod:`trikafka.log.durability`)
+    and the transaction state (:class:`~trikafka.log.transactions.LogTransactions`) are
+    mixed in from their own modules."""
 
     def __init__(
         self,
@@ -203,44 +204,6 @@ class Log(LogRetention, LogDurability):
     def _set_end(self, offset: int) -> None:
         self.log_end_offset_value.value = offset
         self.high_watermark.value = offset
-        self._update_lso()
-
-    def _update_lso(self) -> None:
-        """LSO = first offset of the oldest open transaction, else the high watermark; never
-        below the log start offset (DeleteRecords may pass an open transaction's start)."""
-        high = self.high_watermark.value
-        first = self.transactions.first_unstable_offset() if self.transactions.ongoing else None
-        lso = high if first is None else max(min(first, high), self._log_start_offset)
-        if self.last_stable_offset.value != lso:
-            self.last_stable_offset.value = lso
-
-    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
-        """Aborted transactions overlapping ``[start, end)`` (for a read_committed Fetch)."""
-        return self.transactions.aborted_between(start, end)
-
-    def _note_transactional(self) -> None:
-        """Hook: the log now holds transactional batches (files leave a marker)."""
-
-    def _track_transactions(self, data: bytes | bytearray | memoryview, headers: list) -> None:
-        self._note_transactional()
-        for header in headers:
-            self.transactions.observe(data, header)
-
-    def rebuild_transactions(self) -> None:
-        """Rebuild the transaction state by scanning every batch header (recovery)."""
-        tracker = self.transactions
-        tracker.clear()
-        for segment in self._segments:
-            for header in segment.scan():
-                if not header.attributes & 0x30:
-                    continue
-                if header.is_control:
-                    data = segment.store.pread(header.position, header.size)
-                    relative = parse_batch_header(data, 0)
-                    tracker.observe(data, relative)
-                else:
-                    tracker.observe(b"", header)
-        tracker.drop_before(self._log_start_offset)
         self._update_lso()
 
     def _check_open(self) -> None:
