@@ -10,6 +10,7 @@ line per attempt, never a dead task.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -22,7 +23,7 @@ import trio
 from trikafka.log.config import INT64_MAX
 from trikafka.log.log import Log
 from trikafka.log.segment import Segment
-from trikafka.log.storage import KafkaStorageError, storage_error
+from trikafka.log.storage import FileIO, KafkaStorageError, storage_error
 
 if TYPE_CHECKING:
     from trikafka.log.log import Clock
@@ -46,6 +47,9 @@ _CHECKPOINT_VERSION = 0
 
 TopicPartition = tuple[str, int]
 RECOVERY_POINTS = (RECOVERY_POINT_CHECKPOINT, "recovery_point")
+#: From this many segments to fsync, one ``syncfs`` per log dir does it instead (a stop after
+#: recovering 1,500 partitions took 4,500 fsyncs, over 20 s here).
+BULK_SYNC_SEGMENTS = 256
 START_OFFSETS = (LOG_START_OFFSET_CHECKPOINT, "log_start_offset")
 
 
@@ -120,6 +124,7 @@ class LogMaintenance:
     _dir_of: dict[TopicPartition, Path]
     _doomed_dirs: list[Path]
     _count: Callable[..., None]
+    io: FileIO
 
     async def _slow(self, fn: Callable[[], object]) -> None:
         """Run disk work off the event loop (nothing slow to do for memory logs)."""
@@ -148,12 +153,32 @@ class LogMaintenance:
         A log whose fsync failed stays dirty (retried next time); the first error is raised
         once every log has had its turn.
         """
-        jobs = [(log, log.prepare_flush()) for log in logs if not log.closed]
-        if not jobs:
+        jobs = []
+        unprepared: list[tuple[Log, KafkaStorageError]] = []
+        for log in logs:
+            if log.closed:
+                continue
+            try:
+                jobs.append((log, log.prepare_flush()))
+            except KafkaStorageError as exc:  # its index files could not be written
+                unprepared.append((log, exc))
+        if not jobs and not unprepared:
             return
         errors: list[OSError | None] = []  # one per job that ran, in order
+        segments = sum(len(job.handles) for _, job in jobs)
 
         def run_all() -> None:
+            if segments >= BULK_SYNC_SEGMENTS:
+                try:
+                    synced = self._sync_filesystems()
+                except OSError as exc:  # nothing is known durable: every job failed
+                    errors.extend(exc for _ in jobs)
+                    return
+                if synced:
+                    for _, job in jobs:  # one syncfs per log dir made all of them durable
+                        job.handles = []
+                        errors.append(None)
+                    return
             for _, job in jobs:
                 try:
                     job.run()
@@ -163,15 +188,35 @@ class LogMaintenance:
                     errors.append(None)
 
         try:
-            await self._slow(run_all)
+            if jobs:
+                await self._slow(run_all)
         finally:
             for i, (log, job) in enumerate(jobs):
                 log.complete_flush(job, ok=i < len(errors) and errors[i] is None)
         self._count(flushes=sum(error is None for error in errors))
         failed = [(log, error) for (log, _), error in zip(jobs, errors, strict=False) if error is not None]
+        failed += unprepared
         if failed:
             names = ", ".join(log.name for log, _ in failed[:5])
-            raise storage_error(f"flush of {len(failed)} log(s) ({names})", failed[0][1])
+            first = failed[0][1]
+            if isinstance(first, KafkaStorageError):
+                raise KafkaStorageError(f"flush of {len(failed)} log(s) ({names}): {first}")
+            raise storage_error(f"flush of {len(failed)} log(s) ({names})", first)
+
+    def _sync_filesystems(self) -> bool:
+        """``syncfs`` each log dir's filesystem (in the worker thread); False where the
+        system has no syncfs, so the caller fsyncs file by file. An I/O error raises."""
+        for log_dir in self.log_dirs or ():
+            fd = os.open(log_dir, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                self.io.syncfs(fd)
+            except OSError as exc:
+                if exc.errno == errno.ENOSYS:
+                    return False
+                raise
+            finally:
+                os.close(fd)
+        return True
 
     async def flush_log(self, log: Log) -> None:
         """Flush one log with its fsyncs in a worker thread."""

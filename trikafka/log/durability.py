@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 import attrs
 
 from trikafka.log.segment import Segment, SyncHandle
+from trikafka.log.storage import storage_error
 
 if TYPE_CHECKING:
     from trikafka.log.config import LogConfig
@@ -49,6 +50,7 @@ class LogDurability:
     config: LogConfig
     recovery_point: int
     log_end_offset: int
+    name: str
     _segments: list[Segment]
     _unflushed_messages: int
     _rolled_since_flush: bool
@@ -73,11 +75,17 @@ class LogDurability:
         self._check_open()
         segments = [s for s in self._segments if s.dirty]
         handles: list[SyncHandle] = []
+        try:
+            for segment in segments:
+                segment.store.persist_indexes(segment.offset_index, segment.time_index)
+                handle = segment.store.sync_handle()
+                if handle is not None:
+                    handles.append(handle)
+        except OSError as exc:  # nothing was marked clean: the next flush does it all again
+            for handle in handles:
+                handle.close()
+            raise storage_error(f"flush of {self.name}", exc) from None
         for segment in segments:
-            segment.store.persist_indexes(segment.offset_index, segment.time_index)
-            handle = segment.store.sync_handle()
-            if handle is not None:
-                handles.append(handle)
             segment.dirty = False
         self._unflushed_messages = 0
         self._rolled_since_flush = False
@@ -98,6 +106,9 @@ class LogDurability:
         job = self.prepare_flush()
         try:
             job.run()
+        except OSError as exc:
+            self.complete_flush(job, ok=False)
+            raise storage_error(f"flush of {self.name}", exc) from None
         except BaseException:
             self.complete_flush(job, ok=False)
             raise
