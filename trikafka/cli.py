@@ -49,6 +49,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--in-memory", action="store_true", help="keep no data on disk")
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument("--list-config", action="store_true", help="print every key and exit")
+    parser.add_argument(
+        "--control-listener",
+        metavar="HOST:PORT",
+        help="serve the test control interface (faults, recorder, waits) over HTTP, "
+        "e.g. 127.0.0.1:0 — for tests only",
+    )
     return parser.parse_args(argv)
 
 
@@ -90,7 +96,14 @@ def _setup_logging(level: str) -> None:
     )
 
 
-def _print_banner(broker: Broker) -> None:
+def parse_control_listener(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ConfigError("--control-listener", value, "give HOST:PORT, e.g. 127.0.0.1:0")
+    return host, int(port)
+
+
+def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> None:
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -101,6 +114,8 @@ def _print_banner(broker: Broker) -> None:
         f"[bold green]trikafka[/] broker {broker.config.node_id} ready · cluster "
         f"{broker.cluster_id}"
     )
+    if control is not None:  # before the listeners: their line is the readiness signal
+        console.print(f"  control on [bold]http://{control[0]}:{control[1]}[/]")
     for endpoint in broker.endpoints.values():
         console.print(f"  listening on [bold]{endpoint}[/]")
     console.print(f"  data: {where}")
@@ -133,6 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         config = build_config(args)
+        control_at = parse_control_listener(args.control_listener) if args.control_listener else None
         level = args.log_level.upper()
         if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ConfigError("--log-level", args.log_level, "allowed values are DEBUG, INFO, WARNING, ERROR")
@@ -150,7 +166,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         broker = Broker(config)
         async with trio.open_nursery() as nursery:
             await nursery.start(broker.serve)
-            _print_banner(broker)
+            control = None
+            if control_at is not None:
+                from trikafka.testing import ControlServer, broker_targets
+
+                server = ControlServer(lambda: broker_targets(broker))
+                control = await nursery.start(server.serve, *control_at)
+            _print_banner(broker, control)
+            await broker.stopped.wait()
+            nursery.cancel_scope.cancel()  # the control server ends with the broker
 
     try:
         trio.run(serve)

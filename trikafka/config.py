@@ -18,11 +18,9 @@ from typing import Any
 import attrs
 
 from trikafka.errors import ConfigError
+from trikafka.topic_configs import INT32_MAX, INT64_MAX, TOPIC_CONFIGS
 
 __all__ = ["BrokerConfig", "config_keys", "parse_listeners", "ListenerSpec"]
-
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
 
 
 @attrs.frozen
@@ -128,15 +126,23 @@ def _bool_field(key: str, default: bool, doc: str) -> Any:
     return _field(key, default, _bool, check, doc)
 
 
-def _enum_field(key: str, default: str, allowed: tuple[str, ...], doc: str) -> Any:
-    def parse(value: str, key: str) -> str:
-        return value
+def _topic_default(topic_key: str) -> Any:
+    """The broker-level default of a topic config, from its row of the one table."""
+    definition = TOPIC_CONFIGS[topic_key]
+
+    def parse(value: str, key: str) -> Any:
+        try:
+            return definition.parse(value)
+        except ConfigError as exc:
+            raise ConfigError(key, value, exc.allowed) from None
 
     def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if value not in allowed:
-            raise ConfigError(attribute.metadata["key"], value, f"allowed values are {', '.join(allowed)}")
+        problem = definition.check(value)
+        if problem:
+            raise ConfigError(attribute.metadata["key"], value, problem)
 
-    return _field(key, default, parse, check, doc)
+    doc = f"{definition.doc} (topic: {topic_key})"
+    return _field(definition.broker_key, definition.default, parse, check, doc)  # type: ignore[arg-type]
 
 
 def _check_listeners(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -186,6 +192,17 @@ def _check_overrides(instance: Any, attribute: attrs.Attribute, value: Any) -> N
 def _check_cluster_id(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise ConfigError(attribute.metadata["key"], value, "a non-empty string or unset")
+
+
+def _check_queued_max_request_bytes(config: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """Kafka's rule: a bounded request memory pool must fit the largest request."""
+    _int(-(2**63))[1](config, attribute, value)
+    if 0 < value < config.socket_request_max_bytes:
+        raise ConfigError(
+            "queued.max.request.bytes",
+            value,
+            f"-1 (unbounded) or at least socket.request.max.bytes ({config.socket_request_max_bytes})",
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -242,6 +259,14 @@ class BrokerConfig:
     socket_request_max_bytes: int = _int_field(
         "socket.request.max.bytes", 104857600, "Largest request frame accepted.", 1, INT32_MAX
     )
+    queued_max_request_bytes: int = _field(
+        "queued.max.request.bytes",
+        -1,
+        _int(-(2**63))[0],
+        _check_queued_max_request_bytes,
+        "Bytes of requests read but not yet handled, broker-wide, before no more are read; "
+        "<= 0 is unbounded.",
+    )
     socket_send_buffer_bytes: int = _int_field(
         "socket.send.buffer.bytes", 102400, "SO_SNDBUF of accepted sockets; -1 keeps the OS's.", -1, INT32_MAX
     )
@@ -280,51 +305,25 @@ class BrokerConfig:
         "default.replication.factor", 1, "Replication factor of auto-created topics (only 1).", 1, 1
     )
     delete_topic_enable: bool = _bool_field("delete.topic.enable", True, "DeleteTopics is allowed.")
-    message_max_bytes: int = _int_field(
-        "message.max.bytes", 1048588, "Largest record batch accepted (topic: max.message.bytes).", 0, INT32_MAX
-    )
-    compression_type: str = _enum_field(
-        "compression.type",
-        "producer",
-        ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
-        "Codec batches are stored with; producer keeps what the producer sent.",
-    )
-    log_message_timestamp_type: str = _enum_field(
-        "log.message.timestamp.type",
-        "CreateTime",
-        ("CreateTime", "LogAppendTime"),
-        "Timestamp stored in batches (topic: message.timestamp.type).",
-    )
-    log_segment_bytes: int = _int_field(
-        "log.segment.bytes", 1073741824, "Segment size before rolling (topic: segment.bytes).", 14, INT32_MAX
-    )
-    log_roll_ms: int = _int_field(
-        "log.roll.ms", 604800000, "Segment age before rolling (topic: segment.ms).", 1
-    )
-    log_retention_ms: int = _int_field(
-        "log.retention.ms", 604800000, "Age at which segments are deleted; -1 keeps forever (topic: retention.ms).", -1
-    )
-    log_retention_bytes: int = _int_field(
-        "log.retention.bytes", -1, "Partition size above which old segments go; -1 no limit (topic: retention.bytes).", -1
-    )
+    message_max_bytes: int = _topic_default("max.message.bytes")
+    compression_type: str = _topic_default("compression.type")
+    log_message_timestamp_type: str = _topic_default("message.timestamp.type")
+    log_segment_bytes: int = _topic_default("segment.bytes")
+    log_roll_ms: int = _topic_default("segment.ms")
+    log_retention_ms: int = _topic_default("retention.ms")
+    log_retention_bytes: int = _topic_default("retention.bytes")
     log_retention_check_interval_ms: int = _int_field(
         "log.retention.check.interval.ms", 300000, "How often retention runs.", 1
     )
-    log_flush_interval_messages: int = _int_field(
-        "log.flush.interval.messages", INT64_MAX, "fsync after this many messages (topic: flush.messages).", 1
-    )
-    log_flush_interval_ms: int = _int_field(
-        "log.flush.interval.ms", INT64_MAX, "fsync when data is older than this (topic: flush.ms).", 0
-    )
+    log_flush_interval_messages: int = _topic_default("flush.messages")
+    log_flush_interval_ms: int = _topic_default("flush.ms")
     log_flush_scheduler_interval_ms: int = _int_field(
         "log.flush.scheduler.interval.ms", INT64_MAX, "How often the time-based flush is checked.", 1
     )
     log_flush_offset_checkpoint_interval_ms: int = _int_field(
         "log.flush.offset.checkpoint.interval.ms", 60000, "How often recovery points are checkpointed.", 0, INT32_MAX
     )
-    log_index_interval_bytes: int = _int_field(
-        "log.index.interval.bytes", 4096, "Bytes of log between offset index entries.", 0, INT32_MAX
-    )
+    log_index_interval_bytes: int = _topic_default("index.interval.bytes")
     # --- consumer groups ---------------------------------------------------------------
     group_initial_rebalance_delay_ms: int = _int_field(
         "group.initial.rebalance.delay.ms", 3000, "How long the first rebalance of an empty group waits for more members.", 0, INT32_MAX

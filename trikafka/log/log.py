@@ -37,7 +37,6 @@ log's invariants simple (no method interleaves with another) and the tests free 
 from __future__ import annotations
 
 import struct
-import time
 from bisect import bisect_right
 from collections.abc import Callable
 
@@ -45,6 +44,7 @@ import attrs
 from kio.schema.errors import ErrorCode
 from trio_util import AsyncValue
 
+from trikafka.clock import now_ms
 from trikafka.errors import InvalidRecordError, KafkaProtocolError
 from trikafka.log.config import LogConfig
 from trikafka.log.durability import FlushJob, LogDurability
@@ -69,7 +69,7 @@ _OFFSET_LENGTH = struct.Struct(">qi")  # baseOffset, batchLength
 
 def wall_clock_ms() -> float:
     """The default clock: wall time in milliseconds."""
-    return time.time() * 1000
+    return now_ms()  # the broker's one wall clock (trikafka/clock.py)
 
 
 @attrs.frozen

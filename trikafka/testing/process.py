@@ -29,6 +29,7 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # The banner line, not the log line: rich's log handler puts time and level in front.
 _BANNER = re.compile(r"^\s+listening on PLAINTEXT://([\d.]+):(\d+)\s*$")
 _CLUSTER = re.compile(r"broker \d+ ready \S+ cluster (\S+)")
+_CONTROL = re.compile(r"^\s+control on (http://[\d.]+:\d+)\s*$")
 
 
 class BrokerProcessError(RuntimeError):
@@ -43,11 +44,11 @@ class BrokerProcess:
         preexec_fn: Callable[[], object] | None = None,
     ) -> None:
         env = dict(os.environ, COLUMNS="300", PYTHONUNBUFFERED="1", NO_COLOR="1")
+        # The child runs the trikafka this process imported (a checkout, not whatever an
+        # editable install elsewhere points at), whatever its working directory.
+        here = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
         env.pop("FORCE_COLOR", None)
-        # The child runs the trikafka the caller imported (a worktree), not whatever the
-        # working directory or an editable install would find first.
-        source = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [source, env.get("PYTHONPATH")]))
         self.args = [
             sys.executable,
             "-m",
@@ -68,6 +69,7 @@ class BrokerProcess:
         self.host: str | None = None
         self.port: int | None = None
         self.cluster_id: str | None = None
+        self.control_url: str | None = None  # with --control-listener
         self._lines: list[str] = []
         self._lock = threading.Condition()
         self._ready = threading.Event()
@@ -92,6 +94,8 @@ class BrokerProcess:
                 self._lock.notify_all()
             if self.cluster_id is None and (match := _CLUSTER.search(line)):
                 self.cluster_id = match.group(1)
+            if self.control_url is None and (match := _CONTROL.match(line)):
+                self.control_url = match.group(1)
             if self.port is None and (match := _BANNER.match(line)):
                 self.host, self.port = match.group(1), int(match.group(2))
                 self._ready.set()

@@ -26,25 +26,23 @@ from __future__ import annotations
 
 import functools
 import logging
-import struct
 from typing import Any
 
 import attrs
 import trio
 import trio_util
 
-from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.protocol.records import next_offset_after
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 
 __all__ = ["FetchApis"]
 
 log = logging.getLogger("trikafka.server")
 
-FETCH_KEY = 1
 READ_COMMITTED = 1
-_BATCH_START = struct.Struct(">qi")  # baseOffset, batchLength
-_LAST_OFFSET_DELTA = struct.Struct(">i")
 
 
 @attrs.define
@@ -58,9 +56,6 @@ class _Wanted:
 
 
 class FetchApis(ApiFamily):
-    def handlers(self) -> dict[int, Any]:
-        return {FETCH_KEY: self.handle_fetch_request}
-
     def _plan(self, request: Request) -> list[_Wanted]:
         by_id = request.api_version >= 13
         wanted: list[_Wanted] = []
@@ -110,13 +105,12 @@ class FetchApis(ApiFamily):
             if committed:
                 result["aborted_transactions"] = []
             budget = min(item.max_bytes, max_bytes - total)
-            try:
+            with errors_into(result) as outcome:
                 data = partition_log.read(
                     item.fetch_offset, max(budget, 0), min_one_batch=total == 0,
                     max_offset=lso if committed else None,
                 ) if budget > 0 or total == 0 else None
-            except KafkaProtocolError as exc:
-                result["error_code"] = exc.error_code
+            if outcome.failed:
                 errors = True
             else:
                 if data is not None and data.chunks:
@@ -129,7 +123,7 @@ class FetchApis(ApiFamily):
                         result["aborted_transactions"] = [
                             {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
                             for txn in partition_log.aborted_transactions(
-                                item.fetch_offset, _next_offset(data.records)
+                                item.fetch_offset, next_offset_after(data.records)
                             )
                         ]
             results.append(result)
@@ -154,6 +148,7 @@ class FetchApis(ApiFamily):
             responses=topics,
         )
 
+    @handles(ApiKey.FETCH)
     async def handle_fetch_request(self, request: Request) -> Any:
         body = request.body
         wanted = self._plan(request)
@@ -230,14 +225,3 @@ def _grew(seen: int, value: int) -> bool:
 def _end_of(partition_log: Any, committed: bool) -> Any:
     """The AsyncValue a long poll waits on: the LSO under read_committed, else the HW."""
     return partition_log.last_stable_offset if committed else partition_log.high_watermark
-
-
-def _next_offset(records: bytes) -> int:
-    """The offset after the last batch in ``records`` (whole batches)."""
-    view = memoryview(records)
-    position, next_offset = 0, 0
-    while position + 27 <= len(view):
-        base_offset, length = _BATCH_START.unpack_from(view, position)
-        next_offset = base_offset + _LAST_OFFSET_DELTA.unpack_from(view, position + 23)[0] + 1
-        position += length + 12
-    return next_offset

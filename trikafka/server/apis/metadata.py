@@ -20,13 +20,13 @@ from typing import Any
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request, SendResponse
 from trikafka.protocol.headers import encode_response_body, frame_response
-from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily, handles
 from trikafka.server.replica_manager import LEADER_EPOCH
 from trikafka.server.topics import validate_topic_name
 
 __all__ = ["MetadataApis", "topic_metadata"]
 
-METADATA_KEY = 3
 CACHED_ANSWERS = 256  # distinct questions remembered; the cache is emptied when full
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
@@ -69,9 +69,7 @@ class MetadataApis(ApiFamily):
         super().__init__(context)
         self._answers: dict[tuple, bytes] = {}
 
-    def handlers(self) -> dict[int, Any]:
-        return {METADATA_KEY: self.handle_topic_metadata_request}
-
+    @handles(ApiKey.METADATA)
     async def handle_topic_metadata_request(self, request: Request) -> Any:
         key = self._cache_key(request)
         if key is None:

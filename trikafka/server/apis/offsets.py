@@ -13,22 +13,16 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 from trikafka.server.replica_manager import LEADER_EPOCH
 
 __all__ = ["OffsetApis"]
 
-LIST_OFFSETS, DELETE_RECORDS = 2, 21
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED = -2, -1, -3, -4, -5
 
 
 class OffsetApis(ApiFamily):
-    def handlers(self) -> dict[int, Any]:
-        return {
-            LIST_OFFSETS: self.handle_list_offset_request,
-            DELETE_RECORDS: self.handle_delete_records_request,
-        }
-
     def _lookup(self, partition_log: Any, timestamp: int, committed: bool = False) -> tuple[int, int]:
         """(timestamp, offset) for one ListOffsets query."""
         if timestamp in (EARLIEST, EARLIEST_LOCAL):
@@ -51,6 +45,7 @@ class OffsetApis(ApiFamily):
             return -1, -1  # not yet readable under read_committed
         return ts, offset
 
+    @handles(ApiKey.LIST_OFFSETS)
     async def handle_list_offset_request(self, request: Request) -> Any:
         committed = getattr(request.body, "isolation_level", 0) == 1
         topics = []
@@ -65,16 +60,15 @@ class OffsetApis(ApiFamily):
                     "leader_epoch": -1,
                     "old_style_offsets": [],
                 }
-                try:
+                with errors_into(result):
                     partition_log = self.replicas.get_log(topic.name, p.partition_index)
                     timestamp, offset = self._lookup(partition_log, p.timestamp, committed)
                     result.update(timestamp=timestamp, offset=offset, leader_epoch=LEADER_EPOCH)
-                except KafkaProtocolError as exc:
-                    result["error_code"] = exc.error_code
                 partitions.append(result)
             topics.append({"name": topic.name, "partitions": partitions})
         return Answer(throttle_time=0, topics=topics)
 
+    @handles(ApiKey.DELETE_RECORDS)
     async def handle_delete_records_request(self, request: Request) -> Any:
         topics = []
         for topic in request.body.topics:
@@ -85,7 +79,7 @@ class OffsetApis(ApiFamily):
                     "low_watermark": -1,
                     "error_code": ErrorCode.none,
                 }
-                try:
+                with errors_into(result):
                     partition_log = self.replicas.get_log(topic.name, p.partition_index)
                     high = partition_log.high_watermark.value
                     offset = high if p.offset == -1 else p.offset
@@ -94,8 +88,6 @@ class OffsetApis(ApiFamily):
                             f"offset {p.offset} is not in [0, {high}]", ErrorCode.offset_out_of_range
                         )
                     result["low_watermark"] = partition_log.delete_records_before(offset)
-                except KafkaProtocolError as exc:
-                    result["error_code"] = exc.error_code
                 partitions.append(result)
             topics.append({"name": topic.name, "partitions": partitions})
         return Answer(throttle_time=0, topics=topics)

@@ -15,13 +15,13 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import NoOpResponse, Request
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 
 __all__ = ["ProduceApis"]
 
 log = logging.getLogger("trikafka.server")
 
-PRODUCE_KEY = 0
 
 
 def _partition_error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -37,9 +37,6 @@ def _partition_error(index: int, code: ErrorCode, message: str | None = None) ->
 
 
 class ProduceApis(ApiFamily):
-    def handlers(self) -> dict[int, Any]:
-        return {PRODUCE_KEY: self.handle_produce_request}
-
     def _resolve(self, topic_data: Any) -> tuple[Any, ErrorCode]:
         topic_id = getattr(topic_data, "topic_id", None)
         if (topic_id is not None and topic_id.int != 0) or not hasattr(topic_data, "name"):
@@ -48,6 +45,7 @@ class ProduceApis(ApiFamily):
         info = self.replicas.topics.get(topic_data.name)
         return info, ErrorCode.unknown_topic_or_partition
 
+    @handles(ApiKey.PRODUCE)
     async def handle_produce_request(self, request: Request) -> Any:
         body = request.body
         acks = body.acks
@@ -70,27 +68,21 @@ class ProduceApis(ApiFamily):
                         )
                     )
                     continue
-                try:
+                result = _partition_error(part.index, ErrorCode.none)
+                with errors_into(result, message=True) as outcome:
                     if not part.records:
                         raise KafkaProtocolError("no records", ErrorCode.invalid_record)
                     appended = await self.replicas.append_records(
                         info, part.index, part.records, int(now), getattr(body, "transactional_id", None)
                     )
-                except KafkaProtocolError as exc:
-                    log.info("produce to %s-%d refused: %s", info.name, part.index, exc)
-                    partitions.append(_partition_error(part.index, exc.error_code, str(exc)))
-                    continue
-                partitions.append(
-                    {
-                        "index": part.index,
-                        "error_code": ErrorCode.none,
-                        "base_offset": appended.first_offset,
-                        "log_append_time": _append_time(appended.log_append_time),
-                        "log_start_offset": appended.log_start_offset,
-                        "record_errors": [],
-                        "error_message": None,
-                    }
-                )
+                    result.update(
+                        base_offset=appended.first_offset,
+                        log_append_time=_append_time(appended.log_append_time),
+                        log_start_offset=appended.log_start_offset,
+                    )
+                if outcome.failed:
+                    log.info("produce to %s-%d refused: %s", info.name, part.index, outcome.failed)
+                partitions.append(result)
             topics.append(
                 {
                     "name": getattr(topic_data, "name", None),
