@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+import resource
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -20,7 +21,7 @@ from trikafka.broker import Broker
 from trikafka.config import BrokerConfig, config_keys, read_properties_file
 from trikafka.errors import ConfigError
 
-__all__ = ["main", "build_config", "parse_args"]
+__all__ = ["main", "build_config", "parse_args", "raise_open_file_limit"]
 
 log = logging.getLogger("trikafka")
 
@@ -161,6 +162,24 @@ async def _serve_cluster(config: BrokerConfig, brokers: int, control_at: tuple[s
             nursery.cancel_scope.cancel()  # the control server ends with the cluster
 
 
+def raise_open_file_limit() -> tuple[int, int]:
+    """Raise the soft ``RLIMIT_NOFILE`` to the hard limit; return (before, after).
+
+    Every client connection and every open segment file is a descriptor, and the soft limit
+    (often 1,024) is far below what the hard limit allows an unprivileged process. Kafka's
+    docs ask operators to raise it; the broker does it for them, and says so.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft >= hard:
+        return soft, soft
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):  # e.g. macOS caps it below an "infinite" hard limit
+        return soft, soft
+    return soft, target
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list_config:
@@ -179,6 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2
     _setup_logging(level)
+    before, after = raise_open_file_limit()
+    if after != before:
+        log.info("raised the open file limit (RLIMIT_NOFILE) from %d to %d", before, after)
+    else:
+        log.info("open file limit (RLIMIT_NOFILE): %d", after)
 
     async def serve() -> None:
         broker = Broker(config)

@@ -23,7 +23,7 @@ Kafka's truncation to the leader's log, without the epoch cache.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
@@ -214,6 +214,20 @@ class ClusterLogManager:
         if view is None:
             view = self._views[(topic, partition)] = ReplicatedLog(self, topic, partition)
         return view
+
+    def create_logs(self, topic: str, partitions: Iterable[int], config: LogConfig | None = None) -> None:
+        """Every replica of the partitions, all or none (as LogManager.create_logs)."""
+        created: list[int] = []
+        try:
+            for partition in partitions:
+                existed = (topic, partition) in self._configs
+                self.get_or_create_log(topic, partition, config)
+                if not existed:
+                    created.append(partition)
+        except Exception:
+            for partition in created:
+                self.delete_log(topic, partition)
+            raise
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         for tp in self._configs:

@@ -31,7 +31,7 @@ from trikafka.server.producer_state import ProducerIdManager, ProducerStateManag
 from trikafka.server.topic_config import format_value, resolve_topic_config, validate_topic_configs
 from trikafka.server.topics import TopicInfo, TopicStore, validate_topic_name
 
-__all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS"]
+__all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS", "check_assignment"]
 
 log = logging.getLogger("trikafka.server")
 
@@ -83,9 +83,7 @@ class ReplicaManager:
     ) -> None:
         if self.placement is not None:
             self.placement.assign(topic.name, partitions, replication_factor, topic.is_internal, assignment)
-        config = self.log_config(topic)
-        for partition in partitions:
-            self.log_manager.get_or_create_log(topic.name, partition, config)
+        self.log_manager.create_logs(topic.name, partitions, self.log_config(topic))  # all or none
 
     def prepare_records(self, topic: TopicInfo, records: bytes) -> bytearray:
         """The batches to append, in a buffer the log may patch in place.
@@ -127,34 +125,9 @@ class ReplicaManager:
         return num_partitions, typed
 
     def check_assignment(self, assignment: list[list[int]], factor: int | None = None) -> list[tuple[int, ...]]:
-        """A manual replica assignment (CreateTopics, CreatePartitions), checked as Kafka
-        does: every partition names the same number of distinct, existing brokers."""
+        """A manual replica assignment (CreateTopics, CreatePartitions), checked as Kafka does."""
         known = self.placement.broker_ids() if self.placement is not None else (self.config.node_id,)
-        checked = []
-        for replicas in assignment:
-            if not replicas:
-                raise KafkaProtocolError(
-                    "The manual partition assignment includes an empty replica list.", ErrorCode.invalid_replica_assignment
-                )
-            for broker in replicas:
-                if broker not in known:
-                    raise KafkaProtocolError(
-                        f"The manual partition assignment includes broker {broker}, but no such broker is registered.",
-                        ErrorCode.invalid_replica_assignment,
-                    )
-                if list(replicas).count(broker) > 1:
-                    raise KafkaProtocolError(
-                        f"The manual partition assignment includes the broker {broker} more than once.",
-                        ErrorCode.invalid_replica_assignment,
-                    )
-            checked.append(tuple(replicas))
-        factor = len(checked[0]) if factor is None and checked else factor
-        if any(len(r) != factor for r in checked):
-            raise KafkaProtocolError(
-                f"All partitions in the manual partition assignment must have {factor} replicas.",
-                ErrorCode.invalid_replica_assignment,
-            )
-        return checked
+        return check_assignment(assignment, known, factor)
 
     def create_topic(
         self,
@@ -351,3 +324,35 @@ class ReplicaManager:
         if partition_log is None:  # listed but not open: a bug, not the client's fault
             raise RuntimeError(f"no log for {topic}-{partition}")
         return partition_log
+
+
+def check_assignment(
+    assignment: list[list[int]], known: tuple[int, ...], factor: int | None = None
+) -> list[tuple[int, ...]]:
+    """Every partition names the same number (``factor``, else the first's) of distinct
+    brokers, all of them ``known``; INVALID_REPLICA_ASSIGNMENT with Kafka's words if not."""
+    checked = []
+    for replicas in assignment:
+        if not replicas:
+            raise KafkaProtocolError(
+                "The manual partition assignment includes an empty replica list.", ErrorCode.invalid_replica_assignment
+            )
+        for broker in replicas:
+            if broker not in known:
+                raise KafkaProtocolError(
+                    f"The manual partition assignment includes broker {broker}, but no such broker is registered.",
+                    ErrorCode.invalid_replica_assignment,
+                )
+            if list(replicas).count(broker) > 1:
+                raise KafkaProtocolError(
+                    f"The manual partition assignment includes the broker {broker} more than once.",
+                    ErrorCode.invalid_replica_assignment,
+                )
+        checked.append(tuple(replicas))
+    factor = len(checked[0]) if factor is None and checked else factor
+    if any(len(r) != factor for r in checked):
+        raise KafkaProtocolError(
+            f"All partitions in the manual partition assignment must have {factor} replicas.",
+            ErrorCode.invalid_replica_assignment,
+        )
+    return checked

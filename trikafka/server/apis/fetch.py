@@ -205,7 +205,7 @@ class FetchApis(ApiFamily):
         body = request.body
         changes = cluster_view(self.context).changes  # last in ``seen`` when there is one
         try:
-            with trio.move_on_at(deadline):
+            with self.context.purgatory.wait_until(deadline):  # a stop ends it early too
                 while True:
                     await trio_util.wait_any(
                         *(
