@@ -106,9 +106,11 @@ class FetchApis(ApiFamily):
                 result["aborted_transactions"] = []
             budget = min(item.max_bytes, max_bytes - total)
             with errors_into(result) as outcome:
+                # File logs answer with file slices (sent with sendfile, or in bounded
+                # blocks): a slow reader holds no copy of the log.
                 data = partition_log.read(
                     item.fetch_offset, max(budget, 0), min_one_batch=total == 0,
-                    max_offset=lso if committed else None,
+                    max_offset=lso if committed else None, file_slices=True,
                 ) if budget > 0 or total == 0 else None
             if outcome.failed:
                 errors = True
