@@ -121,11 +121,11 @@ async def test_slow_readers_of_a_file_log_broker_hold_no_copy_of_their_answers(t
     old path held SLOW_READERS x 16 MiB here. The one reader that does read gets every byte."""
     import trio
 
+    from tests.server.test_topics_and_data import create_topic, fetch_request, produce
     from trikafka import open_broker
     from trikafka.client import connect_tcp
     from trikafka.protocol.headers import encode_request
     from trikafka.protocol.registry import ApiRegistry
-    from tests.server.test_topics_and_data import create_topic, fetch_request, produce
 
     registry = ApiRegistry()
     async with open_broker(log_dirs=str(tmp_path)) as broker:
