@@ -275,6 +275,9 @@ class BrokerConfig:
             "doc": "Per-host limits, host:count,host:count.",
         },
     )
+    max_incremental_fetch_session_cache_slots: int = _int_field(
+        "max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX
+    )
     # --- topics and logs (Kafka's broker-level defaults for topic configs) -----------------
     auto_create_topics_enable: bool = _bool_field(
         "auto.create.topics.enable", True, "Metadata and Produce create unknown topics."
