@@ -55,6 +55,7 @@ from trikafka.server.apis.fetch import FetchApis
 from trikafka.server.apis.groups import GroupApis
 from trikafka.server.apis.metadata import MetadataApis
 from trikafka.server.apis.offsets import OffsetApis
+from trikafka.server.apis.partition_state import PartitionStateApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
 from trikafka.server.apis.topics import TopicAdminApis
@@ -162,6 +163,7 @@ class Broker:
             ClusterApis,
             GroupApis,
             TransactionApis,
+            PartitionStateApis,
         ]
         self.apis = KafkaApis(self.context, [family(self.context) for family in families])
         self.handler_pool = RequestHandlerPool(

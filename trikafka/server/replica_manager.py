@@ -303,6 +303,11 @@ class ReplicaManager:
 
     # --- partitions ----------------------------------------------------------------------
 
+    def producer_states(self, topic: str, partition: int) -> list[tuple[int, Any]]:
+        """The producers a partition has seen since start (DescribeProducers)."""
+        state = self._producer_states.get((topic, partition))
+        return state.producers() if state is not None else []
+
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         return self.topics.by_id(topic_id)
 
