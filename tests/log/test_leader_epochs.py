@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from trikafka.log.config import LogConfig
 from trikafka.log.leader_epochs import LeaderEpochCache
 from trikafka.log.memory import MemoryLog

@@ -86,6 +86,10 @@ class PartitionStateApis(ApiFamily):
         wanted = None
         if request.body.topics is not None:
             wanted = {(t.topic, p) for t in request.body.topics for p in t.partitions}
+        return Answer(throttle_time=0, error_code=ErrorCode.none, results=self._log_dirs(wanted))
+
+    def _log_dirs(self, wanted: set[tuple[str, int]] | None) -> list[dict[str, Any]]:
+        """One result per log directory (statvfs for the totals: microseconds, no thread)."""
         manager = self.replicas.log_manager
         dirs: dict[str, dict[str, list[dict[str, Any]]]] = {}
         for log_dir in manager.log_dirs or ["memory"]:
@@ -117,7 +121,7 @@ class PartitionStateApis(ApiFamily):
                     "is_cordoned": False,
                 }
             )
-        return Answer(throttle_time=0, error_code=ErrorCode.none, results=results)
+        return results
 
     # --- DescribeProducers -------------------------------------------------------------------
 
