@@ -44,6 +44,7 @@ from trikafka.config import BrokerConfig
 from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
+from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
@@ -134,6 +135,9 @@ class Broker:
             flush_scheduler_interval_ms=self.config.log_flush_scheduler_interval_ms,
             flush_offset_checkpoint_interval_ms=self.config.log_flush_offset_checkpoint_interval_ms,
         )
+        self.log_cleaner = LogCleaner(
+            self.log_manager, backoff_ms=self.config.log_cleaner_backoff_ms, clock=self.now_ms
+        )
         self.replica_manager = ReplicaManager(self.config, self.log_manager)
         self.group_coordinator = GroupCoordinator(self.config, self._offset_store(), self.now_ms)
         self.transaction_coordinator = TransactionCoordinator.for_broker(
@@ -203,6 +207,8 @@ class Broker:
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.log_manager.run, name="log-manager")
+                if self.config.log_cleaner_enable:
+                    await nursery.start(self.log_cleaner.run, name="log-cleaner")
                 await nursery.start(self.purgatory.run, name="purgatory")
                 await nursery.start(self.group_coordinator.run, name="group-coordinator")
                 await nursery.start(self.transaction_coordinator.run, name="transaction-coordinator")

@@ -299,6 +299,16 @@ class BrokerConfig:
     log_retention_check_interval_ms: int = _int_field(
         "log.retention.check.interval.ms", 300000, "How often retention runs.", 1
     )
+    log_cleaner_enable: bool = _bool_field(
+        "log.cleaner.enable", True, "Run the log cleaner: compaction of cleanup.policy=compact topics."
+    )
+    log_cleaner_backoff_ms: int = _int_field(
+        "log.cleaner.backoff.ms", 15000, "How long the cleaner sleeps when no log needs cleaning.", 0
+    )
+    log_cleaner_delete_retention_ms: int = _topic_default("delete.retention.ms")
+    log_cleaner_min_cleanable_ratio: float = _topic_default("min.cleanable.dirty.ratio")
+    log_cleaner_min_compaction_lag_ms: int = _topic_default("min.compaction.lag.ms")
+    log_cleaner_max_compaction_lag_ms: int = _topic_default("max.compaction.lag.ms")
     log_flush_interval_messages: int = _topic_default("flush.messages")
     log_flush_interval_ms: int = _topic_default("flush.ms")
     log_flush_scheduler_interval_ms: int = _int_field(
