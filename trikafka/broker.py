@@ -192,7 +192,7 @@ class Broker:
                 replicas.create_topic(
                     OFFSETS_TOPIC,
                     partitions,
-                    configs={"cleanup.policy": "compact", "segment.bytes": "104857600"},
+                    configs={"cleanup.policy": "compact", "segment.bytes": str(self.config.offsets_topic_segment_bytes)},
                     is_internal=True,
                 )
             return replicas.get_log(OFFSETS_TOPIC, partition)

@@ -334,6 +334,9 @@ class BrokerConfig:
     offsets_topic_num_partitions: int = _int_field(
         "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
     )
+    offsets_topic_segment_bytes: int = _int_field(
+        "offsets.topic.segment.bytes", 104857600, "segment.bytes of __consumer_offsets (compacted).", 1, INT32_MAX
+    )
     offsets_retention_minutes: int = _int_field(
         "offsets.retention.minutes", 10080, "Committed offsets of an empty group expire after this long.", 1, INT32_MAX
     )
