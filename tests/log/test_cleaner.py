@@ -183,6 +183,7 @@ def test_the_broker_task_cleans_in_rounds():
 
     class Manager:
         logs = {}
+        log_dirs = None
 
     log = _log("memory", None, clock)
     Manager.logs = {("t", 0): log}
@@ -234,3 +235,24 @@ def test_property_reading_from_zero_gives_each_keys_last_value(steps, retention)
             assert key not in seen or seen[key] == (offset, None)
         else:
             assert seen[key] == (offset, value)
+
+
+def test_the_first_dirty_offset_survives_a_restart_in_cleaner_offset_checkpoint(tmp_path):
+    from trikafka.log.cleaner import CLEANER_CHECKPOINT
+    from trikafka.log.manager import LogManager, read_checkpoint
+
+    clock = Clock()
+    manager = LogManager([tmp_path], clock=clock)
+    log = manager.get_or_create_log("t", 0, _config())
+    for i in range(50):
+        _put(log, b"k%d" % (i % 3), b"v%d" % i)
+    log.roll()
+    cleaner = LogCleaner(manager, backoff_ms=15000, clock=clock)
+    assert cleaner.clean_once() == 1
+    assert read_checkpoint(tmp_path / CLEANER_CHECKPOINT) == {("t", 0): 50}
+    manager.close()
+    manager = LogManager([tmp_path], clock=clock)
+    restarted = LogCleaner(manager, backoff_ms=15000, clock=clock)
+    assert restarted.first_dirty_offset(manager.get_log("t", 0)) == 50
+    assert restarted.clean_once() == 0, "the clean head is not dirty again"
+    manager.close()

@@ -17,9 +17,10 @@ ratio, ``max.compaction.lag.ms``), takes the filthiest, and cleans it in three s
    the old segments are renamed ``.deleted``, the ``.swap`` becomes the ``.log``. A crash
    anywhere is repaired at the next start (:func:`~trikafka.log.cleaner_files.complete_swaps`:
    a ``.cleaned`` is dropped, a ``.swap`` finishes replacing the segments its offsets cover).
-3. **checkpoint** — the log's first dirty offset becomes the end of the map. It is kept in
-   memory: after a restart the whole log counts as dirty once, so the first round may clean
-   a log that was already clean (Kafka keeps ``cleaner-offset-checkpoint``; not done here).
+3. **checkpoint** — the log's first dirty offset becomes the end of the map, and file logs'
+   go to ``cleaner-offset-checkpoint`` in their log directory (Kafka's file and format), so a
+   restart does not count an already clean head as dirty. An entry above a log's end (the
+   topic was deleted and made again) is ignored.
 
 When nothing needs cleaning the task sleeps ``log.cleaner.backoff.ms`` on trio's clock.
 :meth:`LogCleaner.clean_once` runs one whole round synchronously for deterministic tests.
@@ -46,10 +47,13 @@ from trikafka.log.cleaner_core import (
 )
 from trikafka.log.cleaner_files import CLEANED_SUFFIX, SWAP_SUFFIX, fsync_directory
 from trikafka.log.file import DELETED_SUFFIX, FileLog, FileStore, segment_file_name
+from trikafka.log.manager import read_checkpoint, write_checkpoint
 from trikafka.log.memory import MemoryStore
 from trikafka.log.segment import Segment
 
-__all__ = ["CleanerStatistics", "LogCleaner", "clean_log"]
+__all__ = ["CLEANER_CHECKPOINT", "CleanerStatistics", "LogCleaner", "clean_log"]
+
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 
 logger = logging.getLogger(__name__)
 
@@ -201,6 +205,39 @@ class LogCleaner:
         self._clock = clock
         self._first_dirty: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._stats = CleanerStatistics(0, 0, 0)
+        #: Log directory → its cleaner-offset-checkpoint entries.
+        self._checkpoints = {
+            Path(d): read_checkpoint(Path(d) / CLEANER_CHECKPOINT) for d in (log_manager.log_dirs or ())
+        }
+
+    def first_dirty_offset(self, log: Any) -> int:
+        """Where the log's dirty section starts: this run's memory, else the checkpoint."""
+        found = self._first_dirty.get(log)
+        if found is not None:
+            return found
+        directory = getattr(log, "directory", None)
+        if directory is not None:
+            saved = self._checkpoints.get(Path(directory).parent, {}).get((log.topic, log.partition), 0)
+            if saved <= log.log_end_offset:
+                return saved
+        return 0
+
+    def _checkpoint(self, log: Any, offset: int) -> Path | None:
+        """Record ``offset`` for a file log; the directory whose checkpoint must be written."""
+        directory = getattr(log, "directory", None)
+        if directory is None:
+            return None
+        log_dir = Path(directory).parent
+        entries = self._checkpoints.setdefault(log_dir, {})
+        entries[(log.topic, log.partition)] = offset
+        alive = set(self.log_manager.logs)
+        for gone in [key for key in entries if key not in alive]:
+            del entries[gone]
+        return log_dir
+
+    def _write_checkpoint(self, log_dir: Path | None) -> None:
+        if log_dir is not None:
+            write_checkpoint(log_dir / CLEANER_CHECKPOINT, dict(self._checkpoints[log_dir]))
 
     def statistics(self) -> CleanerStatistics:
         return self._stats
@@ -210,17 +247,18 @@ class LogCleaner:
         for log in self.log_manager.logs.values():
             if log.closed or not log.config.compact_enabled:
                 continue
-            plan = plan_cleaning(log, self._first_dirty.get(log, 0), now_ms)
+            plan = plan_cleaning(log, self.first_dirty_offset(log), now_ms)
             if plan is not None and (best is None or (plan.forced, plan.dirty_ratio) > (best[1].forced, best[1].dirty_ratio)):
                 best = (log, plan)
         return best
 
-    def _done(self, log: Any, plan: CleanPlan, cleaned: Sequence[_Cleaned]) -> None:
+    def _done(self, log: Any, plan: CleanPlan, cleaned: Sequence[_Cleaned]) -> Path | None:
         self._first_dirty[log] = plan.end
         before = sum(c.old_size for c in cleaned)
         after = sum(len(c.data) for c in cleaned)
         self._stats = CleanerStatistics(self._stats.cleanings + 1, self._stats.bytes_read + before, self._stats.bytes_written + after)
         logger.info("Cleaned %s up to offset %d: %d bytes -> %d (dirty ratio %.2f)", log.name, plan.end, before, after, plan.dirty_ratio)
+        return self._checkpoint(log, plan.end)
 
     def clean_once(self) -> int:
         """One synchronous round over every log needing it (deterministic tests); returns how
@@ -232,7 +270,7 @@ class LogCleaner:
             cleaned = compute(log, plan, now)
             if not commit(log, cleaned, now):
                 break
-            self._done(log, plan, cleaned)
+            self._write_checkpoint(self._done(log, plan, cleaned))
             count += 1
         return count
 
@@ -248,7 +286,7 @@ class LogCleaner:
             try:
                 cleaned = await trio.to_thread.run_sync(compute, log, plan, now)
                 if commit(log, cleaned, now):
-                    self._done(log, plan, cleaned)
+                    await trio.to_thread.run_sync(self._write_checkpoint, self._done(log, plan, cleaned))
                 else:
                     await trio.sleep(self.backoff_ms / 1000)
             except OSError:
