@@ -254,5 +254,8 @@ def test_the_first_dirty_offset_survives_a_restart_in_cleaner_offset_checkpoint(
     manager = LogManager([tmp_path], clock=clock)
     restarted = LogCleaner(manager, backoff_ms=15000, clock=clock)
     assert restarted.first_dirty_offset(manager.get_log("t", 0)) == 50
+    # A clean shutdown wrote the cleaned segments' indexes; the restart trusted and used them.
+    assert _read_all(manager.get_log("t", 0)) == [(47, b"k2", b"v47"), (48, b"k0", b"v48"), (49, b"k1", b"v49")]
+    assert manager.get_log("t", 0).read(48, 100).records[:8] != b""
     assert restarted.clean_once() == 0, "the clean head is not dirty again"
     manager.close()

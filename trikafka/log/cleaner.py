@@ -73,6 +73,9 @@ class _Cleaned:
     data: bytes
     cleaned_path: Path | None
     old_size: int
+    #: The cleaned segment in memory, its indexes built in the worker thread (a memory log
+    #: takes it as is; a file log takes its indexes, so the event loop never scans a file).
+    segment: Segment | None
 
 
 def _aborted_checker(log: Any) -> Callable[[int, int], bool]:
@@ -104,8 +107,15 @@ def compute(log: Any, plan: CleanPlan, now_ms: float) -> list[_Cleaned]:
             )
             for segment in group
         )
-        path = _write_cleaned(log.directory, group[0].base_offset, data) if isinstance(log, FileLog) and data else None
-        results.append(_Cleaned(group, data, path, sum(s.size for s in group)))
+        base = group[0].base_offset
+        path = _write_cleaned(log.directory, base, data) if isinstance(log, FileLog) and data else None
+        segment = None
+        if data:
+            store = MemoryStore()
+            store.append(data)
+            segment = Segment(base, store, index_interval_bytes=log.config.index_interval_bytes)
+            segment.recover(base)
+        results.append(_Cleaned(group, data, path, sum(s.size for s in group), segment))
     return results
 
 
@@ -150,17 +160,9 @@ def commit(log: Any, cleaned: Sequence[_Cleaned], now_ms: float) -> bool:
 
 
 def _memory_segment(log: Any, c: _Cleaned, base: int) -> Segment | None:
-    if not c.data:
-        for old in c.group:
-            old.store.mark_deleted()
-        return None
-    store = MemoryStore()
-    store.append(c.data)
-    segment = Segment(base, store, index_interval_bytes=log.config.index_interval_bytes)
-    segment.recover(base)
     for old in c.group:
         old.store.mark_deleted()
-    return segment
+    return c.segment
 
 
 def _swap_in_file(log: FileLog, c: _Cleaned, base: int) -> Segment | None:
@@ -177,9 +179,20 @@ def _swap_in_file(log: FileLog, c: _Cleaned, base: int) -> Segment | None:
         old.store.mark_deleted()
     os.rename(swap, directory / segment_file_name(base))
     fsync_directory(directory)
-    segment = Segment(base, FileStore(directory, base), index_interval_bytes=log.config.index_interval_bytes)
-    segment.recover(base)  # builds the indexes; they are written at the next flush
-    segment.dirty = True
+    built = c.segment
+    assert built is not None
+    segment = Segment(
+        base,
+        FileStore(directory, base),
+        index_interval_bytes=log.config.index_interval_bytes,
+        offset_index=built.offset_index,
+        time_index=built.time_index,
+    )
+    segment.next_offset = built.next_offset
+    segment.max_timestamp = built.max_timestamp
+    segment.offset_of_max_timestamp = built.offset_of_max_timestamp
+    segment.rolling_base_ms = built.rolling_base_ms
+    segment.dirty = True  # its indexes are written at the next flush
     return segment
 
 
