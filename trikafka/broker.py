@@ -136,7 +136,10 @@ class Broker:
             flush_offset_checkpoint_interval_ms=self.config.log_flush_offset_checkpoint_interval_ms,
         )
         self.log_cleaner = LogCleaner(
-            self.log_manager, backoff_ms=self.config.log_cleaner_backoff_ms, clock=self.now_ms
+            self.log_manager,
+            backoff_ms=self.config.log_cleaner_backoff_ms,
+            clock=self.now_ms,
+            dedupe_buffer_size=self.config.log_cleaner_dedupe_buffer_size,
         )
         self.replica_manager = ReplicaManager(self.config, self.log_manager)
         self.group_coordinator = GroupCoordinator(self.config, self._offset_store(), self.now_ms)

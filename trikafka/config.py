@@ -305,6 +305,9 @@ class BrokerConfig:
     log_cleaner_backoff_ms: int = _int_field(
         "log.cleaner.backoff.ms", 15000, "How long the cleaner sleeps when no log needs cleaning.", 0
     )
+    log_cleaner_dedupe_buffer_size: int = _int_field(
+        "log.cleaner.dedupe.buffer.size", 134217728, "Memory for the cleaner's key map (24 bytes a key).", 1024 * 1024
+    )
     log_cleaner_delete_retention_ms: int = _topic_default("delete.retention.ms")
     log_cleaner_min_cleanable_ratio: float = _topic_default("min.cleanable.dirty.ratio")
     log_cleaner_min_compaction_lag_ms: int = _topic_default("min.compaction.lag.ms")

@@ -259,3 +259,22 @@ def test_the_first_dirty_offset_survives_a_restart_in_cleaner_offset_checkpoint(
     assert manager.get_log("t", 0).read(48, 100).records[:8] != b""
     assert restarted.clean_once() == 0, "the clean head is not dirty again"
     manager.close()
+
+
+def test_a_full_key_map_ends_the_round_early_and_the_next_rounds_finish():
+    clock = Clock()
+
+    class Manager:
+        logs = {}
+        log_dirs = None
+
+    log = _log("memory", None, clock, **{"min.cleanable.dirty.ratio": "0"})
+    Manager.logs = {("t", 0): log}
+    for i in range(40):
+        _put(log, b"k%d" % (i % 8), b"v%d" % i)
+    log.roll()
+    cleaner = LogCleaner(Manager(), backoff_ms=15000, clock=clock)
+    cleaner.max_map_entries = 3  # log.cleaner.dedupe.buffer.size of three keys
+    assert cleaner.clean_once() >= 3, "several rounds, each bounded by the map"
+    assert cleaner.first_dirty_offset(log) == 40
+    assert sorted(_read_all(log)) == [(32 + i, b"k%d" % i, b"v%d" % (32 + i)) for i in range(8)]

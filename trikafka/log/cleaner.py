@@ -76,6 +76,8 @@ class _Cleaned:
     #: The cleaned segment in memory, its indexes built in the worker thread (a memory log
     #: takes it as is; a file log takes its indexes, so the event loop never scans a file).
     segment: Segment | None
+    #: Where the offset map ended: the log's next first dirty offset.
+    end: int
 
 
 def _aborted_checker(log: Any) -> Callable[[int, int], bool]:
@@ -87,20 +89,39 @@ def _aborted_checker(log: Any) -> Callable[[int, int], bool]:
     return is_aborted
 
 
-def compute(log: Any, plan: CleanPlan, now_ms: float) -> list[_Cleaned]:
+#: Kafka's ``log.cleaner.dedupe.buffer.size`` holds 24-byte entries (a 16-byte key hash and
+#: an offset) at most 90 % full (``log.cleaner.io.buffer.load.factor``).
+BYTES_PER_MAP_ENTRY = 24
+MAP_LOAD_FACTOR = 0.9
+
+
+def map_capacity(dedupe_buffer_size: int) -> int:
+    """Keys one cleaning may map, as Kafka counts them."""
+    return max(1, int(dedupe_buffer_size / BYTES_PER_MAP_ENTRY * MAP_LOAD_FACTOR))
+
+
+def compute(log: Any, plan: CleanPlan, now_ms: float, max_entries: int | None = None) -> list[_Cleaned]:
     """Step 1 (thread-safe: reads read-only segments, writes only ``.cleaned`` files)."""
     is_aborted = _aborted_checker(log)
     offset_map: dict[bytes, int] = {}
+    end = plan.end
     for segment in log.segments[:-1]:
-        if segment.next_offset > plan.first_dirty and segment.base_offset < plan.end:
-            build_offset_map([segment_bytes(segment)], plan.first_dirty, plan.end, is_aborted, offset_map)
+        if segment.next_offset > plan.first_dirty and segment.base_offset < end:
+            reached = build_offset_map(
+                [segment_bytes(segment)], plan.first_dirty, end, is_aborted, offset_map, max_entries
+            )
+            if reached < end:
+                end = reached
+                break
     results = []
     for group in plan.groups:
+        if group[0].base_offset >= end:
+            break  # past the map: nothing to decide there this round
         data = b"".join(
             filter_batches(
                 segment_bytes(segment),
                 offset_map,
-                plan.end,
+                end,
                 now_ms=now_ms,
                 delete_retention_ms=log.config.delete_retention_ms,
                 is_aborted=is_aborted,
@@ -115,7 +136,7 @@ def compute(log: Any, plan: CleanPlan, now_ms: float) -> list[_Cleaned]:
             store.append(data)
             segment = Segment(base, store, index_interval_bytes=log.config.index_interval_bytes)
             segment.recover(base)
-        results.append(_Cleaned(group, data, path, sum(s.size for s in group), segment))
+        results.append(_Cleaned(group, data, path, sum(s.size for s in group), segment, end))
     return results
 
 
@@ -212,8 +233,16 @@ def clean_log(log: Any, first_dirty: int, now_ms: float) -> tuple[CleanPlan, int
 class LogCleaner:
     """The broker's cleaner task; see the module docstring."""
 
-    def __init__(self, log_manager: Any, *, backoff_ms: int, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        log_manager: Any,
+        *,
+        backoff_ms: int,
+        clock: Callable[[], float],
+        dedupe_buffer_size: int = 134217728,
+    ) -> None:
         self.log_manager = log_manager
+        self.max_map_entries = map_capacity(dedupe_buffer_size)
         self.backoff_ms = backoff_ms
         self._clock = clock
         self._first_dirty: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
@@ -266,12 +295,13 @@ class LogCleaner:
         return best
 
     def _done(self, log: Any, plan: CleanPlan, cleaned: Sequence[_Cleaned]) -> Path | None:
-        self._first_dirty[log] = plan.end
+        end = cleaned[0].end if cleaned else plan.end
+        self._first_dirty[log] = end
         before = sum(c.old_size for c in cleaned)
         after = sum(len(c.data) for c in cleaned)
         self._stats = CleanerStatistics(self._stats.cleanings + 1, self._stats.bytes_read + before, self._stats.bytes_written + after)
-        logger.info("Cleaned %s up to offset %d: %d bytes -> %d (dirty ratio %.2f)", log.name, plan.end, before, after, plan.dirty_ratio)
-        return self._checkpoint(log, plan.end)
+        logger.info("Cleaned %s up to offset %d: %d bytes -> %d (dirty ratio %.2f)", log.name, end, before, after, plan.dirty_ratio)
+        return self._checkpoint(log, end)
 
     def clean_once(self) -> int:
         """One synchronous round over every log needing it (deterministic tests); returns how
@@ -280,7 +310,7 @@ class LogCleaner:
         now = self._clock()
         while (found := self._filthiest(now)) is not None:
             log, plan = found
-            cleaned = compute(log, plan, now)
+            cleaned = compute(log, plan, now, self.max_map_entries)
             if not commit(log, cleaned, now):
                 break
             self._write_checkpoint(self._done(log, plan, cleaned))
@@ -297,7 +327,7 @@ class LogCleaner:
                 continue
             log, plan = found
             try:
-                cleaned = await trio.to_thread.run_sync(compute, log, plan, now)
+                cleaned = await trio.to_thread.run_sync(compute, log, plan, now, self.max_map_entries)
                 if commit(log, cleaned, now):
                     await trio.to_thread.run_sync(self._write_checkpoint, self._done(log, plan, cleaned))
                 else:

@@ -124,21 +124,31 @@ def segment_bytes(segment: Any) -> bytes:
 
 
 def build_offset_map(
-    chunks: Iterable[bytes], start: int, end: int, is_aborted: IsAborted, offset_map: dict[bytes, int] | None = None
-) -> dict[bytes, int]:
-    """Key → offset of its last record among the records in ``[start, end)`` of ``chunks``
-    (whole batches, in offset order). Control batches and aborted data do not count."""
-    found = {} if offset_map is None else offset_map
+    chunks: Iterable[bytes],
+    start: int,
+    end: int,
+    is_aborted: IsAborted,
+    offset_map: dict[bytes, int],
+    max_entries: int | None = None,
+) -> int:
+    """Fill ``offset_map`` with key → offset of its last record among the records in
+    ``[start, end)`` of ``chunks`` (whole batches, in offset order); control batches and
+    aborted data do not count. Returns where the map ends: ``end``, or — when a batch would
+    take the map past ``max_entries`` (``log.cleaner.dedupe.buffer.size``) — that batch's base
+    offset, so the cleaning stops there and the rest waits for the next round (Kafka's
+    cleaner does the same; the first batch always goes in, so a round always progresses)."""
     for data in chunks:
         for header in iter_batches(data, validate_records=False):
             if header.last_offset < start or header.base_offset >= end or header.is_control:
                 continue
             if header.is_transactional and is_aborted(header.producer_id, header.base_offset):
                 continue
+            if max_entries is not None and offset_map and len(offset_map) + header.record_count > max_entries:
+                return max(header.base_offset, start)
             for record in decode_records(data, header):
                 if start <= record.offset < end and record.key is not None:
-                    found[record.key] = record.offset
-    return found
+                    offset_map[record.key] = record.offset
+    return end
 
 
 def filter_batches(
