@@ -10,7 +10,7 @@ ifneq ($(JAVA_HOME),)
 export JAVA_HOME
 endif
 
-.PHONY: run test install system-deps lint clean bench
+.PHONY: run test install system-deps lint clean bench soak
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,13 @@ $(LOADGEN): benchmarks/loadgen.c
 
 bench: $(BENCH_STAMP) $(LOADGEN)
 	$(PY) -m benchmarks $(BENCH_ARGS)
+
+# kill -9 durability, the long run: a broker process on a data directory is SIGKILLed at a
+# random moment of acks=all produce traffic, CYCLES times; every acknowledged record must
+# survive each restart. `make test` runs 3 cycles. TRIKAFKA_KILL_SEED replays a run.
+CYCLES ?= 100
+soak: $(STAMP)
+	TRIKAFKA_KILL_CYCLES=$(CYCLES) $(PY) -m pytest -q -s -p no:cacheprovider tests/resilience/test_kill9_durability.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check trikafka tests examples

@@ -43,7 +43,9 @@ from trikafka.clock import Clock, now_ms
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
+from trikafka.coordinator.ports import OffsetsPartitionLog
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
+from trikafka.coordinator.transaction_state import TransactionLog
 from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LogManager
 from trikafka.metrics import BrokerMetrics
@@ -62,6 +64,7 @@ from trikafka.server.apis.producers import ProducerApis
 from trikafka.server.apis.topics import TopicAdminApis
 from trikafka.server.apis.transactions import TransactionApis
 from trikafka.server.apis.versions import ApiVersionsApis
+from trikafka.server.awaitable import AwaitableState, StateChanges
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
@@ -111,7 +114,7 @@ class BrokerStatistics:
     purgatory_size: int
 
 
-class Broker:
+class Broker(AwaitableState):
     def __init__(
         self,
         config: BrokerConfig | None = None,
@@ -125,7 +128,9 @@ class Broker:
         self.metrics = BrokerMetrics()
         self.registry = ApiRegistry()
         self.cluster_id = load_meta_properties(self.config)
-        self.request_channel = RequestChannel(self.config.queued_max_requests)
+        self.request_channel = RequestChannel(
+            self.config.queued_max_requests, self.config.queued_max_request_bytes
+        )
         self.metadata_cache = MetadataCache(self.config, self.cluster_id)
         self.purgatory = Purgatory()
         self.log_manager = LogManager(
@@ -142,10 +147,22 @@ class Broker:
             dedupe_buffer_size=self.config.log_cleaner_dedupe_buffer_size,
         )
         self.replica_manager = ReplicaManager(self.config, self.log_manager)
-        self.group_coordinator = GroupCoordinator(self.config, self._offset_store(), self.now_ms)
-        self.transaction_coordinator = TransactionCoordinator.for_broker(
-            self.config, self.replica_manager, self.group_coordinator, self.now_ms
+        #: Bumped after every response and every timer-driven coordinator change; the
+        #: ``wait_for_*`` methods re-check at each bump.
+        state_changes = StateChanges()
+        self.group_coordinator = GroupCoordinator(
+            self.config, self._offset_store(), self.now_ms, on_state_change=state_changes.bump
         )
+        self.transaction_coordinator = TransactionCoordinator(
+            self.config,
+            TransactionLog.for_log_dirs(self.config.log_dirs),
+            producer_ids=self.replica_manager.producer_ids,
+            markers=self.replica_manager,
+            groups=self.group_coordinator,
+            now_ms=self.now_ms,
+            on_state_change=state_changes.bump,
+        )
+        self.replica_manager.transaction_verifier = self.transaction_coordinator.verify_produce
         self.context = ApiContext(
             config=self.config,
             registry=self.registry,
@@ -157,6 +174,7 @@ class Broker:
             groups=self.group_coordinator,
             transactions=self.transaction_coordinator,
             now_ms=self.now_ms,
+            state_changes=state_changes,
         )
         families = [
             ApiVersionsApis,
@@ -173,6 +191,7 @@ class Broker:
             PartitionStateApis,
         ]
         self.apis = KafkaApis(self.context, [family(self.context) for family in families])
+        self.faults = self.apis.faults  # injected faults and the request recorder (tests)
         self.handler_pool = RequestHandlerPool(
             self.config.num_io_threads, self.request_channel, self.apis
         )
@@ -190,7 +209,7 @@ class Broker:
         existing = replicas.topics.get(OFFSETS_TOPIC)
         partitions = existing.partitions if existing else self.config.offsets_topic_num_partitions
 
-        def log_for(partition: int) -> Any:
+        def log_for(partition: int) -> OffsetsPartitionLog:
             if replicas.topics.get(OFFSETS_TOPIC) is None:
                 replicas.create_topic(
                     OFFSETS_TOPIC,
@@ -232,6 +251,7 @@ class Broker:
 
     async def _shutdown(self, nursery: trio.Nursery) -> None:
         log.info("broker %d shutting down", self.config.node_id)
+        self.purgatory.complete_all()  # long polls and joins answer now, not after the grace
         self.socket_server.begin_shutdown(self.config.shutdown_grace_ms / 1000)
         await self.socket_server.stopped.wait()  # every connection answered or closed
         await self.request_channel.close()

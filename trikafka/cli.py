@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import resource
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -19,7 +20,7 @@ from trikafka.broker import Broker
 from trikafka.config import BrokerConfig, config_keys, read_properties_file
 from trikafka.errors import ConfigError
 
-__all__ = ["main", "build_config", "parse_args"]
+__all__ = ["main", "build_config", "parse_args", "raise_open_file_limit"]
 
 log = logging.getLogger("trikafka")
 
@@ -48,6 +49,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--in-memory", action="store_true", help="keep no data on disk")
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument("--list-config", action="store_true", help="print every key and exit")
+    parser.add_argument(
+        "--control-listener",
+        metavar="HOST:PORT",
+        help="serve the test control interface (faults, recorder, waits) over HTTP, "
+        "e.g. 127.0.0.1:0 — for tests only",
+    )
     return parser.parse_args(argv)
 
 
@@ -89,7 +96,14 @@ def _setup_logging(level: str) -> None:
     )
 
 
-def _print_banner(broker: Broker) -> None:
+def parse_control_listener(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ConfigError("--control-listener", value, "give HOST:PORT, e.g. 127.0.0.1:0")
+    return host, int(port)
+
+
+def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> None:
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -100,10 +114,30 @@ def _print_banner(broker: Broker) -> None:
         f"[bold green]trikafka[/] broker {broker.config.node_id} ready · cluster "
         f"{broker.cluster_id}"
     )
+    if control is not None:  # before the listeners: their line is the readiness signal
+        console.print(f"  control on [bold]http://{control[0]}:{control[1]}[/]")
     for endpoint in broker.endpoints.values():
         console.print(f"  listening on [bold]{endpoint}[/]")
     console.print(f"  data: {where}")
     console.print("  Ctrl-C stops gracefully")
+
+
+def raise_open_file_limit() -> tuple[int, int]:
+    """Raise the soft ``RLIMIT_NOFILE`` to the hard limit; return (before, after).
+
+    Every client connection and every open segment file is a descriptor, and the soft limit
+    (often 1,024) is far below what the hard limit allows an unprivileged process. Kafka's
+    docs ask operators to raise it; the broker does it for them, and says so.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft >= hard:
+        return soft, soft
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):  # e.g. macOS caps it below an "infinite" hard limit
+        return soft, soft
+    return soft, target
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -114,6 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         config = build_config(args)
+        control_at = parse_control_listener(args.control_listener) if args.control_listener else None
         level = args.log_level.upper()
         if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ConfigError("--log-level", args.log_level, "allowed values are DEBUG, INFO, WARNING, ERROR")
@@ -121,12 +156,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2
     _setup_logging(level)
+    before, after = raise_open_file_limit()
+    if after != before:
+        log.info("raised the open file limit (RLIMIT_NOFILE) from %d to %d", before, after)
+    else:
+        log.info("open file limit (RLIMIT_NOFILE): %d", after)
 
     async def serve() -> None:
         broker = Broker(config)
         async with trio.open_nursery() as nursery:
             await nursery.start(broker.serve)
-            _print_banner(broker)
+            control = None
+            if control_at is not None:
+                from trikafka.testing import ControlServer, broker_targets
+
+                server = ControlServer(lambda: broker_targets(broker))
+                control = await nursery.start(server.serve, *control_at)
+            _print_banner(broker, control)
+            await broker.stopped.wait()
+            nursery.cancel_scope.cancel()  # the control server ends with the broker
 
     try:
         trio.run(serve)

@@ -204,7 +204,7 @@ def _swap_in_file(log: FileLog, c: _Cleaned, base: int) -> Segment | None:
     assert built is not None
     segment = Segment(
         base,
-        FileStore(directory, base),
+        FileStore(directory, base, log.io, log.open_files),
         index_interval_bytes=log.config.index_interval_bytes,
         offset_index=built.offset_index,
         time_index=built.time_index,

@@ -119,7 +119,13 @@ def _group(segments: list[Any], max_bytes: int) -> tuple[tuple[Any, ...], ...]:
 
 
 def segment_bytes(segment: Any) -> bytes:
-    """All of a (read-only) segment's bytes."""
+    """All of a (read-only) segment's bytes. A file segment is read through its own
+    descriptor, by path: this runs in the cleaner's worker thread, and the store's shared
+    descriptors (bounded, recycled by the event loop) are not for other threads."""
+    paths = getattr(segment.store, "paths", None)
+    if paths is not None:
+        with open(paths[".log"], "rb") as f:
+            return f.read(segment.size)
     return b"".join(bytes(chunk) for chunk in segment.store.read(0, segment.size))
 
 

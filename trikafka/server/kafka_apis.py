@@ -50,6 +50,8 @@ from trikafka.network.request_channel import (
 from trikafka.protocol.entities import error_response
 from trikafka.protocol.headers import encode_response, response_parts
 from trikafka.protocol.registry import ApiKey, ApiRegistry
+from trikafka.server.awaitable import StateChanges
+from trikafka.server.faults import Faults
 from trikafka.server.metadata_cache import MetadataCache
 from trikafka.server.purgatory import Purgatory
 
@@ -141,6 +143,7 @@ class ApiContext:
     groups: GroupCoordinator
     transactions: TransactionCoordinator
     now_ms: Clock = now_ms
+    state_changes: StateChanges = attrs.Factory(StateChanges)  # awaitable broker state
 
     def respond(self, request: Request, body: Any) -> None:
         """Send ``body`` (a kio entity or a Response) as the answer to ``request``.
@@ -150,6 +153,7 @@ class ApiContext:
         calling this (a handler or a purgatory operation) must survive it.
         """
         self.channel.send_response(request, to_response(request, body))
+        self.state_changes.bump()
 
 
 _READY = (SendResponse, NoOpResponse, CloseConnectionResponse)
@@ -219,8 +223,12 @@ class KafkaApis:
         if missing:
             names = sorted(ApiKey(k).name if k in ApiKey._value2member_map_ else str(k) for k in missing)
             raise RuntimeError(f"registry advertises api keys with no handler: {names}")
+        self.faults = Faults(context, self._families)  # injected faults, request recorder
 
-    async def handle(self, request: Request) -> None:
+    async def handle(self, request: Request, intercept: bool = True) -> None:
+        if intercept and self.faults.active:
+            await self.faults.intercept(request, self.handle)
+            return
         context = self.context
         try:
             handler = self.handlers[request.api_key]

@@ -74,9 +74,7 @@ class ReplicaManager:
         )
 
     def _open_logs(self, topic: TopicInfo, partitions: range) -> None:
-        config = self.log_config(topic)
-        for partition in partitions:
-            self.log_manager.get_or_create_log(topic.name, partition, config)
+        self.log_manager.create_logs(topic.name, partitions, self.log_config(topic))  # all or none
 
     def prepare_records(self, topic: TopicInfo, records: bytes) -> bytearray:
         """The batches to append, in a buffer the log may patch in place.

@@ -231,7 +231,7 @@ class FetchApis(ApiFamily):
     ) -> None:
         body = request.body
         try:
-            with trio.move_on_at(deadline):
+            with self.context.purgatory.wait_until(deadline):  # a stop ends it early too
                 while True:
                     await trio_util.wait_any(
                         *(

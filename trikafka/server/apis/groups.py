@@ -9,12 +9,18 @@ ids in OffsetCommit v10 and OffsetFetch v10.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import attrs
 
 from trikafka.coordinator.group_coordinator import GroupCoordinator
-from trikafka.coordinator.group_metadata import Waiter
+from trikafka.coordinator.group_metadata import GroupMetadata
+from trikafka.coordinator.group_protocol import JoinGroupRequest, JoinGroupResult, SyncGroupResult
+from trikafka.coordinator.timers import Waiter
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
+from trikafka.protocol.entities import error_response
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
@@ -22,6 +28,7 @@ __all__ = ["GroupApis"]
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+R = TypeVar("R")
 
 
 def _ms(value: Any) -> int:
@@ -34,13 +41,17 @@ class GroupApis(ApiFamily):
     def coordinator(self) -> GroupCoordinator:
         return self.context.groups
 
-    def _answer_later(self, request: Request, waiter: Waiter, make: Any) -> Any:
+    def _answer_later(self, request: Request, waiter: Waiter[R], make: Callable[[R], Any]) -> Any:
         """The response now if the waiter is done, else from the purgatory when it is."""
         if waiter.done:
             return make(waiter.value)
 
         async def wait_and_respond() -> None:
-            self.context.respond(request, make(await waiter.wait()))
+            with self.context.purgatory.wait_until():
+                self.context.respond(request, make(await waiter.wait()))
+                return
+            # The broker is stopping: answer now; the client finds the coordinator again.
+            self.context.respond(request, error_response(request.spec.response_type, ErrorCode.not_coordinator))
 
         self.context.purgatory.delay(wait_and_respond, name=f"Delayed{request.spec.name}:{request.connection_id}")
         return None
@@ -93,19 +104,22 @@ class GroupApis(ApiFamily):
         session_ms = _ms(body.session_timeout)
         rebalance_ms = _ms(body.rebalance_timeout) if version >= 1 else session_ms
         waiter = self.coordinator.join_group(
-            group_id=body.group_id,
-            member_id=body.member_id,
-            group_instance_id=getattr(body, "group_instance_id", None),
-            client_id=request.client_id or "",
-            client_host=f"/{request.client_host}",
-            session_timeout_ms=session_ms,
-            rebalance_timeout_ms=rebalance_ms,
-            protocol_type=body.protocol_type,
-            protocols=[(p.name, p.metadata) for p in body.protocols],
-            require_known_member_id=version >= 4,
+            JoinGroupRequest(
+                group_id=body.group_id,
+                member_id=body.member_id,
+                group_instance_id=getattr(body, "group_instance_id", None),
+                client_id=request.client_id or "",
+                client_host=f"/{request.client_host}",
+                session_timeout_ms=session_ms,
+                rebalance_timeout_ms=rebalance_ms,
+                protocol_type=body.protocol_type,
+                protocols=[(p.name, p.metadata) for p in body.protocols],
+                require_known_member_id=version >= 4,
+            )
         )
-        def make(result: dict[str, Any]) -> Any:
-            return Answer(throttle_time=0, **result)
+
+        def make(result: JoinGroupResult) -> Any:
+            return Answer(throttle_time=0, **attrs.asdict(result))
 
         return self._answer_later(request, waiter, make)
 
@@ -121,10 +135,8 @@ class GroupApis(ApiFamily):
             getattr(body, "protocol_name", None),
             [(a.member_id, a.assignment) for a in body.assignments],
         )
-        def make(result: dict[str, Any]) -> Any:
-            result = {"assignment": b"", "protocol_type": None, "protocol_name": None, **result}
-            result.pop("member_id", None)
-            return Answer(throttle_time=0, **result)
+        def make(result: SyncGroupResult) -> Any:
+            return Answer(throttle_time=0, **attrs.asdict(result))
 
         return self._answer_later(request, waiter, make)
 
@@ -160,8 +172,8 @@ class GroupApis(ApiFamily):
     def _topic_name(self, topic: Any) -> tuple[str | None, Any]:
         """(name, the key the response echoes) for a request topic by name or by id."""
         topic_id = getattr(topic, "topic_id", None)
-        if topic_id is not None:
-            info = self.replicas.topic_by_id(topic_id)
+        if topic_id is not None or not hasattr(topic, "name"):  # kio reads a zero id as None
+            info = self.replicas.topic_by_id(topic_id) if topic_id is not None else None
             return (info.name if info else None), topic_id
         return topic.name, topic.name
 
@@ -288,47 +300,9 @@ class GroupApis(ApiFamily):
 
     @handles(ApiKey.DESCRIBE_GROUPS)
     async def handle_describe_groups_request(self, request: Request) -> Any:
-        described = []
-        for group_id in request.body.groups:
-            group = self.coordinator.describe(group_id)
-            if group is None:
-                described.append(
-                    {
-                        "error_code": ErrorCode.group_id_not_found if request.api_version >= 6 else ErrorCode.none,
-                        "error_message": f"Group {group_id} not found." if request.api_version >= 6 else None,
-                        "group_id": group_id,
-                        "group_state": "Dead",
-                        "protocol_type": "",
-                        "protocol_data": "",
-                        "members": [],
-                        "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-                    }
-                )
-                continue
-            stable = group.state.value == "Stable"
-            described.append(
-                {
-                    "error_code": ErrorCode.none,
-                    "error_message": None,
-                    "group_id": group_id,
-                    "group_state": group.state.value,
-                    "protocol_type": group.protocol_type or "",
-                    "protocol_data": (group.protocol_name or "") if stable else "",  # Kafka's summary
-                    "members": [
-                        {
-                            "member_id": m.member_id,
-                            "group_instance_id": m.group_instance_id,
-                            "client_id": m.client_id,
-                            "client_host": m.client_host,
-                            "member_metadata": m.metadata_for(group.protocol_name) if stable and group.protocol_name else b"",
-                            "member_assignment": m.assignment if stable else b"",
-                        }
-                        for m in group.members.values()
-                    ],
-                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-                }
-            )
-        return Answer(throttle_time=0, groups=described)
+        version = request.api_version
+        groups = [_described(g, self.coordinator.describe(g), version) for g in request.body.groups]
+        return Answer(throttle_time=0, groups=groups)
 
     @handles(ApiKey.LIST_GROUPS)
     async def handle_list_groups_request(self, request: Request) -> Any:
@@ -353,3 +327,40 @@ class GroupApis(ApiFamily):
             for group_id in request.body.groups_names
         ]
         return Answer(throttle_time=0, results=results)
+
+
+def _described(group_id: str, group: GroupMetadata | None, version: int) -> dict[str, Any]:
+    """One DescribeGroups entry; a missing group is Dead (GROUP_ID_NOT_FOUND from v6)."""
+    if group is None:
+        return {
+            "error_code": ErrorCode.group_id_not_found if version >= 6 else ErrorCode.none,
+            "error_message": f"Group {group_id} not found." if version >= 6 else None,
+            "group_id": group_id,
+            "group_state": "Dead",
+            "protocol_type": "",
+            "protocol_data": "",
+            "members": [],
+            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }
+    stable = group.state.value == "Stable"
+    protocol = group.protocol_name if stable else None
+    return {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "group_id": group_id,
+        "group_state": group.state.value,
+        "protocol_type": group.protocol_type or "",
+        "protocol_data": protocol or "",  # Kafka's summary
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": m.metadata_for(protocol) if protocol else b"",
+                "member_assignment": m.assignment if stable else b"",
+            }
+            for m in group.members.values()
+        ],
+        "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }
