@@ -132,8 +132,10 @@ def iter_batches(
 
     ``data`` is a concatenation of whole batches (a Produce request's ``records``, or a log
     segment). A trailing partial batch is a :class:`CorruptRecordError`, as is anything whose
-    sizes or CRC do not add up. With ``validate_records`` the records of uncompressed batches
-    are walked too (count, sizes, offset deltas); compressed batches are never decompressed.
+    sizes or CRC do not add up. With ``validate_records`` (produced batches) the record count
+    must match the offsets the batch spans and the records of uncompressed batches are walked
+    too (count, sizes, offset deltas); compressed batches are never decompressed. Without it
+    (stored batches) a compacted batch may hold fewer records than it spans.
     """
     view = memoryview(data)
     if view.ndim != 1 or view.itemsize != 1:
@@ -188,8 +190,10 @@ def _validate_batch(view: memoryview, position: int, total: int, walk: bool) -> 
             f"batch at offset {header.base_offset} has lastOffsetDelta {header.last_offset_delta}"
         )
     count = header.record_count
-    if count < 0 or (count and count != header.last_offset_delta + 1):
-        # Kafka's LogValidator: the count from offsets must match the count in the header.
+    if count < 0 or (walk and count and count != header.last_offset_delta + 1):
+        # Kafka's LogValidator, for produced batches (``walk``): the count from offsets must
+        # match the count in the header. Stored batches may hold fewer records than offsets:
+        # the log cleaner drops records from a batch's middle and keeps its offsets.
         raise InvalidRecordError(
             f"batch at offset {header.base_offset} holds {count} records "
             f"but spans {header.last_offset_delta + 1} offsets"
