@@ -19,12 +19,25 @@ from trikafka.broker import Broker
 from trikafka.config import BrokerConfig, config_keys, read_properties_file
 from trikafka.errors import ConfigError
 
-__all__ = ["main", "build_config", "parse_args"]
+__all__ = ["MEMORY_DEFAULTS", "build_config", "main", "parse_args"]
 
 log = logging.getLogger("trikafka")
 
 DEFAULT_DATA_DIR = "./trikafka-data"
 DEV_INITIAL_REBALANCE_DELAY_MS = "0"
+
+#: ``--in-memory``: a bounded window per partition instead of everything since start, the way
+#: librdkafka's mock cluster keeps one (5 MiB there), so a dev broker left running under load
+#: does not grow until the machine swaps. Kafka's own keys, each only when not set: retention
+#: by size drops whole segments, so segments are small enough to drop (16 MiB), and retention
+#: runs every second rather than every 5 minutes. A partition then holds about
+#: retention.bytes + 2 x segment.bytes (~160 MiB) plus one second of produce. Set
+#: ``log.retention.bytes=-1`` to keep everything, or any value, per broker or per topic.
+MEMORY_DEFAULTS = {
+    "log.retention.bytes": str(128 * 1024 * 1024),
+    "log.segment.bytes": str(16 * 1024 * 1024),
+    "log.retention.check.interval.ms": "1000",
+}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -70,6 +83,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         items["listeners"] = args.listeners
     if args.in_memory:
         items["log.dirs"] = ""
+        given = {key.strip().replace("_", ".") for key in items}
+        items.update({k: v for k, v in MEMORY_DEFAULTS.items() if k not in given})
     elif args.data_dir:
         items["log.dirs"] = args.data_dir
     elif not items.get("log.dirs"):
