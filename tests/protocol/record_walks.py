@@ -30,8 +30,9 @@ def _native() -> Walk:
         if os.environ.get("TRIKAFKA_PURE_PYTHON", "") not in ("", "0"):
             pytest.skip("TRIKAFKA_PURE_PYTHON is set and the native record walk is not built")
         pytest.fail(
-            f"the native record walk is not built ({error}); `pip install -e .` builds it with "
-            "a C compiler. Set TRIKAFKA_PURE_PYTHON=1 to test the pure-Python walk alone."
+            f"the native record walk is not built ({error}): `make install`, `pip install -e .` "
+            "or, in a checkout, `python setup.py build_ext --inplace` builds it with a C "
+            "compiler. Set TRIKAFKA_PURE_PYTHON=1 to test the pure-Python walk alone."
         )
     return walk_records
 
