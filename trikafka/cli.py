@@ -18,6 +18,7 @@ import trio
 from trikafka.broker import Broker
 from trikafka.config import BrokerConfig, config_keys, read_properties_file
 from trikafka.errors import ConfigError
+from trikafka.protocol.records import NATIVE_RECORD_WALK
 
 __all__ = ["MEMORY_DEFAULTS", "build_config", "main", "parse_args"]
 
@@ -121,9 +122,13 @@ def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> Non
     from rich.console import Console
 
     console = Console(stderr=True)
-    where = (
-        ", ".join(broker.config.log_dirs) if broker.config.log_dirs else "memory (nothing kept)"
-    )
+    config = broker.config
+    if config.log_dirs:
+        where = ", ".join(config.log_dirs)
+    elif config.log_retention_bytes >= 0:
+        where = f"memory (nothing kept; log.retention.bytes {config.log_retention_bytes:,} per partition)"
+    else:
+        where = "memory (nothing kept; log.retention.bytes -1: no limit)"
     console.print(
         f"[bold green]trikafka[/] broker {broker.config.node_id} ready · cluster "
         f"{broker.cluster_id}"
@@ -133,6 +138,11 @@ def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> Non
     for endpoint in broker.endpoints.values():
         console.print(f"  listening on [bold]{endpoint}[/]")
     console.print(f"  data: {where}")
+    if not NATIVE_RECORD_WALK:
+        console.print(
+            "  record walk: pure Python (the C extension is not built, or TRIKAFKA_PURE_PYTHON "
+            "is set): produce of small messages is slower"
+        )
     console.print("  Ctrl-C stops gracefully")
 
 
