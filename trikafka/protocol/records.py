@@ -19,8 +19,9 @@ Nothing here raises any other exception type on any input; a hypothesis test hol
 
 from __future__ import annotations
 
+import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from crc32c import crc32c
 from kio.schema.errors import ErrorCode
@@ -61,6 +62,7 @@ __all__ = [
     "CURRENT_MAGIC",
     "LOG_OVERHEAD",
     "MIN_BATCH_LENGTH",
+    "NATIVE_RECORD_WALK",
     "NO_PRODUCER_ID",
     "NO_TIMESTAMP",
     "BatchHeader",
@@ -207,8 +209,12 @@ def _validate_batch(view: memoryview, position: int, total: int, walk: bool) -> 
     return header
 
 
-def _walk_records(view: memoryview, position: int, end: int, count: int, base: int) -> None:
+def _py_walk_records(view: memoryview, position: int, end: int, count: int, base: int) -> None:
     """Check that the records area holds exactly ``count`` well-formed records.
+
+    The reference walk, and the fallback where the native one (``_recordwalk.c``, the same
+    checks and messages) is not built or ``TRIKAFKA_PURE_PYTHON`` is set; see
+    :data:`NATIVE_RECORD_WALK`.
 
     Kafka's LogValidator walks every record of an uncompressed batch too. Here the walk is
     the produce path's hottest loop (77 % of broker CPU with 100-byte messages when every
@@ -248,6 +254,24 @@ def _walk_records(view: memoryview, position: int, end: int, count: int, base: i
 
 
 _KEY_AND_VALUE = ("key", "value")
+
+
+def _native_walk() -> Callable[[memoryview, int, int, int, int], None] | None:
+    """The C walk, unless it is not built or ``TRIKAFKA_PURE_PYTHON`` asks for the reference."""
+    if os.environ.get("TRIKAFKA_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from trikafka.protocol._recordwalk import walk_records
+    except ImportError:  # no compiler at install time: the pure-Python walk, same answers
+        return None
+    return walk_records
+
+
+#: True when batches are walked by the C extension (``trikafka/protocol/_recordwalk.c``);
+#: False means the pure-Python reference walk (not built, or ``TRIKAFKA_PURE_PYTHON=1``).
+#: Both make the same checks and raise the same errors; only the speed differs.
+_walk_records = _native_walk() or _py_walk_records
+NATIVE_RECORD_WALK = _walk_records is not _py_walk_records
 
 
 def _check_record(view: memoryview, position: int, end: int) -> int:
