@@ -16,7 +16,10 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(PY)
+# setup.py and the C source: the native record walk is rebuilt when they change.
+NATIVE := setup.py trikafka/protocol/_recordwalk.c
+
+$(STAMP): pyproject.toml $(NATIVE) | $(PY)
 	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
@@ -50,7 +53,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 LOADGEN     := benchmarks/build/loadgen
 BENCH_ARGS  ?=
 
-$(BENCH_STAMP): pyproject.toml | $(PY)
+$(BENCH_STAMP): pyproject.toml $(NATIVE) | $(PY)
 	$(PY) -m pip install -q -e '.[bench]'
 	touch $(BENCH_STAMP)
 
@@ -72,4 +75,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check trikafka tests examples
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info trikafka/protocol/*.so

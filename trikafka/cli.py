@@ -20,13 +20,27 @@ import trio
 from trikafka.broker import Broker
 from trikafka.config import BrokerConfig, config_keys, read_properties_file
 from trikafka.errors import ConfigError
+from trikafka.protocol.records import NATIVE_RECORD_WALK
 
-__all__ = ["main", "build_config", "parse_args", "raise_open_file_limit"]
+__all__ = ["MEMORY_DEFAULTS", "build_config", "main", "parse_args", "raise_open_file_limit"]
 
 log = logging.getLogger("trikafka")
 
 DEFAULT_DATA_DIR = "./trikafka-data"
 DEV_INITIAL_REBALANCE_DELAY_MS = "0"
+
+#: ``--in-memory``: a bounded window per partition instead of everything since start, the way
+#: librdkafka's mock cluster keeps one (5 MiB there), so a dev broker left running under load
+#: does not grow until the machine swaps. Kafka's own keys, each only when not set: retention
+#: by size drops whole segments, so segments are small enough to drop (16 MiB), and retention
+#: runs every second rather than every 5 minutes. A partition then holds about
+#: retention.bytes + 2 x segment.bytes (~160 MiB) plus one second of produce. Set
+#: ``log.retention.bytes=-1`` to keep everything, or any value, per broker or per topic.
+MEMORY_DEFAULTS = {
+    "log.retention.bytes": str(128 * 1024 * 1024),
+    "log.segment.bytes": str(16 * 1024 * 1024),
+    "log.retention.check.interval.ms": "1000",
+}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -80,6 +94,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         items["listeners"] = args.listeners
     if args.in_memory:
         items["log.dirs"] = ""
+        given = {key.strip().replace("_", ".") for key in items}
+        items.update({k: v for k, v in MEMORY_DEFAULTS.items() if k not in given})
     elif args.data_dir:
         items["log.dirs"] = args.data_dir
     elif not items.get("log.dirs"):
@@ -116,9 +132,13 @@ def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> Non
     from rich.console import Console
 
     console = Console(stderr=True)
-    where = (
-        ", ".join(broker.config.log_dirs) if broker.config.log_dirs else "memory (nothing kept)"
-    )
+    config = broker.config
+    if config.log_dirs:
+        where = ", ".join(config.log_dirs)
+    elif config.log_retention_bytes >= 0:
+        where = f"memory (nothing kept; log.retention.bytes {config.log_retention_bytes:,} per partition)"
+    else:
+        where = "memory (nothing kept; log.retention.bytes -1: no limit)"
     console.print(
         f"[bold green]trikafka[/] broker {broker.config.node_id} ready · cluster "
         f"{broker.cluster_id}"
@@ -128,6 +148,11 @@ def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> Non
     for endpoint in broker.endpoints.values():
         console.print(f"  listening on [bold]{endpoint}[/]")
     console.print(f"  data: {where}")
+    if not NATIVE_RECORD_WALK:
+        console.print(
+            "  record walk: pure Python (the C extension is not built, or TRIKAFKA_PURE_PYTHON "
+            "is set): produce of small messages is slower"
+        )
     console.print("  Ctrl-C stops gracefully")
 
 

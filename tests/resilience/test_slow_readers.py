@@ -105,3 +105,64 @@ def test_a_slice_survives_retention_and_sendfile_sends_it(tmp_path):
         right.close()
         chunk.close()
     log.close()
+
+
+# --- end to end: slow readers of a broker over TCP -----------------------------------------
+
+TOPIC_BYTES = 16 * MIB
+SLOW_READERS = 8
+
+
+async def test_slow_readers_of_a_file_log_broker_hold_no_copy_of_their_answers(tmp_path):
+    """The issue's row on a small scale, end to end: a broker with file logs, readers over
+    TCP that ask for 16 MiB each and then read nothing past the size prefix (what the
+    kernel's socket buffers take is not the broker's memory). While they stall, the broker holds
+    file references (sent with sendfile as the sockets drain), not the answers' bytes: the
+    old path held SLOW_READERS x 16 MiB here. The one reader that does read gets every byte."""
+    import trio
+
+    from tests.server.test_topics_and_data import create_topic, fetch_request, produce
+    from trikafka import open_broker
+    from trikafka.client import connect_tcp
+    from trikafka.protocol.headers import encode_request
+    from trikafka.protocol.registry import ApiRegistry
+
+    registry = ApiRegistry()
+    async with open_broker(log_dirs=str(tmp_path)) as broker:
+        async with connect_tcp("127.0.0.1", broker.port) as client:
+            await create_topic(client, "big")
+            for i in range(TOPIC_BYTES // 500_000):
+                batch = build_batch([(None, bytes([i % 251]) * 500_000, [], 1_700_000_000_000)])
+                answer = await produce(client, 9, "big", None, 0, batch)
+                assert answer.responses[0].partition_responses[0].error_code == 0
+        body = fetch_request(12, "big", None, 0, 0, max_bytes=TOPIC_BYTES * 2, partition_max_bytes=TOPIC_BYTES * 2)
+        frame = encode_request(registry.get(1, 12), 7, body, "slow")
+        readers = []
+        for _ in range(SLOW_READERS):
+            readers.append(socket.create_connection(("127.0.0.1", broker.port)))
+        tracemalloc.start()
+        try:
+            for sock in readers:
+                sock.sendall(frame)
+            for sock in readers:  # each answer has begun: its size prefix arrived
+                head = await trio.to_thread.run_sync(sock.recv, 4)
+                assert int.from_bytes(head, "big") > 15 * MIB  # the whole topic
+            held, _ = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        assert held < 4 * MIB, f"{held / MIB:.1f} MiB held for {SLOW_READERS} stalled readers"
+        # One reader takes its whole answer: the slices' bytes are the log's.
+        size = int.from_bytes(head, "big")
+
+        def read_rest(sock: socket.socket) -> bytes:
+            data = bytearray()
+            while len(data) < size:
+                chunk = sock.recv(1 << 20)
+                assert chunk
+                data += chunk
+            return bytes(data)
+
+        whole = await trio.to_thread.run_sync(read_rest, readers[-1])
+        assert whole.count(bytes([7]) * 500_000) == 1  # batch 7's value, intact
+        for sock in readers:
+            sock.close()

@@ -84,7 +84,7 @@ class Cluster(ClusterControls, AwaitableState):
         }
         #: In-memory replicas of stopped brokers: their "disk", kept for their return.
         self._parked: dict[int, Any] = {}
-        self.logs = ClusterLogManager(self.state, self._log_managers.get)
+        self.logs = ClusterLogManager(self.state, self._log_managers.get, config.log_dirs)
         self.replica_manager = ReplicaManager(config, self.logs)
         self.replica_manager.placement = self
         self._reconcile_replicas()

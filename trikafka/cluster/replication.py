@@ -105,24 +105,16 @@ class ReplicatedLog:
         except KafkaProtocolError:
             return True
 
-    def append(
-        self,
-        batches: bytearray | bytes,
-        *,
-        leader_epoch: int,
-        log_append_time_ms: int | None = None,
-        flush_inline: bool = True,
-    ) -> Any:
-        """Append on the leader with its current epoch, then copy to the in-sync followers."""
+    def append(self, batches: bytearray | bytes, *, leader_epoch: int, **options: Any) -> Any:
+        """Append on the leader with its current epoch (``options`` as ``Log.append`` takes
+        them), then copy to the in-sync followers."""
         lead = self._logs.state.leadership(self.topic, self.partition)
         if lead.leader < 0:
             raise KafkaProtocolError(
                 f"{self.topic}-{self.partition} has no live leader", ErrorCode.not_leader_or_follower
             )
         leader = self.leader_log
-        info = leader.append(
-            batches, leader_epoch=lead.leader_epoch, log_append_time_ms=log_append_time_ms, flush_inline=flush_inline
-        )
+        info = leader.append(batches, leader_epoch=lead.leader_epoch, **options)
         for follower in self._logs.follower_logs(self.topic, self.partition, lead.isr):
             catch_up(follower, leader)
         return info
@@ -142,9 +134,11 @@ class ClusterLogManager:
     ``managers(node_id)`` returns that broker's LogManager, or None while it is stopped.
     """
 
-    def __init__(self, state: Any, managers: Callable[[int], Any]) -> None:
+    def __init__(self, state: Any, managers: Callable[[int], Any], log_dirs: Any = None) -> None:
         self.state = state
         self._managers = managers
+        #: The cluster's data directories (each broker's replicas live in ``broker-<id>`` under them).
+        self.log_dirs = log_dirs
         self._configs: dict[tuple[str, int], LogConfig | None] = {}
         self._views: dict[tuple[str, int], ReplicatedLog] = {}
 

@@ -44,6 +44,7 @@ import os
 from bisect import bisect_right
 from pathlib import Path
 
+from trikafka.log.cleaner_files import complete_swaps
 from trikafka.log.config import LogConfig
 from trikafka.log.index import IndexCorruptError, OffsetIndex, TimeIndex
 from trikafka.log.log import Clock, Log, wall_clock_ms
@@ -399,6 +400,7 @@ class FileLog(Log):
 
     def _clean_directory(self) -> list[int]:
         """Remove leftovers of an interrupted run; return the segments' base offsets."""
+        complete_swaps(self.directory)  # a committed log cleaning first (cleaner_files.py)
         bases: list[int] = []
         names = {p.name for p in self.directory.iterdir()}
         for name in names:

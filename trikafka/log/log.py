@@ -56,6 +56,7 @@ from trikafka.log.transactions import LogTransactions, TransactionTracker
 from trikafka.protocol.records import (
     LOG_OVERHEAD,
     NO_TIMESTAMP,
+    BatchHeader,
     assign_offsets,
     iter_batches,
     parse_batch_header,
@@ -219,8 +220,14 @@ class Log(LogRetention, LogDurability, LogTransactions):
         leader_epoch: int,
         log_append_time_ms: int | None = None,
         flush_inline: bool = True,
+        validated: list[BatchHeader] | None = None,
     ) -> AppendInfo:
         """Validate and append a Produce request's batches for this partition.
+
+        ``validated``: the headers ``records.iter_batches(batches)`` yielded (records walked),
+        when the caller has validated these very bytes already — the produce path does, for
+        its producer-state checks — so the log does not compute each CRC and walk each record
+        a second time. Without it the log validates.
 
         When flush.messages is reached the log flushes before returning; with
         ``flush_inline=False`` it leaves that to the caller (``flush_messages_due``), so the
@@ -238,7 +245,7 @@ class Log(LogRetention, LogDurability, LogTransactions):
         """
         self._check_open()
         data = batches if isinstance(batches, bytearray) else bytearray(batches)
-        headers = list(iter_batches(data))
+        headers = validated if validated is not None else list(iter_batches(data))
         if not headers:
             raise InvalidRecordError(f"a produce to {self.name} must hold at least one batch")
         for header in headers:

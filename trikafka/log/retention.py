@@ -106,6 +106,15 @@ class LogRetention:
             self._update_lso()
         return detached
 
+    def replace_segments(self, old: tuple[Segment, ...], new: Segment | None) -> None:
+        """Swap the consecutive read-only segments ``old`` for ``new`` (the log cleaner's
+        compacted copy, based at ``old[0]``'s base offset) or for nothing. Offsets do not
+        change; the caller checked that ``old`` are all still here."""
+        self._check_open()
+        i = next(i for i, s in enumerate(self._segments) if s is old[0])
+        assert i + len(old) < len(self._segments), "never the active segment"
+        self._segments[i : i + len(old)] = [new] if new is not None else []
+
     def truncate_fully(self, start_offset: int = 0) -> None:
         """Drop every record and restart the log, empty, at ``start_offset``."""
         self._check_open()

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from trikafka.config import BrokerConfig
-from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
+from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError, RecordErrorsError
 from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
+from trikafka.protocol.batch_records import keyless_records
 from trikafka.protocol.compression import codec_id, recompress_batches
 from trikafka.protocol.records import build_control_batch, iter_batches
 from trikafka.server.cluster_view import ReplicaPlacement
@@ -31,7 +32,7 @@ from trikafka.server.producer_state import ProducerIdManager, ProducerStateManag
 from trikafka.server.topic_config import format_value, resolve_topic_config, validate_topic_configs
 from trikafka.server.topics import TopicInfo, TopicStore, validate_topic_name
 
-__all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS", "check_assignment"]
+__all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS", "check_assignment", "known_brokers"]
 
 log = logging.getLogger("trikafka.server")
 
@@ -124,11 +125,6 @@ class ReplicaManager:
             raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
         return num_partitions, typed
 
-    def check_assignment(self, assignment: list[list[int]], factor: int | None = None) -> list[tuple[int, ...]]:
-        """A manual replica assignment (CreateTopics, CreatePartitions), checked as Kafka does."""
-        known = self.placement.broker_ids() if self.placement is not None else (self.config.node_id,)
-        return check_assignment(assignment, known, factor)
-
     def create_topic(
         self,
         name: str,
@@ -201,7 +197,7 @@ class ReplicaManager:
                     ErrorCode.invalid_replica_assignment,
                 )
             factor = self.placement.replication_factor(name) if self.placement is not None else 1
-            checked = self.check_assignment(assignment, factor)
+            checked = check_assignment(assignment, known_brokers(self), factor)
         if validate_only:
             return
         self._open_logs(topic, range(topic.partitions, count), -1, checked)
@@ -243,9 +239,11 @@ class ReplicaManager:
         """
         partition_log = self.get_log(topic.name, partition)
         data = self.prepare_records(topic, records)
-        # Headers only: Log.append validates every record, once (a second walk here had
-        # doubled the cost of a 100-byte produce).
-        headers = list(iter_batches(data, validate_records=False))
+        # Validated once, here (CRC, header, every record): Kafka's order too (LogValidator
+        # before the producer-state checks); Log.append takes the headers as they are.
+        headers = list(iter_batches(data))
+        if partition_log.config.compact_enabled:
+            self._check_keys(data, headers, f"{topic.name}-{partition}")
         state = self._producer_states.setdefault((topic.name, partition), ProducerStateManager())
         duplicate_of = state.check(headers)
         if duplicate_of is not None:
@@ -256,12 +254,30 @@ class ReplicaManager:
             if header.attributes & 0x30:
                 self._check_transactional(header, transactional_id, topic.name, partition)
         info = partition_log.append(
-            data, leader_epoch=LEADER_EPOCH, log_append_time_ms=now_ms, flush_inline=False
+            data,
+            leader_epoch=LEADER_EPOCH,
+            log_append_time_ms=now_ms,
+            flush_inline=False,
+            validated=headers,
         )
         state.update(headers, info.first_offset)
         if partition_log.flush_messages_due:
             await self.log_manager.flush_log(partition_log)
         return info
+
+    @staticmethod
+    def _check_keys(data: bytearray, headers: list, partition: str) -> None:
+        """A compacted topic keeps the last record per key: a record without one has no
+        place in it and is refused (Kafka's LogValidator), each listed in record_errors."""
+        keyless = keyless_records(data, headers)
+        if keyless:
+            why = f"Compacted topic cannot accept message without key in topic partition {partition}."
+            errors = [(index, why) for index in keyless]
+            raise RecordErrorsError(
+                f"{len(errors)} record(s) refused, the first {min(3, len(errors))}: "
+                + ", ".join(f"record {i}: {m}" for i, m in errors[:3]),
+                errors,
+            )
 
     def _check_transactional(self, header: Any, transactional_id: str | None, topic: str, partition: int) -> None:
         if header.is_control:
@@ -295,8 +311,10 @@ class ReplicaManager:
                 producer_id, producer_epoch, commit=commit, coordinator_epoch=coordinator_epoch, timestamp_ms=now_ms
             )
         )
-        headers = list(iter_batches(batch, validate_records=False))
-        info_ = partition_log.append(batch, leader_epoch=LEADER_EPOCH, log_append_time_ms=now_ms, flush_inline=False)
+        headers = list(iter_batches(batch))
+        info_ = partition_log.append(
+            batch, leader_epoch=LEADER_EPOCH, log_append_time_ms=now_ms, flush_inline=False, validated=headers
+        )
         state = self._producer_states.setdefault((topic, partition), ProducerStateManager())
         state.update(headers, info_.first_offset)
         if partition_log.flush_messages_due:
@@ -313,6 +331,11 @@ class ReplicaManager:
 
     # --- partitions ----------------------------------------------------------------------
 
+    def producer_states(self, topic: str, partition: int) -> list[tuple[int, Any]]:
+        """The producers a partition has seen since start (DescribeProducers)."""
+        state = self._producer_states.get((topic, partition))
+        return state.producers() if state is not None else []
+
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         return self.topics.by_id(topic_id)
 
@@ -324,6 +347,12 @@ class ReplicaManager:
         if partition_log is None:  # listed but not open: a bug, not the client's fault
             raise RuntimeError(f"no log for {topic}-{partition}")
         return partition_log
+
+
+def known_brokers(replicas: ReplicaManager) -> tuple[int, ...]:
+    """The broker ids a manual assignment may name: the cluster's, or this broker alone."""
+    placement = replicas.placement
+    return placement.broker_ids() if placement is not None else (replicas.config.node_id,)
 
 
 def check_assignment(

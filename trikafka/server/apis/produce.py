@@ -109,6 +109,10 @@ class ProduceApis(ApiFamily):
                         log_start_offset=appended.log_start_offset,
                     )
                 if outcome.failed:
+                    result["record_errors"] = [
+                        {"batch_index": i, "batch_index_error_message": m}
+                        for i, m in getattr(outcome.failed, "record_errors", ())
+                    ]
                     log.info("produce to %s-%d refused: %s", info.name, part.index, outcome.failed)
                 partitions.append(result)
             topics.append(

@@ -14,6 +14,7 @@ from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.apis.configs import topic_config_entries
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
+from trikafka.server.replica_manager import check_assignment, known_brokers
 
 __all__ = ["TopicAdminApis"]
 
@@ -61,7 +62,7 @@ class TopicAdminApis(ApiFamily):
                             "0-based integer sequence.",
                             ErrorCode.invalid_replica_assignment,
                         )
-                    assignment = self.replicas.check_assignment([list(a.broker_ids) for a in ordered])
+                    assignment = check_assignment([list(a.broker_ids) for a in ordered], known_brokers(self.replicas))
                     partitions, factor = len(assignment), len(assignment[0])
                 else:
                     assignment, partitions, factor = None, entry.num_partitions, entry.replication_factor
