@@ -451,3 +451,25 @@ async def test_a_single_broker_takes_an_assignment_naming_itself_only(autojump_c
         assert (await client.request(_create_assigned("mine", {0: [1]}))).topics[0].error_code == ErrorCode.none
         refused = (await client.request(_create_assigned("theirs", {0: [1, 2]}))).topics[0]
         assert refused.error_code == ErrorCode.invalid_replica_assignment
+
+
+async def test_offset_for_leader_epoch_follows_the_leader_and_its_epochs(autojump_clock):
+    async with open_cluster(brokers=2, transport="memory") as cluster:
+        async with connected(cluster, 1) as client:
+            await create_topic(client, "ep", replication_factor=2)
+            await produce(client, "ep", 0, batch(b"a", b"b"))  # epoch 0: offsets 0-1
+        cluster.move_leader("ep", 0, 2)
+        async with connected(cluster, 2) as client:
+            await produce(client, "ep", 0, batch(b"c"))  # epoch 1: offset 2
+
+            def ask(current: int, epoch: int):
+                return request(23, 4, replica_id=-1, topics=[{"topic": "ep", "partitions": [
+                    {"partition": 0, "current_leader_epoch": current, "leader_epoch": epoch}]}])
+
+            answer = (await client.request(ask(1, 0))).topics[0].partitions[0]
+            assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (ErrorCode.none, 0, 2)
+            answer = (await client.request(ask(1, 1))).topics[0].partitions[0]
+            assert (answer.leader_epoch, answer.end_offset) == (1, 3)
+            assert (await client.request(ask(0, 0))).topics[0].partitions[0].error_code == ErrorCode.fenced_leader_epoch
+        async with connected(cluster, 1) as client:
+            assert (await client.request(ask(1, 0))).topics[0].partitions[0].error_code == ErrorCode.not_leader_or_follower
