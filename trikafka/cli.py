@@ -154,6 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         trio.run(serve)
+    except ConfigError as exc:  # found when the broker is built (a keystore that will not load)
+        print(f"trikafka: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"trikafka: cannot start: {exc}", file=sys.stderr)
         return 1

@@ -73,10 +73,10 @@ def test_the_cli_refuses_a_secure_listener_it_cannot_serve(listener, capsys):
     argv = ["--in-memory", "--listeners", f"{listener}://127.0.0.1:0"]
     with pytest.raises(ConfigError) as info:
         cli.build_config(cli.parse_args(argv))
-    assert f"{listener}://127.0.0.1:0" in str(info.value)
+    assert f"listener {listener} " in str(info.value)
     assert cli.main(argv) == 2
     err = capsys.readouterr().err
-    assert f"{listener}://127.0.0.1:0" in err
+    assert f"listener {listener} " in err
     assert "Traceback" not in err
 
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import math
+import ssl
 from collections.abc import Awaitable, Callable
 
 import attrs
@@ -50,8 +51,10 @@ from trikafka.network.connection_state import (
     ConnectionStateError,
 )
 from trikafka.network.request_channel import Request, RequestMemoryPool, ResponseSlot
-from trikafka.network.transport import TRANSPORT_ERRORS, Transport
+from trikafka.network.transport import TRANSPORT_ERRORS, StreamTransport, Transport
 from trikafka.protocol.registry import ApiRegistry
+from trikafka.security.listener import HANDSHAKE_TIMEOUT, ListenerSecurity
+from trikafka.security.tls import ANONYMOUS, principal_from_certificate
 
 __all__ = ["Connection", "ConnectionHooks", "ConnectionSettings", "RECEIVE_SIZE"]
 
@@ -71,6 +74,8 @@ class ConnectionSettings:
     connections_max_idle_ms: int
     #: APIs whose bytes stay in the request memory pool until answered (Produce, …).
     held_api_keys: frozenset[int] = frozenset()
+    #: TLS and SASL of the listener (None: plaintext, as for in-memory test listeners).
+    security: ListenerSecurity | None = None
 
 
 @attrs.frozen
@@ -112,6 +117,8 @@ class Connection:
         self.last_activity = trio.current_time()
         self.read_scope: trio.CancelScope | None = None
         self.close_reason: str | None = None
+        #: Kafka's principal: from the client certificate or SASL, else User:ANONYMOUS.
+        self.principal = ANONYMOUS
         self._idle_seconds = settings.connections_max_idle_ms / 1000
         self._now = trio.current_time
 
@@ -136,6 +143,10 @@ class Connection:
     async def run(self) -> None:
         slot = ResponseSlot()
         try:
+            security = self.settings.security
+            if security is not None and security.ssl_context is not None:
+                if not await self._tls_handshake(security.ssl_context):
+                    return
             await self._serve(slot)
         except TRANSPORT_ERRORS as exc:
             self.close_reason = self.close_reason or f"transport: {type(exc).__name__}"
@@ -149,6 +160,37 @@ class Connection:
             self.hooks.closed(self)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
+
+    async def _tls_handshake(self, context: ssl.SSLContext) -> bool:
+        """Wrap the stream in TLS, here in this connection's own task, under a deadline.
+
+        A failed or stalled handshake is this client's problem alone: one log line, the
+        connection closes, and neither the processor nor any other connection waited.
+        """
+        stream = trio.SSLStream(self.stream, context, server_side=True)
+        timeout = min(HANDSHAKE_TIMEOUT, self._idle_seconds)
+        with trio.move_on_after(timeout) as scope:
+            self.read_scope = scope  # shutdown cancels a handshake as it cancels a read
+            try:
+                await stream.do_handshake()
+            except trio.BrokenResourceError as exc:
+                cause = exc.__cause__
+                reason = getattr(cause, "reason", None) or cause or exc
+                return self._handshake_failed(f"TLS handshake failed: {reason}")
+        self.read_scope = None
+        if scope.cancelled_caught:
+            if self._idle_seconds == -math.inf:
+                self.close_reason = "broker shutting down"
+                return False
+            return self._handshake_failed(f"TLS handshake not done within {timeout:g} s")
+        self.stream = stream
+        self.transport = StreamTransport(stream)
+        self.principal = principal_from_certificate(stream.getpeercert())
+        return True
+
+    def _handshake_failed(self, reason: str) -> bool:
+        self._reject(Closed(reason, client_fault=True))
+        return False
 
     async def _serve(self, slot: ResponseSlot) -> None:
         # trio's clock (the MockClock in tests) without trio.current_time()'s three layers
@@ -189,6 +231,7 @@ class Connection:
                 spec=event.spec,  # type: ignore[union-attr]
                 size=size,
                 response_slot=slot,
+                principal=self.principal,
                 start_time=start,
             )
             if pool is not None and event.header.request_api_key in held:  # type: ignore[union-attr]

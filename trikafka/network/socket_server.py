@@ -25,6 +25,7 @@ from trikafka.network.acceptor import Acceptor
 from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.processor import Processor
 from trikafka.network.quotas import ConnectionQuotas
+from trikafka.security.listener import listener_security
 
 if TYPE_CHECKING:
     from trikafka.config import BrokerConfig
@@ -56,6 +57,9 @@ class SocketServer:
             config.max_connections_per_ip_overrides,
         )
         self._given_listeners = dict(listeners or {})
+        # TLS contexts and SASL settings when the broker is built: a bad keystore is a
+        # ConfigError before anything is bound.
+        self.security = {s.name: listener_security(config.security, s.name) for s in config.listeners}
         self.endpoints: dict[str, BoundEndpoint] = {}
         self.processors: dict[str, list[Processor]] = {}
         self.acceptors: dict[str, Acceptor] = {}
@@ -103,6 +107,7 @@ class SocketServer:
                             request_channel=self.request_channel,
                             quotas=self.quotas,
                             metrics=self.metrics,
+                            security=self.security[name],
                         )
                         for _ in range(self.config.num_network_threads)
                     ]

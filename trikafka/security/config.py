@@ -36,7 +36,7 @@ __all__ = [
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: What this broker really serves; any other protocol is refused at start.
-IMPLEMENTED_PROTOCOLS = frozenset({"PLAINTEXT"})
+IMPLEMENTED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL"})
 IMPLEMENTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 KAFKA_MECHANISMS = ("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
@@ -253,8 +253,29 @@ class SecurityConfig:
                     f"listener {spec.name} uses security protocol {protocol}, which is not "
                     f"implemented; allowed: {', '.join(sorted(IMPLEMENTED_PROTOCOLS))}",
                 )
+            if protocol in ("SSL", "SASL_SSL"):
+                self._check_ssl(spec.name)
             if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
                 self._check_sasl(spec.name)
+
+    def _check_ssl(self, listener: str) -> None:
+        """What can be known without reading files; the files are read when the broker starts."""
+        if not self.get("ssl.keystore.location", listener) and not self.get(
+            "ssl.keystore.certificate.chain", listener
+        ):
+            raise ConfigError(
+                self.key_for("ssl.keystore.location", listener), "",
+                f"listener {listener} uses TLS and needs a keystore: ssl.keystore.location, or "
+                "ssl.keystore.certificate.chain with ssl.keystore.key (type PEM)",
+            )
+        for kind in ("keystore", "truststore"):
+            key = f"ssl.{kind}.type"
+            if self.get(key, listener).upper() == "JKS" and self.get(f"ssl.{kind}.location", listener):
+                raise ConfigError(
+                    self.key_for(key, listener), "JKS",
+                    f"listener {listener}: JKS {kind}s are not supported: use PEM or PKCS12 "
+                    "(ssl.keystore.type=PEM)",
+                )
 
     def _check_sasl(self, listener: str) -> None:
         mechanisms = self.mechanisms(listener)
