@@ -59,6 +59,7 @@ from trikafka.server.apis.metadata import MetadataApis
 from trikafka.server.apis.offsets import OffsetApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
+from trikafka.server.apis.sasl import SaslApis
 from trikafka.server.apis.topics import TopicAdminApis
 from trikafka.server.apis.transactions import TransactionApis
 from trikafka.server.apis.versions import ApiVersionsApis
@@ -180,6 +181,7 @@ class Broker(AwaitableState):
             ClusterApis,
             GroupApis,
             TransactionApis,
+            SaslApis,
         ]
         self.apis = KafkaApis(self.context, [family(self.context) for family in families])
         self.faults = self.apis.faults  # injected faults and the request recorder (tests)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -74,7 +75,7 @@ def certificates(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def broker(certificates: dict[str, str]) -> Iterator[ThreadedBroker]:
-    listeners = ["SSL", "MTLS"]
+    listeners = ["SSL", "MTLS", "SASL_PLAINTEXT", "SASL_SSL"]
     config = {
         "listeners": ",".join(f"{name}://127.0.0.1:0" for name in listeners),
         "listener.security.protocol.map": (
@@ -287,3 +288,92 @@ def test_confluent_kafka_without_a_client_certificate_is_refused_on_mutual_tls(b
 
     with pytest.raises(KafkaException):
         confluent_roundtrip(bootstrap(broker, "MTLS"), new_topic(), Security("SSL", ca=certificates["ca"]))
+
+
+SASL_CASES = [
+    ("SASL_PLAINTEXT", "PLAIN"),
+    ("SASL_PLAINTEXT", "SCRAM-SHA-512"),
+    ("SASL_SSL", "SCRAM-SHA-256"),
+]
+
+
+def sasl_security(protocol: str, mechanism: str, certificates: dict[str, str], password: str) -> Security:
+    ca = certificates["ca"] if protocol == "SASL_SSL" else None
+    return Security(protocol, ca=ca, mechanism=mechanism, username="alice", password=password)
+
+
+@pytest.mark.parametrize(("protocol", "mechanism"), SASL_CASES)
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_produce_and_consume_over_sasl(client, protocol, mechanism, broker, certificates):
+    security = sasl_security(protocol, mechanism, certificates, USERS["alice"])
+    values = CLIENTS[client](bootstrap(broker, protocol), new_topic(), security)
+    assert values == [f"{PREFIX[client]}-{i}" for i in range(COUNT)]
+
+
+def _wrong_password_error(client: str, servers: str, security: Security, caplog) -> str:
+    """What the client reports when its password is wrong (it must fail)."""
+    if client == "kcat":
+        options = kcat_options(servers, security)
+        done = subprocess.run([KCAT, *options, "-L", "-m", "10"], capture_output=True, timeout=TIMEOUT)
+        assert done.returncode != 0
+        return done.stderr.decode()
+    if client == "confluent-kafka":
+        from confluent_kafka import KafkaError, Producer
+
+        errors: list[KafkaError] = []
+        config = {"bootstrap.servers": servers, "security.protocol": security.protocol,
+                  "sasl.mechanism": security.mechanism, "sasl.username": security.username,
+                  "sasl.password": security.password, "error_cb": errors.append}
+        if security.ca:
+            config["ssl.ca.location"] = security.ca
+        producer = Producer(config)
+        for _ in range(40):  # librdkafka reports the failure through error_cb, on poll
+            if errors:
+                break
+            producer.poll(0.25)
+        assert errors and errors[0].code() == KafkaError._AUTHENTICATION, errors
+        return str(errors[0])
+    if client == "aiokafka":  # its producer reports only "Unable to bootstrap": ask a connection
+        from aiokafka.conn import create_conn
+        from aiokafka.helpers import create_ssl_context
+
+        host, port = servers.split(":")
+        ssl_context = create_ssl_context(cafile=security.ca) if security.ca else None
+
+        async def connect() -> None:
+            conn = await create_conn(
+                host, int(port), security_protocol=security.protocol, ssl_context=ssl_context,
+                sasl_mechanism=security.mechanism, sasl_plain_username=security.username,
+                sasl_plain_password=security.password,
+            )
+            conn.close()
+
+        with pytest.raises(Exception) as info:  # noqa: PT011 - aiokafka's own error class
+            asyncio.run(asyncio.wait_for(connect(), TIMEOUT))
+        return f"{type(info.value).__name__}: {info.value}"
+    if client == "kafka-python":  # it retries until its timeout; the reason is in its log
+        from kafka import KafkaProducer
+        from kafka.errors import KafkaError
+
+        with caplog.at_level(logging.WARNING, "kafka"), pytest.raises(KafkaError):
+            config = {**kafka_python_config(servers, security), "request_timeout_ms": 3000}
+            KafkaProducer(**config, max_block_ms=3000).close()
+        return "\n".join(r.getMessage() for r in caplog.records if r.name.startswith("kafka"))
+    with pytest.raises(Exception) as info:  # noqa: PT011 - each client has its own class
+        CLIENTS[client](servers, new_topic(), security)
+    return f"{type(info.value).__name__}: {info.value}"
+
+
+@pytest.mark.parametrize(("protocol", "mechanism"), SASL_CASES)
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_a_wrong_password_is_sasl_authentication_failed(client, protocol, mechanism, broker, certificates, caplog):
+    security = sasl_security(protocol, mechanism, certificates, "not-the-password")
+    report = _wrong_password_error(client, bootstrap(broker, protocol), security, caplog)
+    expected = {
+        "PLAIN": "Invalid username or password",
+        "SCRAM-SHA-256": "invalid credentials with SASL mechanism SCRAM-SHA-256",
+        "SCRAM-SHA-512": "invalid credentials with SASL mechanism SCRAM-SHA-512",
+    }[mechanism]
+    lowered = report.lower()
+    assert "authentication" in lowered, report
+    assert expected.lower() in lowered, report

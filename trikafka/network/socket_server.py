@@ -26,6 +26,7 @@ from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.processor import Processor
 from trikafka.network.quotas import ConnectionQuotas
 from trikafka.security.listener import listener_security
+from trikafka.security.sasl.credentials import ScramCredentials
 
 if TYPE_CHECKING:
     from trikafka.config import BrokerConfig
@@ -59,7 +60,12 @@ class SocketServer:
         self._given_listeners = dict(listeners or {})
         # TLS contexts and SASL settings when the broker is built: a bad keystore is a
         # ConfigError before anything is bound.
-        self.security = {s.name: listener_security(config.security, s.name) for s in config.listeners}
+        names = [s.name for s in config.listeners]
+        #: SCRAM users, shared by every SASL listener (bootstrapped from the config).
+        self.scram_credentials = ScramCredentials.from_config(config.security, names)
+        self.security = {
+            name: listener_security(config.security, name, self.scram_credentials) for name in names
+        }
         self.endpoints: dict[str, BoundEndpoint] = {}
         self.processors: dict[str, list[Processor]] = {}
         self.acceptors: dict[str, Acceptor] = {}

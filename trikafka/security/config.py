@@ -36,7 +36,7 @@ __all__ = [
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: What this broker really serves; any other protocol is refused at start.
-IMPLEMENTED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL"})
+IMPLEMENTED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 IMPLEMENTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 KAFKA_MECHANISMS = ("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
@@ -57,6 +57,9 @@ SECURITY_KEYS: dict[str, tuple[str, bool, str]] = {
         "GSSAPI", False, "Accepted for compatibility: one broker has no inter-broker traffic."),
     "super.users": ("", False, "Principals (User:name;User:other) that ACLs will never deny."),
     "authorizer.class.name": ("", False, "Only empty: ACLs are not implemented yet."),
+    "connection.failed.authentication.delay.ms": (
+        "100", False, "A failed authentication's answer waits this long before the close "
+        "(without blocking anyone else)."),
     "sasl.enabled.mechanisms": (
         "GSSAPI", True, "SASL mechanisms a SASL listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
     "ssl.keystore.type": ("JKS", True, "PEM or PKCS12 (JKS is refused)."),
@@ -164,6 +167,10 @@ class SecurityConfig:
                         raise ConfigError(key, value, f"allowed protocols are {', '.join(TLS_VERSIONS)}")
             if base == "sasl.jaas.config":
                 parse_jaas_config(value, key)
+            if base == "connection.failed.authentication.delay.ms" and not (
+                value.isdigit() and int(value) < 2**31
+            ):
+                raise ConfigError(key, value, f"an integer in [0, {2**31 - 1}] is required")
 
     @classmethod
     def from_properties(cls, items: Mapping[str, Any]) -> SecurityConfig:

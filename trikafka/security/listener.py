@@ -9,11 +9,17 @@ from __future__ import annotations
 
 import ssl
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import attrs
 
 from trikafka.security.config import SecurityConfig
+from trikafka.security.sasl.authenticator import SaslServerAuthenticator
+from trikafka.security.sasl.credentials import ScramCredentials
+from trikafka.security.sasl.plain import PlainServer
+from trikafka.security.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
+from trikafka.security.sasl.scram import ScramServer
 from trikafka.security.tls import server_ssl_context
 
 __all__ = ["HANDSHAKE_TIMEOUT", "ListenerSecurity", "listener_security"]
@@ -29,11 +35,29 @@ class ListenerSecurity:
     listener_name: str
     protocol: str  # PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
     ssl_context: ssl.SSLContext | None = None
-    #: ``(connection_id, peer host) -> authenticator`` for SASL listeners, else None.
-    authenticator_factory: Callable[[str, str], Any] | None = None
+    #: ``() -> SaslServerAuthenticator`` for SASL listeners, else None.
+    authenticator_factory: Callable[[], SaslServerAuthenticator] | None = None
+    #: connection.failed.authentication.delay.ms, in seconds: a failed authentication's
+    #: answer is written, and the connection closes this much later (so the client reads it).
+    failed_authentication_delay: float = 0.1
 
 
-def listener_security(config: SecurityConfig, listener: str) -> ListenerSecurity:
+def listener_security(
+    config: SecurityConfig, listener: str, scram: ScramCredentials | None = None
+) -> ListenerSecurity:
     protocol = config.protocol(listener)
     ssl_context = server_ssl_context(config, listener) if protocol in ("SSL", "SASL_SSL") else None
-    return ListenerSecurity(listener, protocol, ssl_context)
+    factory = None
+    if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+        enabled = config.mechanisms(listener)
+        servers: dict[str, Callable[[], Any]] = {}
+        if "PLAIN" in enabled:
+            entry = config.jaas(listener, "PLAIN")
+            servers["PLAIN"] = partial(PlainServer, entry.users() if entry else {})
+        store = scram if scram is not None else ScramCredentials()
+        for mechanism in SCRAM_MECHANISMS:
+            if mechanism in enabled:
+                servers[mechanism] = partial(ScramServer, mechanism, store.get)
+        factory = partial(SaslServerAuthenticator, enabled, servers)
+    delay = int(config.get("connection.failed.authentication.delay.ms")) / 1000
+    return ListenerSecurity(listener, protocol, ssl_context, factory, delay)
