@@ -82,8 +82,14 @@ def _username(sasl_name: str) -> str:
 
 
 class ScramServer:
-    def __init__(self, mechanism: str, credentials: Callable[[str, str], ScramCredential | None]) -> None:
+    def __init__(
+        self,
+        mechanism: str,
+        credentials: Callable[[str, str], ScramCredential | None],
+        server_nonce: Callable[[], str] = lambda: secrets.token_urlsafe(24),
+    ) -> None:
         self.mechanism = mechanism
+        self._server_nonce = server_nonce  # a test gives RFC 7677's
         self._digest, self._min_iterations = MECHANISMS[mechanism]
         self._credentials = credentials
         self._state = "CLIENT_FIRST"
@@ -130,7 +136,7 @@ class ScramServer:
             )
         if credential.iterations < self._min_iterations:
             raise SaslError(f"Iterations {credential.iterations} is less than the minimum {self._min_iterations}")
-        nonce = client_nonce + secrets.token_urlsafe(24)
+        nonce = client_nonce + self._server_nonce()
         salt = base64.b64encode(credential.salt).decode()
         self._server_first = f"r={nonce},s={salt},i={credential.iterations}"
         self._client_first_bare = bare
