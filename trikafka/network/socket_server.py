@@ -47,6 +47,7 @@ class SocketServer:
         request_channel: RequestChannel,
         metrics: BrokerMetrics,
         listeners: Mapping[str, trio.abc.Listener] | None = None,
+        scram_credentials: ScramCredentials | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
@@ -62,7 +63,9 @@ class SocketServer:
         # ConfigError before anything is bound.
         names = [s.name for s in config.listeners]
         #: SCRAM users, shared by every SASL listener (bootstrapped from the config).
-        self.scram_credentials = ScramCredentials.from_config(config.security, names)
+        self.scram_credentials = scram_credentials or ScramCredentials.from_config(
+            config.security, names, config.log_dirs
+        )
         self.security = {
             name: listener_security(config.security, name, self.scram_credentials) for name in names
         }

@@ -285,7 +285,10 @@ class SecurityConfig:
                 )
 
     def _check_sasl(self, listener: str) -> None:
-        mechanisms = self.mechanisms(listener)
+        try:
+            mechanisms = self.mechanisms(listener)
+        except ConfigError as exc:
+            raise ConfigError(exc.key, exc.value, f"listener {listener} uses SASL: {exc.allowed}") from None
         if not mechanisms:
             key = self.key_for("sasl.enabled.mechanisms", listener)
             raise ConfigError(key, "", f"listener {listener} needs at least one SASL mechanism")

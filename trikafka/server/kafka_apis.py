@@ -144,6 +144,7 @@ class ApiContext:
     transactions: TransactionCoordinator
     now_ms: Clock = now_ms
     state_changes: StateChanges = attrs.Factory(StateChanges)  # awaitable broker state
+    scram_credentials: Any = None  # trikafka.security.sasl.credentials.ScramCredentials
 
     def respond(self, request: Request, body: Any) -> None:
         """Send ``body`` (a kio entity or a Response) as the answer to ``request``.

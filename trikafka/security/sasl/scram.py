@@ -28,7 +28,13 @@ import attrs
 
 from trikafka.security.sasl import SaslAuthenticationError, SaslError
 
-__all__ = ["MECHANISMS", "ScramCredential", "ScramServer", "scram_credential"]
+__all__ = [
+    "MECHANISMS",
+    "ScramCredential",
+    "ScramServer",
+    "credential_from_salted_password",
+    "scram_credential",
+]
 
 #: mechanism → (hashlib name, Kafka's minimum iterations).
 MECHANISMS = {"SCRAM-SHA-256": ("sha256", 4096), "SCRAM-SHA-512": ("sha512", 4096)}
@@ -54,11 +60,20 @@ def scram_credential(
     digest, _ = MECHANISMS[mechanism]
     salt = salt if salt is not None else secrets.token_bytes(32)
     salted = hashlib.pbkdf2_hmac(digest, password.encode("utf-8"), salt, iterations)
-    client_key = _hmac(digest, salted, b"Client Key")
+    return credential_from_salted_password(mechanism, salt, salted, iterations)
+
+
+def credential_from_salted_password(
+    mechanism: str, salt: bytes, salted_password: bytes, iterations: int
+) -> ScramCredential:
+    """What AlterUserScramCredentials sends (SaltedPassword = Hi(password, salt, i)) as the
+    credential kept; the salted password itself is dropped."""
+    digest, _ = MECHANISMS[mechanism]
+    client_key = _hmac(digest, salted_password, b"Client Key")
     return ScramCredential(
         salt,
         hashlib.new(digest, client_key).digest(),
-        _hmac(digest, salted, b"Server Key"),
+        _hmac(digest, salted_password, b"Server Key"),
         iterations,
     )
 
