@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import json
-import logging
 import os
 from pathlib import Path
 
@@ -21,8 +20,6 @@ from trikafka.security.config import SecurityConfig
 from trikafka.security.sasl.scram import MECHANISMS, ScramCredential, scram_credential
 
 __all__ = ["CREDENTIALS_FILE", "ScramCredentials"]
-
-log = logging.getLogger("trikafka.security")
 
 #: Where AlterUserScramCredentials' users are kept, in the first data directory.
 CREDENTIALS_FILE = "trikafka-scram-credentials.json"
