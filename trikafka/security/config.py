@@ -37,7 +37,7 @@ __all__ = [
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: What this broker really serves; any other protocol is refused at start.
 IMPLEMENTED_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
-IMPLEMENTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+IMPLEMENTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 KAFKA_MECHANISMS = ("GSSAPI", "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 DEFAULT_PROTOCOL_MAP = "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"
 SENSITIVE = frozenset(
@@ -61,7 +61,7 @@ SECURITY_KEYS: dict[str, tuple[str, bool, str]] = {
         "100", False, "A failed authentication's answer waits this long before the close "
         "(without blocking anyone else)."),
     "sasl.enabled.mechanisms": (
-        "GSSAPI", True, "SASL mechanisms a SASL listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
+        "GSSAPI", True, "SASL mechanisms a SASL listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER."),
     "ssl.keystore.type": ("JKS", True, "PEM or PKCS12 (JKS is refused)."),
     "ssl.keystore.location": ("", True, "The broker's key and certificate chain."),
     "ssl.keystore.password": ("", True, "Password of a PKCS12 keystore."),

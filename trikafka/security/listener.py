@@ -7,6 +7,7 @@ never holds up the processor or any other connection.
 
 from __future__ import annotations
 
+import logging
 import ssl
 from collections.abc import Callable
 from functools import partial
@@ -17,12 +18,15 @@ import attrs
 from trikafka.security.config import SecurityConfig
 from trikafka.security.sasl.authenticator import SaslServerAuthenticator
 from trikafka.security.sasl.credentials import ScramCredentials
+from trikafka.security.sasl.oauthbearer import OAuthBearerServer
 from trikafka.security.sasl.plain import PlainServer
 from trikafka.security.sasl.scram import MECHANISMS as SCRAM_MECHANISMS
 from trikafka.security.sasl.scram import ScramServer
 from trikafka.security.tls import server_ssl_context
 
 __all__ = ["HANDSHAKE_TIMEOUT", "ListenerSecurity", "listener_security"]
+
+log = logging.getLogger("trikafka.security")
 
 #: Seconds a client has to finish the TLS handshake (or connections.max.idle.ms if shorter).
 #: Kafka bounds it only by the idle timeout; ten minutes of a half-open handshake is a cheap
@@ -58,6 +62,13 @@ def listener_security(
         for mechanism in SCRAM_MECHANISMS:
             if mechanism in enabled:
                 servers[mechanism] = partial(ScramServer, mechanism, store.get)
+        if "OAUTHBEARER" in enabled:
+            entry = config.jaas(listener, "OAUTHBEARER")
+            servers["OAUTHBEARER"] = partial(OAuthBearerServer, dict(entry.options) if entry else {})
+            log.warning(
+                "listener %s: OAUTHBEARER uses Kafka's unsecured JWS validator (alg none): "
+                "any client can claim any principal; for development only", listener,
+            )
         factory = partial(SaslServerAuthenticator, enabled, servers)
     delay = int(config.get("connection.failed.authentication.delay.ms")) / 1000
     return ListenerSecurity(listener, protocol, ssl_context, factory, delay)
