@@ -543,6 +543,22 @@ def _build(settings: Settings) -> list[Workload]:
                 partial(consume, label=label, size=size, count=count),
             )
         )
+    from benchmarks.trio_client import trio_produce
+
+    for label, size, count in settings.produce:
+        items.append(
+            Workload(
+                f"trio_produce_{label}",
+                f"Trio producer {label} × {count:,} (vs confluent-kafka)",
+                KAFKA,
+                (
+                    Metric("mb_per_s", "Trio MB/s", "MB/s", digits=1),
+                    Metric("confluent_mb_per_s", "confluent MB/s", "MB/s", digits=1),
+                    Metric("ratio", "Trio / confluent", "×", digits=2),
+                ),
+                partial(trio_produce, label=label, size=size, count=count),
+            )
+        )
     items.append(
         Workload(
             "idle_connections",

@@ -170,6 +170,25 @@ def test_in_memory_means_no_log_dirs(tmp_path):
     assert build_config(parse_args(["--in-memory"])).log_dirs is None
 
 
+def test_in_memory_keeps_a_bounded_window_unless_told_otherwise(tmp_path):
+    config = build_config(parse_args(["--in-memory"]))
+    assert (config.log_retention_bytes, config.log_segment_bytes) == (128 * 2**20, 16 * 2**20)
+    assert config.log_retention_check_interval_ms == 1000
+    # Kafka's keys override it, in either spelling, from the file or the command line.
+    path = _properties(tmp_path, "log.segment.bytes=1073741824\n")
+    config = build_config(
+        parse_args(
+            ["--in-memory", "--config", str(path), "--override", "log_retention_bytes=-1"]
+        )
+    )
+    assert (config.log_retention_bytes, config.log_segment_bytes) == (-1, 2**30)
+    assert config.log_retention_check_interval_ms == 1000
+    # Files keep Kafka's defaults.
+    config = build_config(parse_args(["--data-dir", str(tmp_path)]))
+    assert (config.log_retention_bytes, config.log_segment_bytes) == (-1, 2**30)
+    assert config.log_retention_check_interval_ms == 300_000
+
+
 def test_default_data_dir():
     assert DEFAULT_DATA_DIR == "./trikafka-data"
     config = build_config(parse_args([]))

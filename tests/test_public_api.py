@@ -21,7 +21,7 @@ PROMISED = {
         "ControlServer",
         "RecordedRequest",
     },
-    "trikafka.client": {"open_connection", "KafkaConnection"},
+    "trikafka.client": {"open_connection", "KafkaConnection", "open_producer", "open_admin"},
 }
 
 
@@ -77,3 +77,12 @@ def test_public_names_are_public():
     for package in PUBLIC_PACKAGES:
         module = importlib.import_module(package)
         assert not [name for name in module.__all__ if name.startswith("_")], package
+
+
+def test_client_names_are_the_real_things():
+    import trikafka.client
+    from trikafka.client.admin import open_admin
+    from trikafka.client.producer import open_producer
+
+    assert trikafka.client.open_producer is open_producer
+    assert trikafka.client.open_admin is open_admin

@@ -46,6 +46,7 @@ from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
 from trikafka.coordinator.ports import OffsetsPartitionLog
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
 from trikafka.coordinator.transaction_state import TransactionLog
+from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
@@ -58,6 +59,7 @@ from trikafka.server.apis.fetch import FetchApis
 from trikafka.server.apis.groups import GroupApis
 from trikafka.server.apis.metadata import MetadataApis
 from trikafka.server.apis.offsets import OffsetApis
+from trikafka.server.apis.partition_state import PartitionStateApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
 from trikafka.server.apis.sasl import SaslApis
@@ -141,6 +143,12 @@ class Broker(AwaitableState):
             flush_scheduler_interval_ms=self.config.log_flush_scheduler_interval_ms,
             flush_offset_checkpoint_interval_ms=self.config.log_flush_offset_checkpoint_interval_ms,
         )
+        self.log_cleaner = LogCleaner(
+            self.log_manager,
+            backoff_ms=self.config.log_cleaner_backoff_ms,
+            clock=self.now_ms,
+            dedupe_buffer_size=self.config.log_cleaner_dedupe_buffer_size,
+        )
         self.replica_manager = ReplicaManager(self.config, self.log_manager)
         #: Bumped after every response and every timer-driven coordinator change; the
         #: ``wait_for_*`` methods re-check at each bump.
@@ -188,6 +196,7 @@ class Broker(AwaitableState):
             TransactionApis,
             SaslApis,
             ScramApis,
+            PartitionStateApis,
         ]
         self.apis = KafkaApis(self.context, [family(self.context) for family in families])
         self.faults = self.apis.faults  # injected faults and the request recorder (tests)
@@ -214,7 +223,7 @@ class Broker(AwaitableState):
                 replicas.create_topic(
                     OFFSETS_TOPIC,
                     partitions,
-                    configs={"cleanup.policy": "compact", "segment.bytes": "104857600"},
+                    configs={"cleanup.policy": "compact", "segment.bytes": str(self.config.offsets_topic_segment_bytes)},
                     is_internal=True,
                 )
             return replicas.get_log(OFFSETS_TOPIC, partition)
@@ -229,6 +238,8 @@ class Broker(AwaitableState):
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.log_manager.run, name="log-manager")
+                if self.config.log_cleaner_enable:
+                    await nursery.start(self.log_cleaner.run, name="log-cleaner")
                 await nursery.start(self.purgatory.run, name="purgatory")
                 await nursery.start(self.group_coordinator.run, name="group-coordinator")
                 await nursery.start(self.transaction_coordinator.run, name="transaction-coordinator")
@@ -249,6 +260,7 @@ class Broker(AwaitableState):
 
     async def _shutdown(self, nursery: trio.Nursery) -> None:
         log.info("broker %d shutting down", self.config.node_id)
+        self.purgatory.complete_all()  # long polls and joins answer now, not after the grace
         self.socket_server.begin_shutdown(self.config.shutdown_grace_ms / 1000)
         await self.socket_server.stopped.wait()  # every connection answered or closed
         await self.request_channel.close()

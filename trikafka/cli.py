@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import resource
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -18,13 +19,27 @@ import trio
 from trikafka.broker import Broker
 from trikafka.config import BrokerConfig, config_keys, read_properties_file
 from trikafka.errors import ConfigError
+from trikafka.protocol.records import NATIVE_RECORD_WALK
 
-__all__ = ["main", "build_config", "parse_args"]
+__all__ = ["MEMORY_DEFAULTS", "build_config", "main", "parse_args", "raise_open_file_limit"]
 
 log = logging.getLogger("trikafka")
 
 DEFAULT_DATA_DIR = "./trikafka-data"
 DEV_INITIAL_REBALANCE_DELAY_MS = "0"
+
+#: ``--in-memory``: a bounded window per partition instead of everything since start, the way
+#: librdkafka's mock cluster keeps one (5 MiB there), so a dev broker left running under load
+#: does not grow until the machine swaps. Kafka's own keys, each only when not set: retention
+#: by size drops whole segments, so segments are small enough to drop (16 MiB), and retention
+#: runs every second rather than every 5 minutes. A partition then holds about
+#: retention.bytes + 2 x segment.bytes (~160 MiB) plus one second of produce. Set
+#: ``log.retention.bytes=-1`` to keep everything, or any value, per broker or per topic.
+MEMORY_DEFAULTS = {
+    "log.retention.bytes": str(128 * 1024 * 1024),
+    "log.segment.bytes": str(16 * 1024 * 1024),
+    "log.retention.check.interval.ms": "1000",
+}
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -70,6 +85,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         items["listeners"] = args.listeners
     if args.in_memory:
         items["log.dirs"] = ""
+        given = {key.strip().replace("_", ".") for key in items}
+        items.update({k: v for k, v in MEMORY_DEFAULTS.items() if k not in given})
     elif args.data_dir:
         items["log.dirs"] = args.data_dir
     elif not items.get("log.dirs"):
@@ -106,9 +123,13 @@ def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> Non
     from rich.console import Console
 
     console = Console(stderr=True)
-    where = (
-        ", ".join(broker.config.log_dirs) if broker.config.log_dirs else "memory (nothing kept)"
-    )
+    config = broker.config
+    if config.log_dirs:
+        where = ", ".join(config.log_dirs)
+    elif config.log_retention_bytes >= 0:
+        where = f"memory (nothing kept; log.retention.bytes {config.log_retention_bytes:,} per partition)"
+    else:
+        where = "memory (nothing kept; log.retention.bytes -1: no limit)"
     console.print(
         f"[bold green]trikafka[/] broker {broker.config.node_id} ready · cluster "
         f"{broker.cluster_id}"
@@ -118,7 +139,30 @@ def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> Non
     for endpoint in broker.endpoints.values():
         console.print(f"  listening on [bold]{endpoint}[/]")
     console.print(f"  data: {where}")
+    if not NATIVE_RECORD_WALK:
+        console.print(
+            "  record walk: pure Python (the C extension is not built, or TRIKAFKA_PURE_PYTHON "
+            "is set): produce of small messages is slower"
+        )
     console.print("  Ctrl-C stops gracefully")
+
+
+def raise_open_file_limit() -> tuple[int, int]:
+    """Raise the soft ``RLIMIT_NOFILE`` to the hard limit; return (before, after).
+
+    Every client connection and every open segment file is a descriptor, and the soft limit
+    (often 1,024) is far below what the hard limit allows an unprivileged process. Kafka's
+    docs ask operators to raise it; the broker does it for them, and says so.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and soft >= hard:
+        return soft, soft
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):  # e.g. macOS caps it below an "infinite" hard limit
+        return soft, soft
+    return soft, target
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -137,6 +181,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2
     _setup_logging(level)
+    before, after = raise_open_file_limit()
+    if after != before:
+        log.info("raised the open file limit (RLIMIT_NOFILE) from %d to %d", before, after)
+    else:
+        log.info("open file limit (RLIMIT_NOFILE): %d", after)
 
     async def serve() -> None:
         broker = Broker(config)

@@ -296,16 +296,11 @@ class BrokerConfig:
             "doc": "Per-host limits, host:count,host:count.",
         },
     )
+    max_incremental_fetch_session_cache_slots: int = _int_field("max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX)
     # --- topics and logs (Kafka's broker-level defaults for topic configs) -----------------
-    auto_create_topics_enable: bool = _bool_field(
-        "auto.create.topics.enable", True, "Metadata and Produce create unknown topics."
-    )
-    num_partitions: int = _int_field(
-        "num.partitions", 1, "Partitions of auto-created topics.", 1, 1_000_000
-    )
-    default_replication_factor: int = _int_field(
-        "default.replication.factor", 1, "Replication factor of auto-created topics (only 1).", 1, 1
-    )
+    auto_create_topics_enable: bool = _bool_field("auto.create.topics.enable", True, "Metadata and Produce create unknown topics.")
+    num_partitions: int = _int_field("num.partitions", 1, "Partitions of auto-created topics.", 1, 1_000_000)
+    default_replication_factor: int = _int_field("default.replication.factor", 1, "Replication factor of auto-created topics (only 1).", 1, 1)
     delete_topic_enable: bool = _bool_field("delete.topic.enable", True, "DeleteTopics is allowed.")
     message_max_bytes: int = _topic_default("max.message.bytes")
     compression_type: str = _topic_default("compression.type")
@@ -314,17 +309,18 @@ class BrokerConfig:
     log_roll_ms: int = _topic_default("segment.ms")
     log_retention_ms: int = _topic_default("retention.ms")
     log_retention_bytes: int = _topic_default("retention.bytes")
-    log_retention_check_interval_ms: int = _int_field(
-        "log.retention.check.interval.ms", 300000, "How often retention runs.", 1
-    )
+    log_retention_check_interval_ms: int = _int_field("log.retention.check.interval.ms", 300000, "How often retention runs.", 1)
+    log_cleaner_enable: bool = _bool_field("log.cleaner.enable", True, "Run the log cleaner: compaction of cleanup.policy=compact topics.")
+    log_cleaner_backoff_ms: int = _int_field("log.cleaner.backoff.ms", 15000, "How long the cleaner sleeps when no log needs cleaning.", 0)
+    log_cleaner_dedupe_buffer_size: int = _int_field("log.cleaner.dedupe.buffer.size", 134217728, "Memory for the cleaner's key map (24 bytes a key).", 1024 * 1024)
+    log_cleaner_delete_retention_ms: int = _topic_default("delete.retention.ms")
+    log_cleaner_min_cleanable_ratio: float = _topic_default("min.cleanable.dirty.ratio")
+    log_cleaner_min_compaction_lag_ms: int = _topic_default("min.compaction.lag.ms")
+    log_cleaner_max_compaction_lag_ms: int = _topic_default("max.compaction.lag.ms")
     log_flush_interval_messages: int = _topic_default("flush.messages")
     log_flush_interval_ms: int = _topic_default("flush.ms")
-    log_flush_scheduler_interval_ms: int = _int_field(
-        "log.flush.scheduler.interval.ms", INT64_MAX, "How often the time-based flush is checked.", 1
-    )
-    log_flush_offset_checkpoint_interval_ms: int = _int_field(
-        "log.flush.offset.checkpoint.interval.ms", 60000, "How often recovery points are checkpointed.", 0, INT32_MAX
-    )
+    log_flush_scheduler_interval_ms: int = _int_field("log.flush.scheduler.interval.ms", INT64_MAX, "How often the time-based flush is checked.", 1)
+    log_flush_offset_checkpoint_interval_ms: int = _int_field("log.flush.offset.checkpoint.interval.ms", 60000, "How often recovery points are checkpointed.", 0, INT32_MAX)
     log_index_interval_bytes: int = _topic_default("index.interval.bytes")
     # --- consumer groups ---------------------------------------------------------------
     group_initial_rebalance_delay_ms: int = _int_field(
@@ -342,6 +338,7 @@ class BrokerConfig:
     offsets_topic_num_partitions: int = _int_field(
         "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
     )
+    offsets_topic_segment_bytes: int = _int_field("offsets.topic.segment.bytes", 104857600, "segment.bytes of __consumer_offsets (compacted).", 1, INT32_MAX)
     offsets_retention_minutes: int = _int_field(
         "offsets.retention.minutes", 10080, "Committed offsets of an empty group expire after this long.", 1, INT32_MAX
     )

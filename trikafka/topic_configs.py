@@ -16,6 +16,7 @@ This module imports nothing of trikafka but its errors, so every layer may read 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import attrs
@@ -45,6 +46,12 @@ class TopicConfigDef:
     allowed: tuple[str, ...] = ()
     #: False: accepted, stored and described, but nothing in trikafka acts on it yet.
     applied: bool = True
+    #: A regular expression a string (or each item of a list) must match, when ``allowed``
+    #: does not enumerate the values.
+    pattern: str | None = None
+    #: Kafka 3.x's deprecated keys: accepted, validated, stored and described, and ignored —
+    #: as a Kafka 3.x broker with inter.broker.protocol.version 3.0 or later ignores them.
+    deprecated: bool = False
 
     @property
     def attribute(self) -> str:
@@ -60,8 +67,23 @@ class TopicConfigDef:
         if self.kind == "boolean":
             return "allowed values are true and false"
         if self.kind == "list":
-            return f"a non-empty list of {', '.join(self.allowed)} is required"
+            if self.pattern:
+                return f"a comma-separated list (possibly empty) of {self.pattern_text}, or * alone"
+            return f"a comma-separated list (possibly empty) of {', '.join(self.allowed)} is required"
+        if self.pattern:
+            return f"{self.pattern_text} is required"
         return f"allowed values are {', '.join(self.allowed)}"
+
+    @property
+    def pattern_text(self) -> str:
+        return _PATTERN_TEXT.get(self.pattern or "", f"values matching {self.pattern}")
+
+    def _item_ok(self, item: Any) -> bool:
+        if not isinstance(item, str):
+            return False
+        if self.pattern:
+            return re.fullmatch(self.pattern, item) is not None
+        return item in self.allowed if self.allowed else True
 
     def check(self, value: Any) -> str | None:
         """None when ``value`` (typed) is allowed, else what is allowed."""
@@ -73,9 +95,14 @@ class TopicConfigDef:
         elif kind == "boolean":
             ok = isinstance(value, bool)
         elif kind == "list":
-            ok = isinstance(value, tuple) and bool(value) and all(item in self.allowed for item in value)
+            # Kafka's ValidList accepts the empty list (cleanup.policy="" is neither delete nor
+            # compact: the log is kept whole); "*" alone means every replica in the throttle
+            # lists (ThrottledReplicaListValidator).
+            ok = isinstance(value, tuple) and (
+                all(self._item_ok(item) for item in value) or (bool(self.pattern) and value == ("*",))
+            )
         else:
-            ok = value in self.allowed if self.allowed else isinstance(value, str)
+            ok = self._item_ok(value)
         return None if ok else self.allowed_text()
 
     def parse(self, value: Any) -> Any:
@@ -115,6 +142,11 @@ def _long(name: str, default: int, doc: str, lo: int, broker_key: str | None = N
     return TopicConfigDef(name, "long", default, doc, broker_key, lo, INT64_MAX, applied=broker_key is not None)
 
 
+#: What a ``pattern`` means, in the words of an error message.
+_REPLICAS = r"[0-9]+:[0-9]+"
+_VERSION = r"[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?"
+_PATTERN_TEXT = {_REPLICAS: "partitionId:brokerId", _VERSION: "a Kafka version such as 3.0-IV1"}
+
 _CODECS = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 #: Kafka's topic configs (``TopicConfig``), by key, in Kafka's alphabetical order.
@@ -123,18 +155,23 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     for d in (
         TopicConfigDef("cleanup.policy", "list", ("delete",), "delete: retention removes old segments; compact: keep the last record per key.", allowed=("delete", "compact")),
         TopicConfigDef("compression.type", "string", "producer", "Codec batches are stored with; producer keeps what the producer sent.", "compression.type", allowed=_CODECS),
-        _long("delete.retention.ms", 86400000, "How long delete tombstones are kept by compaction.", 0),
+        _long("delete.retention.ms", 86400000, "How long compaction keeps a tombstone after first cleaning it (its delete horizon).", 0, "log.cleaner.delete.retention.ms"),
         _long("file.delete.delay.ms", 60000, "Delay before a deleted segment file is removed.", 0),
         _long("flush.messages", INT64_MAX, "fsync after this many messages, before acknowledging.", 1, "log.flush.interval.messages"),
         _long("flush.ms", INT64_MAX, "fsync when data is older than this.", 0, "log.flush.interval.ms"),
         _int("index.interval.bytes", 4096, "Bytes of log between offset index entries.", 0, broker_key="log.index.interval.bytes"),
-        _long("max.compaction.lag.ms", INT64_MAX, "Longest a record may stay uncompacted.", 1),
+        TopicConfigDef("follower.replication.throttled.replicas", "list", (), "Replicas throttled on the follower side (one broker: none to throttle).", applied=False, pattern=_REPLICAS),
+        TopicConfigDef("leader.replication.throttled.replicas", "list", (), "Replicas throttled on the leader side (one broker: none to throttle).", applied=False, pattern=_REPLICAS),
+        _long("max.compaction.lag.ms", INT64_MAX, "Longest a record may stay uncompacted.", 1, "log.cleaner.max.compaction.lag.ms"),
         _int("max.message.bytes", 1048588, "Largest record batch accepted.", 0, broker_key="message.max.bytes"),
+        TopicConfigDef("message.downconversion.enable", "boolean", True, "Kafka 3.x: down-convert for old fetchers.", applied=False, deprecated=True),
+        TopicConfigDef("message.format.version", "string", "3.0-IV1", "Kafka 3.x: on-disk record version (always v2 since 3.0).", applied=False, pattern=_VERSION, deprecated=True),
         _long("message.timestamp.after.max.ms", 3600000, "How far a CreateTime may be ahead of the broker's clock.", 0),
         _long("message.timestamp.before.max.ms", INT64_MAX, "How far a CreateTime may be behind the broker's clock.", 0),
+        TopicConfigDef("message.timestamp.difference.max.ms", "long", INT64_MAX, "Kafka 3.x: the before/after limits in one key.", lo=0, hi=INT64_MAX, applied=False, deprecated=True),
         TopicConfigDef("message.timestamp.type", "string", "CreateTime", "Timestamp stored in batches: CreateTime or LogAppendTime.", "log.message.timestamp.type", allowed=("CreateTime", "LogAppendTime")),
-        TopicConfigDef("min.cleanable.dirty.ratio", "double", 0.5, "Dirty share of the log that triggers compaction.", lo=0, hi=1, applied=False),
-        _long("min.compaction.lag.ms", 0, "Shortest a record stays uncompacted.", 0),
+        TopicConfigDef("min.cleanable.dirty.ratio", "double", 0.5, "Dirty share of the log that triggers compaction.", "log.cleaner.min.cleanable.ratio", lo=0, hi=1),
+        _long("min.compaction.lag.ms", 0, "Shortest a record stays uncompacted.", 0, "log.cleaner.min.compaction.lag.ms"),
         _int("min.insync.replicas", 1, "Replicas that must acknowledge acks=all (one broker: 1).", 1),
         TopicConfigDef("preallocate", "boolean", False, "Preallocate segment files.", applied=False),
         _long("retention.bytes", -1, "Partition size above which old segments go; -1 no limit.", -1, "log.retention.bytes"),
@@ -165,9 +202,17 @@ def readme_table() -> str:
             allowed = f"{d.lo} … {d.hi}"
         elif d.kind == "boolean":
             allowed = "true, false"
+        elif d.pattern:
+            allowed = d.pattern_text + (", or `*`" if d.kind == "list" else "")
         else:
             allowed = ", ".join(d.allowed)
         broker = f"`{d.broker_key}`" if d.broker_key else ""
-        doc = d.doc if d.applied else f"{d.doc} Stored and described; no effect yet."
-        lines.append(f"| `{d.name}` | `{format_value(d.default)}` | {broker} | {allowed} | {doc} |")
+        if d.deprecated:
+            doc = f"{d.doc} Deprecated: accepted and ignored, as Kafka 3.x does."
+        elif d.applied:
+            doc = d.doc
+        else:
+            doc = f"{d.doc} Stored and described; no effect yet."
+        default = format_value(d.default) or '""'
+        lines.append(f"| `{d.name}` | `{default}` | {broker} | {allowed} | {doc} |")
     return "\n".join(lines) + "\n"

@@ -18,6 +18,7 @@ import trio
 import trio.testing
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
+from trikafka.log.slices import FileSlice
 from trikafka.network.connection import Connection, ConnectionHooks, ConnectionSettings
 from trikafka.network.request_channel import Request, SendResponse
 from trikafka.network.transport import (
@@ -114,6 +115,49 @@ async def test_send_parts_writes_every_part_in_order(kind):
             nursery.start_soon(read)
             await transport.send_parts(tuple(parts))
     assert received[0] == expected
+    await transport.aclose()
+    await peer.aclose()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_send_parts_sends_file_regions_between_buffers(kind, tmp_path, monkeypatch):
+    """Log file slices among the parts: the socket sends them with sendfile (past a full
+    send buffer), any other stream in bounded blocks; every slice is closed once sent."""
+    path = tmp_path / "segment.log"
+    content = os.urandom(3 * 1024 * 1024)
+    path.write_bytes(content)
+    sendfiles: list[int] = []
+    real_sendfile = FileSlice.sendfile
+
+    def counting_sendfile(self, out_fd, offset, count):  # noqa: ANN001
+        sent = real_sendfile(self, out_fd, offset, count)
+        sendfiles.append(sent)
+        return sent
+
+    monkeypatch.setattr(FileSlice, "sendfile", counting_sendfile)
+    slices = [
+        FileSlice(os.open(path, os.O_RDONLY), 100, 2 * 1024 * 1024),
+        FileSlice(os.open(path, os.O_RDONLY), 5, 70_000),
+    ]
+    parts = (b"header", slices[0], memoryview(b"middle"), b"", slices[1], b"trailer")
+    expected = b"header" + content[100 : 100 + 2 * 1024 * 1024] + b"middle"
+    expected += content[5:70_005] + b"trailer"
+    transport, peer = await pair(kind, small_send_buffer=True)
+    received: list[bytes] = []
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+
+            async def read() -> None:
+                received.append(await _read_exactly(peer, len(expected)))
+
+            nursery.start_soon(read)
+            await transport.send_parts(parts)
+    assert received[0] == expected
+    assert all(s._fd == -1 for s in slices)  # closed: no descriptor outlives its answer
+    if kind == "socket":
+        assert sum(sendfiles) == 2 * 1024 * 1024 + 70_000 and len(sendfiles) > 2
+    else:
+        assert sendfiles == []
     await transport.aclose()
     await peer.aclose()
 

@@ -1,10 +1,66 @@
-"""The project's minimal Trio client: kio requests in, kio responses out."""
+"""The Trio Kafka client: the producer, consumer and admin client, and the raw connection.
 
+``open_producer``, ``open_consumer`` and ``open_admin`` are the names users import; the client
+core (:mod:`trikafka.client.client`) is what they share. ``KafkaConnection`` and
+``open_connection`` stay: kio requests in, kio responses out, for tests that speak the protocol.
+"""
+
+from trikafka.client.accumulator import RecordFuture, RecordMetadata
+from trikafka.client.admin import Admin, open_admin
+from trikafka.client.admin_types import (
+    AlterConfigOp,
+    ConfigResource,
+    ConfigResourceType,
+    NewTopic,
+    OffsetSpec,
+    OpType,
+)
+from trikafka.client.client import CoordinatorType, KafkaClient, open_client
+from trikafka.client.cluster import TopicPartition
+from trikafka.client.config import ClientConfig
 from trikafka.client.connection import (
     ConnectionClosed,
     KafkaConnection,
     connect_tcp,
     open_connection,
 )
+from trikafka.client.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    ProducerFencedError,
+    TransactionAbortedError,
+)
+from trikafka.client.producer import Producer, open_producer
+from trikafka.client.transport import memory_connector, tcp_connector
 
-__all__ = ["ConnectionClosed", "KafkaConnection", "connect_tcp", "open_connection"]
+__all__ = [
+    "Admin",
+    "AlterConfigOp",
+    "ConfigResource",
+    "ConfigResourceType",
+    "NewTopic",
+    "OffsetSpec",
+    "OpType",
+    "open_admin",
+    "ClientConfig",
+    "ConnectionClosed",
+    "CoordinatorType",
+    "KafkaClient",
+    "KafkaConnection",
+    "KafkaConnectionError",
+    "KafkaError",
+    "KafkaTimeoutError",
+    "Producer",
+    "ProducerFencedError",
+    "RecordFuture",
+    "RecordMetadata",
+    "TopicPartition",
+    "TransactionAbortedError",
+    "connect_tcp",
+    "memory_connector",
+    "open_client",
+    "open_connection",
+    "open_producer",
+    "tcp_connector",
+]

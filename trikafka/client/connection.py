@@ -3,6 +3,12 @@
 Requests may be issued concurrently; they are written in call order and their answers are
 matched by correlation id (the broker answers in order; a reader task checks it). Works over
 any ``trio.abc.Stream``: TCP, TLS or the in-memory transport.
+
+Cancellation: a request cancelled while its frame is being written leaves part of a frame on
+the wire, after which nothing else can be framed; the connection is then closed (and every
+other waiter gets :class:`ConnectionClosed`). Cancelled while awaiting its answer, the request
+is simply forgotten — the answer is read and dropped when it comes. The high-level client
+(:mod:`trikafka.client.client`) builds on this class.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from trikafka.protocol.framing import NEED_DATA, FrameDecoder
 from trikafka.protocol.headers import decode_response, encode_request
 from trikafka.protocol.registry import ApiVersionSpec
 
-__all__ = ["KafkaConnection", "open_connection", "connect_tcp", "ConnectionClosed"]
+__all__ = ["KafkaConnection", "open_connection", "connect_tcp", "ConnectionClosed", "ResponseDecodeError"]
 
 @functools.cache
 def _spec(api_key: int, version: int) -> ApiVersionSpec:
@@ -29,6 +35,11 @@ def _spec(api_key: int, version: int) -> ApiVersionSpec:
 
 class ConnectionClosed(Exception):
     """The broker closed the connection before answering."""
+
+
+class ResponseDecodeError(Exception):
+    """An answer arrived whole but did not parse as the version asked for (an old broker
+    answering ApiVersions at v0, as KIP-511 lets it). Raised to that request's caller only."""
 
 
 def _spec_for(body: Any) -> ApiVersionSpec:
@@ -49,25 +60,47 @@ class KafkaConnection:
     async def request(self, body: Any) -> Any:
         """Send a kio request entity; return the decoded response entity."""
         spec = _spec_for(body)
+        if self.closed:
+            raise ConnectionClosed(f"connection closed before sending {spec.name}")
         correlation_id = next(self._correlation)
         send, receive = trio.open_memory_channel(1)
         self._pending[correlation_id] = (spec, send)
         self._order.append(correlation_id)
         frame = encode_request(spec, correlation_id, body, self.client_id)
         async with self._send_lock:
-            await self.stream.send_all(frame)
+            await self._write(frame, spec)
         try:
             result = await receive.receive()
         except trio.EndOfChannel:
             raise ConnectionClosed(f"connection closed awaiting {spec.name}") from None
+        if isinstance(result, ResponseDecodeError):
+            raise result
         return result
 
     async def send_no_response(self, body: Any) -> None:
         """Send a request that gets no answer (Produce with acks=0)."""
         spec = _spec_for(body)
+        if self.closed:
+            raise ConnectionClosed(f"connection closed before sending {spec.name}")
         frame = encode_request(spec, next(self._correlation), body, self.client_id)
         async with self._send_lock:
+            await self._write(frame, spec)
+
+    async def _write(self, frame: bytes, spec: ApiVersionSpec) -> None:
+        """Write one whole frame, or close the connection: half a frame poisons the stream."""
+        try:
             await self.stream.send_all(frame)
+        except BaseException as exc:
+            self.closed = True
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(self.stream)
+            if isinstance(exc, trio.BrokenResourceError | trio.ClosedResourceError):
+                raise ConnectionClosed(f"connection closed while sending {spec.name}") from None
+            raise
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Read answers until the stream closes (the reader task; run it in a nursery)."""
+        await self._reader(task_status=task_status)
 
     async def _reader(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -87,7 +120,10 @@ class KafkaConnection:
                         f"response out of order: got correlation id {correlation_id}, expected {expected}"
                     )
                 spec, send = self._pending.pop(correlation_id)
-                _, body = decode_response(spec, frame)
+                try:
+                    _, body = decode_response(spec, frame)
+                except Exception as exc:  # the frame is whole: only this answer is lost
+                    body = ResponseDecodeError(f"cannot decode {spec.name} v{spec.version} answer: {exc!r}")
                 send.send_nowait(body)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return

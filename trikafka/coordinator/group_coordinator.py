@@ -58,7 +58,7 @@ from trikafka.coordinator.group_protocol import (
 )
 from trikafka.coordinator.offsets import OffsetStore
 from trikafka.coordinator.timers import TimerQueue, Waiter
-from trikafka.errors import ErrorCode
+from trikafka.errors import ErrorCode, KafkaProtocolError
 
 __all__ = ["GroupCoordinator"]
 
@@ -117,7 +117,12 @@ class GroupCoordinator:
 
     def _fire(self, key: TimerKey) -> None:
         now = self.now_ms()
-        self._apply(self.membership.on_timer(key, now), now)
+        try:
+            self._apply(self.membership.on_timer(key, now), now)
+        except (OSError, KafkaProtocolError) as exc:
+            # A write to __consumer_offsets refused (a full disk: KAFKA_STORAGE_ERROR): one
+            # line; the timer task, and with it the broker, must not die of it.
+            log.error("group coordinator: timer %s failed: %s", key, exc)
         self.on_state_change()
 
     def _apply(self, reply: Reply[object], now_ms: float) -> None:
@@ -135,7 +140,10 @@ class GroupCoordinator:
     async def _expire_offsets_periodically(self) -> None:
         while True:
             await trio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
-            self.expire_offsets()
+            try:
+                self.expire_offsets()
+            except (OSError, KafkaProtocolError) as exc:  # as in _fire: say so, try next time
+                log.error("group coordinator: offset expiry failed: %s", exc)
 
     # --- the membership protocol ---------------------------------------------------------
 

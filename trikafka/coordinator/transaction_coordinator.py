@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import trio
 
@@ -56,7 +57,7 @@ from trikafka.coordinator.transaction_state import (
     TransactionMetadata,
     TxnState,
 )
-from trikafka.errors import ErrorCode
+from trikafka.errors import ErrorCode, KafkaProtocolError
 
 __all__ = ["PendingOffsets", "TransactionCoordinator", "TxnState"]
 
@@ -147,13 +148,13 @@ class TransactionCoordinator:
             elif isinstance(effect, AbortTxn):
                 assert self._nursery is not None, "the transaction coordinator is not running"
                 txn = self.txns[effect.transactional_id]
-                self._nursery.start_soon(self._end, txn, False, name=f"txn-fence-abort:{effect.transactional_id}")
+                self._nursery.start_soon(_survive_storage_errors, self._end, (txn, False), name=f"txn-fence-abort:{effect.transactional_id}")
 
     def _timed_out(self, transactional_id: str) -> None:
         txn = self.machine.timed_out(transactional_id)
         if txn is not None:
             assert self._nursery is not None
-            self._nursery.start_soon(self._end, txn, False, name=f"txn-timeout-abort:{transactional_id}")
+            self._nursery.start_soon(_survive_storage_errors, self._end, (txn, False), name=f"txn-timeout-abort:{transactional_id}")
 
     # --- requests ------------------------------------------------------------------------
 
@@ -234,3 +235,12 @@ class TransactionCoordinator:
         self, states: set[str], producer_ids: set[int], min_duration_ms: int = -1
     ) -> list[TransactionMetadata]:
         return self.machine.list_transactions(states, producer_ids, min_duration_ms, self.now_ms())
+
+
+async def _survive_storage_errors(fn: Callable[..., Any], args: tuple) -> None:
+    """A timeout or fencing abort whose marker write fails (a full disk: KAFKA_STORAGE_ERROR)
+    logs one line; it must not take the coordinator, and with it the broker, down."""
+    try:
+        await fn(*args)
+    except (OSError, KafkaProtocolError) as exc:
+        log.error("transaction coordinator: %s failed: %s", getattr(fn, "__name__", fn), exc)

@@ -37,6 +37,12 @@ def _cleanup_converter(value: Any) -> Any:
     return tuple(sorted(set(value)))
 
 
+def _list_converter(value: Any) -> Any:
+    if isinstance(value, str):
+        return tuple(p.strip() for p in value.split(",") if p.strip())
+    return tuple(value)
+
+
 def _topic(key: str, **extra: Any) -> Any:
     """The field for topic config ``key``, from its row of the table."""
     return attrs.field(
@@ -54,11 +60,20 @@ class LogConfig:
     file_delete_delay_ms: int = _topic("file.delete.delay.ms")
     flush_messages: int = _topic("flush.messages")
     flush_ms: int = _topic("flush.ms")
+    follower_replication_throttled_replicas: tuple[str, ...] = _topic(
+        "follower.replication.throttled.replicas", converter=_list_converter
+    )
     index_interval_bytes: int = _topic("index.interval.bytes")
+    leader_replication_throttled_replicas: tuple[str, ...] = _topic(
+        "leader.replication.throttled.replicas", converter=_list_converter
+    )
     max_compaction_lag_ms: int = _topic("max.compaction.lag.ms")
     max_message_bytes: int = _topic("max.message.bytes")
+    message_downconversion_enable: bool = _topic("message.downconversion.enable")
+    message_format_version: str = _topic("message.format.version")
     message_timestamp_after_max_ms: int = _topic("message.timestamp.after.max.ms")
     message_timestamp_before_max_ms: int = _topic("message.timestamp.before.max.ms")
+    message_timestamp_difference_max_ms: int = _topic("message.timestamp.difference.max.ms")
     message_timestamp_type: str = _topic("message.timestamp.type")
     min_cleanable_dirty_ratio: float = _topic("min.cleanable.dirty.ratio")
     min_compaction_lag_ms: int = _topic("min.compaction.lag.ms")
@@ -71,6 +86,11 @@ class LogConfig:
     segment_jitter_ms: int = _topic("segment.jitter.ms")
     segment_ms: int = _topic("segment.ms")
     unclean_leader_election_enable: bool = _topic("unclean.leader.election.enable")
+
+    @property
+    def compact_enabled(self) -> bool:
+        """Whether the log cleaner compacts this log (cleanup.policy contains compact)."""
+        return "compact" in self.cleanup_policy
 
     @property
     def delete_enabled(self) -> bool:

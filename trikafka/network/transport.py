@@ -9,6 +9,12 @@ in-memory transport of the tests on a different code path. Now the Connection sp
 later), so tests and production run the same Connection code, and the socket paths have
 their own tests over real sockets.
 
+A part of a multi-part answer may also be a *file region* (:class:`FileRegion`, e.g. the
+log's ``FileSlice``): a reference to bytes of a segment file, read only as it is written.
+The socket transport hands it to the kernel with ``os.sendfile``; any other stream (the
+in-memory one, TLS) gets it in bounded blocks. Either way a slow reader costs the broker
+what its socket buffer holds, not its whole answer.
+
 Errors are not translated here: the Connection treats ``trio.BrokenResourceError``,
 ``trio.ClosedResourceError`` and ``OSError`` alike (:data:`TRANSPORT_ERRORS`) — the peer
 is gone.
@@ -17,11 +23,13 @@ is gone.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from typing import Protocol
 
 import trio
 
 __all__ = [
+    "FileRegion",
     "IOV_MAX",
     "TRANSPORT_ERRORS",
     "SocketTransport",
@@ -33,7 +41,23 @@ __all__ = [
 IOV_MAX = 512  # buffers per sendmsg call (Linux allows 1024)
 TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
-Parts = tuple  # of bytes | bytearray | memoryview, written in order without joining
+Parts = tuple  # of bytes | bytearray | memoryview | FileRegion, in order, never joined
+
+_BUFFERS = (bytes, bytearray, memoryview)
+
+
+class FileRegion(Protocol):
+    """Bytes of a file, read only when written (the log's ``FileSlice`` is one)."""
+
+    def __len__(self) -> int: ...
+
+    def sendfile(self, out_fd: int, offset: int, count: int) -> int:
+        """``os.sendfile`` of up to ``count`` bytes from ``offset``; the bytes sent."""
+
+    def iter_blocks(self) -> Iterator[bytes]:
+        """The region in bounded blocks, each read when asked for."""
+
+    def close(self) -> None: ...
 
 
 class Transport(Protocol):
@@ -76,8 +100,16 @@ class StreamTransport:
         await self.stream.send_all(data)
 
     async def send_parts(self, parts: Parts) -> None:
+        send_all = self.stream.send_all
         for part in parts:
-            await self.stream.send_all(part)
+            if isinstance(part, _BUFFERS):
+                await send_all(part)
+                continue
+            try:
+                for block in part.iter_blocks():
+                    await send_all(block)
+            finally:
+                part.close()
 
     async def aclose(self) -> None:
         await self.stream.aclose()
@@ -111,7 +143,40 @@ class SocketTransport:
     async def send_parts(self, parts: Parts) -> None:
         # Scatter-gather: header and record chunks go out in as few sendmsg calls as the
         # socket takes, never joined into one buffer (a 1 MiB fetch joined was a fresh MiB).
-        pending = [memoryview(part).cast("B") for part in parts if len(part)]
+        # File regions between them go out with sendfile: the kernel copies the log file.
+        buffers: list[memoryview] = []
+        for index, part in enumerate(parts):
+            if isinstance(part, _BUFFERS):
+                if len(part):
+                    buffers.append(memoryview(part).cast("B"))
+                continue
+            try:
+                await self._sendmsg_all(buffers)
+                buffers = []
+                await self._sendfile_all(part)
+            except BaseException:
+                for rest in parts[index + 1 :]:
+                    if not isinstance(rest, _BUFFERS):
+                        rest.close()
+                raise
+            finally:
+                part.close()
+        await self._sendmsg_all(buffers)
+
+    async def _sendfile_all(self, region: FileRegion) -> None:
+        offset, size = 0, len(region)
+        while offset < size:
+            await trio.lowlevel.checkpoint_if_cancelled()
+            try:
+                sent = region.sendfile(self._fd, offset, size - offset)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self._fd)
+                continue
+            if not sent:  # the file is shorter than the region: the answer cannot be whole
+                raise OSError(f"{region!r} ended after {offset} of {size} bytes")
+            offset += sent
+
+    async def _sendmsg_all(self, pending: list[memoryview]) -> None:
         sendmsg = self._sendmsg
         while pending:
             sent = await sendmsg(pending[:IOV_MAX])

@@ -6,7 +6,7 @@ The layout is ``batch_layout.py``; validation is ``records.py``.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from crc32c import crc32c
 
@@ -31,10 +31,22 @@ from trikafka.protocol.batch_layout import (
     LOG_OVERHEAD,
     NO_PRODUCER_ID,
     NO_TIMESTAMP,
+    BatchHeader,
+    Record,
     TimestampType,
 )
 
-__all__ = ["RecordSpec", "assign_offsets", "build_batch", "build_control_batch"]
+__all__ = [
+    "DELETE_HORIZON_BIT",
+    "RecordSpec",
+    "assign_offsets",
+    "build_batch",
+    "build_control_batch",
+    "build_retained_batch",
+]
+
+#: Attribute bit 6 (KIP-534): the batch's base timestamp is the log cleaner's delete horizon.
+DELETE_HORIZON_BIT = 0x40
 
 # --- patching -------------------------------------------------------------------------------
 
@@ -172,6 +184,65 @@ def _write_nullable(out: bytearray, value: bytes | None) -> None:
     else:
         _write_varint(out, len(value))
         out += value
+
+
+def build_retained_batch(
+    header: BatchHeader,
+    records: Sequence[Record],
+    *,
+    delete_horizon_ms: int | None,
+    compress: Callable[[int, bytes], bytes],
+) -> bytes:
+    """A batch rewritten by the log cleaner: ``header``'s base offset, last offset delta,
+    producer id, epoch, base sequence, leader epoch and attributes are kept (so retained
+    records keep their offsets and sequences, gaps and all: Kafka's ``filterTo``), holding
+    only ``records`` (:class:`~trikafka.protocol.batch_layout.Record`, non-empty).
+
+    With ``delete_horizon_ms`` the delete-horizon bit is set and the base timestamp is the
+    horizon; record timestamps stay right because their deltas are taken from it (KIP-534).
+    ``compress(codec, body)`` re-compresses the records with the batch's own codec.
+    """
+    h = header
+    attributes = h.attributes & ~DELETE_HORIZON_BIT
+    log_append = bool(attributes & _TIMESTAMP_TYPE_BIT)
+    timestamps = [r.timestamp for r in records]
+    base_timestamp = delete_horizon_ms if delete_horizon_ms is not None else min(timestamps)
+    max_timestamp = h.max_timestamp if log_append else max(timestamps)
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_BIT
+    body = bytearray()
+    for r in records:
+        record = bytearray(b"\x00")
+        _write_varint(record, 0 if log_append else r.timestamp - base_timestamp)
+        _write_varint(record, r.offset - h.base_offset)
+        _write_nullable(record, r.key)
+        _write_nullable(record, r.value)
+        _write_varint(record, len(r.headers))
+        for name, header_value in r.headers:
+            _write_nullable(record, name.encode() if isinstance(name, str) else name)
+            _write_nullable(record, header_value)
+        _write_varint(body, len(record))
+        body += record
+    codec = attributes & 0x07
+    payload = compress(codec, bytes(body)) if codec else bytes(body)
+    after_crc = (
+        struct.pack(
+            ">hiqqqhii",
+            attributes,
+            h.last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            h.producer_id,
+            h.producer_epoch,
+            h.base_sequence,
+            len(records),
+        )
+        + payload
+    )
+    return (
+        struct.pack(">qiibI", h.base_offset, len(after_crc) + 9, h.partition_leader_epoch, CURRENT_MAGIC, crc32c(after_crc))
+        + after_crc
+    )
 
 
 # --- transaction control batches ------------------------------------------------------------

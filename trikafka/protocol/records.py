@@ -19,8 +19,9 @@ Nothing here raises any other exception type on any input; a hypothesis test hol
 
 from __future__ import annotations
 
+import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from crc32c import crc32c
 from kio.schema.errors import ErrorCode
@@ -61,6 +62,7 @@ __all__ = [
     "CURRENT_MAGIC",
     "LOG_OVERHEAD",
     "MIN_BATCH_LENGTH",
+    "NATIVE_RECORD_WALK",
     "NO_PRODUCER_ID",
     "NO_TIMESTAMP",
     "BatchHeader",
@@ -132,8 +134,10 @@ def iter_batches(
 
     ``data`` is a concatenation of whole batches (a Produce request's ``records``, or a log
     segment). A trailing partial batch is a :class:`CorruptRecordError`, as is anything whose
-    sizes or CRC do not add up. With ``validate_records`` the records of uncompressed batches
-    are walked too (count, sizes, offset deltas); compressed batches are never decompressed.
+    sizes or CRC do not add up. With ``validate_records`` (produced batches) the record count
+    must match the offsets the batch spans and the records of uncompressed batches are walked
+    too (count, sizes, offset deltas); compressed batches are never decompressed. Without it
+    (stored batches) a compacted batch may hold fewer records than it spans.
     """
     view = memoryview(data)
     if view.ndim != 1 or view.itemsize != 1:
@@ -188,8 +192,10 @@ def _validate_batch(view: memoryview, position: int, total: int, walk: bool) -> 
             f"batch at offset {header.base_offset} has lastOffsetDelta {header.last_offset_delta}"
         )
     count = header.record_count
-    if count < 0 or (count and count != header.last_offset_delta + 1):
-        # Kafka's LogValidator: the count from offsets must match the count in the header.
+    if count < 0 or (walk and count and count != header.last_offset_delta + 1):
+        # Kafka's LogValidator, for produced batches (``walk``): the count from offsets must
+        # match the count in the header. Stored batches may hold fewer records than offsets:
+        # the log cleaner drops records from a batch's middle and keeps its offsets.
         raise InvalidRecordError(
             f"batch at offset {header.base_offset} holds {count} records "
             f"but spans {header.last_offset_delta + 1} offsets"
@@ -203,8 +209,12 @@ def _validate_batch(view: memoryview, position: int, total: int, walk: bool) -> 
     return header
 
 
-def _walk_records(view: memoryview, position: int, end: int, count: int, base: int) -> None:
+def _py_walk_records(view: memoryview, position: int, end: int, count: int, base: int) -> None:
     """Check that the records area holds exactly ``count`` well-formed records.
+
+    The reference walk, and the fallback where the native one (``_recordwalk.c``, the same
+    checks and messages) is not built or ``TRIKAFKA_PURE_PYTHON`` is set; see
+    :data:`NATIVE_RECORD_WALK`.
 
     Kafka's LogValidator walks every record of an uncompressed batch too. Here the walk is
     the produce path's hottest loop (77 % of broker CPU with 100-byte messages when every
@@ -244,6 +254,24 @@ def _walk_records(view: memoryview, position: int, end: int, count: int, base: i
 
 
 _KEY_AND_VALUE = ("key", "value")
+
+
+def _native_walk() -> Callable[[memoryview, int, int, int, int], None] | None:
+    """The C walk, unless it is not built or ``TRIKAFKA_PURE_PYTHON`` asks for the reference."""
+    if os.environ.get("TRIKAFKA_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from trikafka.protocol._recordwalk import walk_records
+    except ImportError:  # no compiler at install time: the pure-Python walk, same answers
+        return None
+    return walk_records
+
+
+#: True when batches are walked by the C extension (``trikafka/protocol/_recordwalk.c``);
+#: False means the pure-Python reference walk (not built, or ``TRIKAFKA_PURE_PYTHON=1``).
+#: Both make the same checks and raise the same errors; only the speed differs.
+_walk_records = _native_walk() or _py_walk_records
+NATIVE_RECORD_WALK = _walk_records is not _py_walk_records
 
 
 def _check_record(view: memoryview, position: int, end: int) -> int:

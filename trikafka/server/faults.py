@@ -42,6 +42,7 @@ import trio
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
 
+from trikafka.log.slices import materialize
 from trikafka.network.request_channel import CloseConnectionResponse, SendResponse
 from trikafka.protocol.entities import entity_fields, error_response
 from trikafka.protocol.headers import decode_response, encode_response
@@ -438,7 +439,7 @@ def _times(count: int | None) -> str:
 
 def _with_throttle_time(request: Any, response: SendResponse, throttle_ms: int) -> SendResponse:
     """The response re-encoded with ``throttle_time_ms`` set (its field is ``throttle_time``)."""
-    data = response.data if isinstance(response.data, bytes) else b"".join(bytes(p) for p in response.data)
+    data = response.data if isinstance(response.data, bytes) else b"".join(map(materialize, response.data))
     spec = request.spec
     _correlation_id, body = decode_response(spec, data[4:])
     if "throttle_time" not in entity_fields(type(body)):

@@ -39,6 +39,7 @@ import trio
 from trikafka.clock import Clock, now_ms
 from trikafka.config import BrokerConfig
 from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.log.slices import materialize
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.request_channel import (
     CloseConnectionResponse,
@@ -170,7 +171,10 @@ def to_response(request: Request, body: Any) -> Any:
         )
         if len(parts) > 2 and sum(map(len, parts)) >= SCATTER_GATHER_BYTES:
             return SendResponse(tuple(parts))
-        return SendResponse(b"".join(parts))
+        try:
+            return SendResponse(b"".join(parts))
+        except TypeError:  # a small answer holding file slices: read them now
+            return SendResponse(b"".join(map(materialize, parts)))
     except Exception:
         log.exception("cannot encode %s v%s response", request.spec.name, request.api_version)
     try:

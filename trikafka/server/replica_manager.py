@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from trikafka.config import BrokerConfig
-from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
+from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError, RecordErrorsError
 from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
+from trikafka.protocol.batch_records import keyless_records
 from trikafka.protocol.compression import codec_id, recompress_batches
 from trikafka.protocol.records import build_control_batch, iter_batches
 from trikafka.server.producer_state import ProducerIdManager, ProducerStateManager
@@ -73,9 +74,7 @@ class ReplicaManager:
         )
 
     def _open_logs(self, topic: TopicInfo, partitions: range) -> None:
-        config = self.log_config(topic)
-        for partition in partitions:
-            self.log_manager.get_or_create_log(topic.name, partition, config)
+        self.log_manager.create_logs(topic.name, partitions, self.log_config(topic))  # all or none
 
     def prepare_records(self, topic: TopicInfo, records: bytes) -> bytearray:
         """The batches to append, in a buffer the log may patch in place.
@@ -216,9 +215,11 @@ class ReplicaManager:
         """
         partition_log = self.get_log(topic.name, partition)
         data = self.prepare_records(topic, records)
-        # Headers only: Log.append validates every record, once (a second walk here had
-        # doubled the cost of a 100-byte produce).
-        headers = list(iter_batches(data, validate_records=False))
+        # Validated once, here (CRC, header, every record): Kafka's order too (LogValidator
+        # before the producer-state checks); Log.append takes the headers as they are.
+        headers = list(iter_batches(data))
+        if partition_log.config.compact_enabled:
+            self._check_keys(data, headers, f"{topic.name}-{partition}")
         state = self._producer_states.setdefault((topic.name, partition), ProducerStateManager())
         duplicate_of = state.check(headers)
         if duplicate_of is not None:
@@ -229,12 +230,30 @@ class ReplicaManager:
             if header.attributes & 0x30:
                 self._check_transactional(header, transactional_id, topic.name, partition)
         info = partition_log.append(
-            data, leader_epoch=LEADER_EPOCH, log_append_time_ms=now_ms, flush_inline=False
+            data,
+            leader_epoch=LEADER_EPOCH,
+            log_append_time_ms=now_ms,
+            flush_inline=False,
+            validated=headers,
         )
         state.update(headers, info.first_offset)
         if partition_log.flush_messages_due:
             await self.log_manager.flush_log(partition_log)
         return info
+
+    @staticmethod
+    def _check_keys(data: bytearray, headers: list, partition: str) -> None:
+        """A compacted topic keeps the last record per key: a record without one has no
+        place in it and is refused (Kafka's LogValidator), each listed in record_errors."""
+        keyless = keyless_records(data, headers)
+        if keyless:
+            why = f"Compacted topic cannot accept message without key in topic partition {partition}."
+            errors = [(index, why) for index in keyless]
+            raise RecordErrorsError(
+                f"{len(errors)} record(s) refused, the first {min(3, len(errors))}: "
+                + ", ".join(f"record {i}: {m}" for i, m in errors[:3]),
+                errors,
+            )
 
     def _check_transactional(self, header: Any, transactional_id: str | None, topic: str, partition: int) -> None:
         if header.is_control:
@@ -268,8 +287,10 @@ class ReplicaManager:
                 producer_id, producer_epoch, commit=commit, coordinator_epoch=coordinator_epoch, timestamp_ms=now_ms
             )
         )
-        headers = list(iter_batches(batch, validate_records=False))
-        info_ = partition_log.append(batch, leader_epoch=LEADER_EPOCH, log_append_time_ms=now_ms, flush_inline=False)
+        headers = list(iter_batches(batch))
+        info_ = partition_log.append(
+            batch, leader_epoch=LEADER_EPOCH, log_append_time_ms=now_ms, flush_inline=False, validated=headers
+        )
         state = self._producer_states.setdefault((topic, partition), ProducerStateManager())
         state.update(headers, info_.first_offset)
         if partition_log.flush_messages_due:
@@ -285,6 +306,11 @@ class ReplicaManager:
         return found
 
     # --- partitions ----------------------------------------------------------------------
+
+    def producer_states(self, topic: str, partition: int) -> list[tuple[int, Any]]:
+        """The producers a partition has seen since start (DescribeProducers)."""
+        state = self._producer_states.get((topic, partition))
+        return state.producers() if state is not None else []
 
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         return self.topics.by_id(topic_id)

@@ -47,6 +47,12 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
         if value is None:
             raise ConfigError(key, value, "a value is required")
         typed[key] = definition.parse(value)
+    lo = typed.get("min.compaction.lag.ms", TOPIC_CONFIGS["min.compaction.lag.ms"].default)
+    hi = typed.get("max.compaction.lag.ms", TOPIC_CONFIGS["max.compaction.lag.ms"].default)
+    if lo > hi:  # Kafka's LogConfig.validateValues
+        raise ConfigError(
+            "min.compaction.lag.ms", lo, f"must not exceed max.compaction.lag.ms ({hi})"
+        )
     return typed
 
 

@@ -20,6 +20,7 @@ from trikafka.coordinator.group_protocol import JoinGroupRequest, JoinGroupResul
 from trikafka.coordinator.timers import Waiter
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
+from trikafka.protocol.entities import error_response
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
@@ -46,7 +47,11 @@ class GroupApis(ApiFamily):
             return make(waiter.value)
 
         async def wait_and_respond() -> None:
-            self.context.respond(request, make(await waiter.wait()))
+            with self.context.purgatory.wait_until():
+                self.context.respond(request, make(await waiter.wait()))
+                return
+            # The broker is stopping: answer now; the client finds the coordinator again.
+            self.context.respond(request, error_response(request.spec.response_type, ErrorCode.not_coordinator))
 
         self.context.purgatory.delay(wait_and_respond, name=f"Delayed{request.spec.name}:{request.connection_id}")
         return None
@@ -167,8 +172,8 @@ class GroupApis(ApiFamily):
     def _topic_name(self, topic: Any) -> tuple[str | None, Any]:
         """(name, the key the response echoes) for a request topic by name or by id."""
         topic_id = getattr(topic, "topic_id", None)
-        if topic_id is not None:
-            info = self.replicas.topic_by_id(topic_id)
+        if topic_id is not None or not hasattr(topic, "name"):  # kio reads a zero id as None
+            info = self.replicas.topic_by_id(topic_id) if topic_id is not None else None
             return (info.name if info else None), topic_id
         return topic.name, topic.name
 

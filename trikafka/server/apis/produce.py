@@ -39,8 +39,8 @@ def _partition_error(index: int, code: ErrorCode, message: str | None = None) ->
 class ProduceApis(ApiFamily):
     def _resolve(self, topic_data: Any) -> tuple[Any, ErrorCode]:
         topic_id = getattr(topic_data, "topic_id", None)
-        if topic_id is not None and topic_id.int != 0:
-            info = self.replicas.topic_by_id(topic_id)
+        if (topic_id is not None and topic_id.int != 0) or not hasattr(topic_data, "name"):
+            info = self.replicas.topic_by_id(topic_id) if topic_id is not None else None  # zero id: None
             return info, ErrorCode.unknown_topic_id
         info = self.replicas.topics.get(topic_data.name)
         return info, ErrorCode.unknown_topic_or_partition
@@ -81,6 +81,10 @@ class ProduceApis(ApiFamily):
                         log_start_offset=appended.log_start_offset,
                     )
                 if outcome.failed:
+                    result["record_errors"] = [
+                        {"batch_index": i, "batch_index_error_message": m}
+                        for i, m in getattr(outcome.failed, "record_errors", ())
+                    ]
                     log.info("produce to %s-%d refused: %s", info.name, part.index, outcome.failed)
                 partitions.append(result)
             topics.append(

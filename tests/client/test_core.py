@@ -1,0 +1,132 @@
+"""The client core: metadata, versions, coordinators, backoff and timeouts — all in virtual time."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import trio
+import trio.testing
+from kio.schema.errors import ErrorCode
+
+from trikafka.client.backoff import ExponentialBackoff
+from trikafka.client.client import CoordinatorType, open_client
+from trikafka.client.cluster import ClusterMetadata, TopicPartition
+from trikafka.client.config import ClientConfig
+from trikafka.client.errors import KafkaConnectionError, KafkaTimeoutError, error_for
+from trikafka.client.transport import memory_connector, parse_bootstrap
+from trikafka.client.versions import API, negotiate
+from trikafka.testing import open_test_broker
+
+from .faults import LosingConnector
+
+
+def test_negotiate_takes_the_highest_common_version():
+    chosen = negotiate([(0, 3, 13), (3, 0, 9), (1, 13, 17), (999, 0, 1)])
+    assert chosen[API.PRODUCE] == 11  # capped: v12+ is KIP-890's implicit AddPartitionsToTxn
+    assert chosen[API.METADATA] == 9  # the broker's maximum
+    assert API.FETCH not in chosen  # no overlap: refused at use, not at connect
+    assert 999 not in chosen
+
+
+def test_backoff_doubles_to_its_cap_with_bounded_jitter():
+    exact = ExponentialBackoff(50, 1000, jitter=0)
+    assert [exact.delay_ms(n) for n in range(7)] == [50, 100, 200, 400, 800, 1000, 1000]
+    jittered = ExponentialBackoff(100, 1000, rng=random.Random(1))
+    for attempts in range(5):
+        expected = min(100 * 2**attempts, 1000)
+        assert 0.8 * expected <= jittered.delay_ms(attempts) <= min(1.2 * expected, 1000)
+
+
+def test_errors_are_classified_as_kafka_does():
+    assert error_for(ErrorCode.not_leader_or_follower).retriable
+    assert error_for(ErrorCode.not_leader_or_follower).stale_metadata
+    assert error_for(ErrorCode.not_coordinator).coordinator_moved
+    assert not error_for(ErrorCode.topic_authorization_failed).retriable
+    assert type(error_for(ErrorCode.producer_fenced)).__name__ == "ProducerFencedError"
+
+
+def test_cluster_refresh_policy():
+    cluster = ClusterMetadata(metadata_max_age_ms=1000)
+    assert cluster.next_refresh(5.0) == 5.0  # nothing known yet: due now
+    assert cluster.request_topics() == []
+    assert cluster.add_interest(["a"]) and not cluster.add_interest(["a"])
+    assert cluster.request_topics() == ["a"]
+
+
+def test_parse_bootstrap():
+    assert parse_bootstrap("a:1, b:2") == [("a", 1), ("b", 2)]
+    assert parse_bootstrap(["[::1]:9092"]) == [("::1", 9092)]
+
+
+async def test_metadata_leaders_versions_and_coordinators(autojump_clock):
+    async with open_test_broker(num_partitions=3) as broker:
+        async with open_client(broker, ClientConfig.for_role("producer")) as client:
+            assert await client.wait_for_topic("events") == 3  # auto-created
+            assert client.cluster.leader_for(TopicPartition("events", 2)) == 1
+            assert client.cluster.broker(1).host == "memory"
+            await client.connection(1)
+            assert client.version(1, API.METADATA) == 12
+            assert await client.find_coordinator("g", CoordinatorType.GROUP) == 1
+            assert await client.find_coordinator("tx", CoordinatorType.TRANSACTION) == 1
+
+
+async def test_metadata_is_refreshed_every_max_age(autojump_clock):
+    async with open_test_broker() as broker:
+        config = ClientConfig.for_role("producer", metadata_max_age_ms=10_000)
+        async with open_client(broker, config) as client:
+            await client.refresh_metadata()
+            first = client.cluster.last_refresh
+            version = client.cluster.version
+            await trio.sleep(35)
+            assert client.cluster.version == version + 3
+            assert client.cluster.last_refresh == pytest.approx(first + 30)
+
+
+async def test_reconnect_backs_off_exponentially(autojump_clock):
+    attempts: list[float] = []
+    async with open_test_broker() as broker:
+        real = memory_connector(broker.listener)
+
+        async def flaky(host, port):
+            attempts.append(trio.current_time())
+            if len(attempts) <= 4:
+                raise OSError("connection refused")
+            return await real(host, port)
+
+        config = ClientConfig.for_role("admin", reconnect_backoff_ms=100, reconnect_backoff_max_ms=1000, retry_backoff_ms=1)
+        async with open_client(broker, config, connector=flaky) as client:
+            await client.refresh_metadata()
+            assert client.cluster.brokers
+    gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    for n, gap in enumerate(gaps[:4]):
+        expected = min(0.1 * 2**n, 1.0)
+        assert 0.8 * expected - 0.01 <= gap <= 1.2 * expected + 0.01, (n, gaps)
+
+
+async def test_request_timeout_drops_the_connection(autojump_clock):
+    async def black_hole(host, port):
+        client_end, server_end = trio.testing.memory_stream_pair()
+        holes.append(server_end)  # read by nobody: no answer ever comes
+        return client_end
+
+    holes: list = []
+    config = ClientConfig.for_role("admin", request_timeout_ms=7000)
+    async with open_client("nowhere:9092", config, connector=black_hole) as client:
+        start = trio.current_time()
+        with pytest.raises(KafkaTimeoutError):
+            await client.connection(-1)
+        assert trio.current_time() - start == pytest.approx(7.0)
+
+
+async def test_a_lost_answer_fails_its_request_and_the_next_one_reconnects(autojump_clock):
+    async with open_test_broker() as broker:
+        connector = LosingConnector(memory_connector(broker.listener))
+        async with open_client(broker, ClientConfig.for_role("admin"), connector=connector) as client:
+            await client.refresh_metadata()
+            connector.lose(API.METADATA)
+            with pytest.raises(KafkaConnectionError):
+                await client.send(1, API.METADATA, topics=[])
+            assert connector.lost == 1
+            answer = await client.send(1, API.METADATA, topics=[])
+            assert answer.brokers[0].node_id == 1

@@ -1,0 +1,132 @@
+"""Values the admin client takes and returns: frozen, with Kafka's names."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+
+import attrs
+
+__all__ = [
+    "AlterConfigOp",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigResourceType",
+    "CreatedTopic",
+    "GroupDescription",
+    "GroupListing",
+    "ListedOffset",
+    "MemberDescription",
+    "NewTopic",
+    "OffsetSpec",
+    "OpType",
+]
+
+
+class ConfigResourceType(enum.IntEnum):
+    """Kafka's ``ConfigResource.Type`` codes."""
+
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+
+
+class OpType(enum.IntEnum):
+    """IncrementalAlterConfigs operations."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+class OffsetSpec(enum.IntEnum):
+    """ListOffsets special timestamps; any other int is a timestamp in ms."""
+
+    LATEST = -1
+    EARLIEST = -2
+    MAX_TIMESTAMP = -3
+
+
+@attrs.frozen
+class NewTopic:
+    """-1 partitions or replication factor: the broker's default (KIP-464)."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str] = attrs.field(factory=dict, converter=lambda m: dict(m or {}))
+
+
+@attrs.frozen
+class CreatedTopic:
+    name: str
+    topic_id: object
+    num_partitions: int
+    replication_factor: int
+
+
+@attrs.frozen
+class ConfigResource:
+    type: ConfigResourceType
+    name: str
+
+    @classmethod
+    def topic(cls, name: str) -> ConfigResource:
+        return cls(ConfigResourceType.TOPIC, name)
+
+    @classmethod
+    def broker(cls, node_id: int | str) -> ConfigResource:
+        return cls(ConfigResourceType.BROKER, str(node_id))
+
+
+@attrs.frozen
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: int
+    read_only: bool
+    sensitive: bool
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == 5  # DEFAULT_CONFIG
+
+
+@attrs.frozen
+class AlterConfigOp:
+    name: str
+    value: str | None
+    op: OpType = OpType.SET
+
+
+@attrs.frozen
+class GroupListing:
+    group_id: str
+    protocol_type: str
+    state: str
+
+
+@attrs.frozen
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: bytes
+
+
+@attrs.frozen
+class GroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[MemberDescription, ...]
+
+
+@attrs.frozen
+class ListedOffset:
+    offset: int
+    timestamp: int
+    leader_epoch: int

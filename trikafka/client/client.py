@@ -1,0 +1,421 @@
+"""The client core every role builds on (Java's ``NetworkClient`` + ``Metadata``): a Trio shell.
+
+What the producer, consumer and admin client use — and all they should need:
+
+* ``async with open_client(bootstrap, config, connector=None) as client`` — ``config`` a
+  :class:`~trikafka.client.config.ClientConfig`; ``bootstrap`` a ``host:port`` list or a
+  ``TestBroker`` (see :mod:`trikafka.client.transport`).
+* ``client.cluster`` — the :class:`~trikafka.client.cluster.ClusterMetadata` view (brokers,
+  leaders, partition counts). ``client.cluster.add_interest(topics)`` +
+  ``await client.refresh_metadata()`` to learn topics; ``await client.wait_for_topic(t)``.
+* ``await client.send(node_id, api_key, **fields)`` — builds the request at the version
+  negotiated with that broker (fields a version lacks are dropped, see
+  :func:`trikafka.protocol.entities.build`), sends it, returns the kio response. Raises
+  :class:`KafkaConnectionError` / :class:`KafkaTimeoutError` (both retriable; the connection is
+  dropped and metadata marked stale) — the caller decides whether to retry. Error codes
+  *inside* the response are the caller's to read (``errors.raise_for``).
+  ``send_no_response`` for acks=0 Produce; ``client.version(node_id, api_key)`` (after a
+  ``connection(node_id)``) says which version a response was read at.
+* ``await client.find_coordinator(key, CoordinatorType.GROUP | TRANSACTION)`` → node id,
+  retried on retriable errors and cached; ``client.coordinator_dead(key, type)`` after
+  NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE / a dropped connection.
+* ``client.request_metadata_update()`` after a stale-metadata error code.
+* :mod:`trikafka.client.calls` — ``call_coordinator`` / ``call_any_node``: send with the
+  retry rules (retriable codes back off and retry, a moved coordinator is looked up again).
+* ``client.least_loaded_node()`` — a node id to send cluster-wide requests to.
+* ``await client.retry_sleep(attempt)`` — ``retry.backoff.ms`` exponential backoff on trio's clock.
+
+Connections: one per broker (node id), opened on first use; bootstrap servers get Java's
+negative ids (-1, -2, …). A connect failure is remembered per node and the next attempt waits
+``reconnect.backoff.ms`` doubling to ``reconnect.backoff.max.ms``. A background task refreshes
+metadata when due (:meth:`ClusterMetadata.next_refresh`). Every timer is trio's, so the whole
+client runs under ``MockClock``.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import attrs
+import trio
+from kio.schema.errors import ErrorCode
+
+import trikafka
+from trikafka.client.backoff import ExponentialBackoff
+from trikafka.client.cluster import BrokerNode, ClusterMetadata
+from trikafka.client.config import ClientConfig
+from trikafka.client.connection import ConnectionClosed, KafkaConnection, ResponseDecodeError
+from trikafka.client.errors import (
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+    UnsupportedVersionError,
+    error_for,
+)
+from trikafka.client.requests import make
+from trikafka.client.transport import Connector, parse_bootstrap, resolve_bootstrap
+from trikafka.client.versions import API, negotiate
+from trikafka.protocol.registry import ApiVersionSpec
+
+__all__ = ["CoordinatorType", "KafkaClient", "NodeConnection", "open_client"]
+
+log = logging.getLogger(__name__)
+
+
+class CoordinatorType(enum.IntEnum):
+    GROUP = 0
+    TRANSACTION = 1
+
+
+@functools.cache
+def request_spec(api_key: int, version: int) -> ApiVersionSpec:
+    return ApiVersionSpec.resolve(api_key, version)
+
+
+@attrs.define
+class NodeConnection:
+    node_id: int
+    connection: KafkaConnection
+    versions: dict[int, int]
+    in_flight: int = 0
+
+
+@attrs.define
+class _NodeState:
+    """Connect bookkeeping of one node: the live connection, or when to try again."""
+
+    connection: NodeConnection | None = None
+    connecting: trio.Event | None = None
+    failures: int = 0
+    retry_at: float = 0.0
+
+
+class KafkaClient:
+    def __init__(
+        self, config: ClientConfig, bootstrap: Any, connector: Connector, nursery: trio.Nursery
+    ) -> None:
+        self.config = config
+        self.connector = connector
+        self.nursery = nursery
+        self.client_id = config["client.id"]
+        self.request_timeout = config["request.timeout.ms"] / 1000
+        self.cluster = ClusterMetadata(config["metadata.max.age.ms"])
+        self.allow_auto_topic_creation = config.role != "admin"
+        self.bootstrap = [
+            BrokerNode(-(index + 1), host, port)
+            for index, (host, port) in enumerate(parse_bootstrap(bootstrap))
+        ]
+        self.reconnect_backoff = ExponentialBackoff(
+            config["reconnect.backoff.ms"], config["reconnect.backoff.max.ms"]
+        )
+        self.retry_backoff = ExponentialBackoff(config["retry.backoff.ms"], config["retry.backoff.max.ms"])
+        self._nodes: dict[int, _NodeState] = {}
+        self._coordinators: dict[tuple[int, str], int] = {}
+        self._metadata_wakeup = trio.Event()
+        self._metadata_updated = trio.Event()
+        self.closed = False
+
+    # --- connections ----------------------------------------------------------------------
+
+    def _address(self, node_id: int) -> BrokerNode:
+        node = self.cluster.broker(node_id)
+        if node is None:
+            node = next((b for b in self.bootstrap if b.node_id == node_id), None)
+        if node is None:
+            raise KafkaConnectionError(f"broker {node_id} is not in the cluster metadata")
+        return node
+
+    async def connection(self, node_id: int) -> NodeConnection:
+        """The open connection to ``node_id``, connecting (after any backoff) if needed."""
+        if self.closed:  # shut down (or cancelled): a shielded caller must not retry forever
+            raise KafkaError(ErrorCode.network_exception, "the client is closed", retriable=False)
+        state = self._nodes.setdefault(node_id, _NodeState())
+        while True:
+            if state.connection is not None and not state.connection.connection.closed:
+                return state.connection
+            if state.connecting is None:
+                break
+            await state.connecting.wait()
+            if state.connection is None:  # that attempt failed; report it rather than spin
+                raise KafkaConnectionError(f"cannot connect to broker {node_id}")
+        state.connecting = trio.Event()
+        try:
+            delay = state.retry_at - trio.current_time()
+            if delay > 0:
+                await trio.sleep(delay)
+            state.connection = await self._connect(node_id)
+            state.failures = 0
+            return state.connection
+        except BaseException:
+            state.connection = None
+            state.failures += 1
+            state.retry_at = trio.current_time() + self.reconnect_backoff.delay(state.failures - 1)
+            raise
+        finally:
+            state.connecting.set()
+            state.connecting = None
+
+    async def _connect(self, node_id: int) -> NodeConnection:
+        node = self._address(node_id)
+        where = f"broker {node_id} at {node.host}:{node.port}"
+        stream = None
+        with trio.move_on_after(self.request_timeout) as scope:
+            try:
+                stream = await self.connector(node.host, node.port)
+            except OSError as exc:
+                self.cluster.request_update()
+                raise KafkaConnectionError(f"cannot connect to {where}: {exc}") from exc
+            connection = KafkaConnection(stream, self.client_id)
+            await self.nursery.start(self._serve, node_id, connection)
+            try:
+                answer = await _api_versions(connection, 3)
+                if answer is None or answer.error_code == ErrorCode.unsupported_version:
+                    # KIP-511: a broker without v3 answers in v0 — ask again in v0.
+                    answer = await _api_versions(connection, 0)
+            except ConnectionClosed as exc:
+                raise KafkaConnectionError(f"{where} closed the connection during ApiVersions") from exc
+        if scope.cancelled_caught:
+            if stream is not None:
+                await trio.aclose_forcefully(stream)
+            raise KafkaTimeoutError(f"no connection to {where} within request.timeout.ms")
+        if answer is None or answer.error_code != ErrorCode.none:
+            await trio.aclose_forcefully(stream)
+            if answer is None:
+                raise UnsupportedVersionError(f"{where} answers no ApiVersions version this client reads")
+            raise error_for(answer.error_code, f"ApiVersions from {where}")
+        versions = negotiate((int(k.api_key), int(k.min_version), int(k.max_version)) for k in answer.api_keys)
+        return NodeConnection(node_id, connection, versions)
+
+    async def _serve(self, node_id: int, connection: KafkaConnection, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            await connection.run(task_status=task_status)
+        except trio.Cancelled:
+            self.closed = True  # the client's nursery is going: no connection will live again
+            raise
+        finally:
+            connection.closed = True
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(connection.stream)
+            state = self._nodes.get(node_id)
+            if state is not None and state.connection is not None and state.connection.connection is connection:
+                state.connection = None
+            if not self.closed:
+                self.cluster.request_update()
+                self._coordinators = {k: v for k, v in self._coordinators.items() if v != node_id}
+
+    async def disconnect(self, node_id: int) -> None:
+        """Drop the connection to ``node_id`` (its pending requests fail as disconnected)."""
+        state = self._nodes.get(node_id)
+        if state is not None and state.connection is not None:
+            connection, state.connection = state.connection, None
+            connection.connection.closed = True
+            with trio.CancelScope(shield=True):
+                await trio.aclose_forcefully(connection.connection.stream)
+
+    def version(self, node_id: int, api_key: int) -> int:
+        state = self._nodes.get(node_id)
+        if state is None or state.connection is None:
+            raise KafkaConnectionError(f"no connection to broker {node_id}")
+        version = state.connection.versions.get(api_key)
+        if version is None:
+            raise UnsupportedVersionError(f"broker {node_id} supports no version of api {api_key} this client speaks")
+        return version
+
+    # --- requests -------------------------------------------------------------------------
+
+    async def send(self, node_id: int, api_key: int, **fields: Any) -> Any:
+        """Build ``api_key`` at the negotiated version from ``fields``; send; return the answer."""
+        node = await self.connection(node_id)
+        body = self._build(node, api_key, fields)
+        node.in_flight += 1
+        try:
+            with trio.move_on_after(self.request_timeout) as scope:
+                try:
+                    return await node.connection.request(body)
+                except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                    await self.disconnect(node_id)
+                    self.cluster.request_update()
+                    raise KafkaConnectionError(f"broker {node_id}: {exc}") from None
+            assert scope.cancelled_caught
+            await self.disconnect(node_id)
+            self.cluster.request_update()
+            raise KafkaTimeoutError(f"no answer from broker {node_id} to api {api_key} within request.timeout.ms")
+        finally:
+            node.in_flight -= 1
+
+    async def send_no_response(self, node_id: int, api_key: int, **fields: Any) -> None:
+        """For Produce with acks=0, which the broker never answers."""
+        node = await self.connection(node_id)
+        try:
+            await node.connection.send_no_response(self._build(node, api_key, fields))
+        except ConnectionClosed as exc:
+            await self.disconnect(node_id)
+            raise KafkaConnectionError(f"broker {node_id}: {exc}") from None
+
+    def _build(self, node: NodeConnection, api_key: int, fields: dict[str, Any]) -> Any:
+        version = node.versions.get(api_key)
+        if version is None:
+            raise UnsupportedVersionError(f"broker {node.node_id} supports no version of api {api_key} this client speaks")
+        return make(request_spec(api_key, version).request_type, **fields)
+
+    def least_loaded_node(self) -> int:
+        """A connected node with the fewest requests in flight, else any known broker, else a
+        bootstrap server (Java's ``leastLoadedNode``, minus its backoff-aware ordering)."""
+        now = trio.current_time()
+        candidates = list(self.cluster.brokers) or [b.node_id for b in self.bootstrap]
+        connected = [
+            (self._nodes[n].connection.in_flight, n)  # type: ignore[union-attr]
+            for n in candidates
+            if n in self._nodes and self._nodes[n].connection is not None
+        ]
+        if connected:
+            return min(connected)[1]
+        ready = [n for n in candidates if n not in self._nodes or self._nodes[n].retry_at <= now]
+        if ready:
+            return ready[0]
+        return min(candidates, key=lambda n: self._nodes[n].retry_at)
+
+    async def retry_sleep(self, attempt: int) -> None:
+        await trio.sleep(self.retry_backoff.delay(attempt))
+
+    # --- metadata -------------------------------------------------------------------------
+
+    async def run_metadata_refresh(self) -> None:
+        """Refresh metadata whenever it is due; failed refreshes back off (retry.backoff.ms)."""
+        attempt = 0
+        while True:
+            due = self.cluster.next_refresh(trio.current_time())
+            with trio.move_on_at(due):
+                await self._metadata_wakeup.wait()
+            self._metadata_wakeup = trio.Event()
+            if self.cluster.next_refresh(trio.current_time()) > trio.current_time():
+                continue
+            try:
+                await self._refresh_once()
+                attempt = 0
+            except KafkaError as exc:
+                if attempt == 0:  # one line per outage, not per retry
+                    log.warning("metadata refresh failed (%s); retrying with backoff", exc)
+                await self.retry_sleep(attempt)
+                attempt += 1
+
+    async def _refresh_once(self) -> None:
+        node_id = self.least_loaded_node()
+        answer = await self.send(
+            node_id,
+            API.METADATA,
+            topics=None
+            if (topics := self.cluster.request_topics()) is None
+            else [{"name": t, "topic_id": None} for t in topics],
+            allow_auto_topic_creation=self.allow_auto_topic_creation,
+        )
+        self.cluster.update(answer, trio.current_time())
+        self._metadata_updated.set()
+        self._metadata_updated = trio.Event()
+
+    def request_metadata_update(self) -> None:
+        """Mark metadata stale and wake the refresher (after NOT_LEADER_OR_FOLLOWER & co)."""
+        self.cluster.request_update()
+        self._metadata_wakeup.set()
+
+    async def refresh_metadata(self) -> None:
+        """Ask for a refresh now and wait until one has completed."""
+        version = self.cluster.version
+        self.request_metadata_update()
+        while self.cluster.version == version:
+            await self._metadata_updated.wait()
+
+    async def wait_for_topic(self, topic: str, limit_s: float | None = None) -> int:
+        """The topic's partition count, refreshing metadata until it is known.
+
+        UNKNOWN_TOPIC_OR_PARTITION is retried (the broker may be auto-creating it) until
+        ``limit_s`` (default ``max.block.ms`` / ``default.api.timeout.ms``); then, or on a
+        non-retriable topic error, the error is raised.
+        """
+        if limit_s is None:
+            key = "max.block.ms" if "max.block.ms" in self.config.values else "default.api.timeout.ms"
+            limit_s = self.config[key] / 1000
+        self.cluster.add_interest([topic])
+        with trio.move_on_after(limit_s):
+            while True:
+                count = self.cluster.partition_count(topic)
+                if count is not None and len(self.cluster.available_partitions(topic)) == count:
+                    return count
+                error = self.cluster.topic_error(topic)
+                if error is not None and not error.retriable:
+                    raise error_for(error, f"topic {topic!r}")
+                await self.refresh_metadata()
+        error = self.cluster.topic_error(topic) or ErrorCode.unknown_topic_or_partition
+        raise KafkaTimeoutError(f"topic {topic!r} not available after {limit_s} s ({error.name})")
+
+    # --- coordinators ---------------------------------------------------------------------
+
+    async def find_coordinator(self, key: str, key_type: CoordinatorType, deadline: float = float("inf")) -> int:
+        """Node id of the group or transaction coordinator for ``key`` (cached); retriable
+        errors are retried until ``deadline`` (trio time), then raised."""
+        cached = self._coordinators.get((int(key_type), key))
+        if cached is not None:
+            return cached
+        attempt = 0
+        while True:
+            try:
+                node_id = await _find_coordinator_once(self, key, key_type)
+            except KafkaError as exc:
+                if not exc.retriable or trio.current_time() >= deadline:
+                    raise
+                await self.retry_sleep(attempt)
+                attempt += 1
+                continue
+            self._coordinators[int(key_type), key] = node_id
+            return node_id
+
+    def coordinator_dead(self, key: str, key_type: CoordinatorType) -> None:
+        self._coordinators.pop((int(key_type), key), None)
+
+
+async def _api_versions(connection: KafkaConnection, version: int) -> Any:
+    """ApiVersions at ``version``; None when the answer does not parse at that version."""
+    body = make(
+        request_spec(API.API_VERSIONS, version).request_type,
+        client_software_name="trikafka",
+        client_software_version=trikafka.__version__,
+    )
+    try:
+        return await connection.request(body)
+    except ResponseDecodeError:
+        return None
+
+
+async def _find_coordinator_once(client: KafkaClient, key: str, key_type: CoordinatorType) -> int:
+    node_id = client.least_loaded_node()
+    answer = await client.send(node_id, API.FIND_COORDINATOR, key=key, key_type=int(key_type), coordinator_keys=[key])
+    entry = answer.coordinators[0] if hasattr(answer, "coordinators") else answer  # v4+ batches keys
+    if entry.error_code != ErrorCode.none:
+        raise error_for(entry.error_code, f"FindCoordinator({key!r}): {entry.error_message or ''}")
+    found = BrokerNode(int(entry.node_id), entry.host, int(entry.port))
+    if found.node_id not in client.cluster.brokers:
+        client.cluster.brokers[found.node_id] = found
+    return found.node_id
+
+
+@asynccontextmanager
+async def open_client(
+    bootstrap: Any, config: ClientConfig, connector: Connector | None = None
+) -> AsyncIterator[KafkaClient]:
+    """A running client core: connections and the metadata refresher live in its nursery."""
+    servers, connector = resolve_bootstrap(bootstrap, connector)
+    async with trio.open_nursery() as nursery:
+        client = KafkaClient(config, servers, connector, nursery)
+        nursery.start_soon(client.run_metadata_refresh)
+        try:
+            yield client
+        finally:
+            client.closed = True
+            for node_id in list(client._nodes):
+                await client.disconnect(node_id)
+            nursery.cancel_scope.cancel()

@@ -1,0 +1,319 @@
+"""The Trio producer: ``async with open_producer(bootstrap, **config) as producer``.
+
+``await producer.send(topic, value, key=…)`` returns the record's :class:`RecordMetadata` once
+the broker has acknowledged it (``acks``); ``await producer.enqueue(…)`` returns as soon as the
+record is in its partition's batch, with a :class:`RecordFuture` to await later — the shape for
+throughput (many records in flight from one task). Batching, retries, idempotence and
+transactions are the Java client's; see :mod:`trikafka.client.sender` and
+:mod:`trikafka.client.transactions`.
+
+Cancellation — the rule: a record is either in the producer or not. ``send``/``enqueue``
+cancelled before the record was appended (waiting for metadata or buffer space) leaves nothing
+behind; once appended, the record belongs to the producer and is delivered (or fails) whatever
+happens to the caller — cancelling ``send`` stops the *waiting*, not the delivery. Leaving the
+``async with`` normally drains: every record is acknowledged or failed before it returns. Leaving
+it with an exception or a cancellation fails the records not yet sent, waits (shielded, at most
+``request.timeout.ms``) for requests already on the wire, aborts an open transaction, and
+re-raises. ``async with producer.transaction():`` commits on normal exit and aborts on any
+exception or cancellation; cancelled at any await point, even with the producer around it,
+no record is committed twice or lost once the app restarts (see :meth:`Producer.transaction`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from trikafka.client.accumulator import RecordAccumulator, RecordFuture, RecordMetadata
+from trikafka.client.calls import call_coordinator
+from trikafka.client.client import CoordinatorType, KafkaClient, open_client
+from trikafka.client.cluster import TopicPartition
+from trikafka.client.config import ClientConfig
+from trikafka.client.errors import KafkaError, TransactionAbortedError
+from trikafka.client.partitioner import StickyPartitioner, partition_for_key
+from trikafka.client.sender import Sender
+from trikafka.client.transactions import TransactionManager
+from trikafka.client.transport import Connector
+from trikafka.client.versions import API
+
+__all__ = ["Producer", "open_producer"]
+
+log = logging.getLogger(__name__)
+
+
+def _as_bytes(value: Any, what: str) -> bytes | None:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, bytearray | memoryview):
+        return bytes(value)
+    raise TypeError(f"{what} must be bytes, str or None, not {type(value).__name__}")
+
+
+def _headers(headers: Any) -> list[tuple[str, bytes | None]]:
+    if not headers:
+        return []
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    return [(str(name), _as_bytes(value, f"header {name!r}")) for name, value in items]
+
+
+class Producer:
+    def __init__(self, client: KafkaClient, config: ClientConfig) -> None:
+        self.client = client
+        self.config = config
+        self.txn = TransactionManager(config["transactional.id"], config["enable.idempotence"])
+        self.accumulator = RecordAccumulator(config["batch.size"], config["linger.ms"], config["delivery.timeout.ms"])
+        self.sender = Sender(client, self.accumulator, self.txn, config)
+        self.partitioner = StickyPartitioner(config["batch.size"])
+        self.max_request_size = config["max.request.size"]
+        self.buffer_memory = config["buffer.memory"]
+        self.closed = False
+        self._tps: dict[tuple[str, int], TopicPartition] = {}
+        self._txn_started = False  # partitions or offsets were added: EndTxn is needed
+
+    # --- sending --------------------------------------------------------------------------
+
+    async def send(
+        self,
+        topic: str,
+        value: Any = None,
+        *,
+        key: Any = None,
+        headers: Any = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> RecordMetadata:
+        """Send one record and return where it was written, once acknowledged."""
+        future = await self.enqueue(topic, value, key=key, headers=headers, partition=partition, timestamp=timestamp)
+        return await future.wait()
+
+    async def enqueue(
+        self,
+        topic: str,
+        value: Any = None,
+        *,
+        key: Any = None,
+        headers: Any = None,
+        partition: int | None = None,
+        timestamp: int | None = None,
+    ) -> RecordFuture:
+        """Append one record to its batch; await the returned future for its metadata."""
+        if self.closed:
+            raise KafkaError(ErrorCode.unknown_server_error, "the producer is closed", retriable=False)
+        txn = self.txn
+        if txn.transactional or txn.state == "FATAL_ERROR":
+            txn.check_can_send()
+        key_bytes = key if key is None or type(key) is bytes else _as_bytes(key, "key")
+        value_bytes = value if value is None or type(value) is bytes else _as_bytes(value, "value")
+        record_headers = _headers(headers) if headers else ()
+        size = (len(key_bytes) if key_bytes else 0) + (len(value_bytes) if value_bytes else 0)
+        if size + 61 > self.max_request_size:
+            raise KafkaError(ErrorCode.message_too_large, f"a {size}-byte record is over max.request.size ({self.max_request_size})")
+        cluster = self.client.cluster
+        count = cluster.partition_count(topic)
+        if count is None:
+            count = await self.client.wait_for_topic(topic)
+        if partition is not None:
+            if not 0 <= partition < count:
+                raise KafkaError(ErrorCode.unknown_topic_or_partition, f"partition {partition} of {topic!r}, which has {count}")
+        elif key_bytes is not None:
+            partition = partition_for_key(key_bytes, count)
+        else:
+            available = cluster.available_partitions(topic)
+            partition = self.partitioner.partition(topic, available, count)
+            self.partitioner.record_appended(topic, size, available, count)
+        if self.accumulator.queued_bytes >= self.buffer_memory:
+            while self.accumulator.queued_bytes >= self.buffer_memory:
+                await self.sender.wait_progress()
+            txn.check_can_send()  # a transaction may have ended while we waited
+        stamp = int(time.time() * 1000) if timestamp is None else int(timestamp)
+        tp = self._tps.get((topic, partition))
+        if tp is None:
+            tp = self._tps[topic, partition] = TopicPartition(topic, partition)
+        future, wake = self.accumulator.append(tp, key_bytes, value_bytes, record_headers, stamp, trio.current_time())
+        if wake:
+            self.sender.wake()
+        return future
+
+    async def flush(self) -> None:
+        """Send everything queued now, without waiting for linger.ms, and wait for the outcomes
+        (errors stay with each record's future)."""
+        waiting = list(self.accumulator.incomplete)
+        self.accumulator.flushing += 1
+        self.sender.wake()
+        try:
+            for batch in waiting:
+                await batch.done.wait()
+        finally:
+            self.accumulator.flushing -= 1
+
+    def partitions_for(self, topic: str) -> list[int]:
+        info = self.client.cluster.topic(topic)
+        return sorted(info.partitions) if info else []
+
+    # --- transactions ---------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[Producer]:
+        """Begin; commit on normal exit; abort on an exception or cancellation (re-raised).
+
+        Cancelled in the body or while the commit flushes, the transaction aborts; EndTxn
+        itself runs shielded. If the producer's whole lifetime is cancelled mid-commit, its
+        connections go with it and the coordinator settles the transaction (the next
+        InitProducerId of the same transactional.id, or transaction.timeout.ms) — exactly
+        once either way (tests/client/test_exactly_once.py).
+        """
+        await self.begin_transaction()
+        try:
+            yield self
+            await self.commit_transaction()
+        except BaseException as exc:
+            if self.txn.state in ("IN_TRANSACTION", "ABORTABLE_ERROR"):  # not after a fatal error
+                with trio.CancelScope(shield=True):
+                    with trio.move_on_after(self.config["request.timeout.ms"] / 1000):
+                        try:
+                            await self.abort_transaction()
+                        except KafkaError as abort_error:  # the body's exception is the one to see
+                            log.warning("aborting transaction %s failed: %s", self.txn.transactional_id, abort_error)
+            if isinstance(exc, KafkaError):
+                # A commit that failed because we were being cancelled (the client's
+                # connections went with its nursery): the cancellation is the news.
+                await trio.lowlevel.checkpoint_if_cancelled()
+            raise
+
+    async def begin_transaction(self) -> None:
+        self.txn.begin()
+        self._txn_started = False
+
+    async def commit_transaction(self) -> None:
+        """Flush, then EndTxn(commit). A failed send makes this raise; abort afterwards."""
+        await self.flush()
+        if self.txn.state == "ABORTABLE_ERROR":
+            raise TransactionAbortedError(ErrorCode.unknown_server_error, f"a send failed, the transaction must abort: {self.txn.error}")
+        self.txn.transition("COMMITTING_TRANSACTION", "commit")
+        with trio.CancelScope(shield=True):  # half a commit is worse than a late one
+            await self._end_transaction(commit=True)
+
+    async def abort_transaction(self) -> None:
+        """Drop unsent records, wait for those in flight, then EndTxn(abort)."""
+        self.txn.transition("ABORTING_TRANSACTION", "abort")
+        if self.sender.fail_queued(TransactionAbortedError(ErrorCode.unknown_server_error, "the transaction was aborted")):
+            self.sender.reinit_producer = True  # sequences of dropped batches left a gap
+        while self.accumulator.incomplete:
+            await self.sender.wait_progress()
+        await self._end_transaction(commit=False)
+
+    async def _end_transaction(self, *, commit: bool) -> None:
+        if self.txn.partitions or self._txn_started:
+            try:
+                await call_coordinator(
+                    self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION, API.END_TXN,
+                    lambda r: [r.error_code], what="EndTxn", deadline=self._deadline(),
+                    transactional_id=self.txn.transactional_id, producer_id=self.txn.producer_id,
+                    producer_epoch=self.txn.epoch, committed=commit,
+                )
+            except KafkaError as exc:
+                self.txn.fail(exc)
+                raise
+        self.txn.finished()
+        if self.sender.reinit_producer:
+            await self.sender.init_producer_id()
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Any], group: Any) -> None:
+        """Commit consumer offsets as part of the transaction (AddOffsetsToTxn, then
+        TxnOffsetCommit to the group coordinator). ``group`` is a group id or the consumer's
+        group metadata (``group_id``, ``generation_id``, ``member_id``, ``group_instance_id``).
+        Offsets are the *next* offset to read, as Kafka commits them; a value may be an int,
+        ``(offset, metadata)`` or an object with ``offset``/``metadata``."""
+        self.txn.check_can_send()
+        group_id = group if isinstance(group, str) else group.group_id
+        ids = dict(transactional_id=self.txn.transactional_id, producer_id=self.txn.producer_id, producer_epoch=self.txn.epoch)
+        txn_id = self.txn.transactional_id
+        try:
+            await call_coordinator(
+                self.client, txn_id, CoordinatorType.TRANSACTION, API.ADD_OFFSETS_TO_TXN,
+                lambda r: [r.error_code], what="AddOffsetsToTxn", deadline=self._deadline(), group_id=group_id, **ids,
+            )
+            self._txn_started = True
+            await call_coordinator(
+                self.client, group_id, CoordinatorType.GROUP, API.TXN_OFFSET_COMMIT,
+                lambda r: [p.error_code for t in r.topics for p in t.partitions], what="TxnOffsetCommit", deadline=self._deadline(),
+                group_id=group_id, generation_id=getattr(group, "generation_id", -1),
+                member_id=getattr(group, "member_id", ""), group_instance_id=getattr(group, "group_instance_id", None),
+                topics=_offset_topics(offsets), **ids,
+            )
+        except KafkaError as exc:
+            self.txn.fail(exc)
+            raise
+
+    def _deadline(self) -> float:
+        """Blocking transactional calls give up after max.block.ms, as Java's do."""
+        return trio.current_time() + self.config["max.block.ms"] / 1000
+
+    # --- closing --------------------------------------------------------------------------
+
+    async def _close(self, failed: bool) -> None:
+        self.closed = True
+        if failed:
+            self.sender.fail_queued(KafkaError(ErrorCode.unknown_server_error, "the producer closed with an error", retriable=False))
+            with trio.move_on_after(self.config["request.timeout.ms"] / 1000):
+                while self.accumulator.incomplete:
+                    await self.sender.wait_progress()
+        else:
+            await self.flush()
+        if self.txn.state in ("IN_TRANSACTION", "ABORTABLE_ERROR"):
+            with trio.move_on_after(self.config["request.timeout.ms"] / 1000):
+                await self.abort_transaction()
+
+
+def _offset_topics(offsets: Mapping[TopicPartition, Any]) -> list[dict[str, Any]]:
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for tp, value in offsets.items():
+        if isinstance(value, int):
+            offset, metadata = value, ""
+        elif isinstance(value, Sequence):
+            offset, metadata = value[0], value[1]
+        else:
+            offset, metadata = value.offset, getattr(value, "metadata", "")
+        by_topic.setdefault(tp.topic, []).append(
+            {"partition_index": tp.partition, "committed_offset": offset, "committed_leader_epoch": -1, "committed_metadata": metadata or ""}
+        )
+    return [{"name": topic, "partitions": partitions} for topic, partitions in by_topic.items()]
+
+
+@asynccontextmanager
+async def open_producer(
+    bootstrap: Any = None, *, connector: Connector | None = None, **config: Any
+) -> AsyncIterator[Producer]:
+    """A running producer. ``bootstrap``: ``"host:port,…"``, a list of them, or a
+    ``TestBroker`` (in memory); ``config``: Kafka producer keys in either spelling."""
+    if isinstance(bootstrap, str | list | tuple):
+        config["bootstrap.servers"] = bootstrap
+    settings = ClientConfig.for_role("producer", config)
+    if bootstrap is None:
+        bootstrap = settings["bootstrap.servers"]
+        if bootstrap is None:
+            raise KafkaError(ErrorCode.invalid_config, "open_producer needs bootstrap servers", retriable=False)
+    async with open_client(bootstrap, settings, connector) as client:
+        async with trio.open_nursery() as nursery:
+            producer = Producer(client, settings)
+            nursery.start_soon(producer.sender.run)
+            try:
+                if producer.txn.transactional:
+                    await producer.sender.init_producer_id()  # Java's initTransactions()
+                yield producer
+            except BaseException:
+                with trio.CancelScope(shield=True):
+                    await producer._close(failed=True)
+                raise
+            else:
+                await producer._close(failed=False)
+            finally:
+                nursery.cancel_scope.cancel()

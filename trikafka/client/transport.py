@@ -1,0 +1,72 @@
+"""How the client reaches a broker: a *connector*, ``async (host, port) -> trio.abc.Stream``.
+
+TCP is the default (:func:`tcp_connector`, trio's ``open_tcp_stream``, which sets
+TCP_NODELAY). Tests use the in-memory transport: :func:`memory_connector` dials a
+:class:`~trikafka.testing.MemoryListener` for the host and port that listener advertises
+(``memory:9092`` for ``open_test_broker()``), so metadata — which names brokers by host and
+port — routes exactly as it does over TCP.
+
+:func:`resolve_bootstrap` accepts either shape a user writes::
+
+    open_producer("127.0.0.1:9092")                  # TCP
+    open_producer(test_broker)                       # in memory: anything with a .listener
+    open_producer("memory:9092", connector=memory_connector(test_broker.listener))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import trio
+
+__all__ = ["Connector", "memory_connector", "parse_bootstrap", "resolve_bootstrap", "tcp_connector"]
+
+Connector = Callable[[str, int], Awaitable[trio.abc.Stream]]
+
+
+async def tcp_connector(host: str, port: int) -> trio.abc.Stream:
+    return await trio.open_tcp_stream(host, port)
+
+
+def memory_connector(*listeners: Any) -> Connector:
+    """A connector over in-memory listeners (each with ``host``, ``port`` and ``connect()``)."""
+    by_address = {(listener.host, int(listener.port)): listener for listener in listeners}
+
+    async def connect(host: str, port: int) -> trio.abc.Stream:
+        listener = by_address.get((host, int(port)))
+        if listener is None:
+            known = ", ".join(f"{h}:{p}" for h, p in by_address)
+            raise OSError(f"no in-memory listener at {host}:{port} (known: {known})")
+        try:
+            return await listener.connect()
+        except trio.ClosedResourceError as exc:
+            raise OSError(f"in-memory listener {host}:{port} is closed") from exc
+
+    return connect
+
+
+def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
+    """``"h1:9092,h2:9092"`` or ``["h1:9092", …]`` → [(host, port), …]; ``[::1]:9092`` too."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    out = []
+    for item in (str(i).strip() for i in items):
+        if not item:
+            continue
+        host, _, port = item.rpartition(":")
+        out.append((host.strip("[]"), int(port)))
+    return out
+
+
+def resolve_bootstrap(
+    bootstrap: Any, connector: Connector | None
+) -> tuple[str | Sequence[str], Connector]:
+    """(bootstrap servers, connector) from what the user passed.
+
+    An object with a ``listener`` that has ``connect()`` (a ``TestBroker``) means "in memory,
+    to that broker"; a connector given as well wins.
+    """
+    listener = getattr(bootstrap, "listener", None)
+    if listener is not None and hasattr(listener, "connect"):
+        return f"{listener.host}:{listener.port}", connector or memory_connector(listener)
+    return bootstrap, connector or tcp_connector

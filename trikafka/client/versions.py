@@ -1,0 +1,108 @@
+"""Which version of each API the client speaks: the highest both sides have (sans-IO).
+
+:data:`CLIENT_API_VERSIONS` is the range of every API the client's request builders and
+response readers handle. Each connection asks the broker ApiVersions once and
+:func:`negotiate` keeps, per API, the highest version inside both ranges. Some caps are below
+what kio has on purpose:
+
+* Produce ≤ 11, TxnOffsetCommit ≤ 3, AddOffsetsToTxn ≤ 3, EndTxn ≤ 3, InitProducerId ≤ 4: the next
+  versions belong to KIP-890 part 2 (the broker adds partitions to a transaction implicitly and
+  bumps the epoch per transaction), a protocol this producer does not implement.
+* Fetch ≤ 12, DeleteTopics ≤ 5: later versions address topics by id only.
+* FindCoordinator ≤ 4, ListGroups ≤ 4, JoinGroup ≤ 7, LeaveGroup ≤ 4: newer versions add share
+  groups, type filters and reasons the client does not send.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+__all__ = ["API", "CLIENT_API_VERSIONS", "negotiate"]
+
+
+class API:
+    """Kafka's api keys by name, for readable call sites (``API.PRODUCE``)."""
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
+    OFFSET_DELETE = 47
+    DESCRIBE_CLUSTER = 60
+
+
+#: api key → (lowest, highest) version the client can build and read.
+CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
+    API.PRODUCE: (3, 11),
+    API.FETCH: (4, 12),
+    API.LIST_OFFSETS: (1, 7),
+    API.METADATA: (1, 12),
+    API.OFFSET_COMMIT: (2, 8),
+    API.OFFSET_FETCH: (1, 7),
+    API.FIND_COORDINATOR: (1, 4),
+    API.JOIN_GROUP: (0, 7),
+    API.HEARTBEAT: (0, 4),
+    API.LEAVE_GROUP: (0, 4),
+    API.SYNC_GROUP: (0, 5),
+    API.DESCRIBE_GROUPS: (0, 5),
+    API.LIST_GROUPS: (0, 4),
+    API.API_VERSIONS: (0, 3),
+    API.CREATE_TOPICS: (2, 7),
+    API.DELETE_TOPICS: (1, 5),
+    API.DELETE_RECORDS: (0, 2),
+    API.INIT_PRODUCER_ID: (0, 4),
+    API.ADD_PARTITIONS_TO_TXN: (0, 3),
+    API.ADD_OFFSETS_TO_TXN: (0, 3),
+    API.END_TXN: (0, 3),
+    API.TXN_OFFSET_COMMIT: (0, 3),
+    API.DESCRIBE_CONFIGS: (1, 4),
+    API.ALTER_CONFIGS: (0, 2),
+    API.CREATE_PARTITIONS: (0, 3),
+    API.DELETE_GROUPS: (0, 2),
+    API.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    API.OFFSET_DELETE: (0, 0),
+    API.DESCRIBE_CLUSTER: (0, 1),
+}
+
+
+def negotiate(
+    broker: Iterable[tuple[int, int, int]],
+    client: Mapping[int, tuple[int, int]] = CLIENT_API_VERSIONS,
+) -> dict[int, int]:
+    """api key → the version to use, from the broker's (api key, min, max) ranges.
+
+    An API missing from the answer — or whose ranges do not overlap — is missing from the
+    result; using it raises UnsupportedVersionError at the call, not at connect.
+    """
+    chosen: dict[int, int] = {}
+    for api_key, broker_lo, broker_hi in broker:
+        if api_key not in client:
+            continue
+        lo, hi = client[api_key]
+        version = min(hi, broker_hi)
+        if version >= max(lo, broker_lo):
+            chosen[api_key] = version
+    return chosen
