@@ -280,8 +280,10 @@ class Connection:
         if out.__class__ is Closed:
             self.close_reason = out.reason  # type: ignore[union-attr]
             return False
-        if out is not None:
-            await self.transport.send(out if out.__class__ is not tuple else b"".join(out))  # type: ignore[arg-type]
+        if out.__class__ is tuple:
+            await self.transport.send_parts(out)  # type: ignore[arg-type]
+        elif out is not None:
+            await self.transport.send(out)  # type: ignore[arg-type]
         self.last_activity = done = self._now()
         self.hooks.request_done(request, done)
         return True
