@@ -7,6 +7,7 @@ import pytest
 
 from trikafka import BrokerConfig, ConfigError
 from trikafka.config import ListenerSpec, config_keys, parse_listeners, read_properties_file
+from trikafka.security.config import SECURITY_KEYS
 from trikafka.topic_configs import format_value
 
 KAFKA_DEFAULTS = {
@@ -68,6 +69,7 @@ def test_from_properties_reads_a_server_properties_file(tmp_path):
         "node.id=3\n"
         "  num.io.threads = 16  \n"
         "listeners=PLAINTEXT://0.0.0.0:9093,CONTROLLER://localhost:9094\n"
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
         "advertised.listeners: PLAINTEXT://broker-3.example:9093\n"
         "log.dirs=/var/lib/kafka/a,/var/lib/kafka/b\n"
         "max.connections.per.ip.overrides=10.0.0.1:5,gateway:100\n"
@@ -291,7 +293,8 @@ def test_bad_log_dirs_type_is_a_config_error():
 def test_as_properties_round_trips():
     config = BrokerConfig.from_mapping(
         {
-            "listeners": "PLAINTEXT://127.0.0.1:0,SSL://[::1]:9093",
+            "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://[::1]:9093",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
             "max.connections.per.ip.overrides": "a:1,b:2",
             "log.dirs": "/a,/b",
             "num.io.threads": "3",
@@ -305,7 +308,8 @@ def test_as_properties_round_trips():
 
 def test_config_keys_cover_every_field_with_a_doc():
     keys = {key: (default, doc) for key, default, doc in config_keys()}
-    assert set(keys) == {f.metadata["key"] for f in attrs.fields(BrokerConfig)}
+    fields = {f.metadata["key"] for f in attrs.fields(BrokerConfig)} - {"security"}
+    assert set(keys) == fields | set(SECURITY_KEYS)  # one field holds every security key
     assert set(KAFKA_DEFAULTS) <= set(keys)
     for key, (_default, doc) in keys.items():
         assert doc, key

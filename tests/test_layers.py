@@ -46,6 +46,12 @@ RULES: dict[str, tuple[str, ...]] = {
     "trikafka.network": ("trikafka.log", "trikafka.coordinator", *UPPER),
     "trikafka.log": ("trikafka.network", "trikafka.coordinator", *UPPER),
     "trikafka.coordinator": ("trikafka.network", *UPPER),
+    # TLS settings, SASL mechanisms and principals: fed bytes and settings by the connection,
+    # never a stream; the network enters it, not the other way round.
+    "trikafka.security": (
+        "trio", "trio_util", "socket", "trikafka.network", "trikafka.log", "trikafka.coordinator",
+        *UPPER,
+    ),
     # The sans-IO halves of the network layer: the connection's state machine and the values
     # it answers with are fed bytes, never a stream.
     "trikafka.network.connection_state": ("trio", "trio_util", "socket", "outcome"),

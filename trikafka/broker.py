@@ -53,6 +53,7 @@ from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
+from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.apis.configs import ClusterApis, ConfigApis
 from trikafka.server.apis.fetch import FetchApis
 from trikafka.server.apis.groups import GroupApis
@@ -61,6 +62,8 @@ from trikafka.server.apis.offsets import OffsetApis
 from trikafka.server.apis.partition_state import PartitionStateApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
+from trikafka.server.apis.sasl import SaslApis
+from trikafka.server.apis.scram import ScramApis
 from trikafka.server.apis.topics import TopicAdminApis
 from trikafka.server.apis.transactions import TransactionApis
 from trikafka.server.apis.versions import ApiVersionsApis
@@ -89,6 +92,8 @@ API_FAMILIES = (
     GroupApis,
     TransactionApis,
     PartitionStateApis,
+    SaslApis,
+    ScramApis,
 )
 
 
@@ -191,6 +196,9 @@ class Broker(AwaitableState):
             transactions=self.transaction_coordinator,
             now_ms=self.now_ms,
             state_changes=state_changes,
+            scram_credentials=ScramCredentials.from_config(
+                self.config.security, [s.name for s in self.config.listeners], self.config.log_dirs
+            ),
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
         self.faults = self.apis.faults  # injected faults and the request recorder (tests)
@@ -198,7 +206,8 @@ class Broker(AwaitableState):
             self.config.num_io_threads, self.request_channel, self.apis
         )
         self.socket_server = SocketServer(
-            self.config, self.registry, self.request_channel, self.metrics, trio_listeners
+            self.config, self.registry, self.request_channel, self.metrics, trio_listeners,
+            scram_credentials=self.context.scram_credentials,
         )
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()

@@ -245,6 +245,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         trio.run(serve if args.brokers == 1 else functools.partial(_serve_cluster, config, args.brokers, control_at))
+    except ConfigError as exc:  # found when the broker is built (a keystore that will not load)
+        print(f"trikafka: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:
         print(f"trikafka: cannot start: {exc}", file=sys.stderr)
         return 1

@@ -18,9 +18,11 @@ from typing import Any
 import attrs
 
 from trikafka.errors import ConfigError
+from trikafka.properties import read_properties_file
+from trikafka.security import config as security
 from trikafka.topic_configs import INT32_MAX, INT64_MAX, TOPIC_CONFIGS
 
-__all__ = ["BrokerConfig", "config_keys", "parse_listeners", "ListenerSpec"]
+__all__ = ["BrokerConfig", "config_keys", "parse_listeners", "read_properties_file", "ListenerSpec"]
 
 
 @attrs.frozen
@@ -359,6 +361,7 @@ class BrokerConfig:
     shutdown_grace_ms: int = _int_field(
         "shutdown.grace.ms", 5000, "trikafka: how long a graceful stop waits for in-flight responses.", 0
     )
+    security: security.SecurityConfig = security.security_field()  # ssl.*, sasl.*, listener.name.*
 
     # --- construction -------------------------------------------------------------------
 
@@ -380,7 +383,7 @@ class BrokerConfig:
     def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
         by_key = _fields_by_key()
         kwargs: dict[str, Any] = {}
-        items = _resolve_time_aliases(items)
+        items, kwargs["security"] = security.split_security_keys(_resolve_time_aliases(items))
         for raw_key, value in items.items():
             key = raw_key.replace("_", ".")
             field = by_key.get(key)
@@ -393,7 +396,9 @@ class BrokerConfig:
 
     def with_overrides(self, **changes: Any) -> BrokerConfig:
         merged = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
-        for raw_key, value in _resolve_time_aliases(changes).items():
+        changes, secure = security.split_security_keys(_resolve_time_aliases(changes))
+        merged["security"] = merged["security"].merged(secure)
+        for raw_key, value in changes.items():
             key = raw_key.replace("_", ".")
             field = _fields_by_key().get(key)
             if field is None:
@@ -408,6 +413,9 @@ class BrokerConfig:
         out: dict[str, str] = {}
         for field in attrs.fields(type(self)):
             value = getattr(self, field.name)
+            if isinstance(value, security.SecurityConfig):
+                out.update(value.as_properties())
+                continue
             if value is None:
                 text = ""
             elif isinstance(value, tuple) and value and isinstance(value[0], ListenerSpec):
@@ -422,7 +430,6 @@ class BrokerConfig:
                 text = str(value)
             out[field.metadata["key"]] = text
         return out
-
 
 
 # Kafka's coarser spellings of two time settings: (alias, the key it sets, ms per unit, least
@@ -468,27 +475,13 @@ def config_keys() -> Iterable[tuple[str, str, str]]:
     defaults = BrokerConfig().as_properties()
     for field in attrs.fields(BrokerConfig):
         key = field.metadata["key"]
-        yield key, defaults[key], field.metadata["doc"]
+        if field.name != "security":
+            yield key, defaults[key], field.metadata["doc"]
+    yield from security.security_config_keys()
 
 
 def _unknown_key_hint(key: str) -> str:
-    keys = [*_fields_by_key(), *(alias for alias, *_ in TIME_ALIASES)]
+    keys = [*_fields_by_key(), *security.SECURITY_KEYS, *(alias for alias, *_ in TIME_ALIASES)]
     close = difflib.get_close_matches(key.replace("_", "."), keys, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown configuration key{hint}"
-
-
-def read_properties_file(path: str | os.PathLike) -> dict[str, str]:
-    """Java-properties subset: ``key=value`` or ``key: value``, ``#``/``!`` comments."""
-    items: dict[str, str] = {}
-    text = Path(path).read_text(encoding="utf-8")
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if not stripped or stripped[0] in "#!":
-            continue
-        positions = [p for p in (stripped.find("="), stripped.find(":")) if p > 0]
-        if not positions:
-            raise ConfigError(f"{path}:{number}", stripped, "lines must look like key=value")
-        cut = min(positions)
-        items[stripped[:cut].strip()] = stripped[cut + 1 :].strip()
-    return items

@@ -127,6 +127,8 @@ def test_every_absent_row_is_illegal():
                     machine.request_queued()
                 elif event is ConnectionEvent.RESPONSE_SENT:
                     machine.send_response(SendResponse(b""))
+                elif event is ConnectionEvent.AUTHENTICATED:  # only from SASL_TRANSITIONS' rows
+                    machine.authenticated()
                 else:
                     pytest.fail(f"CLOSE must be legal from {state}")
 

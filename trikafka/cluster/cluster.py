@@ -38,6 +38,7 @@ from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OffsetStore
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
 from trikafka.coordinator.transaction_state import TransactionLog
+from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.awaitable import AwaitableState, StateChanges
 from trikafka.server.cluster_view import PartitionLeadership
 from trikafka.server.metadata_cache import BrokerEndpoint
@@ -88,7 +89,11 @@ class Cluster(ClusterControls, AwaitableState):
         self.replica_manager = ReplicaManager(config, self.logs)
         self.replica_manager.placement = self
         self._reconcile_replicas()
-        self.group_coordinator = GroupCoordinator(config, self._offset_store(), self.now_ms)
+        #: Every broker's responses and the coordinators' timers bump it.
+        self.state_changes = StateChanges()
+        self.group_coordinator = GroupCoordinator(
+            config, self._offset_store(), self.now_ms, on_state_change=self.state_changes.bump
+        )
         self.transaction_coordinator = TransactionCoordinator(
             config,
             TransactionLog.for_log_dirs(config.log_dirs),
@@ -96,10 +101,14 @@ class Cluster(ClusterControls, AwaitableState):
             markers=self.replica_manager,  # markers go to each partition's leader, replicated
             groups=self.group_coordinator,
             now_ms=self.now_ms,
+            on_state_change=self.state_changes.bump,
         )
         self.replica_manager.transaction_verifier = self.transaction_coordinator.verify_produce
+        #: SCRAM users, one store for the process (as the coordinators are).
+        self.scram_credentials = ScramCredentials.from_config(
+            config.security, [s.name for s in config.listeners], config.log_dirs
+        )
         self.nodes: dict[int, ClusterNode] = {}
-        self.state_changes = StateChanges()  # every broker's responses bump it
         self._addresses: dict[int, dict[str, tuple[str, int]]] = {}
         self._memory_listeners: dict[int, Any] = {}
         self._nursery: trio.Nursery | None = None

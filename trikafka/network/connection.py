@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import math
+import ssl
 from collections.abc import Awaitable, Callable
 
 import attrs
@@ -45,19 +46,31 @@ import trio
 
 from trikafka.network.connection_state import (
     NEED_DATA,
+    SASL_TRANSITIONS,
     Closed,
     ConnectionState,
     ConnectionStateError,
+    RawFrame,
 )
 from trikafka.network.request_channel import Request, RequestMemoryPool, ResponseSlot
-from trikafka.network.transport import TRANSPORT_ERRORS, Transport
-from trikafka.protocol.registry import ApiRegistry
+from trikafka.network.transport import TRANSPORT_ERRORS, StreamTransport, Transport
+from trikafka.protocol.registry import ApiKey, ApiRegistry
+from trikafka.security.listener import HANDSHAKE_TIMEOUT, ListenerSecurity
+from trikafka.security.sasl.authenticator import (
+    MAX_RECEIVE_SIZE,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    SaslServerAuthenticator,
+)
+from trikafka.security.tls import ANONYMOUS, principal_from_certificate
 
 __all__ = ["Connection", "ConnectionHooks", "ConnectionSettings", "RECEIVE_SIZE"]
 
 log = logging.getLogger("trikafka.network")
 
 RECEIVE_SIZE = 256 * 1024
+#: What a SASL listener serves before authentication (Kafka's SaslServerAuthenticator).
+_PRE_AUTH_APIS = frozenset({ApiKey.API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
 
 
 @attrs.frozen
@@ -71,6 +84,8 @@ class ConnectionSettings:
     connections_max_idle_ms: int
     #: APIs whose bytes stay in the request memory pool until answered (Produce, …).
     held_api_keys: frozenset[int] = frozenset()
+    #: TLS and SASL of the listener (None: plaintext, as for in-memory test listeners).
+    security: ListenerSecurity | None = None
 
 
 @attrs.frozen
@@ -106,12 +121,24 @@ class Connection:
         self.client_host = client_host
         self.settings = settings
         self.hooks = hooks
-        self.protocol = ConnectionState(
-            connection_id, settings.registry, settings.max_request_size
-        )
+        security = settings.security
+        self.authenticator: SaslServerAuthenticator | None = None
+        if security is not None and security.authenticator_factory is not None:
+            self.authenticator = security.authenticator_factory()
+            self.protocol = ConnectionState(
+                connection_id, settings.registry, settings.max_request_size,
+                transitions=SASL_TRANSITIONS,  # type: ignore[arg-type]
+            )
+            self.protocol.start_authentication(_PRE_AUTH_APIS, MAX_RECEIVE_SIZE)
+        else:
+            self.protocol = ConnectionState(
+                connection_id, settings.registry, settings.max_request_size
+            )
         self.last_activity = trio.current_time()
         self.read_scope: trio.CancelScope | None = None
         self.close_reason: str | None = None
+        #: Kafka's principal: from the client certificate or SASL, else User:ANONYMOUS.
+        self.principal = ANONYMOUS
         self._idle_seconds = settings.connections_max_idle_ms / 1000
         self._now = trio.current_time
 
@@ -136,6 +163,12 @@ class Connection:
     async def run(self) -> None:
         slot = ResponseSlot()
         try:
+            security = self.settings.security
+            if security is not None and security.ssl_context is not None:
+                if not await self._tls_handshake(security.ssl_context):
+                    return
+            if self.authenticator is not None and not await self._authenticate(slot, self.authenticator):
+                return
             await self._serve(slot)
         except TRANSPORT_ERRORS as exc:
             self.close_reason = self.close_reason or f"transport: {type(exc).__name__}"
@@ -149,6 +182,111 @@ class Connection:
             self.hooks.closed(self)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
+
+    async def _tls_handshake(self, context: ssl.SSLContext) -> bool:
+        """Wrap the stream in TLS, here in this connection's own task, under a deadline.
+
+        A failed or stalled handshake is this client's problem alone: one log line, the
+        connection closes, and neither the processor nor any other connection waited.
+        """
+        stream = trio.SSLStream(self.stream, context, server_side=True)
+        timeout = min(HANDSHAKE_TIMEOUT, self._idle_seconds)
+        with trio.move_on_after(timeout) as scope:
+            self.read_scope = scope  # shutdown cancels a handshake as it cancels a read
+            try:
+                await stream.do_handshake()
+            except trio.BrokenResourceError as exc:
+                cause = exc.__cause__
+                reason = getattr(cause, "reason", None) or cause or exc
+                return self._handshake_failed(f"TLS handshake failed: {reason}")
+        self.read_scope = None
+        if scope.cancelled_caught:
+            if self._idle_seconds == -math.inf:
+                self.close_reason = "broker shutting down"
+                return False
+            return self._handshake_failed(f"TLS handshake not done within {timeout:g} s")
+        self.stream = stream
+        self.transport = StreamTransport(stream)
+        self.principal = principal_from_certificate(stream.getpeercert())
+        return True
+
+    def _handshake_failed(self, reason: str) -> bool:
+        self._reject(Closed(reason, client_fault=True))
+        return False
+
+    async def _authenticate(self, slot: ResponseSlot, authenticator: SaslServerAuthenticator) -> bool:
+        """Kafka's SASL exchange, before the first ordinary request: True once authenticated.
+
+        The SASL requests are answered here by the sans-IO authenticator; ApiVersions goes
+        to the handlers like any request. A failure is answered, logged once (mechanism,
+        principal claimed, peer — never the secret) and closes this connection.
+        """
+        state = self.protocol
+        while True:
+            event = state.next_event()
+            if event is NEED_DATA:
+                event = await self._receive_event()
+                if event is None:
+                    return False
+            if event.__class__ is Closed:
+                self._reject(event)  # type: ignore[arg-type]
+                return False
+            if event.__class__ is RawFrame:
+                step = authenticator.receive_token(event.data)  # type: ignore[union-attr]
+            elif event.header.request_api_key == ApiKey.API_VERSIONS:  # type: ignore[union-attr]
+                if not await self._exchange(slot, event, self.last_activity):
+                    return False
+                continue
+            else:
+                step = authenticator.receive(event)  # type: ignore[arg-type]
+            if step.data:
+                await self.transport.send(step.data)
+            self.last_activity = self._now()
+            if step.failure is not None:
+                self._reject(Closed(step.failure, client_fault=True))
+                # Kafka's connection.failed.authentication.delay.ms: let the client read the
+                # answer (an immediate close can reset it away), in this task alone.
+                await trio.sleep(self.settings.security.failed_authentication_delay)  # type: ignore[union-attr]
+                return False
+            if authenticator.complete:
+                state.authenticated()
+                self.principal = authenticator.principal or self.principal
+                return True
+            state.answered()
+            state.raw_frames = authenticator.raw_tokens
+
+    async def _exchange(self, slot: ResponseSlot, event: object, start: float) -> bool:
+        """One request through the handlers and its answer written (the slow path of
+        ``_serve``, for requests before authentication); False: the handler closed."""
+        state = self.protocol
+        request = Request(
+            processor=self.settings.processor_id,
+            connection_id=self.connection_id,
+            listener_name=self.settings.listener_name,
+            client_host=self.client_host,
+            header=event.header,  # type: ignore[attr-defined]
+            body=event.body,  # type: ignore[attr-defined]
+            spec=event.spec,  # type: ignore[attr-defined]
+            size=state.frame_size,
+            response_slot=slot,
+            principal=self.principal,
+            start_time=start,
+        )
+        await self.hooks.submit(request)
+        state.request_queued()
+        response = await slot.get()
+        request.response_dequeue_time = self._now()
+        out = state.send_response(response)
+        if out.__class__ is Closed:
+            self.close_reason = out.reason  # type: ignore[union-attr]
+            return False
+        if out.__class__ is tuple:
+            await self.transport.send_parts(out)  # type: ignore[arg-type]
+        elif out is not None:
+            await self.transport.send(out)  # type: ignore[arg-type]
+        self.last_activity = done = self._now()
+        self.hooks.request_done(request, done)
+        return True
 
     async def _serve(self, slot: ResponseSlot) -> None:
         # trio's clock (the MockClock in tests) without trio.current_time()'s three layers
@@ -189,6 +327,7 @@ class Connection:
                 spec=event.spec,  # type: ignore[union-attr]
                 size=size,
                 response_slot=slot,
+                principal=self.principal,
                 start_time=start,
             )
             if pool is not None and event.header.request_api_key in held:  # type: ignore[union-attr]

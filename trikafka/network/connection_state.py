@@ -26,13 +26,25 @@ or an API we do not serve is the *client's* fault — ``next_event`` returns
 ``Closed(reason, client_fault=True)`` and the shell logs one line and closes. A
 ``CloseConnectionResponse`` from a handler is ``Closed(..., client_fault=False)``.
 
-Hook for authentication (issue 14, not implemented): Kafka's SASL states come *before* the
-mute cycle — a connection starts AUTHENTICATING, where only ApiVersions, SaslHandshake and
-SaslAuthenticate are served, and becomes READY when the exchange succeeds. They slot in here
-as (1) rows of :data:`TRANSITIONS` (``AUTHENTICATING --AUTHENTICATED--> NOT_MUTED``, with the
-initial state passed to the constructor) and (2) ``allowed_api_keys``: while it is not None,
-``next_event`` refuses any other API as the client's fault, which is Kafka's
-``IllegalSaslStateException`` close. Both cost nothing while unused.
+Authentication (SASL listeners): Kafka's SASL states come *before* the mute cycle. Such a
+connection is built with :data:`SASL_TRANSITIONS` and starts AUTHENTICATING, where only
+ApiVersions, SaslHandshake and SaslAuthenticate are served (``allowed_api_keys``; any other
+API is the client's fault and closes, as Kafka's ``IllegalSaslStateException``)::
+
+  AUTHENTICATING ──REQUEST_RECEIVED──▶ AUTHENTICATING_MUTED ──REQUEST_QUEUED──▶ AUTHENTICATING_RESPONSE_PENDING
+      ▲    ▲                              │        │                                   │
+      │    └────── RESPONSE_SENT ─────────┘        │ AUTHENTICATED                     │
+      └──────────────────── RESPONSE_SENT ◀────────┼───────────────────────────────────┘
+                                                   ▼
+                                               NOT_MUTED (the mute cycle above)
+
+ApiVersions goes through the handlers (REQUEST_QUEUED); the SASL requests are answered by
+the connection's authenticator (``answered``: RESPONSE_SENT straight from
+AUTHENTICATING_MUTED). The answer that completes the exchange moves to NOT_MUTED
+(``authenticated``). After a SaslHandshake v0 the client's tokens are bare frames with no
+request header: with ``raw_frames`` set, ``next_event`` hands them out as :class:`RawFrame`.
+Until authenticated, frames are limited to Kafka's sasl.server.max.receive.size. None of this
+costs a plaintext connection anything.
 """
 
 from __future__ import annotations
@@ -55,7 +67,10 @@ from trikafka.protocol.registry import ApiRegistry, api_name
 
 __all__ = [
     "NEED_DATA",
+    "SASL_TRANSITIONS",
     "TRANSITIONS",
+    "AuthState",
+    "RawFrame",
     "Closed",
     "ConnectionEvent",
     "ConnectionState",
@@ -73,11 +88,27 @@ class MuteState(enum.StrEnum):
     CLOSED = "CLOSED"
 
 
+class AuthState(enum.StrEnum):
+    """States before a SASL exchange completes (see the module docstring)."""
+
+    AUTHENTICATING = "AUTHENTICATING"
+    AUTHENTICATING_MUTED = "AUTHENTICATING_MUTED"
+    AUTHENTICATING_RESPONSE_PENDING = "AUTHENTICATING_RESPONSE_PENDING"
+
+
 class ConnectionEvent(enum.StrEnum):
     REQUEST_RECEIVED = "REQUEST_RECEIVED"  # a whole request frame decoded
     REQUEST_QUEUED = "REQUEST_QUEUED"  # handed to the request channel
     RESPONSE_SENT = "RESPONSE_SENT"  # answer written, or nothing to write (acks=0)
+    AUTHENTICATED = "AUTHENTICATED"  # the SASL exchange succeeded
     CLOSE = "CLOSE"
+
+
+@attrs.frozen
+class RawFrame:
+    """A frame handed out as bytes, not decoded: a SASL token after SaslHandshake v0."""
+
+    data: bytes
 
 
 _S = MuteState
@@ -92,8 +123,20 @@ TRANSITIONS: Mapping[MuteState, Mapping[ConnectionEvent, MuteState]] = {
     _S.MUTED: {_E.REQUEST_QUEUED: _S.MUTED_AND_RESPONSE_PENDING, _E.CLOSE: _S.CLOSED},
     _S.MUTED_AND_RESPONSE_PENDING: {_E.RESPONSE_SENT: _S.NOT_MUTED, _E.CLOSE: _S.CLOSED},
     _S.CLOSED: {_E.CLOSE: _S.CLOSED},
-    # Issue 14 adds: AUTHENTICATING: {AUTHENTICATED: NOT_MUTED, CLOSE: CLOSED}, and the
-    # request rows an authentication exchange needs.
+}
+
+_A = AuthState
+#: The mute cycle, preceded by authentication (SASL listeners).
+SASL_TRANSITIONS: Mapping[object, Mapping[ConnectionEvent, object]] = {
+    **TRANSITIONS,
+    _A.AUTHENTICATING: {_E.REQUEST_RECEIVED: _A.AUTHENTICATING_MUTED, _E.CLOSE: _S.CLOSED},
+    _A.AUTHENTICATING_MUTED: {
+        _E.REQUEST_QUEUED: _A.AUTHENTICATING_RESPONSE_PENDING,  # ApiVersions, to the handlers
+        _E.RESPONSE_SENT: _A.AUTHENTICATING,  # the authenticator answered
+        _E.AUTHENTICATED: _S.NOT_MUTED,
+        _E.CLOSE: _S.CLOSED,
+    },
+    _A.AUTHENTICATING_RESPONSE_PENDING: {_E.RESPONSE_SENT: _A.AUTHENTICATING, _E.CLOSE: _S.CLOSED},
 }
 
 
@@ -120,9 +163,9 @@ class ConnectionState:
     """One connection's frame decoder, request decoder and mute cycle."""
 
     __slots__ = (
-        "connection_id", "state", "frame_size", "allowed_api_keys",
+        "connection_id", "state", "frame_size", "allowed_api_keys", "raw_frames",
         "receive_data", "unfilled", "received_into",
-        "_decoder", "_registry", "_transitions",
+        "_decoder", "_registry", "_transitions", "_max_request_size",
     )
 
     def __init__(
@@ -138,6 +181,8 @@ class ConnectionState:
         self.state = initial
         self.frame_size = 0  # bytes of the last request handed out (Request.size)
         self.allowed_api_keys: frozenset[int] | None = None  # None: every API (see module doc)
+        self.raw_frames = False  # hand frames out undecoded (SASL tokens after a v0 handshake)
+        self._max_request_size = max_request_size
         self._registry = registry
         self._transitions = transitions
         self._new_decoder(max_request_size)
@@ -188,6 +233,10 @@ class ConnectionState:
             if frame is NEED_DATA:
                 return NEED_DATA
             allowed = self.allowed_api_keys
+            if self.raw_frames:
+                self.frame_size = len(frame)  # type: ignore[arg-type]
+                self.state = muted  # type: ignore[assignment]
+                return RawFrame(bytes(frame))  # type: ignore[arg-type]
             if allowed is not None:
                 api_key = peek_api(frame)[0]  # type: ignore[arg-type]
                 if api_key not in allowed:
@@ -224,6 +273,25 @@ class ConnectionState:
 
     def close(self) -> None:
         self._move(ConnectionEvent.CLOSE)
+
+    # -- authentication (SASL_TRANSITIONS) --------------------------------------------------
+
+    def start_authentication(self, allowed_api_keys: frozenset[int], max_receive_size: int) -> None:
+        """Before the first byte: serve only ``allowed_api_keys``, frames up to ``max_receive_size``."""
+        self.state = AuthState.AUTHENTICATING  # type: ignore[assignment]
+        self.allowed_api_keys = allowed_api_keys
+        self._decoder.max_size = min(max_receive_size, self._max_request_size)
+
+    def answered(self) -> None:
+        """The connection wrote the answer itself (the authenticator's); read the next frame."""
+        self._move(ConnectionEvent.RESPONSE_SENT)
+
+    def authenticated(self) -> None:
+        """The exchange succeeded: every API from now on, full-size frames, the mute cycle."""
+        self._move(ConnectionEvent.AUTHENTICATED)
+        self.allowed_api_keys = None
+        self.raw_frames = False
+        self._decoder.max_size = self._max_request_size
 
     # -- the table ------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from trikafka.network.quotas import ConnectionQuotas
     from trikafka.network.request_channel import Request, RequestChannel
     from trikafka.protocol.registry import ApiRegistry
+    from trikafka.security.listener import ListenerSecurity
 
 __all__ = ["Processor", "ProcessorStatistics", "CONNECTION_QUEUE_SIZE"]
 
@@ -62,6 +63,7 @@ class Processor:
         request_channel: RequestChannel,
         quotas: ConnectionQuotas,
         metrics: BrokerMetrics,
+        security: ListenerSecurity | None = None,
     ) -> None:
         self.id = id
         self.listener_name = listener_name
@@ -91,6 +93,7 @@ class Processor:
                 if request_channel.memory_pool is None
                 else frame_holding_api_keys(registry)
             ),
+            security=security,
         )
         self.connection_hooks = ConnectionHooks(
             submit=request_channel.send_request,

@@ -148,6 +148,7 @@ class ApiContext:
     state_changes: StateChanges = attrs.Factory(StateChanges)  # awaitable broker state
     #: Leadership, ISRs and coordinators (server/cluster_view.py); None: this broker alone.
     cluster_view: ClusterView | None = None
+    scram_credentials: Any = None  # trikafka.security.sasl.credentials.ScramCredentials
 
     def respond(self, request: Request, body: Any) -> None:
         """Send ``body`` (a kio entity or a Response) as the answer to ``request``.

@@ -27,7 +27,8 @@ STOP_TIMEOUT = 20
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # The banner line, not the log line: rich's log handler puts time and level in front.
-_BANNER = re.compile(r"^\s+listening on PLAINTEXT://([\d.]+):(\d+)\s*$")
+_BANNER = re.compile(r"^\s+listening on ([A-Za-z0-9_-]+)://([\d.]+):(\d+)\s*$")
+_BANNER_END = re.compile(r"^\s+data: ")  # printed after the last listener
 _CLUSTER = re.compile(r"broker \d+ ready \S+ cluster (\S+)")
 _CONTROL = re.compile(r"^\s+control on (http://[\d.]+:\d+)\s*$")
 
@@ -70,6 +71,8 @@ class BrokerProcess:
         self.port: int | None = None
         self.cluster_id: str | None = None
         self.control_url: str | None = None  # with --control-listener
+        #: listener name → (host, port), every listener of the banner (SSL, SASL_SSL, …).
+        self.endpoints: dict[str, tuple[str, int]] = {}
         self._lines: list[str] = []
         self._lock = threading.Condition()
         self._ready = threading.Event()
@@ -78,7 +81,7 @@ class BrokerProcess:
 
     @property
     def address(self) -> str:
-        """``host:port`` of the PLAINTEXT listener (a bootstrap server)."""
+        """``host:port`` of the PLAINTEXT listener (else the first one): a bootstrap server."""
         if self.port is None:
             raise BrokerProcessError("the broker is not ready")
         return f"{self.host}:{self.port}"
@@ -96,8 +99,14 @@ class BrokerProcess:
                 self.cluster_id = match.group(1)
             if self.control_url is None and (match := _CONTROL.match(line)):
                 self.control_url = match.group(1)
-            if self.port is None and (match := _BANNER.match(line)):
-                self.host, self.port = match.group(1), int(match.group(2))
+            if match := _BANNER.match(line):
+                name, host, port = match.group(1), match.group(2), int(match.group(3))
+                self.endpoints.setdefault(name, (host, port))
+                if self.port is None and name == "PLAINTEXT":
+                    self.host, self.port = host, port
+            if self.endpoints and not self._ready.is_set() and _BANNER_END.match(line):
+                if self.port is None:  # no PLAINTEXT listener: the first one
+                    self.host, self.port = next(iter(self.endpoints.values()))
                 self._ready.set()
         self._ready.set()  # wake a waiter: the process ended before (or after) the banner
         with self._lock:

@@ -21,6 +21,7 @@ from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
 from trikafka.protocol.registry import ApiKey
+from trikafka.security.config import SECURITY_KEYS, SENSITIVE
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 from trikafka.server.topic_config import (
     TOPIC_CONFIGS,
@@ -106,6 +107,9 @@ def broker_config_entries(replicas: Any, keys: Any = None) -> list[dict[str, Any
     entries = []
     for field in attrs.fields(BrokerConfig):
         key = field.metadata["key"]
+        if field.name == "security":  # one field, many keys: listed below
+            entries.extend(_security_entries(replicas, props, keys))
+            continue
         if keys is not None and key not in keys:
             continue
         source = _broker_source(replicas, key)
@@ -122,6 +126,23 @@ def broker_config_entries(replicas: Any, keys: Any = None) -> list[dict[str, Any
                 "is_default": source == ConfigSource.DEFAULT_CONFIG,
             }
         )
+    return entries
+
+
+def _security_entries(replicas: Any, props: dict[str, str], keys: Any) -> list[dict[str, Any]]:
+    """The ssl.*/sasl.* keys (trikafka.security.config); secrets sensitive, without a value."""
+    entries = []
+    for key, (_, _, doc) in SECURITY_KEYS.items():
+        if keys is not None and key not in keys:
+            continue
+        source = _broker_source(replicas, key)
+        sensitive = key in SENSITIVE
+        value = None if sensitive or props[key] == "" else props[key]
+        entries.append({
+            "name": key, "value": value, "read_only": True, "config_source": source,
+            "is_sensitive": sensitive, "synonyms": [{"name": key, "value": value, "source": source}],
+            "config_type": 0, "documentation": doc, "is_default": source == ConfigSource.DEFAULT_CONFIG,
+        })
     return entries
 
 
