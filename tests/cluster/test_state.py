@@ -91,7 +91,11 @@ def test_illegal_moves_are_refused_naming_what_is_allowed():
 
 
 def test_brokers_after_the_first_take_the_following_ports():
-    cluster = Cluster(BrokerConfig(listeners="PLAINTEXT://127.0.0.1:19092,SSL_LIKE://127.0.0.1:0"), 3)
+    config = BrokerConfig.from_mapping({
+        "listeners": "PLAINTEXT://127.0.0.1:19092,SSL_LIKE://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL_LIKE:PLAINTEXT",
+    })
+    cluster = Cluster(config, 3)
     listeners = {n: [str(s) for s in c.listeners] for n, c in cluster.node_configs.items()}
     assert listeners == {
         1: ["PLAINTEXT://127.0.0.1:19092", "SSL_LIKE://127.0.0.1:0"],
