@@ -1,7 +1,7 @@
 """The Trio Kafka client: the producer, consumer and admin client, and the raw connection.
 
-``open_producer``, ``open_consumer`` and ``open_admin`` are the names users import; the client
-core (:mod:`trikafka.client.client`) is what they share. ``KafkaConnection`` and
+``open_producer`` and ``open_admin`` are the names users import (``open_consumer`` is yet to
+come); the client core (:mod:`trikafka.client.client`) is what they share. ``KafkaConnection`` and
 ``open_connection`` stay: kio requests in, kio responses out, for tests that speak the protocol.
 """
 
