@@ -10,13 +10,16 @@ ifneq ($(JAVA_HOME),)
 export JAVA_HOME
 endif
 
-.PHONY: run test install system-deps lint clean bench
+.PHONY: run test install system-deps lint clean bench soak
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(PY)
+# setup.py and the C source: the native record walk is rebuilt when they change.
+NATIVE := setup.py trikafka/protocol/_recordwalk.c
+
+$(STAMP): pyproject.toml $(NATIVE) | $(PY)
 	$(PY) -m pip install -q -e '.[test,spark]'
 	touch $(STAMP)
 
@@ -50,7 +53,7 @@ BENCH_STAMP := $(VENV)/.bench-installed
 LOADGEN     := benchmarks/build/loadgen
 BENCH_ARGS  ?=
 
-$(BENCH_STAMP): pyproject.toml | $(PY)
+$(BENCH_STAMP): pyproject.toml $(NATIVE) | $(PY)
 	$(PY) -m pip install -q -e '.[bench]'
 	touch $(BENCH_STAMP)
 
@@ -61,8 +64,15 @@ $(LOADGEN): benchmarks/loadgen.c
 bench: $(BENCH_STAMP) $(LOADGEN)
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
+# kill -9 durability, the long run: a broker process on a data directory is SIGKILLed at a
+# random moment of acks=all produce traffic, CYCLES times; every acknowledged record must
+# survive each restart. `make test` runs 3 cycles. TRIKAFKA_KILL_SEED replays a run.
+CYCLES ?= 100
+soak: $(STAMP)
+	TRIKAFKA_KILL_CYCLES=$(CYCLES) $(PY) -m pytest -q -s -p no:cacheprovider tests/resilience/test_kill9_durability.py
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check trikafka tests examples
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info trikafka/protocol/*.so

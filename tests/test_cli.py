@@ -14,6 +14,7 @@ import pytest
 
 from trikafka import BrokerConfig, ConfigError, cli
 from trikafka.cli import DEFAULT_DATA_DIR, build_config, parse_args
+from trikafka.security.config import SECURITY_KEYS
 
 
 @pytest.fixture(autouse=True)
@@ -95,8 +96,8 @@ def test_list_config_prints_every_key(capsys):
         key, sep, default = setting.partition("=")
         assert sep and doc, line
         printed[key] = default
-    keys = [f.metadata["key"] for f in attrs.fields(BrokerConfig)]
-    assert sorted(printed) == sorted(keys)
+    keys = [f.metadata["key"] for f in attrs.fields(BrokerConfig) if f.name != "security"]
+    assert sorted(printed) == sorted([*keys, *SECURITY_KEYS])
     assert printed["num.io.threads"] == "8"
     assert printed["socket.request.max.bytes"] == "104857600"
 
@@ -167,6 +168,25 @@ def test_in_memory_means_no_log_dirs(tmp_path):
     config = build_config(parse_args(["--config", str(path), "--in-memory"]))
     assert config.log_dirs is None
     assert build_config(parse_args(["--in-memory"])).log_dirs is None
+
+
+def test_in_memory_keeps_a_bounded_window_unless_told_otherwise(tmp_path):
+    config = build_config(parse_args(["--in-memory"]))
+    assert (config.log_retention_bytes, config.log_segment_bytes) == (128 * 2**20, 16 * 2**20)
+    assert config.log_retention_check_interval_ms == 1000
+    # Kafka's keys override it, in either spelling, from the file or the command line.
+    path = _properties(tmp_path, "log.segment.bytes=1073741824\n")
+    config = build_config(
+        parse_args(
+            ["--in-memory", "--config", str(path), "--override", "log_retention_bytes=-1"]
+        )
+    )
+    assert (config.log_retention_bytes, config.log_segment_bytes) == (-1, 2**30)
+    assert config.log_retention_check_interval_ms == 1000
+    # Files keep Kafka's defaults.
+    config = build_config(parse_args(["--data-dir", str(tmp_path)]))
+    assert (config.log_retention_bytes, config.log_segment_bytes) == (-1, 2**30)
+    assert config.log_retention_check_interval_ms == 300_000
 
 
 def test_default_data_dir():

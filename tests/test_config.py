@@ -7,6 +7,8 @@ import pytest
 
 from trikafka import BrokerConfig, ConfigError
 from trikafka.config import ListenerSpec, config_keys, parse_listeners, read_properties_file
+from trikafka.security.config import SECURITY_KEYS
+from trikafka.topic_configs import format_value
 
 KAFKA_DEFAULTS = {
     "num.network.threads": 3,
@@ -67,6 +69,7 @@ def test_from_properties_reads_a_server_properties_file(tmp_path):
         "node.id=3\n"
         "  num.io.threads = 16  \n"
         "listeners=PLAINTEXT://0.0.0.0:9093,CONTROLLER://localhost:9094\n"
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n"
         "advertised.listeners: PLAINTEXT://broker-3.example:9093\n"
         "log.dirs=/var/lib/kafka/a,/var/lib/kafka/b\n"
         "max.connections.per.ip.overrides=10.0.0.1:5,gateway:100\n"
@@ -290,7 +293,8 @@ def test_bad_log_dirs_type_is_a_config_error():
 def test_as_properties_round_trips():
     config = BrokerConfig.from_mapping(
         {
-            "listeners": "PLAINTEXT://127.0.0.1:0,SSL://[::1]:9093",
+            "listeners": "PLAINTEXT://127.0.0.1:0,INTERNAL://[::1]:9093",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:PLAINTEXT",
             "max.connections.per.ip.overrides": "a:1,b:2",
             "log.dirs": "/a,/b",
             "num.io.threads": "3",
@@ -304,7 +308,8 @@ def test_as_properties_round_trips():
 
 def test_config_keys_cover_every_field_with_a_doc():
     keys = {key: (default, doc) for key, default, doc in config_keys()}
-    assert set(keys) == {f.metadata["key"] for f in attrs.fields(BrokerConfig)}
+    fields = {f.metadata["key"] for f in attrs.fields(BrokerConfig)} - {"security"}
+    assert set(keys) == fields | set(SECURITY_KEYS)  # one field holds every security key
     assert set(KAFKA_DEFAULTS) <= set(keys)
     for key, (_default, doc) in keys.items():
         assert doc, key
@@ -337,3 +342,52 @@ def test_aliases_work_as_overrides_and_are_checked():
         BrokerConfig.from_mapping({"log.retention.hours": "x", "log.retention.ms": "5"})
     with pytest.raises(ConfigError, match="did you mean 'log.retention.hours'"):
         BrokerConfig.from_mapping({"log.retention.hour": "1"})
+
+
+# --- the one topic-config table ------------------------------------------------------------
+
+
+def test_readme_topic_table_is_generated_from_the_table() -> None:
+    from pathlib import Path
+
+    from trikafka.topic_configs import readme_table
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    assert readme_table() in readme, "README's topic table differs: paste readme_table()'s output"
+
+
+def test_log_config_broker_config_and_admin_apis_share_one_table() -> None:
+    from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
+    from trikafka.server.topic_config import resolve_topic_config
+    from trikafka.topic_configs import TOPIC_CONFIGS
+
+    assert set(TOPIC_CONFIG_KEYS) == set(TOPIC_CONFIGS)
+    log_defaults = LogConfig().to_properties()
+    broker = BrokerConfig()
+    broker_props = broker.as_properties()
+    effective = resolve_topic_config({}, broker)
+    for key, definition in TOPIC_CONFIGS.items():
+        default = log_defaults[key]
+        assert default == format_value(definition.default), key
+        assert format_value(effective[key]) == default, key
+        if definition.broker_key:
+            assert broker_props[definition.broker_key] == default, key
+
+
+@pytest.mark.parametrize(
+    ("key", "bad"),
+    [("segment.bytes", "13"), ("retention.ms", "-2"), ("cleanup.policy", "forever"), ("preallocate", "maybe")],
+)
+def test_one_range_refused_everywhere(key: str, bad: str) -> None:
+    from trikafka.log.config import LogConfig
+    from trikafka.server.topic_config import validate_topic_configs
+    from trikafka.topic_configs import TOPIC_CONFIGS
+
+    with pytest.raises(ConfigError, match=key):
+        validate_topic_configs({key: bad})
+    with pytest.raises(ConfigError, match=key):
+        LogConfig.from_properties({key: bad})
+    broker_key = TOPIC_CONFIGS[key].broker_key
+    if broker_key:
+        with pytest.raises(ConfigError, match=broker_key):
+            BrokerConfig.from_mapping({broker_key: bad})

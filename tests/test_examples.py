@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -31,6 +33,38 @@ def test_virtual_time_example_passes():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout
+
+
+def _plugin_args() -> list[str]:
+    """Load the pytest plugin by name where the installed metadata predates its entry point."""
+    from importlib.metadata import entry_points
+
+    return [] if entry_points(group="pytest11", name="trikafka") else ["-p", "trikafka.testing.pytest_plugin"]
+
+
+@pytest.mark.parametrize(
+    "example",
+    ["pytest_confluent_kafka.py", "pytest_kafka_python.py", "pytest_aiokafka.py", "pytest_trio_broker.py"],
+)
+def test_pytest_plugin_examples_pass(example):
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *_plugin_args(), str(ROOT / "examples" / example)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert " passed" in result.stdout and "failed" not in result.stdout
+
+
+def test_readme_shows_the_pytest_plugin_examples():
+    readme = (ROOT / "README.md").read_text()
+    for example in ("pytest_confluent_kafka.py", "pytest_aiokafka.py", "pytest_trio_broker.py"):
+        body = (ROOT / "examples" / example).read_text().split('"""', 2)[2]
+        for line in body.splitlines():
+            if line.strip():
+                assert line.strip() in readme, f"README's {example} differs: {line!r}"
 
 
 def test_readme_shows_the_examples_and_every_config_key():

@@ -46,10 +46,34 @@ RULES: dict[str, tuple[str, ...]] = {
     "trikafka.network": ("trikafka.log", "trikafka.coordinator", *UPPER),
     "trikafka.log": ("trikafka.network", "trikafka.coordinator", *UPPER),
     "trikafka.coordinator": ("trikafka.network", *UPPER),
+    # TLS settings, SASL mechanisms and principals: fed bytes and settings by the connection,
+    # never a stream; the network enters it, not the other way round.
+    "trikafka.security": (
+        "trio", "trio_util", "socket", "trikafka.network", "trikafka.log", "trikafka.coordinator",
+        *UPPER,
+    ),
+    # The sans-IO halves of the network layer: the connection's state machine and the values
+    # it answers with are fed bytes, never a stream.
+    "trikafka.network.connection_state": ("trio", "trio_util", "socket", "outcome"),
+    "trikafka.network.responses": ("trio", "trio_util", "socket", "outcome"),
+    # The cluster builds brokers from the layers below; of the edges it uses only the
+    # in-memory transport (trikafka.testing.memory), never clients, the CLI or Spark.
+    "trikafka.cluster": (
+        "trikafka.cli",
+        "trikafka.client",
+        "trikafka.spark",
+        "trikafka.http",
+        "trikafka.testing.broker",
+        "trikafka.testing.process",
+    ),
 }
 
 #: Rules that also hold for everything a module reaches through trikafka's own modules.
-TRANSITIVE = {"trikafka.protocol"}
+TRANSITIVE = {
+    "trikafka.protocol",
+    "trikafka.network.connection_state",
+    "trikafka.network.responses",
+}
 
 
 def _module_name(path: Path) -> str:
@@ -136,6 +160,7 @@ def test_the_walk_sees_the_package():
     modules = _modules()
     assert "trikafka.protocol.framing" in modules
     assert "trikafka.network.connection" in modules
+    assert "trikafka.network.connection_state" in modules
     assert "trikafka.errors" in _imports("trikafka.protocol.framing")
     assert "trio" in _imports("trikafka.network.connection")
     # Relative imports resolve, and TYPE_CHECKING imports are seen.
@@ -227,3 +252,120 @@ def test_every_name_in_all_is_defined():
         duplicates = {name for name in declared if declared.count(name) > 1}
         undefined += [f"{module}.{name} (listed twice)" for name in sorted(duplicates)]
     assert undefined == []
+
+
+# --- cycles, edges, sizes ----------------------------------------------------------------------
+
+
+def _graph() -> dict[str, set[str]]:
+    """module → the trikafka modules it imports (package ``__init__`` re-exports excluded:
+    importing ``trikafka.client`` is importing its public names, not a module of it)."""
+    modules = _modules()
+    return {
+        module: {name for name in _imports(module) if name in modules and name != module}
+        for module in modules
+    }
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for child in sorted(graph[node]):
+            if child not in index:
+                visit(child)
+                low[node] = min(low[node], low[child])
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _without_package_inits(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """A package's ``__init__`` that re-exports its children is not a cycle with them."""
+    packages = {m for m, p in _modules().items() if p.name == "__init__.py"}
+    return {
+        module: {
+            name
+            for name in names
+            if not (name in packages and _is_ancestor(name, module))
+            and not (module in packages and _is_ancestor(module, name))
+        }
+        for module, names in graph.items()
+    }
+
+
+def test_cycle_finder_finds_a_cycle():
+    """Guard against a vacuous pass of the rule below."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_two_modules_import_each_other():
+    """Not directly, not in a loop, not even for type checking or inside a function: a pair
+    of modules that need each other is one module, or two with a third they both use."""
+    assert _cycles(_without_package_inits(_graph())) == []
+
+
+#: The edge packages: how people and programs use the broker. Each uses the others only
+#: through their public names (the package itself), never a module inside them.
+EDGES = ("trikafka.client", "trikafka.testing", "trikafka.spark", "trikafka.cli", "trikafka.http")
+
+
+def _edge_of(module: str) -> str | None:
+    return next((edge for edge in EDGES if _under(module, edge)), None)
+
+
+def test_edges_use_each_other_only_through_public_names():
+    problems = []
+    for module in _modules():
+        edge = _edge_of(module)
+        if edge is None:
+            continue
+        for name in _imports(module):
+            other = _edge_of(name)
+            if other is not None and other != edge and name != other:
+                problems.append(f"{module} imports {name} (use {other})")
+    assert problems == []
+
+
+#: Generated code may be longer; nothing is generated into trikafka/ today.
+GENERATED: frozenset[str] = frozenset()
+MAX_FILE_LINES = 500
+MAX_CLASS_LINES = 300
+
+
+def test_no_file_over_500_lines_and_no_class_over_300():
+    too_long = []
+    for module, path in _modules().items():
+        source = path.read_text(encoding="utf-8")
+        lines = len(source.splitlines())
+        if lines > MAX_FILE_LINES and module not in GENERATED:
+            too_long.append(f"{module}: {lines} lines")
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ClassDef):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_CLASS_LINES:
+                    too_long.append(f"{module}.{node.name}: class of {length} lines")
+    assert too_long == []

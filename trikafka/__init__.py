@@ -23,8 +23,17 @@ def _import_kio_quietly() -> None:
 _import_kio_quietly()
 
 from trikafka.broker import Broker, BrokerStatistics, open_broker  # noqa: E402
+from trikafka.cluster import Cluster, open_cluster  # noqa: E402
 from trikafka.config import BrokerConfig  # noqa: E402
 from trikafka.errors import ConfigError  # noqa: E402
 
-__all__ = ["Broker", "BrokerConfig", "BrokerStatistics", "ConfigError", "open_broker"]
+__all__ = [
+    "Broker",
+    "BrokerConfig",
+    "BrokerStatistics",
+    "Cluster",
+    "ConfigError",
+    "open_broker",
+    "open_cluster",
+]
 __version__ = "0.1.0"

@@ -2,18 +2,29 @@
 
 ::
 
-    Broker.run                                  (root nursery; stops everything on exit)
-    ├── Purgatory           one task per delayed operation
-    ├── RequestHandlerPool  num.io.threads handler tasks  ◄── requests ── shared channel
-    └── SocketServer        Acceptors and Processors (see network/socket_server.py)
+    Broker.run                          (root nursery; stops everything on exit)
+    ├── LogManager              retention, time-based flush, checkpoints; flush and close on exit
+    ├── Purgatory               one task per delayed operation (long-poll Fetch, JoinGroup, ...)
+    ├── GroupCoordinator        session and rebalance deadlines, offset expiry
+    ├── TransactionCoordinator  recovery, transaction timeouts, fencing aborts (markers)
+    ├── RequestHandlerPool      num.io.threads handler tasks  ◄── requests ── shared channel
+    └── SocketServer            Acceptors and Processors (see network/socket_server.py)
 
 Parts start in dependency order with ``nursery.start`` so that "ready" means ready: when
 ``run`` reports started, every listener is bound and every handler is waiting.
 
 Graceful stop (``stop()``, SIGINT/SIGTERM in the CLI, leaving ``open_broker``): acceptors
 stop; processors stop reading, finish in-flight responses within ``shutdown.grace.ms`` and
-close their connections; the request channel closes and handlers drain; the rest is
-cancelled. Cancelling ``run`` from outside skips the grace: stop is cancellation.
+close their connections; then the request channel closes and everything else — handlers,
+purgatory, coordinators, the log manager — is cancelled. Requests still queued at that point
+belong to connections that are already closed (their in-flight responses had the grace to
+finish), so no answer could reach their clients: they are dropped unprocessed rather than
+applied behind the client's back (a Produce nobody acknowledges would be retried and
+duplicated). Cancelling ``run`` from outside skips the grace: stop is cancellation.
+
+Wiring: every API family gets one typed :class:`~trikafka.server.kafka_apis.ApiContext`; the
+one wall clock (:func:`trikafka.clock.now_ms`, epoch ms following trio's clock) is injected
+into the log manager, the coordinators and the APIs.
 """
 
 from __future__ import annotations
@@ -28,35 +39,62 @@ from typing import Any
 import attrs
 import trio
 
+from trikafka.clock import Clock, now_ms
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
+from trikafka.coordinator.ports import OffsetsPartitionLog
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
+from trikafka.coordinator.transaction_state import TransactionLog
+from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
+from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.apis.configs import ClusterApis, ConfigApis
 from trikafka.server.apis.fetch import FetchApis
 from trikafka.server.apis.groups import GroupApis
 from trikafka.server.apis.metadata import MetadataApis
 from trikafka.server.apis.offsets import OffsetApis
+from trikafka.server.apis.partition_state import PartitionStateApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
+from trikafka.server.apis.sasl import SaslApis
+from trikafka.server.apis.scram import ScramApis
 from trikafka.server.apis.topics import TopicAdminApis
 from trikafka.server.apis.transactions import TransactionApis
 from trikafka.server.apis.versions import ApiVersionsApis
+from trikafka.server.awaitable import AwaitableState, StateChanges
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
 from trikafka.server.replica_manager import ReplicaManager
 from trikafka.server.request_handler import RequestHandlerPool
 
-__all__ = ["Broker", "BrokerStatistics", "open_broker", "load_meta_properties"]
+__all__ = ["API_FAMILIES", "Broker", "BrokerStatistics", "open_broker", "load_meta_properties"]
 
 log = logging.getLogger("trikafka.broker")
+
+#: Every API family a broker serves (an in-process cluster's brokers serve the same).
+API_FAMILIES = (
+    ApiVersionsApis,
+    MetadataApis,
+    TopicAdminApis,
+    ProduceApis,
+    ProducerApis,
+    FetchApis,
+    OffsetApis,
+    ConfigApis,
+    ClusterApis,
+    GroupApis,
+    TransactionApis,
+    PartitionStateApis,
+    SaslApis,
+    ScramApis,
+)
 
 
 def load_meta_properties(config: BrokerConfig) -> str:
@@ -97,21 +135,25 @@ class BrokerStatistics:
     purgatory_size: int
 
 
-class Broker:
+class Broker(AwaitableState):
     def __init__(
         self,
         config: BrokerConfig | None = None,
         *,
         trio_listeners: Mapping[str, trio.abc.Listener] | None = None,
+        clock: Clock = now_ms,
     ) -> None:
         self.config = config or BrokerConfig()
+        #: Epoch milliseconds following trio's clock, for every timestamp the broker makes.
+        self.now_ms: Clock = clock
         self.metrics = BrokerMetrics()
         self.registry = ApiRegistry()
         self.cluster_id = load_meta_properties(self.config)
-        self.request_channel = RequestChannel(self.config.queued_max_requests)
+        self.request_channel = RequestChannel(
+            self.config.queued_max_requests, self.config.queued_max_request_bytes
+        )
         self.metadata_cache = MetadataCache(self.config, self.cluster_id)
         self.purgatory = Purgatory()
-        self._epoch_offset_ms: float | None = None
         self.log_manager = LogManager(
             self.config.log_dirs,
             clock=self.now_ms,
@@ -119,11 +161,29 @@ class Broker:
             flush_scheduler_interval_ms=self.config.log_flush_scheduler_interval_ms,
             flush_offset_checkpoint_interval_ms=self.config.log_flush_offset_checkpoint_interval_ms,
         )
-        self.replica_manager = ReplicaManager(self.config, self.log_manager)
-        self.group_coordinator = GroupCoordinator(self.config, self._offset_store(), self.now_ms)
-        self.transaction_coordinator = TransactionCoordinator.for_broker(
-            self.config, self.replica_manager, self.group_coordinator, self.now_ms
+        self.log_cleaner = LogCleaner(
+            self.log_manager,
+            backoff_ms=self.config.log_cleaner_backoff_ms,
+            clock=self.now_ms,
+            dedupe_buffer_size=self.config.log_cleaner_dedupe_buffer_size,
         )
+        self.replica_manager = ReplicaManager(self.config, self.log_manager)
+        #: Bumped after every response and every timer-driven coordinator change; the
+        #: ``wait_for_*`` methods re-check at each bump.
+        state_changes = StateChanges()
+        self.group_coordinator = GroupCoordinator(
+            self.config, self._offset_store(), self.now_ms, on_state_change=state_changes.bump
+        )
+        self.transaction_coordinator = TransactionCoordinator(
+            self.config,
+            TransactionLog.for_log_dirs(self.config.log_dirs),
+            producer_ids=self.replica_manager.producer_ids,
+            markers=self.replica_manager,
+            groups=self.group_coordinator,
+            now_ms=self.now_ms,
+            on_state_change=state_changes.bump,
+        )
+        self.replica_manager.transaction_verifier = self.transaction_coordinator.verify_produce
         self.context = ApiContext(
             config=self.config,
             registry=self.registry,
@@ -131,32 +191,23 @@ class Broker:
             purgatory=self.purgatory,
             channel=self.request_channel,
             metrics=self.metrics,
-            extras={
-                "replica_manager": self.replica_manager,
-                "group_coordinator": self.group_coordinator,
-                "transaction_coordinator": self.transaction_coordinator,
-            },
+            replicas=self.replica_manager,
+            groups=self.group_coordinator,
+            transactions=self.transaction_coordinator,
             now_ms=self.now_ms,
+            state_changes=state_changes,
+            scram_credentials=ScramCredentials.from_config(
+                self.config.security, [s.name for s in self.config.listeners], self.config.log_dirs
+            ),
         )
-        families = [
-            ApiVersionsApis,
-            MetadataApis,
-            TopicAdminApis,
-            ProduceApis,
-            ProducerApis,
-            FetchApis,
-            OffsetApis,
-            ConfigApis,
-            ClusterApis,
-            GroupApis,
-            TransactionApis,
-        ]
-        self.apis = KafkaApis(self.context, [family(self.context) for family in families])
+        self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
+        self.faults = self.apis.faults  # injected faults and the request recorder (tests)
         self.handler_pool = RequestHandlerPool(
             self.config.num_io_threads, self.request_channel, self.apis
         )
         self.socket_server = SocketServer(
-            self.config, self.registry, self.request_channel, self.metrics, trio_listeners
+            self.config, self.registry, self.request_channel, self.metrics, trio_listeners,
+            scram_credentials=self.context.scram_credentials,
         )
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
@@ -169,12 +220,12 @@ class Broker:
         existing = replicas.topics.get(OFFSETS_TOPIC)
         partitions = existing.partitions if existing else self.config.offsets_topic_num_partitions
 
-        def log_for(partition: int) -> Any:
+        def log_for(partition: int) -> OffsetsPartitionLog:
             if replicas.topics.get(OFFSETS_TOPIC) is None:
                 replicas.create_topic(
                     OFFSETS_TOPIC,
                     partitions,
-                    configs={"cleanup.policy": "compact", "segment.bytes": "104857600"},
+                    configs={"cleanup.policy": "compact", "segment.bytes": str(self.config.offsets_topic_segment_bytes)},
                     is_internal=True,
                 )
             return replicas.get_log(OFFSETS_TOPIC, partition)
@@ -183,31 +234,14 @@ class Broker:
             partitions, log_for, self.now_ms, exists=lambda: OFFSETS_TOPIC in replicas.topics
         )
 
-    def now_ms(self) -> float:
-        """Wall-clock milliseconds that advance with trio's clock.
-
-        Timestamps (LogAppendTime, retention, segment.ms) need epoch time, but every timeout
-        must follow trio's clock so a MockClock test can move it: the offset between the two
-        is fixed the first time it is read.
-        """
-        try:
-            now = trio.current_time()
-        except RuntimeError:  # outside trio (building the broker)
-            import time
-
-            return time.time() * 1000
-        if self._epoch_offset_ms is None:
-            import time
-
-            self._epoch_offset_ms = time.time() * 1000 - now * 1000
-        return self._epoch_offset_ms + now * 1000
-
     # --- lifecycle ---------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.log_manager.run, name="log-manager")
+                if self.config.log_cleaner_enable:
+                    await nursery.start(self.log_cleaner.run, name="log-cleaner")
                 await nursery.start(self.purgatory.run, name="purgatory")
                 await nursery.start(self.group_coordinator.run, name="group-coordinator")
                 await nursery.start(self.transaction_coordinator.run, name="transaction-coordinator")
@@ -228,10 +262,11 @@ class Broker:
 
     async def _shutdown(self, nursery: trio.Nursery) -> None:
         log.info("broker %d shutting down", self.config.node_id)
+        self.purgatory.complete_all()  # long polls and joins answer now, not after the grace
         self.socket_server.begin_shutdown(self.config.shutdown_grace_ms / 1000)
-        await self.socket_server.stopped.wait()
-        await self.request_channel.close()  # handlers drain what is queued, then end
-        nursery.cancel_scope.cancel()  # purgatory and the rest
+        await self.socket_server.stopped.wait()  # every connection answered or closed
+        await self.request_channel.close()
+        nursery.cancel_scope.cancel()  # handlers (what is queued has no one to answer), the rest
         log.info("broker %d stopped", self.config.node_id)
 
     def stop(self) -> None:

@@ -18,11 +18,11 @@ from typing import Any
 import attrs
 
 from trikafka.errors import ConfigError
+from trikafka.properties import read_properties_file
+from trikafka.security import config as security
+from trikafka.topic_configs import INT32_MAX, INT64_MAX, TOPIC_CONFIGS
 
-__all__ = ["BrokerConfig", "config_keys", "parse_listeners", "ListenerSpec"]
-
-INT32_MAX = 2**31 - 1
-INT64_MAX = 2**63 - 1
+__all__ = ["BrokerConfig", "config_keys", "parse_listeners", "read_properties_file", "ListenerSpec"]
 
 
 @attrs.frozen
@@ -128,15 +128,23 @@ def _bool_field(key: str, default: bool, doc: str) -> Any:
     return _field(key, default, _bool, check, doc)
 
 
-def _enum_field(key: str, default: str, allowed: tuple[str, ...], doc: str) -> Any:
-    def parse(value: str, key: str) -> str:
-        return value
+def _topic_default(topic_key: str) -> Any:
+    """The broker-level default of a topic config, from its row of the one table."""
+    definition = TOPIC_CONFIGS[topic_key]
+
+    def parse(value: str, key: str) -> Any:
+        try:
+            return definition.parse(value)
+        except ConfigError as exc:
+            raise ConfigError(key, value, exc.allowed) from None
 
     def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if value not in allowed:
-            raise ConfigError(attribute.metadata["key"], value, f"allowed values are {', '.join(allowed)}")
+        problem = definition.check(value)
+        if problem:
+            raise ConfigError(attribute.metadata["key"], value, problem)
 
-    return _field(key, default, parse, check, doc)
+    doc = f"{definition.doc} (topic: {topic_key})"
+    return _field(definition.broker_key, definition.default, parse, check, doc)  # type: ignore[arg-type]
 
 
 def _check_listeners(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -186,6 +194,17 @@ def _check_overrides(instance: Any, attribute: attrs.Attribute, value: Any) -> N
 def _check_cluster_id(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
     if value is not None and (not isinstance(value, str) or not value.strip()):
         raise ConfigError(attribute.metadata["key"], value, "a non-empty string or unset")
+
+
+def _check_queued_max_request_bytes(config: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """Kafka's rule: a bounded request memory pool must fit the largest request."""
+    _int(-(2**63))[1](config, attribute, value)
+    if 0 < value < config.socket_request_max_bytes:
+        raise ConfigError(
+            "queued.max.request.bytes",
+            value,
+            f"-1 (unbounded) or at least socket.request.max.bytes ({config.socket_request_max_bytes})",
+        )
 
 
 @attrs.frozen(kw_only=True)
@@ -242,6 +261,14 @@ class BrokerConfig:
     socket_request_max_bytes: int = _int_field(
         "socket.request.max.bytes", 104857600, "Largest request frame accepted.", 1, INT32_MAX
     )
+    queued_max_request_bytes: int = _field(
+        "queued.max.request.bytes",
+        -1,
+        _int(-(2**63))[0],
+        _check_queued_max_request_bytes,
+        "Bytes of requests read but not yet handled, broker-wide, before no more are read; "
+        "<= 0 is unbounded.",
+    )
     socket_send_buffer_bytes: int = _int_field(
         "socket.send.buffer.bytes", 102400, "SO_SNDBUF of accepted sockets; -1 keeps the OS's.", -1, INT32_MAX
     )
@@ -269,62 +296,33 @@ class BrokerConfig:
             "doc": "Per-host limits, host:count,host:count.",
         },
     )
+    max_incremental_fetch_session_cache_slots: int = _int_field("max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX)
     # --- topics and logs (Kafka's broker-level defaults for topic configs) -----------------
-    auto_create_topics_enable: bool = _bool_field(
-        "auto.create.topics.enable", True, "Metadata and Produce create unknown topics."
-    )
-    num_partitions: int = _int_field(
-        "num.partitions", 1, "Partitions of auto-created topics.", 1, 1_000_000
-    )
-    default_replication_factor: int = _int_field(
-        "default.replication.factor", 1, "Replication factor of auto-created topics (only 1).", 1, 1
-    )
+    auto_create_topics_enable: bool = _bool_field("auto.create.topics.enable", True, "Metadata and Produce create unknown topics.")
+    num_partitions: int = _int_field("num.partitions", 1, "Partitions of auto-created topics.", 1, 1_000_000)
+    default_replication_factor: int = _int_field("default.replication.factor", 1, "Replication factor of topics created without one.", 1, INT32_MAX)
+    min_insync_replicas: int = _topic_default("min.insync.replicas")
     delete_topic_enable: bool = _bool_field("delete.topic.enable", True, "DeleteTopics is allowed.")
-    message_max_bytes: int = _int_field(
-        "message.max.bytes", 1048588, "Largest record batch accepted (topic: max.message.bytes).", 0, INT32_MAX
-    )
-    compression_type: str = _enum_field(
-        "compression.type",
-        "producer",
-        ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
-        "Codec batches are stored with; producer keeps what the producer sent.",
-    )
-    log_message_timestamp_type: str = _enum_field(
-        "log.message.timestamp.type",
-        "CreateTime",
-        ("CreateTime", "LogAppendTime"),
-        "Timestamp stored in batches (topic: message.timestamp.type).",
-    )
-    log_segment_bytes: int = _int_field(
-        "log.segment.bytes", 1073741824, "Segment size before rolling (topic: segment.bytes).", 14, INT32_MAX
-    )
-    log_roll_ms: int = _int_field(
-        "log.roll.ms", 604800000, "Segment age before rolling (topic: segment.ms).", 1
-    )
-    log_retention_ms: int = _int_field(
-        "log.retention.ms", 604800000, "Age at which segments are deleted; -1 keeps forever (topic: retention.ms).", -1
-    )
-    log_retention_bytes: int = _int_field(
-        "log.retention.bytes", -1, "Partition size above which old segments go; -1 no limit (topic: retention.bytes).", -1
-    )
-    log_retention_check_interval_ms: int = _int_field(
-        "log.retention.check.interval.ms", 300000, "How often retention runs.", 1
-    )
-    log_flush_interval_messages: int = _int_field(
-        "log.flush.interval.messages", INT64_MAX, "fsync after this many messages (topic: flush.messages).", 1
-    )
-    log_flush_interval_ms: int = _int_field(
-        "log.flush.interval.ms", INT64_MAX, "fsync when data is older than this (topic: flush.ms).", 0
-    )
-    log_flush_scheduler_interval_ms: int = _int_field(
-        "log.flush.scheduler.interval.ms", INT64_MAX, "How often the time-based flush is checked.", 1
-    )
-    log_flush_offset_checkpoint_interval_ms: int = _int_field(
-        "log.flush.offset.checkpoint.interval.ms", 60000, "How often recovery points are checkpointed.", 0, INT32_MAX
-    )
-    log_index_interval_bytes: int = _int_field(
-        "log.index.interval.bytes", 4096, "Bytes of log between offset index entries.", 0, INT32_MAX
-    )
+    message_max_bytes: int = _topic_default("max.message.bytes")
+    compression_type: str = _topic_default("compression.type")
+    log_message_timestamp_type: str = _topic_default("message.timestamp.type")
+    log_segment_bytes: int = _topic_default("segment.bytes")
+    log_roll_ms: int = _topic_default("segment.ms")
+    log_retention_ms: int = _topic_default("retention.ms")
+    log_retention_bytes: int = _topic_default("retention.bytes")
+    log_retention_check_interval_ms: int = _int_field("log.retention.check.interval.ms", 300000, "How often retention runs.", 1)
+    log_cleaner_enable: bool = _bool_field("log.cleaner.enable", True, "Run the log cleaner: compaction of cleanup.policy=compact topics.")
+    log_cleaner_backoff_ms: int = _int_field("log.cleaner.backoff.ms", 15000, "How long the cleaner sleeps when no log needs cleaning.", 0)
+    log_cleaner_dedupe_buffer_size: int = _int_field("log.cleaner.dedupe.buffer.size", 134217728, "Memory for the cleaner's key map (24 bytes a key).", 1024 * 1024)
+    log_cleaner_delete_retention_ms: int = _topic_default("delete.retention.ms")
+    log_cleaner_min_cleanable_ratio: float = _topic_default("min.cleanable.dirty.ratio")
+    log_cleaner_min_compaction_lag_ms: int = _topic_default("min.compaction.lag.ms")
+    log_cleaner_max_compaction_lag_ms: int = _topic_default("max.compaction.lag.ms")
+    log_flush_interval_messages: int = _topic_default("flush.messages")
+    log_flush_interval_ms: int = _topic_default("flush.ms")
+    log_flush_scheduler_interval_ms: int = _int_field("log.flush.scheduler.interval.ms", INT64_MAX, "How often the time-based flush is checked.", 1)
+    log_flush_offset_checkpoint_interval_ms: int = _int_field("log.flush.offset.checkpoint.interval.ms", 60000, "How often recovery points are checkpointed.", 0, INT32_MAX)
+    log_index_interval_bytes: int = _topic_default("index.interval.bytes")
     # --- consumer groups ---------------------------------------------------------------
     group_initial_rebalance_delay_ms: int = _int_field(
         "group.initial.rebalance.delay.ms", 3000, "How long the first rebalance of an empty group waits for more members.", 0, INT32_MAX
@@ -341,6 +339,8 @@ class BrokerConfig:
     offsets_topic_num_partitions: int = _int_field(
         "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
     )
+    offsets_topic_replication_factor: int = _int_field("offsets.topic.replication.factor", 3, "Replicas of __consumer_offsets (capped at the cluster size).", 1, 32767)
+    offsets_topic_segment_bytes: int = _int_field("offsets.topic.segment.bytes", 104857600, "segment.bytes of __consumer_offsets (compacted).", 1, INT32_MAX)
     offsets_retention_minutes: int = _int_field(
         "offsets.retention.minutes", 10080, "Committed offsets of an empty group expire after this long.", 1, INT32_MAX
     )
@@ -359,11 +359,9 @@ class BrokerConfig:
         INT32_MAX,
     )
     shutdown_grace_ms: int = _int_field(
-        "shutdown.grace.ms",
-        5000,
-        "trikafka: how long a graceful stop waits for in-flight responses.",
-        0,
+        "shutdown.grace.ms", 5000, "trikafka: how long a graceful stop waits for in-flight responses.", 0
     )
+    security: security.SecurityConfig = security.security_field()  # ssl.*, sasl.*, listener.name.*
 
     # --- construction -------------------------------------------------------------------
 
@@ -385,7 +383,7 @@ class BrokerConfig:
     def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
         by_key = _fields_by_key()
         kwargs: dict[str, Any] = {}
-        items = _resolve_time_aliases(items)
+        items, kwargs["security"] = security.split_security_keys(_resolve_time_aliases(items))
         for raw_key, value in items.items():
             key = raw_key.replace("_", ".")
             field = by_key.get(key)
@@ -398,7 +396,9 @@ class BrokerConfig:
 
     def with_overrides(self, **changes: Any) -> BrokerConfig:
         merged = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
-        for raw_key, value in _resolve_time_aliases(changes).items():
+        changes, secure = security.split_security_keys(_resolve_time_aliases(changes))
+        merged["security"] = merged["security"].merged(secure)
+        for raw_key, value in changes.items():
             key = raw_key.replace("_", ".")
             field = _fields_by_key().get(key)
             if field is None:
@@ -413,6 +413,9 @@ class BrokerConfig:
         out: dict[str, str] = {}
         for field in attrs.fields(type(self)):
             value = getattr(self, field.name)
+            if isinstance(value, security.SecurityConfig):
+                out.update(value.as_properties())
+                continue
             if value is None:
                 text = ""
             elif isinstance(value, tuple) and value and isinstance(value[0], ListenerSpec):
@@ -427,7 +430,6 @@ class BrokerConfig:
                 text = str(value)
             out[field.metadata["key"]] = text
         return out
-
 
 
 # Kafka's coarser spellings of two time settings: (alias, the key it sets, ms per unit, least
@@ -473,27 +475,13 @@ def config_keys() -> Iterable[tuple[str, str, str]]:
     defaults = BrokerConfig().as_properties()
     for field in attrs.fields(BrokerConfig):
         key = field.metadata["key"]
-        yield key, defaults[key], field.metadata["doc"]
+        if field.name != "security":
+            yield key, defaults[key], field.metadata["doc"]
+    yield from security.security_config_keys()
 
 
 def _unknown_key_hint(key: str) -> str:
-    keys = [*_fields_by_key(), *(alias for alias, *_ in TIME_ALIASES)]
+    keys = [*_fields_by_key(), *security.SECURITY_KEYS, *(alias for alias, *_ in TIME_ALIASES)]
     close = difflib.get_close_matches(key.replace("_", "."), keys, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown configuration key{hint}"
-
-
-def read_properties_file(path: str | os.PathLike) -> dict[str, str]:
-    """Java-properties subset: ``key=value`` or ``key: value``, ``#``/``!`` comments."""
-    items: dict[str, str] = {}
-    text = Path(path).read_text(encoding="utf-8")
-    for number, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if not stripped or stripped[0] in "#!":
-            continue
-        positions = [p for p in (stripped.find("="), stripped.find(":")) if p > 0]
-        if not positions:
-            raise ConfigError(f"{path}:{number}", stripped, "lines must look like key=value")
-        cut = min(positions)
-        items[stripped[:cut].strip()] = stripped[cut + 1 :].strip()
-    return items

@@ -20,6 +20,7 @@ __all__ = [
     "ErrorCode",
     "FrameSizeError",
     "InvalidRecordError",
+    "RecordErrorsError",
     "InvalidRequestError",
     "KafkaProtocolError",
     "TooManyConnectionsError",
@@ -66,6 +67,15 @@ class InvalidRecordError(KafkaProtocolError):
     """A record batch that is intact but breaks a rule (INVALID_RECORD)."""
 
     error_code = ErrorCode.invalid_record
+
+
+class RecordErrorsError(InvalidRecordError):
+    """Records refused one by one (Kafka's RecordValidationException): Produce v8+ lists
+    them in the partition's ``record_errors`` as (batch index, message)."""
+
+    def __init__(self, message: str, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors
 
 
 class TooManyConnectionsError(Exception):

@@ -107,6 +107,7 @@ class BrokerMetrics:
             ListenerConnectionMetrics
         )
         self.closed_by_error: int = 0  # connections closed for bad frames or versions
+        self.injected_faults: dict[tuple[str, str], int] = defaultdict(int)  # (api, kind), tests
 
     def record_request(self, api: str, *timings_ms: float) -> None:
         """One request's times in milliseconds, in ``TIME_PARTS`` order."""

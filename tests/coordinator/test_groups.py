@@ -357,3 +357,17 @@ async def test_committed_offsets_and_groups_survive_a_broker_restart(autojump_cl
         again = Member(a, "durable", instance_id="c-1")
         await again.join()
         assert again.generation == member.generation
+
+
+async def test_a_session_expiry_wakes_wait_for_group_state_with_no_request(autojump_clock):
+    """The coordinator's timer alone empties the group; the awaitable state sees it at the
+    session timeout exactly, without waiting for some later response to be sent."""
+    async with open_test_broker(group_initial_rebalance_delay_ms=0) as tb:
+        async with tb.client() as client:
+            member = Member(client, "quiet")
+            await join_all([member], partitions=1)
+            stable = trio.current_time()
+            await tb.broker.wait_for_group_state("quiet", "Stable", members=1)
+            with trio.fail_after(SESSION_MS / 1000 + 1):
+                await tb.broker.wait_for_group_state("quiet", "Empty", members=0)
+            assert trio.current_time() - stable == pytest.approx(SESSION_MS / 1000)

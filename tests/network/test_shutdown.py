@@ -85,3 +85,21 @@ class _Replay(trio.abc.ReceiveStream):
 
     async def aclose(self) -> None:
         pass
+
+
+async def test_pipelined_requests_behind_the_one_in_flight_are_not_served(autojump_clock):
+    """Shutdown answers what is in flight, not what a client pipelined behind it."""
+    release, entered = trio.Event(), trio.Event()
+    async with open_test_broker(shutdown_grace_ms=30_000) as tb:
+        _hold(tb, release, entered)
+        busy = await tb.connect()
+        await busy.send_all(b"".join(api_versions_frame(i) for i in (1, 2, 3)))
+        await entered.wait()
+        tb.broker.stop()
+        await trio.sleep(1)
+        release.set()
+        received = await read_until_closed(busy)
+        frames = await read_frames(_Replay(received), 1)
+        assert [api_versions_response(f)[0] for f in frames] == [1]
+        assert len(received) == 4 + len(frames[0])  # and nothing after it
+        await tb.broker.stopped.wait()

@@ -1,7 +1,8 @@
 """Record batches v2: round-trips, patching, and malformed input, with bytes alone.
 
 The property tests are deterministic (``derandomize=True``) and keep no example database, so
-CI sees the same examples every run and nothing is written to the working tree.
+CI sees the same examples every run and nothing is written to the working tree. Every test
+runs twice: with the pure-Python record walk and with the native one (``record_walks.py``).
 """
 
 from __future__ import annotations
@@ -15,18 +16,20 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode
 
 from trikafka.errors import CorruptRecordError, InvalidRecordError, KafkaProtocolError
+from trikafka.protocol import records as records_module
 from trikafka.protocol.records import (
     BATCH_HEADER_SIZE,
     Compression,
     TimestampType,
     _read_varint,
-    _walk_records,
     assign_offsets,
     build_batch,
     iter_batches,
     iter_records,
     parse_batch_header,
 )
+
+from .record_walks import WALKS
 
 DETERMINISTIC = settings(derandomize=True, database=None, deadline=None, max_examples=150)
 
@@ -41,6 +44,17 @@ records_st = st.lists(
     max_size=5,
 )
 batches_st = st.lists(records_st, min_size=1, max_size=3)
+
+
+@pytest.fixture(autouse=True, scope="module", params=sorted(WALKS))
+def record_walk(request):
+    """Run the module's tests with each walk in turn behind ``iter_batches``."""
+    walk = WALKS[request.param]()
+    saved = records_module._walk_records
+    records_module._walk_records = walk
+    yield walk
+    records_module._walk_records = saved
+
 
 # Bytes the CRC does not cover and that do not decide where the batch ends.
 UNCOVERED = set(range(0, 8)) | set(range(12, 16))
@@ -293,7 +307,7 @@ _record_strategy = st.tuples(
     edits=st.lists(st.tuples(st.integers(0), st.integers(0, 255)), max_size=3),
     count_change=st.integers(-1, 1),
 )
-def test_record_walk_agrees_with_a_varint_by_varint_walk(records, edits, count_change):
+def test_record_walk_agrees_with_a_varint_by_varint_walk(record_walk, records, edits, count_change):
     """The walk's inline one-byte varints accept and refuse exactly what reading every varint
     with _read_varint does — on good records (multi-byte sizes and timestamps included) and on
     records with bytes overwritten."""
@@ -305,7 +319,7 @@ def test_record_walk_agrees_with_a_varint_by_varint_walk(records, edits, count_c
     view = memoryview(bytes(batch))
     outcomes = []
     for walk in (
-        lambda: _walk_records(view, BATCH_HEADER_SIZE, len(view), count, 0),
+        lambda: record_walk(view, BATCH_HEADER_SIZE, len(view), count, 0),
         lambda: _reference_walk(view, BATCH_HEADER_SIZE, len(view), count),
     ):
         try:

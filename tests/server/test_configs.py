@@ -115,3 +115,93 @@ async def test_describe_cluster(autojump_clock):
             assert response.error_code == ErrorCode.none
             assert response.cluster_id == "c-1"
             assert [(b.broker_id, b.host, b.port) for b in response.brokers] == [(1, "memory", 9092)]
+
+
+# --- config edge cases Kafka accepts (issue 16) ---------------------------------------------
+
+
+async def test_empty_cleanup_policy_is_accepted_everywhere_and_described_as_empty(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        created = await create_topic(client, "keepall", configs={"cleanup.policy": ""})
+        assert created.error_code == ErrorCode.none, created.error_message
+        configs = {c.name: c for c in (await describe(client, TOPIC, "keepall")).configs}
+        assert configs["cleanup.policy"].value == ""
+        assert configs["cleanup.policy"].config_source == 1
+        assert tb.broker.replica_manager.get_log("keepall", 0).config.cleanup_policy == ()
+        # What `kafka-configs --alter --delete-config`'s cousin, SUBTRACT of the default, leaves.
+        await create_topic(client, "sub")
+        response = await client.request(request(44, 1, resources=[
+            {"resource_type": TOPIC, "resource_name": "sub", "configs": [
+                {"name": "cleanup.policy", "config_operation": 3, "value": "delete"}]}], validate_only=False))
+        assert response.responses[0].error_code == ErrorCode.none, response.responses[0].error_message
+        configs = {c.name: c for c in (await describe(client, TOPIC, "sub")).configs}
+        assert configs["cleanup.policy"].value == ""
+        log = tb.broker.replica_manager.get_log("sub", 0)
+        assert not log.config.delete_enabled and not log.config.compact_enabled
+        response = await client.request(request(33, 1, resources=[
+            {"resource_type": TOPIC, "resource_name": "sub", "configs": [{"name": "cleanup.policy", "value": ""}]}],
+            validate_only=False))
+        assert response.responses[0].error_code == ErrorCode.none
+        # Still a ValidList: an unknown item is refused, naming key, value and what is allowed.
+        bad = await create_topic(client, "bad", configs={"cleanup.policy": "delete,forever"})
+        assert bad.error_code == ErrorCode.invalid_config
+        assert "cleanup.policy" in bad.error_message and "compact" in bad.error_message
+
+
+async def test_kafka_3_deprecated_topic_keys_are_accepted_stored_and_ignored(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        created = await create_topic(client, "old", configs={
+            "message.format.version": "2.8-IV1",
+            "message.downconversion.enable": "false",
+            "message.timestamp.difference.max.ms": "60000",
+            "leader.replication.throttled.replicas": "0:1,1:1",
+            "follower.replication.throttled.replicas": "*",
+        })
+        assert created.error_code == ErrorCode.none, created.error_message
+        configs = {c.name: c.value for c in (await describe(client, TOPIC, "old")).configs}
+        assert configs["message.format.version"] == "2.8-IV1"
+        assert configs["message.downconversion.enable"] == "false"
+        assert configs["leader.replication.throttled.replicas"] == "0:1,1:1"
+        assert configs["follower.replication.throttled.replicas"] == "*"
+        for key, bad in [("message.format.version", "latest"), ("leader.replication.throttled.replicas", "0-1"),
+                         ("message.downconversion.enable", "yes")]:
+            refused = await create_topic(client, "bad", configs={key: bad})
+            assert refused.error_code == ErrorCode.invalid_config, key
+            assert key in refused.error_message
+        # Ignored: produce and fetch are what they were (records stay v2).
+        batch = build_batch([(b"k", b"v", [], 0)])
+        response = await produce(client, 9, "old", None, 0, batch)
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
+
+
+async def test_min_compaction_lag_above_max_is_refused(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        refused = await create_topic(client, "lag", configs={"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
+        assert refused.error_code == ErrorCode.invalid_config
+        assert "max.compaction.lag.ms" in refused.error_message
+
+
+async def test_compacted_topic_refuses_records_without_key_one_by_one(autojump_clock):
+    from trikafka.protocol.compression import recompress_batches
+
+    async with open_test_broker() as tb, tb.client() as client:
+        await create_topic(client, "cmp", configs={"cleanup.policy": "compact"})
+        keyless = build_batch([(b"a", b"1", [], 0), (None, b"2", [], 0), (b"c", b"3", [], 0), (None, b"4", [], 0)])
+        compressed = bytes(recompress_batches(keyless, list(iter_batches(keyless)), 4))
+        for batch in (keyless, compressed):
+            for version in (3, 7, 8, 9):
+                response = await produce(client, version, "cmp", None, 0, batch)
+                part = response.responses[0].partition_responses[0]
+                assert part.error_code == ErrorCode.invalid_record
+                if version >= 8:
+                    assert [e.batch_index for e in part.record_errors] == [1, 3]
+                    assert "without key" in part.record_errors[0].batch_index_error_message
+                    assert "cmp-0" in part.error_message
+        assert tb.broker.replica_manager.get_log("cmp", 0).log_end_offset == 0, "nothing appended"
+        tombstone = build_batch([(b"a", None, [], 0)])
+        response = await produce(client, 9, "cmp", None, 0, tombstone)
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
+        # delete-only topics take keyless records, and so does one whose policy becomes empty.
+        await create_topic(client, "plain")
+        response = await produce(client, 9, "plain", None, 0, keyless)
+        assert response.responses[0].partition_responses[0].error_code == ErrorCode.none

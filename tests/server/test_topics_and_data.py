@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import trio
+from crc32c import crc32c
 from kio.schema.errors import ErrorCode
 
 from trikafka.protocol.entities import build
@@ -249,6 +250,20 @@ async def test_produce_errors_are_per_partition(autojump_clock):
         corrupt[-1] ^= 0xFF
         response = await produce(client, 9, "small", created.topic_id, 0, bytes(corrupt), acks=1)
         assert response.responses[0].partition_responses[0].error_code == ErrorCode.corrupt_message
+        # An intact batch (CRC right) whose second record claims offset delta 2: the records
+        # are walked once, before the log, and the batch is refused whole.
+        two = bytearray(build_batch([(b"k", b"v", [], 1), (b"k", b"v", [], 1)]))
+        assert two[73] == 0x02  # record 1's offset delta, zig-zag 1
+        two[73] = 0x04
+        two[17:21] = crc32c(bytes(two[21:])).to_bytes(4, "big")
+        response = await produce(client, 9, "small", created.topic_id, 0, bytes(two), acks=1)
+        partition = response.responses[0].partition_responses[0]
+        assert (partition.error_code, partition.error_message) == (
+            ErrorCode.invalid_record,
+            "record 1 of batch at offset 0 has offset delta 2",
+        )
+        response = await produce(client, 9, "small", created.topic_id, 0, ok, acks=1)
+        assert response.responses[0].partition_responses[0].base_offset == 1  # nothing appended
         response = await produce(client, 9, "small", created.topic_id, 0, ok, acks=2)
         assert response.responses[0].partition_responses[0].error_code == ErrorCode.invalid_required_acks
 

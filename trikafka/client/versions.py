@@ -22,41 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from trikafka.protocol.registry import ApiKey
+
 __all__ = ["API", "CLIENT_API_VERSIONS", "negotiate"]
 
 
-class API:
-    """Kafka's api keys by name, for readable call sites (``API.PRODUCE``)."""
-
-    PRODUCE = 0
-    FETCH = 1
-    LIST_OFFSETS = 2
-    METADATA = 3
-    OFFSET_COMMIT = 8
-    OFFSET_FETCH = 9
-    FIND_COORDINATOR = 10
-    JOIN_GROUP = 11
-    HEARTBEAT = 12
-    LEAVE_GROUP = 13
-    SYNC_GROUP = 14
-    DESCRIBE_GROUPS = 15
-    LIST_GROUPS = 16
-    API_VERSIONS = 18
-    CREATE_TOPICS = 19
-    DELETE_TOPICS = 20
-    DELETE_RECORDS = 21
-    INIT_PRODUCER_ID = 22
-    ADD_PARTITIONS_TO_TXN = 24
-    ADD_OFFSETS_TO_TXN = 25
-    END_TXN = 26
-    TXN_OFFSET_COMMIT = 28
-    DESCRIBE_CONFIGS = 32
-    ALTER_CONFIGS = 33
-    CREATE_PARTITIONS = 37
-    DELETE_GROUPS = 42
-    INCREMENTAL_ALTER_CONFIGS = 44
-    OFFSET_DELETE = 47
-    DESCRIBE_CLUSTER = 60
+#: Kafka's api keys by name, for readable call sites (``API.PRODUCE``): the protocol
+#: layer's one table, not a second one.
+API = ApiKey
 
 
 #: api key → (lowest, highest) version the client can build and read.

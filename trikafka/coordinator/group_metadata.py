@@ -1,8 +1,13 @@
-"""A group's members, generation and committed offsets — the coordinator's data, no timers.
+"""A group's members, generation and committed offsets — plain values, no timers, no trio.
 
-``GroupMetadata`` holds what Kafka's class of that name holds; the coordinator decides when
-things change and this module only keeps them consistent (transitions are checked against
-``group_state``'s table).
+``GroupMetadata`` holds what Kafka's class of that name holds; the membership state machine
+(:mod:`~trikafka.coordinator.group_membership`) decides when things change and this module
+only keeps them consistent (transitions are checked against ``group_state``'s table).
+
+Nothing here waits: a member parked in JoinGroup or SyncGroup holds an integer *ticket*
+(``awaiting_join``/``awaiting_sync``); the Trio shell (:class:`GroupCoordinator`) maps tickets
+to the events its request handlers wait on. A rebalance in progress is a
+:class:`DelayedJoin` value; its timer belongs to the shell too.
 """
 
 from __future__ import annotations
@@ -12,34 +17,14 @@ from collections.abc import Iterable
 from typing import Any
 
 import attrs
-import trio
 
 from trikafka.coordinator.group_state import GroupState, check_transition
 
-__all__ = ["GroupMetadata", "MemberMetadata", "OffsetAndMetadata", "Waiter", "consumer_topics"]
+__all__ = ["DelayedJoin", "GroupMetadata", "MemberMetadata", "OffsetAndMetadata", "consumer_topics"]
 
-
-class Waiter:
-    """A response someone is waiting for (JoinGroup, SyncGroup): set once, awaited once."""
-
-    __slots__ = ("_event", "value")
-
-    def __init__(self) -> None:
-        self._event = trio.Event()
-        self.value: Any = None
-
-    def set(self, value: Any) -> None:
-        if not self._event.is_set():
-            self.value = value
-            self._event.set()
-
-    @property
-    def done(self) -> bool:
-        return self._event.is_set()
-
-    async def wait(self) -> Any:
-        await self._event.wait()
-        return self.value
+#: MemberMetadata fields written to ``__consumer_offsets`` (the tickets are not)
+_PERSISTED = ("member_id", "group_instance_id", "client_id", "client_host", "session_timeout_ms",
+              "rebalance_timeout_ms", "protocol_type", "protocols", "assignment")
 
 
 @attrs.define(eq=False)
@@ -53,9 +38,10 @@ class MemberMetadata:
     protocol_type: str
     protocols: list[tuple[str, bytes]]  # (name, metadata), in the member's preference order
     assignment: bytes = b""
-    heartbeat_deadline: float = 0.0  # trio time after which the member has expired
-    awaiting_join: Waiter | None = None
-    awaiting_sync: Waiter | None = None
+    #: the ticket of a JoinGroup waiting for the rebalance to complete
+    awaiting_join: int | None = None
+    #: the ticket of a SyncGroup waiting for the leader's assignment
+    awaiting_sync: int | None = None
 
     def metadata_for(self, protocol: str) -> bytes:
         for name, metadata in self.protocols:
@@ -67,17 +53,12 @@ class MemberMetadata:
         return self.protocols == protocols
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "member_id": self.member_id,
-            "group_instance_id": self.group_instance_id,
-            "client_id": self.client_id,
-            "client_host": self.client_host,
-            "session_timeout_ms": self.session_timeout_ms,
-            "rebalance_timeout_ms": self.rebalance_timeout_ms,
-            "protocol_type": self.protocol_type,
-            "protocols": [[name, metadata.hex()] for name, metadata in self.protocols],
-            "assignment": self.assignment.hex(),
-        }
+        """The persisted fields; bytes as hex, (name, metadata) pairs as two-element lists."""
+        return attrs.asdict(
+            self,
+            filter=lambda field, _: field.name in _PERSISTED,
+            value_serializer=lambda _, __, value: value.hex() if isinstance(value, bytes) else value,
+        )
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> MemberMetadata:
@@ -92,6 +73,19 @@ class MemberMetadata:
             protocols=[(name, bytes.fromhex(m)) for name, m in data["protocols"]],
             assignment=bytes.fromhex(data["assignment"]),
         )
+
+
+@attrs.frozen
+class DelayedJoin:
+    """A rebalance's pending completion (Kafka's DelayedJoin / InitialDelayedJoin).
+
+    ``initial``: the group was Empty, so the join waits ``group.initial.rebalance.delay.ms``
+    and again while members keep arriving, ``remaining_ms`` more at most; otherwise it
+    completes once every member rejoined or at the rebalance timeout.
+    """
+
+    initial: bool
+    remaining_ms: int = 0
 
 
 @attrs.frozen
@@ -117,10 +111,10 @@ class GroupMetadata:
     state_since_ms: float = 0.0  # when the current state began (offsets retention)
     new_member_added: bool = False  # InitialDelayedJoin extends while members keep arriving
     subscribed: set[str] | None = None  # the last generation's topics; None: not known yet
-    changed: trio.Event = attrs.Factory(trio.Event)  # set on any membership change
+    delayed_join: DelayedJoin | None = None  # while PreparingRebalance: its timer's kind
 
-    def transition(self, target: GroupState, now_ms: float) -> None:
-        check_transition(self.group_id, self.state, target)
+    def transition(self, target: GroupState, now_ms: float, event: str) -> None:
+        check_transition(self.group_id, self.state, target, event)
         self.state = target
         self.state_since_ms = now_ms
 
@@ -135,7 +129,6 @@ class GroupMetadata:
             self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
             self.leader_id = member.member_id
-        self.notify()
 
     def remove(self, member_id: str) -> MemberMetadata | None:
         member = self.members.pop(member_id, None)
@@ -146,13 +139,7 @@ class GroupMetadata:
                 del self.static_members[member.group_instance_id]
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
-        self.notify()
         return member
-
-    def notify(self) -> None:
-        """Wake whoever waits for membership to change (the delayed join)."""
-        self.changed.set()
-        self.changed = trio.Event()
 
     def replace_static_member(self, instance_id: str, old_id: str, new_id: str) -> MemberMetadata:
         member = self.members.pop(old_id)

@@ -52,14 +52,16 @@ VALID_PREVIOUS_STATES: dict[GroupState, frozenset[GroupState]] = {
 class IllegalStateTransition(RuntimeError):
     """A bug: the coordinator tried a transition the protocol does not have."""
 
-    def __init__(self, group_id: str, current: GroupState, target: GroupState) -> None:
+    def __init__(self, group_id: str, current: GroupState, target: GroupState, event: str) -> None:
         super().__init__(
-            f"group {group_id!r} cannot go from {current.value} to {target.value}; "
+            f"group {group_id!r} cannot go from {current.value} to {target.value} on {event!r}; "
             f"{target.value} may only follow "
             + ", ".join(sorted(s.value for s in VALID_PREVIOUS_STATES[target]))
         )
 
 
-def check_transition(group_id: str, current: GroupState, target: GroupState) -> None:
+def check_transition(group_id: str, current: GroupState, target: GroupState, event: str) -> None:
+    """Raise :class:`IllegalStateTransition` (naming group, states and event) unless the
+    protocol allows ``current`` → ``target``."""
     if current not in VALID_PREVIOUS_STATES[target]:
-        raise IllegalStateTransition(group_id, current, target)
+        raise IllegalStateTransition(group_id, current, target, event)

@@ -17,9 +17,10 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from trikafka.coordinator.ports import OffsetsPartitionLog
 from trikafka.protocol.records import build_batch, iter_batches, iter_records
 
-__all__ = ["OffsetStore", "OFFSETS_TOPIC", "java_string_hash"]
+__all__ = ["OffsetStore", "OFFSETS_TOPIC", "group_key", "java_string_hash", "offset_key"]
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _READ_CHUNK = 1 << 20
@@ -41,12 +42,13 @@ def group_key(group_id: str) -> bytes:
 
 
 class OffsetStore:
-    """Appends to and replays the offsets topic through callables the broker provides."""
+    """Appends to and replays the offsets topic through callables the broker provides:
+    ``log_for(partition)`` (which creates the topic on first use) and ``exists()``."""
 
     def __init__(
         self,
         num_partitions: int,
-        log_for: Callable[[int], Any],
+        log_for: Callable[[int], OffsetsPartitionLog],
         now_ms: Callable[[], float],
         exists: Callable[[], bool] = lambda: True,
     ) -> None:
@@ -83,7 +85,7 @@ class OffsetStore:
                 data = log.read(offset, _READ_CHUNK).records
                 if not data:
                     break
-                for header in iter_batches(data):
+                for header in iter_batches(data, validate_records=False):  # compacted: gaps
                     for record in iter_records(data, header):
                         key = json.loads(record.key) if record.key else None
                         value = json.loads(record.value) if record.value is not None else None

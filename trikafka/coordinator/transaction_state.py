@@ -19,11 +19,11 @@ import enum
 import json
 import logging
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
-import trio
 
 __all__ = ["TxnState", "TransactionMetadata", "TransactionLog", "NO_PRODUCER_ID", "NO_EPOCH", "MAX_EPOCH"]
 
@@ -72,26 +72,14 @@ class TransactionMetadata:
     last_update_ms: int = -1
     #: a transition is in flight (markers being written): requests get CONCURRENT_TRANSACTIONS
     pending: bool = False
-    #: cancels the timeout timer of the current transaction
-    timer: trio.CancelScope | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "producer_id": self.producer_id,
-            "producer_epoch": self.producer_epoch,
-            "last_producer_id": self.last_producer_id,
-            "last_producer_epoch": self.last_producer_epoch,
-            "timeout_ms": self.timeout_ms,
-            "state": self.state.value,
-            "partitions": sorted([t, p] for t, p in self.partitions),
-            "groups": sorted(self.groups),
-            "pending_offsets": {
-                group: [[t, p, o, e, m] for (t, p), (o, e, m) in sorted(offsets.items())]
-                for group, offsets in self.pending_offsets.items()
-            },
-            "start_ms": self.start_ms,
-            "last_update_ms": self.last_update_ms,
-        }
+        """What survives a restart (the id is the document's key; ``pending`` is not kept)."""
+        return attrs.asdict(
+            self,
+            filter=lambda field, _: field.name not in ("transactional_id", "pending"),
+            value_serializer=_json_value,
+        )
 
     @classmethod
     def from_json(cls, transactional_id: str, value: dict[str, Any]) -> TransactionMetadata:
@@ -114,6 +102,23 @@ class TransactionMetadata:
         )
 
 
+def _json_value(_: Any, field: attrs.Attribute[Any] | None, value: Any) -> Any:
+    """Enums by name, sets sorted, pending offsets as [topic, partition, offset, epoch, metadata] rows."""
+    name = field.name if field is not None else None
+    if name == "state":
+        return value.value
+    if name == "partitions":
+        return sorted([t, p] for t, p in value)
+    if name == "groups":
+        return sorted(value)
+    if name == "pending_offsets":
+        return {
+            group: [[t, p, o, e, m] for (t, p), (o, e, m) in sorted(offsets.items())]
+            for group, offsets in value.items()
+        }
+    return value
+
+
 class TransactionLog:
     """The JSON file (or nothing, for an in-memory broker); see the module docstring."""
 
@@ -121,6 +126,11 @@ class TransactionLog:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
+
+    @classmethod
+    def for_log_dirs(cls, log_dirs: Sequence[str] | None) -> TransactionLog:
+        """``<first log dir>/trikafka-transactions.json``; nothing for an in-memory broker."""
+        return cls(Path(log_dirs[0]) / "trikafka-transactions.json" if log_dirs else None)
 
     def load(self) -> dict[str, TransactionMetadata]:
         if self.path is None or not self.path.exists():

@@ -1,5 +1,9 @@
 """Per-topic log settings with Kafka's names and defaults.
 
+``LogConfig`` has one field per row of the topic-config table
+(:data:`trikafka.topic_configs.TOPIC_CONFIGS`): its Kafka key, default, type and allowed range
+all come from there, so the log, the admin APIs and the README cannot disagree.
+
 ``LogConfig`` is frozen: a topic whose settings change (AlterConfigs) gets a new value and
 ``Log.config`` is replaced, so nothing ever sees a half-updated configuration. Python code uses
 field names (``retention_ms=...``); :meth:`LogConfig.from_properties` also takes Kafka's dotted
@@ -15,31 +19,16 @@ from typing import Any
 import attrs
 
 from trikafka.errors import ConfigError
+from trikafka.topic_configs import INT64_MAX, TOPIC_CONFIGS, format_value
 
 __all__ = ["LogConfig", "INT64_MAX", "TOPIC_CONFIG_KEYS"]
 
-INT64_MAX = 2**63 - 1
-_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
-_CLEANUP_POLICIES = ("delete", "compact")
 
-
-def _int_between(lo: int, hi: int = INT64_MAX) -> Any:
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-            raise ConfigError(
-                attribute.metadata["key"], value, f"an integer in [{lo}, {hi}] is required"
-            )
-
-    return check
-
-
-def _field(key: str, default: Any, validator: Any) -> Any:
-    return attrs.field(default=default, validator=validator, metadata={"key": key})
-
-
-def _check_timestamp_type(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value not in _TIMESTAMP_TYPES:
-        raise ConfigError(attribute.metadata["key"], value, f"one of {', '.join(_TIMESTAMP_TYPES)}")
+def _check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    definition = TOPIC_CONFIGS[attribute.metadata["key"]]
+    problem = definition.check(value)
+    if problem:
+        raise ConfigError(definition.name, value, problem)
 
 
 def _cleanup_converter(value: Any) -> Any:
@@ -48,34 +37,60 @@ def _cleanup_converter(value: Any) -> Any:
     return tuple(sorted(set(value)))
 
 
-def _check_cleanup(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not value or any(p not in _CLEANUP_POLICIES for p in value):
-        raise ConfigError(
-            attribute.metadata["key"], value, "a comma-separated list of delete and compact"
-        )
+def _list_converter(value: Any) -> Any:
+    if isinstance(value, str):
+        return tuple(p.strip() for p in value.split(",") if p.strip())
+    return tuple(value)
+
+
+def _topic(key: str, **extra: Any) -> Any:
+    """The field for topic config ``key``, from its row of the table."""
+    return attrs.field(
+        default=TOPIC_CONFIGS[key].default, validator=_check, metadata={"key": key}, **extra
+    )
 
 
 @attrs.frozen(kw_only=True)
 class LogConfig:
     """A topic's log settings. Field names are Kafka's topic keys with ``_`` for ``.``."""
 
-    segment_bytes: int = _field("segment.bytes", 1073741824, _int_between(14, 2**31 - 1))
-    segment_ms: int = _field("segment.ms", 604800000, _int_between(1))
-    retention_ms: int = _field("retention.ms", 604800000, _int_between(-1))
-    retention_bytes: int = _field("retention.bytes", -1, _int_between(-1))
-    flush_messages: int = _field("flush.messages", INT64_MAX, _int_between(1))
-    flush_ms: int = _field("flush.ms", INT64_MAX, _int_between(0))
-    index_interval_bytes: int = _field("index.interval.bytes", 4096, _int_between(0, 2**31 - 1))
-    max_message_bytes: int = _field("max.message.bytes", 1048588, _int_between(0, 2**31 - 1))
-    message_timestamp_type: str = _field(
-        "message.timestamp.type", "CreateTime", _check_timestamp_type
+    cleanup_policy: tuple[str, ...] = _topic("cleanup.policy", converter=_cleanup_converter)
+    compression_type: str = _topic("compression.type")
+    delete_retention_ms: int = _topic("delete.retention.ms")
+    file_delete_delay_ms: int = _topic("file.delete.delay.ms")
+    flush_messages: int = _topic("flush.messages")
+    flush_ms: int = _topic("flush.ms")
+    follower_replication_throttled_replicas: tuple[str, ...] = _topic(
+        "follower.replication.throttled.replicas", converter=_list_converter
     )
-    cleanup_policy: tuple[str, ...] = attrs.field(
-        default=("delete",),
-        converter=_cleanup_converter,
-        validator=_check_cleanup,
-        metadata={"key": "cleanup.policy"},
+    index_interval_bytes: int = _topic("index.interval.bytes")
+    leader_replication_throttled_replicas: tuple[str, ...] = _topic(
+        "leader.replication.throttled.replicas", converter=_list_converter
     )
+    max_compaction_lag_ms: int = _topic("max.compaction.lag.ms")
+    max_message_bytes: int = _topic("max.message.bytes")
+    message_downconversion_enable: bool = _topic("message.downconversion.enable")
+    message_format_version: str = _topic("message.format.version")
+    message_timestamp_after_max_ms: int = _topic("message.timestamp.after.max.ms")
+    message_timestamp_before_max_ms: int = _topic("message.timestamp.before.max.ms")
+    message_timestamp_difference_max_ms: int = _topic("message.timestamp.difference.max.ms")
+    message_timestamp_type: str = _topic("message.timestamp.type")
+    min_cleanable_dirty_ratio: float = _topic("min.cleanable.dirty.ratio")
+    min_compaction_lag_ms: int = _topic("min.compaction.lag.ms")
+    min_insync_replicas: int = _topic("min.insync.replicas")
+    preallocate: bool = _topic("preallocate")
+    retention_bytes: int = _topic("retention.bytes")
+    retention_ms: int = _topic("retention.ms")
+    segment_bytes: int = _topic("segment.bytes")
+    segment_index_bytes: int = _topic("segment.index.bytes")
+    segment_jitter_ms: int = _topic("segment.jitter.ms")
+    segment_ms: int = _topic("segment.ms")
+    unclean_leader_election_enable: bool = _topic("unclean.leader.election.enable")
+
+    @property
+    def compact_enabled(self) -> bool:
+        """Whether the log cleaner compacts this log (cleanup.policy contains compact)."""
+        return "compact" in self.cleanup_policy
 
     @property
     def delete_enabled(self) -> bool:
@@ -101,28 +116,17 @@ class LogConfig:
                 close = difflib.get_close_matches(key, [*TOPIC_CONFIG_KEYS, *_FIELDS], n=1)
                 hint = f"did you mean {close[0]!r}?" if close else "not a topic log setting"
                 raise ConfigError(key, value, f"unknown key: {hint}")
-            changes[name] = _parse(_FIELDS[name], value)
+            definition = TOPIC_CONFIGS[_FIELDS[name].metadata["key"]]
+            changes[name] = definition.parse(value) if isinstance(value, str) else value
         return attrs.evolve(base or cls(), **changes)
 
     def to_properties(self) -> dict[str, str]:
         """Kafka keys and string values, as DescribeConfigs shows them."""
-        out = {}
-        for attribute in attrs.fields(LogConfig):
-            value = getattr(self, attribute.name)
-            out[attribute.metadata["key"]] = (
-                ",".join(value) if isinstance(value, tuple) else str(value)
-            )
-        return out
+        return {
+            attribute.metadata["key"]: format_value(getattr(self, attribute.name))
+            for attribute in attrs.fields(LogConfig)
+        }
 
 
 _FIELDS = {a.name: a for a in attrs.fields(LogConfig)}
 TOPIC_CONFIG_KEYS = {a.metadata["key"]: a.name for a in attrs.fields(LogConfig)}
-
-
-def _parse(attribute: attrs.Attribute, value: Any) -> Any:
-    if attribute.type in ("int", int) and isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            raise ConfigError(attribute.metadata["key"], value, "an integer is required") from None
-    return value

@@ -44,10 +44,14 @@ import os
 from bisect import bisect_right
 from pathlib import Path
 
+from trikafka.log.cleaner_files import complete_swaps
 from trikafka.log.config import LogConfig
 from trikafka.log.index import IndexCorruptError, OffsetIndex, TimeIndex
 from trikafka.log.log import Clock, Log, wall_clock_ms
+from trikafka.log.open_files import OpenFiles
 from trikafka.log.segment import Segment, SegmentStore, SyncHandle
+from trikafka.log.slices import FileSlice
+from trikafka.log.storage import SYSTEM_IO, FileIO
 
 __all__ = [
     "FileLog",
@@ -85,69 +89,115 @@ def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
 
 
 class _FileSync:
-    """Sync handle over a duplicated descriptor: a segment closed meanwhile cannot pull the
-    descriptor from under a worker thread, nor have its number reused."""
+    """Sync handle by path: the worker thread opens, fsyncs and closes each file itself, so a
+    segment evicted from :class:`~trikafka.log.open_files.OpenFiles` or closed meanwhile
+    pulls no descriptor from under it, and a flush of thousands of segments holds one
+    descriptor at a time. (Linux fsync flushes the file, whichever descriptor asks.)"""
 
-    __slots__ = ("_fd", "_paths")
+    __slots__ = ("_paths", "_io")
 
-    def __init__(self, fd: int, paths: list[Path]) -> None:
-        self._fd = fd
-        self._paths = paths  # index files, and the directory of a new segment
+    def __init__(self, paths: list[Path], io: FileIO) -> None:
+        self._paths = paths  # the .log, its index files, and the directory of a new segment
+        self._io = io
 
     def sync(self) -> None:
-        os.fsync(self._fd)
         for path in self._paths:
             try:
-                fd = os.open(path, os.O_RDONLY)
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
             except FileNotFoundError:  # detached by retention meanwhile: nothing to keep
                 continue
             try:
-                os.fsync(fd)
+                self._io.fsync(fd)
             finally:
                 os.close(fd)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        pass
 
 
 class FileStore:
     """A :class:`~trikafka.log.segment.SegmentStore` over ``<base>.log`` and its index files."""
 
-    def __init__(self, directory: Path, base_offset: int) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        io: FileIO = SYSTEM_IO,
+        open_files: OpenFiles | None = None,
+    ) -> None:
         self.directory = directory
+        self.io = io
         self.paths = {
             suffix: directory / segment_file_name(base_offset, suffix)
             for suffix in (LOG_SUFFIX, *_INDEX_SUFFIXES)
         }
         self._new = not self.paths[LOG_SUFFIX].exists()
-        self._fd = os.open(self.paths[LOG_SUFFIX], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        self._size = os.fstat(self._fd).st_size
+        self._open_files = open_files
+        self._fd = -1
+        self._closed = False
+        if self._new:
+            self._size = 0
+            self._descriptor()  # create the file now: the segment exists from here on
+        else:
+            self._size = os.stat(self.paths[LOG_SUFFIX]).st_size  # opened on first use
         self._indexes_written = False
+
+    # Descriptors are opened lazily and may be closed for room by OpenFiles at any time
+    # between two calls; every use asks for one afresh.
+
+    def _open_fd(self) -> int:
+        self._fd = self.io.open(self.paths[LOG_SUFFIX], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        return self._fd
+
+    def _close_fd(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def _descriptor(self) -> int:
+        if self._closed:
+            raise ValueError(f"segment file {self.paths[LOG_SUFFIX]} is closed")
+        if self._open_files is not None:
+            return self._open_files.fd(self)
+        return self._fd if self._fd >= 0 else self._open_fd()
 
     @property
     def size(self) -> int:
         return self._size
 
     def append(self, data: bytes | bytearray) -> None:
+        """Write ``data`` at the end; on failure nothing of it stays (see :mod:`.storage`)."""
         view = memoryview(data)
         position = self._size
-        while view:
-            written = os.pwrite(self._fd, view, position)
-            view = view[written:]
-            position += written
+        fd = self._descriptor()
+        try:
+            while view:
+                written = self.io.pwrite(fd, view, position)
+                view = view[written:]
+                position += written
+        except OSError:
+            if position != self._size:
+                try:  # a partial write: cut it off so the file ends where the log does
+                    self.io.ftruncate(fd, self._size)
+                except OSError:
+                    pass  # the next append overwrites from _size; recovery cuts a torn tail
+            raise
         self._size = position
 
     def read(self, position: int, size: int) -> list[bytes | memoryview]:
         return [self.pread(position, size)]
 
+    def slice(self, position: int, size: int) -> FileSlice:
+        """A reference to ``[position, position + size)``, read only when sent (slices.py)."""
+        size = max(min(size, self._size - position), 0)
+        return FileSlice(os.dup(self._descriptor()), position, size)
+
     def pread(self, position: int, size: int) -> bytes:
         size = min(size, self._size - position)
-        return os.pread(self._fd, size, position) if size > 0 else b""
+        return os.pread(self._descriptor(), size, position) if size > 0 else b""
 
     def truncate(self, size: int) -> None:
-        os.ftruncate(self._fd, size)
+        self.io.ftruncate(self._descriptor(), size)
         self._size = size
 
     def load_indexes(self, base_offset: int) -> tuple[OffsetIndex, TimeIndex]:
@@ -166,29 +216,30 @@ class FileStore:
         for index in (offset_index, time_index):
             if self._indexes_written and index.dirty_from == len(index):
                 continue
-            fd = os.open(self.paths[index.suffix], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            fd = self.io.open(self.paths[index.suffix], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
             try:
                 start = index.dirty_from
-                os.pwrite(fd, index.to_bytes(start), start * index.entry_size)
-                os.ftruncate(fd, len(index) * index.entry_size)
+                self.io.pwrite(fd, index.to_bytes(start), start * index.entry_size)
+                self.io.ftruncate(fd, len(index) * index.entry_size)
             finally:
                 os.close(fd)
             index.dirty_from = len(index)
         self._indexes_written = True
 
     def sync_handle(self) -> SyncHandle | None:
-        if self._fd < 0:
+        if self._closed:
             return None
-        paths = [self.paths[s] for s in _INDEX_SUFFIXES]
+        paths = [self.paths[s] for s in (LOG_SUFFIX, *_INDEX_SUFFIXES)]
         if self._new:  # a new file's name is durable only once its directory is synced
             paths.append(self.directory)
             self._new = False
-        return _FileSync(os.dup(self._fd), paths)
+        return _FileSync(paths, self.io)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._closed = True
+        if self._open_files is not None:
+            self._open_files.forget(self)
+        self._close_fd()
 
     def mark_deleted(self) -> None:
         self.close()
@@ -220,7 +271,11 @@ class FileLog(Log):
         recovery_point: int = 0,
         log_start_offset: int = 0,
         clean_shutdown: bool = False,
+        io: FileIO = SYSTEM_IO,
+        open_files: OpenFiles | None = None,
     ) -> None:
+        self.io = io
+        self.open_files = open_files
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.config = config or LogConfig()
@@ -257,6 +312,8 @@ class FileLog(Log):
         recovery_point: int = 0,
         log_start_offset: int = 0,
         clean_shutdown: bool = False,
+        io: FileIO = SYSTEM_IO,
+        open_files: OpenFiles | None = None,
     ) -> FileLog:
         """Open (or create) ``topic``-``partition`` under the log directory ``log_dir``."""
         return cls(
@@ -268,10 +325,12 @@ class FileLog(Log):
             recovery_point=recovery_point,
             log_start_offset=log_start_offset,
             clean_shutdown=clean_shutdown,
+            io=io,
+            open_files=open_files,
         )
 
     def _new_store(self, base_offset: int) -> SegmentStore:
-        return FileStore(self.directory, base_offset)
+        return FileStore(self.directory, base_offset, self.io, self.open_files)
 
     def _load(
         self,
@@ -290,7 +349,7 @@ class FileLog(Log):
         )
         segments: list[Segment] = []
         for i, base in enumerate(bases):
-            store = FileStore(self.directory, base)
+            store = FileStore(self.directory, base, self.io, self.open_files)
             segment: Segment | None = None
             if i < recover_from:
                 try:
@@ -341,6 +400,7 @@ class FileLog(Log):
 
     def _clean_directory(self) -> list[int]:
         """Remove leftovers of an interrupted run; return the segments' base offsets."""
+        complete_swaps(self.directory)  # a committed log cleaning first (cleaner_files.py)
         bases: list[int] = []
         names = {p.name for p in self.directory.iterdir()}
         for name in names:

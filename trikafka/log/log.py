@@ -37,7 +37,6 @@ log's invariants simple (no method interleaves with another) and the tests free 
 from __future__ import annotations
 
 import struct
-import time
 from bisect import bisect_right
 from collections.abc import Callable
 
@@ -45,13 +44,19 @@ import attrs
 from kio.schema.errors import ErrorCode
 from trio_util import AsyncValue
 
+from trikafka.clock import now_ms
 from trikafka.errors import InvalidRecordError, KafkaProtocolError
 from trikafka.log.config import LogConfig
-from trikafka.log.segment import Segment, SegmentStore, SyncHandle
-from trikafka.log.transactions import AbortedTxn, TransactionTracker
+from trikafka.log.durability import FlushJob, LogDurability
+from trikafka.log.retention import LogRetention
+from trikafka.log.segment import Segment, SegmentStore
+from trikafka.log.slices import FileSlice, materialize
+from trikafka.log.storage import storage_error
+from trikafka.log.transactions import LogTransactions, TransactionTracker
 from trikafka.protocol.records import (
     LOG_OVERHEAD,
     NO_TIMESTAMP,
+    BatchHeader,
     assign_offsets,
     iter_batches,
     parse_batch_header,
@@ -65,7 +70,7 @@ _OFFSET_LENGTH = struct.Struct(">qi")  # baseOffset, batchLength
 
 def wall_clock_ms() -> float:
     """The default clock: wall time in milliseconds."""
-    return time.time() * 1000
+    return now_ms()  # the broker's one wall clock (trikafka/clock.py)
 
 
 @attrs.frozen
@@ -82,7 +87,7 @@ class AppendInfo:
 class FetchData:
     """Whole batches for a Fetch response, as the store's chunks (not joined: no copy)."""
 
-    chunks: tuple[bytes | memoryview, ...]
+    chunks: tuple[bytes | memoryview | FileSlice, ...]
     high_watermark: int
     log_start_offset: int
 
@@ -95,29 +100,15 @@ class FetchData:
         """The batches as one ``bytes`` (a copy unless there is exactly one bytes chunk)."""
         if len(self.chunks) == 1 and isinstance(self.chunks[0], bytes):
             return self.chunks[0]
-        return b"".join(self.chunks)
+        return b"".join(map(materialize, self.chunks))
 
 
-@attrs.define
-class FlushJob:
-    """The durable half of a flush, safe to run in a worker thread (see :meth:`Log.flush`)."""
+class Log(LogRetention, LogDurability, LogTransactions):
+    """A partition's log. Subclasses provide :meth:`_new_store`; see the module docstring.
 
-    offset: int  # everything below this offset is durable once run() returns
-    segments: list[Segment]
-    handles: list[SyncHandle]
-
-    def run(self) -> None:
-        try:
-            for handle in self.handles:
-                handle.sync()
-        finally:
-            for handle in self.handles:
-                handle.close()
-            self.handles = []
-
-
-class Log:
-    """A partition's log. Subclasses provide :meth:`_new_store`; see the module docstring."""
+    Retention (:mod:`trikafka.log.retention`), durability (:mod:`trikafka.log.durability`)
+    and the transaction state (:class:`~trikafka.log.transactions.LogTransactions`) are
+    mixed in from their own modules."""
 
     def __init__(
         self,
@@ -216,44 +207,6 @@ class Log:
         self.high_watermark.value = offset
         self._update_lso()
 
-    def _update_lso(self) -> None:
-        """LSO = first offset of the oldest open transaction, else the high watermark; never
-        below the log start offset (DeleteRecords may pass an open transaction's start)."""
-        high = self.high_watermark.value
-        first = self.transactions.first_unstable_offset() if self.transactions.ongoing else None
-        lso = high if first is None else max(min(first, high), self._log_start_offset)
-        if self.last_stable_offset.value != lso:
-            self.last_stable_offset.value = lso
-
-    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
-        """Aborted transactions overlapping ``[start, end)`` (for a read_committed Fetch)."""
-        return self.transactions.aborted_between(start, end)
-
-    def _note_transactional(self) -> None:
-        """Hook: the log now holds transactional batches (files leave a marker)."""
-
-    def _track_transactions(self, data: bytes | bytearray | memoryview, headers: list) -> None:
-        self._note_transactional()
-        for header in headers:
-            self.transactions.observe(data, header)
-
-    def rebuild_transactions(self) -> None:
-        """Rebuild the transaction state by scanning every batch header (recovery)."""
-        tracker = self.transactions
-        tracker.clear()
-        for segment in self._segments:
-            for header in segment.scan():
-                if not header.attributes & 0x30:
-                    continue
-                if header.is_control:
-                    data = segment.store.pread(header.position, header.size)
-                    relative = parse_batch_header(data, 0)
-                    tracker.observe(data, relative)
-                else:
-                    tracker.observe(b"", header)
-        tracker.drop_before(self._log_start_offset)
-        self._update_lso()
-
     def _check_open(self) -> None:
         if self._closed:
             raise RuntimeError(f"log {self.name} is closed")
@@ -267,8 +220,14 @@ class Log:
         leader_epoch: int,
         log_append_time_ms: int | None = None,
         flush_inline: bool = True,
+        validated: list[BatchHeader] | None = None,
     ) -> AppendInfo:
         """Validate and append a Produce request's batches for this partition.
+
+        ``validated``: the headers ``records.iter_batches(batches)`` yielded (records walked),
+        when the caller has validated these very bytes already — the produce path does, for
+        its producer-state checks — so the log does not compute each CRC and walk each record
+        a second time. Without it the log validates.
 
         When flush.messages is reached the log flushes before returning; with
         ``flush_inline=False`` it leaves that to the caller (``flush_messages_due``), so the
@@ -280,11 +239,13 @@ class Log:
         ``log_append_time_ms`` is "now" (defaults to the clock): it is stamped into the
         batches when the topic uses LogAppendTime and it drives segment.ms rolling. Raises
         :class:`KafkaProtocolError` (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
-        RECORD_LIST_TOO_LARGE, ...) and appends nothing if any batch is refused.
+        RECORD_LIST_TOO_LARGE, ...) and appends nothing if any batch is refused; a disk that
+        refuses the write is a :class:`~trikafka.log.storage.KafkaStorageError` and leaves
+        the log exactly as it was (:mod:`trikafka.log.storage`).
         """
         self._check_open()
         data = batches if isinstance(batches, bytearray) else bytearray(batches)
-        headers = list(iter_batches(data))
+        headers = validated if validated is not None else list(iter_batches(data))
         if not headers:
             raise InvalidRecordError(f"a produce to {self.name} must hold at least one batch")
         for header in headers:
@@ -303,12 +264,18 @@ class Log:
         append_time = int(now) if self.config.log_append_time else None
         first = self.log_end_offset
         last = first + sum(h.last_offset_delta + 1 for h in headers) - 1
-        segment = self._maybe_roll(len(data), now, last)
         next_offset, _, _ = assign_offsets(
             data, first, leader_epoch=leader_epoch, log_append_time_ms=append_time
         )
         patched = [parse_batch_header(data, h.position) for h in headers]
-        segment.append(data, patched, now)
+        count = len(self._segments)
+        try:
+            segment = self._maybe_roll(len(data), now, last)
+            segment.append(data, patched, now)  # nothing moves unless the bytes were written
+        except OSError as exc:
+            if len(self._segments) > count:  # rolled for this append: take the roll back
+                self._segments.pop().store.delete()
+            raise storage_error(f"append of {len(data)} bytes to {self.name}", exc) from None
         if TransactionTracker.concerns(patched):
             self._track_transactions(data, patched)
         self._unflushed_messages += next_offset - first
@@ -343,8 +310,8 @@ class Log:
         active = self._segments[-1]
         if not active.size:
             return active
+        segment = self._new_segment(self.log_end_offset)  # may fail (EMFILE): nothing moved
         active.on_become_inactive()
-        segment = self._new_segment(self.log_end_offset)
         self._segments.append(segment)
         self._rolled_since_flush = True
         return segment
@@ -360,19 +327,27 @@ class Log:
             )
 
     def read(
-        self, offset: int, max_bytes: int, *, min_one_batch: bool = True, max_offset: int | None = None
+        self,
+        offset: int,
+        max_bytes: int,
+        *,
+        min_one_batch: bool = True,
+        max_offset: int | None = None,
+        file_slices: bool = False,
     ) -> FetchData:
         """Whole batches from the one holding ``offset``, up to ``max_bytes`` (one segment).
 
         Raises OFFSET_OUT_OF_RANGE outside ``[log_start_offset, log_end_offset]``; at the log
         end offset the answer is empty. With ``max_offset`` (the last stable offset, for
-        read_committed) only batches starting below it are returned.
+        read_committed) only batches starting below it are returned. With ``file_slices``
+        a file log answers with :class:`~trikafka.log.slices.FileSlice` references, read
+        only when sent, so a slow reader holds no copy of the log (see slices.py).
         """
         self._check_open()
         self._check_offset(offset)
         chunks: list[bytes | memoryview] = []
         end = self.log_end_offset
-        if max_offset is not None and max_offset < end:
+        if max_offset is not None and max_offset < end:  # cut at batch starts: bytes needed
             if offset >= max_offset:
                 return FetchData((), self.high_watermark.value, self._log_start_offset)
             found = self.read(offset, max_bytes, min_one_batch=min_one_batch)
@@ -381,151 +356,33 @@ class Log:
             )
         if offset < end:
             i = max(bisect_right(self._segments, offset, key=_base_offset) - 1, 0)
-            for segment in self._segments[i:]:
-                found = segment.read(offset, max_bytes, min_one_batch)
-                if found is not None:
-                    chunks = found
-                    break
+            try:
+                for segment in self._segments[i:]:
+                    found = segment.read(offset, max_bytes, min_one_batch, file_slices)
+                    if found is not None:
+                        chunks = found
+                        break
+            except OSError as exc:
+                raise storage_error(f"read of {self.name} at offset {offset}", exc) from None
         return FetchData(tuple(chunks), self.high_watermark.value, self._log_start_offset)
 
     def offset_for_timestamp(self, timestamp_ms: int) -> tuple[int, int] | None:
         """``(offset, timestamp)`` of the first record at or after ``timestamp_ms`` (and the
         log start offset), as ListOffsets wants; None when every record is earlier."""
         self._check_open()
-        for segment in self._segments:
-            if (
-                segment.next_offset <= self._log_start_offset
-                or segment.max_timestamp < timestamp_ms
-            ):
-                continue
-            found = segment.find_timestamp(timestamp_ms, self._log_start_offset)
-            if found is not None:
-                return found
-        return None
-
-    # --- deletion ----------------------------------------------------------------------------
-
-    def delete_records_before(self, offset: int) -> int:
-        """DeleteRecords: advance the log start offset to ``offset``; return the new one.
-
-        Whole segments below it are freed by the next :meth:`apply_retention`.
-        """
-        self._check_open()
-        if not 0 <= offset <= self.high_watermark.value:
-            raise KafkaProtocolError(
-                f"cannot delete {self.name} before {offset}: the high watermark is "
-                f"{self.high_watermark.value}",
-                ErrorCode.offset_out_of_range,
-            )
-        self._log_start_offset = max(self._log_start_offset, offset)
-        self.transactions.drop_before(self._log_start_offset)
-        self._update_lso()
-        return self._log_start_offset
-
-    def apply_retention(self, now_ms: float) -> list[Segment]:
-        """Detach segments that retention.ms, retention.bytes or the log start offset let go.
-
-        Never the active segment. The detached segments are already gone from the log and
-        from a restart's view (``mark_deleted``); the caller frees them with
-        ``segment.store.delete()``, in a worker thread if it likes (files).
-        """
-        self._check_open()
-        config = self.config
-        deleted: list[Segment] = []
-        if config.delete_enabled and config.retention_ms >= 0:
-            deleted += self._detach_while(
-                lambda s, _next: now_ms - s.largest_timestamp > config.retention_ms
-            )
-        if config.delete_enabled and config.retention_bytes >= 0:
-            excess = self.size_in_bytes - config.retention_bytes
-
-            def over_size(segment: Segment, _next: Segment) -> bool:
-                nonlocal excess
-                if excess - segment.size < 0:
-                    return False
-                excess -= segment.size
-                return True
-
-            deleted += self._detach_while(over_size)
-        deleted += self._detach_while(lambda _s, nxt: nxt.base_offset <= self._log_start_offset)
-        return deleted
-
-    def _detach_while(self, predicate: Callable[[Segment, Segment], bool]) -> list[Segment]:
-        count = 0
-        while count < len(self._segments) - 1 and predicate(
-            self._segments[count], self._segments[count + 1]
-        ):
-            count += 1
-        detached, self._segments = self._segments[:count], self._segments[count:]
-        for segment in detached:
-            segment.store.mark_deleted()
-        if detached:
-            self._log_start_offset = max(self._log_start_offset, self._segments[0].base_offset)
-            self.transactions.drop_before(self._log_start_offset)
-            self._update_lso()
-        return detached
-
-    def truncate_fully(self, start_offset: int = 0) -> None:
-        """Drop every record and restart the log, empty, at ``start_offset``."""
-        self._check_open()
-        for segment in self._segments:
-            segment.store.mark_deleted()
-            segment.store.delete()
-        self._segments = [self._new_segment(start_offset)]
-        self._log_start_offset = start_offset
-        self.recovery_point = start_offset
-        self._unflushed_messages = 0
-        self.transactions.clear()
-        self._set_end(start_offset)
-
-    # --- durability --------------------------------------------------------------------------
-
-    @property
-    def flush_messages_due(self) -> bool:
-        """flush.messages appends are waiting to be made durable."""
-        return self._unflushed_messages >= self.config.flush_messages
-
-    def needs_flush(self, now_ms: float) -> bool:
-        """Whether flush.ms has passed with unflushed data, or a rolled segment awaits its
-        flush (Kafka flushes a segment when it is rolled)."""
-        if not any(s.dirty for s in self._segments):
-            return False
-        return self._rolled_since_flush or now_ms - self._last_flush_ms >= self.config.flush_ms
-
-    def prepare_flush(self) -> FlushJob:
-        """Write out index entries and take sync handles; fast, on the caller's thread."""
-        self._check_open()
-        segments = [s for s in self._segments if s.dirty]
-        handles: list[SyncHandle] = []
-        for segment in segments:
-            segment.store.persist_indexes(segment.offset_index, segment.time_index)
-            handle = segment.store.sync_handle()
-            if handle is not None:
-                handles.append(handle)
-            segment.dirty = False
-        self._unflushed_messages = 0
-        self._rolled_since_flush = False
-        return FlushJob(offset=self.log_end_offset, segments=segments, handles=handles)
-
-    def complete_flush(self, job: FlushJob, *, ok: bool = True) -> None:
-        """Advance the recovery point after ``job.run()``; with ``ok=False`` (it raised),
-        mark its segments dirty again so the next flush retries."""
-        if not ok:
-            for segment in job.segments:
-                segment.dirty = True
-            return
-        self.recovery_point = max(self.recovery_point, min(job.offset, self.log_end_offset))
-        self._last_flush_ms = self._clock()
-
-    def flush(self) -> None:
-        """Make everything appended so far durable (fsync), and advance the recovery point."""
-        job = self.prepare_flush()
         try:
-            job.run()
-        except BaseException:
-            self.complete_flush(job, ok=False)
-            raise
-        self.complete_flush(job)
+            for segment in self._segments:
+                if (
+                    segment.next_offset <= self._log_start_offset
+                    or segment.max_timestamp < timestamp_ms
+                ):
+                    continue
+                found = segment.find_timestamp(timestamp_ms, self._log_start_offset)
+                if found is not None:
+                    return found
+        except OSError as exc:
+            raise storage_error(f"timestamp lookup in {self.name}", exc) from None
+        return None
 
     def close(self) -> None:
         """Write out indexes and release the stores. Does not fsync: call :meth:`flush` first
@@ -533,10 +390,16 @@ class Log:
         if self._closed:
             return
         self._closed = True
+        failed: OSError | None = None
         for segment in self._segments:
             segment.on_become_inactive()
-            segment.store.persist_indexes(segment.offset_index, segment.time_index)
+            try:
+                segment.store.persist_indexes(segment.offset_index, segment.time_index)
+            except OSError as exc:  # the next start rebuilds them from the log
+                failed = failed or exc
             segment.store.close()
+        if failed is not None:
+            raise storage_error(f"writing the indexes of {self.name}", failed)
 
 
 def _base_offset(segment: Segment) -> int:

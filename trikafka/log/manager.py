@@ -6,7 +6,8 @@ The manager owns the logs of one broker. With ``log_dirs=None`` they are
 :class:`~trikafka.log.memory.MemoryLog` s; otherwise :class:`~trikafka.log.file.FileLog` s in
 ``<log dir>/<topic>-<partition>``, a new partition going to the directory holding the fewest.
 
-On construction it opens what the directories hold (Kafka's LogManager.loadLogs): it reads the
+On construction it takes each directory's ``.lock`` (:mod:`trikafka.log.lock`: a second
+broker on the same directory refuses to start) and opens what the directories hold (Kafka's LogManager.loadLogs): it reads the
 two checkpoint files of each directory, opens each partition with its recovery point and log
 start offset (see :mod:`trikafka.log.file` for what recovery does), finishes the deletion of
 ``*-delete`` directories a previous run left, and removes the clean-shutdown marker, so that a
@@ -34,22 +35,37 @@ detached segments, a prepared file body), so nothing needs a lock.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import resource
 import shutil
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
 import trio
 from trio_util import AsyncValue
 
+from trikafka.log.checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    RECOVERY_POINTS,
+    START_OFFSETS,
+    LogMaintenance,
+    TopicPartition,
+    delete_everything,
+    read_checkpoint,
+    write_checkpoint,
+)
 from trikafka.log.config import INT64_MAX, LogConfig
 from trikafka.log.file import FileLog, parse_partition_dir_name, partition_dir_name
+from trikafka.log.lock import LogDirLock
 from trikafka.log.log import Clock, Log, wall_clock_ms
 from trikafka.log.memory import MemoryLog
-from trikafka.log.segment import Segment
+from trikafka.log.open_files import OpenFiles
+from trikafka.log.storage import SYSTEM_IO, FileIO, KafkaStorageError, storage_error
 
 __all__ = [
     "CLEAN_SHUTDOWN_FILE",
@@ -63,79 +79,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
-LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_DIR_SUFFIX = "-delete"
-_CHECKPOINT_VERSION = 0
-
-TopicPartition = tuple[str, int]
-_RECOVERY_POINTS = (RECOVERY_POINT_CHECKPOINT, "recovery_point")
-_START_OFFSETS = (LOG_START_OFFSET_CHECKPOINT, "log_start_offset")
-
-
-# --- checkpoint files ----------------------------------------------------------------------
-
-
-def format_checkpoint(entries: Mapping[TopicPartition, int]) -> str:
-    """Kafka's text format: version line, count line, then ``topic partition offset`` lines."""
-    lines = [str(_CHECKPOINT_VERSION), str(len(entries))]
-    lines += [
-        f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(entries.items())
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def write_checkpoint(path: str | os.PathLike[str], entries: Mapping[TopicPartition, int]) -> None:
-    """Replace the checkpoint at ``path`` atomically and durably (temp file, fsync, rename)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(format_checkpoint(entries))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def read_checkpoint(path: str | os.PathLike[str]) -> dict[TopicPartition, int]:
-    """Parse a checkpoint file; a missing or malformed one reads as empty (with a warning for
-    the latter): the cost is recovering more than needed, never losing data."""
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return {}
-    try:
-        if int(lines[0]) != _CHECKPOINT_VERSION:
-            raise ValueError(f"unknown version {lines[0]!r}")
-        count = int(lines[1])
-        entries: dict[TopicPartition, int] = {}
-        for line in lines[2:]:
-            if not line.strip():
-                continue
-            topic, partition, offset = line.split()
-            entries[(topic, int(partition))] = int(offset)
-        if len(entries) != count:
-            raise ValueError(f"{len(entries)} entries where {count} were announced")
-    except (ValueError, IndexError) as exc:
-        logger.warning("Ignoring malformed checkpoint file %s: %s", path, exc)
-        return {}
-    return entries
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _delete_everything(segments: Iterable[Segment], directories: Iterable[Path]) -> None:
-    for segment in segments:
-        segment.store.delete()
-    for directory in directories:
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 # --- the manager ---------------------------------------------------------------------------
@@ -153,7 +98,17 @@ class LogManagerStatistics:
     log_start_offset_checkpoints: int = 0
 
 
-class LogManager:
+def _creation_error(what: str, exc: OSError) -> KafkaStorageError:
+    """A storage error that names the limit when the process ran out of descriptors."""
+    error = storage_error(what, exc)
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        limit = "the system's open file table" if exc.errno == errno.ENFILE else f"RLIMIT_NOFILE {soft}"
+        error = KafkaStorageError(f"{error}: the broker is at {limit}")
+    return error
+
+
+class LogManager(LogMaintenance):
     """All partition logs of a broker; see the module docstring."""
 
     def __init__(
@@ -166,7 +121,12 @@ class LogManager:
         flush_scheduler_interval_ms: int = INT64_MAX,
         flush_offset_checkpoint_interval_ms: int = 60_000,
         flush_start_offset_checkpoint_interval_ms: int = 60_000,
+        io: FileIO = SYSTEM_IO,
+        open_files_capacity: int | None = None,
     ) -> None:
+        self.io = io  # the file logs' system calls (tests put a fault layer here)
+        #: The bound on open segment files, shared by every file log (see open_files.py).
+        self.open_files = OpenFiles(open_files_capacity)
         self.log_dirs = [Path(d) for d in log_dirs] if log_dirs else None
         self.default_config = default_config or LogConfig()
         self.clock = clock or wall_clock_ms
@@ -182,9 +142,16 @@ class LogManager:
         #: The latest :class:`LogManagerStatistics`, replaced (never mutated) as work
         #: completes, so a test can ``await statistics_value.wait_value(predicate)``.
         self.statistics_value: AsyncValue[LogManagerStatistics] = AsyncValue(LogManagerStatistics())
-        if self.log_dirs:
-            for log_dir in self.log_dirs:
+        # Every directory's .lock first: nothing is read or repaired under another broker.
+        self._locks: list[LogDirLock] = []
+        try:
+            for log_dir in self.log_dirs or ():
+                self._locks.append(LogDirLock(log_dir))
+            for log_dir in self.log_dirs or ():
                 self._load_dir(log_dir)
+        except BaseException:
+            self._release_locks()
+            raise
 
     def __repr__(self) -> str:
         where = ",".join(map(str, self.log_dirs)) if self.log_dirs else "memory"
@@ -219,6 +186,8 @@ class LogManager:
                 recovery_point=recovery_points.get(parsed, 0),
                 log_start_offset=start_offsets.get(parsed, 0),
                 clean_shutdown=clean,
+                io=self.io,
+                open_files=self.open_files,
             )
             self._dir_of[parsed] = log_dir
         # From here on a crash must be noticed at the next start.
@@ -253,10 +222,32 @@ class LogManager:
             for d in self._dir_of.values():
                 counts[d] += 1
             log_dir = min(self.log_dirs, key=lambda d: counts[d])
-            log = FileLog.open(log_dir, topic, partition, config, clock=self.clock)
+            try:
+                log = FileLog.open(
+                    log_dir, topic, partition, config,
+                    clock=self.clock, io=self.io, open_files=self.open_files,
+                )
+            except OSError as exc:
+                raise _creation_error(f"creating {topic}-{partition} in {log_dir}", exc) from None
             self._dir_of[key] = log_dir
         self._logs[key] = log
         return log
+
+    def create_logs(self, topic: str, partitions: Iterable[int], config: LogConfig | None = None) -> None:
+        """Create the partitions' logs, all or none: CreateTopics and CreatePartitions fail
+        whole (a :class:`KafkaStorageError` naming the limit hit) and leave nothing behind."""
+        created: list[int] = []
+        try:
+            for partition in partitions:
+                existed = (topic, partition) in self._logs
+                self.get_or_create_log(topic, partition, config)
+                if not existed:
+                    created.append(partition)
+        except KafkaStorageError as exc:
+            logger.error("Cannot create partitions of %s: %s", topic, exc)
+            for partition in created:
+                self.delete_log(topic, partition)
+            raise
 
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         """Apply ``config`` to the topic's logs now and to its partitions created later."""
@@ -294,110 +285,6 @@ class LogManager:
             current, **{k: getattr(current, k) + v for k, v in increments.items()}
         )
 
-    # --- periodic work -------------------------------------------------------------------------
-
-    async def _slow(self, fn: Callable[[], object]) -> None:
-        """Run disk work off the event loop (nothing slow to do for memory logs)."""
-        if self.log_dirs is None:
-            fn()
-        else:
-            await trio.to_thread.run_sync(fn)
-
-    async def cleanup_logs(self) -> int:
-        """Apply retention to every log now; return how many segments were deleted."""
-        now = self.clock()
-        doomed: list[Segment] = []
-        for log in list(self._logs.values()):
-            doomed += log.apply_retention(now)
-        directories, self._doomed_dirs = self._doomed_dirs, []
-        if doomed or directories:
-            await self._slow(lambda: _delete_everything(doomed, directories))
-        if doomed:
-            logger.info("Retention deleted %d segment(s)", len(doomed))
-        self._count(retention_checks=1, segments_deleted=len(doomed))
-        return len(doomed)
-
-    async def flush_logs(self, logs: Iterable[Log]) -> None:
-        """Flush ``logs``: index writes here, every fsync in one worker thread.
-
-        A log whose fsync failed stays dirty (retried next time); the first error is raised
-        once every log has had its turn.
-        """
-        jobs = [(log, log.prepare_flush()) for log in logs if not log.closed]
-        if not jobs:
-            return
-        errors: list[OSError | None] = []  # one per job that ran, in order
-
-        def run_all() -> None:
-            for _, job in jobs:
-                try:
-                    job.run()
-                except OSError as exc:
-                    errors.append(exc)
-                else:
-                    errors.append(None)
-
-        try:
-            await self._slow(run_all)
-        finally:
-            for i, (log, job) in enumerate(jobs):
-                log.complete_flush(job, ok=i < len(errors) and errors[i] is None)
-        self._count(flushes=sum(error is None for error in errors))
-        first = next((error for error in errors if error is not None), None)
-        if first is not None:
-            raise first
-
-    async def flush_log(self, log: Log) -> None:
-        """Flush one log with its fsyncs in a worker thread."""
-        await self.flush_logs([log])
-
-    async def flush_dirty_logs(self) -> None:
-        """Flush the logs whose flush.ms has passed or that rolled a segment."""
-        now = self.clock()
-        await self.flush_logs([log for log in self._logs.values() if log.needs_flush(now)])
-
-    def _checkpoints(self, attribute: str) -> dict[Path, dict[TopicPartition, int]]:
-        per_dir: dict[Path, dict[TopicPartition, int]] = {d: {} for d in self.log_dirs or ()}
-        for key, log in self._logs.items():
-            per_dir[self._dir_of[key]][key] = getattr(log, attribute)
-        return per_dir
-
-    def _checkpoint_writer(self, *which: tuple[str, str]) -> Callable[[], None]:
-        """Snapshot checkpoint contents now (on the event loop); the returned function writes
-        them (in a worker thread)."""
-        contents = [(name, self._checkpoints(attribute)) for name, attribute in which]
-
-        def write() -> None:
-            for file_name, per_dir in contents:
-                for log_dir, entries in per_dir.items():
-                    write_checkpoint(log_dir / file_name, entries)
-
-        return write
-
-    async def _write_checkpoints(self, *which: tuple[str, str]) -> None:
-        if self.log_dirs is not None:
-            await self._slow(self._checkpoint_writer(*which))
-
-    async def checkpoint_recovery_points(self) -> None:
-        await self.flush_dirty_logs()
-        await self._write_checkpoints(_RECOVERY_POINTS)
-        self._count(recovery_point_checkpoints=1)
-
-    async def checkpoint_log_start_offsets(self) -> None:
-        await self._write_checkpoints(_START_OFFSETS)
-        self._count(log_start_offset_checkpoints=1)
-
-    async def _every(self, interval_ms: int, step: Callable[[], Awaitable[object]]) -> None:
-        if interval_ms >= INT64_MAX:
-            return  # Kafka's "never"
-        while True:
-            await trio.sleep(interval_ms / 1000)
-            try:
-                await step()
-            except OSError:
-                # A full or failing disk: say so and try again next time; bugs still raise.
-                logger.exception("Log maintenance step %s failed", step.__name__)
-
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run periodic retention, flush and checkpoints until cancelled; then shut down."""
         try:
@@ -423,12 +310,19 @@ class LogManager:
         """Flush every log, write both checkpoints, close the logs, mark a clean shutdown."""
         if self._closed:
             return
-        await self.flush_logs(list(self._logs.values()))
-        await self._write_checkpoints(_RECOVERY_POINTS, _START_OFFSETS)
+        clean = True
+        try:
+            await self.flush_logs(list(self._logs.values()))
+            await self._write_checkpoints(RECOVERY_POINTS, START_OFFSETS)
+        except (OSError, KafkaStorageError) as exc:
+            # A failing disk must not turn a stop into a crash: close what we can, leave no
+            # clean-shutdown marker, and the next start recovers what was not made durable.
+            logger.error("Stopping with a failing disk (the next start recovers): %s", exc)
+            clean = False
         directories = self._finish_close()
         if directories:
-            await self._slow(lambda: _delete_everything((), directories))
-        self._mark_clean()
+            await self._slow(lambda: delete_everything((), directories))
+        self._mark_clean(clean)
 
     def close(self) -> None:
         """:meth:`aclose` for code outside trio (scripts, synchronous tests)."""
@@ -437,17 +331,31 @@ class LogManager:
         for log in self._logs.values():
             log.flush()
         if self.log_dirs is not None:
-            self._checkpoint_writer(_RECOVERY_POINTS, _START_OFFSETS)()
-        _delete_everything((), self._finish_close())
+            self._checkpoint_writer(RECOVERY_POINTS, START_OFFSETS)()
+        delete_everything((), self._finish_close())
         self._mark_clean()
 
     def _finish_close(self) -> list[Path]:
         for log in self._logs.values():
-            log.close()
+            try:
+                log.close()
+            except KafkaStorageError as exc:
+                logger.error("Closing %s: %s", log.name, exc)
         self._closed = True
         directories, self._doomed_dirs = self._doomed_dirs, []
         return directories
 
-    def _mark_clean(self) -> None:
-        for log_dir in self.log_dirs or ():
-            (log_dir / CLEAN_SHUTDOWN_FILE).touch()
+    def _mark_clean(self, clean: bool = True) -> None:
+        try:
+            for log_dir in self.log_dirs or ():
+                if clean:
+                    (log_dir / CLEAN_SHUTDOWN_FILE).touch()
+        except OSError as exc:
+            logger.error("Cannot mark a clean shutdown (the next start recovers): %s", exc)
+        finally:
+            self._release_locks()
+
+    def _release_locks(self) -> None:
+        for lock in self._locks:
+            lock.release()
+        self._locks = []

@@ -163,9 +163,10 @@ class Segment:
     def append(self, data: bytes | bytearray, headers: list[BatchHeader], now_ms: float) -> None:
         """Append validated, patched batches; ``headers`` have positions relative to ``data``."""
         position = self.store.size
+        # Bytes first: a write that fails (a full disk) must leave the indexes untouched.
+        self.store.append(data)
         for header in headers:
             self._track(header, position + header.position)
-        self.store.append(data)
         self.next_offset = headers[-1].next_offset
         if self.rolling_base_ms is None:
             self.rolling_base_ms = now_ms
@@ -231,11 +232,12 @@ class Segment:
         return None
 
     def read(
-        self, offset: int, max_bytes: int, min_one_batch: bool
-    ) -> list[bytes | memoryview] | None:
+        self, offset: int, max_bytes: int, min_one_batch: bool, file_slices: bool = False
+    ) -> list | None:
         """Whole batches from the one holding ``offset``, at most ``max_bytes`` of them unless
         ``min_one_batch`` lets the first one exceed it (KIP-74). None if nothing here is at or
-        after ``offset``."""
+        after ``offset``. With ``file_slices`` a store that can (files) answers with a
+        :class:`~trikafka.log.slices.FileSlice` instead of the bytes."""
         batches = self.scan_bounds(self.offset_index.lookup(offset))
         first = next(((start, end) for start, end, last in batches if last >= offset), None)
         if first is None:
@@ -253,6 +255,12 @@ class Segment:
                 if batch_end > limit:
                     break
                 end = batch_end
+        slice_of = getattr(self.store, "slice", None) if file_slices else None
+        if slice_of is not None:
+            try:
+                return [slice_of(start, end - start)]
+            except OSError:  # no descriptor to spare for the slice: read the bytes
+                pass
         return self.store.read(start, end - start)
 
     def find_timestamp(self, timestamp: int, min_offset: int) -> tuple[int, int] | None:

@@ -26,12 +26,24 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import attrs
 
-from trikafka.protocol.records import CONTROL_ABORT, CONTROL_COMMIT, BatchHeader, control_type
+from trikafka.protocol.records import (
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    BatchHeader,
+    control_type,
+    parse_batch_header,
+)
 
-__all__ = ["AbortedTxn", "OpenTxn", "TransactionTracker"]
+if TYPE_CHECKING:
+    from trio_util import AsyncValue
+
+    from trikafka.log.segment import Segment
+
+__all__ = ["AbortedTxn", "LogTransactions", "OpenTxn", "TransactionTracker"]
 
 _TXN_BITS = 0x30  # transactional | control
 
@@ -111,3 +123,54 @@ class TransactionTracker:
 
 def _last_offset(txn: AbortedTxn) -> int:
     return txn.last_offset
+
+
+class LogTransactions:
+    """The transaction state of a :class:`~trikafka.log.log.Log` (mixed into it): the last
+    stable offset, the aborted transactions a read_committed fetch needs, and their
+    rebuilding from the batch headers at recovery."""
+
+    # Provided by Log.
+    transactions: TransactionTracker
+    high_watermark: AsyncValue[int]
+    last_stable_offset: AsyncValue[int]
+    _log_start_offset: int
+    _segments: list[Segment]
+
+    def _update_lso(self) -> None:
+        """LSO = first offset of the oldest open transaction, else the high watermark; never
+        below the log start offset (DeleteRecords may pass an open transaction's start)."""
+        high = self.high_watermark.value
+        first = self.transactions.first_unstable_offset() if self.transactions.ongoing else None
+        lso = high if first is None else max(min(first, high), self._log_start_offset)
+        if self.last_stable_offset.value != lso:
+            self.last_stable_offset.value = lso
+
+    def aborted_transactions(self, start: int, end: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping ``[start, end)`` (for a read_committed Fetch)."""
+        return self.transactions.aborted_between(start, end)
+
+    def _note_transactional(self) -> None:
+        """Hook: the log now holds transactional batches (files leave a marker)."""
+
+    def _track_transactions(self, data: bytes | bytearray | memoryview, headers: list) -> None:
+        self._note_transactional()
+        for header in headers:
+            self.transactions.observe(data, header)
+
+    def rebuild_transactions(self) -> None:
+        """Rebuild the transaction state by scanning every batch header (recovery)."""
+        tracker = self.transactions
+        tracker.clear()
+        for segment in self._segments:
+            for header in segment.scan():
+                if not header.attributes & 0x30:
+                    continue
+                if header.is_control:
+                    data = segment.store.pread(header.position, header.size)
+                    relative = parse_batch_header(data, 0)
+                    tracker.observe(data, relative)
+                else:
+                    tracker.observe(b"", header)
+        tracker.drop_before(self._log_start_offset)
+        self._update_lso()

@@ -61,6 +61,7 @@ class Acceptor:
         self.accepted = 0
         self.rejected = 0
         self.blocked_seconds = 0.0
+        self.overload_retries = 0  # accepts retried after EMFILE/ENFILE/ENOMEM/ENOBUFS
         self._in_rejection_burst = False
 
     @property
@@ -70,15 +71,22 @@ class Acceptor:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         try:
             task_status.started()
+            overloaded = False
             while True:
                 try:
                     stream = await self.listener.accept()
                 except OSError as exc:
                     if exc.errno in _OVERLOAD_ERRNOS:
-                        log.error("%s: accept failed (%s); retrying", self.name, exc)
+                        if not overloaded:  # one line per episode, not one per retry
+                            log.error("%s: accept failed (%s); retrying every %.1f s", self.name, exc, OVERLOAD_SLEEP)
+                            overloaded = True
+                        self.overload_retries += 1
                         await trio.sleep(OVERLOAD_SLEEP)
                         continue
                     raise
+                if overloaded:
+                    log.warning("%s: accepting again", self.name)
+                    overloaded = False
                 await self._handle(stream)
         finally:
             with trio.CancelScope(shield=True):

@@ -1,22 +1,34 @@
-"""One client connection: read a frame, hand it on, wait, write the answer, repeat.
+"""One client connection: the Trio shell around a :class:`ConnectionState`.
 
-Theory of operation — the mute cycle (Kafka's KafkaChannel states):
+The protocol — frames, request headers, the mute cycle — is the sans-IO
+:class:`~trikafka.network.connection_state.ConnectionState`; this shell only moves bytes
+and time. It gets a :class:`~trikafka.network.transport.Transport` (a socket, or any trio
+stream), a frozen :class:`ConnectionSettings` and a frozen :class:`ConnectionHooks` of
+callbacks — never its Processor, which it does not import.
+
+Theory of operation — the mute cycle (Kafka's KafkaChannel states)::
 
   NOT_MUTED ──frame read──▶ MUTED ──request queued──▶ MUTED_AND_RESPONSE_PENDING
       ▲                                                          │
       └────────────────── response written ◀─────────────────────┘
 
 While muted the connection reads nothing from the socket, so a client that pipelines
-requests leaves them in the kernel's buffers (and in our frame decoder, if one read brought
+requests leaves them in the kernel's buffers (and in the frame decoder, if one read brought
 several): the broker answers strictly in order, one request in flight per connection. The
-response comes back through a capacity-1 memory channel owned by this connection.
+response comes back through a capacity-1 slot owned by this connection. The states and
+their legal moves are the table in ``connection_state.py``.
 
 Idle expiry (connections.max.idle.ms) is a deadline on the read, measured from the last
 activity — a byte received or a response written — on trio's clock.
 
-Shutdown: the processor cancels the *read* scope of every connection, so a connection
-waiting for its next request closes at once, while one with a request in flight finishes
-writing the response first; the processor's nursery deadline bounds that grace period.
+Shutdown is cancellation, not a flag: ``stop_reading()`` cancels the read scope and makes
+every later read start past its deadline, so a connection waiting for its next request
+closes at once while one with a request in flight finishes writing the response first;
+the processor's nursery deadline (shutdown.grace.ms) bounds that grace period.
+
+``queued.max.request.bytes``: with a :class:`RequestMemoryPool` in the hooks, the shell
+reads no new frame while the pool is spent (the wait is part of the read, so shutdown and
+idle expiry end it as they end any read).
 
 Errors: a bad frame or header is the client's fault — one log line, this connection closes,
 nothing else notices. Transport errors (reset, broken pipe) just close.
@@ -25,203 +37,372 @@ nothing else notices. Transport errors (reset, broken pipe) just close.
 from __future__ import annotations
 
 import logging
-import os
-from typing import TYPE_CHECKING
+import math
+import ssl
+from collections.abc import Awaitable, Callable
 
+import attrs
 import trio
 
-from trikafka.errors import InvalidRequestError
-from trikafka.network.request_channel import (
-    CloseConnectionResponse,
-    NoOpResponse,
-    Request,
-    ResponseSlot,
-    SendResponse,
+from trikafka.network.connection_state import (
+    NEED_DATA,
+    SASL_TRANSITIONS,
+    Closed,
+    ConnectionState,
+    ConnectionStateError,
+    RawFrame,
 )
-from trikafka.protocol.framing import NEED_DATA, FrameDecoder
-from trikafka.protocol.headers import decode_request
+from trikafka.network.request_channel import Request, RequestMemoryPool, ResponseSlot
+from trikafka.network.transport import TRANSPORT_ERRORS, StreamTransport, Transport
+from trikafka.protocol.registry import ApiKey, ApiRegistry
+from trikafka.security.listener import HANDSHAKE_TIMEOUT, ListenerSecurity
+from trikafka.security.sasl.authenticator import (
+    MAX_RECEIVE_SIZE,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    SaslServerAuthenticator,
+)
+from trikafka.security.tls import ANONYMOUS, principal_from_certificate
 
-if TYPE_CHECKING:
-    from trikafka.network.processor import Processor
-
-__all__ = ["Connection", "ConnectionState"]
+__all__ = ["Connection", "ConnectionHooks", "ConnectionSettings", "RECEIVE_SIZE"]
 
 log = logging.getLogger("trikafka.network")
 
 RECEIVE_SIZE = 256 * 1024
-_IOV_MAX = 512  # buffers per sendmsg call (Linux allows 1024)
-_TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
+#: What a SASL listener serves before authentication (Kafka's SaslServerAuthenticator).
+_PRE_AUTH_APIS = frozenset({ApiKey.API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
 
 
-class ConnectionState:
-    NOT_MUTED = "NOT_MUTED"
-    MUTED = "MUTED"
-    MUTED_AND_RESPONSE_PENDING = "MUTED_AND_RESPONSE_PENDING"
+@attrs.frozen
+class ConnectionSettings:
+    """What a connection needs to know, fixed for its processor's lifetime."""
+
+    processor_id: int
+    listener_name: str
+    registry: ApiRegistry
+    max_request_size: int  # socket.request.max.bytes
+    connections_max_idle_ms: int
+    #: APIs whose bytes stay in the request memory pool until answered (Produce, …).
+    held_api_keys: frozenset[int] = frozenset()
+    #: TLS and SASL of the listener (None: plaintext, as for in-memory test listeners).
+    security: ListenerSecurity | None = None
+
+
+@attrs.frozen
+class ConnectionHooks:
+    """Everything a connection tells the world, as callbacks; one per processor."""
+
+    #: Queue a request for the handlers; waits while the request channel is full.
+    submit: Callable[[Request], Awaitable[None]]
+    #: The connection is gone (after its last response, before its stream closes).
+    closed: Callable[[Connection], None]
+    #: A connection closed because the client's bytes were bad (BrokerMetrics).
+    closed_by_error: Callable[[], None]
+    #: A request's response was written at ``done``; its timestamps are complete.
+    request_done: Callable[[Request, float], None]
+    #: Seconds spent turning a frame into a queued request (NetworkProcessorAvgIdlePercent).
+    busy: Callable[[float], None]
+    #: queued.max.request.bytes; None when unbounded.
+    memory_pool: RequestMemoryPool | None = None
 
 
 class Connection:
     def __init__(
         self,
-        stream: trio.abc.Stream,
+        transport: Transport,
         connection_id: str,
         client_host: str,
-        processor: Processor,
+        settings: ConnectionSettings,
+        hooks: ConnectionHooks,
     ) -> None:
-        self.stream = stream
+        self.transport = transport
+        self.stream = transport.stream
         self.connection_id = connection_id
         self.client_host = client_host
-        self.processor = processor
-        self.state = ConnectionState.NOT_MUTED
+        self.settings = settings
+        self.hooks = hooks
+        security = settings.security
+        self.authenticator: SaslServerAuthenticator | None = None
+        if security is not None and security.authenticator_factory is not None:
+            self.authenticator = security.authenticator_factory()
+            self.protocol = ConnectionState(
+                connection_id, settings.registry, settings.max_request_size,
+                transitions=SASL_TRANSITIONS,  # type: ignore[arg-type]
+            )
+            self.protocol.start_authentication(_PRE_AUTH_APIS, MAX_RECEIVE_SIZE)
+        else:
+            self.protocol = ConnectionState(
+                connection_id, settings.registry, settings.max_request_size
+            )
         self.last_activity = trio.current_time()
         self.read_scope: trio.CancelScope | None = None
         self.close_reason: str | None = None
-        self._decoder = FrameDecoder(processor.config.socket_request_max_bytes)
-        # Large frames are received straight into their own buffer when the transport is a
-        # socket (the in-memory transport of the tests has no recv_into).
-        is_socket = isinstance(stream, trio.SocketStream)
-        self._recv_into = stream.socket.recv_into if is_socket else None
-        self._sendmsg = stream.socket.sendmsg if is_socket else None
-        self._fd = stream.socket.fileno() if is_socket else None
+        #: Kafka's principal: from the client certificate or SASL, else User:ANONYMOUS.
+        self.principal = ANONYMOUS
+        self._idle_seconds = settings.connections_max_idle_ms / 1000
+        self._now = trio.current_time
+
+    @property
+    def state(self) -> str:
+        """The mute state's Kafka name (NOT_MUTED, MUTED, …)."""
+        return str(self.protocol.state)
+
+    def stop_reading(self) -> None:
+        """Shutdown: end the current read and let no later read begin.
+
+        A read's deadline is ``last_activity + idle``; with an idle time of minus infinity
+        every read scope opens already expired, and with the unread bytes discarded the next
+        request must come from a read, so a connection that finishes writing its in-flight
+        response closes instead of serving another — cancellation, not a flag.
+        """
+        self._idle_seconds = -math.inf
+        self.protocol.discard_unread()  # pipelined requests not yet handed out: not served
+        if self.read_scope is not None:
+            self.read_scope.cancel()
 
     async def run(self) -> None:
         slot = ResponseSlot()
         try:
+            security = self.settings.security
+            if security is not None and security.ssl_context is not None:
+                if not await self._tls_handshake(security.ssl_context):
+                    return
+            if self.authenticator is not None and not await self._authenticate(slot, self.authenticator):
+                return
             await self._serve(slot)
-        except _TRANSPORT_ERRORS as exc:
+        except TRANSPORT_ERRORS as exc:
             self.close_reason = self.close_reason or f"transport: {type(exc).__name__}"
+        except ConnectionStateError:
+            # Our bug, not the client's: this connection closes, the broker keeps serving.
+            log.exception("closing connection %s: illegal mute-cycle move", self.connection_id)
+            self.close_reason = "internal error"
         finally:
             slot.close()
-            self.processor.connection_closed(self)
+            self.protocol.close()
+            self.hooks.closed(self)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
 
-    async def _serve(self, slot: ResponseSlot) -> None:
-        processor = self.processor
-        registry = processor.registry
-        now = processor.now
-        idle_seconds = processor.config.connections_max_idle_ms / 1000
-        while not processor.stopping:
-            frame = await self._read_frame(idle_seconds)
-            if frame is None:
-                return
-            self.state = ConnectionState.MUTED
-            start = now()
+    async def _tls_handshake(self, context: ssl.SSLContext) -> bool:
+        """Wrap the stream in TLS, here in this connection's own task, under a deadline.
+
+        A failed or stalled handshake is this client's problem alone: one log line, the
+        connection closes, and neither the processor nor any other connection waited.
+        """
+        stream = trio.SSLStream(self.stream, context, server_side=True)
+        timeout = min(HANDSHAKE_TIMEOUT, self._idle_seconds)
+        with trio.move_on_after(timeout) as scope:
+            self.read_scope = scope  # shutdown cancels a handshake as it cancels a read
             try:
-                decoded = decode_request(frame, registry)
-            except InvalidRequestError as exc:
-                self._reject(exc)
+                await stream.do_handshake()
+            except trio.BrokenResourceError as exc:
+                cause = exc.__cause__
+                reason = getattr(cause, "reason", None) or cause or exc
+                return self._handshake_failed(f"TLS handshake failed: {reason}")
+        self.read_scope = None
+        if scope.cancelled_caught:
+            if self._idle_seconds == -math.inf:
+                self.close_reason = "broker shutting down"
+                return False
+            return self._handshake_failed(f"TLS handshake not done within {timeout:g} s")
+        self.stream = stream
+        self.transport = StreamTransport(stream)
+        self.principal = principal_from_certificate(stream.getpeercert())
+        return True
+
+    def _handshake_failed(self, reason: str) -> bool:
+        self._reject(Closed(reason, client_fault=True))
+        return False
+
+    async def _authenticate(self, slot: ResponseSlot, authenticator: SaslServerAuthenticator) -> bool:
+        """Kafka's SASL exchange, before the first ordinary request: True once authenticated.
+
+        The SASL requests are answered here by the sans-IO authenticator; ApiVersions goes
+        to the handlers like any request. A failure is answered, logged once (mechanism,
+        principal claimed, peer — never the secret) and closes this connection.
+        """
+        state = self.protocol
+        while True:
+            event = state.next_event()
+            if event is NEED_DATA:
+                event = await self._receive_event()
+                if event is None:
+                    return False
+            if event.__class__ is Closed:
+                self._reject(event)  # type: ignore[arg-type]
+                return False
+            if event.__class__ is RawFrame:
+                step = authenticator.receive_token(event.data)  # type: ignore[union-attr]
+            elif event.header.request_api_key == ApiKey.API_VERSIONS:  # type: ignore[union-attr]
+                if not await self._exchange(slot, event, self.last_activity):
+                    return False
+                continue
+            else:
+                step = authenticator.receive(event)  # type: ignore[arg-type]
+            if step.data:
+                await self.transport.send(step.data)
+            self.last_activity = self._now()
+            if step.failure is not None:
+                self._reject(Closed(step.failure, client_fault=True))
+                # Kafka's connection.failed.authentication.delay.ms: let the client read the
+                # answer (an immediate close can reset it away), in this task alone.
+                await trio.sleep(self.settings.security.failed_authentication_delay)  # type: ignore[union-attr]
+                return False
+            if authenticator.complete:
+                state.authenticated()
+                self.principal = authenticator.principal or self.principal
+                return True
+            state.answered()
+            state.raw_frames = authenticator.raw_tokens
+
+    async def _exchange(self, slot: ResponseSlot, event: object, start: float) -> bool:
+        """One request through the handlers and its answer written (the slow path of
+        ``_serve``, for requests before authentication); False: the handler closed."""
+        state = self.protocol
+        request = Request(
+            processor=self.settings.processor_id,
+            connection_id=self.connection_id,
+            listener_name=self.settings.listener_name,
+            client_host=self.client_host,
+            header=event.header,  # type: ignore[attr-defined]
+            body=event.body,  # type: ignore[attr-defined]
+            spec=event.spec,  # type: ignore[attr-defined]
+            size=state.frame_size,
+            response_slot=slot,
+            principal=self.principal,
+            start_time=start,
+        )
+        await self.hooks.submit(request)
+        state.request_queued()
+        response = await slot.get()
+        request.response_dequeue_time = self._now()
+        out = state.send_response(response)
+        if out.__class__ is Closed:
+            self.close_reason = out.reason  # type: ignore[union-attr]
+            return False
+        if out.__class__ is tuple:
+            await self.transport.send_parts(out)  # type: ignore[arg-type]
+        elif out is not None:
+            await self.transport.send(out)  # type: ignore[arg-type]
+        self.last_activity = done = self._now()
+        self.hooks.request_done(request, done)
+        return True
+
+    async def _serve(self, slot: ResponseSlot) -> None:
+        # trio's clock (the MockClock in tests) without trio.current_time()'s three layers
+        # of calls; it is read several times per request.
+        now = self._now = trio.lowlevel.current_clock().current_time
+        state = self.protocol
+        transport = self.transport
+        settings = self.settings
+        hooks = self.hooks
+        submit = hooks.submit
+        pool = hooks.memory_pool
+        processor_id = settings.processor_id
+        listener_name = settings.listener_name
+        held = settings.held_api_keys
+        while True:
+            if pool is None or pool.available > 0:
+                event = state.next_event()
+            else:
+                event = NEED_DATA  # the read waits for memory first
+            if event is NEED_DATA:
+                event = await self._receive_event()
+                if event is None:
+                    return
+                start = self.last_activity  # the request's last byte arrived then
+            else:
+                start = now()
+            if event.__class__ is Closed:
+                self._reject(event)  # type: ignore[arg-type]
                 return
+            size = state.frame_size
             request = Request(
-                processor=processor.id,
+                processor=processor_id,
                 connection_id=self.connection_id,
-                listener_name=processor.listener_name,
+                listener_name=listener_name,
                 client_host=self.client_host,
-                header=decoded.header,
-                body=decoded.body,
-                spec=decoded.spec,
-                size=len(frame),
+                header=event.header,  # type: ignore[union-attr]
+                body=event.body,  # type: ignore[union-attr]
+                spec=event.spec,  # type: ignore[union-attr]
+                size=size,
                 response_slot=slot,
+                principal=self.principal,
                 start_time=start,
             )
-            processor.busy(now() - start)
-            await processor.request_channel.send_request(request)
-            self.state = ConnectionState.MUTED_AND_RESPONSE_PENDING
+            if pool is not None and event.header.request_api_key in held:  # type: ignore[union-attr]
+                pool.allocate(size)
+                request.memory = size
+            hooks.busy(now() - start)
+            await submit(request)
+            state.request_queued()
             response = await slot.get()
             request.response_dequeue_time = now()
-            if isinstance(response, CloseConnectionResponse):
-                self.close_reason = "closed by the request handler"
-                return
-            if isinstance(response, SendResponse):
-                await self._write(response.data)
-            else:
-                assert isinstance(response, NoOpResponse)
+            out = state.send_response(response)
+            if out is not None:
+                if out.__class__ is Closed:
+                    self.close_reason = out.reason  # type: ignore[union-attr]
+                    return
+                if out.__class__ is tuple:
+                    await transport.send_parts(out)  # type: ignore[arg-type]
+                else:
+                    await transport.send(out)  # type: ignore[arg-type]
             done = now()
             self.last_activity = done
-            self.state = ConnectionState.NOT_MUTED
-            processor.record_request(request, done)
+            hooks.request_done(request, done)
 
-    async def _read_frame(self, idle_seconds: float) -> bytes | None:
-        """The next frame, or None at end of stream, idle expiry or shutdown."""
-        decoder = self._decoder
-        frame = self._next_buffered()
-        if frame is not NEED_DATA:
-            return frame  # type: ignore[return-value]
-        # One cancel scope for both ways a read ends early: its deadline is the idle expiry,
-        # and shutdown cancels it (``read_scope``). Two nested scopes per read were a
-        # measurable part of a tiny request.
-        with trio.CancelScope(deadline=self.last_activity + idle_seconds) as scope:
+    async def _receive_event(self) -> object | None:
+        """Read until the state has an event (a request or Closed); None at end of stream,
+        idle expiry or shutdown."""
+        state = self.protocol
+        transport = self.transport
+        pool = self.hooks.memory_pool
+        now = self._now
+        # One cancel scope for every way a read ends early: its deadline is the idle
+        # expiry (minus infinity after stop_reading), and shutdown cancels it. Two nested
+        # scopes per read were a measurable part of a tiny request.
+        with trio.CancelScope(deadline=self.last_activity + self._idle_seconds) as scope:
             self.read_scope = scope
-            if self.processor.stopping:
-                scope.cancel()
-            recv_into = self._recv_into
             while True:
-                into = decoder.unfilled() if recv_into is not None else None
+                if pool is not None and pool.available <= 0:
+                    await pool.wait_for_memory()
+                    event = state.next_event()  # a frame may be buffered already
+                    if event is not NEED_DATA:
+                        return event
+                into = state.unfilled()
                 if into is None:
-                    data = await self.stream.receive_some(RECEIVE_SIZE)
+                    data = await transport.receive_some(RECEIVE_SIZE)
                     count = len(data)
                 else:
-                    count = await recv_into(into)
+                    count = await transport.receive_into(into)
                 if not count:
                     self.close_reason = "closed by the client"
                     return None
-                self.last_activity = trio.current_time()
+                self.last_activity = now()
                 if into is None:
-                    decoder.receive_data(data)
+                    state.receive_data(data)
                 else:
-                    decoder.received_into(count)
-                frame = self._next_buffered()
-                if frame is not NEED_DATA:
-                    return frame  # type: ignore[return-value]
-                scope.deadline = self.last_activity + idle_seconds
+                    state.received_into(count)
+                if pool is None or pool.available > 0:  # else no new request: wait above
+                    event = state.next_event()
+                    if event is not NEED_DATA:
+                        return event
+                scope.deadline = self.last_activity + self._idle_seconds
         self.read_scope = None
-        if self.processor.stopping:
+        if self._idle_seconds == -math.inf:
             self.close_reason = "broker shutting down"
         else:
             self.close_reason = "idle"
             log.debug("closing idle connection %s", self.connection_id)
         return None
 
-    def _next_buffered(self) -> bytes | None | object:
-        """A whole buffered frame, NEED_DATA, or None when the size prefix is out of range."""
-        try:
-            return self._decoder.next_frame()
-        except InvalidRequestError as exc:
-            self._reject(exc)
-            return None
-
-    def _reject(self, exc: InvalidRequestError) -> None:
-        self.close_reason = str(exc)
-        self.processor.metrics.closed_by_error += 1
-        log.warning("closing connection %s from %s: %s", self.connection_id, self.client_host, exc)
-
-    async def _write(self, data: bytes | tuple) -> None:  # noqa: ANN001
-        if not isinstance(data, tuple):
-            if self._fd is not None:
-                # Try the (non-blocking) socket first: a small answer nearly always fits in
-                # the send buffer, and trio's send would then pass through the scheduler once
-                # more after the system call — a tenth of a tiny request's cost. This task
-                # has just waited for its response slot, so it has checkpointed already.
-                try:
-                    sent = os.write(self._fd, data)
-                except BlockingIOError:
-                    sent = 0
-                if sent == len(data):
-                    return
-                data = memoryview(data)[sent:]
-            await self.stream.send_all(data)
-            return
-        if self._sendmsg is None:
-            for part in data:
-                await self.stream.send_all(part)
-            return
-        # Scatter-gather: header and record chunks go out in as few sendmsg calls as the
-        # socket takes, never joined into one buffer (a 1 MiB fetch joined was a fresh MiB).
-        pending = [memoryview(part).cast("B") for part in data if len(part)]
-        while pending:
-            sent = await self._sendmsg(pending[:_IOV_MAX])
-            while sent and pending:
-                if sent >= len(pending[0]):
-                    sent -= len(pending.pop(0))
-                else:
-                    pending[0] = pending[0][sent:]
-                    sent = 0
+    def _reject(self, closed: Closed) -> None:
+        self.close_reason = closed.reason
+        if closed.client_fault:
+            self.hooks.closed_by_error()
+            log.warning(
+                "closing connection %s from %s: %s",
+                self.connection_id,
+                self.client_host,
+                closed.reason,
+            )

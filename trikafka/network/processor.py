@@ -3,6 +3,15 @@
 Kafka's Processor is a thread with a selector; here it is a task whose nursery bounds the
 lifetime of its connections. New streams arrive through ``new_connections``, a memory
 channel of capacity 20 (Kafka's connectionQueueSize) that the Acceptor fills round-robin.
+
+Each stream becomes a :class:`Connection` over the fastest transport it supports, with one
+frozen :class:`ConnectionSettings` and one :class:`ConnectionHooks` shared by all of this
+processor's connections: the hooks are how a connection reaches the request channel and
+the metrics. The processor knows its connections; they do not know it.
+
+Shutdown (``begin_shutdown``) is cancellation: every connection stops reading (one waiting
+for its next request closes at once), and a deadline on this processor's nursery bounds how
+long in-flight responses may take to be written (shutdown.grace.ms).
 """
 
 from __future__ import annotations
@@ -13,8 +22,10 @@ from typing import TYPE_CHECKING
 import attrs
 import trio
 
-from trikafka.network.connection import Connection
+from trikafka.network.connection import Connection, ConnectionHooks, ConnectionSettings
 from trikafka.network.endpoints import apply_socket_options, stream_addresses
+from trikafka.network.request_channel import frame_holding_api_keys
+from trikafka.network.transport import transport_for
 
 if TYPE_CHECKING:
     from trikafka.config import BrokerConfig
@@ -22,6 +33,7 @@ if TYPE_CHECKING:
     from trikafka.network.quotas import ConnectionQuotas
     from trikafka.network.request_channel import Request, RequestChannel
     from trikafka.protocol.registry import ApiRegistry
+    from trikafka.security.listener import ListenerSecurity
 
 __all__ = ["Processor", "ProcessorStatistics", "CONNECTION_QUEUE_SIZE"]
 
@@ -51,6 +63,7 @@ class Processor:
         request_channel: RequestChannel,
         quotas: ConnectionQuotas,
         metrics: BrokerMetrics,
+        security: ListenerSecurity | None = None,
     ) -> None:
         self.id = id
         self.listener_name = listener_name
@@ -63,23 +76,40 @@ class Processor:
             trio.abc.Stream
         ](CONNECTION_QUEUE_SIZE)
         self.connections: dict[str, Connection] = {}
-        self.stopping = False
         self.accepted = 0
         self._index = 0
         self._busy = 0.0
         self._started_at = 0.0
-        self.now = trio.current_time
         self._nursery: trio.Nursery | None = None
+        self._shutting_down = False  # streams still queued then get connections that never read
+        self.connection_settings = ConnectionSettings(
+            processor_id=id,
+            listener_name=listener_name,
+            registry=registry,
+            max_request_size=config.socket_request_max_bytes,
+            connections_max_idle_ms=config.connections_max_idle_ms,
+            held_api_keys=(
+                frozenset()
+                if request_channel.memory_pool is None
+                else frame_holding_api_keys(registry)
+            ),
+            security=security,
+        )
+        self.connection_hooks = ConnectionHooks(
+            submit=request_channel.send_request,
+            closed=self.connection_closed,
+            closed_by_error=self._count_closed_by_error,
+            request_done=self.record_request,
+            busy=self.busy,
+            memory_pool=request_channel.memory_pool,
+        )
 
     @property
     def name(self) -> str:
         return f"data-plane-kafka-network-thread-{self.listener_name}-{self.id}"
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        # trio's clock (the MockClock in tests) without trio.current_time()'s three layers of
-        # calls; the connections read it several times per request.
-        self.now = trio.lowlevel.current_clock().current_time
-        self._started_at = self.now()
+        self._started_at = trio.current_time()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             task_status.started()
@@ -100,7 +130,15 @@ class Processor:
             )
         except OSError as exc:  # the peer is already gone; nothing to serve
             log.debug("connection %s failed before it started: %s", connection_id, exc)
-        connection = Connection(stream, connection_id, remote_host, self)
+        connection = Connection(
+            transport_for(stream),
+            connection_id,
+            remote_host,
+            self.connection_settings,
+            self.connection_hooks,
+        )
+        if self._shutting_down:
+            connection.stop_reading()
         self.connections[connection_id] = connection
         self.metrics.connection_opened(self.listener_name)
         nursery.start_soon(connection.run, name=f"{self.name}:{connection_id}")
@@ -109,6 +147,9 @@ class Processor:
         self.connections.pop(connection.connection_id, None)
         self.quotas.dec(connection.client_host)
         self.metrics.connection_closed(self.listener_name)
+
+    def _count_closed_by_error(self) -> None:
+        self.metrics.closed_by_error += 1
 
     def busy(self, seconds: float) -> None:
         self._busy += seconds
@@ -131,10 +172,9 @@ class Processor:
 
     def begin_shutdown(self, deadline: float) -> None:
         """Stop reading, let in-flight responses finish until ``deadline``, then close all."""
-        self.stopping = True
+        self._shutting_down = True
         for connection in list(self.connections.values()):
-            if connection.read_scope is not None:
-                connection.read_scope.cancel()
+            connection.stop_reading()
         if self._nursery is not None:
             self._nursery.cancel_scope.deadline = min(
                 self._nursery.cancel_scope.deadline, deadline

@@ -8,15 +8,30 @@ second request in flight while the slot is taken.
 
 Closing the send side replaces Kafka's poison-pill ShutdownRequest: handlers drain what is
 queued, then their ``async for`` ends.
+
+``queued.max.request.bytes`` (Kafka's request MemoryPool, off by default) bounds the *bytes*
+of requests read but not yet handled across the broker: :class:`RequestMemoryPool`. While it
+is spent, connections read no new frames; a handler's response gives the bytes back.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import typing
 from typing import Any
 
 import attrs
 import outcome
 import trio
+
+# The answers a handler gives live in a trio-free module (the sans-IO ConnectionState reads
+# them); they are re-exported here, where the hand-off is.
+from trikafka.network.responses import (
+    CloseConnectionResponse,
+    NoOpResponse,
+    Response,
+    SendResponse,
+)
 
 __all__ = [
     "CloseConnectionResponse",
@@ -24,6 +39,8 @@ __all__ = [
     "Request",
     "RequestChannel",
     "RequestChannelStatistics",
+    "RequestMemoryPool",
+    "frame_holding_api_keys",
     "Response",
     "ResponseSlot",
     "SendResponse",
@@ -49,6 +66,7 @@ class Request:
     api_local_complete_time: float = 0.0  # handler done
     api_remote_complete_time: float = 0.0  # purgatory done (== local when not delayed)
     response_dequeue_time: float = 0.0  # picked up by the connection
+    memory: int = 0  # bytes held in the RequestMemoryPool until the response
 
     @property
     def api_key(self) -> int:
@@ -65,26 +83,6 @@ class Request:
     @property
     def client_id(self) -> str | None:
         return self.header.client_id
-
-
-@attrs.frozen
-class SendResponse:
-    """Bytes to write: one buffer, or a tuple written in order without joining."""
-
-    data: bytes | tuple[bytes | memoryview, ...]
-
-
-@attrs.frozen
-class NoOpResponse:
-    """Nothing to write (acks=0 produce); the connection unmutes."""
-
-
-@attrs.frozen
-class CloseConnectionResponse:
-    """Close this connection, as Kafka does for requests it will not answer."""
-
-
-Response = SendResponse | NoOpResponse | CloseConnectionResponse
 
 
 class ResponseSlot:
@@ -137,19 +135,100 @@ class ResponseSlot:
         self._value = None
 
 
+class RequestMemoryPool:
+    """``queued.max.request.bytes``: a broker-wide budget of request bytes in flight.
+
+    Kafka's SimpleMemoryPool in its non-strict mode, the one the SocketServer uses: a frame
+    may be taken while *any* budget is left (``available > 0``), so the budget can dip below
+    zero by at most one frame per connection, and a frame as large as
+    ``socket.request.max.bytes`` is never refused outright. While ``available <= 0``
+    connections read no new frames (``wait_for_memory``); ``release`` wakes them all.
+
+    Which bytes are held follows Kafka (``ApiKeys.requiresDelayedAllocation``): a request
+    whose schema has bytes or records fields (Produce, JoinGroup, SyncGroup — see
+    :func:`frame_holding_api_keys`) keeps its frame's bytes until its response; every other
+    frame is parsed into new objects and given back at once, so for those the pool is only
+    the gate. (Kafka also holds the requests it may forward to a controller; nothing is
+    forwarded here.)
+    """
+
+    __slots__ = ("size", "available", "_lot")
+
+    def __init__(self, size: int) -> None:
+        if size <= 0:
+            raise ValueError(f"a request memory pool needs a positive size, not {size}")
+        self.size = size
+        self.available = size
+        self._lot = trio.lowlevel.ParkingLot()
+
+    def allocate(self, count: int) -> None:
+        self.available -= count
+
+    def release(self, count: int) -> None:
+        was_out = self.available <= 0
+        self.available += count
+        if was_out and self.available > 0:
+            self._lot.unpark_all()
+
+    async def wait_for_memory(self) -> None:
+        """Return once some budget is left (at once, without a checkpoint, if it is)."""
+        while self.available <= 0:
+            await self._lot.park()
+
+    @property
+    def waiting(self) -> int:
+        return len(self._lot)
+
+
+def frame_holding_api_keys(registry: Any) -> frozenset[int]:
+    """The api keys whose requests hold their bytes in the pool until answered: those with
+    a bytes or records field in any supported version (Kafka's retainsBufferReference)."""
+    from kio.static.primitive import Records
+
+    def leaves(hint: Any) -> Any:
+        args = typing.get_args(hint)
+        if not args:
+            yield hint
+        for arg in args:
+            yield from leaves(arg)
+
+    def holds(entity: type, seen: set[type]) -> bool:
+        hints = typing.get_type_hints(entity)
+        for field in dataclasses.fields(entity):  # type: ignore[arg-type]
+            for leaf in leaves(hints[field.name]):
+                if leaf is bytes or leaf is Records:
+                    return True
+                if dataclasses.is_dataclass(leaf) and leaf not in seen:
+                    seen.add(leaf)  # type: ignore[arg-type]
+                    if holds(leaf, seen):  # type: ignore[arg-type]
+                        return True
+        return False
+
+    return frozenset(
+        api_key
+        for api_key, (lo, hi) in registry.supported.items()
+        if any(holds(registry.get(api_key, v).request_type, set()) for v in range(lo, hi + 1))
+    )
+
+
 @attrs.frozen
 class RequestChannelStatistics:
     queue_size: int  # Kafka's RequestQueueSize
     capacity: int
     tasks_waiting_send: int
+    memory_pool_available: int | None = None  # MemoryPoolAvailable; None: unbounded
+    memory_pool_used: int = 0  # MemoryPoolUsed
+    tasks_waiting_memory: int = 0
 
 
 class RequestChannel:
     """The shared request queue between connections and the handler pool."""
 
-    def __init__(self, capacity: int) -> None:
+    def __init__(self, capacity: int, queued_max_bytes: int = -1) -> None:
         self.capacity = capacity
         self._send, self.receive_channel = trio.open_memory_channel[Request](capacity)
+        # queued.max.request.bytes <= 0 is unbounded, as in Kafka (MemoryPool.NONE).
+        self.memory_pool = RequestMemoryPool(queued_max_bytes) if queued_max_bytes > 0 else None
 
     async def send_request(self, request: Request) -> None:
         """Queue ``request``; wait only when the queue is full (backpressure).
@@ -169,6 +248,9 @@ class RequestChannel:
         if not request.api_local_complete_time:
             request.api_local_complete_time = now
         request.api_remote_complete_time = now
+        if request.memory:
+            self.memory_pool.release(request.memory)  # type: ignore[union-attr]
+            request.memory = 0
         try:
             request.response_slot.put(response)
         except trio.ClosedResourceError:
@@ -179,8 +261,12 @@ class RequestChannel:
 
     def statistics(self) -> RequestChannelStatistics:
         stats = self._send.statistics()
+        pool = self.memory_pool
         return RequestChannelStatistics(
             queue_size=stats.current_buffer_used,
             capacity=self.capacity,
             tasks_waiting_send=stats.tasks_waiting_send,
+            memory_pool_available=None if pool is None else pool.available,
+            memory_pool_used=0 if pool is None else pool.size - pool.available,
+            tasks_waiting_memory=0 if pool is None else pool.waiting,
         )

@@ -25,6 +25,8 @@ from trikafka.network.acceptor import Acceptor
 from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.processor import Processor
 from trikafka.network.quotas import ConnectionQuotas
+from trikafka.security.listener import listener_security
+from trikafka.security.sasl.credentials import ScramCredentials
 
 if TYPE_CHECKING:
     from trikafka.config import BrokerConfig
@@ -45,6 +47,7 @@ class SocketServer:
         request_channel: RequestChannel,
         metrics: BrokerMetrics,
         listeners: Mapping[str, trio.abc.Listener] | None = None,
+        scram_credentials: ScramCredentials | None = None,
     ) -> None:
         self.config = config
         self.registry = registry
@@ -56,6 +59,16 @@ class SocketServer:
             config.max_connections_per_ip_overrides,
         )
         self._given_listeners = dict(listeners or {})
+        # TLS contexts and SASL settings when the broker is built: a bad keystore is a
+        # ConfigError before anything is bound.
+        names = [s.name for s in config.listeners]
+        #: SCRAM users, shared by every SASL listener (bootstrapped from the config).
+        self.scram_credentials = scram_credentials or ScramCredentials.from_config(
+            config.security, names, config.log_dirs
+        )
+        self.security = {
+            name: listener_security(config.security, name, self.scram_credentials) for name in names
+        }
         self.endpoints: dict[str, BoundEndpoint] = {}
         self.processors: dict[str, list[Processor]] = {}
         self.acceptors: dict[str, Acceptor] = {}
@@ -103,6 +116,7 @@ class SocketServer:
                             request_channel=self.request_channel,
                             quotas=self.quotas,
                             metrics=self.metrics,
+                            security=self.security[name],
                         )
                         for _ in range(self.config.num_network_threads)
                     ]

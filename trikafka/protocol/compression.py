@@ -21,6 +21,14 @@ import cramjam
 from crc32c import crc32c
 
 from trikafka.errors import CorruptRecordError
+from trikafka.protocol.batch_layout import (
+    _ATTRIBUTES_AT,
+    _BATCH_LENGTH_AT,
+    _COMPRESSION_MASK,
+    _CRC_AT,
+    BATCH_HEADER_SIZE,
+    LOG_OVERHEAD,
+)
 
 __all__ = ["CODECS", "compress", "decompress", "recompress_batches", "codec_id"]
 
@@ -29,9 +37,6 @@ _NAMES = {0: "uncompressed", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER = _XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 _XERIAL_BLOCK = 32 * 1024
-_RECORDS_AT = 61  # a v2 batch header's size
-_CRC_AT = 17
-_ATTRIBUTES_AT = 21
 
 
 def codec_id(name: str) -> int:
@@ -96,15 +101,15 @@ def recompress_batches(data: bytes | bytearray, headers: list, target: int) -> b
     out = bytearray()
     for header in headers:
         batch = memoryview(data)[header.position : header.position + header.size]
-        current = header.attributes & 0x07
+        current = header.attributes & _COMPRESSION_MASK
         if current == target:
             out += batch
             continue
-        records = decompress(current, batch[_RECORDS_AT:])
+        records = decompress(current, batch[BATCH_HEADER_SIZE:])
         body = compress(target, records)
-        attributes = (header.attributes & ~0x07) | target
-        rebuilt = bytearray(batch[:_RECORDS_AT]) + body
-        struct.pack_into(">i", rebuilt, 8, len(rebuilt) - 12)
+        attributes = (header.attributes & ~_COMPRESSION_MASK) | target
+        rebuilt = bytearray(batch[:BATCH_HEADER_SIZE]) + body
+        struct.pack_into(">i", rebuilt, _BATCH_LENGTH_AT, len(rebuilt) - LOG_OVERHEAD)
         struct.pack_into(">h", rebuilt, _ATTRIBUTES_AT, attributes)
         struct.pack_into(">I", rebuilt, _CRC_AT, crc32c(bytes(rebuilt[_ATTRIBUTES_AT:])))
         out += rebuilt

@@ -49,9 +49,10 @@ _FIXED = {
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 
-# A plan step: (kind, detail, is_array, nullable_struct)
-#   kind "fixed": detail = size; "string"/"bytes": detail = None; "struct": detail = plan
-Step = tuple[str, Any, bool, bool]
+# A plan step: (kind, detail, is_array, nullable)
+#   kind "fixed": detail = size; "string"/"bytes": detail = None; "struct": detail = the class
+#   nullable: the schema allows null here (a -1 length or count; a 0xFF marker for a struct)
+Step = tuple[str, Any, bool, bool, str]  # ..., the field's name (for errors)
 
 
 class _Bad(Exception):
@@ -64,17 +65,17 @@ def _plan(cls: type) -> tuple[tuple[Step, ...], dict[int, Step], bool]:
     flexible = bool(getattr(cls, "__flexible__", False))
     steps: list[Step] = []
     tagged: dict[int, Step] = {}
-    for _name, (field, hint, nested, is_tuple) in entity_fields(cls).items():
+    for name, (field, hint, nested, is_tuple) in entity_fields(cls).items():
         kafka_type = field.metadata.get("kafka_type")
+        nullable = type(None) in typing.get_args(hint)
         if nested is not None:
-            optional = type(None) in typing.get_args(hint) and not is_tuple
-            step: Step = ("struct", nested, is_tuple, optional)
+            step: Step = ("struct", nested, is_tuple, nullable, name)
         elif kafka_type in _FIXED:
-            step = ("fixed", _FIXED[kafka_type], is_tuple, False)
+            step = ("fixed", _FIXED[kafka_type], is_tuple, nullable, name)
         elif kafka_type == "string":
-            step = ("string", None, is_tuple, False)
+            step = ("string", None, is_tuple, nullable, name)
         elif kafka_type in ("bytes", "records"):
-            step = ("bytes", None, is_tuple, False)
+            step = ("bytes", None, is_tuple, nullable, name)
         else:
             raise LookupError(f"no bounds rule for {cls.__name__}.{field.name} ({kafka_type})")
         tag = field.metadata.get("tag")
@@ -83,6 +84,33 @@ def _plan(cls: type) -> tuple[tuple[Step, ...], dict[int, Step], bool]:
         else:
             steps.append(step)
     return tuple(steps), tagged, flexible
+
+
+def _element_size(kind: str, detail: Any, flexible: bool) -> int:
+    """The fewest bytes one array element of this kind can take on the wire."""
+    if kind == "fixed":
+        return detail
+    if kind == "struct":
+        return _min_size(detail)
+    if flexible:
+        return 1  # a compact length
+    return 2 if kind == "string" else 4
+
+
+@functools.cache
+def _min_size(cls: type) -> int:
+    """The fewest bytes an instance of ``cls`` can take: an array count claiming more
+    elements than fit at this size is refused before kio reserves memory for them."""
+    steps, _tagged, flexible = _plan(cls)
+    total = 1 if flexible else 0  # the tag section's count
+    for kind, detail, is_array, nullable, _name in steps:
+        if is_array:
+            total += 1 if flexible else 4
+        elif kind == "struct":
+            total += 1 if nullable else _min_size(detail)
+        else:
+            total += _element_size(kind, detail, flexible)
+    return max(total, 1)
 
 
 def _uvarint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -110,15 +138,28 @@ def _length(buf: bytes, pos: int, end: int, flexible: bool, wide: bool) -> tuple
     return value, pos + size
 
 
-def _skip_one(buf: bytes, pos: int, end: int, kind: str, detail: Any, flexible: bool, optional: bool) -> int:
+def _null(size: int, nullable: bool, what: str) -> int:
+    """0 for a null the schema allows; :class:`_Bad` for any other negative length (Kafka's
+    "non-nullable field was serialized as null"), so no handler ever meets a None it was
+    promised would not come."""
+    if size == -1 and nullable:
+        return 0
+    if size == -1:
+        raise _Bad(f"null {what} where the schema forbids null")
+    raise _Bad(f"{what} length {size}")
+
+
+def _skip_one(
+    buf: bytes, pos: int, end: int, kind: str, detail: Any, flexible: bool, optional: bool, name: str
+) -> int:
     if kind == "fixed":
         pos += detail
     elif kind == "string":
         size, pos = _length(buf, pos, end, flexible, wide=False)
-        pos += max(size, 0)
+        pos += size if size >= 0 else _null(size, optional, f"string {name}")
     elif kind == "bytes":
         size, pos = _length(buf, pos, end, flexible, wide=True)
-        pos += max(size, 0)
+        pos += size if size >= 0 else _null(size, optional, f"bytes {name}")
     else:
         if optional:
             if pos >= end:
@@ -134,17 +175,18 @@ def _skip_one(buf: bytes, pos: int, end: int, kind: str, detail: Any, flexible: 
 
 
 def _skip_step(buf: bytes, pos: int, end: int, step: Step, flexible: bool) -> int:
-    kind, detail, is_array, optional = step
+    kind, detail, is_array, nullable, name = step
     if not is_array:
-        return _skip_one(buf, pos, end, kind, detail, flexible, optional)
+        return _skip_one(buf, pos, end, kind, detail, flexible, nullable, name)
     count, pos = _length(buf, pos, end, flexible, wide=True)
     if count < 0:
+        _null(count, nullable, f"array {name}")
         return pos
-    smallest = detail if kind == "fixed" else 1
+    smallest = _element_size(kind, detail, flexible)
     if count * smallest > end - pos:
-        raise _Bad(f"array of {count} elements cannot fit in {end - pos} bytes")
+        raise _Bad(f"array {name} of {count} elements cannot fit in {end - pos} bytes")
     for _ in range(count):
-        pos = _skip_one(buf, pos, end, kind, detail, flexible, False)
+        pos = _skip_one(buf, pos, end, kind, detail, flexible, False, name)
     return pos
 
 

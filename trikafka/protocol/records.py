@@ -1,4 +1,4 @@
-"""Kafka record batches, format v2 (magic 2): validate, patch, build. Bytes in, values out.
+"""Kafka record batches, format v2 (magic 2): validate and read. Bytes in, values out.
 
 The broker stores batches exactly as the producer sent them. It never re-encodes records; it
 validates a batch, then patches the few header fields that belong to the broker (base offset,
@@ -6,23 +6,9 @@ partition leader epoch and, for LogAppendTime topics, the timestamp type and max
 which are covered by the CRC and force a CRC recomputation). Everything here is a pure
 function over ``bytes``/``bytearray``/``memoryview``, so it is tested with bytes alone.
 
-Batch header (61 bytes, big-endian)::
-
-    0  baseOffset int64          the CRC does not cover the first 21 bytes, so the broker
-    8  batchLength int32         can patch baseOffset and partitionLeaderEpoch for free
-    12 partitionLeaderEpoch int32
-    16 magic int8                at the same position as in message sets v0/v1
-    17 crc uint32                CRC-32C of bytes 21 .. end of batch
-    21 attributes int16          bits 0-2 compression, 3 timestamp type, 4 transactional, 5 control
-    23 lastOffsetDelta int32
-    27 baseTimestamp int64
-    35 maxTimestamp int64
-    43 producerId int64
-    51 producerEpoch int16
-    53 baseSequence int32
-    57 recordCount int32
-    61 records...                each: varint length, then attributes int8, timestampDelta
-                                 varlong, offsetDelta varint, key, value, headers
+The layout (field offsets, attribute bits, the parsed values) is ``batch_layout.py``; building
+and patching are ``record_builder.py``; this module validates and reads, and re-exports both so
+``trikafka.protocol.records`` stays the one import for record batches.
 
 Errors say whose fault they are: :class:`CorruptRecordError` when the bytes do not add up
 (CRC, sizes, a batch cut short), :class:`InvalidRecordError` when an intact batch breaks a rule
@@ -33,26 +19,56 @@ Nothing here raises any other exception type on any input; a hypothesis test hol
 
 from __future__ import annotations
 
-import enum
+import os
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 
-import attrs
 from crc32c import crc32c
 from kio.schema.errors import ErrorCode
 
 from trikafka.errors import CorruptRecordError, InvalidRecordError, KafkaProtocolError
+from trikafka.protocol.batch_layout import (
+    _ATTRIBUTES_AT,
+    _CONTROL_KEY,
+    _HEADER,
+    _INT32,
+    _MAGIC_AT,
+    _OFFSET_LENGTH,
+    BATCH_HEADER_SIZE,
+    CONTROL_ABORT,
+    CONTROL_COMMIT,
+    CURRENT_MAGIC,
+    LOG_OVERHEAD,
+    MIN_BATCH_LENGTH,
+    NO_PRODUCER_ID,
+    NO_TIMESTAMP,
+    BatchHeader,
+    Compression,
+    Record,
+    TimestampType,
+    next_offset_after,
+)
+from trikafka.protocol.record_builder import (
+    RecordSpec,
+    assign_offsets,
+    build_batch,
+    build_control_batch,
+)
 
 __all__ = [
     "BATCH_HEADER_SIZE",
     "CONTROL_ABORT",
     "CONTROL_COMMIT",
+    "CURRENT_MAGIC",
     "LOG_OVERHEAD",
+    "MIN_BATCH_LENGTH",
+    "NATIVE_RECORD_WALK",
     "NO_PRODUCER_ID",
     "NO_TIMESTAMP",
     "BatchHeader",
     "Compression",
     "Record",
+    "RecordSpec",
     "TimestampType",
     "assign_offsets",
     "build_batch",
@@ -60,115 +76,9 @@ __all__ = [
     "control_type",
     "iter_batches",
     "iter_records",
+    "next_offset_after",
     "parse_batch_header",
 ]
-
-LOG_OVERHEAD = 12  # baseOffset + batchLength: the part batchLength does not count
-BATCH_HEADER_SIZE = 61
-MIN_BATCH_LENGTH = BATCH_HEADER_SIZE - LOG_OVERHEAD  # 49
-NO_PRODUCER_ID = -1
-NO_TIMESTAMP = -1
-CURRENT_MAGIC = 2
-
-_OFFSET_LENGTH = struct.Struct(">qi")  # baseOffset, batchLength
-_HEADER = struct.Struct(">qiibIhiqqqhii")  # the whole 61-byte header
-_BASE_OFFSET = struct.Struct(">q")
-_INT32 = struct.Struct(">i")
-_INT64 = struct.Struct(">q")
-_INT16 = struct.Struct(">h")
-_UINT32 = struct.Struct(">I")
-
-_PARTITION_LEADER_EPOCH_AT = 12
-_MAGIC_AT = 16
-_CRC_AT = 17
-_ATTRIBUTES_AT = 21
-_BASE_TIMESTAMP_AT = 27
-_MAX_TIMESTAMP_AT = 35
-
-_COMPRESSION_MASK = 0x07
-_TIMESTAMP_TYPE_BIT = 0x08
-_TRANSACTIONAL_BIT = 0x10
-_CONTROL_BIT = 0x20
-
-
-class Compression(enum.IntEnum):
-    """Codec ids of attributes bits 0-2."""
-
-    NONE = 0
-    GZIP = 1
-    SNAPPY = 2
-    LZ4 = 3
-    ZSTD = 4
-
-
-class TimestampType(enum.IntEnum):
-    """Attributes bit 3."""
-
-    CREATE_TIME = 0
-    LOG_APPEND_TIME = 1
-
-
-@attrs.frozen
-class BatchHeader:
-    """The header of one batch found at ``position`` in a buffer; ``size`` counts all its bytes."""
-
-    position: int
-    size: int
-    base_offset: int
-    partition_leader_epoch: int
-    magic: int
-    crc: int
-    attributes: int
-    last_offset_delta: int
-    base_timestamp: int
-    max_timestamp: int
-    producer_id: int
-    producer_epoch: int
-    base_sequence: int
-    record_count: int
-
-    @property
-    def last_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta
-
-    @property
-    def next_offset(self) -> int:
-        return self.base_offset + self.last_offset_delta + 1
-
-    @property
-    def end(self) -> int:
-        """Position just after this batch."""
-        return self.position + self.size
-
-    @property
-    def compression(self) -> int:
-        """The codec id (see :class:`Compression`); an unknown id never gets past validation."""
-        return self.attributes & _COMPRESSION_MASK
-
-    @property
-    def timestamp_type(self) -> TimestampType:
-        if self.attributes & _TIMESTAMP_TYPE_BIT:
-            return TimestampType.LOG_APPEND_TIME
-        return TimestampType.CREATE_TIME
-
-    @property
-    def is_transactional(self) -> bool:
-        return bool(self.attributes & _TRANSACTIONAL_BIT)
-
-    @property
-    def is_control(self) -> bool:
-        return bool(self.attributes & _CONTROL_BIT)
-
-
-@attrs.frozen
-class Record:
-    """One record of a batch, with absolute offset and timestamp."""
-
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 # --- reading --------------------------------------------------------------------------------
@@ -224,8 +134,10 @@ def iter_batches(
 
     ``data`` is a concatenation of whole batches (a Produce request's ``records``, or a log
     segment). A trailing partial batch is a :class:`CorruptRecordError`, as is anything whose
-    sizes or CRC do not add up. With ``validate_records`` the records of uncompressed batches
-    are walked too (count, sizes, offset deltas); compressed batches are never decompressed.
+    sizes or CRC do not add up. With ``validate_records`` (produced batches) the record count
+    must match the offsets the batch spans and the records of uncompressed batches are walked
+    too (count, sizes, offset deltas); compressed batches are never decompressed. Without it
+    (stored batches) a compacted batch may hold fewer records than it spans.
     """
     view = memoryview(data)
     if view.ndim != 1 or view.itemsize != 1:
@@ -280,8 +192,10 @@ def _validate_batch(view: memoryview, position: int, total: int, walk: bool) -> 
             f"batch at offset {header.base_offset} has lastOffsetDelta {header.last_offset_delta}"
         )
     count = header.record_count
-    if count < 0 or (count and count != header.last_offset_delta + 1):
-        # Kafka's LogValidator: the count from offsets must match the count in the header.
+    if count < 0 or (walk and count and count != header.last_offset_delta + 1):
+        # Kafka's LogValidator, for produced batches (``walk``): the count from offsets must
+        # match the count in the header. Stored batches may hold fewer records than offsets:
+        # the log cleaner drops records from a batch's middle and keeps its offsets.
         raise InvalidRecordError(
             f"batch at offset {header.base_offset} holds {count} records "
             f"but spans {header.last_offset_delta + 1} offsets"
@@ -295,8 +209,12 @@ def _validate_batch(view: memoryview, position: int, total: int, walk: bool) -> 
     return header
 
 
-def _walk_records(view: memoryview, position: int, end: int, count: int, base: int) -> None:
+def _py_walk_records(view: memoryview, position: int, end: int, count: int, base: int) -> None:
     """Check that the records area holds exactly ``count`` well-formed records.
+
+    The reference walk, and the fallback where the native one (``_recordwalk.c``, the same
+    checks and messages) is not built or ``TRIKAFKA_PURE_PYTHON`` is set; see
+    :data:`NATIVE_RECORD_WALK`.
 
     Kafka's LogValidator walks every record of an uncompressed batch too. Here the walk is
     the produce path's hottest loop (77 % of broker CPU with 100-byte messages when every
@@ -336,6 +254,24 @@ def _walk_records(view: memoryview, position: int, end: int, count: int, base: i
 
 
 _KEY_AND_VALUE = ("key", "value")
+
+
+def _native_walk() -> Callable[[memoryview, int, int, int, int], None] | None:
+    """The C walk, unless it is not built or ``TRIKAFKA_PURE_PYTHON`` asks for the reference."""
+    if os.environ.get("TRIKAFKA_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from trikafka.protocol._recordwalk import walk_records
+    except ImportError:  # no compiler at install time: the pure-Python walk, same answers
+        return None
+    return walk_records
+
+
+#: True when batches are walked by the C extension (``trikafka/protocol/_recordwalk.c``);
+#: False means the pure-Python reference walk (not built, or ``TRIKAFKA_PURE_PYTHON=1``).
+#: Both make the same checks and raise the same errors; only the speed differs.
+_walk_records = _native_walk() or _py_walk_records
+NATIVE_RECORD_WALK = _walk_records is not _py_walk_records
 
 
 def _check_record(view: memoryview, position: int, end: int) -> int:
@@ -462,179 +398,6 @@ def _read_bytes(view: memoryview, position: int, end: int) -> tuple[bytes | None
     if position + size > end:
         raise InvalidRecordError("record field runs past the end of its record")
     return bytes(view[position : position + size]), position + size
-
-
-# --- patching -------------------------------------------------------------------------------
-
-
-def assign_offsets(
-    data: bytearray,
-    base_offset: int,
-    *,
-    leader_epoch: int = 0,
-    log_append_time_ms: int | None = None,
-) -> tuple[int, int, int]:
-    """Patch validated batches in place: offsets from ``base_offset``, the leader epoch, and
-    with ``log_append_time_ms`` the LogAppendTime type and max timestamp (recomputing the CRC).
-
-    Returns ``(next_offset, max_timestamp, offset_of_max_timestamp)`` where the offset of the
-    max timestamp is the *last* offset of the batch holding it (Kafka's "shallow" offset), or
-    the first assigned offset for LogAppendTime. Like Kafka's in-place path this leaves
-    baseTimestamp alone: readers of a LogAppendTime batch use maxTimestamp for every record.
-    """
-    view = memoryview(data)
-    total = len(data)
-    position = 0
-    next_offset = base_offset
-    max_timestamp = NO_TIMESTAMP
-    offset_of_max = base_offset
-    while position < total:
-        batch_length = _INT32.unpack_from(view, position + 8)[0]
-        end = position + batch_length + LOG_OVERHEAD
-        last_offset_delta = _INT32.unpack_from(view, position + 23)[0]
-        _BASE_OFFSET.pack_into(view, position, next_offset)
-        _INT32.pack_into(view, position + _PARTITION_LEADER_EPOCH_AT, leader_epoch)
-        last_offset = next_offset + last_offset_delta
-        if log_append_time_ms is not None:
-            attributes = _INT16.unpack_from(view, position + _ATTRIBUTES_AT)[0]
-            _INT16.pack_into(view, position + _ATTRIBUTES_AT, attributes | _TIMESTAMP_TYPE_BIT)
-            _INT64.pack_into(view, position + _MAX_TIMESTAMP_AT, log_append_time_ms)
-            crc = crc32c(view[position + _ATTRIBUTES_AT : end])
-            _UINT32.pack_into(view, position + _CRC_AT, crc)
-        else:
-            batch_max = _INT64.unpack_from(view, position + _MAX_TIMESTAMP_AT)[0]
-            if batch_max > max_timestamp:
-                max_timestamp = batch_max
-                offset_of_max = last_offset
-        next_offset = last_offset + 1
-        position = end
-    view.release()
-    if log_append_time_ms is not None:
-        return next_offset, log_append_time_ms, base_offset
-    return next_offset, max_timestamp, offset_of_max
-
-
-# --- building -------------------------------------------------------------------------------
-
-RecordSpec = tuple[bytes | None, bytes | None, Sequence[tuple[str | bytes, bytes | None]], int]
-
-
-def build_batch(
-    records: Iterable[RecordSpec],
-    base_offset: int = 0,
-    *,
-    partition_leader_epoch: int = -1,
-    producer_id: int = NO_PRODUCER_ID,
-    producer_epoch: int = -1,
-    base_sequence: int = -1,
-    transactional: bool = False,
-    control: bool = False,
-    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
-) -> bytes:
-    """Encode one uncompressed batch of ``(key, value, headers, timestamp_ms)`` records.
-
-    For tests and the project's client. Offsets run densely from ``base_offset``; the first
-    record's timestamp is the batch's base timestamp.
-    """
-    records = list(records)
-    if not records:
-        raise ValueError("a batch needs at least one record")
-    base_timestamp = records[0][3]
-    max_timestamp = max(r[3] for r in records)
-    body = bytearray()
-    for delta, (key, value, headers, timestamp) in enumerate(records):
-        record = bytearray(b"\x00")
-        _write_varint(record, timestamp - base_timestamp)
-        _write_varint(record, delta)
-        _write_nullable(record, key)
-        _write_nullable(record, value)
-        _write_varint(record, len(headers))
-        for name, header_value in headers:
-            _write_nullable(record, name.encode() if isinstance(name, str) else name)
-            _write_nullable(record, header_value)
-        _write_varint(body, len(record))
-        body += record
-    attributes = int(timestamp_type) << 3
-    if transactional:
-        attributes |= _TRANSACTIONAL_BIT
-    if control:
-        attributes |= _CONTROL_BIT
-    after_crc = (
-        struct.pack(
-            ">hiqqqhii",
-            attributes,
-            len(records) - 1,
-            base_timestamp,
-            max_timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            len(records),
-        )
-        + body
-    )
-    return (
-        struct.pack(
-            ">qiibI",
-            base_offset,
-            len(after_crc) + 9,  # + leader epoch, magic, crc
-            partition_leader_epoch,
-            CURRENT_MAGIC,
-            crc32c(after_crc),
-        )
-        + after_crc
-    )
-
-
-def _write_varint(out: bytearray, value: int) -> None:
-    value = (value << 1) ^ (value >> 63)  # zig-zag, valid for varlongs too
-    while value & ~0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def _write_nullable(out: bytearray, value: bytes | None) -> None:
-    if value is None:
-        _write_varint(out, -1)
-    else:
-        _write_varint(out, len(value))
-        out += value
-
-
-# --- transaction control batches ------------------------------------------------------------
-
-#: Control record types (the int16 after the version in a control record's key).
-CONTROL_ABORT = 0
-CONTROL_COMMIT = 1
-_CONTROL_KEY = struct.Struct(">hh")  # version 0, type
-_MARKER_VALUE = struct.Struct(">hi")  # version 0, coordinator epoch
-
-
-def build_control_batch(
-    producer_id: int,
-    producer_epoch: int,
-    *,
-    commit: bool,
-    coordinator_epoch: int = 0,
-    timestamp_ms: int = 0,
-) -> bytes:
-    """An end-transaction marker: a transactional control batch of one record whose key is
-    (version 0, type ABORT 0 / COMMIT 1) and whose value is (version 0, coordinator epoch)."""
-    return build_batch(
-        [
-            (
-                _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT),
-                _MARKER_VALUE.pack(0, coordinator_epoch),
-                [],
-                timestamp_ms,
-            )
-        ],
-        producer_id=producer_id,
-        producer_epoch=producer_epoch,
-        transactional=True,
-        control=True,
-    )
 
 
 def control_type(data: bytes | bytearray | memoryview, header: BatchHeader) -> int | None:

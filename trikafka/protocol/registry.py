@@ -2,11 +2,13 @@
 
 ``ApiVersions`` advertises exactly this table, so an API appears here only once KafkaApis
 implements every version listed. Readers and writers are resolved once per (api, version), on
-first use, never per request.
+first use, never per request. :class:`ApiKey` names the implemented APIs: it is the one place
+an api-key number is written (handlers register with ``@handles(ApiKey.FETCH)``).
 """
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -16,41 +18,97 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 
-__all__ = ["ApiRegistry", "ApiVersionSpec", "IMPLEMENTED_APIS", "api_name", "kio_versions"]
+__all__ = ["ApiKey", "ApiRegistry", "ApiVersionSpec", "IMPLEMENTED_APIS", "api_name", "kio_versions"]
+
+class ApiKey(enum.IntEnum):
+    """The APIs trikafka implements, by Kafka's names (``ApiKeys`` in Kafka).
+
+    The one source of api-key numbers: ``IMPLEMENTED_APIS`` below is keyed by it, and request
+    handlers register with ``@handles(ApiKey.FETCH)`` (``server/kafka_apis.py``).
+    """
+
+    PRODUCE = 0
+    FETCH = 1
+    LIST_OFFSETS = 2
+    METADATA = 3
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    FIND_COORDINATOR = 10
+    JOIN_GROUP = 11
+    HEARTBEAT = 12
+    LEAVE_GROUP = 13
+    SYNC_GROUP = 14
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    INIT_PRODUCER_ID = 22
+    OFFSET_FOR_LEADER_EPOCH = 23
+    ADD_PARTITIONS_TO_TXN = 24
+    ADD_OFFSETS_TO_TXN = 25
+    END_TXN = 26
+    TXN_OFFSET_COMMIT = 28
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    SASL_AUTHENTICATE = 36
+    DESCRIBE_LOG_DIRS = 35
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
+    OFFSET_DELETE = 47
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
+    DESCRIBE_CLUSTER = 60
+    DESCRIBE_PRODUCERS = 61
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
+    DESCRIBE_TOPIC_PARTITIONS = 75
+
 
 #: What KafkaApis implements: api key → (min version, max version). Grows with each API.
 IMPLEMENTED_APIS: dict[int, tuple[int, int]] = {
-    0: (3, 13),  # Produce
-    1: (4, 18),  # Fetch
-    2: (1, 11),  # ListOffsets
-    3: (0, 13),  # Metadata
-    8: (2, 10),  # OffsetCommit
-    9: (1, 10),  # OffsetFetch
-    10: (0, 6),  # FindCoordinator
-    11: (0, 9),  # JoinGroup
-    12: (0, 4),  # Heartbeat
-    13: (0, 5),  # LeaveGroup
-    14: (0, 5),  # SyncGroup
-    15: (0, 6),  # DescribeGroups
-    16: (0, 5),  # ListGroups
-    18: (0, 4),  # ApiVersions
-    19: (2, 7),  # CreateTopics
-    20: (1, 6),  # DeleteTopics
-    21: (0, 2),  # DeleteRecords
-    22: (0, 6),  # InitProducerId
-    24: (0, 3),  # AddPartitionsToTxn
-    25: (0, 4),  # AddOffsetsToTxn
-    26: (0, 4),  # EndTxn
-    28: (0, 4),  # TxnOffsetCommit
-    32: (1, 4),  # DescribeConfigs
-    33: (0, 2),  # AlterConfigs
-    37: (0, 3),  # CreatePartitions
-    42: (0, 2),  # DeleteGroups
-    44: (0, 1),  # IncrementalAlterConfigs
-    47: (0, 0),  # OffsetDelete
-    60: (0, 2),  # DescribeCluster
-    65: (0, 0),  # DescribeTransactions
-    66: (0, 1),  # ListTransactions
+    ApiKey.PRODUCE: (3, 13),
+    ApiKey.FETCH: (4, 18),
+    ApiKey.LIST_OFFSETS: (1, 11),
+    ApiKey.METADATA: (0, 13),
+    ApiKey.OFFSET_COMMIT: (2, 10),
+    ApiKey.OFFSET_FETCH: (1, 10),
+    ApiKey.FIND_COORDINATOR: (0, 6),
+    ApiKey.JOIN_GROUP: (0, 9),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 5),
+    ApiKey.SYNC_GROUP: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 6),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.SASL_HANDSHAKE: (0, 1),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 6),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.INIT_PRODUCER_ID: (0, 6),
+    ApiKey.OFFSET_FOR_LEADER_EPOCH: (2, 4),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 4),
+    ApiKey.END_TXN: (0, 4),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 4),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 5),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.DESCRIBE_CLUSTER: (0, 2),
+    ApiKey.DESCRIBE_PRODUCERS: (0, 0),
+    ApiKey.DESCRIBE_TRANSACTIONS: (0, 0),
+    ApiKey.LIST_TRANSACTIONS: (0, 1),
+    ApiKey.DESCRIBE_TOPIC_PARTITIONS: (0, 0),
 }
 
 

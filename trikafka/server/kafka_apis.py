@@ -12,19 +12,34 @@ A handler returns one of:
 * a kio response entity — encoded with the request's version and correlation id;
 * a ``SendResponse`` / ``NoOpResponse`` / ``CloseConnectionResponse`` — sent as is;
 * ``None`` — it handed the request to the purgatory, which responds later.
+
+Wiring. Each API family (``apis/<family>.py``) is an :class:`ApiFamily` built from one typed
+:class:`ApiContext` (what the broker shares: config, registry, caches, the purgatory, the
+replica manager, the coordinators, the clock). Its handlers are methods marked with
+``@handles(ApiKey.X)``; ``KafkaApis`` collects them from every family and refuses to start if
+the registry advertises an API nobody handles or two families claim the same one. The api
+keys themselves live in one place, :class:`~trikafka.protocol.registry.ApiKey`.
+
+Per-partition errors. A request naming several partitions (or topics, or resources) answers
+each on its own: ``with errors_into(result): ...`` turns a ``KafkaProtocolError`` raised for
+one entry into that entry's ``error_code`` (and ``error_message``), so one bad partition never
+fails its neighbours.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import trio
 
+from trikafka.clock import Clock, now_ms
 from trikafka.config import BrokerConfig
 from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.log.slices import materialize
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.request_channel import (
     CloseConnectionResponse,
@@ -35,11 +50,19 @@ from trikafka.network.request_channel import (
 )
 from trikafka.protocol.entities import error_response
 from trikafka.protocol.headers import encode_response, response_parts
-from trikafka.protocol.registry import ApiRegistry
+from trikafka.protocol.registry import ApiKey, ApiRegistry
+from trikafka.server.awaitable import StateChanges
+from trikafka.server.cluster_view import ClusterView
+from trikafka.server.faults import Faults
 from trikafka.server.metadata_cache import MetadataCache
 from trikafka.server.purgatory import Purgatory
 
-__all__ = ["Answer", "ApiContext", "ApiFamily", "KafkaApis"]
+if TYPE_CHECKING:
+    from trikafka.coordinator.group_coordinator import GroupCoordinator
+    from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
+    from trikafka.server.replica_manager import ReplicaManager
+
+__all__ = ["Answer", "ApiContext", "ApiFamily", "ErrorsInto", "KafkaApis", "errors_into", "handles"]
 
 log = logging.getLogger("trikafka.server")
 
@@ -63,15 +86,54 @@ class Answer:
         return f"Answer({self.values!r})"
 
 
-def _wall_ms() -> float:
-    import time
-
-    return time.time() * 1000
+F = TypeVar("F", bound=Callable[..., Any])
 
 
-@attrs.define
+def handles(api_key: ApiKey) -> Callable[[F], F]:
+    """Mark an :class:`ApiFamily` method as the handler of ``api_key``."""
+
+    def mark(method: F) -> F:
+        method.__api_key__ = ApiKey(api_key)  # type: ignore[attr-defined]
+        return method
+
+    return mark
+
+
+class ErrorsInto:
+    """``with errors_into(result):`` — a ``KafkaProtocolError`` raised in the block becomes
+    ``result["error_code"]`` (and ``result["error_message"]`` with ``message=True``) instead of
+    failing the whole request; ``failed`` holds it afterwards. Anything else propagates.
+
+    A class rather than ``@contextmanager``: Produce enters one per partition."""
+
+    __slots__ = ("failed", "message", "result")
+
+    def __init__(self, result: dict[str, Any], message: bool = False) -> None:
+        self.result = result
+        self.message = message
+        self.failed: KafkaProtocolError | None = None
+
+    def __enter__(self) -> ErrorsInto:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        if not isinstance(exc, KafkaProtocolError):
+            return False
+        self.failed = exc
+        self.result["error_code"] = exc.error_code
+        if self.message:
+            self.result["error_message"] = str(exc)
+        return True
+
+
+errors_into = ErrorsInto
+
+
+@attrs.define(kw_only=True)
 class ApiContext:
-    """What API families share: config, registry, caches, the purgatory, the channel."""
+    """What API families share: the broker's parts they read and call, each by its type."""
 
     config: BrokerConfig
     registry: ApiRegistry
@@ -79,8 +141,14 @@ class ApiContext:
     purgatory: Purgatory
     channel: RequestChannel
     metrics: BrokerMetrics
-    extras: dict[str, Any] = attrs.Factory(dict)
-    now_ms: Callable[[], float] = attrs.Factory(lambda: _wall_ms)
+    replicas: ReplicaManager
+    groups: GroupCoordinator
+    transactions: TransactionCoordinator
+    now_ms: Clock = now_ms
+    state_changes: StateChanges = attrs.Factory(StateChanges)  # awaitable broker state
+    #: Leadership, ISRs and coordinators (server/cluster_view.py); None: this broker alone.
+    cluster_view: ClusterView | None = None
+    scram_credentials: Any = None  # trikafka.security.sasl.credentials.ScramCredentials
 
     def respond(self, request: Request, body: Any) -> None:
         """Send ``body`` (a kio entity or a Response) as the answer to ``request``.
@@ -90,6 +158,7 @@ class ApiContext:
         calling this (a handler or a purgatory operation) must survive it.
         """
         self.channel.send_response(request, to_response(request, body))
+        self.state_changes.bump()
 
 
 _READY = (SendResponse, NoOpResponse, CloseConnectionResponse)
@@ -105,7 +174,10 @@ def to_response(request: Request, body: Any) -> Any:
         )
         if len(parts) > 2 and sum(map(len, parts)) >= SCATTER_GATHER_BYTES:
             return SendResponse(tuple(parts))
-        return SendResponse(b"".join(parts))
+        try:
+            return SendResponse(b"".join(parts))
+        except TypeError:  # a small answer holding file slices: read them now
+            return SendResponse(b"".join(map(materialize, parts)))
     except Exception:
         log.exception("cannot encode %s v%s response", request.spec.name, request.api_version)
     try:
@@ -117,30 +189,54 @@ def to_response(request: Request, body: Any) -> Any:
 
 
 class ApiFamily:
-    """A group of related APIs sharing the broker's context; ``handlers()`` lists them."""
+    """A group of related APIs sharing the broker's context; its ``@handles`` methods are
+    its handlers. ``error_response(request, code)`` may build the family's whole-request
+    error answer (Produce and Fetch fill in every partition); None means the generic one."""
 
     def __init__(self, context: ApiContext) -> None:
         self.context = context
 
     @property
-    def replicas(self) -> Any:
-        return self.context.extras["replica_manager"]
+    def replicas(self) -> ReplicaManager:
+        return self.context.replicas
 
-    def handlers(self) -> dict[int, Handler]:
-        raise NotImplementedError
+    def handlers(self) -> dict[ApiKey, Handler]:
+        found: dict[ApiKey, Handler] = {}
+        for cls in reversed(type(self).__mro__):
+            for name, value in vars(cls).items():
+                key = getattr(value, "__api_key__", None)
+                if key is not None:
+                    found[key] = getattr(self, name)
+        return found
+
+    def error_response(self, request: Request, code: ErrorCode) -> Any:
+        return None
 
 
 class KafkaApis:
-    def __init__(self, context: ApiContext, families: list[Any]) -> None:
+    def __init__(self, context: ApiContext, families: list[ApiFamily]) -> None:
         self.context = context
         self.handlers: dict[int, Handler] = {}
+        self._families: dict[int, ApiFamily] = {}
         for family in families:
-            self.handlers.update(family.handlers())
+            for key, handler in family.handlers().items():
+                if key in self.handlers:
+                    raise RuntimeError(
+                        f"{key.name} is handled by both {type(self._families[key]).__name__}"
+                        f" and {type(family).__name__}"
+                    )
+                self.handlers[key] = handler
+                self._families[key] = family
         missing = set(context.registry.supported) - set(self.handlers)
         if missing:
-            raise RuntimeError(f"registry advertises api keys with no handler: {sorted(missing)}")
+            names = sorted(ApiKey(k).name if k in ApiKey._value2member_map_ else str(k) for k in missing)
+            raise RuntimeError(f"registry advertises api keys with no handler: {names}")
+        self.faults = Faults(context, self._families)  # injected faults, request recorder
 
-    async def handle(self, request: Request) -> None:
+    async def handle(self, request: Request, intercept: bool = True) -> None:
+        if intercept and self.faults.active:
+            await self.faults.intercept(request, self.handle)
+            return
         context = self.context
         try:
             handler = self.handlers[request.api_key]
@@ -172,7 +268,8 @@ class KafkaApis:
         context.respond(request, result)
 
     def _error_response(self, request: Request, code: ErrorCode) -> Any:
-        builder = getattr(self.handlers.get(request.api_key), "error_response", None)
-        if builder is not None:
-            return builder(request, code)
+        family = self._families.get(request.api_key)
+        answer = family.error_response(request, code) if family is not None else None
+        if answer is not None:
+            return answer
         return error_response(request.spec.response_type, code)

@@ -64,6 +64,8 @@ class BatchMetadata:
 class _ProducerEntry:
     epoch: int
     batches: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=CACHED_BATCHES))
+    last_timestamp: int = -1  # of its last batch (DescribeProducers)
+    coordinator_epoch: int = -1  # not tracked: markers are not decoded here
 
 
 class ProducerStateManager:
@@ -71,6 +73,10 @@ class ProducerStateManager:
 
     def __init__(self) -> None:
         self._producers: dict[int, _ProducerEntry] = {}
+
+    def producers(self) -> list[tuple[int, _ProducerEntry]]:
+        """(producer id, state) of every producer seen, for DescribeProducers."""
+        return list(self._producers.items())
 
     def check(self, headers: list[BatchHeader]) -> int | None:
         """Validate a partition's batches; the original first offset if they are a duplicate."""
@@ -124,4 +130,5 @@ class ProducerStateManager:
                         header.base_sequence, header.base_sequence + header.last_offset_delta, offset
                     )
                 )
+                entry.last_timestamp = header.max_timestamp
             offset += header.last_offset_delta + 1

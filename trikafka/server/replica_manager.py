@@ -1,8 +1,11 @@
 """ReplicaManager: the partitions this broker leads, and every topic operation on them.
 
 A single broker leads every partition with leader epoch 0 and is the whole ISR, so the high
-watermark is the log end offset and acks=all means acks=1. Topic metadata (ids, partition
-counts, config overrides) lives in the TopicStore; partition data in the LogManager's logs.
+watermark is the log end offset and acks=all means acks=1. In an in-process cluster the
+``placement`` (:mod:`trikafka.cluster`) places each new partition's replicas and bounds the
+replication factor by the live brokers, and the log manager it is given hands out each
+partition's leader's log. Topic metadata (ids, partition counts, config overrides) lives in
+the TopicStore; partition data in the LogManager's logs.
 
 Transactions: a transactional batch is appended only if the transaction coordinator says its
 partition is part of the producer's ongoing transaction (``transaction_verifier``, wired by
@@ -19,15 +22,17 @@ from pathlib import Path
 from typing import Any
 
 from trikafka.config import BrokerConfig
-from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
+from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError, RecordErrorsError
 from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
+from trikafka.protocol.batch_records import keyless_records
 from trikafka.protocol.compression import codec_id, recompress_batches
 from trikafka.protocol.records import build_control_batch, iter_batches
+from trikafka.server.cluster_view import ReplicaPlacement
 from trikafka.server.producer_state import ProducerIdManager, ProducerStateManager
 from trikafka.server.topic_config import format_value, resolve_topic_config, validate_topic_configs
 from trikafka.server.topics import TopicInfo, TopicStore, validate_topic_name
 
-__all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS"]
+__all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS", "check_assignment", "known_brokers"]
 
 log = logging.getLogger("trikafka.server")
 
@@ -58,6 +63,8 @@ class ReplicaManager:
         #: (transactional id, producer id, epoch, topic, partition) → raises KafkaProtocolError
         #: unless the partition is in that producer's ongoing transaction.
         self.transaction_verifier: Callable[[str | None, int, int, str, int], None] | None = None
+        #: Places new partitions' replicas (an in-process cluster); None: this broker alone.
+        self.placement: ReplicaPlacement | None = None
         for topic in self.topics:
             self._open_logs(topic, range(topic.partitions))
 
@@ -72,10 +79,12 @@ class ReplicaManager:
             {key: format_value(effective[key]) for key in TOPIC_CONFIG_KEYS if key in effective}
         )
 
-    def _open_logs(self, topic: TopicInfo, partitions: range) -> None:
-        config = self.log_config(topic)
-        for partition in partitions:
-            self.log_manager.get_or_create_log(topic.name, partition, config)
+    def _open_logs(
+        self, topic: TopicInfo, partitions: range, replication_factor: int = -1, assignment: Any = None
+    ) -> None:
+        if self.placement is not None:
+            self.placement.assign(topic.name, partitions, replication_factor, topic.is_internal, assignment)
+        self.log_manager.create_logs(topic.name, partitions, self.log_config(topic))  # all or none
 
     def prepare_records(self, topic: TopicInfo, records: bytes) -> bytearray:
         """The batches to append, in a buffer the log may patch in place.
@@ -101,11 +110,12 @@ class ReplicaManager:
                 f"Number of partitions was set to an invalid non-positive value: {num_partitions}.",
                 ErrorCode.invalid_partitions,
             )
-        if replication_factor not in (-1, 1):
+        factor = self.config.default_replication_factor if replication_factor == -1 else replication_factor
+        available = self.placement.live_brokers() if self.placement is not None else 1
+        if not 1 <= factor <= available:
             raise KafkaProtocolError(
-                f"Replication factor {replication_factor} is larger than the number of "
-                "available brokers (1)."
-                if replication_factor > 1
+                f"Replication factor: {factor} larger than available brokers: {available}."
+                if factor > 1
                 else f"Replication factor must be larger than 0, or -1 to use the default value: {replication_factor}.",
                 ErrorCode.invalid_replication_factor,
             )
@@ -124,6 +134,7 @@ class ReplicaManager:
         *,
         validate_only: bool = False,
         is_internal: bool = False,
+        assignment: list[tuple[int, ...]] | None = None,
     ) -> TopicInfo:
         if is_internal:
             partitions, typed = num_partitions, validate_topic_configs(configs or {})
@@ -132,7 +143,7 @@ class ReplicaManager:
         topic = TopicInfo(name, uuid.uuid4(), partitions, typed, is_internal)
         if validate_only:
             return topic
-        self._open_logs(topic, range(partitions))
+        self._open_logs(topic, range(partitions), replication_factor, assignment)
         self.topics.add(topic)
         log.info("created topic %s with %d partition(s), id %s", name, partitions, topic.topic_id)
         return topic
@@ -162,7 +173,9 @@ class ReplicaManager:
         log.info("deleted topic %s", name)
         return topic
 
-    def create_partitions(self, name: str, count: int, *, validate_only: bool = False) -> None:
+    def create_partitions(
+        self, name: str, count: int, *, validate_only: bool = False, assignment: list[list[int]] | None = None
+    ) -> None:
         topic = self.topics.get(name)
         if topic is None:
             raise unknown_topic(name)
@@ -175,9 +188,19 @@ class ReplicaManager:
             )
         if count > MAX_PARTITIONS:
             raise KafkaProtocolError(f"{count} partitions is too many", ErrorCode.invalid_partitions)
+        checked = None
+        if assignment is not None:
+            if len(assignment) != count - topic.partitions:
+                raise KafkaProtocolError(
+                    f"Increasing the number of partitions by {count - topic.partitions} but "
+                    f"{len(assignment)} assignments provided.",
+                    ErrorCode.invalid_replica_assignment,
+                )
+            factor = self.placement.replication_factor(name) if self.placement is not None else 1
+            checked = check_assignment(assignment, known_brokers(self), factor)
         if validate_only:
             return
-        self._open_logs(topic, range(topic.partitions, count))
+        self._open_logs(topic, range(topic.partitions, count), -1, checked)
         topic.partitions = count
         self.topics.save()
 
@@ -216,9 +239,11 @@ class ReplicaManager:
         """
         partition_log = self.get_log(topic.name, partition)
         data = self.prepare_records(topic, records)
-        # Headers only: Log.append validates every record, once (a second walk here had
-        # doubled the cost of a 100-byte produce).
-        headers = list(iter_batches(data, validate_records=False))
+        # Validated once, here (CRC, header, every record): Kafka's order too (LogValidator
+        # before the producer-state checks); Log.append takes the headers as they are.
+        headers = list(iter_batches(data))
+        if partition_log.config.compact_enabled:
+            self._check_keys(data, headers, f"{topic.name}-{partition}")
         state = self._producer_states.setdefault((topic.name, partition), ProducerStateManager())
         duplicate_of = state.check(headers)
         if duplicate_of is not None:
@@ -229,12 +254,30 @@ class ReplicaManager:
             if header.attributes & 0x30:
                 self._check_transactional(header, transactional_id, topic.name, partition)
         info = partition_log.append(
-            data, leader_epoch=LEADER_EPOCH, log_append_time_ms=now_ms, flush_inline=False
+            data,
+            leader_epoch=LEADER_EPOCH,
+            log_append_time_ms=now_ms,
+            flush_inline=False,
+            validated=headers,
         )
         state.update(headers, info.first_offset)
         if partition_log.flush_messages_due:
             await self.log_manager.flush_log(partition_log)
         return info
+
+    @staticmethod
+    def _check_keys(data: bytearray, headers: list, partition: str) -> None:
+        """A compacted topic keeps the last record per key: a record without one has no
+        place in it and is refused (Kafka's LogValidator), each listed in record_errors."""
+        keyless = keyless_records(data, headers)
+        if keyless:
+            why = f"Compacted topic cannot accept message without key in topic partition {partition}."
+            errors = [(index, why) for index in keyless]
+            raise RecordErrorsError(
+                f"{len(errors)} record(s) refused, the first {min(3, len(errors))}: "
+                + ", ".join(f"record {i}: {m}" for i, m in errors[:3]),
+                errors,
+            )
 
     def _check_transactional(self, header: Any, transactional_id: str | None, topic: str, partition: int) -> None:
         if header.is_control:
@@ -268,8 +311,10 @@ class ReplicaManager:
                 producer_id, producer_epoch, commit=commit, coordinator_epoch=coordinator_epoch, timestamp_ms=now_ms
             )
         )
-        headers = list(iter_batches(batch, validate_records=False))
-        info_ = partition_log.append(batch, leader_epoch=LEADER_EPOCH, log_append_time_ms=now_ms, flush_inline=False)
+        headers = list(iter_batches(batch))
+        info_ = partition_log.append(
+            batch, leader_epoch=LEADER_EPOCH, log_append_time_ms=now_ms, flush_inline=False, validated=headers
+        )
         state = self._producer_states.setdefault((topic, partition), ProducerStateManager())
         state.update(headers, info_.first_offset)
         if partition_log.flush_messages_due:
@@ -286,6 +331,11 @@ class ReplicaManager:
 
     # --- partitions ----------------------------------------------------------------------
 
+    def producer_states(self, topic: str, partition: int) -> list[tuple[int, Any]]:
+        """The producers a partition has seen since start (DescribeProducers)."""
+        state = self._producer_states.get((topic, partition))
+        return state.producers() if state is not None else []
+
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         return self.topics.by_id(topic_id)
 
@@ -297,3 +347,41 @@ class ReplicaManager:
         if partition_log is None:  # listed but not open: a bug, not the client's fault
             raise RuntimeError(f"no log for {topic}-{partition}")
         return partition_log
+
+
+def known_brokers(replicas: ReplicaManager) -> tuple[int, ...]:
+    """The broker ids a manual assignment may name: the cluster's, or this broker alone."""
+    placement = replicas.placement
+    return placement.broker_ids() if placement is not None else (replicas.config.node_id,)
+
+
+def check_assignment(
+    assignment: list[list[int]], known: tuple[int, ...], factor: int | None = None
+) -> list[tuple[int, ...]]:
+    """Every partition names the same number (``factor``, else the first's) of distinct
+    brokers, all of them ``known``; INVALID_REPLICA_ASSIGNMENT with Kafka's words if not."""
+    checked = []
+    for replicas in assignment:
+        if not replicas:
+            raise KafkaProtocolError(
+                "The manual partition assignment includes an empty replica list.", ErrorCode.invalid_replica_assignment
+            )
+        for broker in replicas:
+            if broker not in known:
+                raise KafkaProtocolError(
+                    f"The manual partition assignment includes broker {broker}, but no such broker is registered.",
+                    ErrorCode.invalid_replica_assignment,
+                )
+            if list(replicas).count(broker) > 1:
+                raise KafkaProtocolError(
+                    f"The manual partition assignment includes the broker {broker} more than once.",
+                    ErrorCode.invalid_replica_assignment,
+                )
+        checked.append(tuple(replicas))
+    factor = len(checked[0]) if factor is None and checked else factor
+    if any(len(r) != factor for r in checked):
+        raise KafkaProtocolError(
+            f"All partitions in the manual partition assignment must have {factor} replicas.",
+            ErrorCode.invalid_replica_assignment,
+        )
+    return checked

@@ -2,8 +2,10 @@
 
 Every handler runs ``KafkaApis.handle`` to completion for one request at a time; work that
 must wait for something outside the request (a long-poll fetch, a forming group) goes to the
-Purgatory instead of holding a handler. The pool ends when the request channel is closed and
-drained — Kafka's shutdown pill, without the pill.
+Purgatory instead of holding a handler. Left alone, the pool ends when the request channel
+is closed and drained — Kafka's shutdown pill, without the pill; at broker shutdown it is
+cancelled instead, once every connection is closed (see ``broker.py``: what is still queued
+then has no one to answer).
 """
 
 from __future__ import annotations

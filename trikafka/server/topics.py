@@ -52,6 +52,11 @@ def _collision_key(name: str) -> str:
     return name.replace(".", "_")
 
 
+def _json_value(instance: Any, field: Any, value: Any) -> Any:
+    """``attrs.asdict`` hook: topic ids are written as strings (tuples become lists anyway)."""
+    return str(value) if isinstance(value, uuid.UUID) else value
+
+
 @attrs.define
 class TopicInfo:
     name: str
@@ -59,15 +64,6 @@ class TopicInfo:
     partitions: int
     configs: dict[str, Any] = attrs.Factory(dict)  # typed topic-level overrides
     is_internal: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "topic_id": str(self.topic_id),
-            "partitions": self.partitions,
-            "configs": {k: list(v) if isinstance(v, tuple) else v for k, v in self.configs.items()},
-            "is_internal": self.is_internal,
-        }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TopicInfo:
@@ -137,7 +133,7 @@ class TopicStore:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        data = json.dumps({"version": 1, "topics": [t.to_json() for t in self]}, indent=1)
+        data = json.dumps({"version": 1, "topics": [attrs.asdict(t, value_serializer=_json_value) for t in self]}, indent=1)
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(data)
             handle.flush()

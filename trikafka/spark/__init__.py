@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from trikafka.spark.client import KafkaClientError, KafkaProduceError
+    from trikafka.spark.datasource import KafkaDataSource
     from trikafka.spark.offsets import KafkaDataLossError
     from trikafka.spark.options import KafkaOptionError
+    from trikafka.spark.schema import kafka_schema
     from trikafka.spark.session import configure_environment, register, spark_session
-    from trikafka.spark.source import KafkaDataSource, kafka_schema
 
 __all__ = [
     "KafkaClientError",
@@ -49,8 +50,8 @@ _HOMES = {
     "configure_environment": "trikafka.spark.session",
     "register": "trikafka.spark.session",
     "spark_session": "trikafka.spark.session",
-    "KafkaDataSource": "trikafka.spark.source",
-    "kafka_schema": "trikafka.spark.source",
+    "KafkaDataSource": "trikafka.spark.datasource",
+    "kafka_schema": "trikafka.spark.schema",
 }
 
 

@@ -102,7 +102,7 @@ def _local_cores(master: str) -> int | None:
 
 def register(spark: SparkSession) -> None:
     """Register ``format("trikafka")`` with ``spark``."""
-    from trikafka.spark.source import KafkaDataSource
+    from trikafka.spark.datasource import KafkaDataSource
 
     spark.dataSource.register(KafkaDataSource)
 

@@ -31,7 +31,7 @@ from pyspark.sql.types import BinaryType, DataType, IntegerType, StringType, Str
 
 from trikafka.spark.client import KafkaProduceError, KafkaWriter, load_clients
 from trikafka.spark.options import KafkaOptionError, SinkOptions
-from trikafka.spark.source import HEADERS_TYPE
+from trikafka.spark.schema import HEADERS_TYPE
 
 __all__ = ["KafkaBatchWriter", "KafkaCommitMessage", "KafkaStreamWriter", "WritePlan"]
 

@@ -24,35 +24,17 @@ from __future__ import annotations
 
 import functools
 import logging
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import attrs
 import pyarrow as pa
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceReader,
-    DataSourceStreamReader,
-    DataSourceStreamWriter,
-    DataSourceWriter,
-    InputPartition,
-)
+from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
     SupportsTriggerAvailableNow,
-)
-from pyspark.sql.types import (
-    ArrayType,
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
 )
 
 from trikafka.spark.client import KafkaAdmin, OffsetOutOfRangeError, RecordChunk, load_clients
@@ -68,15 +50,14 @@ from trikafka.spark.offsets import (
     resume_after_out_of_range,
     split_ranges,
 )
-from trikafka.spark.options import KafkaOptionError, SinkOptions, SourceOptions
+from trikafka.spark.options import KafkaOptionError, SourceOptions
+from trikafka.spark.schema import kafka_schema
 
 __all__ = [
     "KafkaBatchReader",
-    "KafkaDataSource",
     "KafkaInputPartition",
     "KafkaStreamReader",
     "ReadSettings",
-    "kafka_schema",
     "read_partition",
 ]
 
@@ -86,27 +67,6 @@ log = logging.getLogger(__name__)
 MAX_RECORDS_PER_BATCH = 10_000
 #: Attempts to resume a range after Kafka answers "offset out of range" before giving up.
 MAX_RESUMES = 5
-
-HEADERS_TYPE = ArrayType(
-    StructType([StructField("key", StringType()), StructField("value", BinaryType())])
-)
-
-
-def kafka_schema(include_headers: bool = False) -> StructType:
-    """The fixed schema of Spark's Kafka source (``headers`` with ``includeHeaders``)."""
-    fields = [
-        StructField("key", BinaryType()),
-        StructField("value", BinaryType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("timestamp", TimestampType()),
-        StructField("timestampType", IntegerType()),
-    ]
-    if include_headers:
-        fields.append(StructField("headers", HEADERS_TYPE))
-    return StructType(fields)
-
 
 @functools.cache
 def _arrow_schema(include_headers: bool) -> pa.Schema:
@@ -224,52 +184,6 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
             )
             if warning:
                 log.warning("%s", warning)
-
-
-# --- the data source --------------------------------------------------------------------------
-
-
-class KafkaDataSource(DataSource):
-    """``format("trikafka")``: Spark's Kafka source and sink, spoken by a Python client."""
-
-    @classmethod
-    def name(cls) -> str:
-        return "trikafka"
-
-    def schema(self) -> StructType:
-        include = str(self.options.get("includeHeaders", "false")).strip().lower() == "true"
-        return kafka_schema(include)
-
-    def _source_options(self, schema: StructType, *, streaming: bool) -> SourceOptions:
-        options = SourceOptions.parse(self.options, streaming=streaming)
-        if schema != kafka_schema(options.include_headers):
-            raise KafkaOptionError(
-                "Kafka source has a fixed schema and cannot be set with a custom one "
-                f"(expected {kafka_schema(options.include_headers).simpleString()}, "
-                f"got {schema.simpleString()})"
-            )
-        return options
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        options = self._source_options(schema, streaming=False)
-        prefix = self.options.get("groupIdPrefix") or "spark-kafka-relation"
-        return KafkaBatchReader(options, f"{prefix}-{uuid.uuid4()}")
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        options = self._source_options(schema, streaming=True)
-        return KafkaStreamReader(options, f"{options.group_id_prefix}-{uuid.uuid4()}-executor")
-
-    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        from trikafka.spark.sink import KafkaBatchWriter, WritePlan
-
-        options = SinkOptions.parse(self.options)
-        return KafkaBatchWriter(options, WritePlan.of(schema, options))
-
-    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-        from trikafka.spark.sink import KafkaStreamWriter, WritePlan
-
-        options = SinkOptions.parse(self.options)
-        return KafkaStreamWriter(options, WritePlan.of(schema, options))
 
 
 class _Planner:

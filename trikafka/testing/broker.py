@@ -9,7 +9,7 @@ from typing import Any
 import trio
 
 from trikafka.broker import Broker, open_broker
-from trikafka.client.connection import KafkaConnection, open_connection
+from trikafka.client import KafkaConnection, open_connection
 from trikafka.config import BrokerConfig
 from trikafka.testing.memory import MemoryListener, MemoryStream
 
@@ -24,6 +24,21 @@ class TestBroker:
     def __init__(self, broker: Broker, listener: MemoryListener) -> None:
         self.broker = broker
         self.listener = listener
+
+    @property
+    def faults(self) -> Any:
+        """The broker's injected faults and request recorder (``trikafka.server.faults``)."""
+        return self.broker.faults
+
+    def recorded(self, api: str | int | None = None, *, client_id: str | None = None) -> list[Any]:
+        """Requests received while recording, in order (the fixture records from the start)."""
+        return self.broker.faults.recorder.requests(api, client_id=client_id)
+
+    def __getattr__(self, name: str) -> Any:
+        """``wait_for_*`` and the state readers of the broker (``AwaitableState``)."""
+        if name.startswith("wait_for_") or name in ("committed", "transaction_state", "group_snapshot", "partition_log"):
+            return getattr(self.broker, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     async def connect(self, client_host: str = "127.0.0.1") -> MemoryStream:
         """A raw client stream, for tests that write bytes themselves."""

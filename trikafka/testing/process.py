@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,8 +27,10 @@ STOP_TIMEOUT = 20
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 # The banner line, not the log line: rich's log handler puts time and level in front.
-_BANNER = re.compile(r"^\s+listening on PLAINTEXT://([\d.]+):(\d+)\s*$")
+_BANNER = re.compile(r"^\s+listening on ([A-Za-z0-9_-]+)://([\d.]+):(\d+)\s*$")
+_BANNER_END = re.compile(r"^\s+data: ")  # printed after the last listener
 _CLUSTER = re.compile(r"broker \d+ ready \S+ cluster (\S+)")
+_CONTROL = re.compile(r"^\s+control on (http://[\d.]+:\d+)\s*$")
 
 
 class BrokerProcessError(RuntimeError):
@@ -36,8 +38,17 @@ class BrokerProcessError(RuntimeError):
 
 
 class BrokerProcess:
-    def __init__(self, *extra_args: str, cwd: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        *extra_args: str,
+        cwd: str | Path | None = None,
+        preexec_fn: Callable[[], object] | None = None,
+    ) -> None:
         env = dict(os.environ, COLUMNS="300", PYTHONUNBUFFERED="1", NO_COLOR="1")
+        # The child runs the trikafka this process imported (a checkout, not whatever an
+        # editable install elsewhere points at), whatever its working directory.
+        here = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
         env.pop("FORCE_COLOR", None)
         self.args = [
             sys.executable,
@@ -54,19 +65,23 @@ class BrokerProcess:
             stderr=subprocess.STDOUT,
             cwd=cwd,
             env=env,
+            preexec_fn=preexec_fn,  # e.g. a low RLIMIT_NOFILE for resilience tests
         )
         self.host: str | None = None
         self.port: int | None = None
         self.cluster_id: str | None = None
+        self.control_url: str | None = None  # with --control-listener
+        #: listener name → (host, port), every listener of the banner (SSL, SASL_SSL, …).
+        self.endpoints: dict[str, tuple[str, int]] = {}
         self._lines: list[str] = []
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
         self._ready = threading.Event()
         self._reader = threading.Thread(target=self._drain, name="broker-output", daemon=True)
         self._reader.start()
 
     @property
     def address(self) -> str:
-        """``host:port`` of the PLAINTEXT listener (a bootstrap server)."""
+        """``host:port`` of the PLAINTEXT listener (else the first one): a bootstrap server."""
         if self.port is None:
             raise BrokerProcessError("the broker is not ready")
         return f"{self.host}:{self.port}"
@@ -79,17 +94,42 @@ class BrokerProcess:
             line = _ANSI.sub("", raw.decode("utf-8", "replace")).rstrip()
             with self._lock:
                 self._lines.append(line)
+                self._lock.notify_all()
             if self.cluster_id is None and (match := _CLUSTER.search(line)):
                 self.cluster_id = match.group(1)
-            if self.port is None and (match := _BANNER.match(line)):
-                self.host, self.port = match.group(1), int(match.group(2))
+            if self.control_url is None and (match := _CONTROL.match(line)):
+                self.control_url = match.group(1)
+            if match := _BANNER.match(line):
+                name, host, port = match.group(1), match.group(2), int(match.group(3))
+                self.endpoints.setdefault(name, (host, port))
+                if self.port is None and name == "PLAINTEXT":
+                    self.host, self.port = host, port
+            if self.endpoints and not self._ready.is_set() and _BANNER_END.match(line):
+                if self.port is None:  # no PLAINTEXT listener: the first one
+                    self.host, self.port = next(iter(self.endpoints.values()))
                 self._ready.set()
         self._ready.set()  # wake a waiter: the process ended before (or after) the banner
+        with self._lock:
+            self._lock.notify_all()
 
     @property
     def output(self) -> str:
         with self._lock:
             return "\n".join(self._lines)
+
+    def wait_for_output(self, text: str, timeout: float = READY_TIMEOUT) -> str:
+        """Block until a line containing ``text`` was printed; return that line."""
+
+        def found() -> str | None:
+            return next((line for line in self._lines if text in line), None)
+
+        with self._lock:
+            if not self._lock.wait_for(lambda: found() or self.process.poll() is not None, timeout):
+                raise BrokerProcessError(f"no {text!r} within {timeout} s; output:\n{self.output}")
+            line = found()
+        if line is None:
+            raise BrokerProcessError(f"exited before printing {text!r}; output:\n{self.output}")
+        return line
 
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> BrokerProcess:
         if not self._ready.wait(timeout):
@@ -125,9 +165,13 @@ class BrokerProcess:
 
 
 @contextmanager
-def broker_process(*extra_args: str, cwd: str | Path | None = None) -> Iterator[BrokerProcess]:
+def broker_process(
+    *extra_args: str,
+    cwd: str | Path | None = None,
+    preexec_fn: Callable[[], object] | None = None,
+) -> Iterator[BrokerProcess]:
     """A ready broker process for the block; stopped (or killed) on exit."""
-    broker = BrokerProcess(*extra_args, cwd=cwd)
+    broker = BrokerProcess(*extra_args, cwd=cwd, preexec_fn=preexec_fn)
     try:
         broker.wait_ready()
         yield broker

@@ -20,7 +20,9 @@ from trikafka.config import BrokerConfig
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.protocol.registry import ApiKey
+from trikafka.security.config import SECURITY_KEYS, SENSITIVE
+from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 from trikafka.server.topic_config import (
     TOPIC_CONFIGS,
     format_value,
@@ -30,7 +32,6 @@ from trikafka.server.topic_config import (
 
 __all__ = ["ConfigApis", "ClusterApis", "topic_config_entries", "ConfigSource", "ResourceType"]
 
-DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, DESCRIBE_CLUSTER = 32, 33, 44, 60
 
 
 class ConfigSource:
@@ -94,7 +95,7 @@ def topic_config_entries(replicas: Any, topic: Any, keys: Any = None) -> list[di
                 "is_sensitive": False,
                 "synonyms": synonyms,
                 "config_type": _CONFIG_TYPE.get(definition.kind, 0),
-                "documentation": None,
+                "documentation": definition.doc,
                 "is_default": source == ConfigSource.DEFAULT_CONFIG,
             }
         )
@@ -106,6 +107,9 @@ def broker_config_entries(replicas: Any, keys: Any = None) -> list[dict[str, Any
     entries = []
     for field in attrs.fields(BrokerConfig):
         key = field.metadata["key"]
+        if field.name == "security":  # one field, many keys: listed below
+            entries.extend(_security_entries(replicas, props, keys))
+            continue
         if keys is not None and key not in keys:
             continue
         source = _broker_source(replicas, key)
@@ -125,18 +129,29 @@ def broker_config_entries(replicas: Any, keys: Any = None) -> list[dict[str, Any
     return entries
 
 
-class ConfigApis(ApiFamily):
-    def handlers(self) -> dict[int, Any]:
-        return {
-            DESCRIBE_CONFIGS: self.handle_describe_configs_request,
-            ALTER_CONFIGS: self.handle_alter_configs_request,
-            INCREMENTAL_ALTER_CONFIGS: self.handle_incremental_alter_configs_request,
-        }
+def _security_entries(replicas: Any, props: dict[str, str], keys: Any) -> list[dict[str, Any]]:
+    """The ssl.*/sasl.* keys (trikafka.security.config); secrets sensitive, without a value."""
+    entries = []
+    for key, (_, _, doc) in SECURITY_KEYS.items():
+        if keys is not None and key not in keys:
+            continue
+        source = _broker_source(replicas, key)
+        sensitive = key in SENSITIVE
+        value = None if sensitive or props[key] == "" else props[key]
+        entries.append({
+            "name": key, "value": value, "read_only": True, "config_source": source,
+            "is_sensitive": sensitive, "synonyms": [{"name": key, "value": value, "source": source}],
+            "config_type": 0, "documentation": doc, "is_default": source == ConfigSource.DEFAULT_CONFIG,
+        })
+    return entries
 
+
+class ConfigApis(ApiFamily):
     def _check_broker_name(self, name: str) -> None:
         if name not in ("", str(self.context.config.node_id)):
             raise KafkaProtocolError(f"Unexpected broker id, expected {self.context.config.node_id} but received {name}", ErrorCode.invalid_request)
 
+    @handles(ApiKey.DESCRIBE_CONFIGS)
     async def handle_describe_configs_request(self, request: Request) -> Any:
         body = request.body
         results = []
@@ -149,7 +164,7 @@ class ConfigApis(ApiFamily):
                 "resource_name": resource.resource_name,
                 "configs": [],
             }
-            try:
+            with errors_into(result, message=True):
                 if resource.resource_type == ResourceType.TOPIC:
                     topic = self.replicas.topics.get(resource.resource_name)
                     if topic is None:
@@ -167,9 +182,6 @@ class ConfigApis(ApiFamily):
                     for entry in entries:
                         entry["documentation"] = None
                 result["configs"] = entries
-            except KafkaProtocolError as exc:
-                result["error_code"] = exc.error_code
-                result["error_message"] = str(exc)
             results.append(result)
         return Answer(throttle_time=0, results=results)
 
@@ -203,29 +215,27 @@ class ConfigApis(ApiFamily):
             return {k: format_value(v) for k, v in topic.configs.items()}
         return dict(self.replicas.dynamic_broker_configs)
 
+    @handles(ApiKey.ALTER_CONFIGS)
     async def handle_alter_configs_request(self, request: Request) -> Any:
         responses = []
         for resource in request.body.resources:
             response = self._resource_response(resource)
-            try:
+            with errors_into(response, message=True):
                 self._current(resource)  # existence check
                 self._alter(resource, {c.name: c.value for c in resource.configs}, request.body.validate_only)
-            except KafkaProtocolError as exc:
-                response.update(error_code=exc.error_code, error_message=str(exc))
             responses.append(response)
         return Answer(throttle_time=0, responses=responses)
 
+    @handles(ApiKey.INCREMENTAL_ALTER_CONFIGS)
     async def handle_incremental_alter_configs_request(self, request: Request) -> Any:
         responses = []
         for resource in request.body.resources:
             response = self._resource_response(resource)
-            try:
+            with errors_into(response, message=True):
                 overrides = self._current(resource)
                 for change in resource.configs:
                     self._apply_op(resource, overrides, change)
                 self._alter(resource, overrides, request.body.validate_only)
-            except KafkaProtocolError as exc:
-                response.update(error_code=exc.error_code, error_message=str(exc))
             responses.append(response)
         return Answer(throttle_time=0, responses=responses)
 
@@ -268,9 +278,7 @@ class ConfigApis(ApiFamily):
 class ClusterApis(ApiFamily):
     """DescribeCluster: what Admin clients use in place of Metadata for the broker list."""
 
-    def handlers(self) -> dict[int, Any]:
-        return {DESCRIBE_CLUSTER: self.handle_describe_cluster_request}
-
+    @handles(ApiKey.DESCRIBE_CLUSTER)
     async def handle_describe_cluster_request(self, request: Request) -> Any:
         cache = self.context.metadata_cache
         endpoint_type = getattr(request.body, "endpoint_type", 1)

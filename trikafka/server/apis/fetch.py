@@ -18,33 +18,48 @@ last stable offset, waits on the LSO in a long poll, and gets the aborted transa
 overlap the returned range — ``(producer id, first offset)`` — so the client can drop their
 records; ``last_stable_offset`` is the LSO either way.
 
-Fetch sessions (KIP-227): every answer is a full response with session id 0, which tells the
-client to keep sending full requests; incremental sessions are not implemented.
+Leadership: a partition this broker does not lead is NOT_LEADER_OR_FOLLOWER (with the
+current leader from v12), a stale or future ``current_leader_epoch`` FENCED_LEADER_EPOCH or
+UNKNOWN_LEADER_EPOCH, answered at once like any error (see server/cluster_view.py). A long
+poll also wakes when the cluster's leadership changes, and re-plans: a partition whose
+leader moved away ends the wait with its error, as Kafka's DelayedFetch does.
+
+Fetch sessions (KIP-227): the request's session fields pick a context from the family's
+:class:`~trikafka.server.fetch_sessions.FetchManager` — sessionless, full (which may open a
+session) or incremental (which reads every partition of the session and answers only those
+with news). The rules live in ``server/fetch_sessions.py``; this module reads what the context
+says and passes it the answers.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import struct
 from typing import Any
 
 import attrs
 import trio
 import trio_util
 
-from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.protocol.records import next_offset_after
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.cluster_view import cluster_view, leader_endpoints, leader_epoch_error
+from trikafka.server.fetch_sessions import (
+    FINAL_EPOCH,
+    FetchContext,
+    FetchManager,
+    FetchSessionCache,
+    PartitionRequest,
+)
+from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily, errors_into, handles
 
 __all__ = ["FetchApis"]
 
 log = logging.getLogger("trikafka.server")
 
-FETCH_KEY = 1
 READ_COMMITTED = 1
-_BATCH_START = struct.Struct(">qi")  # baseOffset, batchLength
-_LAST_OFFSET_DELTA = struct.Struct(">i")
 
 
 @attrs.define
@@ -55,31 +70,76 @@ class _Wanted:
     max_bytes: int
     log: Any = None
     error: ErrorCode = ErrorCode.none
+    current_leader: dict[str, int] | None = None
 
 
 class FetchApis(ApiFamily):
-    def handlers(self) -> dict[int, Any]:
-        return {FETCH_KEY: self.handle_fetch_request}
+    def __init__(self, context: ApiContext) -> None:
+        super().__init__(context)
+        self.sessions = FetchManager(
+            FetchSessionCache(context.config.max_incremental_fetch_session_cache_slots), context.now_ms
+        )
 
-    def _plan(self, request: Request) -> list[_Wanted]:
+    def _fetch_context(self, request: Request) -> FetchContext:
+        """The request's partitions and session fields → its context (KIP-227)."""
+        body = request.body
         by_id = request.api_version >= 13
+        partitions = [
+            PartitionRequest(
+                topic.topic_id if by_id else topic.topic,
+                p.partition,
+                p.fetch_offset,
+                p.partition_max_bytes,
+                getattr(p, "log_start_offset", -1),
+                getattr(p, "current_leader_epoch", -1),
+                getattr(p, "last_fetched_epoch", -1),
+            )
+            for topic in body.topics
+            for p in topic.partitions
+        ]
+        if request.api_version < 7:  # no session fields: always sessionless
+            return FetchContext(partitions)
+        forgotten = [
+            (t.topic_id if by_id else t.topic, p)
+            for t in body.forgotten_topics_data or ()
+            for p in t.partitions
+        ]
+        state = getattr(body, "replica_state", None)
+        replica_id = state.replica_id if state is not None else getattr(body, "replica_id", -1)
+        return self.sessions.new_context(
+            body.session_id,
+            body.session_epoch if body.session_epoch is not None else FINAL_EPOCH,
+            partitions,
+            forgotten,
+            privileged=replica_id >= 0,
+            uses_topic_ids=by_id,
+        )
+
+    def _plan(self, request: Request, context: FetchContext) -> list[_Wanted]:
+        by_id = request.api_version >= 13
+        view = cluster_view(self.context)
+        me = self.context.config.node_id
         wanted: list[_Wanted] = []
-        for topic in request.body.topics:
+        for p in context.partitions:
             if by_id:
-                key = topic.topic_id
-                info = self.replicas.topic_by_id(key)
+                info = self.replicas.topic_by_id(p.topic)
                 unknown = ErrorCode.unknown_topic_id
             else:
-                key = topic.topic
-                info = self.replicas.topics.get(key)
+                info = self.replicas.topics.get(p.topic)
                 unknown = ErrorCode.unknown_topic_or_partition
-            for p in topic.partitions:
-                item = _Wanted(key, p.partition, p.fetch_offset, p.partition_max_bytes)
-                if info is None or not 0 <= p.partition < info.partitions:
-                    item.error = unknown
-                else:
-                    item.log = self.replicas.get_log(info.name, p.partition)
-                wanted.append(item)
+            item = _Wanted(p.topic, p.partition, p.fetch_offset, p.max_bytes)
+            lead = None if info is None else view.leadership(info.name, p.partition)
+            if info is None or not 0 <= p.partition < info.partitions:
+                item.error = unknown
+            elif epoch_error := leader_epoch_error(p.current_leader_epoch, lead):
+                item.error = epoch_error
+            elif lead.leader != me:
+                item.error = ErrorCode.not_leader_or_follower
+                if request.api_version >= 12:
+                    item.current_leader = {"leader_id": lead.leader, "leader_epoch": lead.leader_epoch}
+            else:
+                item.log = self.replicas.get_log(info.name, p.partition)
+            wanted.append(item)
         return wanted
 
     def _read(
@@ -92,6 +152,8 @@ class FetchApis(ApiFamily):
         for item in wanted:
             result = _no_data(item.key, item.partition, item.error)
             if item.log is None:
+                if item.current_leader is not None:
+                    result["current_leader"] = item.current_leader
                 errors = True
                 results.append(result)
                 continue
@@ -110,13 +172,14 @@ class FetchApis(ApiFamily):
             if committed:
                 result["aborted_transactions"] = []
             budget = min(item.max_bytes, max_bytes - total)
-            try:
+            with errors_into(result) as outcome:
+                # File logs answer with file slices (sent with sendfile, or in bounded
+                # blocks): a slow reader holds no copy of the log.
                 data = partition_log.read(
                     item.fetch_offset, max(budget, 0), min_one_batch=total == 0,
-                    max_offset=lso if committed else None,
+                    max_offset=lso if committed else None, file_slices=True,
                 ) if budget > 0 or total == 0 else None
-            except KafkaProtocolError as exc:
-                result["error_code"] = exc.error_code
+            if outcome.failed:
                 errors = True
             else:
                 if data is not None and data.chunks:
@@ -129,13 +192,16 @@ class FetchApis(ApiFamily):
                         result["aborted_transactions"] = [
                             {"producer_id": txn.producer_id, "first_offset": txn.first_offset}
                             for txn in partition_log.aborted_transactions(
-                                item.fetch_offset, _next_offset(data.records)
+                                item.fetch_offset, next_offset_after(data.records)
                             )
                         ]
             results.append(result)
         return results, total, errors
 
-    def _response(self, request: Request, results: list[dict[str, Any]]) -> Any:
+    def _response(self, request: Request, results: list[dict[str, Any]], context: FetchContext | None = None) -> Any:
+        error, session_id = ErrorCode.none, 0
+        if context is not None:
+            error, session_id, results = context.respond(results)
         by_id = request.api_version >= 13
         topics: list[dict[str, Any]] = []
         index: dict[Any, dict[str, Any]] = {}
@@ -147,37 +213,59 @@ class FetchApis(ApiFamily):
                 index[key] = entry
                 topics.append(entry)
             entry["partitions"].append(result)
+        leaders = [r["current_leader"]["leader_id"] for r in results if "current_leader" in r]
+        if leaders and request.api_version >= 16:  # KIP-951: where the new leaders are
+            return Answer(
+                throttle_time=0,
+                error_code=error,
+                session_id=session_id,
+                responses=topics,
+                node_endpoints=leader_endpoints(cluster_view(self.context), leaders, request.listener_name),
+            )
         return Answer(
             throttle_time=0,
-            error_code=ErrorCode.none,
-            session_id=0,
+            error_code=error,
+            session_id=session_id,
             responses=topics,
         )
 
+    @handles(ApiKey.FETCH)
     async def handle_fetch_request(self, request: Request) -> Any:
         body = request.body
-        wanted = self._plan(request)
+        context = self._fetch_context(request)
+        wanted = self._plan(request, context)
         committed = getattr(body, "isolation_level", 0) == READ_COMMITTED
         results, total, errors = self._read(wanted, body.max_bytes, committed)
         max_wait = body.max_wait.total_seconds()
         if max_wait <= 0 or total >= body.min_bytes or errors or not wanted:
-            return self._response(request, results)
+            return self._response(request, results, context)
         deadline = trio.current_time() + max_wait
         # The watermarks this read saw, not those when the purgatory task first runs: a
         # produce landing in between must wake the fetch, not be slept through.
         # read_committed waits for the last stable offset: data below it is all it may read.
         seen = [(_end_of(item.log, committed), _end_of(item.log, committed).value) for item in wanted if item.log is not None]
+        changes = cluster_view(self.context).changes  # leadership moving (a cluster) ends the wait
+        if changes is not None:
+            seen.append((changes, changes.value))
         self.context.purgatory.delay(
-            self._delayed_fetch, request, wanted, deadline, seen, committed, name=f"DelayedFetch:{request.connection_id}"
+            self._delayed_fetch, request, context, wanted, deadline, seen, committed,
+            name=f"DelayedFetch:{request.connection_id}",
         )
         return None
 
     async def _delayed_fetch(
-        self, request: Request, wanted: list[_Wanted], deadline: float, seen: list[tuple[Any, int]], committed: bool
+        self,
+        request: Request,
+        context: FetchContext,
+        wanted: list[_Wanted],
+        deadline: float,
+        seen: list[tuple[Any, int]],
+        committed: bool,
     ) -> None:
         body = request.body
+        changes = cluster_view(self.context).changes  # last in ``seen`` when there is one
         try:
-            with trio.move_on_at(deadline):
+            with self.context.purgatory.wait_until(deadline):  # a stop ends it early too
                 while True:
                     await trio_util.wait_any(
                         *(
@@ -185,12 +273,14 @@ class FetchApis(ApiFamily):
                             for end, value in seen
                         )
                     )
+                    if changes is not None and changes.value != seen[-1][1]:
+                        wanted = self._plan(request, context)  # Kafka's DelayedFetch case A: leadership moved
                     _, total, errors = self._read(wanted, body.max_bytes, committed)
                     if total >= body.min_bytes or errors:
                         break
                     seen = [(end, end.value) for end, _ in seen]
             results, _, _ = self._read(wanted, body.max_bytes, committed)
-            response = self._response(request, results)
+            response = self._response(request, results, context)
         except Exception:
             log.exception("delayed fetch for %s failed", request.connection_id)
             response = self._response(
@@ -230,14 +320,3 @@ def _grew(seen: int, value: int) -> bool:
 def _end_of(partition_log: Any, committed: bool) -> Any:
     """The AsyncValue a long poll waits on: the LSO under read_committed, else the HW."""
     return partition_log.last_stable_offset if committed else partition_log.high_watermark
-
-
-def _next_offset(records: bytes) -> int:
-    """The offset after the last batch in ``records`` (whole batches)."""
-    view = memoryview(records)
-    position, next_offset = 0, 0
-    while position + 27 <= len(view):
-        base_offset, length = _BATCH_START.unpack_from(view, position)
-        next_offset = base_offset + _LAST_OFFSET_DELTA.unpack_from(view, position + 23)[0] + 1
-        position += length + 12
-    return next_offset

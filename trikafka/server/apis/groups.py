@@ -9,21 +9,27 @@ ids in OffsetCommit v10 and OffsetFetch v10.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import attrs
 
 from trikafka.coordinator.group_coordinator import GroupCoordinator
-from trikafka.coordinator.group_metadata import Waiter
+from trikafka.coordinator.group_metadata import GroupMetadata
+from trikafka.coordinator.group_protocol import JoinGroupRequest, JoinGroupResult, SyncGroupResult
+from trikafka.coordinator.timers import Waiter
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.protocol.entities import error_response
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.cluster_view import cluster_view
+from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["GroupApis"]
 
-FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH = 10, 8, 9
-JOIN_GROUP, HEARTBEAT, LEAVE_GROUP, SYNC_GROUP = 11, 12, 13, 14
-DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS, OFFSET_DELETE = 15, 16, 42, 47
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+R = TypeVar("R")
 
 
 def _ms(value: Any) -> int:
@@ -34,30 +40,19 @@ def _ms(value: Any) -> int:
 class GroupApis(ApiFamily):
     @property
     def coordinator(self) -> GroupCoordinator:
-        return self.context.extras["group_coordinator"]
+        return self.context.groups
 
-    def handlers(self) -> dict[int, Any]:
-        return {
-            FIND_COORDINATOR: self.handle_find_coordinator_request,
-            JOIN_GROUP: self.handle_join_group_request,
-            SYNC_GROUP: self.handle_sync_group_request,
-            HEARTBEAT: self.handle_heartbeat_request,
-            LEAVE_GROUP: self.handle_leave_group_request,
-            OFFSET_COMMIT: self.handle_offset_commit_request,
-            OFFSET_FETCH: self.handle_offset_fetch_request,
-            DESCRIBE_GROUPS: self.handle_describe_groups_request,
-            LIST_GROUPS: self.handle_list_groups_request,
-            DELETE_GROUPS: self.handle_delete_groups_request,
-            OFFSET_DELETE: self.handle_offset_delete_request,
-        }
-
-    def _answer_later(self, request: Request, waiter: Waiter, make: Any) -> Any:
+    def _answer_later(self, request: Request, waiter: Waiter[R], make: Callable[[R], Any]) -> Any:
         """The response now if the waiter is done, else from the purgatory when it is."""
         if waiter.done:
             return make(waiter.value)
 
         async def wait_and_respond() -> None:
-            self.context.respond(request, make(await waiter.wait()))
+            with self.context.purgatory.wait_until():
+                self.context.respond(request, make(await waiter.wait()))
+                return
+            # The broker is stopping: answer now; the client finds the coordinator again.
+            self.context.respond(request, error_response(request.spec.response_type, ErrorCode.not_coordinator))
 
         self.context.purgatory.delay(wait_and_respond, name=f"Delayed{request.spec.name}:{request.connection_id}")
         return None
@@ -66,25 +61,30 @@ class GroupApis(ApiFamily):
 
     def _loading(self, key_type: int) -> bool:
         if key_type == TRANSACTION_KEY:
-            transactions = self.context.extras.get("transaction_coordinator")
+            transactions = self.context.transactions
             return transactions is not None and transactions.loading
         return self.coordinator.loading
 
+    @handles(ApiKey.FIND_COORDINATOR)
     async def handle_find_coordinator_request(self, request: Request) -> Any:
         body = request.body
-        cache = self.context.metadata_cache
-        brokers = cache.alive_brokers(request.listener_name)
+        view = cluster_view(self.context)
         keys = list(body.coordinator_keys) if request.api_version >= 4 else [body.key]
         key_type = getattr(body, "key_type", GROUP_KEY)
         coordinators = []
         for key in keys:
+            broker = None
             if key_type not in (GROUP_KEY, TRANSACTION_KEY):
                 error, message = ErrorCode.invalid_request, f"unknown key type {key_type}"
-            elif self._loading(key_type) or not brokers:
+            elif self._loading(key_type):
                 error, message = ErrorCode.coordinator_not_available, "the coordinator is loading"
             else:
-                error, message = ErrorCode.none, None
-            broker = brokers[0] if brokers and error == ErrorCode.none else None
+                broker = view.endpoint(view.coordinator(key_type, key), request.listener_name)
+                error, message = (
+                    (ErrorCode.none, None)
+                    if broker is not None
+                    else (ErrorCode.coordinator_not_available, "no live coordinator")
+                )
             coordinators.append(
                 {
                     "key": key,
@@ -102,28 +102,33 @@ class GroupApis(ApiFamily):
 
     # --- JoinGroup / SyncGroup / Heartbeat / LeaveGroup --------------------------------
 
+    @handles(ApiKey.JOIN_GROUP)
     async def handle_join_group_request(self, request: Request) -> Any:
         body = request.body
         version = request.api_version
         session_ms = _ms(body.session_timeout)
         rebalance_ms = _ms(body.rebalance_timeout) if version >= 1 else session_ms
         waiter = self.coordinator.join_group(
-            group_id=body.group_id,
-            member_id=body.member_id,
-            group_instance_id=getattr(body, "group_instance_id", None),
-            client_id=request.client_id or "",
-            client_host=f"/{request.client_host}",
-            session_timeout_ms=session_ms,
-            rebalance_timeout_ms=rebalance_ms,
-            protocol_type=body.protocol_type,
-            protocols=[(p.name, p.metadata) for p in body.protocols],
-            require_known_member_id=version >= 4,
+            JoinGroupRequest(
+                group_id=body.group_id,
+                member_id=body.member_id,
+                group_instance_id=getattr(body, "group_instance_id", None),
+                client_id=request.client_id or "",
+                client_host=f"/{request.client_host}",
+                session_timeout_ms=session_ms,
+                rebalance_timeout_ms=rebalance_ms,
+                protocol_type=body.protocol_type,
+                protocols=[(p.name, p.metadata) for p in body.protocols],
+                require_known_member_id=version >= 4,
+            )
         )
-        def make(result: dict[str, Any]) -> Any:
-            return Answer(throttle_time=0, **result)
+
+        def make(result: JoinGroupResult) -> Any:
+            return Answer(throttle_time=0, **attrs.asdict(result))
 
         return self._answer_later(request, waiter, make)
 
+    @handles(ApiKey.SYNC_GROUP)
     async def handle_sync_group_request(self, request: Request) -> Any:
         body = request.body
         waiter = self.coordinator.sync_group(
@@ -135,13 +140,12 @@ class GroupApis(ApiFamily):
             getattr(body, "protocol_name", None),
             [(a.member_id, a.assignment) for a in body.assignments],
         )
-        def make(result: dict[str, Any]) -> Any:
-            result = {"assignment": b"", "protocol_type": None, "protocol_name": None, **result}
-            result.pop("member_id", None)
-            return Answer(throttle_time=0, **result)
+        def make(result: SyncGroupResult) -> Any:
+            return Answer(throttle_time=0, **attrs.asdict(result))
 
         return self._answer_later(request, waiter, make)
 
+    @handles(ApiKey.HEARTBEAT)
     async def handle_heartbeat_request(self, request: Request) -> Any:
         body = request.body
         code = self.coordinator.heartbeat(
@@ -149,6 +153,7 @@ class GroupApis(ApiFamily):
         )
         return Answer(throttle_time=0, error_code=code)
 
+    @handles(ApiKey.LEAVE_GROUP)
     async def handle_leave_group_request(self, request: Request) -> Any:
         body = request.body
         if request.api_version >= 3:
@@ -172,11 +177,12 @@ class GroupApis(ApiFamily):
     def _topic_name(self, topic: Any) -> tuple[str | None, Any]:
         """(name, the key the response echoes) for a request topic by name or by id."""
         topic_id = getattr(topic, "topic_id", None)
-        if topic_id is not None:
-            info = self.replicas.topic_by_id(topic_id)
+        if topic_id is not None or not hasattr(topic, "name"):  # kio reads a zero id as None
+            info = self.replicas.topic_by_id(topic_id) if topic_id is not None else None
             return (info.name if info else None), topic_id
         return topic.name, topic.name
 
+    @handles(ApiKey.OFFSET_COMMIT)
     async def handle_offset_commit_request(self, request: Request) -> Any:
         body = request.body
         by_id = request.api_version >= 10
@@ -218,7 +224,7 @@ class GroupApis(ApiFamily):
         return Answer(throttle_time=0, topics=topics)
 
     def _unstable(self, group_id: str, tp: tuple[str, int]) -> bool:
-        transactions = self.context.extras.get("transaction_coordinator")
+        transactions = self.context.transactions
         return transactions is not None and transactions.has_pending_offsets(group_id, tp)
 
     def _fetch_group(
@@ -261,6 +267,7 @@ class GroupApis(ApiFamily):
             {"topic_id" if by_id else "name": key, "partitions": parts} for key, parts in by_topic.items()
         ]
 
+    @handles(ApiKey.OFFSET_FETCH)
     async def handle_offset_fetch_request(self, request: Request) -> Any:
         body = request.body
         by_id = request.api_version >= 10
@@ -277,6 +284,7 @@ class GroupApis(ApiFamily):
                     partition["error_code"] = code
         return Answer(throttle_time=0, topics=topics, error_code=code)
 
+    @handles(ApiKey.OFFSET_DELETE)
     async def handle_offset_delete_request(self, request: Request) -> Any:
         body = request.body
         wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
@@ -295,49 +303,13 @@ class GroupApis(ApiFamily):
 
     # --- describe, list, delete --------------------------------------------------------
 
+    @handles(ApiKey.DESCRIBE_GROUPS)
     async def handle_describe_groups_request(self, request: Request) -> Any:
-        described = []
-        for group_id in request.body.groups:
-            group = self.coordinator.describe(group_id)
-            if group is None:
-                described.append(
-                    {
-                        "error_code": ErrorCode.group_id_not_found if request.api_version >= 6 else ErrorCode.none,
-                        "error_message": f"Group {group_id} not found." if request.api_version >= 6 else None,
-                        "group_id": group_id,
-                        "group_state": "Dead",
-                        "protocol_type": "",
-                        "protocol_data": "",
-                        "members": [],
-                        "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-                    }
-                )
-                continue
-            stable = group.state.value == "Stable"
-            described.append(
-                {
-                    "error_code": ErrorCode.none,
-                    "error_message": None,
-                    "group_id": group_id,
-                    "group_state": group.state.value,
-                    "protocol_type": group.protocol_type or "",
-                    "protocol_data": (group.protocol_name or "") if stable else "",  # Kafka's summary
-                    "members": [
-                        {
-                            "member_id": m.member_id,
-                            "group_instance_id": m.group_instance_id,
-                            "client_id": m.client_id,
-                            "client_host": m.client_host,
-                            "member_metadata": m.metadata_for(group.protocol_name) if stable and group.protocol_name else b"",
-                            "member_assignment": m.assignment if stable else b"",
-                        }
-                        for m in group.members.values()
-                    ],
-                    "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
-                }
-            )
-        return Answer(throttle_time=0, groups=described)
+        version = request.api_version
+        groups = [_described(g, self.coordinator.describe(g), version) for g in request.body.groups]
+        return Answer(throttle_time=0, groups=groups)
 
+    @handles(ApiKey.LIST_GROUPS)
     async def handle_list_groups_request(self, request: Request) -> Any:
         states = {s.lower() for s in getattr(request.body, "states_filter", ())}
         types = {t.lower() for t in getattr(request.body, "types_filter", ())}
@@ -353,9 +325,47 @@ class GroupApis(ApiFamily):
         ]
         return Answer(throttle_time=0, error_code=ErrorCode.none, groups=listed)
 
+    @handles(ApiKey.DELETE_GROUPS)
     async def handle_delete_groups_request(self, request: Request) -> Any:
         results = [
             {"group_id": group_id, "error_code": self.coordinator.delete_group(group_id)}
             for group_id in request.body.groups_names
         ]
         return Answer(throttle_time=0, results=results)
+
+
+def _described(group_id: str, group: GroupMetadata | None, version: int) -> dict[str, Any]:
+    """One DescribeGroups entry; a missing group is Dead (GROUP_ID_NOT_FOUND from v6)."""
+    if group is None:
+        return {
+            "error_code": ErrorCode.group_id_not_found if version >= 6 else ErrorCode.none,
+            "error_message": f"Group {group_id} not found." if version >= 6 else None,
+            "group_id": group_id,
+            "group_state": "Dead",
+            "protocol_type": "",
+            "protocol_data": "",
+            "members": [],
+            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }
+    stable = group.state.value == "Stable"
+    protocol = group.protocol_name if stable else None
+    return {
+        "error_code": ErrorCode.none,
+        "error_message": None,
+        "group_id": group_id,
+        "group_state": group.state.value,
+        "protocol_type": group.protocol_type or "",
+        "protocol_data": protocol or "",  # Kafka's summary
+        "members": [
+            {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "member_metadata": m.metadata_for(protocol) if protocol else b"",
+                "member_assignment": m.assignment if stable else b"",
+            }
+            for m in group.members.values()
+        ],
+        "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+    }

@@ -20,35 +20,39 @@ from typing import Any
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request, SendResponse
 from trikafka.protocol.headers import encode_response_body, frame_response
-from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily
-from trikafka.server.replica_manager import LEADER_EPOCH
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.cluster_view import ClusterView, cluster_view
+from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily, handles
 from trikafka.server.topics import validate_topic_name
 
 __all__ = ["MetadataApis", "topic_metadata"]
 
-METADATA_KEY = 3
 CACHED_ANSWERS = 256  # distinct questions remembered; the cache is emptied when full
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 
 
-def topic_metadata(topic: Any, node_id: int) -> dict[str, Any]:
+def topic_metadata(topic: Any, view: ClusterView) -> dict[str, Any]:
+    """A topic's entry; a partition with no live leader is LEADER_NOT_AVAILABLE, as Kafka."""
+    partitions = []
+    for p in range(topic.partitions):
+        lead = view.leadership(topic.name, p)
+        partitions.append(
+            {
+                "error_code": ErrorCode.none if lead.leader >= 0 else ErrorCode.leader_not_available,
+                "partition_index": p,
+                "leader_id": lead.leader,
+                "leader_epoch": lead.leader_epoch,
+                "replica_nodes": list(lead.replicas),
+                "isr_nodes": list(lead.isr),
+                "offline_replicas": list(lead.offline),
+            }
+        )
     return {
         "error_code": ErrorCode.none,
         "name": topic.name,
         "topic_id": topic.topic_id,
         "is_internal": topic.is_internal,
-        "partitions": [
-            {
-                "error_code": ErrorCode.none,
-                "partition_index": p,
-                "leader_id": node_id,
-                "leader_epoch": LEADER_EPOCH,
-                "replica_nodes": [node_id],
-                "isr_nodes": [node_id],
-                "offline_replicas": [],
-            }
-            for p in range(topic.partitions)
-        ],
+        "partitions": partitions,
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
     }
 
@@ -69,9 +73,7 @@ class MetadataApis(ApiFamily):
         super().__init__(context)
         self._answers: dict[tuple, bytes] = {}
 
-    def handlers(self) -> dict[int, Any]:
-        return {METADATA_KEY: self.handle_topic_metadata_request}
-
+    @handles(ApiKey.METADATA)
     async def handle_topic_metadata_request(self, request: Request) -> Any:
         key = self._cache_key(request)
         if key is None:
@@ -106,21 +108,21 @@ class MetadataApis(ApiFamily):
                     return None
                 parts.append((name, topic.topic_id, topic.partitions))
             state = tuple(parts)
-        return (request.api_version, request.listener_name, state)
+        return (request.api_version, request.listener_name, cluster_view(self.context).version, state)
 
     def _answer(self, request: Request) -> Answer:
         cache = self.context.metadata_cache
         body = request.body
-        node_id = self.context.config.node_id
+        view = cluster_view(self.context)
         replicas = self.replicas
         all_topics = body.topics is None or (request.api_version == 0 and not body.topics)
         auto_create = getattr(body, "allow_auto_topic_creation", True)
         topics: list[dict[str, Any]] = []
         if replicas is not None and all_topics:
-            topics = [topic_metadata(t, node_id) for t in replicas.topics]
+            topics = [topic_metadata(t, view) for t in replicas.topics]
         elif not all_topics:
             for wanted in body.topics:
-                topics.append(self._one_topic(wanted, auto_create, node_id))
+                topics.append(self._one_topic(wanted, auto_create, view))
         brokers = [
             {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
             for b in cache.alive_brokers(request.listener_name)
@@ -135,7 +137,7 @@ class MetadataApis(ApiFamily):
             error_code=ErrorCode.none,
         )
 
-    def _one_topic(self, wanted: Any, auto_create: bool, node_id: int) -> dict[str, Any]:
+    def _one_topic(self, wanted: Any, auto_create: bool, view: ClusterView) -> dict[str, Any]:
         replicas = self.replicas
         name = wanted.name
         topic_id = getattr(wanted, "topic_id", None)
@@ -145,7 +147,7 @@ class MetadataApis(ApiFamily):
             topic = replicas.topic_by_id(topic_id) if (replicas and topic_id) else None
             if topic is None:
                 return _error_topic(None, ErrorCode.unknown_topic_id, topic_id)
-            return topic_metadata(topic, node_id)
+            return topic_metadata(topic, view)
         try:
             validate_topic_name(name)
         except KafkaProtocolError:
@@ -155,4 +157,4 @@ class MetadataApis(ApiFamily):
             topic = replicas.auto_create(name)
         if topic is None:
             return _error_topic(name, ErrorCode.unknown_topic_or_partition)
-        return topic_metadata(topic, node_id)
+        return topic_metadata(topic, view)

@@ -2,7 +2,11 @@
 
 acks=0 gets no response at all (``NoOpResponse``: the connection unmutes and reads on);
 acks=1 and acks=-1 answer once the batches are in the log — with one replica the ISR is this
-broker, so "all" is "leader". Anything else is INVALID_REQUIRED_ACKS for every partition.
+broker, so "all" is "leader"; in an in-process cluster the leader's append reaches every
+in-sync follower before it returns (:mod:`trikafka.cluster`). Anything else is
+INVALID_REQUIRED_ACKS for every partition. A partition this broker does not lead gets
+NOT_LEADER_OR_FOLLOWER (with the current leader from v10); acks=-1 to a partition whose ISR
+is smaller than ``min.insync.replicas`` gets NOT_ENOUGH_REPLICAS and is not appended.
 Errors are per partition (UNKNOWN_TOPIC_OR_PARTITION, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE,
 ...) so one bad partition never fails its neighbours. Produce never creates topics: clients
 create them through Metadata first, as with Kafka.
@@ -15,13 +19,14 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import NoOpResponse, Request
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.cluster_view import cluster_view, leader_endpoints
+from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 
 __all__ = ["ProduceApis"]
 
 log = logging.getLogger("trikafka.server")
 
-PRODUCE_KEY = 0
 
 
 def _partition_error(index: int, code: ErrorCode, message: str | None = None) -> dict[str, Any]:
@@ -37,21 +42,22 @@ def _partition_error(index: int, code: ErrorCode, message: str | None = None) ->
 
 
 class ProduceApis(ApiFamily):
-    def handlers(self) -> dict[int, Any]:
-        return {PRODUCE_KEY: self.handle_produce_request}
-
     def _resolve(self, topic_data: Any) -> tuple[Any, ErrorCode]:
         topic_id = getattr(topic_data, "topic_id", None)
-        if topic_id is not None and topic_id.int != 0:
-            info = self.replicas.topic_by_id(topic_id)
+        if (topic_id is not None and topic_id.int != 0) or not hasattr(topic_data, "name"):
+            info = self.replicas.topic_by_id(topic_id) if topic_id is not None else None  # zero id: None
             return info, ErrorCode.unknown_topic_id
         info = self.replicas.topics.get(topic_data.name)
         return info, ErrorCode.unknown_topic_or_partition
 
+    @handles(ApiKey.PRODUCE)
     async def handle_produce_request(self, request: Request) -> Any:
         body = request.body
         acks = body.acks
         now = self.context.now_ms()
+        view = cluster_view(self.context)
+        me = self.context.config.node_id
+        leaders: set[int] = set()
         topics = []
         for topic_data in body.topic_data:
             info, unknown_code = self._resolve(topic_data)
@@ -70,27 +76,45 @@ class ProduceApis(ApiFamily):
                         )
                     )
                     continue
-                try:
+                lead = view.leadership(info.name, part.index)
+                if lead.leader != me:
+                    error = _partition_error(part.index, ErrorCode.not_leader_or_follower)
+                    if request.api_version >= 10:
+                        error["current_leader"] = {"leader_id": lead.leader, "leader_epoch": lead.leader_epoch}
+                        leaders.add(lead.leader)
+                    partitions.append(error)
+                    continue
+                if acks == -1 and len(lead.isr) < info.configs.get(
+                    "min.insync.replicas", self.replicas.config.min_insync_replicas
+                ):
+                    partitions.append(
+                        _partition_error(
+                            part.index,
+                            ErrorCode.not_enough_replicas,
+                            f"The size of the current ISR {list(lead.isr)} is insufficient to satisfy "
+                            f"the min.isr requirement for {info.name}-{part.index}",
+                        )
+                    )
+                    continue
+                result = _partition_error(part.index, ErrorCode.none)
+                with errors_into(result, message=True) as outcome:
                     if not part.records:
                         raise KafkaProtocolError("no records", ErrorCode.invalid_record)
                     appended = await self.replicas.append_records(
                         info, part.index, part.records, int(now), getattr(body, "transactional_id", None)
                     )
-                except KafkaProtocolError as exc:
-                    log.info("produce to %s-%d refused: %s", info.name, part.index, exc)
-                    partitions.append(_partition_error(part.index, exc.error_code, str(exc)))
-                    continue
-                partitions.append(
-                    {
-                        "index": part.index,
-                        "error_code": ErrorCode.none,
-                        "base_offset": appended.first_offset,
-                        "log_append_time": _append_time(appended.log_append_time),
-                        "log_start_offset": appended.log_start_offset,
-                        "record_errors": [],
-                        "error_message": None,
-                    }
-                )
+                    result.update(
+                        base_offset=appended.first_offset,
+                        log_append_time=_append_time(appended.log_append_time),
+                        log_start_offset=appended.log_start_offset,
+                    )
+                if outcome.failed:
+                    result["record_errors"] = [
+                        {"batch_index": i, "batch_index_error_message": m}
+                        for i, m in getattr(outcome.failed, "record_errors", ())
+                    ]
+                    log.info("produce to %s-%d refused: %s", info.name, part.index, outcome.failed)
+                partitions.append(result)
             topics.append(
                 {
                     "name": getattr(topic_data, "name", None),
@@ -100,6 +124,8 @@ class ProduceApis(ApiFamily):
             )
         if acks == 0:
             return NoOpResponse()
+        if leaders:
+            return Answer(responses=topics, throttle_time=0, node_endpoints=leader_endpoints(view, leaders, request.listener_name))
         return Answer(responses=topics, throttle_time=0)
 
     def error_response(self, request: Request, code: ErrorCode) -> Any:

@@ -15,18 +15,16 @@ from typing import Any
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import ApiFamily
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.kafka_apis import ApiFamily, handles
 
 __all__ = ["ProducerApis"]
 
-INIT_PRODUCER_ID = 22
 MAX_EPOCH = 32767
 
 
 class ProducerApis(ApiFamily):
-    def handlers(self) -> dict[int, Any]:
-        return {INIT_PRODUCER_ID: self.handle_init_producer_id_request}
-
+    @handles(ApiKey.INIT_PRODUCER_ID)
     async def handle_init_producer_id_request(self, request: Request) -> Any:
         body = request.body
         response_type = request.spec.response_type
@@ -39,7 +37,7 @@ class ProducerApis(ApiFamily):
             elif (producer_id < 0) != (epoch < 0):
                 code, producer_id, epoch = ErrorCode.invalid_request, -1, -1
             else:
-                code, producer_id, epoch = self.context.extras["transaction_coordinator"].init_producer_id(
+                code, producer_id, epoch = self.context.transactions.init_producer_id(
                     body.transactional_id,
                     _ms(body.transaction_timeout),
                     (producer_id, epoch) if producer_id >= 0 else None,

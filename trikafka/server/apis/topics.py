@@ -11,12 +11,13 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
+from trikafka.protocol.registry import ApiKey
 from trikafka.server.apis.configs import topic_config_entries
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
+from trikafka.server.replica_manager import check_assignment, known_brokers
 
 __all__ = ["TopicAdminApis"]
 
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 
 
 def _duplicates(names: list[str]) -> set[str]:
@@ -24,13 +25,7 @@ def _duplicates(names: list[str]) -> set[str]:
 
 
 class TopicAdminApis(ApiFamily):
-    def handlers(self) -> dict[int, Any]:
-        return {
-            CREATE_TOPICS: self.handle_create_topics_request,
-            DELETE_TOPICS: self.handle_delete_topics_request,
-            CREATE_PARTITIONS: self.handle_create_partitions_request,
-        }
-
+    @handles(ApiKey.CREATE_TOPICS)
     async def handle_create_topics_request(self, request: Request) -> Any:
         body = request.body
         duplicates = _duplicates([t.name for t in body.topics])
@@ -46,7 +41,7 @@ class TopicAdminApis(ApiFamily):
                 "configs": None,
                 "topic_config_error_code": 0,
             }
-            try:
+            with errors_into(result, message=True) as outcome:
                 if entry.name in duplicates:
                     raise KafkaProtocolError(
                         f"Create topics request from client `{request.client_id}` contains "
@@ -60,31 +55,32 @@ class TopicAdminApis(ApiFamily):
                             "Both cannot be used at the same time.",
                             ErrorCode.invalid_request,
                         )
-                    for assignment in entry.assignments:
-                        if list(assignment.broker_ids) != [self.context.config.node_id]:
-                            raise KafkaProtocolError(
-                                f"Replica assignment {list(assignment.broker_ids)} names brokers "
-                                "that do not exist.",
-                                ErrorCode.invalid_replica_assignment,
-                            )
-                    partitions = len(entry.assignments)
+                    ordered = sorted(entry.assignments, key=lambda a: a.partition_index)
+                    if [a.partition_index for a in ordered] != list(range(len(ordered))):
+                        raise KafkaProtocolError(
+                            "Partitions in the manual partition assignment should be a consecutive "
+                            "0-based integer sequence.",
+                            ErrorCode.invalid_replica_assignment,
+                        )
+                    assignment = check_assignment([list(a.broker_ids) for a in ordered], known_brokers(self.replicas))
+                    partitions, factor = len(assignment), len(assignment[0])
                 else:
-                    partitions = entry.num_partitions
+                    assignment, partitions, factor = None, entry.num_partitions, entry.replication_factor
                 topic = self.replicas.create_topic(
                     entry.name,
                     partitions,
-                    entry.replication_factor if not entry.assignments else 1,
+                    factor,
                     {c.name: c.value for c in entry.configs},
                     validate_only=body.validate_only,
+                    assignment=assignment,
                 )
-            except KafkaProtocolError as exc:
-                result["error_code"] = exc.error_code
-                result["error_message"] = str(exc)
-            else:
+            if not outcome.failed:
                 result.update(
                     topic_id=topic.topic_id,
                     num_partitions=topic.partitions,
-                    replication_factor=1,
+                    replication_factor=(
+                        factor if factor != -1 else self.replicas.config.default_replication_factor
+                    ),
                     configs=[
                         {
                             "name": e["name"],
@@ -99,6 +95,7 @@ class TopicAdminApis(ApiFamily):
             results.append(result)
         return Answer(throttle_time=0, topics=results)
 
+    @handles(ApiKey.DELETE_TOPICS)
     async def handle_delete_topics_request(self, request: Request) -> Any:
         body = request.body
         states = (
@@ -117,7 +114,7 @@ class TopicAdminApis(ApiFamily):
                 "error_code": ErrorCode.none,
                 "error_message": None,
             }
-            try:
+            with errors_into(result, message=True):
                 if name is None and topic_id is None:
                     raise KafkaProtocolError("Neither topic name nor id were specified.", ErrorCode.invalid_request)
                 if name is not None and topic_id is not None:
@@ -130,25 +127,25 @@ class TopicAdminApis(ApiFamily):
                     result["name"] = name
                 info = self.replicas.delete_topic(name)
                 result["topic_id"] = info.topic_id
-            except KafkaProtocolError as exc:
-                result["error_code"] = exc.error_code
-                result["error_message"] = str(exc)
             results.append(result)
         return Answer(throttle_time=0, responses=results)
 
+    @handles(ApiKey.CREATE_PARTITIONS)
     async def handle_create_partitions_request(self, request: Request) -> Any:
         body = request.body
         duplicates = _duplicates([t.name for t in body.topics])
         results = []
         for entry in body.topics:
             result: dict[str, Any] = {"name": entry.name, "error_code": ErrorCode.none, "error_message": None}
-            try:
+            with errors_into(result, message=True):
                 if entry.name in duplicates:
                     raise KafkaProtocolError("Duplicate topic in request.", ErrorCode.invalid_request)
-                self.replicas.create_partitions(entry.name, entry.count, validate_only=body.validate_only)
-            except KafkaProtocolError as exc:
-                result["error_code"] = exc.error_code
-                result["error_message"] = str(exc)
+                self.replicas.create_partitions(
+                    entry.name,
+                    entry.count,
+                    validate_only=body.validate_only,
+                    assignment=None if entry.assignments is None else [list(a.broker_ids) for a in entry.assignments],
+                )
             results.append(result)
         return Answer(throttle_time=0, results=results)
 

@@ -20,12 +20,11 @@ from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
-from trikafka.server.kafka_apis import Answer, ApiFamily
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["TransactionApis", "fenced_for"]
 
-ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN, TXN_OFFSET_COMMIT = 24, 25, 26, 28
-DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS = 65, 66
 
 
 def fenced_for(code: ErrorCode, version: int, first_version: int) -> ErrorCode:
@@ -38,20 +37,11 @@ def fenced_for(code: ErrorCode, version: int, first_version: int) -> ErrorCode:
 class TransactionApis(ApiFamily):
     @property
     def coordinator(self) -> TransactionCoordinator:
-        return self.context.extras["transaction_coordinator"]
-
-    def handlers(self) -> dict[int, Any]:
-        return {
-            ADD_PARTITIONS_TO_TXN: self.handle_add_partitions_to_txn_request,
-            ADD_OFFSETS_TO_TXN: self.handle_add_offsets_to_txn_request,
-            END_TXN: self.handle_end_txn_request,
-            TXN_OFFSET_COMMIT: self.handle_txn_offset_commit_request,
-            DESCRIBE_TRANSACTIONS: self.handle_describe_transactions_request,
-            LIST_TRANSACTIONS: self.handle_list_transactions_request,
-        }
+        return self.context.transactions
 
     # --- AddPartitionsToTxn ------------------------------------------------------------
 
+    @handles(ApiKey.ADD_PARTITIONS_TO_TXN)
     async def handle_add_partitions_to_txn_request(self, request: Request) -> Any:
         body = request.body
         topics = body.v3_and_below_topics
@@ -93,6 +83,7 @@ class TransactionApis(ApiFamily):
 
     # --- AddOffsetsToTxn / EndTxn ------------------------------------------------------
 
+    @handles(ApiKey.ADD_OFFSETS_TO_TXN)
     async def handle_add_offsets_to_txn_request(self, request: Request) -> Any:
         body = request.body
         code = self.coordinator.add_offsets(
@@ -102,6 +93,7 @@ class TransactionApis(ApiFamily):
             request.spec.response_type, throttle_time=0, error_code=fenced_for(code, request.api_version, 2)
         )
 
+    @handles(ApiKey.END_TXN)
     async def handle_end_txn_request(self, request: Request) -> Any:
         body = request.body
         code = await self.coordinator.end_txn(
@@ -113,6 +105,7 @@ class TransactionApis(ApiFamily):
 
     # --- TxnOffsetCommit ---------------------------------------------------------------
 
+    @handles(ApiKey.TXN_OFFSET_COMMIT)
     async def handle_txn_offset_commit_request(self, request: Request) -> Any:
         body = request.body
         offsets: dict[tuple[str, int], tuple[int, int, str | None]] = {}
@@ -125,7 +118,7 @@ class TransactionApis(ApiFamily):
                     codes[tp] = ErrorCode.unknown_topic_or_partition
                     continue
                 offsets[tp] = (p.committed_offset, getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
-        groups = self.context.extras.get("group_coordinator")
+        groups = self.context.groups
         member_error = None
         if groups is not None and groups.loading:
             member_error = ErrorCode.coordinator_load_in_progress
@@ -157,6 +150,7 @@ class TransactionApis(ApiFamily):
 
     # --- DescribeTransactions / ListTransactions ---------------------------------------
 
+    @handles(ApiKey.DESCRIBE_TRANSACTIONS)
     async def handle_describe_transactions_request(self, request: Request) -> Any:
         states = []
         for transactional_id in request.body.transactional_ids:
@@ -192,6 +186,7 @@ class TransactionApis(ApiFamily):
             states.append(state)
         return Answer(throttle_time=0, transaction_states=states)
 
+    @handles(ApiKey.LIST_TRANSACTIONS)
     async def handle_list_transactions_request(self, request: Request) -> Any:
         body = request.body
         known = {"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead"}

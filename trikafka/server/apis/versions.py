@@ -14,12 +14,12 @@ from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request, SendResponse
 from trikafka.protocol.entities import build
 from trikafka.protocol.headers import (
-    API_VERSIONS_KEY,
     encode_response,
     encode_response_body,
     frame_response,
 )
-from trikafka.server.kafka_apis import ApiContext, ApiFamily
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.kafka_apis import ApiContext, ApiFamily, handles
 
 __all__ = ["ApiVersionsApis"]
 
@@ -31,9 +31,9 @@ class ApiVersionsApis(ApiFamily):
     def __init__(self, context: ApiContext) -> None:
         super().__init__(context)
         registry = context.registry
-        lo, hi = registry.supported[API_VERSIONS_KEY]
-        self._v0 = registry.get(API_VERSIONS_KEY, 0)
-        self._own_range = [{"api_key": API_VERSIONS_KEY, "min_version": lo, "max_version": hi}]
+        lo, hi = registry.supported[ApiKey.API_VERSIONS]
+        self._v0 = registry.get(ApiKey.API_VERSIONS, 0)
+        self._own_range = [{"api_key": ApiKey.API_VERSIONS, "min_version": lo, "max_version": hi}]
         self._all_ranges = [
             {"api_key": key, "min_version": lo, "max_version": hi}
             for key, lo, hi in registry.ranges()
@@ -43,7 +43,7 @@ class ApiVersionsApis(ApiFamily):
         self._answers: dict[int, tuple[Any, bytes]] = {}
         self._software: dict[tuple[str | None, str | None], bool] = {}
         for version in range(lo, hi + 1):
-            spec = registry.get(API_VERSIONS_KEY, version)
+            spec = registry.get(ApiKey.API_VERSIONS, version)
             body = build(
                 spec.response_type,
                 error_code=ErrorCode.none,
@@ -52,9 +52,6 @@ class ApiVersionsApis(ApiFamily):
                 finalized_features_epoch=-1,
             )
             self._answers[version] = (spec, encode_response_body(spec, body))
-
-    def handlers(self) -> dict[int, Any]:
-        return {API_VERSIONS_KEY: self.handle_api_versions_request}
 
     def _valid_software(self, name: str | None, version: str | None) -> bool:
         """Kafka's check of the client's software name and version, remembered per pair
@@ -68,6 +65,7 @@ class ApiVersionsApis(ApiFamily):
             self._software[key] = valid
         return valid
 
+    @handles(ApiKey.API_VERSIONS)
     async def handle_api_versions_request(self, request: Request) -> Any:
         if request.body is None:  # a version we do not support: answer v0, as Kafka does
             body = build(

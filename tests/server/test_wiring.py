@@ -1,0 +1,89 @@
+"""How API families are wired into KafkaApis: one handler per advertised api key, registered
+with ``@handles``; a family's own whole-request error answer used when a handler fails."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import trio
+
+from trikafka import Broker, BrokerConfig
+from trikafka.clock import now_ms
+from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.network.request_channel import Request
+from trikafka.protocol.entities import build
+from trikafka.protocol.headers import decode_request, encode_request
+from trikafka.protocol.records import build_batch
+from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey
+from trikafka.server.apis.produce import ProduceApis
+from trikafka.server.kafka_apis import KafkaApis, handles
+
+
+def _broker() -> Broker:
+    return Broker(BrokerConfig(listeners="PLAINTEXT://127.0.0.1:0"))
+
+
+def test_every_advertised_api_has_exactly_one_handler() -> None:
+    broker = _broker()
+    assert set(broker.apis.handlers) == set(IMPLEMENTED_APIS)
+    assert all(isinstance(key, ApiKey) for key in broker.apis.handlers)
+
+
+def test_an_advertised_api_without_a_handler_is_refused_at_start() -> None:
+    broker = _broker()
+    with pytest.raises(RuntimeError, match="PRODUCE"):
+        KafkaApis(broker.context, [])
+
+
+def test_two_families_claiming_one_api_are_refused() -> None:
+    broker = _broker()
+
+    class Other(ProduceApis):
+        pass
+
+    with pytest.raises(RuntimeError, match="PRODUCE is handled by both"):
+        KafkaApis(broker.context, [ProduceApis(broker.context), Other(broker.context)])
+
+
+def test_a_failing_handler_gets_its_family_error_answer() -> None:
+    """Produce's whole-request error fills in every partition, as Kafka's getErrorResponse
+    does, instead of an empty response the client cannot match to what it sent."""
+    broker = _broker()
+
+    class Refusing(ProduceApis):
+        @handles(ApiKey.PRODUCE)
+        async def handle_produce_request(self, request: Request) -> Any:
+            raise KafkaProtocolError("not today", ErrorCode.not_leader_or_follower)
+
+    others = {f for f in broker.apis._families.values() if not isinstance(f, ProduceApis)}
+    apis = KafkaApis(broker.context, [Refusing(broker.context), *others])
+    spec = broker.registry.get(ApiKey.PRODUCE, 9)
+    body = build(
+        spec.request_type,
+        transactional_id=None,
+        acks=1,
+        timeout=1000,
+        topic_data=[{"name": "t", "partition_data": [
+            {"index": 0, "records": build_batch([(None, b"v", [], 0)])},
+            {"index": 1, "records": build_batch([(None, b"w", [], 0)])},
+        ]}],
+    )
+    decoded = decode_request(encode_request(spec, 7, body, "c")[4:], broker.registry)
+    request = Request(0, "c", "PLAINTEXT", "127.0.0.1", decoded.header, decoded.body, decoded.spec, 0, None)
+    answer = apis._error_response(request, ErrorCode.not_leader_or_follower)
+    (topic,) = answer.values["responses"]
+    assert [(p["index"], p["error_code"]) for p in topic["partition_responses"]] == [
+        (0, ErrorCode.not_leader_or_follower),
+        (1, ErrorCode.not_leader_or_follower),
+    ]
+
+
+async def test_one_wall_clock_follows_trio(autojump_clock) -> None:
+    """Epoch milliseconds that a MockClock moves: the broker, its APIs and its logs share it."""
+    broker = _broker()
+    assert broker.now_ms is now_ms and broker.context.now_ms is now_ms
+    assert broker.log_manager.clock is now_ms
+    before = now_ms()
+    await trio.sleep(3600)
+    assert now_ms() - before == pytest.approx(3_600_000)

@@ -1,0 +1,111 @@
+"""trikafka's pytest plugin: a Kafka broker per test, with no conftest.
+
+Installed with trikafka (entry point ``pytest11``), it gives every suite:
+
+* ``kafka_broker`` — a fresh broker for each test on a free TCP port of 127.0.0.1, in memory,
+  hosted on a background Trio thread: ``kafka_broker.bootstrap_servers`` is ``"host:port"``
+  for any client (confluent-kafka, kafka-python, aiokafka, ...), and its control methods are
+  plain calls — ``inject_error``, ``add_latency``, ``drop_connection``, ``hold_responses``,
+  ``throttle``, ``recorded()``, ``wait_for_group_state(..., timeout=)`` and friends;
+  ``kafka_broker.aio.<method>`` awaits the same from asyncio tests. Requests are recorded.
+* ``kafka_cluster`` — a factory, ``kafka_cluster(brokers=1, **config)``; several brokers need
+  ``trikafka.cluster.open_cluster`` (see :func:`start_cluster`).
+* ``trikafka_broker`` — for Trio tests (pytest-trio): a broker on the in-memory transport,
+  under the test's own clock (``autojump_clock`` works), as ``trikafka.testing.TestBroker``.
+
+``@pytest.mark.trikafka(config={...})`` (on a test, class or module; the closest wins key by
+key) sets broker configuration for all three.
+
+asyncio and Trio together: pytest-trio's ``trio_mode`` claims every ``async def`` test; this
+plugin hands tests marked ``@pytest.mark.asyncio`` back to pytest-asyncio.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from trikafka.testing.cluster import ClusterHandle, start_cluster
+from trikafka.testing.thread import ThreadedBroker
+
+__all__ = ["kafka_broker", "kafka_cluster", "trikafka_broker", "marked_config"]
+
+MARK = "trikafka"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARK}(config=None): broker configuration (Kafka keys) for the kafka_broker, "
+        "kafka_cluster and trikafka_broker fixtures",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """pytest-trio's trio_mode marks every coroutine test as a Trio test; one marked for
+    asyncio belongs to pytest-asyncio, so the Trio mark comes off again."""
+    for item in items:
+        if item.get_closest_marker("asyncio") is not None and item.get_closest_marker("trio"):
+            item.own_markers[:] = [m for m in item.own_markers if m.name != "trio"]
+
+
+def marked_config(node: Any) -> dict[str, Any]:
+    """The ``trikafka`` marks' config for a test: module, then class, then function."""
+    merged: dict[str, Any] = {}
+    for mark in reversed(list(node.iter_markers(MARK))):
+        config = mark.kwargs.get("config", mark.args[0] if mark.args else None)
+        if config is None:
+            continue
+        if not isinstance(config, dict):
+            raise pytest.UsageError(
+                f"@pytest.mark.{MARK}(config=...) takes a dict of Kafka keys, not {config!r}"
+            )
+        merged.update(config)
+    return merged
+
+
+@pytest.fixture
+def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
+    """A fresh broker for this test on 127.0.0.1 (see the module docstring)."""
+    broker = ThreadedBroker(marked_config(request.node), record=True)
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A factory: ``kafka_cluster(brokers=N, **config)`` starts a cluster for this test."""
+    started: list[ClusterHandle] = []
+    base = marked_config(request.node)
+
+    def start(brokers: int = 1, **config: Any) -> ClusterHandle:
+        cluster = start_cluster(brokers, {**base, **config})
+        started.append(cluster)
+        return cluster
+
+    try:
+        yield start
+    finally:
+        for cluster in reversed(started):
+            cluster.stop()
+
+
+async def _trikafka_broker(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    from trikafka.testing.broker import open_test_broker
+    from trikafka.testing.thread import TEST_DEFAULTS
+
+    config = {**TEST_DEFAULTS, "listeners": "PLAINTEXT://memory:9092", **marked_config(request.node)}
+    async with open_test_broker(**config) as broker:
+        broker.faults.recorder.start()
+        yield broker
+
+
+# pytest-trio runs a fixture marked so under the test's Trio run even without trio_mode.
+_trikafka_broker._force_trio_fixture = True  # type: ignore[attr-defined]
+trikafka_broker = pytest.fixture(_trikafka_broker, name="trikafka_broker")
