@@ -18,6 +18,7 @@ from typing import Any
 import trio
 
 from trikafka.broker import Broker
+from trikafka.commands import COMMANDS
 from trikafka.config import BrokerConfig, config_keys, read_properties_file
 from trikafka.errors import ConfigError
 from trikafka.protocol.records import NATIVE_RECORD_WALK
@@ -47,6 +48,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m trikafka",
         description="A Kafka-wire-compatible broker on Trio.",
+        epilog="commands (each with --help): topics, produce, consume, groups, configs, cluster, top",
     )
     parser.add_argument("--config", metavar="FILE", help="a server.properties file")
     parser.add_argument(
@@ -206,6 +208,11 @@ def raise_open_file_limit() -> tuple[int, int]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in COMMANDS:  # `python -m trikafka topics ...`: a command, not the broker
+        from trikafka.commands import main as command_main
+
+        return command_main(argv)
     args = parse_args(argv)
     if args.list_config:
         for key, default, doc in config_keys():

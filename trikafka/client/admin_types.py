@@ -115,6 +115,17 @@ class MemberDescription:
     client_host: str
     assignment: bytes
 
+    @property
+    def partitions(self) -> tuple:
+        """The assigned partitions, read as the consumer protocol's assignment (Java's
+        ``MemberDescription.assignment()``); () for other protocols or none yet."""
+        from trikafka.client.consumer_protocol import ConsumerProtocolError, decode_assignment
+
+        try:
+            return tuple(decode_assignment(self.assignment).partitions)
+        except (ConsumerProtocolError, ValueError, IndexError):
+            return ()
+
 
 @attrs.frozen
 class GroupDescription:

@@ -1,0 +1,26 @@
+"""``python -m trikafka <command>``: kcat/rpk-like commands on the Trio client.
+
+One module per command group (``topics``, ``produce``, ``consume``, ``groups``, ``configs``,
+``cluster``, ``top``); each ``register``s its argparse parser and sets ``run`` (an async
+function ``(args, output) -> exit code``) and, for commands that follow until interrupted,
+``bounded=False``. :func:`main` is ``main(argv) -> int`` so tests drive it like a subprocess.
+Without a command name ``python -m trikafka`` is the broker (:mod:`trikafka.cli`), which only
+needs :data:`COMMANDS` to tell the two apart — the command modules load on first use.
+
+Exit codes: 0 ok, 1 a Kafka error (refused, unknown topic or group, unreachable, timeout),
+2 a usage error (argparse's code; a bad ``-X`` setting too), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["COMMANDS", "main"]
+
+COMMANDS = ("topics", "produce", "consume", "groups", "configs", "cluster", "top")
+
+
+def main(argv: Sequence[str]) -> int:
+    from trikafka.commands.parser import main as run
+
+    return run(argv)

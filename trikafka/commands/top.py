@@ -1,0 +1,6 @@
+"""placeholder"""
+__all__ = ["register"]
+
+
+def register(commands):
+    pass
