@@ -171,7 +171,8 @@ async def _check_reachable(bootstrap: str, timeout: float) -> None:
             try:
                 stream = await trio.open_tcp_stream(host.strip("[]"), int(port))
             except OSError as exc:
-                cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+                causes = [c for c in _leaves(exc.__cause__) if isinstance(c, OSError)] if exc.__cause__ else []
+                cause = causes[0] if causes else exc
                 errors.append(f"{server.strip()}: {(cause.strerror or str(cause)).lower()}")
                 continue
             await stream.aclose()
@@ -189,7 +190,8 @@ def run_command(
     output = Output(getattr(args, "json", False))
 
     async def main() -> int | None:
-        await _check_reachable(args.bootstrap_server, args.timeout)
+        if not getattr(args, "live", False):  # `top --live` starts the broker it then reaches
+            await _check_reachable(args.bootstrap_server, args.timeout)
         if not bounded:
             return await command(args, output)
         with trio.fail_after(args.timeout * 2 + 1):  # the calls are bounded too; this is a backstop

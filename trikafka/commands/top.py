@@ -1,6 +1,203 @@
-"""placeholder"""
-__all__ = ["register"]
+"""``top``: a live terminal view of a cluster, refreshed every second (rich ``Live``).
+
+Each refresh asks the cluster over the protocol (:func:`~trikafka.commands.top_sources.protocol_snapshot`:
+topics, end offsets, sizes, groups, lag — from any Kafka) and, when there is one, a request
+metrics source: ``--live`` runs a dev broker in this process and reads its statistics;
+``--metrics URL`` scrapes a Prometheus endpoint. :class:`~trikafka.commands.top_model.TopView`
+turns two snapshots into rates; :func:`render` draws one view. ``--json`` prints one JSON
+object per refresh instead (for scripts); ``--iterations N`` stops after N refreshes.
+
+The refresh is paced on trio's clock (``sleep_until`` the next whole period), so a slow
+refresh does not drift the ones after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+import attrs
+import trio
+
+from trikafka.client import open_admin
+from trikafka.commands.common import EXIT_OK, Output, UsageError, add_connection_flags, client_settings
+from trikafka.commands.top_model import TIME_SPLIT, TopView, View
+from trikafka.commands.top_sources import InProcessMetrics, PrometheusMetrics, protocol_snapshot
+
+__all__ = ["NO_METRICS", "human_bytes", "register", "render"]
+
+NO_METRICS = (
+    "Per-request metrics are not part of the Kafka protocol, and top has no metrics source for "
+    "this broker. Run `python -m trikafka top --live` (a dev broker in this process) or pass "
+    "--metrics http://HOST:PORT/metrics (a Prometheus endpoint with Kafka's JMX-exporter names)."
+)
 
 
-def register(commands):
-    pass
+def human_bytes(n: float | None) -> str:
+    if n is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def _rate(value: float | None, unit: str = "/s") -> str:
+    return "-" if value is None else f"{value:,.1f}{unit}"
+
+
+def _requests_panel(view: View) -> Any:
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    requests = view.snapshot.requests
+    if requests is None:
+        return Panel(Text(NO_METRICS), title="Requests", border_style="yellow")
+    table = Table(expand=True, box=None, header_style="bold")
+    table.add_column("API")
+    for column in ("req/s", "total", "p50 ms", "p99 ms", *(f"{label} ms" for label, _ in TIME_SPLIT)):
+        table.add_column(column, justify="right")
+    rows = sorted(requests.items(), key=lambda item: (-view.requests_per_s.get(item[0], 0.0), -item[1].requests, item[0]))
+    for api, times in rows:
+        table.add_row(
+            api, _rate(view.requests_per_s.get(api), ""), f"{times.requests:,}", f"{times.p50:.2f}", f"{times.p99:.2f}",
+            *(f"{times.parts.get(label, 0.0):.2f}" for label, _ in TIME_SPLIT),
+        )
+    return Panel(table, title=f"Requests (p50/p99 of TotalTimeMs; mean of each part) · {view.snapshot.metrics_source}")
+
+
+def _traffic_panel(view: View) -> Any:
+    from rich.panel import Panel
+    from rich.table import Table
+
+    s = view.snapshot
+    table = Table(expand=True, box=None, header_style="bold")
+    table.add_column("listener")
+    table.add_column("connections", justify="right")
+    if s.connections is None:
+        table.add_row("(not exposed)", "-")
+    for listener, count in sorted((s.connections or {}).items()):
+        table.add_row(listener, str(count))
+    table.add_row("", "")
+    table.add_row("bytes in", "-" if s.bytes_in is None else human_bytes(view.bytes_in_per_s) + "/s")
+    table.add_row("bytes out", "-" if s.bytes_out is None else human_bytes(view.bytes_out_per_s) + "/s")
+    return Panel(table, title="Connections · traffic")
+
+
+def _topics_panel(view: View) -> Any:
+    from rich.panel import Panel
+    from rich.table import Table
+
+    table = Table(expand=True, box=None, header_style="bold")
+    for column, justify in (("topic", "left"), ("partitions", "right"), ("size", "right"), ("end offsets", "right"), ("msgs/s", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for t in view.topics:
+        table.add_row(t.name, str(t.partitions), human_bytes(t.size), f"{t.end_offset:,}", _rate(t.messages_per_s, ""))
+    return Panel(table, title=f"Topics ({len(view.topics)})")
+
+
+def _groups_panel(view: View) -> Any:
+    from rich.panel import Panel
+    from rich.table import Table
+
+    table = Table(expand=True, box=None, header_style="bold")
+    for column, justify in (("group", "left"), ("state", "left"), ("members", "right"), ("lag", "right")):
+        table.add_column(column, justify=justify)  # type: ignore[arg-type]
+    for g in view.snapshot.groups:
+        table.add_row(g.group, g.state, str(g.members), "-" if g.lag is None else f"{g.lag:,}")
+    return Panel(table, title=f"Groups ({len(view.snapshot.groups)})")
+
+
+def render(view: View, now: str | None = None) -> Any:
+    """One refresh as a rich ``Layout``: header, requests, connections, topics, groups."""
+    from rich.layout import Layout
+    from rich.text import Text
+
+    s = view.snapshot
+    header = Text.assemble(
+        ("trikafka top", "bold green"),
+        f" · cluster {s.cluster_id or '?'} · controller {s.controller} · {s.brokers} broker(s) · "
+        f"{now or time.strftime('%H:%M:%S')} · every 1 s · Ctrl-C quits",
+    )
+    layout = Layout()
+    layout.split_column(Layout(header, name="header", size=1), Layout(name="top", ratio=1), Layout(name="bottom", ratio=1))
+    layout["top"].split_row(Layout(_requests_panel(view), ratio=3), Layout(_traffic_panel(view), ratio=1))
+    layout["bottom"].split_row(Layout(_topics_panel(view), ratio=3), Layout(_groups_panel(view), ratio=2))
+    return layout
+
+
+async def _start_live_broker(nursery: trio.Nursery, args: argparse.Namespace) -> Any:
+    """``--live``: the dev broker (in memory) on ``--bootstrap-server``'s address, in this process."""
+    from trikafka.broker import Broker
+    from trikafka.config import BrokerConfig
+
+    if "," in args.bootstrap_server:
+        raise UsageError("--live serves one broker: give one HOST:PORT")
+    broker = Broker(BrokerConfig.from_mapping({
+        "listeners": f"PLAINTEXT://{args.bootstrap_server}", "log.dirs": "", "group.initial.rebalance.delay.ms": "0",
+    }))
+    await nursery.start(broker.serve)
+    return broker
+
+
+async def _top(args: argparse.Namespace, out: Output) -> int:
+    if args.live and args.metrics:
+        raise UsageError("--live reads the broker it runs; --metrics is for a broker elsewhere")
+    settings = client_settings(args, "admin")
+    async with trio.open_nursery() as nursery:
+        source: Any = None
+        if args.live:
+            source = InProcessMetrics(await _start_live_broker(nursery, args))
+        elif args.metrics:
+            source = PrometheusMetrics(args.metrics, args.timeout)
+        async with open_admin(**settings) as admin:
+            await _loop(args, admin, source)
+        nursery.cancel_scope.cancel()  # the --live broker ends with the view
+    return EXIT_OK
+
+
+async def _loop(args: argparse.Namespace, admin: Any, source: Any) -> None:
+    from rich.console import Console
+    from rich.live import Live
+
+    model = TopView()
+    console = Console()
+    live = None if args.json else Live(console=console, auto_refresh=False, screen=console.is_terminal, redirect_stderr=False)
+    refreshes = 0
+    next_at = trio.current_time()
+    try:
+        if live is not None:
+            live.start()
+        while True:
+            snapshot = await protocol_snapshot(admin)
+            if source is not None:
+                snapshot = attrs.evolve(snapshot, **(await source.read()))
+            view = model.update(snapshot)
+            if live is not None:
+                live.update(render(view), refresh=True)
+            else:
+                sys.stdout.write(json.dumps(view.as_json()) + "\n")
+                sys.stdout.flush()
+            refreshes += 1
+            if args.iterations is not None and refreshes >= args.iterations:
+                return
+            next_at = max(next_at + args.interval, trio.current_time())
+            await trio.sleep_until(next_at)
+    finally:
+        if live is not None:
+            live.stop()
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("top", help="a live view: requests, connections, topics, groups, lag")
+    parser.add_argument("--live", action="store_true", help="run a dev broker (in memory) on --bootstrap-server's address in this process and show its request metrics")
+    parser.add_argument("--metrics", metavar="URL", help="scrape request metrics from this Prometheus endpoint (e.g. http://127.0.0.1:9404/metrics)")
+    parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS", help="refresh period (default 1)")
+    parser.add_argument("--iterations", "-n", type=int, metavar="N", help="stop after N refreshes")
+    add_connection_flags(parser)
+    parser.set_defaults(run=_top, bounded=False)
