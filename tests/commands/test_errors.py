@@ -1,0 +1,61 @@
+"""Exit codes and one-line errors: what scripts rely on (0 ok, 1 Kafka error, 2 usage error)."""
+
+from __future__ import annotations
+
+import socket
+
+from tests.commands.support import trikafka
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_unreachable_broker_is_one_line_and_exit_1():
+    port = _closed_port()
+    for args in (("topics", "list"), ("consume", "t", "-e"), ("produce", "t"), ("top", "-n", "1")):
+        run = trikafka(*args, "--timeout", "3", bootstrap=f"127.0.0.1:{port}", input="x\n")
+        assert run.code == 1, run
+        assert run.err == f"trikafka: cannot reach the cluster: 127.0.0.1:{port}: error connecting to ('127.0.0.1', {port}): connection refused\n", run
+        assert run.out == ""
+
+
+def test_usage_errors_exit_2_naming_what_is_wrong(kafka_broker):
+    b = kafka_broker.bootstrap_servers
+    cases = {
+        ("topics", "list", "-X", "linger.ms=5"): "linger.ms is a producer setting; a admin does not take it",
+        ("topics", "list", "-X", "request.timeout.ms=soon"): "invalid configuration request.timeout.ms='soon'",
+        ("topics", "list", "-X", "requst.timeout.ms=1"): "did you mean 'request.timeout.ms'?",
+        ("topics", "list", "-X", "novalue"): "-X takes KEY=VALUE",
+        ("consume", "t", "--from", "yesterday"): "--from 'yesterday'",
+        ("produce", "t", "--file", "/nonexistent/file"): "--file",
+        ("topics", "alter-config", "t"): "needs --set",
+    }
+    for args, needle in cases.items():
+        run = trikafka(*args, bootstrap=b)
+        assert run.code == 2, (args, run)
+        assert needle in run.err and len(run.err.splitlines()) == 1 and "Traceback" not in run.err, (args, run)
+    argparse_error = trikafka("topics", "frobnicate", bootstrap=b)
+    assert argparse_error.code == 2 and "invalid choice" in argparse_error.err
+
+
+def test_a_silent_broker_times_out_in_one_line():
+    """A listener that accepts and never answers: the client's request.timeout.ms (from
+    --timeout) ends it, not a hang."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        port = server.getsockname()[1]
+        run = trikafka("topics", "list", "--timeout", "1", bootstrap=f"127.0.0.1:{port}")
+    assert run.code == 1, run
+    assert len(run.err.splitlines()) == 1 and run.err.startswith("trikafka: "), run
+    assert "Traceback" not in run.err
+
+
+def test_no_command_is_still_the_broker():
+    run = trikafka("--list-config")
+    assert run.code == 0 and "num.io.threads=" in run.out
+    helped = trikafka("--help")
+    assert "topics, produce, consume, groups, configs, cluster, top" in helped.out
