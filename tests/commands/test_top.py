@@ -1,0 +1,108 @@
+"""``top``: the protocol panels against a broker with data, the request panels with ``--live``,
+and the rich view as a person sees it, captured from a real terminal (tmux)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from tests.commands.support import ROOT, confluent_produce, trikafka
+from tests.commands.test_groups import _member
+
+
+def test_top_json_shows_topics_sizes_offsets_groups_and_lag(kafka_broker):
+    b = kafka_broker.bootstrap_servers
+    assert trikafka("topics", "create", "metrics", "--partitions", "2", bootstrap=b).code == 0
+    confluent_produce(b, "metrics", [(None, b"x" * 100, i % 2) for i in range(20)])
+    consumer = _member(b, "dash", "metrics", 5)
+    try:
+        run = trikafka("top", "--json", "-n", "2", "--interval", "0.2", bootstrap=b)
+    finally:
+        consumer.close()
+    assert run.code == 0, run
+    first, second = (json.loads(line) for line in run.out.splitlines())
+    [topic] = [t for t in second["topics"] if t["name"] == "metrics"]
+    assert (topic["partitions"], topic["end_offset"]) == (2, 20)
+    assert topic["size"] > 20 * 100 and topic["messages_per_s"] == 0.0
+    [group] = [g for g in second["groups"] if g["group"] == "dash"]
+    assert (group["state"], group["members"]) == ("Stable", 1)
+    # 5 committed on the partition it read first (10 records): lag 5 there; the other has no
+    # commit, so no lag (kafka-consumer-groups prints "-" for it) rather than a guess.
+    assert group["lag"] == 5
+    assert first["requests"] is None and second["connections"] is None  # not in the protocol
+
+
+def test_top_live_runs_the_broker_and_shows_its_request_metrics():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    run = trikafka("top", "--live", "--json", "-n", "3", "--interval", "0.2", bootstrap=f"127.0.0.1:{port}")
+    assert run.code == 0, run
+    last = json.loads(run.out.splitlines()[-1])
+    assert last["metrics_source"] == "in-process broker statistics()"
+    assert last["connections"]["PLAINTEXT"] >= 1
+    metadata = last["requests"]["Metadata"]
+    assert metadata["requests"] >= 3 and metadata["per_s"] > 0
+    assert metadata["p99_ms"] >= metadata["p50_ms"] > 0
+    assert set(metadata) >= {"queue_ms", "local_ms", "remote_ms", "resp-queue_ms", "send_ms"}
+
+
+def _capture(socket_name: str, target: str, wanted: list[str], limit_s: float = 60) -> str:
+    """The pane's text once every string in ``wanted`` is on it (bounded retries)."""
+    screen = ""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        screen = subprocess.run(["tmux", "-L", socket_name, "capture-pane", "-p", "-t", target], capture_output=True, text=True).stdout
+        if all(text in screen for text in wanted):
+            return screen
+        time.sleep(0.2)
+    raise AssertionError(f"not all of {wanted} appeared within {limit_s} s; the pane shows:\n{screen}")
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (make system-deps installs it)")
+def test_top_in_a_terminal(kafka_broker):
+    b = kafka_broker.bootstrap_servers
+    confluent_produce(b, "screen-orders", [(None, b"y" * 50, 0) for _ in range(30)])
+    consumer = _member(b, "screen-group", "screen-orders", 10)
+    socket_name = f"trikafka-test-{uuid.uuid4().hex[:8]}"
+    command = f"{sys.executable} -m trikafka top -b {b} -n 120"
+    try:
+        subprocess.run(["tmux", "-L", socket_name, "new-session", "-d", "-s", "top", "-x", "200", "-y", "50", "-c", str(ROOT),
+                        "env", "-u", "COLUMNS", "-u", "LINES", f"PATH={os.environ['PATH']}", "sh", "-c", command], check=True)
+        screen = _capture(socket_name, "top", ["trikafka top", "screen-orders", "screen-group", "Stable", "20"])
+    finally:
+        consumer.close()
+        subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True)
+    lines = screen.splitlines()
+    assert any("screen-orders" in line and "30" in line for line in lines), screen
+    assert any("screen-group" in line and "Stable" in line and line.rstrip(" │").endswith("20") for line in lines), screen
+    assert "Per-request metrics are not part of the Kafka protocol" in screen
+    assert "Requests" in screen and "Topics (" in screen and "Groups (" in screen
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (make system-deps installs it)")
+def test_top_live_in_a_terminal_shows_the_time_split():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    socket_name = f"trikafka-test-{uuid.uuid4().hex[:8]}"
+    command = f"{sys.executable} -m trikafka top --live -b 127.0.0.1:{port} -n 120"
+    try:
+        subprocess.run(["tmux", "-L", socket_name, "new-session", "-d", "-s", "top", "-x", "200", "-y", "50", "-c", str(ROOT),
+                        "env", "-u", "COLUMNS", "-u", "LINES", f"PATH={os.environ['PATH']}", "sh", "-c", command], check=True)
+        screen = _capture(socket_name, "top", ["Metadata", "ListGroups", "PLAINTEXT", "resp-queue ms"])
+    finally:
+        subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True)
+    assert all(column in screen for column in ("req/s", "p50 ms", "p99 ms", "queue ms", "local ms", "remote ms", "send ms"))
+    assert "in-process broker statistics()" in screen
