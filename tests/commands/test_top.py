@@ -11,8 +11,6 @@ import sys
 import time
 import uuid
 
-import pytest
-
 from tests.commands.support import ROOT, confluent_produce, trikafka
 from tests.commands.test_groups import _member
 
@@ -56,6 +54,10 @@ def test_top_live_runs_the_broker_and_shows_its_request_metrics():
     assert set(metadata) >= {"queue_ms", "local_ms", "remote_ms", "resp-queue_ms", "send_ms"}
 
 
+def _tmux() -> None:
+    assert shutil.which("tmux"), "tmux is needed to see top as a person does: `make system-deps` installs it"
+
+
 def _capture(socket_name: str, target: str, wanted: list[str], limit_s: float = 60) -> str:
     """The pane's text once every string in ``wanted`` is on it (bounded retries)."""
     screen = ""
@@ -68,11 +70,11 @@ def _capture(socket_name: str, target: str, wanted: list[str], limit_s: float = 
     raise AssertionError(f"not all of {wanted} appeared within {limit_s} s; the pane shows:\n{screen}")
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (make system-deps installs it)")
 def test_top_in_a_terminal(kafka_broker):
     b = kafka_broker.bootstrap_servers
     confluent_produce(b, "screen-orders", [(None, b"y" * 50, 0) for _ in range(30)])
     consumer = _member(b, "screen-group", "screen-orders", 10)
+    _tmux()
     socket_name = f"trikafka-test-{uuid.uuid4().hex[:8]}"
     command = f"{sys.executable} -m trikafka top -b {b} -n 120"
     try:
@@ -89,13 +91,13 @@ def test_top_in_a_terminal(kafka_broker):
     assert "Requests" in screen and "Topics (" in screen and "Groups (" in screen
 
 
-@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (make system-deps installs it)")
 def test_top_live_in_a_terminal_shows_the_time_split():
     import socket
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    _tmux()
     socket_name = f"trikafka-test-{uuid.uuid4().hex[:8]}"
     command = f"{sys.executable} -m trikafka top --live -b 127.0.0.1:{port} -n 120"
     try:

@@ -66,13 +66,15 @@ class Admin:
         return trio.current_time() + self.config["default.api.timeout.ms"] / 1000
 
     async def _controller(self, api_key: int, errors_of: Any, what: str, **fields: Any) -> Any:
-        """Send to the controller (any broker when unknown) with the retry rules."""
+        """Send to the controller (any broker when unknown, or when Metadata names a
+        controller that is not among its brokers, as librdkafka's mock cluster does) with
+        the retry rules."""
         if not self.client.cluster.brokers:
             await self.client.refresh_metadata()
         controller = self.client.cluster.controller_id
         return await call_any_node(
             self.client, api_key, errors_of, what=what, deadline=self._deadline(),
-            node_id=controller if controller >= 0 else None, **fields,
+            node_id=controller if controller in self.client.cluster.brokers else None, **fields,
         )
 
     # --- topics ---------------------------------------------------------------------------

@@ -223,7 +223,7 @@ class KafkaClient:
             raise KafkaConnectionError(f"no connection to broker {node_id}")
         version = state.connection.versions.get(api_key)
         if version is None:
-            raise UnsupportedVersionError(f"broker {node_id} supports no version of api {api_key} this client speaks")
+            raise UnsupportedVersionError(f"broker {node_id} supports no version of {_api_name(api_key)} this client speaks")
         return version
 
     # --- requests -------------------------------------------------------------------------
@@ -260,7 +260,7 @@ class KafkaClient:
     def _build(self, node: NodeConnection, api_key: int, fields: dict[str, Any]) -> Any:
         version = node.versions.get(api_key)
         if version is None:
-            raise UnsupportedVersionError(f"broker {node.node_id} supports no version of api {api_key} this client speaks")
+            raise UnsupportedVersionError(f"broker {node.node_id} supports no version of {_api_name(api_key)} this client speaks")
         return make(request_spec(api_key, version).request_type, **fields)
 
     def least_loaded_node(self) -> int:
@@ -376,6 +376,14 @@ class KafkaClient:
 
     def coordinator_dead(self, key: str, key_type: CoordinatorType) -> None:
         self._coordinators.pop((int(key_type), key), None)
+
+
+def _api_name(api_key: int) -> str:
+    """``api 16 (LIST_GROUPS)``: the number a packet capture shows, the name a person reads."""
+    try:
+        return f"api {api_key} ({API(api_key).name})"
+    except ValueError:
+        return f"api {api_key}"
 
 
 async def _api_versions(connection: KafkaConnection, version: int) -> Any:

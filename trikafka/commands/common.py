@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
@@ -215,4 +216,8 @@ def run_command(
                 code, text = explained
                 print(f"trikafka: {text}", file=sys.stderr)
                 return code
-        raise
+        if os.environ.get("TRIKAFKA_TRACEBACK"):
+            raise
+        leaf = _leaves(exc)[0]
+        print(f"trikafka: unexpected {type(leaf).__name__}: {leaf} (TRIKAFKA_TRACEBACK=1 shows where)", file=sys.stderr)
+        return EXIT_KAFKA
