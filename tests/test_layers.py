@@ -29,6 +29,7 @@ UPPER = (
     "trikafka.cli",
     "trikafka.testing",
     "trikafka.client",
+    "trikafka.commands",
     "trikafka.spark",
 )
 
@@ -330,7 +331,7 @@ def test_no_two_modules_import_each_other():
 
 #: The edge packages: how people and programs use the broker. Each uses the others only
 #: through their public names (the package itself), never a module inside them.
-EDGES = ("trikafka.client", "trikafka.testing", "trikafka.spark", "trikafka.cli", "trikafka.http")
+EDGES = ("trikafka.client", "trikafka.testing", "trikafka.spark", "trikafka.cli", "trikafka.http", "trikafka.commands")
 
 
 def _edge_of(module: str) -> str | None:

@@ -58,7 +58,7 @@ def test_consume_formats_positions_and_stops(kafka_broker):
     later = stamps[-1] + 3_600_000
     assert trikafka("consume", "events", "-e", "-p", "0", "--from", f"s@{stamps[0]}", bootstrap=b).out.splitlines()[0] == "v0"
     assert trikafka("consume", "events", "-e", "--from", f"@{later}", bootstrap=b).out == ""
-    iso = datetime.datetime.fromtimestamp(stamps[0] / 1000, datetime.timezone.utc).isoformat()
+    iso = datetime.datetime.fromtimestamp(stamps[0] / 1000, datetime.UTC).isoformat()
     assert trikafka("consume", "events", "-e", "-p", "0", "--from", iso, bootstrap=b).out.splitlines()[0] == "v0"
 
 

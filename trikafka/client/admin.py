@@ -2,10 +2,10 @@
 
 Topics and partitions (CreateTopics, DeleteTopics, CreatePartitions — to the controller),
 configs (DescribeConfigs, IncrementalAlterConfigs), groups (ListGroups on every broker,
-DescribeGroups, DeleteGroups and a group's committed offsets (OffsetFetch, OffsetCommit outside
-any generation, as kafka-consumer-groups does) at each group's coordinator), ListOffsets and
-DeleteRecords (at each partition's leader), partition sizes (DescribeLogDirs, every broker). Each call retries retriable errors with ``retry.backoff.ms``
-until ``default.api.timeout.ms``; a per-item error (one topic of several) is raised as a typed
+DescribeGroups, DeleteGroups and — in :mod:`~trikafka.client.admin_state` — a group's committed
+offsets, at each group's coordinator), ListOffsets and DeleteRecords (at each partition's
+leader), partition sizes (DescribeLogDirs, every broker). Each call retries retriable errors
+with ``retry.backoff.ms`` until ``default.api.timeout.ms``; a per-item error (one topic of several) is raised as a typed
 :class:`KafkaError` naming the item, after every item of the request was handled — as Java's
 ``all().get()`` does. Results are frozen values (:mod:`trikafka.client.admin_types`).
 """
@@ -20,6 +20,7 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
+from trikafka.client.admin_state import GroupOffsetsAndLogDirs
 from trikafka.client.admin_types import (
     AlterConfigOp,
     ConfigEntry,
@@ -56,7 +57,7 @@ def _raise_first(errors: list[tuple[str, Any, str | None]]) -> None:
             raise error_for(code, f"{item}: {message}" if message else item)
 
 
-class Admin:
+class Admin(GroupOffsetsAndLogDirs):
     def __init__(self, client: KafkaClient, config: ClientConfig) -> None:
         self.client = client
         self.config = config
@@ -201,50 +202,7 @@ class Admin:
         if errors:
             raise errors[0]
 
-    async def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
-        """Every offset the group committed (OffsetFetch for all topics); no entry: none."""
-        answer = await call_coordinator(
-            self.client, group_id, CoordinatorType.GROUP, API.OFFSET_FETCH,
-            lambda r: [r.error_code], what=f"OffsetFetch({group_id!r})",
-            deadline=self._deadline(), group_id=group_id, topics=None, require_stable=False,
-        )
-        _raise_first([(f"{t.name}-{p.partition_index}", p.error_code, None) for t in answer.topics for p in t.partitions])
-        return {
-            TopicPartition(t.name, int(p.partition_index)): int(p.committed_offset)
-            for t in answer.topics for p in t.partitions if p.committed_offset >= 0
-        }
-
-    async def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
-        """Commit ``offsets`` for a group without members (generation -1): the coordinator
-        refuses it while the group is active, as Kafka's alterConsumerGroupOffsets."""
-        by_topic = collections.defaultdict(list)
-        for tp, offset in sorted(offsets.items()):
-            by_topic[tp.topic].append({"partition_index": tp.partition, "committed_offset": int(offset), "committed_leader_epoch": -1, "committed_metadata": ""})
-        answer = await call_coordinator(
-            self.client, group_id, CoordinatorType.GROUP, API.OFFSET_COMMIT, lambda r: [], what=f"OffsetCommit({group_id!r})",
-            deadline=self._deadline(), group_id=group_id, generation_id_or_member_epoch=-1, generation_id=-1,
-            member_id="", group_instance_id=None, retention_time_ms=-1,
-            topics=[{"name": t, "partitions": p} for t, p in by_topic.items()],
-        )
-        _raise_first([(f"group {group_id!r} {t.name}-{p.partition_index}", p.error_code, None) for t in answer.topics for p in t.partitions])
-
     # --- offsets and records --------------------------------------------------------------
-
-    async def describe_log_dirs(self) -> dict[int, dict[TopicPartition, int]]:
-        """Broker id → partition → bytes on that broker (DescribeLogDirs, every broker)."""
-        await self.client.refresh_metadata()
-        out: dict[int, dict[TopicPartition, int]] = {}
-        for node_id in sorted(self.client.cluster.brokers):
-            answer = await call_any_node(
-                self.client, API.DESCRIBE_LOG_DIRS, lambda r: [getattr(r, "error_code", 0)], what="DescribeLogDirs",
-                deadline=self._deadline(), node_id=node_id, topics=None,
-            )
-            sizes = out[node_id] = {}
-            for result in answer.results:
-                for topic in result.topics:
-                    for p in topic.partitions:
-                        sizes[TopicPartition(topic.name, int(p.partition_index))] = int(p.partition_size)
-        return out
 
     async def _by_leader(self, tps: Iterable[TopicPartition]) -> dict[int, list[TopicPartition]]:
         grouped: dict[int, list[TopicPartition]] = collections.defaultdict(list)

@@ -122,9 +122,8 @@ class Output:
         sys.stdout.write(json.dumps(value, indent=None if not sys.stdout.isatty() else 2, default=str) + "\n")
 
     def table(self, title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
-        from rich.table import Table
-
         from rich import box
+        from rich.table import Table
 
         # Off a terminal: plain columns that grep and awk read (no box drawing).
         table = Table(title=title, title_justify="left", header_style="bold", box=box.HEAVY_HEAD if sys.stdout.isatty() else box.SIMPLE)
@@ -160,7 +159,7 @@ def _explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str] | 
     return None
 
 
-async def _check_reachable(bootstrap: str, timeout: float) -> None:
+async def _check_reachable(bootstrap: str, limit_s: float) -> None:
     """Connect once to each bootstrap server until one answers: an unreachable cluster is
     one line at once, not ``--timeout`` seconds of the client's reconnect backoff."""
     errors = []
@@ -168,7 +167,7 @@ async def _check_reachable(bootstrap: str, timeout: float) -> None:
         host, _, port = server.strip().rpartition(":")
         if not host or not port.isdigit():
             raise UsageError(f"--bootstrap-server: {server.strip()!r} is not HOST:PORT")
-        with trio.move_on_after(timeout):
+        with trio.move_on_after(limit_s):
             try:
                 stream = await trio.open_tcp_stream(host.strip("[]"), int(port))
             except OSError as exc:
@@ -178,7 +177,7 @@ async def _check_reachable(bootstrap: str, timeout: float) -> None:
                 continue
             await stream.aclose()
             return
-        errors.append(f"{server.strip()}: no connection within {timeout:g} s")
+        errors.append(f"{server.strip()}: no connection within {limit_s:g} s")
     raise CommandError(f"cannot reach the cluster: {'; '.join(errors)}")
 
 

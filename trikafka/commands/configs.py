@@ -11,7 +11,13 @@ import argparse
 from typing import Any
 
 from trikafka.client import ConfigResource, ConfigResourceType, open_admin
-from trikafka.commands.common import EXIT_OK, Output, UsageError, add_connection_flags, client_settings
+from trikafka.commands.common import (
+    EXIT_OK,
+    Output,
+    UsageError,
+    add_connection_flags,
+    client_settings,
+)
 from trikafka.commands.topics import key_values
 
 __all__ = ["SOURCES", "register"]

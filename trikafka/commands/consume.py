@@ -29,7 +29,13 @@ import sys
 from typing import Any
 
 from trikafka.client import TopicPartition, open_admin, open_consumer
-from trikafka.commands.common import EXIT_OK, Output, UsageError, add_connection_flags, client_settings
+from trikafka.commands.common import (
+    EXIT_OK,
+    Output,
+    UsageError,
+    add_connection_flags,
+    client_settings,
+)
 from trikafka.commands.topics import partitions_of, watermarks
 
 __all__ = ["parse_from", "record_json", "register", "render"]
@@ -111,7 +117,7 @@ def parse_from(text: str) -> tuple[str, int]:
             f"--from {text!r}: give beginning, end, an offset, -N (from the end), s@MS or an ISO 8601 time"
         ) from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
+        moment = moment.replace(tzinfo=datetime.UTC)
     return "timestamp", int(moment.timestamp() * 1000)
 
 

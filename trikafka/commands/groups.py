@@ -15,7 +15,14 @@ import argparse
 from typing import Any
 
 from trikafka.client import Admin, OffsetSpec, TopicPartition, open_admin
-from trikafka.commands.common import EXIT_OK, Output, UsageError, add_connection_flags, client_settings, fail
+from trikafka.commands.common import (
+    EXIT_OK,
+    Output,
+    UsageError,
+    add_connection_flags,
+    client_settings,
+    fail,
+)
 from trikafka.commands.topics import partitions_of
 
 __all__ = ["group_lag", "register"]

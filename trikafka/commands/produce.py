@@ -22,7 +22,13 @@ from typing import Any, BinaryIO
 import trio
 
 from trikafka.client import RecordFuture, open_producer
-from trikafka.commands.common import EXIT_OK, Output, UsageError, add_connection_flags, client_settings
+from trikafka.commands.common import (
+    EXIT_OK,
+    Output,
+    UsageError,
+    add_connection_flags,
+    client_settings,
+)
 
 __all__ = ["read_lines", "register"]
 
@@ -46,9 +52,25 @@ async def read_lines(stream: BinaryIO, on_bytes: Any = None) -> AsyncIterator[by
         yield tail
 
 
-def _progress(total: int) -> Any:
+def _open_input(path: str | None) -> tuple[BinaryIO, int | None]:
+    """The stream to read and, for a file, its size (for the progress bar)."""
+    if path is None:
+        return sys.stdin.buffer, None
+    if not os.path.isfile(path):
+        raise UsageError(f"--file: {path!r} is not a readable file")
+    return open(path, "rb"), os.path.getsize(path)  # noqa: SIM115 — closed by the caller
+
+
+def _progress() -> Any:
     from rich.console import Console
-    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
 
     return Progress(
         TextColumn("[bold]produce"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeRemainingColumn(),
@@ -66,12 +88,10 @@ async def _produce(args: argparse.Namespace, out: Output) -> int:
     key_sep = args.key_sep.encode() if args.key_sep is not None else None
     if key_sep == b"":
         raise UsageError("--key-sep must not be empty")
-    if args.file is not None and not os.path.isfile(args.file):
-        raise UsageError(f"--file: {args.file!r} is not a readable file")
     settings = client_settings(args, "producer")
-    stream = open(args.file, "rb") if args.file else sys.stdin.buffer  # noqa: SIM115 — closed below
-    progress = _progress(os.path.getsize(args.file)) if args.file and sys.stderr.isatty() else None
-    task = progress.add_task("produce", total=os.path.getsize(args.file)) if progress else None
+    stream, total = await trio.to_thread.run_sync(_open_input, args.file)
+    progress = _progress() if total is not None and sys.stderr.isatty() else None
+    task = progress.add_task("produce", total=total) if progress else None
     records = size = 0
     last: dict[int, int] = {}
     pending: deque[RecordFuture] = deque()

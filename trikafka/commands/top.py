@@ -23,7 +23,13 @@ import attrs
 import trio
 
 from trikafka.client import open_admin
-from trikafka.commands.common import EXIT_OK, Output, UsageError, add_connection_flags, client_settings
+from trikafka.commands.common import (
+    EXIT_OK,
+    Output,
+    UsageError,
+    add_connection_flags,
+    client_settings,
+)
 from trikafka.commands.top_model import TIME_SPLIT, TopView, View
 from trikafka.commands.top_sources import InProcessMetrics, PrometheusMetrics, protocol_snapshot
 

@@ -12,8 +12,23 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from trikafka.client import Admin, KafkaError, ConfigResource, NewTopic, OffsetSpec, TopicPartition, open_admin
-from trikafka.commands.common import EXIT_OK, Output, UsageError, add_connection_flags, client_settings, fail
+from trikafka.client import (
+    Admin,
+    ConfigResource,
+    KafkaError,
+    NewTopic,
+    OffsetSpec,
+    TopicPartition,
+    open_admin,
+)
+from trikafka.commands.common import (
+    EXIT_OK,
+    Output,
+    UsageError,
+    add_connection_flags,
+    client_settings,
+    fail,
+)
 
 __all__ = ["key_values", "partitions_of", "register", "watermarks"]
 
