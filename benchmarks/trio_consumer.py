@@ -5,12 +5,8 @@ messages of ``size`` bytes in contiguous blocks per partition), then read whole 
 Trio consumer (``assign`` every partition, ``seek_to_beginning``, ``getmany`` batches) and by
 confluent-kafka's consumer (the ``consume`` workload). Each is timed from assignment to the
 last message. Figures: both MB/s and the ratio Trio / confluent-kafka. No floor is asserted
-anywhere: this row says where the pure-Python consumer stands.
-
-Hook-up (``benchmarks/workloads.py``, next to the ``trio_produce`` rows)::
-
-    from benchmarks.trio_consumer import trio_consume_workloads
-    items.extend(trio_consume_workloads(settings))
+anywhere: this row says where the pure-Python consumer stands. ``benchmarks/workloads.py``
+lists these rows next to the ``trio_produce`` ones (``python -m benchmarks --only trio_consume``).
 """
 
 from __future__ import annotations

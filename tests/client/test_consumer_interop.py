@@ -72,9 +72,11 @@ class ConfluentMember:
 
 
 async def wait_until(predicate, what: str, limit_s: float = 60) -> None:
-    with trio.fail_after(limit_s):
+    with trio.move_on_after(limit_s):
         while not predicate():  # noqa: ASYNC110 - a thread (librdkafka) changes it: no trio event to wait on
             await trio.sleep(0.05)
+        return
+    raise AssertionError(f"not within {limit_s} s: {what}")
 
 
 @pytest.mark.parametrize("trio_leads", [True, False], ids=["trio-leader", "librdkafka-leader"])
@@ -86,38 +88,42 @@ async def test_mixed_group_with_confluent_kafka(trio_leads):
         theirs = ConfluentMember(bootstrap, "mixed-group", "mixed")
         ours: list[tuple[int, int, bytes]] = []
         async with trio.open_nursery() as nursery:
-            if not trio_leads:
-                nursery.start_soon(trio.to_thread.run_sync, theirs.run)
-                await wait_until(lambda: len(theirs.assignment) == 4, "librdkafka alone owns everything")
-            async with open_consumer(
-                bootstrap, group_id="mixed-group", auto_offset_reset="earliest", enable_auto_commit=False,
-                partition_assignment_strategy="range", session_timeout_ms=10000, heartbeat_interval_ms=500,
-            ) as consumer:
-                consumer.subscribe(["mixed"])
-
-                async def poll() -> None:
-                    while True:
-                        for tp, records in (await consumer.getmany(timeout_ms=100)).items():
-                            ours.extend((tp.partition, r.offset, r.value) for r in records)
-                            await consumer.commit({tp: records[-1].offset + 1})
-
-                nursery.start_soon(poll)
-                if trio_leads:
-                    await wait_until(lambda: len(consumer.assignment()) == 4, "trio alone owns everything")
-                    assert consumer.group.member.is_leader
+            # The librdkafka thread must end however the test ends: trio waits for it, and a
+            # failed wait that cancelled the nursery without telling it hung the suite.
+            try:
+                if not trio_leads:
                     nursery.start_soon(trio.to_thread.run_sync, theirs.run)
-                await wait_until(
-                    lambda: len(consumer.assignment()) == 2 and len(theirs.assignment) == 2,
-                    "range gives each member two partitions",
-                )
-                assert {tp.partition for tp in consumer.assignment()} | theirs.assignment == {0, 1, 2, 3}
-                assert consumer.group.member.is_leader is trio_leads
-                # range over sorted member ids: the first member id gets partitions 0 and 1
-                messages = [(b"k%d" % i, b"v%d" % i) for i in range(40)]
-                await trio.to_thread.run_sync(confluent_produce, bootstrap, "mixed", messages)
-                await wait_until(lambda: len(ours) + len(theirs.records) >= 40, "all 40 read")
+                    await wait_until(lambda: len(theirs.assignment) == 4, "librdkafka alone owns everything")
+                async with open_consumer(
+                    bootstrap, group_id="mixed-group", auto_offset_reset="earliest", enable_auto_commit=False,
+                    partition_assignment_strategy="range", session_timeout_ms=10000, heartbeat_interval_ms=500,
+                ) as consumer:
+                    consumer.subscribe(["mixed"])
+
+                    async def poll() -> None:
+                        while True:
+                            for tp, records in (await consumer.getmany(timeout_ms=100)).items():
+                                ours.extend((tp.partition, r.offset, r.value) for r in records)
+                                await consumer.commit({tp: records[-1].offset + 1})
+
+                    nursery.start_soon(poll)
+                    if trio_leads:
+                        await wait_until(lambda: len(consumer.assignment()) == 4, "trio alone owns everything")
+                        assert consumer.group.member.is_leader
+                        nursery.start_soon(trio.to_thread.run_sync, theirs.run)
+                    await wait_until(
+                        lambda: len(consumer.assignment()) == 2 and len(theirs.assignment) == 2,
+                        "range gives each member two partitions",
+                    )
+                    assert {tp.partition for tp in consumer.assignment()} | theirs.assignment == {0, 1, 2, 3}
+                    assert consumer.group.member.is_leader is trio_leads
+                    # range over sorted member ids: the first member id gets partitions 0 and 1
+                    messages = [(b"k%d" % i, b"v%d" % i) for i in range(40)]
+                    await trio.to_thread.run_sync(confluent_produce, bootstrap, "mixed", messages)
+                    await wait_until(lambda: len(ours) + len(theirs.records) >= 40, "all 40 read")
+                    nursery.cancel_scope.cancel()
+            finally:
                 theirs.stop.set()
-                nursery.cancel_scope.cancel()
     values = sorted(v for _, _, v in ours + theirs.records)
     assert values == sorted(v for _, v in messages)  # each read once, by one member
     assert {p for p, _, _ in ours}.isdisjoint({p for p, _, _ in theirs.records})

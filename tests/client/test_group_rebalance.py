@@ -4,6 +4,7 @@ max.poll.interval.ms."""
 from __future__ import annotations
 
 import trio
+import trio.testing
 
 from trikafka.client import RebalanceListener, TopicPartition
 from trikafka.client.consumer import open_consumer
@@ -112,8 +113,12 @@ async def test_static_member_restarts_without_a_rebalance(autojump_clock):
 
 
 async def test_member_that_stops_polling_leaves_after_max_poll_interval(autojump_clock):
+    """Kafka's max.poll.interval.ms: the member leaves once that long has passed since its last
+    poll (Java's heartbeat thread sends LeaveGroup when its poll timer expires) — measured from
+    the poll, not from when anyone else noticed."""
     async with open_test_broker() as tb, open_writer(tb) as w:
         await w.create_topic("t", 4)
+        tb.faults.recorder.start()
         config = dict(group_id="g", partition_assignment_strategy="range", max_poll_interval_ms=20000)
         async with open_consumer(tb, **config) as a, open_consumer(tb, **config) as b:
             a.subscribe(["t"])
@@ -122,10 +127,43 @@ async def test_member_that_stops_polling_leaves_after_max_poll_interval(autojump
                 nursery.start_soon(poll_until, a, lambda: len(a.assignment()) == 2)
                 await poll_until(b, lambda: len(b.assignment()) == 2)
             owned = a.assignment()
-            start = trio.current_time()
-            await poll_until(b, lambda: b.assignment() == ALL)  # a is busy: no poll for 20 s
-            assert trio.current_time() - start >= 20
+            # a's last poll: it starts no later than `polled` and ends by `returned`.
+            polled = trio.current_time()
+            await a.getmany(timeout_ms=0)
+            returned = trio.current_time()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(poll_until, b, lambda: b.assignment() == ALL)  # b polls; a is busy
+                await tb.wait_for_group_state("g", "PreparingRebalance", members=1)  # a left
+                left = trio.current_time()
+            assert polled + 20 <= left <= returned + 20  # exactly max.poll.interval.ms after the poll
             lost = []
             a.listener = type("L", (RebalanceListener,), {"on_partitions_lost": lambda self, p: lost.append(p)})()
             await a.getmany(timeout_ms=0)  # a's next poll learns it left
             assert lost == [owned]  # then it rejoins within the same poll
+            # ... and heartbeats again: the group stays stable while both keep polling.
+            heartbeats = len(tb.recorded("Heartbeat"))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(poll_until, b, lambda: False)
+                await poll_until(a, lambda: len(a.assignment()) == 2)
+                await trio.sleep(30)  # virtual: ten heartbeat intervals
+                nursery.cancel_scope.cancel()
+            assert len(tb.recorded("Heartbeat")) > heartbeats
+
+
+async def test_heartbeats_run_when_their_task_waited_before_the_first_join(autojump_clock):
+    """The heartbeat task may reach its wait before the application's first poll: it must
+    still wake when the member becomes stable (it once waited on an event the join replaced,
+    so it never heartbeat and the member was expired at its session timeout)."""
+    async with open_test_broker() as tb, open_writer(tb) as w:
+        await w.create_topic("t", 1)
+        tb.faults.recorder.start()
+        async with open_consumer(tb, group_id="g", session_timeout_ms=10000, heartbeat_interval_ms=1000) as c:
+            await trio.testing.wait_all_tasks_blocked()  # the heartbeat task now waits
+            c.subscribe(["t"])
+            await poll_until(c, lambda: len(c.assignment()) == 1)
+            joined = c.group.member.generation_id
+            await c.getmany(timeout_ms=30_000)  # idle: only heartbeats keep it in the group
+            assert c.group.member.generation_id == joined
+            snapshot = tb.group_snapshot("g")
+            assert snapshot.state == "Stable" and len(snapshot.members) == 1
+            assert len(tb.recorded("Heartbeat")) >= 25

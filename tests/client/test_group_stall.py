@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import trio
 
+from trikafka.client import CommitFailedError
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.consumer import open_consumer
-from trikafka.client.group_session import CommitFailedError
 from trikafka.testing import open_test_broker
 
 from .consumer_kit import open_writer

@@ -31,8 +31,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from trikafka.client import CommitFailedError
 from trikafka.client.consumer import open_consumer
-from trikafka.client.group_session import CommitFailedError
 from trikafka.testing import open_test_broker
 
 from .consumer_kit import open_writer

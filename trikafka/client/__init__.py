@@ -70,11 +70,8 @@ from trikafka.client.consumer import Consumer, open_consumer  # noqa: E402
 from trikafka.client.consumer_fetch import NoOffsetForPartitionError, OffsetOutOfRangeError  # noqa: E402
 from trikafka.client.fetcher import ConsumerRecord  # noqa: E402
 from trikafka.client.group_member import GroupMemberError  # noqa: E402
-from trikafka.client.group_session import (  # noqa: E402
-    CommitFailedError,
-    ConsumerGroupMetadata,
-    RebalanceListener,
-)
+from trikafka.client.group_offsets import CommitFailedError  # noqa: E402
+from trikafka.client.group_session import ConsumerGroupMetadata, RebalanceListener  # noqa: E402
 
 __all__ += [
     "CommitFailedError",

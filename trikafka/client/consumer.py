@@ -34,22 +34,18 @@ from kio.schema.errors import ErrorCode
 
 from trikafka.client.client import KafkaClient, open_client
 from trikafka.client.config import ClientConfig
+from trikafka.client.consumer_coordinator import ConsumerCoordinator
 from trikafka.client.consumer_fetch import (
     LeaderReader,
     NoOffsetForPartitionError,
     OffsetOutOfRangeError,
 )
 from trikafka.client.consumer_protocol import TopicPartition
-from trikafka.client.consumer_state import OffsetResetStrategy, SubscriptionMode, SubscriptionState
+from trikafka.client.consumer_state import OffsetResetStrategy, SubscriptionState
 from trikafka.client.errors import KafkaError
 from trikafka.client.fetcher import ConsumerRecord
-from trikafka.client.group_session import (
-    CommitFailedError,
-    ConsumerGroupMetadata,
-    GroupSession,
-    RebalanceListener,
-    _call,
-)
+from trikafka.client.group_offsets import CommitFailedError
+from trikafka.client.group_session import ConsumerGroupMetadata, GroupSession
 from trikafka.client.transport import Connector
 
 __all__ = ["Consumer", "open_consumer"]
@@ -65,27 +61,34 @@ class Consumer:
         self.config = config
         self.subscriptions = SubscriptionState(OffsetResetStrategy(config["auto.offset.reset"]))
         self.reader = LeaderReader(client, config)
-        self.listener: Any = RebalanceListener()
+        self._buffers: dict[TopicPartition, tuple[deque[ConsumerRecord], int]] = {}
+        #: The group's side (rebalance listener, auto-commit, commits); None without group.id.
+        self.coordinator: ConsumerCoordinator | None = None
         self.group: GroupSession | None = None
         if config["group.id"] is not None:
-            self.group = GroupSession(
-                client, config, on_revoke=self._on_revoke, on_assign=self._on_assign, on_lost=self._on_lost
-            )
-            nursery.start_soon(self.group.run_heartbeats, name=f"consumer-heartbeat-{config['group.id']}")
-        self._buffers: dict[TopicPartition, tuple[deque[ConsumerRecord], int]] = {}
-        self._auto_commit = config["enable.auto.commit"]
-        self._auto_commit_interval = config["auto.commit.interval.ms"] / 1000
-        self._next_auto_commit = trio.current_time() + self._auto_commit_interval
-        self._metadata_seen = -1
-        self._assigned_counts: dict[str, int] = {}
+            self.coordinator = ConsumerCoordinator(client, config, self.subscriptions, self._drop_buffers, nursery)
+            self.group = self.coordinator.group
         self.closed = False
+
+    def _drop_buffers(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self._buffers.pop(tp, None)
+
+    @property
+    def listener(self) -> Any:
+        """The rebalance listener (set by ``subscribe(listener=...)``)."""
+        return self._need_group("a rebalance listener").listener
+
+    @listener.setter
+    def listener(self, listener: Any) -> None:
+        self._need_group("a rebalance listener").listener = listener
 
     # --- subscription ---------------------------------------------------------------------
 
-    def _need_group(self, what: str) -> GroupSession:
-        if self.group is None:
+    def _need_group(self, what: str) -> ConsumerCoordinator:
+        if self.coordinator is None:
             raise ValueError(f"{what} needs a group.id")
-        return self.group
+        return self.coordinator
 
     def subscribe(
         self, topics: str | Iterable[str] | re.Pattern[str] | None = None, *, pattern: str | re.Pattern[str] | None = None, listener: Any = None
@@ -103,12 +106,12 @@ class Consumer:
             self.subscriptions.subscribe_pattern(pattern)
             self.client.cluster.all_topics = True
             self.client.cluster.request_update()
-            self._metadata_seen = -1
+            group.pattern_changed()
         else:
             names = [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]
             self.subscriptions.subscribe(names)
             self.client.cluster.add_interest(names)
-        group.request_rejoin()
+        group.group.request_rejoin()
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Read these partitions, without group membership (commits still go to group.id)."""
@@ -131,7 +134,7 @@ class Consumer:
 
     def group_metadata(self) -> ConsumerGroupMetadata:
         """For ``producer.send_offsets_to_transaction`` (fences zombie members, KIP-447)."""
-        return self._need_group("group_metadata()").group_metadata()
+        return self._need_group("group_metadata()").group.group_metadata()
 
     # --- positions ------------------------------------------------------------------------
 
@@ -158,7 +161,7 @@ class Consumer:
         return position
 
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
-        return await self._need_group("committed()").committed(partitions)
+        return await self._need_group("committed()").group.offsets.committed(partitions)
 
     def pause(self, *partitions: TopicPartition) -> None:
         self.subscriptions.pause(partitions)
@@ -177,7 +180,7 @@ class Consumer:
         need_committed = [tp for tp in missing if self.subscriptions.assignment[tp].reset is None]
         committed: Mapping[TopicPartition, int | None] = {}
         if need_committed and self.group is not None:
-            committed = await self.group.committed(need_committed)
+            committed = await self.group.offsets.committed(need_committed)
         for tp in missing:
             state = self.subscriptions.assignment.get(tp)
             if state is None or state.position is not None:
@@ -199,71 +202,7 @@ class Consumer:
                     state.position = offset
                     state.reset = None
 
-    # --- the rebalance listener, wrapped ----------------------------------------------------
-
-    async def _on_revoke(self, partitions: set[TopicPartition]) -> None:
-        if self._auto_commit and self.group is not None:
-            offsets = {tp: o for tp, o in self.subscriptions.consumed_offsets().items() if tp in partitions}
-            try:
-                await self.group.commit(offsets)
-            except KafkaError as exc:
-                logger.warning("auto-commit before revoking %s failed: %s", sorted(map(str, partitions)), exc)
-        try:
-            await _call(self.listener.on_partitions_revoked, partitions)
-        finally:
-            self.subscriptions.revoke(partitions)
-            for tp in partitions:
-                self._buffers.pop(tp, None)
-
-    async def _on_assign(self, added: set[TopicPartition]) -> None:
-        assert self.group is not None
-        self.subscriptions.assign_from_group(self.group.member.owned)
-        await _call(self.listener.on_partitions_assigned, added)
-
-    async def _on_lost(self, partitions: set[TopicPartition]) -> None:
-        try:
-            await _call(self.listener.on_partitions_lost, partitions)
-        finally:
-            self.subscriptions.revoke(partitions)
-            for tp in partitions:
-                self._buffers.pop(tp, None)
-
-    async def _partition_counts(self, topics: set[str]) -> dict[str, int]:
-        cluster = self.client.cluster
-        if cluster.add_interest(topics) or any(cluster.partition_count(t) is None for t in topics):
-            await self.client.refresh_metadata()
-        counts = {t: n for t in topics if (n := cluster.partition_count(t)) is not None}
-        self._assigned_counts = counts
-        return counts
-
     # --- polling -----------------------------------------------------------------------------
-
-    def _check_metadata(self) -> None:
-        """On fresh metadata: re-match the pattern; the leader rejoins when a subscribed
-        topic's partition count changed (Kafka's metadata-snapshot check)."""
-        cluster = self.client.cluster
-        if cluster.version == self._metadata_seen or self.group is None:
-            return
-        self._metadata_seen = cluster.version
-        if self.subscriptions.mode is SubscriptionMode.AUTO_PATTERN:
-            if self.subscriptions.match_pattern(t for t in cluster.topics if not cluster.topics[t].is_internal):
-                self.group.request_rejoin()
-        if self.group.member.is_leader and self._assigned_counts:
-            for topic, count in self._assigned_counts.items():
-                now = cluster.partition_count(topic)
-                if now is not None and now != count:
-                    self.group.request_rejoin()
-
-    async def _maybe_auto_commit(self) -> None:
-        if not self._auto_commit or self.group is None or trio.current_time() < self._next_auto_commit:
-            return
-        self._next_auto_commit = trio.current_time() + self._auto_commit_interval
-        if not self.group.stable:
-            return
-        try:
-            await self.group.commit(self.subscriptions.consumed_offsets())
-        except KafkaError as exc:
-            logger.warning("auto-commit failed: %s", exc)
 
     def _drain(self, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
@@ -294,15 +233,8 @@ class Consumer:
         if self.closed:
             raise trio.ClosedResourceError("the consumer is closed")
         group = self.group
-        if group is not None:
-            group.last_poll = trio.current_time()
-        await self._maybe_auto_commit()
-        if group is not None and self.subscriptions.has_auto_assignment:
-            self._check_metadata()
-            if self.subscriptions.mode is SubscriptionMode.AUTO_PATTERN and self._metadata_seen < 0:
-                await self.client.refresh_metadata()
-                self._check_metadata()
-            await group.ensure_active_group(self.subscriptions.topics, self._partition_counts)
+        if self.coordinator is not None:
+            await self.coordinator.poll()
         await self._update_positions()
         drained = self._drain(max_records)
         if drained:
@@ -378,25 +310,15 @@ class Consumer:
     async def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
         """Commit ``offsets`` (partition → next offset to read), or every position. Raises
         :class:`CommitFailedError` when a rebalance took the partitions away."""
-        group = self._need_group("commit()")
-        if offsets is None:
-            offsets = self.subscriptions.consumed_offsets()
-        await group.commit(dict(offsets))
+        await self._need_group("commit()").commit(offsets)
 
     async def aclose(self) -> None:
         """Commit (auto-commit), revoke, LeaveGroup (dynamic members). Idempotent."""
         if self.closed:
             return
         try:
-            group = self.group
-            if group is not None and group.member.owned and group.fatal is None:
-                owned = set(group.member.owned)
-                if group.stable:
-                    await self._on_revoke(owned)
-                else:
-                    await self._on_lost(owned)
-            if group is not None:
-                await group.leave()
+            if self.coordinator is not None:
+                await self.coordinator.close()
         finally:
             self.closed = True
             if self.group is not None:

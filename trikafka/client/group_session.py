@@ -1,5 +1,6 @@
-"""The Trio shell around :class:`~trikafka.client.group_member.GroupMember`: talking to the
-group coordinator — join, sync, heartbeat, commit, fetch committed offsets, leave.
+"""The Trio shell around :class:`~trikafka.client.group_member.GroupMember`: membership
+with the group coordinator — join, sync, heartbeat, leave. Offsets (commit, committed) are
+:mod:`trikafka.client.group_offsets`, which this session owns as ``offsets``.
 
 Theory of operation (the Java consumer's split, kept because it is what makes the rebalance
 listener safe): joining happens *inside the application's poll* (``ensure_active_group``), so
@@ -28,20 +29,16 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from trikafka.client.assignors import assignor_for
-from trikafka.client.client import CoordinatorType, KafkaClient
+from trikafka.client.client import KafkaClient
 from trikafka.client.consumer_protocol import TopicPartition
-from trikafka.client.errors import KafkaError, error_for
+from trikafka.client.errors import KafkaError
 from trikafka.client.group_member import Action, GroupMember, GroupMemberError, MemberState, Step
+from trikafka.client.group_offsets import CoordinatorLink, GroupOffsets
 from trikafka.client.versions import API
 
-__all__ = ["CommitFailedError", "ConsumerGroupMetadata", "GroupSession", "RebalanceListener"]
+__all__ = ["ConsumerGroupMetadata", "GroupSession", "RebalanceListener"]
 
 logger = logging.getLogger(__name__)
-
-
-class CommitFailedError(KafkaError):
-    """The commit cannot succeed: the group rebalanced and these partitions may belong to
-    another member now (Kafka's CommitFailedException). Do not process the records."""
 
 
 @attrs.frozen
@@ -94,6 +91,7 @@ class GroupSession:
     ) -> None:
         self.client = client
         self.group_id: str = config["group.id"]
+        self.link = CoordinatorLink(client, self.group_id)
         self.session_timeout_ms: int = config["session.timeout.ms"]
         self.rebalance_timeout_ms: int = config["max.poll.interval.ms"]
         self.heartbeat_interval = config["heartbeat.interval.ms"] / 1000
@@ -109,31 +107,22 @@ class GroupSession:
         self.fatal: GroupMemberError | None = None
         self.last_poll = trio.current_time()
         self.last_heartbeat_ok = trio.current_time()
-        self._stable = trio.Event()
-        self._wake_heartbeat = trio.Event()
+        # Whether the heartbeat task should heartbeat (stable, not left); it waits on
+        # ``_changed``, which :meth:`_notify` sets and replaces. Never replace an event a task
+        # may already wait on: a task waiting on the old object would never wake.
+        self._heartbeating = False
+        self._changed = trio.Event()
         self.closed = False
         self._partition_counts: Callable[[set[str]], Any] = partition_counts_unset
-
-    # --- coordinator ----------------------------------------------------------------------
-
-    async def coordinator(self) -> int:
-        return await self.client.find_coordinator(self.group_id, CoordinatorType.GROUP)
+        self._next_heartbeat = trio.current_time()
+        #: Commits and committed offsets, with this member's generation.
+        self.offsets = GroupOffsets(self.link, self.member, self._handle_group_error)
 
     def coordinator_dead(self) -> None:
-        self.client.coordinator_dead(self.group_id, CoordinatorType.GROUP)
+        self.link.dead()
 
     async def _send(self, api_key: int, **fields: Any) -> Any:
-        try:
-            node = await self.coordinator()
-            return await self.client.send(node, api_key, **fields)
-        except KafkaError as exc:
-            if self.client.closed:
-                # The client's nursery is being cancelled and this task has not seen its
-                # Cancelled yet: let it, rather than surface "the client is closed".
-                await trio.lowlevel.checkpoint()
-            if exc.retriable:
-                self.coordinator_dead()
-            raise
+        return await self.link.send(api_key, **fields)
 
     def group_metadata(self) -> ConsumerGroupMetadata:
         return ConsumerGroupMetadata(
@@ -165,7 +154,7 @@ class GroupSession:
         self._partition_counts = partition_counts
         topics = sorted(topics)
         attempt = 0
-        self._stable = trio.Event()
+        self._heartbeating = False
         self.rejoin_needed = False
         step = self.member.prepare_join(topics)
         if step.revoked:
@@ -179,8 +168,11 @@ class GroupSession:
                     continue
                 if self.member.state is MemberState.STABLE and not self.rejoin_needed:
                     self.last_heartbeat_ok = trio.current_time()
-                    self._stable.set()
-                    self._wake_heartbeat.set()
+                    self._heartbeating = True
+                    # Still inside the application's poll: a join that waited for slow
+                    # members (up to the rebalance timeout) must not count as no poll.
+                    self.last_poll = self._next_heartbeat = trio.current_time()
+                    self._notify()
                     return True
                 self.rejoin_needed = False
                 self.member.prepare_join(topics)
@@ -253,26 +245,39 @@ class GroupSession:
 
     # --- heartbeats (their own task) ------------------------------------------------------
 
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
     async def run_heartbeats(self) -> None:
-        """Heartbeat while stable; notice fencing, rebalances, dead coordinators, stuck polls."""
+        """Heartbeat while stable; notice fencing, rebalances, dead coordinators, stuck polls.
+
+        The task wakes at whichever comes first: the next heartbeat, or the moment
+        ``max.poll.interval.ms`` has passed since the last poll (Java's heartbeat thread
+        checks its poll timer every ``retry.backoff.ms``; waking at the deadline is the same
+        moment without the polling). A poll meanwhile moves the deadline: the task just
+        goes back to sleep.
+        """
         while not self.closed:
-            await self._stable.wait()
+            while not self._heartbeating:
+                await self._changed.wait()
             now = trio.current_time()
-            if now - self.last_poll > self.max_poll_interval:
+            if now >= self.last_poll + self.max_poll_interval:
                 logger.warning(
-                    "group %s: no poll for %.0f ms > max.poll.interval.ms; leaving the group",
+                    "group %s: no poll for %.0f ms >= max.poll.interval.ms; leaving the group",
                     self.group_id, (now - self.last_poll) * 1000,
                 )
+                self._heartbeating = False  # before the await: the next poll may rejoin meanwhile
                 self.pending_lost += await self.leave("consumer poll timeout has expired")
-                self._stable = trio.Event()
                 continue
-            if now - self.last_heartbeat_ok > self.session_timeout_ms / 1000:
-                self.coordinator_dead()  # Java: the coordinator is presumed dead; find it again
-                self.last_heartbeat_ok = now
-            await self._heartbeat_once()
-            self._wake_heartbeat = trio.Event()
-            with trio.move_on_after(self.heartbeat_interval):
-                await self._wake_heartbeat.wait()
+            if now >= self._next_heartbeat:
+                if now - self.last_heartbeat_ok > self.session_timeout_ms / 1000:
+                    self.coordinator_dead()  # Java: the coordinator is presumed dead; find it again
+                    self.last_heartbeat_ok = now
+                await self._heartbeat_once()
+                self._next_heartbeat = trio.current_time() + self.heartbeat_interval
+            with trio.move_on_at(min(self._next_heartbeat, self.last_poll + self.max_poll_interval)):
+                await self._changed.wait()
 
     async def _heartbeat_once(self) -> None:
         generation = self.member.generation_id
@@ -299,92 +304,7 @@ class GroupSession:
             self.coordinator_dead()
         elif step.action is Action.REJOIN:
             self.rejoin_needed = True
-            self._stable = trio.Event()
-
-    # --- offsets ----------------------------------------------------------------------------
-
-    async def commit(self, offsets: Mapping[TopicPartition, int], *, attempts: int = 5) -> None:
-        """OffsetCommit with this member's generation; retried on retriable errors."""
-        if not offsets:
-            return
-        by_topic: dict[str, list[dict]] = {}
-        for tp, offset in sorted(offsets.items()):
-            by_topic.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "committed_offset": offset, "committed_leader_epoch": -1, "committed_metadata": ""}
-            )
-        for attempt in range(attempts):
-            # The current generation even mid-rebalance (a commit on revoke runs after the
-            # join began): the coordinator, not this member, decides whether it still counts.
-            generation = self.member.generation_id
-            try:
-                answer = await self._send(
-                    API.OFFSET_COMMIT,
-                    group_id=self.group_id,
-                    generation_id_or_member_epoch=generation,
-                    generation_id=generation,
-                    member_id=self.member.member_id if generation >= 0 else "",
-                    group_instance_id=self.member.group_instance_id,
-                    retention_time_ms=-1,
-                    topics=[{"name": t, "partitions": p} for t, p in by_topic.items()],
-                )
-            except KafkaError as exc:
-                if not exc.retriable or attempt == attempts - 1:
-                    raise
-                await self.client.retry_sleep(attempt)
-                continue
-            codes = {ErrorCode(p.error_code) for t in answer.topics for p in t.partitions} - {ErrorCode.none}
-            if not codes:
-                return
-            code = next(iter(sorted(codes)))
-            if code in (ErrorCode.unknown_member_id, ErrorCode.illegal_generation, ErrorCode.rebalance_in_progress, ErrorCode.fenced_instance_id):
-                if self.member.state is MemberState.STABLE:
-                    self._handle_group_error(code)
-                raise CommitFailedError(code, f"group {self.group_id!r} rebalanced; offsets not committed")
-            error = error_for(code, f"OffsetCommit to group {self.group_id!r}")
-            if code in (ErrorCode.not_coordinator, ErrorCode.coordinator_not_available):
-                self.coordinator_dead()
-            if not error.retriable or attempt == attempts - 1:
-                raise error
-            await self.client.retry_sleep(attempt)
-
-    async def committed(self, partitions: Iterable[TopicPartition], *, require_stable: bool = True) -> dict[TopicPartition, int | None]:
-        """The group's committed offsets (None where nothing is committed)."""
-        by_topic: dict[str, list[int]] = {}
-        for tp in sorted(set(partitions)):
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        attempt = 0
-        while True:
-            try:
-                answer = await self._send(
-                    API.OFFSET_FETCH,
-                    group_id=self.group_id,
-                    topics=[{"name": t, "partition_indexes": p} for t, p in by_topic.items()],
-                    require_stable=require_stable,
-                )
-            except KafkaError as exc:
-                if not exc.retriable:
-                    raise
-                await self.client.retry_sleep(attempt)
-                attempt += 1
-                continue
-            codes = {ErrorCode(getattr(answer, "error_code", 0))} | {
-                ErrorCode(p.error_code) for t in answer.topics for p in t.partitions
-            }
-            codes.discard(ErrorCode.none)
-            if not codes:
-                return {
-                    TopicPartition(t.name, int(p.partition_index)): (int(p.committed_offset) if p.committed_offset >= 0 else None)
-                    for t in answer.topics
-                    for p in t.partitions
-                }
-            code = sorted(codes)[0]
-            if code in (ErrorCode.not_coordinator, ErrorCode.coordinator_not_available):
-                self.coordinator_dead()
-            error = error_for(code, f"OffsetFetch from group {self.group_id!r}")
-            if not (error.retriable or code == ErrorCode.unstable_offset_commit):
-                raise error
-            await self.client.retry_sleep(attempt)
-            attempt += 1
+            self._heartbeating = False
 
     # --- leaving ------------------------------------------------------------------------------
 
