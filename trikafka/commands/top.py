@@ -176,6 +176,7 @@ async def _loop(args: argparse.Namespace, admin: Any, source: Any) -> None:
     live = None if args.json else Live(console=console, auto_refresh=False, screen=console.is_terminal, redirect_stderr=False)
     refreshes = 0
     next_at = trio.current_time()
+    view = None
     try:
         if live is not None:
             live.start()
@@ -191,12 +192,25 @@ async def _loop(args: argparse.Namespace, admin: Any, source: Any) -> None:
                 sys.stdout.flush()
             refreshes += 1
             if args.iterations is not None and refreshes >= args.iterations:
-                return
+                break
             next_at = max(next_at + args.interval, trio.current_time())
             await trio.sleep_until(next_at)
     finally:
         if live is not None:
             live.stop()
+    if args.save_svg and view is not None:
+        await trio.to_thread.run_sync(_save_svg, view, args.save_svg)
+
+
+def _save_svg(view: View, path: str) -> None:
+    """The last view as an SVG picture (rich's export), e.g. for a README or a bug report."""
+    import io
+
+    from rich.console import Console
+
+    console = Console(record=True, width=200, height=45, file=io.StringIO(), force_terminal=True)
+    console.print(render(view))
+    console.save_svg(path, title="python -m trikafka top")
 
 
 def register(commands: Any) -> None:
@@ -205,5 +219,6 @@ def register(commands: Any) -> None:
     parser.add_argument("--metrics", metavar="URL", help="scrape request metrics from this Prometheus endpoint (e.g. http://127.0.0.1:9404/metrics)")
     parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS", help="refresh period (default 1)")
     parser.add_argument("--iterations", "-n", type=int, metavar="N", help="stop after N refreshes")
+    parser.add_argument("--save-svg", metavar="PATH", help="on exit, save the last view as an SVG picture")
     add_connection_flags(parser)
     parser.set_defaults(run=_top, bounded=False)
