@@ -58,6 +58,7 @@ from trikafka.client.errors import (
     error_for,
 )
 from trikafka.client.requests import make
+from trikafka.client.sasl import authenticate
 from trikafka.client.transport import Connector, parse_bootstrap, resolve_bootstrap
 from trikafka.client.versions import API, negotiate
 from trikafka.protocol.registry import ApiVersionSpec
@@ -118,6 +119,7 @@ class KafkaClient:
         self._coordinators: dict[tuple[int, str], int] = {}
         self._metadata_wakeup = trio.Event()
         self._metadata_updated = trio.Event()
+        self.metadata_error: KafkaError | None = None
         self.closed = False
 
     # --- connections ----------------------------------------------------------------------
@@ -189,6 +191,12 @@ class KafkaClient:
                 raise UnsupportedVersionError(f"{where} answers no ApiVersions version this client reads")
             raise error_for(answer.error_code, f"ApiVersions from {where}")
         versions = negotiate((int(k.api_key), int(k.min_version), int(k.max_version)) for k in answer.api_keys)
+        if self.config["security.protocol"] == "SASL_PLAINTEXT":
+            try:
+                await _authenticate(connection, versions, where, self.config)
+            except BaseException:
+                await trio.aclose_forcefully(stream)
+                raise
         return NodeConnection(node_id, connection, versions)
 
     async def _serve(self, node_id: int, connection: KafkaConnection, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -298,7 +306,14 @@ class KafkaClient:
             try:
                 await self._refresh_once()
                 attempt = 0
+                self.metadata_error = None
             except KafkaError as exc:
+                if not exc.retriable:
+                    # Java's Metadata keeps a fatal error (a refused SASL login, an
+                    # unsupported version) for the callers waiting on metadata to throw.
+                    self.metadata_error = exc
+                    self._metadata_updated.set()
+                    self._metadata_updated = trio.Event()
                 if attempt == 0:  # one line per outage, not per retry
                     log.warning("metadata refresh failed (%s); retrying with backoff", exc)
                 await self.retry_sleep(attempt)
@@ -329,6 +344,9 @@ class KafkaClient:
         self.request_metadata_update()
         while self.cluster.version == version:
             await self._metadata_updated.wait()
+            error = self.metadata_error
+            if error is not None and self.cluster.version == version:
+                raise KafkaError(error.error_code, str(error).partition(": ")[2], retriable=False)
 
     async def wait_for_topic(self, topic: str, limit_s: float | None = None) -> int:
         """The topic's partition count, refreshing metadata until it is known.
@@ -384,6 +402,24 @@ def _api_name(api_key: int) -> str:
         return f"api {api_key} ({API(api_key).name})"
     except ValueError:
         return f"api {api_key}"
+
+
+async def _authenticate(connection: KafkaConnection, versions: dict[int, int], where: str, config: ClientConfig) -> None:
+    """SASL on a new connection (see :mod:`trikafka.client.sasl`), within request.timeout.ms."""
+
+    async def request(api_key: int, fields: dict[str, Any]) -> Any:
+        version = versions.get(api_key)
+        if version is None:
+            raise UnsupportedVersionError(f"{where} supports no version of {_api_name(api_key)} this client speaks")
+        try:
+            return await connection.request(make(request_spec(api_key, version).request_type, **fields))
+        except ConnectionClosed as exc:
+            raise KafkaConnectionError(f"{where} closed the connection during SASL authentication") from exc
+
+    with trio.move_on_after(config["request.timeout.ms"] / 1000) as scope:
+        await authenticate(request, config["sasl.mechanism"], config["sasl.jaas.config"], where)
+    if scope.cancelled_caught:
+        raise KafkaTimeoutError(f"SASL authentication with {where} took longer than request.timeout.ms")
 
 
 async def _api_versions(connection: KafkaConnection, version: int) -> Any:

@@ -124,6 +124,22 @@ def _servers(value: Any, key: str) -> tuple[str, ...]:
     return servers
 
 
+def _security_protocol(value: Any, key: str) -> str:
+    text = str(value).strip().upper()
+    if text in ("SSL", "SASL_SSL"):
+        raise ConfigError(key, value, "TLS is not implemented in the Trio client yet; allowed values are PLAINTEXT and SASL_PLAINTEXT")
+    if text not in ("PLAINTEXT", "SASL_PLAINTEXT"):
+        raise ConfigError(key, value, "allowed values are PLAINTEXT and SASL_PLAINTEXT (SSL and SASL_SSL: not yet)")
+    return text
+
+
+def _sasl_mechanism(value: Any, key: str) -> str:
+    text = str(value).strip().upper()
+    if text not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+        raise ConfigError(key, value, "allowed values are PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (GSSAPI and OAUTHBEARER: not in the Trio client)")
+    return text
+
+
 #: Assignor names the consumer implements, and the Java class names that mean the same.
 ASSIGNORS = {
     "range": "range",
@@ -162,6 +178,9 @@ CLIENT_KEYS: dict[str, ConfigKey] = {
         _row("reconnect.backoff.max.ms", 1000, _int(0), ALL, "Upper bound of the reconnect backoff."),
         _row("retry.backoff.ms", 100, _int(0), ALL, "First wait before retrying a failed request; doubles per attempt."),
         _row("retry.backoff.max.ms", 1000, _int(0), ALL, "Upper bound of the retry backoff."),
+        _row("security.protocol", "PLAINTEXT", _security_protocol, ALL, "PLAINTEXT or SASL_PLAINTEXT (TLS: not yet)."),
+        _row("sasl.mechanism", "GSSAPI", _sasl_mechanism, ALL, "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (Java's default GSSAPI is not supported: set one)."),
+        _row("sasl.jaas.config", None, _optional_string, ALL, "The login module with username and password, as Java's: PlainLoginModule or ScramLoginModule required username=\"…\" password=\"…\";"),
         _row("retries", INT32_MAX, _int(0, INT32_MAX), frozenset({_P, _A}), "How often a retriable failure is retried (bounded by delivery.timeout.ms)."),
         _row("default.api.timeout.ms", 60000, _int(0, INT32_MAX), frozenset({_C, _A}), "Bound of a blocking call that takes no timeout."),
         # producer
@@ -244,6 +263,12 @@ class ClientConfig:
             raise AttributeError(name) from None
 
     def _checked(self) -> ClientConfig:
+        if self["security.protocol"] == "SASL_PLAINTEXT":
+            if "sasl.mechanism" not in self.explicit:
+                raise ConfigError("sasl.mechanism", "GSSAPI", "GSSAPI (Java's default) is not supported: set PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+            from trikafka.client.sasl import credentials_from_jaas
+
+            credentials_from_jaas(self["sasl.jaas.config"])  # raises naming sasl.jaas.config
         if self.role == "producer":
             return self._checked_producer()
         if self.role == "consumer":

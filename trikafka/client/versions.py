@@ -64,6 +64,8 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     API.OFFSET_DELETE: (0, 0),
     API.DESCRIBE_CLUSTER: (0, 1),
     API.DESCRIBE_LOG_DIRS: (1, 4),
+    API.SASL_HANDSHAKE: (1, 1),
+    API.SASL_AUTHENTICATE: (0, 2),
 }
 
 

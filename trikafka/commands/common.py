@@ -86,12 +86,16 @@ def client_settings(args: argparse.Namespace, role: str, *, shared_only: bool = 
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"-X takes KEY=VALUE, not {item!r}")
-        if shared_only:
-            try:
-                ClientConfig.for_role(role, {key.strip(): value})
-            except ConfigError:
-                continue
         settings[key.strip()] = value
+    _librdkafka_sasl(settings)
+    while shared_only:  # drop, one by one, the keys the role refuses as another role's
+        try:
+            ClientConfig.for_role(role, settings)
+            break
+        except ConfigError as exc:
+            if exc.key not in settings or "does not take it" not in exc.allowed:
+                raise
+            del settings[exc.key]
     settings["bootstrap.servers"] = args.bootstrap_server
     timeout_ms = max(1, int(args.timeout * 1000))
     defaults: dict[str, Any] = {"request.timeout.ms": timeout_ms}
@@ -106,6 +110,28 @@ def client_settings(args: argparse.Namespace, role: str, *, shared_only: bool = 
         settings.setdefault(key, value)
     ClientConfig.for_role(role, settings)  # raises ConfigError naming the key
     return settings
+
+
+#: librdkafka's (kcat's) SASL keys, which Java's clients spell as sasl.mechanism + a JAAS line.
+_LOGIN_MODULES = {"PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule"}
+
+
+def _librdkafka_sasl(settings: dict[str, Any]) -> None:
+    """``-X sasl.mechanisms=PLAIN -X sasl.username=u -X sasl.password=p`` as kcat takes them →
+    Java's ``sasl.mechanism`` and ``sasl.jaas.config``, which the client checks."""
+    if "sasl.mechanisms" in settings:
+        settings.setdefault("sasl.mechanism", settings.pop("sasl.mechanisms"))
+    if "sasl.username" in settings or "sasl.password" in settings:
+        if "sasl.jaas.config" in settings:
+            raise UsageError("give sasl.username/sasl.password or sasl.jaas.config, not both")
+        mechanism = str(settings.get("sasl.mechanism", "")).upper()
+        module = _LOGIN_MODULES.get(mechanism, "org.apache.kafka.common.security.scram.ScramLoginModule")
+
+        def quoted(value: Any) -> str:
+            return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        username, password = settings.pop("sasl.username", ""), settings.pop("sasl.password", "")
+        settings["sasl.jaas.config"] = f"{module} required username={quoted(username)} password={quoted(password)};"
 
 
 class Output:

@@ -28,6 +28,8 @@ import struct
 import sys
 from typing import Any
 
+import trio
+
 from trikafka.client import TopicPartition, open_admin, open_consumer
 from trikafka.commands.common import (
     EXIT_OK,
@@ -143,14 +145,8 @@ async def _starts(admin: Any, tps: list[TopicPartition], where: tuple[str, int])
     return starts, {tp: high for tp, (_, high) in marks.items()}
 
 
-async def _consume(args: argparse.Namespace, out: Output) -> int:
-    where = parse_from(args.from_)
-    if args.group and where[0] not in ("beginning", "end"):
-        raise UsageError("--group starts where the group committed (--from beginning|end only for partitions without a commit); reset a group with `groups reset-offsets`")
-    fmt = args.format.encode() if args.format is not None else None
-    if args.count is not None and args.count < 1:
-        raise UsageError("--count must be at least 1")
-    settings = client_settings(args, "consumer")
+async def _plan(args: argparse.Namespace, where: tuple[str, int]) -> tuple[Any, list[TopicPartition], dict, dict]:
+    """The topic, the partitions to read, where each starts and its end now (admin client)."""
     async with open_admin(**client_settings(args, "admin", shared_only=True)) as admin:
         info = (await partitions_of(admin, [args.topic]))[args.topic]
         chosen = sorted(info.partitions) if not args.partition else args.partition
@@ -159,10 +155,23 @@ async def _consume(args: argparse.Namespace, out: Output) -> int:
                 raise UsageError(f"-p {p}: topic {args.topic!r} has partitions 0..{len(info.partitions) - 1}")
         tps = [TopicPartition(args.topic, p) for p in chosen]
         starts, ends = await _starts(admin, tps, where)
+    return info, tps, starts, ends
+
+
+async def _consume(args: argparse.Namespace, out: Output) -> int:
+    where = parse_from(args.from_)
+    if args.group and where[0] not in ("beginning", "end"):
+        raise UsageError("--group starts where the group committed (--from beginning|end only for partitions without a commit); reset a group with `groups reset-offsets`")
+    fmt = args.format.encode() if args.format is not None else None
+    if args.count is not None and args.count < 1:
+        raise UsageError("--count must be at least 1")
+    settings = client_settings(args, "consumer")
+    with trio.fail_after(args.timeout * 2 + 1):  # finding the partitions is one-shot work
+        info, tps, starts, ends = await _plan(args, where)
+    done: set[TopicPartition] = set()
     if args.group:
         settings.setdefault("group.id", args.group)
         settings.setdefault("auto.offset.reset", "earliest" if where[0] == "beginning" else "latest")
-    done: set[TopicPartition] = set()
     printed = 0
     stdout = sys.stdout.buffer
     async with open_consumer(**settings) as consumer:

@@ -181,7 +181,8 @@ async def _loop(args: argparse.Namespace, admin: Any, source: Any) -> None:
         if live is not None:
             live.start()
         while True:
-            snapshot = await protocol_snapshot(admin)
+            with trio.fail_after(args.timeout):  # a cluster gone silent ends top in one line
+                snapshot = await protocol_snapshot(admin)
             if source is not None:
                 snapshot = attrs.evolve(snapshot, **(await source.read()))
             view = model.update(snapshot)
