@@ -73,6 +73,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "brokers 2..N take the following ports (free ports when it is 0)",
     )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="show `top` (requests, connections, topics, groups) for this broker in this terminal; "
+        "Ctrl-C stops both",
+    )
     parser.add_argument("--list-config", action="store_true", help="print every key and exit")
     parser.add_argument(
         "--control-listener",
@@ -189,6 +195,17 @@ async def _serve_cluster(config: BrokerConfig, brokers: int, control_at: tuple[s
             nursery.cancel_scope.cancel()  # the control server ends with the cluster
 
 
+async def _watch(broker: Broker, scope: trio.CancelScope) -> None:
+    """``--live``: top's view of this broker; when it ends (an error it showed), so does the
+    broker's process, the way a foreground program ends."""
+    from trikafka.commands import watch_broker
+
+    try:
+        await watch_broker(broker)
+    finally:
+        scope.cancel()
+
+
 def raise_open_file_limit() -> tuple[int, int]:
     """Raise the soft ``RLIMIT_NOFILE`` to the hard limit; return (before, after).
 
@@ -226,6 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError("--log-level", args.log_level, "allowed values are DEBUG, INFO, WARNING, ERROR")
         if args.brokers < 1:
             raise ConfigError("--brokers", args.brokers, "a number of brokers >= 1")
+        if args.live and args.brokers != 1:
+            raise ConfigError("--live", True, "shows one broker; use `python -m trikafka top` against a cluster")
     except (ConfigError, OSError, ValueError) as exc:
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2
@@ -247,8 +266,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 server = ControlServer(lambda: broker_targets(broker))
                 control = await nursery.start(server.serve, *control_at)
             _print_banner(broker, control)
+            if args.live:
+                nursery.start_soon(_watch, broker, nursery.cancel_scope)
             await broker.stopped.wait()
-            nursery.cancel_scope.cancel()  # the control server ends with the broker
+            nursery.cancel_scope.cancel()  # the control server (and --live's view) end with the broker
 
     try:
         trio.run(serve if args.brokers == 1 else functools.partial(_serve_cluster, config, args.brokers, control_at))

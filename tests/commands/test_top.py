@@ -108,3 +108,53 @@ def test_top_live_in_a_terminal_shows_the_time_split():
         subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True)
     assert all(column in screen for column in ("req/s", "p50 ms", "p99 ms", "queue ms", "local ms", "remote ms", "send ms"))
     assert "in-process broker statistics()" in screen
+
+
+def test_the_dev_broker_with_live_shows_top_and_stops_on_sigint(tmp_path):
+    """``python -m trikafka --live``: the broker and top's view in one process; SIGINT stops
+    both gracefully (exit 0)."""
+    import signal
+    import socket
+
+    _tmux()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    script = tmp_path / "live.sh"
+    script.write_text(
+        f"cd {ROOT}\n{sys.executable} -m trikafka --in-memory --listeners PLAINTEXT://127.0.0.1:{port} --live\n"
+        "echo EXIT=$?\nsleep 60\n"
+    )
+    socket_name = f"trikafka-test-{uuid.uuid4().hex[:8]}"
+    try:
+        subprocess.run(["tmux", "-L", socket_name, "new-session", "-d", "-s", "live", "-x", "200", "-y", "50",
+                        "env", "-u", "COLUMNS", "-u", "LINES", "sh", str(script)], check=True)
+        screen = _capture(socket_name, "live", ["trikafka top", "in-process broker statistics()", "Metadata", "PLAINTEXT"])
+        assert "Per-request metrics are not part" not in screen
+        shell = subprocess.run(["tmux", "-L", socket_name, "list-panes", "-t", "live", "-F", "#{pane_pid}"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+        broker = subprocess.run(["pgrep", "-P", shell], capture_output=True, text=True, check=True).stdout.split()[0]
+        os.kill(int(broker), signal.SIGINT)
+        after = _capture(socket_name, "live", ["EXIT="])
+        assert "EXIT=0" in after and "Traceback" not in after, after
+    finally:
+        subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True)
+
+
+def test_produce_shows_a_progress_bar_for_a_file_on_a_terminal(kafka_broker, tmp_path):
+    _tmux()
+    data = tmp_path / "big.txt"
+    data.write_text("".join(f"record {i:06d} " + "x" * 100 + "\n" for i in range(20000)))
+    script = tmp_path / "produce.sh"
+    script.write_text(f"cd {ROOT}\n{sys.executable} -m trikafka produce progress --file {data} -b {kafka_broker.bootstrap_servers}\n"
+                      "echo EXIT=$?\nsleep 60\n")
+    socket_name = f"trikafka-test-{uuid.uuid4().hex[:8]}"
+    try:
+        subprocess.run(["tmux", "-L", socket_name, "new-session", "-d", "-s", "p", "-x", "160", "-y", "20",
+                        "env", "-u", "COLUMNS", "-u", "LINES", "sh", str(script)], check=True)
+        screen = _capture(socket_name, "p", ["EXIT="])
+    finally:
+        subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True)
+    assert "EXIT=0" in screen and "Produced 20000 records" in screen, screen
+    bar = next(line for line in screen.splitlines() if line.startswith("produce"))
+    assert "━" in bar and "2.3/2.3 MB" in bar, screen

@@ -14,8 +14,9 @@ Exit codes: 0 ok, 1 a Kafka error (refused, unknown topic or group, unreachable,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["COMMANDS", "main"]
+__all__ = ["COMMANDS", "main", "watch_broker"]
 
 COMMANDS = ("topics", "produce", "consume", "groups", "configs", "cluster", "top")
 
@@ -24,3 +25,10 @@ def main(argv: Sequence[str]) -> int:
     from trikafka.commands.parser import main as run
 
     return run(argv)
+
+
+async def watch_broker(broker: Any) -> None:
+    """``top``'s live view of a broker in this process (``python -m trikafka --live``)."""
+    from trikafka.commands.top import watch_broker as watch
+
+    await watch(broker)

@@ -33,7 +33,7 @@ from trikafka.commands.common import (
 from trikafka.commands.top_model import TIME_SPLIT, TopView, View
 from trikafka.commands.top_sources import InProcessMetrics, PrometheusMetrics, protocol_snapshot
 
-__all__ = ["NO_METRICS", "human_bytes", "register", "render"]
+__all__ = ["NO_METRICS", "human_bytes", "register", "render", "watch_broker"]
 
 NO_METRICS = (
     "Per-request metrics are not part of the Kafka protocol, and top has no metrics source for "
@@ -165,6 +165,17 @@ async def _top(args: argparse.Namespace, out: Output) -> int:
             await _loop(args, admin, source)
         nursery.cancel_scope.cancel()  # the --live broker ends with the view
     return EXIT_OK
+
+
+async def watch_broker(broker: Any, *, interval: float = 1.0) -> None:
+    """``python -m trikafka --live``: this view of a broker running in the same process, until
+    cancelled (the CLI cancels it when the broker stops, and stops the broker when it ends)."""
+    endpoints = list(broker.endpoints.values())
+    endpoint = next((e for e in endpoints if e.name == "PLAINTEXT"), endpoints[0])
+    host = "127.0.0.1" if endpoint.host in ("", "0.0.0.0") else "::1" if endpoint.host == "::" else endpoint.host
+    args = argparse.Namespace(json=False, iterations=None, interval=interval, timeout=10.0, save_svg=None)
+    async with open_admin(f"{host}:{endpoint.port}", request_timeout_ms=10_000, default_api_timeout_ms=10_000) as admin:
+        await _loop(args, admin, InProcessMetrics(broker))
 
 
 async def _loop(args: argparse.Namespace, admin: Any, source: Any) -> None:
