@@ -7,6 +7,12 @@ Only heartbeats run elsewhere, in a task of the consumer's nursery (see
 :mod:`trikafka.client.group_session`). So a listener's ``on_partitions_revoked`` always runs
 *before* the next fetch, and may await a commit or a producer flush.
 
+Three objects, as in Java's consumer: this one (subscription API, positions, the fetched
+records' buffers, polling), its :class:`~trikafka.client.consumer_coordinator.ConsumerCoordinator`
+when it has a ``group.id`` (what the group means for those partitions: the listener,
+auto-commit, commits, what makes it rejoin), and the coordinator's
+:class:`~trikafka.client.group_session.GroupSession` (the membership protocol).
+
 Positions: a partition's position is the offset of the next record the application gets.
 Records are handed out one by one from a per-partition buffer filled by Fetch; the position
 moves as each is handed out, so ``commit()`` with no arguments commits exactly what the
@@ -95,23 +101,23 @@ class Consumer:
     ) -> None:
         """Subscribe to topics, or to every topic matching ``pattern`` (a regex, checked on
         each metadata refresh). ``listener``: a :class:`RebalanceListener`-shaped object."""
-        group = self._need_group("subscribe()")
+        coordinator = self._need_group("subscribe()")
         if isinstance(topics, re.Pattern):
             topics, pattern = None, topics
         if (topics is None) == (pattern is None):
             raise ValueError("subscribe() takes topics or a pattern (exactly one)")
         if listener is not None:
-            self.listener = listener
+            coordinator.listener = listener
         if pattern is not None:
             self.subscriptions.subscribe_pattern(pattern)
             self.client.cluster.all_topics = True
             self.client.cluster.request_update()
-            group.pattern_changed()
+            coordinator.pattern_changed()
         else:
             names = [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]
             self.subscriptions.subscribe(names)
             self.client.cluster.add_interest(names)
-        group.group.request_rejoin()
+        coordinator.group.request_rejoin()
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Read these partitions, without group membership (commits still go to group.id)."""
