@@ -75,6 +75,7 @@ class Consumer:
             self.coordinator = ConsumerCoordinator(client, config, self.subscriptions, self._drop_buffers, nursery)
             self.group = self.coordinator.group
         self.closed = False
+        self._polling = False
 
     def _drop_buffers(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
@@ -238,6 +239,17 @@ class Consumer:
     async def _poll_once(self, deadline: float, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         if self.closed:
             raise trio.ClosedResourceError("the consumer is closed")
+        if self._polling:
+            # Like two tasks receiving on one stream (Java: "KafkaConsumer is not safe for
+            # multi-threaded access"): two polls would run two joins of one member.
+            raise trio.BusyResourceError("another task is already polling this consumer")
+        self._polling = True
+        try:
+            return await self._poll_once_unguarded(deadline, max_records)
+        finally:
+            self._polling = False
+
+    async def _poll_once_unguarded(self, deadline: float, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         group = self.group
         if self.coordinator is not None:
             await self.coordinator.poll()
