@@ -6,6 +6,7 @@ import re
 
 import pytest
 import trio
+import trio.testing
 
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.consumer import open_consumer
@@ -134,3 +135,17 @@ async def test_mixing_subscription_modes_is_refused(autojump_clock):
         async with open_consumer(tb) as c:
             with pytest.raises(ValueError, match="needs a group.id"):
                 c.subscribe(["t"])
+
+
+async def test_two_tasks_polling_one_consumer_is_refused(autojump_clock):
+    async with open_test_broker() as tb, open_writer(tb) as w:
+        await w.create_topic("t", 1)
+        async with open_consumer(tb, group_id="g") as consumer:
+            consumer.subscribe(["t"])
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(consumer.getmany, 5000)
+                await trio.testing.wait_all_tasks_blocked()
+                with pytest.raises(trio.BusyResourceError, match="already polling"):
+                    await consumer.getmany(timeout_ms=0)
+                nursery.cancel_scope.cancel()
+            await consumer.getmany(timeout_ms=0)  # the guard is released when a poll is cancelled

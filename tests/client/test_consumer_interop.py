@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import threading
@@ -19,8 +20,11 @@ import pytest
 import trio
 
 from trikafka.broker import open_broker
+from trikafka.client import CommitFailedError
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.consumer import open_consumer
+from trikafka.client.partitioner import partition_for_key
+from trikafka.client.producer import open_producer
 
 from .consumer_kit import open_writer
 
@@ -136,7 +140,8 @@ async def test_reads_what_confluent_kafka_produced(codec):
         async with open_writer(bootstrap) as writer:
             await writer.create_topic("from-confluent", 2)
         messages = [(b"key-%d" % i, b"value-%d " % i * 20) for i in range(50)]
-        await trio.to_thread.run_sync(lambda: confluent_produce(bootstrap, "from-confluent", messages, **{"compression.type": codec}))
+        conf = {"compression.type": codec, "partitioner": "murmur2_random"}  # the Java client's partitioner
+        await trio.to_thread.run_sync(lambda: confluent_produce(bootstrap, "from-confluent", messages, **conf))
         got = []
         with trio.fail_after(30):
             async with open_consumer(bootstrap, group_id="reader", auto_offset_reset="earliest") as consumer:
@@ -147,6 +152,7 @@ async def test_reads_what_confluent_kafka_produced(codec):
                         break
         assert sorted((r.key, r.value) for r in got) == sorted(messages)
         assert all(r.headers == (("src", b"confluent"),) for r in got)
+        assert all(r.partition == partition_for_key(r.key, 2) for r in got)  # where the Trio producer puts that key
         for partition in (0, 1):
             offsets = [r.offset for r in got if r.partition == partition]
             assert offsets == sorted(offsets)
@@ -178,6 +184,59 @@ async def test_consume_from_librdkafka_mock_cluster():
                 committed = await consumer.committed([TopicPartition("mocked", 0), TopicPartition("mocked", 1)])
             assert sorted(got) == sorted(messages)
             assert sum(committed.values()) == len(messages)
+    finally:
+        await process.stdin.aclose()
+        with trio.move_on_after(10):
+            await process.wait()
+        if process.returncode is None:
+            process.kill()
+
+
+async def test_trio_producer_and_a_trio_group_on_librdkafka_mock_cluster():
+    """Produce, consume and a two-member group, all Trio, against librdkafka's mock cluster:
+    every record read, the partitions split between the members. At least once, not exactly:
+    the mock refuses commits while its group is joining (REBALANCE_IN_PROGRESS), so a record
+    read just before a rebalance may be read again by its next owner."""
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "benchmarks.mock_cluster"], cwd=ROOT,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )
+    try:
+        with trio.fail_after(90):
+            lines = _lines(process.stdout)
+            ready = await lines.__anext__()
+            assert ready.startswith("READY "), ready
+            bootstrap = ready.split()[1]
+            await process.stdin.send_all(b"topic paired 4\n")
+            assert await lines.__anext__() == "ok"
+            keys = [b"key-%d" % i for i in range(40)]
+            async with open_producer(bootstrap) as producer:
+                sent = {key: (await producer.send("paired", b"v-" + key, key=key)).partition for key in keys}
+            assert sent == {key: partition_for_key(key, 4) for key in keys}
+            config = dict(group_id="pair", auto_offset_reset="earliest", partition_assignment_strategy="range",
+                          session_timeout_ms=10000, heartbeat_interval_ms=500)
+            reads: dict[str, list[tuple[int, bytes]]] = {"a": [], "b": []}
+            async with open_consumer(bootstrap, **config) as a, open_consumer(bootstrap, **config) as b:
+                members = {"a": a, "b": b}
+                for consumer in members.values():
+                    consumer.subscribe(["paired"])
+
+                async def member(name: str) -> None:
+                    consumer = members[name]
+                    while not (len(a.assignment()) == 2 and len(b.assignment()) == 2
+                               and {k for r in reads.values() for _, k in r} == set(keys)):
+                        for records in (await consumer.getmany(timeout_ms=100)).values():
+                            reads[name].extend((r.partition, r.key) for r in records)
+                        with contextlib.suppress(CommitFailedError):  # a rebalance began
+                            await consumer.commit()
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(member, "a")
+                    nursery.start_soon(member, "b")
+                owned = {name: {tp.partition for tp in c.assignment()} for name, c in members.items()}
+        assert owned["a"].isdisjoint(owned["b"]) and owned["a"] | owned["b"] == {0, 1, 2, 3}
+        assert {k for r in reads.values() for _, k in r} == set(keys)
+        assert all(p == sent[k] for r in reads.values() for p, k in r)  # the producer's partition
     finally:
         await process.stdin.aclose()
         with trio.move_on_after(10):

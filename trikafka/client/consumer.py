@@ -7,6 +7,12 @@ Only heartbeats run elsewhere, in a task of the consumer's nursery (see
 :mod:`trikafka.client.group_session`). So a listener's ``on_partitions_revoked`` always runs
 *before* the next fetch, and may await a commit or a producer flush.
 
+Three objects, as in Java's consumer: this one (subscription API, positions, the fetched
+records' buffers, polling), its :class:`~trikafka.client.consumer_coordinator.ConsumerCoordinator`
+when it has a ``group.id`` (what the group means for those partitions: the listener,
+auto-commit, commits, what makes it rejoin), and the coordinator's
+:class:`~trikafka.client.group_session.GroupSession` (the membership protocol).
+
 Positions: a partition's position is the offset of the next record the application gets.
 Records are handed out one by one from a per-partition buffer filled by Fetch; the position
 moves as each is handed out, so ``commit()`` with no arguments commits exactly what the
@@ -69,6 +75,7 @@ class Consumer:
             self.coordinator = ConsumerCoordinator(client, config, self.subscriptions, self._drop_buffers, nursery)
             self.group = self.coordinator.group
         self.closed = False
+        self._polling = False
 
     def _drop_buffers(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
@@ -95,23 +102,23 @@ class Consumer:
     ) -> None:
         """Subscribe to topics, or to every topic matching ``pattern`` (a regex, checked on
         each metadata refresh). ``listener``: a :class:`RebalanceListener`-shaped object."""
-        group = self._need_group("subscribe()")
+        coordinator = self._need_group("subscribe()")
         if isinstance(topics, re.Pattern):
             topics, pattern = None, topics
         if (topics is None) == (pattern is None):
             raise ValueError("subscribe() takes topics or a pattern (exactly one)")
         if listener is not None:
-            self.listener = listener
+            coordinator.listener = listener
         if pattern is not None:
             self.subscriptions.subscribe_pattern(pattern)
             self.client.cluster.all_topics = True
             self.client.cluster.request_update()
-            group.pattern_changed()
+            coordinator.pattern_changed()
         else:
             names = [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]
             self.subscriptions.subscribe(names)
             self.client.cluster.add_interest(names)
-        group.group.request_rejoin()
+        coordinator.group.request_rejoin()
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         """Read these partitions, without group membership (commits still go to group.id)."""
@@ -232,6 +239,17 @@ class Consumer:
     async def _poll_once(self, deadline: float, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         if self.closed:
             raise trio.ClosedResourceError("the consumer is closed")
+        if self._polling:
+            # Like two tasks receiving on one stream (Java: "KafkaConsumer is not safe for
+            # multi-threaded access"): two polls would run two joins of one member.
+            raise trio.BusyResourceError("another task is already polling this consumer")
+        self._polling = True
+        try:
+            return await self._poll_once_unguarded(deadline, max_records)
+        finally:
+            self._polling = False
+
+    async def _poll_once_unguarded(self, deadline: float, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         group = self.group
         if self.coordinator is not None:
             await self.coordinator.poll()

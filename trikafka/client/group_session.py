@@ -30,6 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from trikafka.client.assignors import assignor_for
 from trikafka.client.client import KafkaClient
+from trikafka.client.connection import ResponseDecodeError
 from trikafka.client.consumer_protocol import TopicPartition
 from trikafka.client.errors import KafkaError
 from trikafka.client.group_member import Action, GroupMember, GroupMemberError, MemberState, Step
@@ -224,11 +225,19 @@ class GroupSession:
                 counts = await self._partition_counts(member.subscribed_topics_of_group())
                 assignments = member.assign(counts)
             sync = member.sync_group_fields(assignments)
-            answer = await self._send(
-                API.SYNC_GROUP,
-                **{k: v for k, v in sync.items() if k != "assignments"},
-                assignments=[{"member_id": m, "assignment": a} for m, a in sync["assignments"]],
-            )
+            try:
+                answer = await self._send(
+                    API.SYNC_GROUP,
+                    **{k: v for k, v in sync.items() if k != "assignments"},
+                    assignments=[{"member_id": m, "assignment": a} for m, a in sync["assignments"]],
+                )
+            except ResponseDecodeError as exc:
+                # librdkafka's mock cluster answers a follower whose SyncGroup comes after the
+                # leader's with an error and a null assignment, which the schema does not
+                # allow. Whatever the error was, the member did not get an assignment: rejoin.
+                logger.warning("group %s: %s; rejoining", self.group_id, exc)
+                member.state = MemberState.PREPARING_REBALANCE
+                return Step(Action.BACKOFF_REJOIN)
             return member.on_sync_group_response(ErrorCode(answer.error_code), answer.assignment)
         except KafkaError as exc:
             if not exc.retriable:
