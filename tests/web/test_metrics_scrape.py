@@ -83,7 +83,7 @@ def traffic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerPr
                 break
         assert seen == RECORDS
         consumer.commit(asynchronous=False)
-        for i in range(UNREAD):  # the lag: produced after the commit, never read
+        for _ in range(UNREAD):  # the lag: produced after the commit, never read
             producer.produce(TOPIC, value=b"late", partition=0)
         assert producer.flush(30) == 0
         committed = consumer.committed([TopicPartition(TOPIC, p) for p in range(3)], timeout=30)
