@@ -140,7 +140,7 @@ def test_the_start_up_block_says_where_everything_is(tmp_path):
     assert f"  data: {tmp_path / 'data'}" in block
     assert "    num.io.threads=3\n" in block
     assert "    group.initial.rebalance.delay.ms=0  (dev default)" in block
-    assert "  open file limit: " in block
+    assert "  open file limit (RLIMIT_NOFILE): " in block
 
 
 # --- progress of loading many segments -------------------------------------------------------

@@ -185,7 +185,8 @@ def _startup_info(
         data=where,
         changed=changed_from_defaults(config, reasons),
         http=http,
-        notes=[f"open file limit: {open_files}", *notes],
+        notes=notes,
+        open_files=open_files,
     )
 
 
@@ -260,7 +261,7 @@ async def _serve_cluster(
                     data=", ".join(node.config.log_dirs or ()) or "memory (nothing kept)",
                     changed=changed_from_defaults(config, reasons) if i == 0 else {},
                     http=http,
-                    notes=[f"open file limit: {open_files}"] if i == 0 else [],
+                    open_files=open_files if i == 0 else None,
                 )
                 print_startup(info, shape, closing=i == len(nodes) - 1)
             async for signum in signals:
@@ -314,7 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     shape = setup_logging(level, args.log_format)
     before, after = raise_open_file_limit()
-    open_files = f"{after:,}" + (f" (raised from {before:,})" if after != before else "")
+    open_files = f"{after}" + (f" (raised from {before})" if after != before else "")
 
     async def serve() -> None:
         broker = Broker(config, load_progress=recovery_progress(shape))

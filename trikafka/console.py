@@ -13,8 +13,8 @@ Three outputs, chosen once at start (:func:`setup_logging`):
 
 The start-up block (:class:`StartupInfo`) is printed once everything is bound, in the same
 three shapes. Its text lines are what ``trikafka.testing.process`` waits for: the header
-(``broker N ready · cluster ID``), then where HTTP is served, then ``listening on`` lines,
-then ``data:`` — keep that order.
+(``broker N ready · cluster ID``) first, ``listening on`` lines, then ``data:`` last but for
+"Ctrl-C stops gracefully" — keep that order.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class StartupInfo:
     #: what → URL: "metrics", "ui", "control", ... (only those served)
     http: Mapping[str, str] = attrs.field(factory=dict)
     notes: Sequence[str] = ()
-    open_files: int | None = None
+    open_files: str | None = None
 
     def as_fields(self) -> dict[str, Any]:
         return {
@@ -123,16 +123,17 @@ class StartupInfo:
         }
 
     def lines(self) -> list[str]:
+        """Everything before ``data:``: that line ends the block for whoever waits on it."""
         out = [f"[bold green]trikafka[/] {self.version} · broker {self.node_id} ready · cluster {self.cluster_id}"]
         out += [f"  {what} on [bold]{url}[/]" for what, url in self.http.items()]
-        out += [f"  listening on [bold]{listener}[/]" for listener in self.listeners]
-        out.append(f"  data: {self.data}")
         if self.changed:
-            out.append("  config changed from Kafka's defaults:")
+            out.append("  config changed from defaults:")
             out += [f"    {key}={value}" + (f"  ({why})" if why else "") for key, (value, why) in self.changed.items()]
         if self.open_files is not None:
-            out.append(f"  open file limit: {self.open_files:,}")
+            out.append(f"  open file limit (RLIMIT_NOFILE): {self.open_files}")
         out += [f"  {note}" for note in self.notes]
+        out += [f"  listening on [bold]{listener}[/]" for listener in self.listeners]
+        out.append(f"  data: {self.data}")
         return out
 
 
