@@ -216,9 +216,7 @@ class Broker(AwaitableState):
         )
         #: ``/metrics`` and whatever else is mounted (``http_server.mount("/ui", app)``);
         #: it runs when ``metrics.port`` is not -1.
-        self.http_server = HttpServer(
-            self.config.metrics_host, max(self.config.metrics_port, 0), {"/metrics": metrics_app(self)}
-        )
+        self.http_server = HttpServer(self.config.metrics_host, max(self.config.metrics_port, 0))
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}
@@ -259,6 +257,7 @@ class Broker(AwaitableState):
                 self.endpoints = await nursery.start(self.socket_server.run, name="socket-server")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)
                 if self.config.metrics_port >= 0:
+                    self.http_server.mount("/metrics", metrics_app(self))
                     await nursery.start(self.http_server.run, name="http-server")
                 log.info(
                     "broker %d of cluster %s started: %s",

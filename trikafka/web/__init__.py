@@ -4,7 +4,16 @@ Mount an ASGI app beside ``/metrics`` with ``broker.http_server.mount("/ui", app
 :mod:`trikafka.web.server` for what the app receives).
 """
 
-from trikafka.web.metrics import KafkaCollector, metrics_app, metrics_registry
+from typing import Any
+
 from trikafka.web.server import ASGIApp, HttpServer, Router
 
-__all__ = ["ASGIApp", "HttpServer", "KafkaCollector", "Router", "metrics_app", "metrics_registry"]
+__all__ = ["ASGIApp", "HttpServer", "Router", "metrics_app"]
+
+
+def metrics_app(broker: Any) -> ASGIApp:
+    """The ``/metrics`` ASGI app of ``broker`` (see :mod:`trikafka.web.metrics`); imported on
+    first use, so a broker without ``metrics.port`` never loads prometheus_client."""
+    from trikafka.web.metrics import metrics_app as make
+
+    return make(broker)
