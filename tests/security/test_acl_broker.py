@@ -134,6 +134,10 @@ async def test_what_each_api_checks(autojump_clock):
         assert tb.broker.replica_manager.topics.get("auto-x") is None
         acls.create([allow("auto-", Op.CREATE, pattern=Pat.PREFIXED)])
         assert (await metadata(client, ["auto-x"], auto_create=True)).topics[0].error_code == ErrorCode.none
+        assert (await create_topic(client, "nope")).error_code == ErrorCode.topic_authorization_failed
+        made = await create_topic(client, "auto-y")  # CREATE on the topic; no DESCRIBE_CONFIGS
+        assert (made.error_code, made.topic_config_error_code) == (ErrorCode.none, ErrorCode.topic_authorization_failed)
+        assert made.num_partitions == 1 and made.configs is None
         # Produce and Fetch by name and by id, ListOffsets, DeleteRecords.
         refused = await produce(client, 9, "secret", None, 0, BATCH)
         assert refused.responses[0].partition_responses[0].error_code == ErrorCode.topic_authorization_failed

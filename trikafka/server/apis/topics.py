@@ -79,16 +79,17 @@ class TopicAdminApis(ApiFamily):
                     validate_only=body.validate_only,
                     assignment=assignment,
                 )
-            if not self.authorize(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, entry.name):
+            describable = self.authorize(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, entry.name)
+            if not describable:  # the topic is created; its configs are not shown (Kafka)
                 result["topic_config_error_code"] = ErrorCode.topic_authorization_failed
-            elif not outcome.failed:
+            if not outcome.failed:
                 result.update(
                     topic_id=topic.topic_id,
                     num_partitions=topic.partitions,
                     replication_factor=(
                         factor if factor != -1 else self.replicas.config.default_replication_factor
                     ),
-                    configs=[
+                    configs=None if not describable else [
                         {
                             "name": e["name"],
                             "value": e["value"],
