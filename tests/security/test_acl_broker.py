@@ -295,3 +295,54 @@ def test_no_bypass_by_topic_id_or_look_alike_names(grants):
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
+
+
+async def test_a_transaction_step_by_step(autojump_clock):
+    """Each transactional API asks for its own right: granting them one at a time moves the
+    producer one step further each time."""
+    from ..server.test_transactions import Producer
+
+    async with open_test_broker(config()) as tb, tb.client() as client:
+        acls = tb.broker.context.acls
+        acls.create([allow("kafka-cluster", Op.CREATE, Res.CLUSTER), allow("tx", Op.WRITE, Res.TRANSACTIONAL_ID)])
+        await create_topic(client, "t", partitions=1)
+        producer = Producer(client, "tx")
+        assert (await producer.init()).error_code == ErrorCode.none
+        assert await producer.add_partitions(0, topic="t") == {0: ErrorCode.topic_authorization_failed}
+        acls.create([allow("t", Op.WRITE), allow("t", Op.READ)])
+        assert await producer.add_partitions(0, topic="t") == {0: ErrorCode.none}
+        assert (await producer.produce(0, b"v", topic="t")).error_code == ErrorCode.none
+        assert await producer.add_offsets("g") == ErrorCode.group_authorization_failed
+        assert await producer.commit_offsets("g", {0: 1}, topic="t") == {0: ErrorCode.group_authorization_failed}
+        acls.create([allow("g", Op.READ, Res.GROUP)])
+        assert await producer.add_offsets("g") == ErrorCode.none
+        assert await producer.commit_offsets("g", {0: 1}, topic="t") == {0: ErrorCode.none}
+        described = await client.request(request(65, 0, transactional_ids=["tx", "other"]))
+        assert [s.error_code for s in described.transaction_states] == [
+            ErrorCode.none, ErrorCode.transactional_id_authorization_failed]
+        assert described.transaction_states[0].topics[0].topic == "t"
+        listed = await client.request(request(66, 1, state_filters=[], producer_id_filters=[], duration_filter=-1))
+        assert [s.transactional_id for s in listed.transaction_states] == ["tx"]
+        assert await producer.end(commit=True) == ErrorCode.none
+        acls.delete(_exact(allow("tx", Op.WRITE, Res.TRANSACTIONAL_ID)))
+        assert await producer.end(commit=True) == ErrorCode.transactional_id_authorization_failed
+        # Transactional records without WRITE on their transactional id: refused whole.
+        refused = await producer.produce(0, b"w", topic="t")
+        assert refused.error_code == ErrorCode.transactional_id_authorization_failed
+
+
+async def test_describe_topic_partitions_and_scram_apis(autojump_clock):
+    async with open_test_broker(config()) as tb, tb.client() as client:
+        acls = tb.broker.context.acls
+        acls.create([allow("kafka-cluster", Op.CREATE, Res.CLUSTER), allow("seen", Op.DESCRIBE)])
+        for name in ("seen", "unseen"):
+            await create_topic(client, name)
+        everything = await client.request(request(75, 0, topics=[], response_partition_limit=2000, cursor=None))
+        assert [(t.name, t.topic_authorized_operations) for t in everything.topics] == [("seen", 1 << Op.DESCRIBE)]
+        named = await client.request(request(75, 0, topics=[{"name": "unseen"}], response_partition_limit=10,
+                                             cursor=None))
+        assert [(t.name, t.error_code) for t in named.topics] == [("unseen", ErrorCode.topic_authorization_failed)]
+        users = await client.request(request(50, 0, users=None))
+        assert users.error_code == ErrorCode.cluster_authorization_failed
+        altered = await client.request(request(51, 0, deletions=[{"name": "bob", "mechanism": 1}], upsertions=[]))
+        assert [(r.user, r.error_code) for r in altered.results] == [("bob", ErrorCode.cluster_authorization_failed)]
