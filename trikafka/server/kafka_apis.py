@@ -20,6 +20,11 @@ replica manager, the coordinators, the clock). Its handlers are methods marked w
 the registry advertises an API nobody handles or two families claim the same one. The api
 keys themselves live in one place, :class:`~trikafka.protocol.registry.ApiKey`.
 
+Authorization. Handlers ask ``self.authorize(request, AclOperation.X, ResourceType.Y, name)``
+(or ``require``/``require_cluster``, which raise the resource's *_AUTHORIZATION_FAILED); the
+request carries the principal and the client's address, the context the ACLs
+(``server/authorization.py``). Without an authorizer every question is answered yes.
+
 Per-partition errors. A request naming several partitions (or topics, or resources) answers
 each on its own: ``with errors_into(result): ...`` turns a ``KafkaProtocolError`` raised for
 one entry into that entry's ``error_code`` (and ``error_message``), so one bad partition never
