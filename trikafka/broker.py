@@ -54,9 +54,12 @@ from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
+from trikafka.security.acl_store import AclStore
 from trikafka.security.sasl.credentials import ScramCredentials
+from trikafka.server.apis.acls import AclApis
 from trikafka.server.apis.configs import ClusterApis, ConfigApis
 from trikafka.server.apis.fetch import FetchApis
+from trikafka.server.apis.group_offsets import GroupOffsetApis
 from trikafka.server.apis.groups import GroupApis
 from trikafka.server.apis.metadata import MetadataApis
 from trikafka.server.apis.offsets import OffsetApis
@@ -92,10 +95,12 @@ API_FAMILIES = (
     ConfigApis,
     ClusterApis,
     GroupApis,
+    GroupOffsetApis,
     TransactionApis,
     PartitionStateApis,
     SaslApis,
     ScramApis,
+    AclApis,
 )
 
 
@@ -204,6 +209,7 @@ class Broker(AwaitableState):
             scram_credentials=ScramCredentials.from_config(
                 self.config.security, [s.name for s in self.config.listeners], self.config.log_dirs
             ),
+            acls=AclStore.from_config(self.config.security, self.config.log_dirs),
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
         self.faults = self.apis.faults  # injected faults and the request recorder (tests)

@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from trikafka.errors import ConfigError
+from trikafka.security.authorizer import ACCEPTED_CLASS_NAMES
 from trikafka.security.jaas import JaasEntry, parse_jaas_config
 
 __all__ = [
@@ -56,7 +57,12 @@ SECURITY_KEYS: dict[str, tuple[str, bool, str]] = {
     "sasl.mechanism.inter.broker.protocol": (
         "GSSAPI", False, "Accepted for compatibility: one broker has no inter-broker traffic."),
     "super.users": ("", False, "Principals (User:name;User:other) that ACLs will never deny."),
-    "authorizer.class.name": ("", False, "Only empty: ACLs are not implemented yet."),
+    "authorizer.class.name": (
+        "", False, "Empty (no ACLs: everyone may do everything), or "
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer / "
+        "kafka.security.authorizer.AclAuthorizer (ACLs, Kafka's StandardAuthorizer rules)."),
+    "allow.everyone.if.no.acl.found": (
+        "false", False, "With an authorizer: whether a resource with no ACL at all is open to everyone."),
     "connection.failed.authentication.delay.ms": (
         "100", False, "A failed authentication's answer waits this long before the close "
         "(without blocking anyone else)."),
@@ -87,6 +93,7 @@ _PROTOCOL_VALUES = {
     "ssl.truststore.type": ("JKS", "PEM", "PKCS12"),
     "ssl.client.auth": ("none", "requested", "required"),
     "ssl.principal.mapping.rules": ("DEFAULT",),
+    "allow.everyone.if.no.acl.found": ("true", "false"),
 }
 TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 
@@ -151,9 +158,10 @@ class SecurityConfig:
             value = self.values[key]
             if allowed and value not in allowed and value.lower() not in allowed:
                 raise ConfigError(key, value, f"allowed values are {', '.join(allowed)}")
-            if base == "authorizer.class.name" and value:
+            if base == "authorizer.class.name" and value and value not in ACCEPTED_CLASS_NAMES:
                 raise ConfigError(
-                    key, value, "ACLs are not implemented yet: leave authorizer.class.name empty"
+                    key, value, "the authorizer is Kafka's StandardAuthorizer; allowed: empty (no "
+                    f"ACLs), {', '.join(ACCEPTED_CLASS_NAMES)}"
                 )
             if base == "sasl.enabled.mechanisms":
                 for mechanism in self.list_value(value):
