@@ -53,6 +53,7 @@ from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
+from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.apis.configs import ClusterApis, ConfigApis
 from trikafka.server.apis.fetch import FetchApis
@@ -62,6 +63,7 @@ from trikafka.server.apis.offsets import OffsetApis
 from trikafka.server.apis.partition_state import PartitionStateApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
+from trikafka.server.apis.quotas import ClientQuotaApis
 from trikafka.server.apis.sasl import SaslApis
 from trikafka.server.apis.scram import ScramApis
 from trikafka.server.apis.topics import TopicAdminApis
@@ -94,6 +96,7 @@ API_FAMILIES = (
     PartitionStateApis,
     SaslApis,
     ScramApis,
+    ClientQuotaApis,
 )
 
 
@@ -198,6 +201,9 @@ class Broker(AwaitableState):
             state_changes=state_changes,
             scram_credentials=ScramCredentials.from_config(
                 self.config.security, [s.name for s in self.config.listeners], self.config.log_dirs
+            ),
+            client_quotas=ClientQuotas.in_data_dir(
+                self.config.log_dirs, self.config.quota_window_num, self.config.quota_window_size_seconds
             ),
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])

@@ -18,6 +18,10 @@ several): the broker answers strictly in order, one request in flight per connec
 response comes back through a capacity-1 slot owned by this connection. The states and
 their legal moves are the table in ``connection_state.py``.
 
+Throttling (KIP-219): an answer over a client quota carries a deadline on its request; the
+connection writes the answer at once, then reads nothing until the deadline passes
+(MUTED_AND_THROTTLED) — in its own task, so nobody else waits.
+
 Idle expiry (connections.max.idle.ms) is a deadline on the read, measured from the last
 activity — a byte received or a response written — on trio's clock.
 
@@ -216,6 +220,9 @@ class Connection:
             state.request_queued()
             response = await slot.get()
             request.response_dequeue_time = now()
+            throttled_until = request.throttle_deadline
+            if throttled_until:
+                state.throttle_started()
             out = state.send_response(response)
             if out is not None:
                 if out.__class__ is Closed:
@@ -228,6 +235,24 @@ class Connection:
             done = now()
             self.last_activity = done
             hooks.request_done(request, done)
+            if throttled_until and not await self._throttled(throttled_until):
+                return
+
+    async def _throttled(self, until: float) -> bool:
+        """KIP-219: the answer was over a client quota; read nothing more until ``until``.
+
+        Only this task waits. Shutdown cancels the wait as it cancels a read (False: close).
+        """
+        with trio.CancelScope(deadline=until) as scope:
+            self.read_scope = scope
+            await trio.sleep_forever()
+        self.read_scope = None
+        self.protocol.throttle_ended()
+        self.last_activity = self._now()
+        if self.idle_seconds == -math.inf:
+            self.close_reason = "broker shutting down"
+            return False
+        return True
 
     async def receive_event(self) -> object | None:
         """Read until the state has an event (a request or Closed); None at end of stream,

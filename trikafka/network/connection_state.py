@@ -15,6 +15,14 @@ Theory of operation — the mute cycle (Kafka's KafkaChannel ``ChannelMuteState`
 
   any state ──CLOSE──▶ CLOSED
 
+Throttling (KIP-219, Kafka's THROTTLE_STARTED / THROTTLE_ENDED): an answer over a client
+quota comes with a throttle time; it is still written at once, and then the connection
+stays muted until the throttle ends::
+
+  MUTED_AND_RESPONSE_PENDING ──THROTTLE_STARTED──▶ MUTED_AND_THROTTLED_AND_RESPONSE_PENDING
+  MUTED_AND_THROTTLED_AND_RESPONSE_PENDING ──RESPONSE_SENT──▶ MUTED_AND_THROTTLED
+  MUTED_AND_THROTTLED ──THROTTLE_ENDED──▶ NOT_MUTED
+
 While muted the connection hands out no further request, so a client that pipelines leaves
 them in the kernel's buffers (and in the frame decoder, if one read brought several): the
 broker answers strictly in order, one request in flight per connection. The cycle is the
@@ -85,6 +93,8 @@ class MuteState(enum.StrEnum):
     NOT_MUTED = "NOT_MUTED"
     MUTED = "MUTED"
     MUTED_AND_RESPONSE_PENDING = "MUTED_AND_RESPONSE_PENDING"
+    MUTED_AND_THROTTLED = "MUTED_AND_THROTTLED"
+    MUTED_AND_THROTTLED_AND_RESPONSE_PENDING = "MUTED_AND_THROTTLED_AND_RESPONSE_PENDING"
     CLOSED = "CLOSED"
 
 
@@ -101,6 +111,8 @@ class ConnectionEvent(enum.StrEnum):
     REQUEST_QUEUED = "REQUEST_QUEUED"  # handed to the request channel
     RESPONSE_SENT = "RESPONSE_SENT"  # answer written, or nothing to write (acks=0)
     AUTHENTICATED = "AUTHENTICATED"  # the SASL exchange succeeded
+    THROTTLE_STARTED = "THROTTLE_STARTED"  # the answer is over a client quota (KIP-219)
+    THROTTLE_ENDED = "THROTTLE_ENDED"  # its throttle time has passed
     CLOSE = "CLOSE"
 
 
@@ -121,7 +133,17 @@ _SENT = ConnectionEvent.RESPONSE_SENT
 TRANSITIONS: Mapping[MuteState, Mapping[ConnectionEvent, MuteState]] = {
     _S.NOT_MUTED: {_E.REQUEST_RECEIVED: _S.MUTED, _E.CLOSE: _S.CLOSED},
     _S.MUTED: {_E.REQUEST_QUEUED: _S.MUTED_AND_RESPONSE_PENDING, _E.CLOSE: _S.CLOSED},
-    _S.MUTED_AND_RESPONSE_PENDING: {_E.RESPONSE_SENT: _S.NOT_MUTED, _E.CLOSE: _S.CLOSED},
+    _S.MUTED_AND_RESPONSE_PENDING: {
+        _E.RESPONSE_SENT: _S.NOT_MUTED,
+        _E.THROTTLE_STARTED: _S.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING,
+        _E.CLOSE: _S.CLOSED,
+    },
+    _S.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING: {
+        _E.RESPONSE_SENT: _S.MUTED_AND_THROTTLED,
+        _E.THROTTLE_ENDED: _S.MUTED_AND_RESPONSE_PENDING,
+        _E.CLOSE: _S.CLOSED,
+    },
+    _S.MUTED_AND_THROTTLED: {_E.THROTTLE_ENDED: _S.NOT_MUTED, _E.CLOSE: _S.CLOSED},
     _S.CLOSED: {_E.CLOSE: _S.CLOSED},
 }
 
@@ -273,6 +295,16 @@ class ConnectionState:
 
     def close(self) -> None:
         self._move(ConnectionEvent.CLOSE)
+
+    # -- throttling (KIP-219) ---------------------------------------------------------------
+
+    def throttle_started(self) -> None:
+        """The pending answer is over a client quota: after it, stay muted."""
+        self._move(ConnectionEvent.THROTTLE_STARTED)
+
+    def throttle_ended(self) -> None:
+        """The throttle time has passed: unmute (or, answer not yet written, just wait for it)."""
+        self._move(ConnectionEvent.THROTTLE_ENDED)
 
     # -- authentication (SASL_TRANSITIONS) --------------------------------------------------
 
