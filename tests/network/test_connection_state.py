@@ -163,6 +163,8 @@ def test_every_absent_row_is_illegal():
                     machine.throttle_started()
                 elif event is ConnectionEvent.THROTTLE_ENDED:
                     machine.throttle_ended()
+                elif event is ConnectionEvent.REAUTHENTICATE:  # only from SASL_TRANSITIONS' rows
+                    machine.reauthentication_started(frozenset(), 1024)
                 else:
                     pytest.fail(f"CLOSE must be legal from {state}")
 

@@ -49,6 +49,11 @@ log = logging.getLogger("trikafka.network")
 
 #: What a SASL listener serves before authentication (Kafka's SaslServerAuthenticator).
 PRE_AUTH_APIS = frozenset({ApiKey.API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
+#: What a connection may send while it re-authenticates (KIP-368).
+REAUTH_APIS = frozenset({SASL_HANDSHAKE, SASL_AUTHENTICATE})
+#: Kafka's MIN_REAUTH_INTERVAL_ONE_SECOND: a SaslHandshake sooner after the last
+#: re-authentication began goes to the handlers as any request (ILLEGAL_SASL_STATE).
+MIN_REAUTH_INTERVAL = 1.0
 
 
 def new_connection_state(
@@ -74,6 +79,8 @@ class ConnectionAuthentication:
 
     def __init__(self, connection: Any) -> None:
         self.connection = connection
+        #: When the last re-authentication began (trio time), for MIN_REAUTH_INTERVAL.
+        self.reauthentication_started = -math.inf
 
     async def tls_handshake(self, context: ssl.SSLContext) -> bool:
         """Wrap the stream in TLS, here in this connection's own task, under a deadline.
@@ -107,16 +114,39 @@ class ConnectionAuthentication:
         self.connection.reject(Closed(reason, client_fault=True))
         return False
 
-    async def authenticate(self, slot: ResponseSlot, authenticator: SaslServerAuthenticator) -> bool:
-        """Kafka's SASL exchange, before the first ordinary request: True once authenticated.
+    def wants_reauthentication(self, now: float) -> bool:
+        """A SaslHandshake on an authenticated connection: re-authenticate (KIP-368)?"""
+        return now - self.reauthentication_started >= MIN_REAUTH_INTERVAL
+
+    async def reauthenticate(self, slot: ResponseSlot, handshake: Any) -> bool:
+        """KIP-368: run the SASL exchange again, beginning with ``handshake`` (already
+        received); same mechanism and principal, or the connection closes."""
+        conn = self.connection
+        self.reauthentication_started = trio.current_time()
+        previous = conn.authenticator
+        authenticator = conn.settings.security.authenticator_factory(
+            reauth_of=(previous.mechanism, conn.principal)
+        )
+        conn.protocol.reauthentication_started(REAUTH_APIS, MAX_RECEIVE_SIZE)
+        if not await self.authenticate(slot, authenticator, handshake):
+            return False
+        conn.authenticator = authenticator
+        log.debug("connection %s re-authenticated %s", conn.connection_id, conn.principal)
+        return True
+
+    async def authenticate(
+        self, slot: ResponseSlot, authenticator: SaslServerAuthenticator, first: Any = None
+    ) -> bool:
+        """Kafka's SASL exchange, before the first ordinary request (or, KIP-368, from the
+        ``first`` request of a re-authentication): True once authenticated.
 
         A failure is answered, logged once (mechanism, principal claimed, peer — never the
-        secret) and closes this connection.
+        secret) and closes this connection. Success starts the session's lifetime.
         """
         conn = self.connection
         state = conn.protocol
         while True:
-            event = state.next_event()
+            event, first = (state.next_event() if first is None else first), None
             if event is NEED_DATA:
                 event = await conn.receive_event()
                 if event is None:
@@ -144,6 +174,8 @@ class ConnectionAuthentication:
             if authenticator.complete:
                 state.authenticated()
                 conn.principal = authenticator.principal or conn.principal
+                lifetime = authenticator.session_lifetime_ms
+                conn.session_expiry = conn.last_activity + lifetime / 1000 if lifetime else None
                 return True
             state.answered()
             state.raw_frames = authenticator.raw_tokens

@@ -43,17 +43,18 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import attrs
 import trio
 
 from trikafka.network.authentication import ConnectionAuthentication, new_connection_state
-from trikafka.network.connection_state import NEED_DATA, Closed, ConnectionStateError
+from trikafka.network.connection_state import NEED_DATA, Closed, ConnectionStateError, MuteState
 from trikafka.network.request_channel import Request, RequestMemoryPool, ResponseSlot
 from trikafka.network.transport import TRANSPORT_ERRORS, Transport
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.security.listener import ListenerSecurity
-from trikafka.security.sasl.authenticator import SaslServerAuthenticator
+from trikafka.security.sasl.authenticator import SASL_HANDSHAKE, SaslServerAuthenticator
 from trikafka.security.tls import ANONYMOUS
 
 __all__ = ["Connection", "ConnectionHooks", "ConnectionSettings", "RECEIVE_SIZE"]
@@ -120,6 +121,8 @@ class Connection:
         )
         #: The TLS handshake and the SASL exchange (network/authentication.py).
         self.authentication = ConnectionAuthentication(self)
+        #: KIP-368: when the SASL session ends (trio time), None if it never does.
+        self.session_expiry: float | None = None
         self.last_activity = trio.current_time()
         self.read_scope: trio.CancelScope | None = None
         self.close_reason: str | None = None
@@ -183,6 +186,7 @@ class Connection:
         processor_id = settings.processor_id
         listener_name = settings.listener_name
         held = settings.held_api_keys
+        sasl = self.authenticator is not None
         while True:
             if pool is None or pool.available > 0:
                 event = state.next_event()
@@ -197,6 +201,10 @@ class Connection:
                 start = now()
             if event.__class__ is Closed:
                 self.reject(event)  # type: ignore[arg-type]
+                return
+            if sasl and not await self._session_check(slot, event):
+                if state.state is MuteState.NOT_MUTED:
+                    continue  # re-authenticated
                 return
             size = state.frame_size
             request = Request(
@@ -237,6 +245,25 @@ class Connection:
             hooks.request_done(request, done)
             if throttled_until and not await self._throttled(throttled_until):
                 return
+
+    async def _session_check(self, slot: ResponseSlot, event: Any) -> bool:
+        """KIP-368, before a request on a SASL connection: True to serve it as usual.
+
+        A SaslHandshake re-authenticates (False, and NOT_MUTED again if that worked); any
+        other request after the session expired closes the connection, unanswered, as Kafka.
+        """
+        now = self._now()
+        api_key = event.header.request_api_key
+        if api_key == SASL_HANDSHAKE and self.authentication.wants_reauthentication(now):
+            await self.authentication.reauthenticate(slot, event)
+            return False
+        expiry = self.session_expiry
+        if expiry is not None and now >= expiry:
+            self.protocol.close()
+            self.close_reason = "SASL session expired (connections.max.reauth.ms)"
+            log.info("closing connection %s of %s: %s", self.connection_id, self.principal, self.close_reason)
+            return False
+        return True
 
     async def _throttled(self, until: float) -> bool:
         """KIP-219: the answer was over a client quota; read nothing more until ``until``.

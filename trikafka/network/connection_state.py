@@ -46,6 +46,10 @@ API is the client's fault and closes, as Kafka's ``IllegalSaslStateException``):
                                                    ▼
                                                NOT_MUTED (the mute cycle above)
 
+Re-authentication (KIP-368): a SaslHandshake received on an authenticated connection moves
+MUTED ──REAUTHENTICATE──▶ AUTHENTICATING_MUTED, and the exchange runs again as above (only
+the SASL APIs allowed) until AUTHENTICATED returns it to NOT_MUTED.
+
 ApiVersions goes through the handlers (REQUEST_QUEUED); the SASL requests are answered by
 the connection's authenticator (``answered``: RESPONSE_SENT straight from
 AUTHENTICATING_MUTED). The answer that completes the exchange moves to NOT_MUTED
@@ -113,6 +117,7 @@ class ConnectionEvent(enum.StrEnum):
     AUTHENTICATED = "AUTHENTICATED"  # the SASL exchange succeeded
     THROTTLE_STARTED = "THROTTLE_STARTED"  # the answer is over a client quota (KIP-219)
     THROTTLE_ENDED = "THROTTLE_ENDED"  # its throttle time has passed
+    REAUTHENTICATE = "REAUTHENTICATE"  # a SaslHandshake on an authenticated connection (KIP-368)
     CLOSE = "CLOSE"
 
 
@@ -151,6 +156,8 @@ _A = AuthState
 #: The mute cycle, preceded by authentication (SASL listeners).
 SASL_TRANSITIONS: Mapping[object, Mapping[ConnectionEvent, object]] = {
     **TRANSITIONS,
+    # KIP-368: the SaslHandshake just received starts a new exchange on this connection.
+    _S.MUTED: {**TRANSITIONS[_S.MUTED], _E.REAUTHENTICATE: _A.AUTHENTICATING_MUTED},
     _A.AUTHENTICATING: {_E.REQUEST_RECEIVED: _A.AUTHENTICATING_MUTED, _E.CLOSE: _S.CLOSED},
     _A.AUTHENTICATING_MUTED: {
         _E.REQUEST_QUEUED: _A.AUTHENTICATING_RESPONSE_PENDING,  # ApiVersions, to the handlers
@@ -311,6 +318,12 @@ class ConnectionState:
     def start_authentication(self, allowed_api_keys: frozenset[int], max_receive_size: int) -> None:
         """Before the first byte: serve only ``allowed_api_keys``, frames up to ``max_receive_size``."""
         self.state = AuthState.AUTHENTICATING  # type: ignore[assignment]
+        self.allowed_api_keys = allowed_api_keys
+        self._decoder.max_size = min(max_receive_size, self._max_request_size)
+
+    def reauthentication_started(self, allowed_api_keys: frozenset[int], max_receive_size: int) -> None:
+        """KIP-368: the request just handed out (a SaslHandshake) begins a new exchange."""
+        self._move(ConnectionEvent.REAUTHENTICATE)
         self.allowed_api_keys = allowed_api_keys
         self._decoder.max_size = min(max_receive_size, self._max_request_size)
 
