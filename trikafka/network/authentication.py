@@ -131,6 +131,8 @@ class ConnectionAuthentication:
         if not await self.authenticate(slot, authenticator, handshake):
             return False
         conn.authenticator = authenticator
+        if conn.hooks.reauthenticated is not None:
+            conn.hooks.reauthenticated()
         log.debug("connection %s re-authenticated %s", conn.connection_id, conn.principal)
         return True
 

@@ -95,6 +95,9 @@ class ConnectionHooks:
     busy: Callable[[float], None]
     #: queued.max.request.bytes; None when unbounded.
     memory_pool: RequestMemoryPool | None = None
+    #: KIP-368: a SASL session was renewed on its connection / an expired one was closed.
+    reauthenticated: Callable[[], None] | None = None
+    session_expired: Callable[[], None] | None = None
 
 
 class Connection:
@@ -261,6 +264,8 @@ class Connection:
         if expiry is not None and now >= expiry:
             self.protocol.close()
             self.close_reason = "SASL session expired (connections.max.reauth.ms)"
+            if self.hooks.session_expired is not None:
+                self.hooks.session_expired()
             log.info("closing connection %s of %s: %s", self.connection_id, self.principal, self.close_reason)
             return False
         return True
