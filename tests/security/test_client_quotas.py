@@ -308,3 +308,24 @@ async def test_a_fetch_over_its_quota_is_answered_empty_and_its_bytes_not_counte
             window = throttle + (10 - throttle // 1000) * 1000
             expected = throttle + 10_000 - window
             assert abs(round(second.throttle_time.total_seconds() * 1000) - expected) <= 1  # ms rounding of trio time
+
+
+async def test_max_connection_creation_rate_makes_the_acceptor_wait(autojump_clock):
+    """2 per second over ten padded windows: the 21st connection at once is 2.1/s, so it is
+    handed on (2.1 - 2) / 2 * 10000 = 500 ms later; the twenty before it are served at once."""
+    async with open_test_broker(max_connection_creation_rate=2) as tb:
+        start = trio.current_time()
+        served: dict[int, float] = {}
+
+        async def one(index):
+            async with tb.client(client_id=f"c{index}") as client:
+                await client.request(request(18, 3, client_software_name="t", client_software_version="1"))
+                served[index] = trio.current_time() - start
+
+        async with trio.open_nursery() as nursery:
+            for index in range(21):
+                nursery.start_soon(one, index)
+                await trio.testing.wait_all_tasks_blocked()
+        assert sorted(served.values())[:20] == [0.0] * 20
+        assert max(served.values()) == pytest.approx(0.5, abs=1e-9)
+        assert tb.broker.socket_server.acceptors["PLAINTEXT"].statistics().blocked_seconds == pytest.approx(0.5)
