@@ -81,6 +81,8 @@ class ClientQuotas:
             REQUEST_PERCENTAGE, samples, window_seconds, max_throttle_ms=window_seconds * 1000
         )
         self._quotas: dict[QuotaEntity, dict[str, float]] = {}
+        #: Some quota was ever set (Kafka's quotasEnabled): until then no answer pays for quotas.
+        self.enabled = False
         if path is not None and path.exists():
             self._load(path)
 
@@ -88,9 +90,6 @@ class ClientQuotas:
     def in_data_dir(cls, log_dirs: Sequence[str] | None, samples: int = 11, window_seconds: int = 1) -> ClientQuotas:
         return cls(Path(log_dirs[0]) / QUOTAS_FILE if log_dirs else None, samples, window_seconds)
 
-    @property
-    def enabled(self) -> bool:
-        return self.produce.enabled or self.fetch.enabled or self.request.enabled
 
     def _load(self, path: Path) -> None:
         try:
@@ -113,6 +112,7 @@ class ClientQuotas:
                 entity: values[manager.quota_key]
                 for entity, values in self._quotas.items() if manager.quota_key in values
             })
+        self.enabled = self.produce.enabled or self.fetch.enabled or self.request.enabled
 
     # -- AlterClientQuotas ------------------------------------------------------------------
 

@@ -57,8 +57,9 @@ class RequestThrottler:
         api_key = request.api_key
         request_throttle = 0
         if response.__class__ is not NoOpResponse:  # acks=0 is exempt from the request quota
+            dequeued = request.dequeue_time or now  # 0.0: never went through a handler task
             local = request.api_local_complete_time or now
-            percent = max(local - request.dequeue_time, 0.0) * 100  # of one thread, per second
+            percent = max(local - dequeued, 0.0) * 100  # of one thread, per second
             request_throttle = quotas.request.record_and_get_throttle_time_ms(user, client_id, percent, now_ms)
         bandwidth = fetched = 0
         if api_key == ApiKey.PRODUCE:
