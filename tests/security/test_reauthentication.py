@@ -96,7 +96,7 @@ async def test_re_authentication_may_not_change_the_principal(autojump_clock):
         assert handshake.error_code == ErrorCode.none
         refused = await plain(stream, "bob", "bob-secret", 4)
         assert refused.error_code == ErrorCode.sasl_authentication_failed
-        assert refused.error_message == "Cannot change principals during re-authentication from User:alice: User:bob"
+        assert refused.error_message == "Cannot change principals during re-authentication from User.alice: User.bob"
         assert await read_until_closed(stream) == b""
 
 
@@ -122,3 +122,30 @@ async def test_an_old_client_is_told_no_lifetime_but_its_session_still_ends(auto
         await trio.sleep(LIFETIME_MS / 1000)
         await stream.send_all(frame(ApiKey.METADATA, 12, METADATA, 3))
         assert await read_until_closed(stream) == b""
+
+
+@pytest.mark.parametrize(("max_reauth_ms", "lifetime"), [(0, 30_000), (10_000, 10_000), (90_000, 30_000)])
+def test_an_oauthbearer_session_ends_no_later_than_its_token(max_reauth_ms, lifetime):
+    """Kafka's session lifetime: the smaller of connections.max.reauth.ms and what is left of
+    the credential — an OAUTHBEARER token's exp, even with the setting at 0."""
+    from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest as Handshake
+
+    from tests.security.test_oauthbearer import NOW, first_message, token
+    from trikafka.protocol.headers import decode_request
+    from trikafka.protocol.registry import ApiRegistry
+    from trikafka.security.sasl.authenticator import SaslServerAuthenticator
+    from trikafka.security.sasl.oauthbearer import OAuthBearerServer
+
+    registry = ApiRegistry()
+    authenticator = SaslServerAuthenticator(
+        ("OAUTHBEARER",), {"OAUTHBEARER": lambda: OAuthBearerServer({}, now=lambda: NOW)}, max_reauth_ms
+    )
+
+    def decoded(api_key, version, body):
+        return decode_request(frame(api_key, version, body)[4:], registry)
+
+    authenticator.receive(decoded(ApiKey.SASL_HANDSHAKE, 1, Handshake(mechanism="OAUTHBEARER")))
+    jws = token({"sub": "alice", "exp": NOW + 30})
+    authenticator.receive(decoded(ApiKey.SASL_AUTHENTICATE, 2, SaslAuthenticateRequest(auth_bytes=first_message(jws))))
+    assert authenticator.complete and authenticator.principal == "User:alice"
+    assert authenticator.session_lifetime_ms == lifetime

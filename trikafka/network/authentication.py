@@ -177,7 +177,7 @@ class ConnectionAuthentication:
                 state.authenticated()
                 conn.principal = authenticator.principal or conn.principal
                 lifetime = authenticator.session_lifetime_ms
-                conn.session_expiry = conn.last_activity + lifetime / 1000 if lifetime else None
+                conn.session_expiry = None if lifetime is None else conn.last_activity + lifetime / 1000
                 return True
             state.answered()
             state.raw_frames = authenticator.raw_tokens

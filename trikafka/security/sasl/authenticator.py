@@ -94,9 +94,18 @@ class SaslServerAuthenticator:
         return self._mechanism
 
     @property
-    def session_lifetime_ms(self) -> int:
-        """KIP-368: how long the completed session lasts (0: for ever)."""
-        return self.max_reauth_ms if self.complete else 0
+    def session_lifetime_ms(self) -> int | None:
+        """KIP-368: how long the completed session lasts; None: for ever. The smaller of
+        connections.max.reauth.ms and what is left of the credential (an OAUTHBEARER
+        token's ``exp``), as Kafka's ``calcCompletionTimesAndReturnSessionLifetimeMs``."""
+        if not self.complete:
+            return None
+        credential = getattr(self._server, "credential_lifetime_ms", None)
+        if credential is None:
+            return self.max_reauth_ms or None
+        if not self.max_reauth_ms:
+            return max(0, credential)
+        return max(0, min(credential, self.max_reauth_ms))
 
     def receive(self, request: DecodedRequest) -> SaslStep:
         """A SaslHandshake or SaslAuthenticate request."""
@@ -163,15 +172,17 @@ class SaslServerAuthenticator:
             return SaslStep(self._failure_answer(request, message), self._failed(exc))
         return SaslStep(self._answer(
             request, error_code=ErrorCode.none, error_message=None, auth_bytes=answer,
-            session_lifetime=self.session_lifetime_ms,
+            session_lifetime=self.session_lifetime_ms or 0,
         ))
 
     def _check_complete(self) -> None:
         if self._server.complete:
             principal = f"User:{self._server.authorization_id}"
             if self.reauth_of is not None and principal != self.reauth_of[1]:
+                before = self.reauth_of[1].replace(":", ".", 1)  # Kafka's "%s.%s": type.name
                 raise SaslAuthenticationError(
-                    f"Cannot change principals during re-authentication from {self.reauth_of[1]}: {principal}"
+                    f"Cannot change principals during re-authentication from {before}: "
+                    f"{principal.replace(':', '.', 1)}"
                 )
             self.state = SaslState.COMPLETE
             self.principal = principal
