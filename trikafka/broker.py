@@ -55,6 +55,7 @@ from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.security.acl_store import AclStore
+from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.apis.acls import AclApis
 from trikafka.server.apis.configs import ClusterApis, ConfigApis
@@ -66,6 +67,7 @@ from trikafka.server.apis.offsets import OffsetApis
 from trikafka.server.apis.partition_state import PartitionStateApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
+from trikafka.server.apis.quotas import ClientQuotaApis
 from trikafka.server.apis.sasl import SaslApis
 from trikafka.server.apis.scram import ScramApis
 from trikafka.server.apis.topics import TopicAdminApis
@@ -101,6 +103,7 @@ API_FAMILIES = (
     SaslApis,
     ScramApis,
     AclApis,
+    ClientQuotaApis,
 )
 
 
@@ -210,6 +213,9 @@ class Broker(AwaitableState):
                 self.config.security, [s.name for s in self.config.listeners], self.config.log_dirs
             ),
             acls=AclStore.from_config(self.config.security, self.config.log_dirs),
+            client_quotas=ClientQuotas.in_data_dir(
+                self.config.log_dirs, self.config.quota_window_num, self.config.quota_window_size_seconds
+            ),
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
         self.faults = self.apis.faults  # injected faults and the request recorder (tests)

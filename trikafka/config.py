@@ -301,6 +301,9 @@ class BrokerConfig:
             "doc": "Per-host limits, host:count,host:count.",
         },
     )
+    max_connection_creation_rate: int = _int_field("max.connection.creation.rate", INT32_MAX, "New connections per second across listeners; over it the acceptor waits (KIP-612).", 0, INT32_MAX)
+    quota_window_num: int = _int_field("quota.window.num", 11, "Samples a client quota's rate is measured over.", 1, INT32_MAX)
+    quota_window_size_seconds: int = _int_field("quota.window.size.seconds", 1, "Seconds each quota sample spans.", 1, INT32_MAX)
     max_incremental_fetch_session_cache_slots: int = _int_field("max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX)
     # --- topics and logs (Kafka's broker-level defaults for topic configs) -----------------
     auto_create_topics_enable: bool = _bool_field("auto.create.topics.enable", True, "Metadata and Produce create unknown topics.")

@@ -66,6 +66,9 @@ SECURITY_KEYS: dict[str, tuple[str, bool, str]] = {
     "connection.failed.authentication.delay.ms": (
         "100", False, "A failed authentication's answer waits this long before the close "
         "(without blocking anyone else)."),
+    "connections.max.reauth.ms": (
+        "0", True, "KIP-368: a SASL session lasts this long, then the client must re-authenticate "
+        "on its connection or have it closed; 0 (Kafka's default): sessions never expire."),
     "sasl.enabled.mechanisms": (
         "GSSAPI", True, "SASL mechanisms a SASL listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER."),
     "ssl.keystore.type": ("JKS", True, "PEM or PKCS12 (JKS is refused)."),
@@ -179,6 +182,8 @@ class SecurityConfig:
                 value.isdigit() and int(value) < 2**31
             ):
                 raise ConfigError(key, value, f"an integer in [0, {2**31 - 1}] is required")
+            if base == "connections.max.reauth.ms" and not (value.isdigit() and int(value) < 2**63):
+                raise ConfigError(key, value, f"an integer in [0, {2**63 - 1}] is required")
 
     @classmethod
     def from_properties(cls, items: Mapping[str, Any]) -> SecurityConfig:

@@ -59,11 +59,13 @@ from trikafka.protocol.registry import ApiKey, ApiRegistry
 from trikafka.security.authorizer import CLUSTER_NAME
 from trikafka.server import authorization
 from trikafka.server.authorization import AclOperation, ResourceType
+from trikafka.security.quota_store import ClientQuotas
 from trikafka.server.awaitable import StateChanges
 from trikafka.server.cluster_view import ClusterView
 from trikafka.server.faults import Faults
 from trikafka.server.metadata_cache import MetadataCache
 from trikafka.server.purgatory import Purgatory
+from trikafka.server.throttling import RequestThrottler
 
 if TYPE_CHECKING:
     from trikafka.coordinator.group_coordinator import GroupCoordinator
@@ -159,15 +161,26 @@ class ApiContext:
     scram_credentials: Any = None  # trikafka.security.sasl.credentials.ScramCredentials
     #: The ACLs (trikafka.security.acl_store.AclStore); None: no authorizer, all allowed.
     acls: Any = None
+    #: Client quotas (AlterClientQuotas) and their enforcement on every answer (KIP-219).
+    client_quotas: ClientQuotas = attrs.Factory(ClientQuotas)
+    throttler: RequestThrottler = attrs.Factory(
+        lambda self: RequestThrottler(self.client_quotas), takes_self=True
+    )
 
     def respond(self, request: Request, body: Any) -> None:
         """Send ``body`` (a kio entity or a Response) as the answer to ``request``.
 
         Never raises: a response that cannot be encoded is our bug, answered with
         UNKNOWN_SERVER_ERROR (or, failing that, a closed connection) and logged — the task
-        calling this (a handler or a purgatory operation) must survive it.
+        calling this (a handler or a purgatory operation) must survive it. Every answer
+        passes the client quotas here, the one place (``server/throttling.py``).
         """
-        self.channel.send_response(request, to_response(request, body))
+        response = to_response(request, body)
+        try:
+            response = self.throttler.throttle(request, response)
+        except Exception:
+            log.exception("cannot apply client quotas to %s v%s", request.spec.name, request.api_version)
+        self.channel.send_response(request, response)
         self.state_changes.bump()
 
 
@@ -297,6 +310,7 @@ class KafkaApis:
             )
             result = self._error_response(request, ErrorCode.unknown_server_error)
         if result is None:
+            request.api_local_complete_time = trio.current_time()  # handler time ends here
             return  # the purgatory answers later
         context.respond(request, result)
 
