@@ -346,3 +346,21 @@ async def test_describe_topic_partitions_and_scram_apis(autojump_clock):
         assert users.error_code == ErrorCode.cluster_authorization_failed
         altered = await client.request(request(51, 0, deletions=[{"name": "bob", "mechanism": 1}], upsertions=[]))
         assert [(r.user, r.error_code) for r in altered.results] == [("bob", ErrorCode.cluster_authorization_failed)]
+
+
+async def test_client_quota_apis_need_the_cluster_configs(autojump_clock):
+    """DescribeClientQuotas asks DESCRIBE_CONFIGS and AlterClientQuotas ALTER_CONFIGS on the
+    cluster (Kafka's KafkaApis); without them the quotas are neither shown nor changed."""
+    entity = [{"entity_type": "client-id", "entity_name": "app"}]
+    alteration = {"entity": entity, "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}]}
+    describe = request(48, 0, components=[{"entity_type": "client-id", "match_type": 2, "match": None}], strict=False)
+    async with open_test_broker(config()) as tb, tb.client() as client:
+        denied = await client.request(request(49, 0, entries=[alteration], validate_only=False))
+        assert [e.error_code for e in denied.entries] == [ErrorCode.cluster_authorization_failed]
+        assert (await client.request(describe)).error_code == ErrorCode.cluster_authorization_failed
+        tb.broker.context.acls.create([allow("kafka-cluster", Op.ALTER_CONFIGS, Res.CLUSTER)])
+        granted = await client.request(request(49, 0, entries=[alteration], validate_only=False))
+        assert [e.error_code for e in granted.entries] == [ErrorCode.none]
+        found = await client.request(describe)  # ALTER_CONFIGS implies DESCRIBE_CONFIGS
+        assert found.error_code == ErrorCode.none
+        assert [(v.key, v.value) for e in found.entries for v in e.values] == [("producer_byte_rate", 1024.0)]

@@ -16,7 +16,7 @@ from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.security.quota_store import QuotaError, QuotaOp
-from trikafka.server.authorization import AclOperation
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["ClientQuotaApis"]
@@ -45,8 +45,13 @@ class ClientQuotaApis(ApiFamily):
 
     @handles(ApiKey.ALTER_CLIENT_QUOTAS)
     async def handle_alter_client_quotas_request(self, request: Request) -> Any:
-        self.require_cluster(request, AclOperation.ALTER_CONFIGS)
         body = request.body
+        if not self.authorize(request, AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER):
+            # Kafka's AlterClientQuotasRequest.getErrorResponse: the error on every entity.
+            return Answer(throttle_time=0, entries=[{
+                "error_code": ErrorCode.cluster_authorization_failed, "error_message": None,
+                "entity": _entity((e.entity_type, e.entity_name) for e in entry.entity),
+            } for entry in body.entries])
         alterations = [
             ([(e.entity_type, e.entity_name) for e in entry.entity],
              [QuotaOp(op.key, float(op.value), op.remove) for op in entry.ops])
