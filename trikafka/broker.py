@@ -8,7 +8,8 @@
     ├── GroupCoordinator        session and rebalance deadlines, offset expiry
     ├── TransactionCoordinator  recovery, transaction timeouts, fencing aborts (markers)
     ├── RequestHandlerPool      num.io.threads handler tasks  ◄── requests ── shared channel
-    └── SocketServer            Acceptors and Processors (see network/socket_server.py)
+    ├── SocketServer            Acceptors and Processors (see network/socket_server.py)
+    └── HttpServer              /metrics and mounted apps, when metrics.port is set (web/)
 
 Parts start in dependency order with ``nursery.start`` so that "ready" means ready: when
 ``run`` reports started, every listener is bound and every handler is waiting.
@@ -73,6 +74,7 @@ from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
 from trikafka.server.replica_manager import ReplicaManager
 from trikafka.server.request_handler import RequestHandlerPool
+from trikafka.web import HttpServer, metrics_app
 
 __all__ = ["API_FAMILIES", "Broker", "BrokerStatistics", "open_broker", "load_meta_properties"]
 
@@ -209,6 +211,11 @@ class Broker(AwaitableState):
             self.config, self.registry, self.request_channel, self.metrics, trio_listeners,
             scram_credentials=self.context.scram_credentials,
         )
+        #: ``/metrics`` and whatever else is mounted (``http_server.mount("/ui", app)``);
+        #: it runs when ``metrics.port`` is not -1.
+        self.http_server = HttpServer(
+            self.config.metrics_host, max(self.config.metrics_port, 0), {"/metrics": metrics_app(self)}
+        )
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}
@@ -248,6 +255,8 @@ class Broker(AwaitableState):
                 await nursery.start(self.handler_pool.run, name="request-handler-pool")
                 self.endpoints = await nursery.start(self.socket_server.run, name="socket-server")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)
+                if self.config.metrics_port >= 0:
+                    await nursery.start(self.http_server.run, name="http-server")
                 log.info(
                     "broker %d of cluster %s started: %s",
                     self.config.node_id,
@@ -262,6 +271,7 @@ class Broker(AwaitableState):
 
     async def _shutdown(self, nursery: trio.Nursery) -> None:
         log.info("broker %d shutting down", self.config.node_id)
+        self.http_server.stop()  # it finishes in-flight scrapes while connections drain
         self.purgatory.complete_all()  # long polls and joins answer now, not after the grace
         self.socket_server.begin_shutdown(self.config.shutdown_grace_ms / 1000)
         await self.socket_server.stopped.wait()  # every connection answered or closed

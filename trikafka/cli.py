@@ -148,6 +148,8 @@ def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> Non
     for endpoint in broker.endpoints.values():
         console.print(f"  listening on [bold]{endpoint}[/]")
     console.print(f"  data: {where}")
+    if broker.http_server.url is not None:
+        console.print(f"  metrics on [bold]{broker.http_server.url}/metrics[/]")
     if not NATIVE_RECORD_WALK:
         console.print(
             "  record walk: pure Python (the C extension is not built, or TRIKAFKA_PURE_PYTHON "

@@ -71,6 +71,7 @@ class _Wanted:
     log: Any = None
     error: ErrorCode = ErrorCode.none
     current_leader: dict[str, int] | None = None
+    read_bytes: int = 0  # record bytes of the last read, counted when it is the answer
 
 
 class FetchApis(ApiFamily):
@@ -151,6 +152,7 @@ class FetchApis(ApiFamily):
         errors = False
         for item in wanted:
             result = _no_data(item.key, item.partition, item.error)
+            item.read_bytes = 0
             if item.log is None:
                 if item.current_leader is not None:
                     result["current_leader"] = item.current_leader
@@ -187,6 +189,7 @@ class FetchApis(ApiFamily):
                     # big answer goes out scatter-gather, so a record is copied at most once.
                     result["records"] = data.chunks
                     total += data.size
+                    item.read_bytes = data.size
                     result["high_watermark"] = data.high_watermark
                     if committed and partition_log.transactions.aborted:
                         result["aborted_transactions"] = [
@@ -197,6 +200,12 @@ class FetchApis(ApiFamily):
                         ]
             results.append(result)
         return results, total, errors
+
+    def _count_out(self, wanted: list[_Wanted]) -> None:
+        """BytesOutPerSec and TotalFetchRequestsPerSec, for the read that is the answer."""
+        for item in wanted:
+            if item.log is not None:
+                self.context.metrics.record_fetch(item.log.topic, item.read_bytes)
 
     def _response(self, request: Request, results: list[dict[str, Any]], context: FetchContext | None = None) -> Any:
         error, session_id = ErrorCode.none, 0
@@ -238,6 +247,7 @@ class FetchApis(ApiFamily):
         results, total, errors = self._read(wanted, body.max_bytes, committed)
         max_wait = body.max_wait.total_seconds()
         if max_wait <= 0 or total >= body.min_bytes or errors or not wanted:
+            self._count_out(wanted)
             return self._response(request, results, context)
         deadline = trio.current_time() + max_wait
         # The watermarks this read saw, not those when the purgatory task first runs: a
@@ -280,6 +290,7 @@ class FetchApis(ApiFamily):
                         break
                     seen = [(end, end.value) for end, _ in seen]
             results, _, _ = self._read(wanted, body.max_bytes, committed)
+            self._count_out(wanted)
             response = self._response(request, results, context)
         except Exception:
             log.exception("delayed fetch for %s failed", request.connection_id)

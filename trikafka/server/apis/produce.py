@@ -103,12 +103,16 @@ class ProduceApis(ApiFamily):
                     appended = await self.replicas.append_records(
                         info, part.index, part.records, int(now), getattr(body, "transactional_id", None)
                     )
+                    self.context.metrics.record_produce(
+                        info.name, appended.last_offset - appended.first_offset + 1, len(part.records)
+                    )
                     result.update(
                         base_offset=appended.first_offset,
                         log_append_time=_append_time(appended.log_append_time),
                         log_start_offset=appended.log_start_offset,
                     )
                 if outcome.failed:
+                    self.context.metrics.record_failed_produce(info.name)
                     result["record_errors"] = [
                         {"batch_index": i, "batch_index_error_message": m}
                         for i, m in getattr(outcome.failed, "record_errors", ())
