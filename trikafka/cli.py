@@ -28,6 +28,8 @@ log = logging.getLogger("trikafka")
 
 DEFAULT_DATA_DIR = "./trikafka-data"
 DEV_INITIAL_REBALANCE_DELAY_MS = "0"
+#: ``--ui`` without ``metrics.port``: the HTTP server's port (where ``make run`` serves it too).
+UI_DEFAULT_PORT = 9404
 
 #: ``--in-memory``: a bounded window per partition instead of everything since start, the way
 #: librdkafka's mock cluster keeps one (5 MiB there), so a dev broker left running under load
@@ -70,6 +72,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="serve a cluster of N brokers in this process: the listener is broker 1's, "
         "brokers 2..N take the following ports (free ports when it is 0)",
     )
+    parser.add_argument(
+        "--ui",
+        action="store_true",
+        help="serve the web console at /ui on the HTTP server (metrics.port; "
+        f"{UI_DEFAULT_PORT} when not set)",
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument("--list-config", action="store_true", help="print every key and exit")
     parser.add_argument(
@@ -100,6 +108,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         items["log.dirs"] = args.data_dir
     elif not items.get("log.dirs"):
         items["log.dirs"] = DEFAULT_DATA_DIR
+    if args.ui and not any(key.strip().replace("_", ".") == "metrics.port" for key in items):
+        items["metrics.port"] = str(UI_DEFAULT_PORT)
     # A dev broker answers a lone consumer at once; Kafka's 3 s default suits big groups.
     items.setdefault("group.initial.rebalance.delay.ms", DEV_INITIAL_REBALANCE_DELAY_MS)
     return BrokerConfig.from_mapping(items)
@@ -128,7 +138,7 @@ def parse_control_listener(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> None:
+def _print_banner(broker: Broker, control: tuple[str, int] | None = None, *, ui: bool = False) -> None:
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -150,6 +160,8 @@ def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> Non
     console.print(f"  data: {where}")
     if broker.http_server.url is not None:
         console.print(f"  metrics on [bold]{broker.http_server.url}/metrics[/]")
+        if ui:
+            console.print(f"  console on [bold]{broker.http_server.url}/ui/[/]")
     if not NATIVE_RECORD_WALK:
         console.print(
             "  record walk: pure Python (the C extension is not built, or TRIKAFKA_PURE_PYTHON "
@@ -158,7 +170,7 @@ def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> Non
     console.print("  Ctrl-C stops gracefully")
 
 
-async def _serve_cluster(config: BrokerConfig, brokers: int, control_at: tuple[str, int] | None) -> None:
+async def _serve_cluster(config: BrokerConfig, brokers: int, control_at: tuple[str, int] | None, ui: bool = False) -> None:
     """``--brokers N``: an in-process cluster until SIGINT or SIGTERM (then a graceful stop)."""
     import signal
 
@@ -177,6 +189,12 @@ async def _serve_cluster(config: BrokerConfig, brokers: int, control_at: tuple[s
                 server = ControlServer(lambda: broker_targets(cluster))
                 control = await nursery.start(server.serve, *control_at)
                 console.print(f"  control on [bold]http://{control[0]}:{control[1]}[/]")
+            if ui:  # the cluster's brokers have no HTTP server of their own: one for the console
+                from trikafka.web import HttpServer, console_app
+
+                http = HttpServer(config.metrics_host, config.metrics_port, {"/ui": console_app(cluster)})
+                await nursery.start(http.run)
+                console.print(f"  console on [bold]{http.url}/ui/[/]")
             for node in cluster.nodes.values():
                 console.print(f"[bold green]trikafka[/] broker {node.node_id} ready · cluster {cluster.cluster_id}")
                 for endpoint in node.endpoints.values():
@@ -221,6 +239,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError("--log-level", args.log_level, "allowed values are DEBUG, INFO, WARNING, ERROR")
         if args.brokers < 1:
             raise ConfigError("--brokers", args.brokers, "a number of brokers >= 1")
+        if args.ui and config.metrics_port < 0:
+            raise ConfigError("metrics.port", config.metrics_port, "--ui serves the console on the HTTP server: a port, 0 for a free one, or leave it unset")
     except (ConfigError, OSError, ValueError) as exc:
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2
@@ -233,6 +253,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     async def serve() -> None:
         broker = Broker(config)
+        if args.ui:
+            from trikafka.web import console_app
+
+            broker.http_server.mount("/ui", console_app(broker))
         async with trio.open_nursery() as nursery:
             await nursery.start(broker.serve)
             control = None
@@ -241,12 +265,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
                 server = ControlServer(lambda: broker_targets(broker))
                 control = await nursery.start(server.serve, *control_at)
-            _print_banner(broker, control)
+            _print_banner(broker, control, ui=args.ui)
             await broker.stopped.wait()
             nursery.cancel_scope.cancel()  # the control server ends with the broker
 
     try:
-        trio.run(serve if args.brokers == 1 else functools.partial(_serve_cluster, config, args.brokers, control_at))
+        trio.run(serve if args.brokers == 1 else functools.partial(_serve_cluster, config, args.brokers, control_at, args.ui))
     except ConfigError as exc:  # found when the broker is built (a keystore that will not load)
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2

@@ -1,25 +1,20 @@
 """A broker with data, the console served over HTTP, and a headless Chromium to look at it.
 
-The broker and the HTTP server share one Trio thread (:class:`trikafka.testing.TrioThread`);
-the data comes from confluent-kafka in the test's thread, as a user's programs would make it.
+The broker is a process started as a user starts it (``python -m trikafka --ui``, the HTTP
+server on a free port), the data comes from confluent-kafka, as a user's programs make it.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import attrs
-import trio
-from hypercorn.config import Config as HypercornConfig
-from hypercorn.trio import serve
 
-from trikafka.broker import open_broker
-from trikafka.testing import TrioThread
-from trikafka.testing.thread import test_broker_config
-from trikafka.web.console import console_app
+from trikafka.testing.process import BrokerProcess
 
 GROUP = "analytics"
 #: A group id that is markup: it must show as text.
@@ -36,24 +31,9 @@ def JSON_VALUE(i: int) -> str:  # noqa: N802 - a constant with a parameter
     return json.dumps({"order": i, "item": "widget", "qty": i * 2, "tags": ["a", "b"]}, separators=(",", ":"))
 
 
-@asynccontextmanager
-async def _broker_and_console() -> AsyncIterator[tuple[object, str]]:
-    config = test_broker_config({"offsets.topic.num.partitions": OFFSETS_PARTITIONS})
-    async with open_broker(config) as broker, trio.open_nursery() as nursery:
-        http = HypercornConfig()
-        http.bind = ["127.0.0.1:0"]
-        http.root_path = "/ui"
-        http.accesslog = None
-        binds = await nursery.start(functools.partial(serve, console_app(broker), http))
-        try:
-            yield broker, binds[0]
-        finally:
-            nursery.cancel_scope.cancel()
-
-
 @attrs.define
 class ConsoleSite:
-    thread: TrioThread
+    broker: BrokerProcess
     base: str
     port: int
     cluster_id: str
@@ -76,23 +56,27 @@ class ConsoleSite:
 
     @classmethod
     @contextmanager
-    def started(cls) -> Iterator[ConsoleSite]:
-        thread = TrioThread("console-broker")
-        broker, base = thread.start(_broker_and_console)
+    def started(cls, workdir: Path) -> Iterator[ConsoleSite]:
+        broker = BrokerProcess(
+            "--in-memory", "--ui", "--override", "metrics.port=0",
+            "--override", f"offsets.topic.num.partitions={OFFSETS_PARTITIONS}", cwd=workdir,
+        )
         try:
-            bootstrap = broker.bootstrap_servers()
-            _make_data(bootstrap)
-            consumer = _group_with_lag(bootstrap)
+            broker.wait_ready()
+            base = broker.wait_for_output("console on").split("console on", 1)[1].strip().removesuffix("/ui/")
+            assert broker.port is not None and broker.cluster_id is not None
+            _make_data(broker.bootstrap)
+            consumer = _group_with_lag(broker.bootstrap)
             try:
                 driver = _chromium()
                 try:
-                    yield cls(thread, base, broker.port, broker.cluster_id, bootstrap, driver, consumer)
+                    yield cls(broker, base, broker.port, broker.cluster_id, broker.bootstrap, driver, consumer)
                 finally:
                     driver.quit()
             finally:
                 consumer.close()
         finally:
-            thread.stop()
+            assert broker.stop() == 0, broker.output
 
 
 def _make_data(bootstrap: str) -> None:
@@ -136,10 +120,9 @@ def _group_with_lag(bootstrap: str) -> object:
         "max.poll.interval.ms": 1_800_000, "session.timeout.ms": 60_000,
     })
     consumer.subscribe(["orders"])
-    for _ in range(int(WAIT_S / 0.2)):
+    deadline = time.monotonic() + WAIT_S
+    while len(consumer.assignment()) < 3 and time.monotonic() < deadline:
         consumer.poll(0.2)  # joins the group: the assignment arrives through poll
-        if len(consumer.assignment()) == 3:
-            break
     assert len(consumer.assignment()) == 3, f"no assignment: {consumer.assignment()}"
     consumer.commit(
         offsets=[TopicPartition("orders", 0, 7), TopicPartition("orders", 1, 10), TopicPartition("orders", 2, 3)],

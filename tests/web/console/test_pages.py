@@ -1,7 +1,7 @@
 """The web console in a real headless Chromium, against a broker with real data.
 
-A broker and the console's HTTP server run on a Trio thread; confluent-kafka produces the data
-and keeps a consumer group with committed offsets; Selenium drives Debian's ``chromium`` with
+The broker is ``python -m trikafka --ui`` (the console mounted at ``/ui`` on the broker's HTTP
+server); confluent-kafka produces the data and keeps a consumer group with committed offsets; Selenium drives Debian's ``chromium`` with
 ``chromium-driver``. Each test reads what a person would read — texts in table cells, a JSON
 value pretty-printed, a binary value as hex, lag numbers — and saves a screenshot of its page
 to ``artifacts/screenshots/`` (``TRIKAFKA_SCREENSHOTS`` to put them elsewhere), which CI keeps.
@@ -34,10 +34,10 @@ SCREENSHOTS = Path(os.environ.get("TRIKAFKA_SCREENSHOTS", Path(__file__).parents
 
 
 @pytest.fixture(scope="module")
-def site():
+def site(tmp_path_factory):
     missing = [name for name in ("chromium", "chromedriver") if shutil.which(name) is None]
     assert not missing, f"{missing} not found: apt-get install chromium chromium-driver (make system-deps)"
-    with ConsoleSite.started() as site:
+    with ConsoleSite.started(tmp_path_factory.mktemp("console")) as site:
         yield site
 
 

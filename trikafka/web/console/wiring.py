@@ -46,6 +46,15 @@ def _counters(request_snapshots: list[Mapping[str, Any]]) -> dict[str, ApiCounte
     return out
 
 
+def _address(config: Any, endpoints: Mapping[str, Any]) -> str:
+    """A broker's first PLAINTEXT listener: the console is a client without credentials.
+    With none, its first listener — and pages then say why the cluster does not answer."""
+    plain = [e for name, e in endpoints.items() if config.security.protocol(name) == "PLAINTEXT"]
+    endpoint = (plain or list(endpoints.values()))[0]
+    host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+    return f"{host}:{endpoint.port}"
+
+
 def console_app(target: Any, *, bootstrap: str | None = None, connector: Connector | None = None) -> ConsoleApp:
     """The console of ``target`` (a running ``Broker`` or ``Cluster``), read through
     ``bootstrap`` (default: its first listener; ``connector`` for the in-memory transport)."""
@@ -64,7 +73,8 @@ def console_app(target: Any, *, bootstrap: str | None = None, connector: Connect
     def servers() -> str:
         if bootstrap is not None:
             return bootstrap
-        return target.bootstrap_servers if nodes is not None else target.bootstrap_servers()
+        brokers = [target] if nodes is None else [nodes[i] for i in sorted(nodes)]
+        return ",".join(_address(b.config, b.endpoints) for b in brokers)
 
     @asynccontextmanager
     async def open_reader() -> AsyncIterator[ClusterReader]:
