@@ -148,6 +148,13 @@ def test_groups_list(site, browser):
     assert row_of(browser, "groups", GROUP)[1:] == ["Stable", "consumer", "1", "10"]
     assert row_of(browser, "groups", XSS_GROUP)[1:] == ["Empty", "—", "0", "25"]
     assert browser.execute_script("return document.querySelectorAll('#groups b').length") == 0
+    follow(browser, browser.find_element("link text", XSS_GROUP))  # its '/' stays in one segment
+    assert browser.find_element("tag name", "h1").text == f"Group {XSS_GROUP}"
+    assert browser.find_element("id", "total-lag").text == "25"
+    assert [row[:5] for row in cells(browser, "offsets")] == [
+        ["orders", "0", "0", "10", "10"], ["orders", "1", "0", "10", "10"], ["orders", "2", "5", "10", "5"],
+    ]
+    assert browser.execute_script("return window.__xss === undefined")
 
 
 def test_group_members_assignment_and_lag(site, browser):

@@ -35,12 +35,14 @@ from trikafka.web.console.rates import ApiCounters, RateSampler
 from trikafka.web.console.reader import ClusterReader, GroupReads, NotFound
 from trikafka.web.console.render import format_bytes, format_timestamp
 
-__all__ = ["MAX_RECORDS", "BadRequest", "ConsoleApp", "parse_timestamp"]
+__all__ = ["MAX_RECORDS", "PAGE_TIMEOUT_S", "BadRequest", "ConsoleApp", "parse_timestamp"]
 
 log = logging.getLogger("trikafka.web.console")
 
 #: The most records one page of the browser shows.
 MAX_RECORDS = 500
+#: How long a page waits for the cluster before it answers 503.
+PAGE_TIMEOUT_S = 15.0
 
 _STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
 _SECURITY_HEADERS = [
@@ -86,8 +88,10 @@ class ConsoleApp:
         *,
         version: str,
         listeners: Callable[[], tuple[str, ...]] = tuple,
+        bootstrap: Callable[[], str] | None = None,
     ) -> None:
         self.open_reader = open_reader
+        self.bootstrap = bootstrap
         self.counters = counters
         self.version = version
         self.listeners = listeners
@@ -107,9 +111,13 @@ class ConsoleApp:
         if scope["type"] != "http":
             return
         root = scope.get("root_path", "").rstrip("/")
-        path = scope["path"]
-        if root and (path == root or path.startswith(root + "/")):
-            path = path[len(root) :]
+        # Still percent-encoded, so that a group id with a '/' stays one path segment.
+        raw = scope.get("raw_path")
+        path = raw.decode("latin-1") if raw else urllib.parse.quote(scope["path"])
+        path = path.partition("?")[0]
+        quoted_root = urllib.parse.quote(root)
+        if quoted_root and (path == quoted_root or path.startswith(quoted_root + "/")):
+            path = path[len(quoted_root) :]
         head = scope["method"] == "HEAD"
         if scope["method"] not in ("GET", "HEAD"):
             await _respond(send, 405, b"the console only reads: GET and HEAD\n", "text/plain; charset=utf-8", head=False, extra=[(b"allow", b"GET, HEAD")])
@@ -136,7 +144,11 @@ class ConsoleApp:
             return 404, self.render("error.html", root, title="Not found", message=str(problem)), html
         if isinstance(problem, BadRequest):
             return 400, self.render("error.html", root, title="Bad request", message=str(problem)), html
-        message = str(problem) or type(problem).__name__
+        if isinstance(problem, trio.TooSlowError):
+            where = f" at {self.bootstrap()}" if self.bootstrap is not None else ""
+            message = f"no answer from the cluster{where} within {PAGE_TIMEOUT_S:.0f} s"
+        else:
+            message = str(problem) or type(problem).__name__
         log.warning("console: %s: the cluster did not answer: %s", path, message)
         return 503, self.render("error.html", root, title="The cluster did not answer", message=message), html
 
@@ -148,7 +160,7 @@ class ConsoleApp:
             raise NotFound(f"no page at {path}")
         form = _records_form(query) if parts == ["records"] else None
         async with self.open_reader() as reader:
-            with trio.fail_after(30):
+            with trio.fail_after(PAGE_TIMEOUT_S):
                 if not parts:
                     overview = await reader.overview(version=self.version, listeners=self.listeners())
                     return self.render("overview.html", root, page="overview", overview=overview)

@@ -81,4 +81,4 @@ def console_app(target: Any, *, bootstrap: str | None = None, connector: Connect
         async with open_admin(servers(), connector=connector, **_CLIENT_SETTINGS) as admin:
             yield ClusterReader(admin)
 
-    return ConsoleApp(open_reader, counters, version=trikafka.__version__, listeners=listeners)
+    return ConsoleApp(open_reader, counters, version=trikafka.__version__, listeners=listeners, bootstrap=servers)
