@@ -84,3 +84,24 @@ async def test_a_cluster_that_does_not_answer_is_a_503_page_and_one_log_line(aut
     assert "The cluster did not answer" in body.decode()
     assert f'id="error">no answer from the cluster at 127.0.0.1:{port} within 15 s<' in body.decode()
     assert [r.getMessage().split(":")[0] for r in caplog.records if r.name == "trikafka.web.console"] == ["console"]
+
+
+async def test_the_record_browser_reads_past_transaction_markers():
+    """A Fetch that starts at a commit marker returns a control batch first: the browser
+    moves past it instead of stopping there."""
+    from trikafka.client import open_producer
+
+    with trio.fail_after(30):
+        async with open_broker(metrics_port=0) as broker:
+            bootstrap = broker.bootstrap_servers()
+            async with open_admin(bootstrap) as admin:
+                await admin.create_topics(["txn"])
+            async with open_producer(bootstrap, transactional_id="console-t") as producer:
+                for batch in range(3):
+                    async with producer.transaction():
+                        await producer.send("txn", value=f"v{batch}".encode(), partition=0)
+            async with open_admin(bootstrap) as admin:
+                reader = ClusterReader(admin)
+                page = await reader.records("txn", 0, offset=1, count=5)  # offset 1: a marker
+                assert [(r.offset, r.value.text) for r in page.records] == [(2, "v1"), (4, "v2")]
+                assert (page.end_offset, page.next_offset) == (6, 6)

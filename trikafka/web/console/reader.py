@@ -219,10 +219,7 @@ class ClusterReader:
             if data.error_code != ErrorCode.none:
                 raise KafkaError(data.error_code, f"Fetch {tp.topic}-{tp.partition} at {position}")
             moved = position
-            for record in _whole_batches(bytes(data.records or b"")):
-                if record is None:  # a control batch: past it, nothing to show
-                    continue
-                batch_end, decoded = record
+            for batch_end, decoded in _whole_batches(bytes(data.records or b"")):
                 for r in decoded:
                     if r.offset >= position and len(rows) < count:
                         rows.append(_row(tp.partition, r))
@@ -235,16 +232,16 @@ class ClusterReader:
         return rows, position
 
 
-def _whole_batches(data: bytes) -> list[tuple[int, list[Any]] | None]:
+def _whole_batches(data: bytes) -> list[tuple[int, list[Any]]]:
     """(next offset, records) per whole batch in a Fetch answer — the last one may be cut at
-    the size limit — and None for a control batch."""
-    out: list[tuple[int, list[Any]] | None] = []
+    the size limit; a control batch (a transaction marker) has no records to show."""
+    out: list[tuple[int, list[Any]]] = []
     position = 0
     while position + BATCH_HEADER_SIZE <= len(data):
         header = parse_batch_header(data, position)
         if header.end > len(data) or header.size < BATCH_HEADER_SIZE:
             break
-        out.append(None if header.is_control else (header.next_offset, decode_records(data, header)))
+        out.append((header.next_offset, [] if header.is_control else decode_records(data, header)))
         position = header.end
     return out
 
