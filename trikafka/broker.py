@@ -48,7 +48,7 @@ from trikafka.coordinator.ports import OffsetsPartitionLog
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
 from trikafka.coordinator.transaction_state import TransactionLog
 from trikafka.log.cleaner import LogCleaner
-from trikafka.log.manager import LogManager
+from trikafka.log.manager import LoadProgress, LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.request_channel import RequestChannel
@@ -144,7 +144,9 @@ class Broker(AwaitableState):
         *,
         trio_listeners: Mapping[str, trio.abc.Listener] | None = None,
         clock: Clock = now_ms,
+        load_progress: LoadProgress | None = None,
     ) -> None:
+        """``load_progress`` hears how loading the log directories goes (see LogManager)."""
         self.config = config or BrokerConfig()
         #: Epoch milliseconds following trio's clock, for every timestamp the broker makes.
         self.now_ms: Clock = clock
@@ -162,6 +164,7 @@ class Broker(AwaitableState):
             retention_check_interval_ms=self.config.log_retention_check_interval_ms,
             flush_scheduler_interval_ms=self.config.log_flush_scheduler_interval_ms,
             flush_offset_checkpoint_interval_ms=self.config.log_flush_offset_checkpoint_interval_ms,
+            progress=load_progress,
         )
         self.log_cleaner = LogCleaner(
             self.log_manager,
@@ -213,9 +216,7 @@ class Broker(AwaitableState):
         )
         #: ``/metrics`` and whatever else is mounted (``http_server.mount("/ui", app)``);
         #: it runs when ``metrics.port`` is not -1.
-        self.http_server = HttpServer(
-            self.config.metrics_host, max(self.config.metrics_port, 0), {"/metrics": metrics_app(self)}
-        )
+        self.http_server = HttpServer(self.config.metrics_host, max(self.config.metrics_port, 0))
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}
@@ -256,6 +257,7 @@ class Broker(AwaitableState):
                 self.endpoints = await nursery.start(self.socket_server.run, name="socket-server")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)
                 if self.config.metrics_port >= 0:
+                    self.http_server.mount("/metrics", metrics_app(self))
                     await nursery.start(self.http_server.run, name="http-server")
                 log.info(
                     "broker %d of cluster %s started: %s",

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import trio
 
@@ -101,3 +107,18 @@ async def test_a_port_in_use_fails_the_start_with_os_error():
                     pass
             assert failed.group_contains(OSError, match="in use")
             taken.stop()
+
+
+def test_a_taken_port_is_one_line_and_exit_1(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "trikafka", "--in-memory", "--listeners", "PLAINTEXT://127.0.0.1:0", "--override", f"metrics.port={port}"],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith("trikafka: cannot start: [Errno 98]")
+    assert "Traceback" not in result.stderr

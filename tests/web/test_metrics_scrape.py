@@ -193,3 +193,22 @@ def test_every_series_the_dashboard_queries_is_served(traffic):
                 missing.append(f"label {label} on {sorted(names)}")
     assert missing == []
     assert "kafka_consumergroup_group_lag" in checked and "kafka_network_requestmetrics_totaltimems" in checked
+
+
+def test_each_broker_of_a_cluster_serves_its_own_metrics(tmp_path):
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    broker = BrokerProcess("--in-memory", "--brokers", "2", "--override", "metrics.port=0", cwd=tmp_path)
+    try:
+        broker.wait_ready()
+        broker.wait_for_output("Ctrl-C stops gracefully")
+        urls = [line.split("metrics on", 1)[1].strip() for line in broker.output.splitlines() if "metrics on" in line]
+        assert len(urls) == 2 and urls[0] != urls[1]
+        admin = AdminClient({"bootstrap.servers": broker.address})
+        admin.create_topics([NewTopic("spread", num_partitions=4, replication_factor=2)])["spread"].result(30)
+        scrapes = [scrape(url) for url in urls]
+    finally:
+        assert broker.stop(15) == 0
+    assert sum(value(s, "kafka_server_replicamanager_leadercount") for s in scrapes) == 4
+    assert [value(s, "kafka_server_replicamanager_partitioncount") for s in scrapes] == [4, 4]
+    assert sum(value(s, "kafka_controller_kafkacontroller_activecontrollercount") for s in scrapes) == 1

@@ -63,7 +63,7 @@ class ConsoleSite:
         )
         try:
             broker.wait_ready()
-            base = broker.wait_for_output("console on").split("console on", 1)[1].strip().removesuffix("/ui/")
+            base = broker.wait_for_output("  ui on ").split("ui on", 1)[1].strip().removesuffix("/ui")
             assert broker.port is not None and broker.cluster_id is not None
             _make_data(broker.bootstrap)
             consumer = _group_with_lag(broker.bootstrap)

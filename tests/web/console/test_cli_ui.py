@@ -56,7 +56,7 @@ def test_the_console_of_an_in_process_cluster(tmp_path):
     broker = BrokerProcess("--in-memory", "--brokers", "3", "--ui", "--override", "metrics.port=0", cwd=tmp_path)
     try:
         broker.wait_ready()
-        base = broker.wait_for_output("console on").split("console on", 1)[1].strip()
+        base = broker.wait_for_output("  ui on ").split("ui on", 1)[1].strip() + "/"
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_topics([NewTopic("spread", 6, 3)])["spread"].result(30)
         producer = Producer({"bootstrap.servers": broker.bootstrap})
