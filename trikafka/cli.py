@@ -20,7 +20,7 @@ import trio
 from trikafka import __version__
 from trikafka.broker import Broker
 from trikafka.config import BrokerConfig, config_keys, read_properties_file
-from trikafka.console import (
+from trikafka.output import (
     LOG_FORMATS,
     StartupInfo,
     print_startup,
