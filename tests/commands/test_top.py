@@ -158,3 +158,30 @@ def test_produce_shows_a_progress_bar_for_a_file_on_a_terminal(kafka_broker, tmp
     assert "EXIT=0" in screen and "Produced 20000 records" in screen, screen
     bar = next(line for line in screen.splitlines() if line.startswith("produce"))
     assert "━" in bar and "2.3/2.3 MB" in bar, screen
+
+
+def test_top_reads_request_metrics_from_the_brokers_prometheus_endpoint(tmp_path):
+    """``top --metrics URL`` against a broker process serving ``/metrics`` (metrics.port): the
+    request, connection and byte-rate panels come from the scrape, with the JMX exporter's
+    names, after real traffic."""
+    from trikafka.testing.process import BrokerProcess
+
+    broker = BrokerProcess("--in-memory", "--override", "metrics.port=0", cwd=tmp_path)
+    try:
+        broker.wait_ready()
+        url = broker.wait_for_output("metrics on").split("metrics on", 1)[1].strip().rstrip("/")
+        url = url if url.endswith("/metrics") else url + "/metrics"
+        confluent_produce(broker.address, "scraped", [(None, b"z" * 1000, 0) for _ in range(50)])
+        run = trikafka("top", "--metrics", url, "--json", "-n", "2", "--interval", "0.3", bootstrap=broker.address)
+    finally:
+        broker.stop()
+    assert run.code == 0, run
+    last = json.loads(run.out.splitlines()[-1])
+    assert last["metrics_source"] == f"Prometheus {url}"
+    produce = last["requests"]["Produce"]
+    assert produce["requests"] >= 1 and produce["p99_ms"] >= produce["p50_ms"] > 0
+    assert last["requests"]["Metadata"]["per_s"] > 0  # top's own Metadata between two scrapes
+    assert last["connections"]["PLAINTEXT"] >= 1
+    assert last["bytes_in_per_s"] is not None and last["bytes_out_per_s"] is not None
+    [topic] = [t for t in last["topics"] if t["name"] == "scraped"]
+    assert topic["end_offset"] == 50 and topic["size"] > 50 * 1000
