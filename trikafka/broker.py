@@ -55,6 +55,7 @@ from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.apis.configs import ClusterApis, ConfigApis
+from trikafka.server.apis.consumer_groups import ConsumerGroupApis, supported_apis
 from trikafka.server.apis.fetch import FetchApis
 from trikafka.server.apis.groups import GroupApis
 from trikafka.server.apis.metadata import MetadataApis
@@ -90,6 +91,7 @@ API_FAMILIES = (
     ConfigApis,
     ClusterApis,
     GroupApis,
+    ConsumerGroupApis,
     TransactionApis,
     PartitionStateApis,
     SaslApis,
@@ -147,7 +149,7 @@ class Broker(AwaitableState):
         #: Epoch milliseconds following trio's clock, for every timestamp the broker makes.
         self.now_ms: Clock = clock
         self.metrics = BrokerMetrics()
-        self.registry = ApiRegistry()
+        self.registry = ApiRegistry(supported_apis(self.config))
         self.cluster_id = load_meta_properties(self.config)
         self.request_channel = RequestChannel(
             self.config.queued_max_requests, self.config.queued_max_request_bytes
@@ -172,7 +174,8 @@ class Broker(AwaitableState):
         #: ``wait_for_*`` methods re-check at each bump.
         state_changes = StateChanges()
         self.group_coordinator = GroupCoordinator(
-            self.config, self._offset_store(), self.now_ms, on_state_change=state_changes.bump
+            self.config, self._offset_store(), self.now_ms, on_state_change=state_changes.bump,
+            topic_partitions=lambda: {t.name: t.partitions for t in self.replica_manager.topics},
         )
         self.transaction_coordinator = TransactionCoordinator(
             self.config,

@@ -210,6 +210,7 @@ class GroupApis(ApiFamily):
             body.member_id,
             getattr(body, "group_instance_id", None),
             wanted,
+            api_version=request.api_version,
         )
         topics = []
         for echo, rows in layout:
@@ -274,6 +275,12 @@ class GroupApis(ApiFamily):
         if request.api_version >= 8:
             groups = []
             for group in body.groups:
+                member_check = self.coordinator.check_offset_fetch(
+                    group.group_id, getattr(group, "member_id", None), getattr(group, "member_epoch", -1)
+                )
+                if member_check is not None:  # v9+: a consumer group's member epoch
+                    groups.append({"group_id": group.group_id, "topics": [], "error_code": member_check})
+                    continue
                 code, topics = self._fetch_group(group.group_id, group.topics, by_id, body.require_stable)
                 groups.append({"group_id": group.group_id, "topics": topics, "error_code": code})
             return Answer(throttle_time=0, groups=groups)
@@ -306,24 +313,15 @@ class GroupApis(ApiFamily):
     @handles(ApiKey.DESCRIBE_GROUPS)
     async def handle_describe_groups_request(self, request: Request) -> Any:
         version = request.api_version
-        groups = [_described(g, self.coordinator.describe(g), version) for g in request.body.groups]
+        groups = []
+        for group_id in request.body.groups:
+            described = _described(group_id, self.coordinator.describe(group_id), version)
+            if self.coordinator.consumer_group(group_id) is not None:  # Kafka: not a classic group
+                described = _described(group_id, None, version)
+                if version >= 6:
+                    described["error_message"] = f"Group {group_id} is not a classic group."
+            groups.append(described)
         return Answer(throttle_time=0, groups=groups)
-
-    @handles(ApiKey.LIST_GROUPS)
-    async def handle_list_groups_request(self, request: Request) -> Any:
-        states = {s.lower() for s in getattr(request.body, "states_filter", ())}
-        types = {t.lower() for t in getattr(request.body, "types_filter", ())}
-        listed = [
-            {
-                "group_id": g.group_id,
-                "protocol_type": g.protocol_type or "",
-                "group_state": g.state.value,
-                "group_type": "classic",
-            }
-            for g in self.coordinator.list_groups(states)
-            if not types or "classic" in types
-        ]
-        return Answer(throttle_time=0, error_code=ErrorCode.none, groups=listed)
 
     @handles(ApiKey.DELETE_GROUPS)
     async def handle_delete_groups_request(self, request: Request) -> Any:
