@@ -253,3 +253,48 @@ async def test_offsets_need_the_current_member_epoch_and_groups_convert_when_emp
         assert joined.error_code == ErrorCode.none
         r = await Member(c, "g", "b").heartbeat()
         assert r.error_code == ErrorCode.group_id_not_found
+
+
+async def test_a_member_that_does_not_revoke_is_fenced_at_its_rebalance_timeout(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as c:
+        await create_topic(c, "t", 2)
+        a, b = Member(c, "g", "a"), Member(c, "g", "b")
+        await a.heartbeat()
+        await b.heartbeat()
+        held = dict(a.owned)
+        await a.heartbeat(owned=held)  # told to revoke one partition...
+        start = trio.current_time()
+        for _ in range(11):  # ...keeps heartbeating while still owning it, for 55 s
+            await trio.sleep(5)
+            await a.heartbeat(owned=held)
+            await b.heartbeat()
+            assert b.partitions() == set()
+        await trio.sleep(60 - (trio.current_time() - start) + 0.001)  # rebalance timeout: 60 s
+        assert [m.member_id for m in (await describe(c, "g")).members] == ["b"]
+        assert (await a.heartbeat(owned=held)).error_code == ErrorCode.unknown_member_id
+        await b.heartbeat()
+        await b.heartbeat()
+        assert b.partitions() == {0, 1}
+
+
+async def test_without_the_consumer_protocol_the_apis_are_not_served(autojump_clock):
+    async with open_test_broker(group_coordinator_rebalance_protocols="classic") as tb, tb.client() as c:
+        versions = await c.request(request(18, 3, client_software_name="t", client_software_version="1"))
+        assert {k.api_key for k in versions.api_keys} & {HEARTBEAT, DESCRIBE} == set()
+
+
+def test_uniform_is_balanced_and_sticky_and_range_is_contiguous():
+    from trikafka.coordinator.consumer_assignors import assign
+
+    subs = {m: frozenset({"t"}) for m in ("a", "b")}
+    first = assign("uniform", subs, {"t": 6}, {})
+    assert sorted(len(first[m]["t"]) for m in subs) == [3, 3]
+    # A third member takes one partition from each: nobody else moves.
+    subs3 = {**subs, "c": frozenset({"t"})}
+    second = assign("uniform", subs3, {"t": 6}, first)
+    assert sorted(len(second[m]["t"]) for m in subs3) == [2, 2, 2]
+    assert second["a"]["t"] <= first["a"]["t"] and second["b"]["t"] <= first["b"]["t"]
+    # Different subscriptions: every partition to a member subscribed to its topic.
+    mixed = assign("uniform", {"a": frozenset({"t", "u"}), "b": frozenset({"t"})}, {"t": 2, "u": 2}, {})
+    assert mixed["b"].keys() == {"t"} and sum(len(ps) for m in mixed.values() for ps in m.values()) == 4
+    assert assign("range", subs, {"t": 5, "u": 2}, {}) == {"a": {"t": frozenset({0, 1, 2})}, "b": {"t": frozenset({3, 4})}}
