@@ -101,7 +101,8 @@ class ProduceApis(ApiFamily):
                     if not part.records:
                         raise KafkaProtocolError("no records", ErrorCode.invalid_record)
                     appended = await self.replicas.append_records(
-                        info, part.index, part.records, int(now), getattr(body, "transactional_id", None)
+                        info, part.index, part.records, int(now), getattr(body, "transactional_id", None),
+                        add_to_txn=request.api_version >= 12,  # KIP-890 part 2: no AddPartitionsToTxn
                     )
                     result.update(
                         base_offset=appended.first_offset,
