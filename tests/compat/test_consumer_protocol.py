@@ -79,8 +79,8 @@ def wait_for(predicate, what: str) -> None:
         threading.Event().wait(0.05)
 
 
-def test_two_consumers_share_then_one_takes_all_after_the_other_leaves(kafka_broker):
-    bootstrap = kafka_broker.bootstrap_servers
+def share_then_take_all(bootstrap: str) -> tuple[Member, Member]:
+    """Two members split the topic 2 + 2; b leaves; a gets all four; every record is read once."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(TIMEOUT)
     _produce(bootstrap, 0, RECORDS // 2)
@@ -103,13 +103,24 @@ def test_two_consumers_share_then_one_takes_all_after_the_other_leaves(kafka_bro
         for member in (a, b):
             member.stop.set()
             member.thread.join(TIMEOUT)
+    counts = Counter(a.consumed + b.consumed)
+    assert set(counts) == set(range(RECORDS))
+    assert [value for value, n in counts.items() if n > 1] == []
+    assert a.errors == [] and b.errors == []
+    return a, b
+
+
+def test_two_consumers_share_then_one_takes_all_after_the_other_leaves(kafka_broker):
+    share_then_take_all(kafka_broker.bootstrap_servers)
     # The consumer protocol, not the classic one: heartbeats, no JoinGroup; b's last one left.
     heartbeats = kafka_broker.recorded("ConsumerGroupHeartbeat")
     assert heartbeats and not kafka_broker.recorded("JoinGroup")
     assert [h.body.member_epoch for h in heartbeats if h.client_id == "member-b"][-1] == -1
     commits = kafka_broker.recorded("OffsetCommit")
     assert commits and min(c.version for c in commits) >= 9
-    counts = Counter(a.consumed + b.consumed)
-    assert set(counts) == set(range(RECORDS))
-    assert [value for value, n in counts.items() if n > 1] == []
-    assert a.errors == [] and b.errors == []
+
+
+def test_the_same_on_a_three_broker_cluster(kafka_cluster):
+    """The group's coordinator is whichever broker owns its __consumer_offsets partition;
+    the others answer NOT_COORDINATOR and the consumers find it."""
+    share_then_take_all(kafka_cluster(brokers=3).bootstrap_servers)

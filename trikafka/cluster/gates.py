@@ -42,6 +42,7 @@ _SINGLE: dict[int, tuple[int, Callable[[Any], str | None]]] = {
     24: (TRANSACTION_KEY, lambda b: b.v3_and_below_transactional_id),  # AddPartitionsToTxn (v0-3)
     25: (TRANSACTION_KEY, lambda b: b.transactional_id),  # AddOffsetsToTxn
     26: (TRANSACTION_KEY, lambda b: b.transactional_id),  # EndTxn
+    68: (GROUP_KEY, lambda b: b.group_id),  # ConsumerGroupHeartbeat (KIP-848)
 }
 
 
@@ -172,6 +173,7 @@ def gate_coordinator_apis(handlers: dict[int, Handler], view: ClusterView, node_
     wrappers = {
         9: gate.offset_fetch,
         15: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
+        69: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),  # ConsumerGroupDescribe
         65: lambda h: gate.per_id(h, TRANSACTION_KEY, "transaction_states", "transactional_id"),
         42: gate.delete_groups,
         16: lambda h: gate.listed(h, GROUP_KEY, "groups", "group_id"),

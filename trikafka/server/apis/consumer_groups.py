@@ -131,7 +131,7 @@ class ConsumerGroupApis(ApiFamily):
             group = self.context.groups.consumer_group(group_id)
             if group is None:
                 classic = self.context.groups.describe(group_id)
-                message = f"Group {group_id} is not a consumer group." if classic is not None and classic.members \
+                message = f"Group {group_id} is not a consumer group." if classic is not None \
                     else f"Group {group_id} not found."
                 groups.append({"error_code": ErrorCode.group_id_not_found, "error_message": message,
                                "group_id": group_id, "group_state": "Dead", "group_epoch": -1,
