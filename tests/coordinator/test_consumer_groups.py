@@ -298,3 +298,65 @@ def test_uniform_is_balanced_and_sticky_and_range_is_contiguous():
     mixed = assign("uniform", {"a": frozenset({"t", "u"}), "b": frozenset({"t"})}, {"t": 2, "u": 2}, {})
     assert mixed["b"].keys() == {"t"} and sum(len(ps) for m in mixed.values() for ps in m.values()) == 4
     assert assign("range", subs, {"t": 5, "u": 2}, {}) == {"a": {"t": frozenset({0, 1, 2})}, "b": {"t": frozenset({3, 4})}}
+
+
+async def test_regex_subscription_picks_up_a_new_matching_topic(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as c:
+        await create_topic(c, "orders-eu", 1)
+        await create_topic(c, "payments", 1)
+        m = Member(c, "g", "m", topics=())
+        r = await c.request(request(HEARTBEAT, 1, group_id="g", member_id="m", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout=60_000, subscribed_topic_names=None, subscribed_topic_regex="orders-.*", server_assignor=None, topic_partitions=[]))
+        assert r.error_code == ErrorCode.none and r.member_epoch == 1
+        m.epoch = r.member_epoch
+        m.owned = {tp.topic_id: set(tp.partitions) for tp in r.assignment.topic_partitions}
+        assert len(m.owned) == 1
+        await create_topic(c, "orders-us", 2)
+        r = await m.heartbeat()  # the new topic bumps the group epoch
+        assert r.member_epoch == 2 and sum(len(ps) for ps in m.owned.values()) == 3
+        described = (await describe(c, "g")).members[0]
+        assert described.subscribed_topic_regex == "orders-.*"
+        assert sorted(t.topic_name for t in described.assignment.topic_partitions) == ["orders-eu", "orders-us"]
+        bad = await c.request(request(HEARTBEAT, 1, group_id="g", member_id="x", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout=60_000, subscribed_topic_names=None, subscribed_topic_regex="orders-(", server_assignor=None, topic_partitions=[]))
+        assert bad.error_code == ErrorCode.invalid_regular_expression
+
+
+async def test_a_static_member_that_does_not_come_back_is_removed_at_its_session_timeout(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as c:
+        await create_topic(c, "t", 2)
+        a = Member(c, "g", "a", instance_id="ia")
+        b = Member(c, "g", "b")
+        await a.heartbeat()
+        await b.heartbeat()
+        await a.heartbeat()
+        await a.heartbeat()
+        await b.heartbeat()
+        assert len(b.partitions()) == 1
+        await a.leave(epoch=-2)
+        start = trio.current_time()
+        for _ in range(8):  # b heartbeats; a's partition stays reserved for instance ia
+            await trio.sleep(5)
+            await b.heartbeat()
+            assert len(b.partitions()) == 1
+        await trio.sleep(45 - (trio.current_time() - start) + 0.001)
+        assert [m.member_id for m in (await describe(c, "g")).members] == ["b"]
+        await b.heartbeat()
+        await b.heartbeat()
+        assert b.partitions() == {0, 1}
+
+
+async def test_offset_delete_and_delete_groups_respect_a_live_consumer_group(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as c:
+        await create_topic(c, "t", 1)
+        await create_topic(c, "other", 1)
+        a = Member(c, "g", "a")
+        await a.heartbeat()
+        commit = request(8, 9, group_id="g", generation_id_or_member_epoch=a.epoch, member_id="a", group_instance_id=None, retention_time_ms=-1, topics=[{"name": n, "partitions": [{"partition_index": 0, "committed_offset": 3, "committed_leader_epoch": -1, "committed_metadata": None}]} for n in ("t", "other")])
+        assert all(p.error_code == ErrorCode.none for t in (await c.request(commit)).topics for p in t.partitions)
+        deleted = await c.request(request(47, 0, group_id="g", topics=[{"name": n, "partitions": [{"partition_index": 0}]} for n in ("t", "other")]))
+        codes = {t.name: t.partitions[0].error_code for t in deleted.topics}
+        assert codes == {"t": ErrorCode.group_subscribed_to_topic, "other": ErrorCode.none}
+        assert (await c.request(request(42, 2, groups_names=["g"]))).results[0].error_code == ErrorCode.non_empty_group
+        await a.leave()
+        assert (await c.request(request(42, 2, groups_names=["g"]))).results[0].error_code == ErrorCode.none
+        gone = await describe(c, "g")
+        assert (gone.error_code, gone.error_message) == (ErrorCode.group_id_not_found, "Group g not found.")
