@@ -112,6 +112,9 @@ def share_then_take_all(bootstrap: str) -> tuple[Member, Member]:
 
 def test_two_consumers_share_then_one_takes_all_after_the_other_leaves(kafka_broker):
     share_then_take_all(kafka_broker.bootstrap_servers)
+    # The broker's view: a consumer group, one member left, reconciled (after close, Empty).
+    snapshot = kafka_broker.wait_for_group_state("kip848-group", "Empty", members=0)
+    assert snapshot.generation_id >= 3  # a joined, b joined, b left, a left
     # The consumer protocol, not the classic one: heartbeats, no JoinGroup; b's last one left.
     heartbeats = kafka_broker.recorded("ConsumerGroupHeartbeat")
     assert heartbeats and not kafka_broker.recorded("JoinGroup")
