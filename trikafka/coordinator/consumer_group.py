@@ -32,6 +32,7 @@ __all__ = [
     "ConsumerGroup",
     "ConsumerGroupMember",
     "ConsumerGroupState",
+    "INTERNAL_TOPICS",
     "LEAVE_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
     "MemberState",
@@ -59,13 +60,17 @@ def topic_pattern(regex: str) -> re.Pattern[str]:
     return re.compile(regex)
 
 
+#: Kafka's internal topics: named explicitly they may be subscribed to, a regex never matches them.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
 def member_topics(member: ConsumerGroupMember, topic_names: Iterable[str]) -> set[str]:
     """The existing topics a member subscribes to: its names, plus what its regex matches."""
     names = set(topic_names)
     topics = set(member.subscribed_topic_names) & names
     if member.subscribed_topic_regex:
         pattern = topic_pattern(member.subscribed_topic_regex)
-        topics |= {name for name in names if pattern.fullmatch(name)}
+        topics |= {name for name in names - INTERNAL_TOPICS if pattern.fullmatch(name)}
     return topics
 
 
