@@ -1,6 +1,5 @@
-"""KIP-848's consumer-group APIs: ConsumerGroupHeartbeat (68), ConsumerGroupDescribe (69),
-and ListGroups (16), which lists both types of group (``group_type`` classic or consumer,
-each with its own states; ``types_filter`` and ``states_filter`` as in Kafka).
+"""KIP-848's consumer-group APIs: ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69).
+(ListGroups, in ``groups.py``, lists both types of group.)
 
 Translation only: topic ids on the wire ↔ topic names in the coordinator (an id the broker
 does not know is dropped from a member's owned partitions, as Kafka's metadata image would),
@@ -20,6 +19,7 @@ from trikafka.coordinator.consumer_group_protocol import ConsumerGroupHeartbeat
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["ConsumerGroupApis", "supported_apis"]
@@ -68,6 +68,7 @@ class ConsumerGroupApis(ApiFamily):
     @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT)
     async def handle_consumer_group_heartbeat_request(self, request: Request) -> Any:
         body = request.body
+        self.require(request, AclOperation.READ, ResourceType.GROUP, body.group_id)  # as Kafka
         member_id = body.member_id
         if request.api_version == 0 and not member_id and body.member_epoch == 0:
             member_id = new_member_id()
@@ -101,33 +102,16 @@ class ConsumerGroupApis(ApiFamily):
             assignment=assignment,
         )
 
-    @handles(ApiKey.LIST_GROUPS)
-    async def handle_list_groups_request(self, request: Request) -> Any:
-        states = {s.lower() for s in getattr(request.body, "states_filter", ())}
-        types = {t.lower() for t in getattr(request.body, "types_filter", ())}
-        consumer_groups = self.context.groups.consumer.groups
-        listed = [
-            {
-                "group_id": g.group_id,
-                "protocol_type": g.protocol_type or "",
-                "group_state": g.state.value,
-                "group_type": "classic",
-            }
-            for g in self.context.groups.list_groups(states)
-            if (not types or "classic" in types) and g.group_id not in consumer_groups
-        ]
-        if not types or "consumer" in types:  # KIP-848 groups: type consumer, their own states
-            listed += [
-                {"group_id": g.group_id, "protocol_type": "consumer", "group_state": g.state.value, "group_type": "consumer"}
-                for g in consumer_groups.values()
-                if not states or g.state.value.lower() in states
-            ]
-        return Answer(throttle_time=0, error_code=ErrorCode.none, groups=listed)
-
     @handles(ApiKey.CONSUMER_GROUP_DESCRIBE)
     async def handle_consumer_group_describe_request(self, request: Request) -> Any:
         groups = []
+        include = request.body.include_authorized_operations
         for group_id in request.body.group_ids:
+            if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+                groups.append({"error_code": ErrorCode.group_authorization_failed, "group_id": group_id,
+                               "group_state": "", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
+                               "members": [], "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+                continue
             group = self.context.groups.consumer_group(group_id)
             if group is None:
                 classic = self.context.groups.describe(group_id)
@@ -138,7 +122,10 @@ class ConsumerGroupApis(ApiFamily):
                                "assignment_epoch": -1, "assignor_name": "", "members": [],
                                "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
                 continue
-            groups.append(self._described(group))
+            described = self._described(group)
+            if include:
+                described["authorized_operations"] = self.authorized_operations(request, ResourceType.GROUP, group_id)
+            groups.append(described)
         return Answer(throttle_time=0, groups=groups)
 
     def _described(self, group: ConsumerGroup) -> dict[str, Any]:
