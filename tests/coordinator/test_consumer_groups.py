@@ -360,3 +360,31 @@ async def test_offset_delete_and_delete_groups_respect_a_live_consumer_group(aut
         assert (await c.request(request(42, 2, groups_names=["g"]))).results[0].error_code == ErrorCode.none
         gone = await describe(c, "g")
         assert (gone.error_code, gone.error_message) == (ErrorCode.group_id_not_found, "Group g not found.")
+
+
+async def test_acls_guard_the_consumer_group_apis_as_kafka_does(autojump_clock):
+    from trikafka.config import BrokerConfig
+    from trikafka.security.authorizer import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        PatternType,
+        ResourceType,
+    )
+
+    def allow(name, operation, resource):
+        return AclBinding(resource, name, PatternType.LITERAL, "User:ANONYMOUS", "*", operation, AclPermissionType.ALLOW)
+
+    config = BrokerConfig.from_mapping({"listeners": "PLAINTEXT://memory:9092",
+                                        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    async with open_test_broker(config) as tb, tb.client() as c:
+        tb.broker.context.acls.create([allow("kafka-cluster", AclOperation.CREATE, ResourceType.CLUSTER),
+                                       allow("g", AclOperation.READ, ResourceType.GROUP)])
+        await create_topic(c, "t", 1)
+        assert (await Member(c, "other", "m").heartbeat()).error_code == ErrorCode.group_authorization_failed
+        assert (await Member(c, "g", "m").heartbeat()).error_code == ErrorCode.none
+        described = await c.request(request(DESCRIBE, 1, group_ids=["g", "other"], include_authorized_operations=True))
+        assert [g.error_code for g in described.groups] == [ErrorCode.none, ErrorCode.group_authorization_failed]
+        assert described.groups[0].authorized_operations == (1 << AclOperation.READ) | (1 << AclOperation.DESCRIBE)
+        verify = await c.request(request(24, 4, transactions=[{"transactional_id": "x", "producer_id": 0, "producer_epoch": 0, "verify_only": True, "topics": []}]))
+        assert verify.error_code == ErrorCode.cluster_authorization_failed
