@@ -388,3 +388,27 @@ async def test_acls_guard_the_consumer_group_apis_as_kafka_does(autojump_clock):
         assert described.groups[0].authorized_operations == (1 << AclOperation.READ) | (1 << AclOperation.DESCRIBE)
         verify = await c.request(request(24, 4, transactions=[{"transactional_id": "x", "producer_id": 0, "producer_epoch": 0, "verify_only": True, "topics": []}]))
         assert verify.error_code == ErrorCode.cluster_authorization_failed
+
+
+async def test_a_revocation_in_progress_survives_a_restart_with_its_deadline(tmp_path, autojump_clock):
+    config = dict(log_dirs=str(tmp_path), offsets_topic_num_partitions=1)
+    async with open_test_broker(**config) as tb, tb.client() as c:
+        await create_topic(c, "t", 2)
+        a, b = Member(c, "g", "a"), Member(c, "g", "b")
+        await a.heartbeat()
+        await b.heartbeat()
+        held = dict(a.owned)
+        await a.heartbeat(owned=held)  # a must give one partition to b
+    async with open_test_broker(**config) as tb, tb.client() as c:
+        a.client = b.client = c
+        start = trio.current_time()
+        for _ in range(11):  # a still holds it after the restart; b gets nothing meanwhile
+            await trio.sleep(5)
+            assert (await a.heartbeat(owned=held)).error_code == ErrorCode.none
+            await b.heartbeat()
+            assert b.partitions() == set()
+        await trio.sleep(60 - (trio.current_time() - start) + 0.001)
+        assert [m.member_id for m in (await describe(c, "g")).members] == ["b"]
+        await b.heartbeat()
+        await b.heartbeat()
+        assert b.partitions() == {0, 1}

@@ -87,10 +87,14 @@ class ConsumerGroupMachine:
     # --- loading and persistence --------------------------------------------------------
 
     def load(self, now_ms: float) -> Reply[None]:
-        """Replay the groups; every member's session starts anew."""
+        """Replay the groups; every member's session (and revocation deadline) starts anew."""
         if self.store is not None:
             self.groups = rec.replay(self.store.replay())
-        effects = [self._session(g.group_id, m, now_ms) for g in self.groups.values() for m in g.members]
+        effects: list[Effect] = [self._session(g.group_id, m, now_ms) for g in self.groups.values() for m in g.members]
+        effects += [  # a revocation in progress gets its whole rebalance timeout again
+            ScheduleTimer(ConsumerTimerKey(REBALANCE, g.group_id, m.member_id), now_ms + max(m.rebalance_timeout_ms, 0))  # type: ignore[arg-type]
+            for g in self.groups.values() for m in g.members.values() if m.state is MemberState.UNREVOKED_PARTITIONS
+        ]
         if self.groups:
             log.info("loaded %d consumer group(s)", len(self.groups))
         return Reply(None, tuple(effects))
