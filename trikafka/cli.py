@@ -20,6 +20,7 @@ import trio
 from trikafka import __version__
 from trikafka.broker import Broker
 from trikafka.config import BrokerConfig, config_keys, read_properties_file
+from trikafka.errors import ConfigError
 from trikafka.output import (
     LOG_FORMATS,
     StartupInfo,
@@ -27,7 +28,6 @@ from trikafka.output import (
     recovery_progress,
     setup_logging,
 )
-from trikafka.errors import ConfigError
 from trikafka.protocol.records import NATIVE_RECORD_WALK
 
 __all__ = [
