@@ -62,6 +62,7 @@ from trikafka.server.apis.offsets import OffsetApis
 from trikafka.server.apis.partition_state import PartitionStateApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
+from trikafka.server.apis.reassignments import ReassignmentApis
 from trikafka.server.apis.sasl import SaslApis
 from trikafka.server.apis.scram import ScramApis
 from trikafka.server.apis.topics import TopicAdminApis
@@ -92,6 +93,7 @@ API_FAMILIES = (
     GroupApis,
     TransactionApis,
     PartitionStateApis,
+    ReassignmentApis,
     SaslApis,
     ScramApis,
 )
