@@ -8,7 +8,8 @@ is set to 0 with IncrementalAlterConfigs and the partition's size on disk (Descr
 shrinks within a bounded number of polls. A second instance of the app, with empty local
 state, restores from the compacted changelog: its next update per key continues from the
 right count, and the changelog read from offset 0 holds each key at most once below the
-active segment (offsets preserved, in order).
+active segment (offsets preserved, in order) — the active segment is never cleaned, in Kafka
+either.
 
 The broker is a real process with a data directory; small segments (16 KiB, so the producers'
 batches are capped below that) and a 100 ms cleaner backoff make the cleaner run soon.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -135,8 +137,10 @@ def check_compacted_on_disk(broker: BrokerProcess, changelog: str) -> int:
     assert offsets == sorted(set(offsets)), "offsets kept, in order"
     active = max(int(p.stem) for p in (broker.data_dir / f"{changelog}-0").glob("*.log"))
     cleaned = [key for offset, key in records if offset < active]
-    assert len(cleaned) == len(set(cleaned)), f"a key twice in the cleaned segments of {changelog}"
-    assert len(records) < UPDATES // 10, f"{len(records)} changelog records read back: not compacted"
+    assert len(cleaned) == len(set(cleaned)) <= len(KEYS), f"a key twice in the cleaned segments of {changelog}"
+    # The active segment is never cleaned (Kafka's rule too): what a restore reads beyond the
+    # live keys is only what was written since it was opened.
+    assert len(records) < UPDATES // 4, f"{len(records)} changelog records read back: not compacted"
     return len(records)
 
 
@@ -174,10 +178,81 @@ def test_quixstreams_changelog_is_compacted_and_restores(broker: BrokerProcess, 
     assert final == dict.fromkeys(KEYS, UPDATES // len(KEYS))
 
     changelog = next(t for t in kafka_admin.list_topics() if t.startswith("changelog__counter"))
-    before, after = compact_now(broker.bootstrap, kafka_admin, changelog)
+    compact_now(broker.bootstrap, kafka_admin, changelog)
     check_compacted_on_disk(broker, changelog)
 
     # A new instance with empty local state restores from the compacted changelog.
     produce_clicks(broker.bootstrap, "clicks", len(KEYS), start=UPDATES)
     resumed = quix_app(broker.bootstrap, tmp_path / "state-2").run(count=len(KEYS), timeout=TIMEOUT, metadata=True)
     assert {row["_key"]: row["_value"] for row in resumed} == {k: v + 1 for k, v in final.items()}
+
+
+# --- faust -----------------------------------------------------------------------------------
+
+
+class FaustWorker:
+    """``python -m faust -A tests.compat._faust_counter worker``, stopped with SIGINT (killed
+    if it does not stop within the timeout)."""
+
+    def __init__(self, bootstrap: str, datadir: Path) -> None:
+        root = Path(__file__).resolve().parents[2]
+        with socket.socket() as probe:  # a free port for the web server faust binds regardless
+            probe.bind(("127.0.0.1", 0))
+            web_port = probe.getsockname()[1]
+        env = dict(os.environ, COUNTER_BOOTSTRAP=bootstrap, COUNTER_WEB_PORT=str(web_port), PYTHONPATH=str(root))
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "faust", "-A", "tests.compat._faust_counter", "--datadir", str(datadir),
+             "worker", "-l", "warn"],
+            cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+
+    def stop(self) -> None:
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(TIMEOUT)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+
+
+def read_counts(bootstrap: str, until: dict[bytes, int], group: str) -> dict[bytes, int]:
+    """The latest count per key on ``faust-counts``, read until it reaches ``until``."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["faust-counts"])
+        latest: dict[bytes, int] = {}
+        deadline = Deadline()
+        while deadline and any(latest.get(k, 0) < v for k, v in until.items()):
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                latest[message.key()] = int(message.value())
+        return latest
+    finally:
+        consumer.close()
+
+
+def test_faust_table_changelog_is_compacted_and_restores(broker: BrokerProcess, kafka_admin, tmp_path: Path) -> None:
+    for name in ("faust-clicks", "faust-counts"):
+        create_topic(broker.bootstrap, name)
+    expected = dict.fromkeys(KEYS, UPDATES // len(KEYS))
+    produce_clicks(broker.bootstrap, "faust-clicks", UPDATES)
+    worker = FaustWorker(broker.bootstrap, tmp_path / "worker-1")
+    try:
+        assert read_counts(broker.bootstrap, expected, "reader-1") == expected
+    finally:
+        worker.stop()
+
+    changelog = "counter-counts-changelog"
+    compact_now(broker.bootstrap, kafka_admin, changelog)
+    check_compacted_on_disk(broker, changelog)
+
+    produce_clicks(broker.bootstrap, "faust-clicks", len(KEYS), start=UPDATES)
+    worker = FaustWorker(broker.bootstrap, tmp_path / "worker-2")  # restores the table first
+    try:
+        resumed = {k: v + 1 for k, v in expected.items()}
+        assert read_counts(broker.bootstrap, resumed, "reader-2") == resumed
+    finally:
+        worker.stop()
