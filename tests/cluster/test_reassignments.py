@@ -193,3 +193,49 @@ def test_a_reorder_completes_at_once_and_a_preferred_election_follows_it(start_c
     everything = confluent.elect_leaders(ElectionType.PREFERRED, None).result(TIMEOUT)
     assert everything == {TopicPartition("reorder", 0): None}
     assert confluent.elect_leaders(ElectionType.PREFERRED, None).result(TIMEOUT) == {}
+
+
+def test_confluent_consumer_validates_its_position_with_offset_for_leader_epoch(start_cluster):
+    """KIP-320: after a leader change librdkafka asks the new leader where the epoch it last
+    read ended (OffsetForLeaderEpoch) before fetching on — and reads on without a gap."""
+    from confluent_kafka import Consumer
+
+    from tests.compat.support import Deadline
+
+    cluster = start_cluster(3)
+    create_topic(cluster.bootstrap_servers, "epochs")
+    first = produce(cluster.bootstrap_servers, "epochs", 10)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "epochs",
+                         "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 1000})
+    try:
+        consumer.assign([TopicPartition("epochs", 0, 0)])
+        seen: list[bytes] = []
+        deadline = Deadline()
+        while len(seen) < len(first) and deadline:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                seen.append(message.value())
+        assert seen == first
+        old = lead(cluster, "epochs")
+        new_leader = next(r for r in old.isr if r != old.leader)
+        recorders = [cluster.call(lambda n=n: cluster.cluster.broker(n).apis.faults.recorder) for n in (1, 2, 3)]
+        for recorder in recorders:
+            cluster.call(recorder.start)
+        cluster.call(cluster.cluster.move_leader, "epochs", 0, new_leader)
+        second = [b"after %d" % i for i in range(5)]
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+        for value in second:
+            producer.produce("epochs", value=value, partition=0)
+        assert producer.flush(TIMEOUT) == 0
+        deadline = Deadline()
+        while len(seen) < len(first) + len(second) and deadline:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                seen.append(message.value())
+        assert seen == first + second
+        asked = cluster.call(lambda: cluster.cluster.broker(new_leader).apis.faults.recorder.requests("OffsetForLeaderEpoch"))
+        assert asked, "the consumer did not validate its position with the new leader"
+        for recorder in recorders:
+            cluster.call(recorder.stop)
+    finally:
+        consumer.close()
