@@ -80,3 +80,20 @@ async def test_replication_factor_change_refused_when_not_allowed(autojump_clock
         grown = await client.request(reassign("rf", 0, [1, 2, 3], version=1, allow_replication_factor_change=True))
         assert grown.responses[0].partitions[0].error_code == ErrorCode.none
         assert set(cluster.leadership("rf", 0).replicas) == {1, 2, 3}
+
+
+async def test_a_replica_reassigned_away_from_a_stopped_broker_is_deleted_when_it_starts(autojump_clock, tmp_path):
+    async with open_cluster(3, transport="memory", log_dirs=str(tmp_path)) as cluster, connected(cluster) as client:
+        await create_replicated_topic(client, "away", replication_factor=2)
+        keep, gone = cluster.leadership("away", 0).replicas
+        (spare,) = {1, 2, 3} - {keep, gone}
+        await cluster.stop_broker(gone)
+        async with connected(cluster, keep) as leader_client:
+            response = await leader_client.request(reassign("away", 0, [keep, spare]))
+        assert response.responses[0].partitions[0].error_code == ErrorCode.none
+        assert cluster.leadership("away", 0).replicas == (keep, spare)
+        assert (tmp_path / f"broker-{gone}" / "away-0").is_dir()  # stopped: its files wait
+        await cluster.start_broker(gone)
+        assert cluster.replica_log(gone, "away", 0) is None
+        assert not (tmp_path / f"broker-{gone}" / "away-0").exists()
+        assert cluster.replica_log(spare, "away", 0) is not None

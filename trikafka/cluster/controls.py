@@ -115,6 +115,9 @@ class ClusterControls:
         if manager is None:
             manager = ClusterNode.new_log_manager(self.node_configs[node_id], self.now_ms)
         self._log_managers[node_id] = manager
+        assigned = set(self.state.replicas_on(node_id))
+        for topic, partition in [tp for tp in manager.logs if tp not in assigned]:
+            manager.delete_log(topic, partition)  # reassigned away while it was stopped
         self.logs.open_replicas(node_id)
         for topic, partition in self.state.replicas_on(node_id):
             lead = self.state.leadership(topic, partition)
@@ -179,7 +182,7 @@ class ClusterControls:
 
     def _drop_replicas(self, topic: str, partition: int, node_ids: Iterable[int]) -> None:
         """Delete the replicas of brokers no longer assigned (a stopped broker's in-memory
-        replica too; a stopped broker's files stay until it is started again)."""
+        replica too; a stopped broker's files go when it starts again)."""
         for node_id in node_ids:
             manager = self._log_managers.get(node_id) or self._parked.get(node_id)
             if manager is not None:
