@@ -153,7 +153,7 @@ class ClusterControls:
         if part is None:
             return Outcome(3, f"Unable to find partition {topic}:{partition}.")
         if replicas is None:
-            outcome, left = reassignments.cancel_reassignment(self.state, topic, part)
+            outcome, left = reassignments.cancel_reassignment(self.state, topic, partition, part)
             self._drop_replicas(topic, partition, left)
             return outcome
         outcome = reassignments.begin_reassignment(self.state, part, tuple(replicas))

@@ -104,13 +104,14 @@ def complete_if_ready(state: ClusterState, part: PartitionState) -> tuple[int, .
     return removed
 
 
-def cancel_reassignment(state: ClusterState, topic: str, part: PartitionState) -> tuple[Outcome, tuple[int, ...]]:
+def cancel_reassignment(
+    state: ClusterState, topic: str, partition: int, part: PartitionState
+) -> tuple[Outcome, tuple[int, ...]]:
     """Revert to the replicas before the reassignment; returns the outcome and who left."""
     if not part.adding and not part.removing:
         return NO_REASSIGNMENT_IN_PROGRESS, ()
     isr = tuple(r for r in part.isr if r not in part.adding)
     if not isr:
-        partition = next(p for (t, p), s in state.partitions.items() if t == topic and s is part)
         return Outcome(
             39,
             f"Unable to revert partition assignment for {topic}:{partition} because it would "
