@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from trikafka.cluster import reassignments
 from trikafka.cluster.state import ClusterState
-from trikafka.server.cluster_view import ELECTION_NOT_NEEDED, PREFERRED, UNCLEAN, OngoingReassignment, Outcome
+from trikafka.server.cluster_view import (
+    ELECTION_NOT_NEEDED,
+    PREFERRED,
+    UNCLEAN,
+    OngoingReassignment,
+    Outcome,
+)
 
 
 def state_with(replicas: tuple[int, ...]) -> tuple[ClusterState, object]:
