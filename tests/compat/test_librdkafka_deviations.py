@@ -22,10 +22,12 @@ pytestmark = [pytest.mark.compat]
 
 
 @pytest.fixture
-def admin(broker_process: BrokerProcess):
+def admin(start_broker_process):
+    """A broker of the test's own: the topics made here stay out of the shared broker."""
     from confluent_kafka.admin import AdminClient
 
-    return AdminClient({"bootstrap.servers": broker_process.bootstrap})
+    broker: BrokerProcess = start_broker_process()
+    return AdminClient({"bootstrap.servers": broker.bootstrap})
 
 
 def test_message_format_version_spellings_are_accepted_and_ignored(admin) -> None:
