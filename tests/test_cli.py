@@ -102,10 +102,14 @@ def test_list_config_prints_every_key(capsys):
     assert printed["socket.request.max.bytes"] == "104857600"
 
 
-def test_list_config_needs_no_valid_config(capsys):
-    """--list-config answers before any config is read, so a bad override cannot stop it."""
-    assert cli.main(["--list-config", "--override", "num.io.threads=zero"]) == 0
-    assert "num.io.threads=8" in capsys.readouterr().out
+def test_list_config_refuses_a_config_the_broker_would_refuse(capsys):
+    """--list-config shows the values the broker would use: a bad override is the same one
+    clear line and exit code 2 as when starting."""
+    assert cli.main(["--list-config", "--override", "num.io.threads=zero"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.strip().splitlines()
+    assert "num.io.threads" in line and "zero" in line
 
 
 # --- precedence -------------------------------------------------------------------------

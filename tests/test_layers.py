@@ -30,6 +30,7 @@ UPPER = (
     "trikafka.testing",
     "trikafka.client",
     "trikafka.spark",
+    "trikafka.web",
 )
 
 #: package → imports it must never make (a prefix matches the module and its children).
@@ -63,6 +64,7 @@ RULES: dict[str, tuple[str, ...]] = {
         "trikafka.client",
         "trikafka.spark",
         "trikafka.http",
+        "trikafka.web",
         "trikafka.testing.broker",
         "trikafka.testing.process",
     ),
@@ -330,7 +332,7 @@ def test_no_two_modules_import_each_other():
 
 #: The edge packages: how people and programs use the broker. Each uses the others only
 #: through their public names (the package itself), never a module inside them.
-EDGES = ("trikafka.client", "trikafka.testing", "trikafka.spark", "trikafka.cli", "trikafka.http")
+EDGES = ("trikafka.client", "trikafka.testing", "trikafka.spark", "trikafka.cli", "trikafka.http", "trikafka.web")
 
 
 def _edge_of(module: str) -> str | None:

@@ -8,7 +8,8 @@
     ├── GroupCoordinator        session and rebalance deadlines, offset expiry
     ├── TransactionCoordinator  recovery, transaction timeouts, fencing aborts (markers)
     ├── RequestHandlerPool      num.io.threads handler tasks  ◄── requests ── shared channel
-    └── SocketServer            Acceptors and Processors (see network/socket_server.py)
+    ├── SocketServer            Acceptors and Processors (see network/socket_server.py)
+    └── HttpServer              /metrics and mounted apps, when metrics.port is set (web/)
 
 Parts start in dependency order with ``nursery.start`` so that "ready" means ready: when
 ``run`` reports started, every listener is bound and every handler is waiting.
@@ -47,21 +48,26 @@ from trikafka.coordinator.ports import OffsetsPartitionLog
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
 from trikafka.coordinator.transaction_state import TransactionLog
 from trikafka.log.cleaner import LogCleaner
-from trikafka.log.manager import LogManager
+from trikafka.log.manager import LoadProgress, LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
+from trikafka.security.acl_store import AclStore
+from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
+from trikafka.server.apis.acls import AclApis
 from trikafka.server.apis.configs import ClusterApis, ConfigApis
 from trikafka.server.apis.fetch import FetchApis
+from trikafka.server.apis.group_offsets import GroupOffsetApis
 from trikafka.server.apis.groups import GroupApis
 from trikafka.server.apis.metadata import MetadataApis
 from trikafka.server.apis.offsets import OffsetApis
 from trikafka.server.apis.partition_state import PartitionStateApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
+from trikafka.server.apis.quotas import ClientQuotaApis
 from trikafka.server.apis.reassignments import ReassignmentApis
 from trikafka.server.apis.sasl import SaslApis
 from trikafka.server.apis.scram import ScramApis
@@ -74,6 +80,7 @@ from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
 from trikafka.server.replica_manager import ReplicaManager
 from trikafka.server.request_handler import RequestHandlerPool
+from trikafka.web import HttpServer, metrics_app
 
 __all__ = ["API_FAMILIES", "Broker", "BrokerStatistics", "open_broker", "load_meta_properties"]
 
@@ -91,11 +98,14 @@ API_FAMILIES = (
     ConfigApis,
     ClusterApis,
     GroupApis,
+    GroupOffsetApis,
     TransactionApis,
     PartitionStateApis,
     ReassignmentApis,
     SaslApis,
     ScramApis,
+    AclApis,
+    ClientQuotaApis,
 )
 
 
@@ -144,7 +154,9 @@ class Broker(AwaitableState):
         *,
         trio_listeners: Mapping[str, trio.abc.Listener] | None = None,
         clock: Clock = now_ms,
+        load_progress: LoadProgress | None = None,
     ) -> None:
+        """``load_progress`` hears how loading the log directories goes (see LogManager)."""
         self.config = config or BrokerConfig()
         #: Epoch milliseconds following trio's clock, for every timestamp the broker makes.
         self.now_ms: Clock = clock
@@ -162,6 +174,7 @@ class Broker(AwaitableState):
             retention_check_interval_ms=self.config.log_retention_check_interval_ms,
             flush_scheduler_interval_ms=self.config.log_flush_scheduler_interval_ms,
             flush_offset_checkpoint_interval_ms=self.config.log_flush_offset_checkpoint_interval_ms,
+            progress=load_progress,
         )
         self.log_cleaner = LogCleaner(
             self.log_manager,
@@ -201,6 +214,10 @@ class Broker(AwaitableState):
             scram_credentials=ScramCredentials.from_config(
                 self.config.security, [s.name for s in self.config.listeners], self.config.log_dirs
             ),
+            acls=AclStore.from_config(self.config.security, self.config.log_dirs),
+            client_quotas=ClientQuotas.in_data_dir(
+                self.config.log_dirs, self.config.quota_window_num, self.config.quota_window_size_seconds
+            ),
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
         self.faults = self.apis.faults  # injected faults and the request recorder (tests)
@@ -211,6 +228,9 @@ class Broker(AwaitableState):
             self.config, self.registry, self.request_channel, self.metrics, trio_listeners,
             scram_credentials=self.context.scram_credentials,
         )
+        #: ``/metrics`` and whatever else is mounted (``http_server.mount("/ui", app)``);
+        #: it runs when ``metrics.port`` is not -1.
+        self.http_server = HttpServer(self.config.metrics_host, max(self.config.metrics_port, 0))
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}
@@ -250,6 +270,9 @@ class Broker(AwaitableState):
                 await nursery.start(self.handler_pool.run, name="request-handler-pool")
                 self.endpoints = await nursery.start(self.socket_server.run, name="socket-server")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)
+                if self.config.metrics_port >= 0:
+                    self.http_server.mount("/metrics", metrics_app(self))
+                    await nursery.start(self.http_server.run, name="http-server")
                 log.info(
                     "broker %d of cluster %s started: %s",
                     self.config.node_id,
@@ -264,6 +287,7 @@ class Broker(AwaitableState):
 
     async def _shutdown(self, nursery: trio.Nursery) -> None:
         log.info("broker %d shutting down", self.config.node_id)
+        self.http_server.stop()  # it finishes in-flight scrapes while connections drain
         self.purgatory.complete_all()  # long polls and joins answer now, not after the grace
         self.socket_server.begin_shutdown(self.config.shutdown_grace_ms / 1000)
         await self.socket_server.stopped.wait()  # every connection answered or closed

@@ -17,17 +17,43 @@ from typing import Any
 
 import trio
 
+from trikafka import __version__
 from trikafka.broker import Broker
 from trikafka.config import BrokerConfig, config_keys, read_properties_file
+from trikafka.output import (
+    LOG_FORMATS,
+    StartupInfo,
+    print_startup,
+    recovery_progress,
+    setup_logging,
+)
 from trikafka.errors import ConfigError
 from trikafka.protocol.records import NATIVE_RECORD_WALK
 
-__all__ = ["MEMORY_DEFAULTS", "build_config", "main", "parse_args", "raise_open_file_limit"]
+__all__ = [
+    "DEV_DEFAULTS",
+    "MEMORY_DEFAULTS",
+    "build_config",
+    "changed_from_defaults",
+    "main",
+    "parse_args",
+    "raise_open_file_limit",
+    "resolve_config",
+]
 
 log = logging.getLogger("trikafka")
 
 DEFAULT_DATA_DIR = "./trikafka-data"
-DEV_INITIAL_REBALANCE_DELAY_MS = "0"
+
+#: Where the dev broker departs from Kafka's defaults, each only when not set, and why. The one
+#: table ``build_config``, ``--list-config`` and the start-up block all read.
+DEV_DEFAULTS = {
+    # A dev broker answers a lone consumer at once; Kafka's 3 s default suits big groups.
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+#: ``--ui`` without ``metrics.port``: the HTTP server's port (where ``make run`` serves it too).
+UI_DEFAULT_PORT = 9404
 
 #: ``--in-memory``: a bounded window per partition instead of everything since start, the way
 #: librdkafka's mock cluster keeps one (5 MiB there), so a dev broker left running under load
@@ -70,8 +96,26 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="serve a cluster of N brokers in this process: the listener is broker 1's, "
         "brokers 2..N take the following ports (free ports when it is 0)",
     )
+    parser.add_argument(
+        "--ui",
+        action="store_true",
+        help="serve the web console at /ui on the HTTP server (metrics.port; "
+        f"{UI_DEFAULT_PORT} when not set)",
+    )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
-    parser.add_argument("--list-config", action="store_true", help="print every key and exit")
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="text: rich on a terminal, plain unwrapped lines in a file or pipe; json: one "
+        "object per line",
+    )
+    parser.add_argument(
+        "--list-config",
+        action="store_true",
+        help="print every key with the value this broker would use (the other flags "
+        "included) and exit",
+    )
     parser.add_argument(
         "--control-listener",
         metavar="HOST:PORT",
@@ -82,7 +126,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
+    return resolve_config(args)[0]
+
+
+def resolve_config(args: argparse.Namespace) -> tuple[BrokerConfig, dict[str, str]]:
+    """The config the broker will run with, and why each key the user did not set has the
+    value it has where that is not Kafka's default (``{key: "dev default"}``)."""
     items: dict[str, Any] = {}
+    reasons: dict[str, str] = {}
     if args.config:
         items.update(read_properties_file(args.config))
     for override in args.override:
@@ -95,30 +146,20 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     if args.in_memory:
         items["log.dirs"] = ""
         given = {key.strip().replace("_", ".") for key in items}
-        items.update({k: v for k, v in MEMORY_DEFAULTS.items() if k not in given})
+        for key, value in MEMORY_DEFAULTS.items():
+            if key not in given:
+                items[key], reasons[key] = value, "--in-memory"
     elif args.data_dir:
         items["log.dirs"] = args.data_dir
     elif not items.get("log.dirs"):
-        items["log.dirs"] = DEFAULT_DATA_DIR
-    # A dev broker answers a lone consumer at once; Kafka's 3 s default suits big groups.
-    items.setdefault("group.initial.rebalance.delay.ms", DEV_INITIAL_REBALANCE_DELAY_MS)
-    return BrokerConfig.from_mapping(items)
-
-
-def _setup_logging(level: str) -> None:
-    """Rich log lines on stderr, beside the banner; stdout stays free for the user."""
-    from rich.console import Console
-    from rich.logging import RichHandler
-
-    logging.basicConfig(
-        level=level.upper(),
-        format="%(message)s",
-        datefmt="[%X]",
-        handlers=[
-            RichHandler(console=Console(stderr=True), show_path=False, rich_tracebacks=True)
-        ],
-        force=True,
-    )
+        items["log.dirs"], reasons["log.dirs"] = DEFAULT_DATA_DIR, "dev default"
+    given = {key.strip().replace("_", ".") for key in items}
+    if getattr(args, "ui", False) and "metrics.port" not in given:
+        items["metrics.port"], reasons["metrics.port"] = str(UI_DEFAULT_PORT), "--ui"
+    for key, value in DEV_DEFAULTS.items():
+        if key not in given:
+            items[key], reasons[key] = value, "dev default"
+    return BrokerConfig.from_mapping(items), reasons
 
 
 def parse_control_listener(value: str) -> tuple[str, int]:
@@ -128,10 +169,9 @@ def parse_control_listener(value: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> None:
-    from rich.console import Console
-
-    console = Console(stderr=True)
+def _startup_info(
+    broker: Broker, reasons: dict[str, str], http: dict[str, str], open_files: str
+) -> StartupInfo:
     config = broker.config
     if config.log_dirs:
         where = ", ".join(config.log_dirs)
@@ -139,52 +179,111 @@ def _print_banner(broker: Broker, control: tuple[str, int] | None = None) -> Non
         where = f"memory (nothing kept; log.retention.bytes {config.log_retention_bytes:,} per partition)"
     else:
         where = "memory (nothing kept; log.retention.bytes -1: no limit)"
-    console.print(
-        f"[bold green]trikafka[/] broker {broker.config.node_id} ready · cluster "
-        f"{broker.cluster_id}"
-    )
-    if control is not None:  # before the listeners: their line is the readiness signal
-        console.print(f"  control on [bold]http://{control[0]}:{control[1]}[/]")
-    for endpoint in broker.endpoints.values():
-        console.print(f"  listening on [bold]{endpoint}[/]")
-    console.print(f"  data: {where}")
+    if broker.http_server.url is not None:
+        for prefix in sorted(broker.http_server.router.routes):
+            http[prefix.strip("/") or "http"] = broker.http_server.url + prefix
+    notes = []
     if not NATIVE_RECORD_WALK:
-        console.print(
-            "  record walk: pure Python (the C extension is not built, or TRIKAFKA_PURE_PYTHON "
+        notes.append(
+            "record walk: pure Python (the C extension is not built, or TRIKAFKA_PURE_PYTHON "
             "is set): produce of small messages is slower"
         )
-    console.print("  Ctrl-C stops gracefully")
+    return StartupInfo(
+        version=__version__,
+        node_id=config.node_id,
+        cluster_id=broker.cluster_id,
+        listeners=[str(endpoint) for endpoint in broker.endpoints.values()],
+        data=where,
+        changed=changed_from_defaults(config, reasons),
+        http=http,
+        notes=notes,
+        open_files=open_files,
+    )
 
 
-async def _serve_cluster(config: BrokerConfig, brokers: int, control_at: tuple[str, int] | None) -> None:
-    """``--brokers N``: an in-process cluster until SIGINT or SIGTERM (then a graceful stop)."""
+def changed_from_defaults(config: BrokerConfig, reasons: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """key → (value, why) for each key whose value is not the default (listeners and
+    log.dirs, shown on their own lines, left out)."""
+    defaults = BrokerConfig().as_properties()
+    return {
+        key: (value, reasons.get(key, ""))
+        for key, value in config.as_properties().items()
+        if key not in ("listeners", "log.dirs") and (key not in defaults or value != defaults[key])
+    }
+
+
+def _list_config(args: argparse.Namespace) -> int:
+    """``--list-config``: every key with the value this broker would use."""
+    try:
+        config, reasons = resolve_config(args)
+    except (ConfigError, OSError, ValueError) as exc:
+        print(f"trikafka: {exc}", file=sys.stderr)
+        return 2
+    actual = config.as_properties()
+    for key, default, doc in config_keys():
+        value = actual.get(key, default)
+        note = ""
+        if value != default:
+            why = reasons.get(key, "set")
+            note = f" [{why}; default {default or '(empty)'}]"
+        print(f"{key}={value}\t# {doc}{note}")
+    return 0
+
+
+async def _serve_cluster(
+    config: BrokerConfig, brokers: int, control_at: tuple[str, int] | None, reasons: dict[str, str],
+    shape: str, open_files: str, ui: bool = False,
+) -> None:
+    """``--brokers N``: an in-process cluster until SIGINT or SIGTERM (then a graceful stop).
+    With ``metrics.port`` each broker serves its own /metrics: broker 1 on that port, the
+    others on the following ports (free ports when it is 0), as with the listeners. ``--ui``
+    mounts the console (the whole cluster's) on broker 1's."""
     import signal
 
-    from rich.console import Console
-
     from trikafka.cluster import open_cluster
+    from trikafka.web import HttpServer, console_app, metrics_app
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_cluster(brokers, config) as cluster, trio.open_nursery() as nursery:
-            console = Console(stderr=True)
             # First, so that whoever waits for the first "listening on" line has them too.
-            console.print(f"[bold green]trikafka[/] cluster of {brokers} brokers · bootstrap.servers={cluster.bootstrap_servers}")
+            header = f"trikafka cluster of {brokers} brokers · bootstrap.servers={cluster.bootstrap_servers}"
+            if shape == "json":
+                log.info("%s", header, extra={"fields": {"event": "cluster", "bootstrap_servers": cluster.bootstrap_servers}})
+            else:
+                print(header, file=sys.stderr, flush=True)
+            control = None
             if control_at is not None:
                 from trikafka.testing import ControlServer, broker_targets
 
                 server = ControlServer(lambda: broker_targets(cluster))
                 control = await nursery.start(server.serve, *control_at)
-                console.print(f"  control on [bold]http://{control[0]}:{control[1]}[/]")
-            for node in cluster.nodes.values():
-                console.print(f"[bold green]trikafka[/] broker {node.node_id} ready · cluster {cluster.cluster_id}")
-                for endpoint in node.endpoints.values():
-                    console.print(f"  listening on [bold]{endpoint}[/]")
-                console.print(f"  data: {', '.join(node.config.log_dirs or ()) or 'memory (nothing kept)'}")
-            console.print("  Ctrl-C stops gracefully")
+            nodes = list(cluster.nodes.values())
+            for i, node in enumerate(nodes):
+                http = {"control": f"http://{control[0]}:{control[1]}"} if control and i == 0 else {}
+                if config.metrics_port >= 0:
+                    port = config.metrics_port + i if config.metrics_port else 0
+                    web = HttpServer(config.metrics_host, port, {"/metrics": metrics_app(node)})
+                    if ui and i == 0:
+                        web.mount("/ui", console_app(cluster))
+                    await nursery.start(web.run)
+                    http["metrics"] = f"{web.url}/metrics"
+                    if ui and i == 0:
+                        http["ui"] = f"{web.url}/ui"
+                info = StartupInfo(
+                    version=__version__,
+                    node_id=node.node_id,
+                    cluster_id=cluster.cluster_id,
+                    listeners=[str(endpoint) for endpoint in node.endpoints.values()],
+                    data=", ".join(node.config.log_dirs or ()) or "memory (nothing kept)",
+                    changed=changed_from_defaults(config, reasons) if i == 0 else {},
+                    http=http,
+                    open_files=open_files if i == 0 else None,
+                )
+                print_startup(info, shape, closing=i == len(nodes) - 1)
             async for signum in signals:
                 log.info("%s: stopping the cluster gracefully", signal.Signals(signum).name)
                 break
-            nursery.cancel_scope.cancel()  # the control server ends with the cluster
+            nursery.cancel_scope.cancel()  # the control and HTTP servers end with the cluster
 
 
 def raise_open_file_limit() -> tuple[int, int]:
@@ -205,52 +304,68 @@ def raise_open_file_limit() -> tuple[int, int]:
     return soft, target
 
 
+def _os_error(exc: BaseException) -> OSError | None:
+    """The OSError a start-up failed with, also from inside nurseries' exception groups
+    (a port taken): one line for the user, not a traceback."""
+    if isinstance(exc, OSError):
+        return exc
+    if isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        return _os_error(exc.exceptions[0])
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.list_config:
-        for key, default, doc in config_keys():
-            print(f"{key}={default}\t# {doc}")
-        return 0
+        return _list_config(args)
     try:
-        config = build_config(args)
+        config, reasons = resolve_config(args)
         control_at = parse_control_listener(args.control_listener) if args.control_listener else None
         level = args.log_level.upper()
         if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ConfigError("--log-level", args.log_level, "allowed values are DEBUG, INFO, WARNING, ERROR")
         if args.brokers < 1:
             raise ConfigError("--brokers", args.brokers, "a number of brokers >= 1")
+        if args.ui and config.metrics_port < 0:
+            raise ConfigError("metrics.port", config.metrics_port, "--ui serves the console on the HTTP server: a port, 0 for a free one, or leave it unset")
     except (ConfigError, OSError, ValueError) as exc:
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2
-    _setup_logging(level)
+    shape = setup_logging(level, args.log_format)
     before, after = raise_open_file_limit()
-    if after != before:
-        log.info("raised the open file limit (RLIMIT_NOFILE) from %d to %d", before, after)
-    else:
-        log.info("open file limit (RLIMIT_NOFILE): %d", after)
+    open_files = f"{after}" + (f" (raised from {before})" if after != before else "")
 
     async def serve() -> None:
-        broker = Broker(config)
+        broker = Broker(config, load_progress=recovery_progress(shape))
+        if args.ui:
+            from trikafka.web import console_app
+
+            broker.http_server.mount("/ui", console_app(broker))
         async with trio.open_nursery() as nursery:
             await nursery.start(broker.serve)
-            control = None
+            http = {}
             if control_at is not None:
                 from trikafka.testing import ControlServer, broker_targets
 
                 server = ControlServer(lambda: broker_targets(broker))
                 control = await nursery.start(server.serve, *control_at)
-            _print_banner(broker, control)
+                http["control"] = f"http://{control[0]}:{control[1]}"
+            print_startup(_startup_info(broker, reasons, http, open_files), shape)
             await broker.stopped.wait()
             nursery.cancel_scope.cancel()  # the control server ends with the broker
 
+    cluster = functools.partial(_serve_cluster, config, args.brokers, control_at, reasons, shape, open_files, args.ui)
     try:
-        trio.run(serve if args.brokers == 1 else functools.partial(_serve_cluster, config, args.brokers, control_at))
+        trio.run(serve if args.brokers == 1 else cluster)
     except ConfigError as exc:  # found when the broker is built (a keystore that will not load)
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:
-        print(f"trikafka: cannot start: {exc}", file=sys.stderr)
-        return 1
     except KeyboardInterrupt:
         return 130
+    except BaseException as exc:
+        error = _os_error(exc)
+        if error is None:
+            raise
+        print(f"trikafka: cannot start: {error}", file=sys.stderr)
+        return 1
     return 0

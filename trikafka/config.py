@@ -207,6 +207,11 @@ def _check_queued_max_request_bytes(config: Any, attribute: attrs.Attribute, val
         )
 
 
+def _check_host(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, str) or not value.strip() or any(c in value for c in "/ []"):
+        raise ConfigError(attribute.metadata["key"], value, "a host name or IP address, e.g. 127.0.0.1")
+
+
 @attrs.frozen(kw_only=True)
 class BrokerConfig:
     """The broker's settings. Field names are Kafka's keys with ``_`` for ``.``."""
@@ -296,6 +301,9 @@ class BrokerConfig:
             "doc": "Per-host limits, host:count,host:count.",
         },
     )
+    max_connection_creation_rate: int = _int_field("max.connection.creation.rate", INT32_MAX, "New connections per second across listeners; over it the acceptor waits (KIP-612).", 0, INT32_MAX)
+    quota_window_num: int = _int_field("quota.window.num", 11, "Samples a client quota's rate is measured over.", 1, INT32_MAX)
+    quota_window_size_seconds: int = _int_field("quota.window.size.seconds", 1, "Seconds each quota sample spans.", 1, INT32_MAX)
     max_incremental_fetch_session_cache_slots: int = _int_field("max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX)
     # --- topics and logs (Kafka's broker-level defaults for topic configs) -----------------
     auto_create_topics_enable: bool = _bool_field("auto.create.topics.enable", True, "Metadata and Produce create unknown topics.")
@@ -361,6 +369,8 @@ class BrokerConfig:
     shutdown_grace_ms: int = _int_field(
         "shutdown.grace.ms", 5000, "trikafka: how long a graceful stop waits for in-flight responses.", 0
     )
+    metrics_port: int = _int_field("metrics.port", -1, "trikafka: HTTP port of /metrics (Prometheus) and the console; -1: off, 0: a free port.", -1, 65535)
+    metrics_host: str = _field("metrics.host", "127.0.0.1", lambda v, k: v, _check_host, "trikafka: address the HTTP server binds.")
     security: security.SecurityConfig = security.security_field()  # ssl.*, sasl.*, listener.name.*
 
     # --- construction -------------------------------------------------------------------

@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
 
-__all__ = ["Histogram", "HistogramSnapshot", "RequestMetrics", "BrokerMetrics", "TIME_PARTS"]
+__all__ = [
+    "BrokerMetrics",
+    "BrokerTopicMetrics",
+    "Histogram",
+    "HistogramSnapshot",
+    "ListenerConnectionMetrics",
+    "QUANTILES",
+    "RequestMetrics",
+    "TIME_PARTS",
+]
 
 #: Kafka's split of a request's TotalTimeMs, in the order a request lives them.
 TIME_PARTS = (
@@ -24,6 +34,10 @@ TIME_PARTS = (
     "ResponseSendTimeMs",
     "TotalTimeMs",
 )
+
+#: The percentiles Kafka's Yammer histograms report (50thPercentile ... 999thPercentile), as
+#: the JMX exporter labels them (``quantile="0.99"``).
+QUANTILES = (("0.50", 0.5), ("0.75", 0.75), ("0.95", 0.95), ("0.98", 0.98), ("0.99", 0.99), ("0.999", 0.999))
 
 # Bucket bounds in ms: fine below a millisecond, coarse above a second.
 _BOUNDS = [0.01 * 1.25**i for i in range(80)]
@@ -36,6 +50,9 @@ class HistogramSnapshot:
     max: float
     p50: float
     p99: float
+    total: float = 0.0
+    #: ``QUANTILES``' labels → value.
+    quantiles: Mapping[str, float] = attrs.field(factory=dict)
 
 
 class Histogram:
@@ -69,8 +86,9 @@ class Histogram:
 
     def snapshot(self) -> HistogramSnapshot:
         mean = self.total / self.count if self.count else 0.0
+        quantiles = {label: self._percentile(q) for label, q in QUANTILES}
         return HistogramSnapshot(
-            self.count, mean, self.max, self._percentile(0.5), self._percentile(0.99)
+            self.count, mean, self.max, quantiles["0.50"], quantiles["0.99"], self.total, quantiles
         )
 
 
@@ -98,6 +116,18 @@ class ListenerConnectionMetrics:
     rejected: int = 0  # refused at accept by a connection quota
 
 
+@attrs.define
+class BrokerTopicMetrics:
+    """Kafka's BrokerTopicMetrics for one topic: what this broker appended and served."""
+
+    messages_in: int = 0  # MessagesInPerSec
+    bytes_in: int = 0  # BytesInPerSec: record batch bytes appended as leader
+    bytes_out: int = 0  # BytesOutPerSec: record bytes in Fetch responses to consumers
+    total_produce_requests: int = 0  # TotalProduceRequestsPerSec (per partition, as Kafka)
+    failed_produce_requests: int = 0  # FailedProduceRequestsPerSec
+    total_fetch_requests: int = 0  # TotalFetchRequestsPerSec
+
+
 class BrokerMetrics:
     """Everything the broker counts, by Kafka's metric names."""
 
@@ -106,6 +136,7 @@ class BrokerMetrics:
         self.connections: dict[str, ListenerConnectionMetrics] = defaultdict(
             ListenerConnectionMetrics
         )
+        self.topics: dict[str, BrokerTopicMetrics] = defaultdict(BrokerTopicMetrics)
         self.closed_by_error: int = 0  # connections closed for bad frames or versions
         self.injected_faults: dict[tuple[str, str], int] = defaultdict(int)  # (api, kind), tests
 
@@ -115,6 +146,24 @@ class BrokerMetrics:
         metrics.requests += 1
         for histogram, value in zip(metrics.histograms, timings_ms, strict=True):
             histogram.record(value)
+
+    def record_produce(self, topic: str, messages: int, size: int) -> None:
+        """A partition's batches appended: ``messages`` records of ``size`` bytes."""
+        m = self.topics[topic]
+        m.total_produce_requests += 1
+        m.messages_in += messages
+        m.bytes_in += size
+
+    def record_failed_produce(self, topic: str) -> None:
+        m = self.topics[topic]
+        m.total_produce_requests += 1
+        m.failed_produce_requests += 1
+
+    def record_fetch(self, topic: str, size: int) -> None:
+        """A partition's answer in a Fetch response sent to a consumer: ``size`` record bytes."""
+        m = self.topics[topic]
+        m.total_fetch_requests += 1
+        m.bytes_out += size
 
     def connection_opened(self, listener: str) -> None:
         m = self.connections[listener]

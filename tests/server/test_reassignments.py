@@ -97,3 +97,16 @@ async def test_a_replica_reassigned_away_from_a_stopped_broker_is_deleted_when_i
         assert cluster.replica_log(gone, "away", 0) is None
         assert not (tmp_path / f"broker-{gone}" / "away-0").exists()
         assert cluster.replica_log(spare, "away", 0) is not None
+
+
+async def test_acls_are_the_controllers(autojump_clock):
+    from trikafka.config import BrokerConfig
+
+    acl_config = BrokerConfig.from_mapping({
+        "listeners": "PLAINTEXT://memory:9092",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    async with open_test_broker(acl_config) as tb, tb.client() as client:
+        denied = ErrorCode.cluster_authorization_failed
+        assert (await client.request(elect(0, None))).error_code == denied
+        assert (await client.request(reassign("t", 0, [1]))).error_code == denied
+        assert (await client.request(request(46, 0, timeout=1000, topics=None))).error_code == denied

@@ -58,6 +58,7 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     API.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     API.OFFSET_DELETE: (0, 0),
     API.DESCRIBE_CLUSTER: (0, 1),
+    API.DESCRIBE_LOG_DIRS: (1, 4),
 }
 
 

@@ -38,6 +38,7 @@ from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OffsetStore
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
 from trikafka.coordinator.transaction_state import TransactionLog
+from trikafka.security.acl_store import AclStore
 from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.awaitable import AwaitableState, StateChanges
 from trikafka.server.cluster_view import PartitionLeadership
@@ -108,6 +109,8 @@ class Cluster(ClusterControls, AwaitableState):
         self.scram_credentials = ScramCredentials.from_config(
             config.security, [s.name for s in config.listeners], config.log_dirs
         )
+        #: The ACLs, one store for the process (None without authorizer.class.name).
+        self.acls = AclStore.from_config(config.security, config.log_dirs)
         self.nodes: dict[int, ClusterNode] = {}
         self._addresses: dict[int, dict[str, tuple[str, int]]] = {}
         self._memory_listeners: dict[int, Any] = {}

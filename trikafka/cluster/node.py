@@ -101,6 +101,7 @@ class ClusterNode:
             now_ms=cluster.now_ms,
             state_changes=cluster.state_changes,
             scram_credentials=cluster.scram_credentials,
+            acls=cluster.acls,
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
         gate_coordinator_apis(self.apis.handlers, cluster, self.node_id)

@@ -11,7 +11,9 @@ broker on the same directory refuses to start) and opens what the directories ho
 two checkpoint files of each directory, opens each partition with its recovery point and log
 start offset (see :mod:`trikafka.log.file` for what recovery does), finishes the deletion of
 ``*-delete`` directories a previous run left, and removes the clean-shutdown marker, so that a
-crash from now on is noticed at the next start.
+crash from now on is noticed at the next start. Loading many segments takes a while: the
+``progress`` reporter hears after each partition how many of the directory's segments are
+done (by default, a log line at every tenth once there are ``PROGRESS_MIN_SEGMENTS``).
 
 :meth:`LogManager.run` is the manager's lifetime. Its tasks wake on trio's clock:
 
@@ -41,7 +43,7 @@ import os
 import resource
 import shutil
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import attrs
@@ -69,6 +71,8 @@ from trikafka.log.storage import SYSTEM_IO, FileIO, KafkaStorageError, storage_e
 
 __all__ = [
     "CLEAN_SHUTDOWN_FILE",
+    "LoadProgress",
+    "PROGRESS_MIN_SEGMENTS",
     "LOG_START_OFFSET_CHECKPOINT",
     "LogManager",
     "LogManagerStatistics",
@@ -81,6 +85,27 @@ logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_DIR_SUFFIX = "-delete"
+
+#: Below this many segments in a directory, loading it is quick and says nothing while it runs.
+PROGRESS_MIN_SEGMENTS = 500
+
+#: ``(segments loaded, segments in the directory, the directory)``, after each partition.
+LoadProgress = Callable[[int, int, str], None]
+
+
+class _ProgressLines:
+    """The default reporter: a log line at every tenth of the segments, so a slow start on a
+    big data directory is visible in a log file (a terminal gets a bar: ``progress=``)."""
+
+    def __init__(self) -> None:
+        self._next_tenth = 1
+
+    def __call__(self, done: int, total: int, log_dir: str) -> None:
+        if total < PROGRESS_MIN_SEGMENTS:
+            return
+        if done * 10 >= self._next_tenth * total:
+            logger.info("loading logs in %s: %d of %d segments (%d%%)", log_dir, done, total, done * 100 // total)
+            self._next_tenth = done * 10 // total + 1
 
 
 # --- the manager ---------------------------------------------------------------------------
@@ -123,6 +148,7 @@ class LogManager(LogMaintenance):
         flush_start_offset_checkpoint_interval_ms: int = 60_000,
         io: FileIO = SYSTEM_IO,
         open_files_capacity: int | None = None,
+        progress: LoadProgress | None = None,
     ) -> None:
         self.io = io  # the file logs' system calls (tests put a fault layer here)
         #: The bound on open segment files, shared by every file log (see open_files.py).
@@ -148,7 +174,7 @@ class LogManager(LogMaintenance):
             for log_dir in self.log_dirs or ():
                 self._locks.append(LogDirLock(log_dir))
             for log_dir in self.log_dirs or ():
-                self._load_dir(log_dir)
+                self._load_dir(log_dir, progress or _ProgressLines())
         except BaseException:
             self._release_locks()
             raise
@@ -159,12 +185,13 @@ class LogManager(LogMaintenance):
 
     # --- loading ---------------------------------------------------------------------------
 
-    def _load_dir(self, log_dir: Path) -> None:
+    def _load_dir(self, log_dir: Path, progress: LoadProgress) -> None:
         log_dir.mkdir(parents=True, exist_ok=True)
         marker = log_dir / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
         recovery_points = read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
         start_offsets = read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        partitions: list[tuple[Path, TopicPartition, int]] = []
         for entry in sorted(log_dir.iterdir()):
             if not entry.is_dir():
                 continue
@@ -172,8 +199,11 @@ class LogManager(LogMaintenance):
                 shutil.rmtree(entry, ignore_errors=True)
                 continue
             parsed = parse_partition_dir_name(entry.name)
-            if parsed is None:
-                continue
+            if parsed is not None:  # counted first, so progress has a total
+                partitions.append((entry, parsed, sum(name.endswith(".log") for name in os.listdir(entry))))
+        total = sum(count for *_, count in partitions)
+        done = 0
+        for entry, parsed, count in partitions:
             if parsed in self._logs:
                 raise RuntimeError(
                     f"partition {entry.name} is in both {self._dir_of[parsed]} and {log_dir}"
@@ -190,6 +220,8 @@ class LogManager(LogMaintenance):
                 open_files=self.open_files,
             )
             self._dir_of[parsed] = log_dir
+            done += count
+            progress(done, total, str(log_dir))
         # From here on a crash must be noticed at the next start.
         marker.unlink(missing_ok=True)
 

@@ -44,7 +44,10 @@ class BrokerProcess:
         cwd: str | Path | None = None,
         preexec_fn: Callable[[], object] | None = None,
     ) -> None:
-        env = dict(os.environ, COLUMNS="300", PYTHONUNBUFFERED="1", NO_COLOR="1")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", NO_COLOR="1")
+        # No COLUMNS: into a pipe the broker writes whole, unwrapped lines whatever the width
+        # (trikafka.output); the tests see the output a log file gets.
+        env.pop("COLUMNS", None)
         # The child runs the trikafka this process imported (a checkout, not whatever an
         # editable install elsewhere points at), whatever its working directory.
         here = str(Path(__file__).resolve().parents[2])

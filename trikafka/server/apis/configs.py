@@ -22,6 +22,8 @@ from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
 from trikafka.protocol.registry import ApiKey
+from trikafka.security.authorizer import AclOperation
+from trikafka.security.authorizer import ResourceType as AclResource
 from trikafka.security.config import SECURITY_KEYS, SENSITIVE
 from trikafka.server.dynamic_broker_config import INERT_BROKER_KEYS, check_broker_overrides
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
@@ -169,6 +171,15 @@ class ConfigApis(ApiFamily):
         #: This broker's stored values of inert keys (dynamic_broker_config.py).
         self._inert: dict[str, str] = {}
 
+    def _check_access(self, request: Request, resource: Any, operation: AclOperation) -> None:
+        """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for a broker."""
+        if resource.resource_type == ResourceType.TOPIC:
+            if not self.authorize(request, operation, AclResource.TOPIC, resource.resource_name):
+                raise KafkaProtocolError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
+        elif resource.resource_type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
+            if not self.authorize(request, operation, AclResource.CLUSTER):
+                raise KafkaProtocolError("Cluster authorization failed.", ErrorCode.cluster_authorization_failed)
+
     def _check_broker_name(self, name: str) -> None:
         """Kafka's validateResourceNameIsCurrentNodeId (an empty name: the cluster default)."""
         if name == "":
@@ -195,6 +206,7 @@ class ConfigApis(ApiFamily):
                 "configs": [],
             }
             with errors_into(result, message=True):
+                self._check_access(request, resource, AclOperation.DESCRIBE_CONFIGS)
                 if resource.resource_type == ResourceType.TOPIC:
                     topic = self.replicas.topics.get(resource.resource_name)
                     if topic is None:
@@ -251,6 +263,7 @@ class ConfigApis(ApiFamily):
         for resource in request.body.resources:
             response = self._resource_response(resource)
             with errors_into(response, message=True):
+                self._check_access(request, resource, AclOperation.ALTER_CONFIGS)
                 self._current(resource)  # existence check
                 self._alter(resource, {c.name: c.value for c in resource.configs}, request.body.validate_only)
             responses.append(response)
@@ -262,6 +275,7 @@ class ConfigApis(ApiFamily):
         for resource in request.body.resources:
             response = self._resource_response(resource)
             with errors_into(response, message=True):
+                self._check_access(request, resource, AclOperation.ALTER_CONFIGS)
                 overrides = self._current(resource)
                 for change in resource.configs:
                     self._apply_op(resource, overrides, change)
@@ -324,6 +338,12 @@ class ClusterApis(ApiFamily):
                 brokers=[],
                 cluster_authorized_operations=-(2**31),
             )
+        operations = -(2**31)  # not asked for
+        if request.body.include_cluster_authorized_operations:
+            operations = (
+                self.authorized_operations(request, AclResource.CLUSTER)
+                if self.authorize(request, AclOperation.DESCRIBE, AclResource.CLUSTER) else 0
+            )
         return Answer(
             throttle_time=0,
             error_code=ErrorCode.none,
@@ -335,5 +355,5 @@ class ClusterApis(ApiFamily):
                 {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": False}
                 for b in cache.alive_brokers(request.listener_name)
             ],
-            cluster_authorized_operations=-(2**31),
+            cluster_authorized_operations=operations,
         )

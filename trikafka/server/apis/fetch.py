@@ -45,6 +45,7 @@ from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.records import next_offset_after
 from trikafka.protocol.registry import ApiKey
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.cluster_view import cluster_view, leader_endpoints, leader_epoch_error
 from trikafka.server.fetch_sessions import (
     FINAL_EPOCH,
@@ -71,6 +72,7 @@ class _Wanted:
     log: Any = None
     error: ErrorCode = ErrorCode.none
     current_leader: dict[str, int] | None = None
+    read_bytes: int = 0  # record bytes of the last read, counted when it is the answer
 
 
 class FetchApis(ApiFamily):
@@ -120,6 +122,7 @@ class FetchApis(ApiFamily):
         view = cluster_view(self.context)
         me = self.context.config.node_id
         wanted: list[_Wanted] = []
+        may_read = self._reader(request)
         for p in context.partitions:
             if by_id:
                 info = self.replicas.topic_by_id(p.topic)
@@ -129,7 +132,11 @@ class FetchApis(ApiFamily):
                 unknown = ErrorCode.unknown_topic_or_partition
             item = _Wanted(p.topic, p.partition, p.fetch_offset, p.max_bytes)
             lead = None if info is None else view.leadership(info.name, p.partition)
-            if info is None or not 0 <= p.partition < info.partitions:
+            # READ is checked on the topic's name, also when the request names it by id.
+            name = info.name if info is not None else (None if by_id else p.topic)
+            if name is not None and not may_read(name):
+                item.error = ErrorCode.topic_authorization_failed
+            elif info is None or not 0 <= p.partition < info.partitions:
                 item.error = unknown
             elif epoch_error := leader_epoch_error(p.current_leader_epoch, lead):
                 item.error = epoch_error
@@ -142,6 +149,17 @@ class FetchApis(ApiFamily):
             wanted.append(item)
         return wanted
 
+    def _reader(self, request: Request) -> Any:
+        """name → may this request read it: READ on the topic for a consumer, CLUSTER_ACTION
+        on the cluster for a follower (a replica id ≥ 0), as Kafka checks."""
+        body = request.body
+        state = getattr(body, "replica_state", None)
+        replica_id = state.replica_id if state is not None else getattr(body, "replica_id", -1)
+        if replica_id >= 0:
+            follower = self.authorize(request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
+            return lambda name: follower
+        return functools.partial(self.authorize, request, AclOperation.READ, ResourceType.TOPIC)
+
     def _read(
         self, wanted: list[_Wanted], max_bytes: int, committed: bool = False
     ) -> tuple[list[dict[str, Any]], int, bool]:
@@ -151,6 +169,7 @@ class FetchApis(ApiFamily):
         errors = False
         for item in wanted:
             result = _no_data(item.key, item.partition, item.error)
+            item.read_bytes = 0
             if item.log is None:
                 if item.current_leader is not None:
                     result["current_leader"] = item.current_leader
@@ -187,6 +206,7 @@ class FetchApis(ApiFamily):
                     # big answer goes out scatter-gather, so a record is copied at most once.
                     result["records"] = data.chunks
                     total += data.size
+                    item.read_bytes = data.size
                     result["high_watermark"] = data.high_watermark
                     if committed and partition_log.transactions.aborted:
                         result["aborted_transactions"] = [
@@ -197,6 +217,12 @@ class FetchApis(ApiFamily):
                         ]
             results.append(result)
         return results, total, errors
+
+    def _count_out(self, wanted: list[_Wanted]) -> None:
+        """BytesOutPerSec and TotalFetchRequestsPerSec, for the read that is the answer."""
+        for item in wanted:
+            if item.log is not None:
+                self.context.metrics.record_fetch(item.log.topic, item.read_bytes)
 
     def _response(self, request: Request, results: list[dict[str, Any]], context: FetchContext | None = None) -> Any:
         error, session_id = ErrorCode.none, 0
@@ -238,6 +264,7 @@ class FetchApis(ApiFamily):
         results, total, errors = self._read(wanted, body.max_bytes, committed)
         max_wait = body.max_wait.total_seconds()
         if max_wait <= 0 or total >= body.min_bytes or errors or not wanted:
+            self._count_out(wanted)
             return self._response(request, results, context)
         deadline = trio.current_time() + max_wait
         # The watermarks this read saw, not those when the purgatory task first runs: a
@@ -280,6 +307,7 @@ class FetchApis(ApiFamily):
                         break
                     seen = [(end, end.value) for end, _ in seen]
             results, _, _ = self._read(wanted, body.max_bytes, committed)
+            self._count_out(wanted)
             response = self._response(request, results, context)
         except Exception:
             log.exception("delayed fetch for %s failed", request.connection_id)

@@ -14,6 +14,8 @@ while a replica it adds is on a stopped broker.
   needed no election (each topic still listed), as Kafka's controller does.
 * AlterPartitionReassignments v1 (KIP-860): ``allow_replication_factor_change=false`` refuses
   a target of another size with INVALID_REPLICATION_FACTOR.
+* ACLs as Kafka's controller checks them: ALTER on the cluster for the first two, DESCRIBE on
+  the cluster for the list; denied, the whole request is CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
+from trikafka.server.authorization import AclOperation
 from trikafka.server.cluster_view import (
     ELECTION_NOT_NEEDED,
     PREFERRED,
@@ -48,6 +51,7 @@ class ReassignmentApis(ApiFamily):
 
     @handles(ApiKey.ELECT_LEADERS)
     async def handle_elect_leaders_request(self, request: Request) -> Any:
+        self.require_cluster(request, AclOperation.ALTER)
         body = request.body
         election_type = getattr(body, "election_type", PREFERRED)  # v0: preferred only
         if election_type not in (PREFERRED, UNCLEAN):
@@ -82,6 +86,7 @@ class ReassignmentApis(ApiFamily):
 
     @handles(ApiKey.ALTER_PARTITION_REASSIGNMENTS)
     async def handle_alter_partition_reassignments_request(self, request: Request) -> Any:
+        self.require_cluster(request, AclOperation.ALTER)
         body = request.body
         allow_rf_change = getattr(body, "allow_replication_factor_change", True)
         view = cluster_view(self.context)
@@ -124,6 +129,7 @@ class ReassignmentApis(ApiFamily):
 
     @handles(ApiKey.LIST_PARTITION_REASSIGNMENTS)
     async def handle_list_partition_reassignments_request(self, request: Request) -> Any:
+        self.require_cluster(request, AclOperation.DESCRIBE)
         ongoing = cluster_view(self.context).ongoing_reassignments()
         wanted = None
         if request.body.topics is not None:

@@ -21,6 +21,7 @@ from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
 from trikafka.protocol.registry import ApiKey
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["TransactionApis", "fenced_for"]
@@ -39,6 +40,9 @@ class TransactionApis(ApiFamily):
     def coordinator(self) -> TransactionCoordinator:
         return self.context.transactions
 
+    def _may_write(self, request: Request, transactional_id: str) -> bool:
+        return self.authorize(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+
     # --- AddPartitionsToTxn ------------------------------------------------------------
 
     @handles(ApiKey.ADD_PARTITIONS_TO_TXN)
@@ -47,10 +51,17 @@ class TransactionApis(ApiFamily):
         topics = body.v3_and_below_topics
         codes: dict[tuple[str, int], ErrorCode] = {}
         wanted = []
+        if not self._may_write(request, body.v3_and_below_transactional_id):
+            return self._add_partitions_response(request, {
+                (t.name, p): ErrorCode.transactional_id_authorization_failed for t in topics for p in t.partitions
+            })
         for topic in topics:
             info = self.replicas.topics.get(topic.name)
+            writable = self.authorize(request, AclOperation.WRITE, ResourceType.TOPIC, topic.name)
             for partition in topic.partitions:
-                if info is None or not 0 <= partition < info.partitions:
+                if not writable:
+                    codes[(topic.name, partition)] = ErrorCode.topic_authorization_failed
+                elif info is None or not 0 <= partition < info.partitions:
                     codes[(topic.name, partition)] = ErrorCode.unknown_topic_or_partition
                 elif info.is_internal:
                     codes[(topic.name, partition)] = ErrorCode.topic_authorization_failed
@@ -86,9 +97,14 @@ class TransactionApis(ApiFamily):
     @handles(ApiKey.ADD_OFFSETS_TO_TXN)
     async def handle_add_offsets_to_txn_request(self, request: Request) -> Any:
         body = request.body
-        code = self.coordinator.add_offsets(
-            body.transactional_id, body.producer_id, body.producer_epoch, body.group_id
-        )
+        if not self._may_write(request, body.transactional_id):
+            code = ErrorCode.transactional_id_authorization_failed
+        elif not self.authorize(request, AclOperation.READ, ResourceType.GROUP, body.group_id):
+            code = ErrorCode.group_authorization_failed
+        else:
+            code = self.coordinator.add_offsets(
+                body.transactional_id, body.producer_id, body.producer_epoch, body.group_id
+            )
         return build(
             request.spec.response_type, throttle_time=0, error_code=fenced_for(code, request.api_version, 2)
         )
@@ -96,9 +112,12 @@ class TransactionApis(ApiFamily):
     @handles(ApiKey.END_TXN)
     async def handle_end_txn_request(self, request: Request) -> Any:
         body = request.body
-        code = await self.coordinator.end_txn(
-            body.transactional_id, body.producer_id, body.producer_epoch, body.committed
-        )
+        if not self._may_write(request, body.transactional_id):
+            code = ErrorCode.transactional_id_authorization_failed
+        else:
+            code = await self.coordinator.end_txn(
+                body.transactional_id, body.producer_id, body.producer_epoch, body.committed
+            )
         return build(
             request.spec.response_type, throttle_time=0, error_code=fenced_for(code, request.api_version, 2)
         )
@@ -110,17 +129,31 @@ class TransactionApis(ApiFamily):
         body = request.body
         offsets: dict[tuple[str, int], tuple[int, int, str | None]] = {}
         codes: dict[tuple[str, int], ErrorCode] = {}
+        whole = None  # the request's error, for every partition (Kafka's getErrorResponse)
+        if not self._may_write(request, body.transactional_id):
+            whole = ErrorCode.transactional_id_authorization_failed
+        elif not self.authorize(request, AclOperation.READ, ResourceType.GROUP, body.group_id):
+            whole = ErrorCode.group_authorization_failed
         for topic in body.topics:
             info = self.replicas.topics.get(topic.name)
+            readable = whole is None and self.authorize(request, AclOperation.READ, ResourceType.TOPIC, topic.name)
             for p in topic.partitions:
                 tp = (topic.name, p.partition_index)
+                if whole is not None:
+                    codes[tp] = whole
+                    continue
+                if not readable:
+                    codes[tp] = ErrorCode.topic_authorization_failed
+                    continue
                 if info is None or not 0 <= p.partition_index < info.partitions:
                     codes[tp] = ErrorCode.unknown_topic_or_partition
                     continue
                 offsets[tp] = (p.committed_offset, getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
         groups = self.context.groups
         member_error = None
-        if groups is not None and groups.loading:
+        if not offsets:
+            pass  # nothing to commit (unknown or refused partitions only)
+        elif groups is not None and groups.loading:
             member_error = ErrorCode.coordinator_load_in_progress
         elif groups is not None:
             member_error = groups.check_transactional_member(
@@ -165,7 +198,9 @@ class TransactionApis(ApiFamily):
                 "topics": [],
             }
             txn = None if self.coordinator.loading else self.coordinator.describe(transactional_id)
-            if self.coordinator.loading:
+            if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+                state["error_code"] = ErrorCode.transactional_id_authorization_failed
+            elif self.coordinator.loading:
                 state["error_code"] = ErrorCode.coordinator_load_in_progress
             elif not transactional_id:
                 state["error_code"] = ErrorCode.invalid_request
@@ -174,7 +209,8 @@ class TransactionApis(ApiFamily):
             else:
                 by_topic: dict[str, list[int]] = {}
                 for topic, partition in sorted(txn.partitions):
-                    by_topic.setdefault(topic, []).append(partition)
+                    if self.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
+                        by_topic.setdefault(topic, []).append(partition)
                 state.update(
                     transaction_state=txn.state.value,
                     transaction_timeout=txn.timeout_ms,
@@ -208,6 +244,7 @@ class TransactionApis(ApiFamily):
             transaction_states=[
                 {"transactional_id": t.transactional_id, "producer_id": t.producer_id, "transaction_state": t.state.value}
                 for t in txns
+                if self.authorize(request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t.transactional_id)
             ],
         )
 

@@ -1,0 +1,28 @@
+"""The broker's HTTP surfaces: one server (:class:`HttpServer`), ``/metrics``, mounted apps.
+
+Mount an ASGI app beside ``/metrics`` with ``broker.http_server.mount("/ui", app)`` (see
+:mod:`trikafka.web.server` for what the app receives).
+"""
+
+from typing import Any
+
+from trikafka.web.server import ASGIApp, HttpServer, Router
+
+__all__ = ["ASGIApp", "HttpServer", "Router", "console_app", "metrics_app"]
+
+
+def metrics_app(broker: Any) -> ASGIApp:
+    """The ``/metrics`` ASGI app of ``broker`` (see :mod:`trikafka.web.metrics`); imported on
+    first use, so a broker without ``metrics.port`` never loads prometheus_client."""
+    from trikafka.web.metrics import metrics_app as make
+
+    return make(broker)
+
+
+def console_app(target: Any, **options: Any) -> ASGIApp:
+    """The web console of a running broker or in-process cluster, to mount at ``/ui``
+    (:func:`trikafka.web.console.console_app`). Imported on first use: the console's
+    templates and client load only when ``--ui`` asks for them, not with every broker."""
+    from trikafka.web.console import console_app as build
+
+    return build(target, **options)

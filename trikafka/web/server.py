@@ -1,0 +1,189 @@
+"""One HTTP server for the broker's web surfaces: ``/metrics`` and the console, on its Trio loop.
+
+The server is hypercorn's Trio worker (``hypercorn.trio.serve``'s ``worker_serve``) running a tiny router.
+Why hypercorn: it runs *inside* a Trio nursery we own (no second event loop, no thread),
+speaks HTTP/1.1 and HTTP/2 with keep-alive and graceful shutdown done as a deadline on its
+connection nursery — the pattern the broker follows itself (STYLE.md) — and it serves any
+ASGI application, so the console may be written with any ASGI framework that runs on Trio.
+uvicorn and granian need asyncio or their own runtime; a hand-rolled server (as the test
+control listener is) would have to grow keep-alive, chunking and HTTP/2 for browsers.
+
+Mounting (the hook other edges use)::
+
+    server = HttpServer("127.0.0.1", 9404, routes={"/metrics": metrics_app})
+    server.mount("/ui", console_app)        # before or after run() starts
+
+A request goes to the app with the longest mounted prefix that equals the path or is
+followed by ``/`` in it (``/ui`` serves ``/ui`` and ``/ui/topics``, not ``/uix``). The app
+receives the unchanged ASGI ``http`` or ``websocket`` scope with ``root_path`` extended by
+the prefix and ``path`` still the full path (the convention of uvicorn and Starlette >= 0.33),
+so links it builds from ``root_path`` are right. ``/`` lists the mounts; anything else is 404.
+Lifespan events are answered by the router itself and not forwarded: a mounted app lives as
+long as the broker that mounted it and takes what it needs from it, not from start-up hooks.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from typing import Any
+
+import trio
+
+__all__ = ["ASGIApp", "HttpServer", "Router", "route_for"]
+
+log = logging.getLogger("trikafka.web")
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+#: An ASGI 3 application.
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# hypercorn reports "Running on ... (CTRL + C to quit)" at INFO through this logger: the
+# broker's start-up block says where HTTP is served, so only hypercorn's warnings pass.
+_hypercorn_log = logging.getLogger("trikafka.web.hypercorn")
+_hypercorn_log.setLevel(logging.WARNING)
+
+
+def _normalise(prefix: str) -> str:
+    if not prefix.startswith("/") or (prefix != "/" and prefix.endswith("/")):
+        raise ValueError(f"a mount prefix starts with '/' and does not end with one: {prefix!r}")
+    return prefix
+
+
+def route_for(routes: Mapping[str, Any], path: str) -> str | None:
+    """The longest prefix in ``routes`` that ``path`` falls under, or None."""
+    best = None
+    for prefix in routes:
+        if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+            if best is None or len(prefix) > len(best):
+                best = prefix
+    return best
+
+
+class Router:
+    """An ASGI app dispatching by path prefix to mounted ASGI apps (see the module doc)."""
+
+    def __init__(self, routes: Mapping[str, ASGIApp] | None = None) -> None:
+        self.routes: dict[str, ASGIApp] = {}
+        for prefix, app in (routes or {}).items():
+            self.mount(prefix, app)
+
+    def mount(self, prefix: str, app: ASGIApp) -> None:
+        """Serve ``app`` under ``prefix`` (e.g. ``"/ui"``); replaces an earlier mount there."""
+        self.routes[_normalise(prefix)] = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        path = scope.get("path", "/")
+        prefix = route_for(self.routes, path)
+        if prefix is not None:
+            child = dict(scope)
+            child["root_path"] = scope.get("root_path", "") + ("" if prefix == "/" else prefix)
+            await self.routes[prefix](child, receive, send)
+        elif scope["type"] == "http":
+            await self._index_or_404(path, send)
+        else:  # a websocket to nowhere: refuse the handshake
+            await receive()
+            await send({"type": "websocket.close", "code": 1000})
+
+    async def _index_or_404(self, path: str, send: Send) -> None:
+        if path == "/":
+            status = 200
+            body = "trikafka\n" + "".join(f"  {prefix}\n" for prefix in sorted(self.routes))
+        else:
+            status = 404
+            body = f"not found: {path}\n"
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+            }
+        )
+        await send({"type": "http.response.body", "body": body.encode()})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+class HttpServer:
+    """hypercorn on ``host:port`` serving a :class:`Router`; one ``run`` per lifetime.
+
+    ``run`` reports started with the bound ``(host, port)`` (port 0 picks a free one); it
+    ends on ``stop()`` (in-flight requests get ``graceful_timeout`` seconds) or when
+    cancelled — the broker cancels it with the rest of its nursery.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        routes: Mapping[str, ASGIApp] | None = None,
+        *,
+        graceful_timeout: float = 1.0,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.router = Router(routes)
+        self.graceful_timeout = graceful_timeout
+        #: (host, port) once bound; None before.
+        self.bound: tuple[str, int] | None = None
+        self._stop = trio.Event()
+
+    def mount(self, prefix: str, app: ASGIApp) -> None:
+        """Serve ``app`` under ``prefix``; works before and after ``run`` started."""
+        self.router.mount(prefix, app)
+
+    @property
+    def url(self) -> str | None:
+        if self.bound is None:
+            return None
+        host, port = self.bound
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self, *, task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED) -> None:
+        from hypercorn.config import Config
+        from hypercorn.trio.run import worker_serve
+        from hypercorn.utils import wrap_app
+
+        config = Config()
+        config.bind = [f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"]
+        config.accesslog = None
+        config.errorlog = _hypercorn_log
+        config.graceful_timeout = self.graceful_timeout
+        config.include_server_header = False
+        # Bound here, before hypercorn's nurseries, so that a taken port is a plain OSError
+        # for the broker's start-up (hypercorn.trio.serve would bind inside its nursery).
+        sockets = config.create_sockets()
+        sock = sockets.insecure_sockets[0]
+        sock.listen(config.backlog)
+        address = sock.getsockname()
+        self.bound = (address[0], address[1])
+        async with trio.open_nursery() as nursery:
+            await nursery.start(
+                functools.partial(
+                    worker_serve,
+                    wrap_app(self.router, config.wsgi_max_body_size, "asgi"),
+                    config,
+                    sockets=sockets,
+                    shutdown_trigger=self._stop.wait,
+                )
+            )
+            log.info("HTTP served at %s (%s)", self.url, ", ".join(sorted(self.router.routes)) or "no mounts")
+            task_status.started(self.bound)
