@@ -69,6 +69,7 @@ from trikafka.server.apis.partition_state import PartitionStateApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
 from trikafka.server.apis.quotas import ClientQuotaApis
+from trikafka.server.apis.reassignments import ReassignmentApis
 from trikafka.server.apis.sasl import SaslApis
 from trikafka.server.apis.scram import ScramApis
 from trikafka.server.apis.topics import TopicAdminApis
@@ -102,6 +103,7 @@ API_FAMILIES = (
     GroupOffsetApis,
     TransactionApis,
     PartitionStateApis,
+    ReassignmentApis,
     SaslApis,
     ScramApis,
     AclApis,
