@@ -59,6 +59,7 @@ from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.apis.acls import AclApis
 from trikafka.server.apis.configs import ClusterApis, ConfigApis
+from trikafka.server.apis.consumer_groups import ConsumerGroupApis, supported_apis
 from trikafka.server.apis.fetch import FetchApis
 from trikafka.server.apis.group_offsets import GroupOffsetApis
 from trikafka.server.apis.groups import GroupApis
@@ -68,6 +69,7 @@ from trikafka.server.apis.partition_state import PartitionStateApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
 from trikafka.server.apis.quotas import ClientQuotaApis
+from trikafka.server.apis.reassignments import ReassignmentApis
 from trikafka.server.apis.sasl import SaslApis
 from trikafka.server.apis.scram import ScramApis
 from trikafka.server.apis.topics import TopicAdminApis
@@ -97,9 +99,11 @@ API_FAMILIES = (
     ConfigApis,
     ClusterApis,
     GroupApis,
+    ConsumerGroupApis,
     GroupOffsetApis,
     TransactionApis,
     PartitionStateApis,
+    ReassignmentApis,
     SaslApis,
     ScramApis,
     AclApis,
@@ -159,7 +163,7 @@ class Broker(AwaitableState):
         #: Epoch milliseconds following trio's clock, for every timestamp the broker makes.
         self.now_ms: Clock = clock
         self.metrics = BrokerMetrics()
-        self.registry = ApiRegistry()
+        self.registry = ApiRegistry(supported_apis(self.config))
         self.cluster_id = load_meta_properties(self.config)
         self.request_channel = RequestChannel(
             self.config.queued_max_requests, self.config.queued_max_request_bytes
@@ -185,7 +189,8 @@ class Broker(AwaitableState):
         #: ``wait_for_*`` methods re-check at each bump.
         state_changes = StateChanges()
         self.group_coordinator = GroupCoordinator(
-            self.config, self._offset_store(), self.now_ms, on_state_change=state_changes.bump
+            self.config, self._offset_store(), self.now_ms, on_state_change=state_changes.bump,
+            topic_partitions=lambda: {t.name: t.partitions for t in self.replica_manager.topics},
         )
         self.transaction_coordinator = TransactionCoordinator(
             self.config,

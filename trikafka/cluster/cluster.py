@@ -93,7 +93,8 @@ class Cluster(ClusterControls, AwaitableState):
         #: Every broker's responses and the coordinators' timers bump it.
         self.state_changes = StateChanges()
         self.group_coordinator = GroupCoordinator(
-            config, self._offset_store(), self.now_ms, on_state_change=self.state_changes.bump
+            config, self._offset_store(), self.now_ms, on_state_change=self.state_changes.bump,
+            topic_partitions=lambda: {t.name: t.partitions for t in self.replica_manager.topics},
         )
         self.transaction_coordinator = TransactionCoordinator(
             config,

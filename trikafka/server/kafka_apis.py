@@ -57,9 +57,9 @@ from trikafka.protocol.entities import error_response
 from trikafka.protocol.headers import encode_response, response_parts
 from trikafka.protocol.registry import ApiKey, ApiRegistry
 from trikafka.security.authorizer import CLUSTER_NAME
+from trikafka.security.quota_store import ClientQuotas
 from trikafka.server import authorization
 from trikafka.server.authorization import AclOperation, ResourceType
-from trikafka.security.quota_store import ClientQuotas
 from trikafka.server.awaitable import StateChanges
 from trikafka.server.cluster_view import ClusterView
 from trikafka.server.faults import Faults

@@ -76,6 +76,7 @@ class GroupOffsetApis(ApiFamily):
             body.member_id,
             getattr(body, "group_instance_id", None),
             wanted,
+            api_version=request.api_version,
         )
         topics = []
         for echo, rows in layout:
@@ -152,6 +153,12 @@ class GroupOffsetApis(ApiFamily):
         if request.api_version >= 8:
             groups = []
             for group in body.groups:
+                member_check = self.coordinator.check_offset_fetch(
+                    group.group_id, getattr(group, "member_id", None), getattr(group, "member_epoch", -1)
+                )
+                if member_check is not None:  # v9+: a consumer group's member epoch
+                    groups.append({"group_id": group.group_id, "topics": [], "error_code": member_check})
+                    continue
                 code, topics = self._fetch_group(request, group.group_id, group.topics, by_id, body.require_stable)
                 groups.append({"group_id": group.group_id, "topics": topics, "error_code": code})
             return Answer(throttle_time=0, groups=groups)

@@ -195,6 +195,10 @@ class GroupApis(ApiFamily):
                 groups.append(_described(group_id, None, version, ErrorCode.group_authorization_failed))
                 continue
             described = _described(group_id, self.coordinator.describe(group_id), version)
+            if self.coordinator.consumer_group(group_id) is not None:  # Kafka: not a classic group
+                described = _described(group_id, None, version)
+                if version >= 6:
+                    described["error_message"] = f"Group {group_id} is not a classic group."
             if include and described["error_code"] == ErrorCode.none:
                 described["authorized_operations"] = self.authorized_operations(request, ResourceType.GROUP, group_id)
             groups.append(described)
@@ -206,6 +210,7 @@ class GroupApis(ApiFamily):
         types = {t.lower() for t in getattr(request.body, "types_filter", ())}
         # DESCRIBE on the cluster lists every group; else only the groups one may describe.
         everything = self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER)
+        consumer_groups = self.coordinator.consumer.groups
         listed = [
             {
                 "group_id": g.group_id,
@@ -214,8 +219,17 @@ class GroupApis(ApiFamily):
                 "group_type": "classic",
             }
             for g in self.coordinator.list_groups(states)
-            if (not types or "classic" in types)
-            and (everything or self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id))
+            if (not types or "classic" in types) and g.group_id not in consumer_groups
+        ]
+        if not types or "consumer" in types:  # KIP-848 groups: type consumer, their own states
+            listed += [
+                {"group_id": g.group_id, "protocol_type": "consumer", "group_state": g.state.value, "group_type": "consumer"}
+                for g in consumer_groups.values()
+                if not states or g.state.value.lower() in states
+            ]
+        listed = [
+            g for g in listed
+            if everything or self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"])
         ]
         return Answer(throttle_time=0, error_code=ErrorCode.none, groups=listed)
 

@@ -115,7 +115,8 @@ class ProduceApis(ApiFamily):
                     if not part.records:
                         raise KafkaProtocolError("no records", ErrorCode.invalid_record)
                     appended = await self.replicas.append_records(
-                        info, part.index, part.records, int(now), transactional_id
+                        info, part.index, part.records, int(now), transactional_id,
+                        add_to_txn=request.api_version >= 12,  # KIP-890 part 2: no AddPartitionsToTxn
                     )
                     self.context.metrics.record_produce(
                         info.name, appended.last_offset - appended.first_offset + 1, len(part.records)
