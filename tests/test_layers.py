@@ -58,16 +58,14 @@ RULES: dict[str, tuple[str, ...]] = {
     # it answers with are fed bytes, never a stream.
     "trikafka.network.connection_state": ("trio", "trio_util", "socket", "outcome"),
     "trikafka.network.responses": ("trio", "trio_util", "socket", "outcome"),
-    # The cluster builds brokers from the layers below; of the edges it uses only the
-    # in-memory transport (trikafka.testing.memory), never clients, the CLI or Spark.
+    # The cluster builds brokers from the layers below (its in-memory transport is
+    # trikafka.network.memory); it uses no edge: clients, the CLI, Spark, web, testing.
     "trikafka.cluster": (
         "trikafka.cli",
         "trikafka.client",
         "trikafka.spark",
-        "trikafka.http",
         "trikafka.web",
-        "trikafka.testing.broker",
-        "trikafka.testing.process",
+        "trikafka.testing",
     ),
 }
 
@@ -333,7 +331,7 @@ def test_no_two_modules_import_each_other():
 
 #: The edge packages: how people and programs use the broker. Each uses the others only
 #: through their public names (the package itself), never a module inside them.
-EDGES = ("trikafka.client", "trikafka.testing", "trikafka.spark", "trikafka.cli", "trikafka.http", "trikafka.web", "trikafka.commands")
+EDGES = ("trikafka.client", "trikafka.testing", "trikafka.spark", "trikafka.cli", "trikafka.web", "trikafka.commands")
 
 
 def _edge_of(module: str) -> str | None:
@@ -372,3 +370,33 @@ def test_no_file_over_500_lines_and_no_class_over_300():
                 if length > MAX_CLASS_LINES:
                     too_long.append(f"{module}.{node.name}: class of {length} lines")
     assert too_long == []
+
+
+#: What only ``trikafka/server/wiring.py`` builds: a Broker and a cluster node are wired in
+#: one place, so a new store or API family cannot reach one of them and miss the other.
+WIRED_ONCE = frozenset(
+    {"ApiContext", "KafkaApis", "RequestHandlerPool", "SocketServer", "GroupCoordinator", "TransactionCoordinator"}
+)
+
+
+def _constructions(tree: ast.AST) -> set[str]:
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if name in WIRED_ONCE:
+                found.add(name)
+    return found
+
+
+def test_a_broker_is_wired_in_one_place():
+    assert _constructions(ast.parse("x = KafkaApis(context, [])")) == {"KafkaApis"}  # not vacuous
+    built = {
+        module: sorted(found)
+        for module, path in _modules().items()
+        if module != "trikafka.server.wiring"
+        and (found := _constructions(ast.parse(path.read_text(encoding="utf-8"))))
+    }
+    assert built == {}
+    assert _constructions(ast.parse(_modules()["trikafka.server.wiring"].read_text())) == WIRED_ONCE

@@ -27,23 +27,18 @@ from typing import Any
 import trio
 from trio_util import AsyncValue
 
-from trikafka.broker import load_meta_properties
 from trikafka.clock import Clock, now_ms
 from trikafka.cluster.controls import ClusterControls
 from trikafka.cluster.node import ClusterNode
 from trikafka.cluster.replication import ClusterLogManager, catch_up
-from trikafka.cluster.state import OFFSETS_TOPIC, ClusterState
+from trikafka.cluster.state import ClusterState
 from trikafka.config import BrokerConfig, ListenerSpec
-from trikafka.coordinator.group_coordinator import GroupCoordinator
-from trikafka.coordinator.offsets import OffsetStore
-from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
-from trikafka.coordinator.transaction_state import TransactionLog
-from trikafka.security.acl_store import AclStore
-from trikafka.security.sasl.credentials import ScramCredentials
-from trikafka.server.awaitable import AwaitableState, StateChanges
+from trikafka.network.memory import MemoryListener
+from trikafka.server.awaitable import AwaitableState
 from trikafka.server.cluster_view import PartitionLeadership
 from trikafka.server.metadata_cache import BrokerEndpoint
 from trikafka.server.replica_manager import ReplicaManager
+from trikafka.server.wiring import BrokerCore, load_meta_properties, new_log_manager
 
 __all__ = ["Cluster", "open_cluster"]
 
@@ -82,7 +77,7 @@ class Cluster(ClusterControls, AwaitableState):
         self.state.on_change = self._note_change
         self.node_configs = {node_id: self._node_config(node_id) for node_id in self.state.node_ids}
         self._log_managers: dict[int, Any] = {
-            node_id: ClusterNode.new_log_manager(c, self.now_ms) for node_id, c in self.node_configs.items()
+            node_id: new_log_manager(c, self.now_ms) for node_id, c in self.node_configs.items()
         }
         #: In-memory replicas of stopped brokers: their "disk", kept for their return.
         self._parked: dict[int, Any] = {}
@@ -90,28 +85,14 @@ class Cluster(ClusterControls, AwaitableState):
         self.replica_manager = ReplicaManager(config, self.logs)
         self.replica_manager.placement = self
         self._reconcile_replicas()
-        #: Every broker's responses and the coordinators' timers bump it.
-        self.state_changes = StateChanges()
-        self.group_coordinator = GroupCoordinator(
-            config, self._offset_store(), self.now_ms, on_state_change=self.state_changes.bump,
-            topic_partitions=lambda: {t.name: t.partitions for t in self.replica_manager.topics},
-        )
-        self.transaction_coordinator = TransactionCoordinator(
-            config,
-            TransactionLog.for_log_dirs(config.log_dirs),
-            producer_ids=self.replica_manager.producer_ids,
-            markers=self.replica_manager,  # markers go to each partition's leader, replicated
-            groups=self.group_coordinator,
-            now_ms=self.now_ms,
-            on_state_change=self.state_changes.bump,
-        )
-        self.replica_manager.transaction_verifier = self.transaction_coordinator.verify_produce
-        #: SCRAM users, one store for the process (as the coordinators are).
-        self.scram_credentials = ScramCredentials.from_config(
-            config.security, [s.name for s in config.listeners], config.log_dirs
-        )
-        #: The ACLs, one store for the process (None without authorizer.class.name).
-        self.acls = AclStore.from_config(config.security, config.log_dirs)
+        #: The coordinators and stores every node serves, built as a Broker's are
+        #: (server/wiring.py): one for the process, as a Kafka cluster's survive any broker.
+        self.core = BrokerCore(config, self.replica_manager, self.now_ms)
+        self.state_changes = self.core.state_changes  # every node's answers, the timers
+        self.group_coordinator = self.core.groups
+        self.transaction_coordinator = self.core.transactions
+        self.scram_credentials = self.core.scram_credentials
+        self.acls = self.core.acls
         self.nodes: dict[int, ClusterNode] = {}
         self._addresses: dict[int, dict[str, tuple[str, int]]] = {}
         self._memory_listeners: dict[int, Any] = {}
@@ -148,24 +129,6 @@ class Cluster(ClusterControls, AwaitableState):
         if self.config.log_dirs:
             changes["log_dirs"] = ",".join(f"{d}/broker-{node_id}" for d in self.config.log_dirs)
         return self.config.with_overrides(**changes)
-
-    def _offset_store(self) -> OffsetStore:
-        """``__consumer_offsets``, created the first time a group needs it (as in Kafka)."""
-        replicas = self.replica_manager
-        existing = replicas.topics.get(OFFSETS_TOPIC)
-        partitions = existing.partitions if existing else self.config.offsets_topic_num_partitions
-
-        def log_for(partition: int) -> Any:
-            if replicas.topics.get(OFFSETS_TOPIC) is None:
-                replicas.create_topic(
-                    OFFSETS_TOPIC,
-                    partitions,
-                    configs={"cleanup.policy": "compact", "segment.bytes": "104857600"},
-                    is_internal=True,
-                )
-            return replicas.get_log(OFFSETS_TOPIC, partition)
-
-        return OffsetStore(partitions, log_for, self.now_ms, exists=lambda: OFFSETS_TOPIC in replicas.topics)
 
     # --- ClusterView and ReplicaPlacement -------------------------------------------------
 
@@ -213,8 +176,7 @@ class Cluster(ClusterControls, AwaitableState):
     async def run(self, *, task_status: trio.TaskStatus[Cluster] = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            await nursery.start(self.group_coordinator.run, name="group-coordinator")
-            await nursery.start(self.transaction_coordinator.run, name="transaction-coordinator")
+            await self.core.run_coordinators(nursery)
             if not self.config.log_dirs:  # memory: the replicas outlive broker restarts
                 for node_id, manager in self._log_managers.items():
                     await nursery.start(manager.run, name=f"log-manager-{node_id}")
@@ -238,10 +200,6 @@ class Cluster(ClusterControls, AwaitableState):
             )
         trio_listeners = None
         if self.transport == "memory":
-            # The one edge module the cluster uses: the in-memory transport (a transport in
-            # all but its package; see tests/test_layers.py).
-            from trikafka.testing.memory import MemoryListener
-
             trio_listeners = {s.name: MemoryListener(s.host, s.port) for s in config.listeners}
             self._memory_listeners[node_id] = trio_listeners
         node = ClusterNode(

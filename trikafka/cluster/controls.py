@@ -23,6 +23,7 @@ from trikafka.server.cluster_view import (
     OngoingReassignment,
     Outcome,
 )
+from trikafka.server.wiring import new_log_manager
 
 __all__ = ["ClusterControls"]
 
@@ -113,7 +114,7 @@ class ClusterControls:
         self.state.start_broker(node_id)  # refuses an unknown or running broker first
         manager = self._parked.pop(node_id, None)
         if manager is None:
-            manager = ClusterNode.new_log_manager(self.node_configs[node_id], self.now_ms)
+            manager = new_log_manager(self.node_configs[node_id], self.now_ms)
         self._log_managers[node_id] = manager
         assigned = set(self.state.replicas_on(node_id))
         for topic, partition in [tp for tp in manager.logs if tp not in assigned]:

@@ -6,8 +6,11 @@ in-flight requests), plus — with file logs — the LogManager holding its repl
 when it stops, reopened from its files (recovery included) when it starts, after which it
 catches up from the leaders. In-memory replicas play the part of a disk that survives the
 broker process: the cluster keeps their LogManager, and a stopped broker's replicas just
-receive nothing until it returns. What it shares with the other nodes it is handed: the cluster's ReplicaManager
-(topics, producer state), the group and transaction coordinators, and the cluster view.
+receive nothing until it returns. What it shares with the other nodes it is handed: the
+cluster's :class:`~trikafka.server.wiring.BrokerCore` (the ReplicaManager with topics and
+producer state, the group and transaction coordinators, SCRAM users, ACLs, client quotas) and
+the cluster view. Its request path is built by the same code as a Broker's
+(:class:`~trikafka.server.wiring.RequestPath`).
 
 ::
 
@@ -26,20 +29,12 @@ from typing import Any
 
 import trio
 
-from trikafka.broker import API_FAMILIES
 from trikafka.cluster.gates import gate_coordinator_apis
 from trikafka.config import BrokerConfig
 from trikafka.log.manager import LogManager
-from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
-from trikafka.network.request_channel import RequestChannel
-from trikafka.network.socket_server import SocketServer
-from trikafka.protocol.registry import ApiRegistry
-from trikafka.server.apis.consumer_groups import supported_apis
-from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import BrokerEndpoint, MetadataCache
-from trikafka.server.purgatory import Purgatory
-from trikafka.server.request_handler import RequestHandlerPool
+from trikafka.server.wiring import RequestPath
 
 __all__ = ["ClusterMetadataCache", "ClusterNode"]
 
@@ -81,33 +76,25 @@ class ClusterNode:
     ) -> None:
         self.config = config
         self.node_id = config.node_id
-        self.metrics = BrokerMetrics()
-        self.registry = ApiRegistry(supported_apis(self.config))
-        self.request_channel = RequestChannel(config.queued_max_requests, config.queued_max_request_bytes)
         self.metadata_cache = ClusterMetadataCache(config, cluster.cluster_id, cluster)
-        self.purgatory = Purgatory()
         self.log_manager = log_manager
         self._owns_log_manager = owns_log_manager
-        self.context = ApiContext(
-            config=config,
-            registry=self.registry,
-            metadata_cache=self.metadata_cache,
-            purgatory=self.purgatory,
-            channel=self.request_channel,
-            metrics=self.metrics,
-            replicas=cluster.replica_manager,
-            groups=cluster.group_coordinator,
-            transactions=cluster.transaction_coordinator,
+        #: The same request path a Broker has (server/wiring.py), over the cluster's core,
+        #: seeing the cluster, its coordinator APIs gated to the coordinator.
+        path = RequestPath(
+            config, cluster.core, self.metadata_cache,
+            trio_listeners=trio_listeners,
             cluster_view=cluster,
-            now_ms=cluster.now_ms,
-            state_changes=cluster.state_changes,
-            scram_credentials=cluster.scram_credentials,
-            acls=cluster.acls,
+            gate=lambda handlers: gate_coordinator_apis(handlers, cluster, self.node_id),
         )
-        self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
-        gate_coordinator_apis(self.apis.handlers, cluster, self.node_id)
-        self.handler_pool = RequestHandlerPool(config.num_io_threads, self.request_channel, self.apis)
-        self.socket_server = SocketServer(config, self.registry, self.request_channel, self.metrics, trio_listeners)
+        self.metrics = path.metrics
+        self.registry = path.registry
+        self.request_channel = path.request_channel
+        self.purgatory = path.purgatory
+        self.context = path.context
+        self.apis = path.apis
+        self.handler_pool = path.handler_pool
+        self.socket_server = path.socket_server
         self.endpoints: dict[str, BoundEndpoint] = {}
         self._stop_requested = trio.Event()
         self._grace = config.shutdown_grace_ms / 1000
@@ -136,16 +123,6 @@ class ClusterNode:
         if grace_seconds is not None:
             self._grace = grace_seconds
         self._stop_requested.set()
-
-    @staticmethod
-    def new_log_manager(config: BrokerConfig, clock: Any) -> LogManager:
-        return LogManager(
-            config.log_dirs,
-            clock=clock,
-            retention_check_interval_ms=config.log_retention_check_interval_ms,
-            flush_scheduler_interval_ms=config.log_flush_scheduler_interval_ms,
-            flush_offset_checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
-        )
 
     def bootstrap_server(self, listener: str | None = None) -> str:
         endpoint = self.endpoints[listener] if listener else next(iter(self.endpoints.values()))

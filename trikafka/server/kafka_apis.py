@@ -56,8 +56,10 @@ from trikafka.network.request_channel import (
 from trikafka.protocol.entities import error_response
 from trikafka.protocol.headers import encode_response, response_parts
 from trikafka.protocol.registry import ApiKey, ApiRegistry
+from trikafka.security.acl_store import AclStore
 from trikafka.security.authorizer import CLUSTER_NAME
 from trikafka.security.quota_store import ClientQuotas
+from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server import authorization
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.awaitable import StateChanges
@@ -158,9 +160,10 @@ class ApiContext:
     state_changes: StateChanges = attrs.Factory(StateChanges)  # awaitable broker state
     #: Leadership, ISRs and coordinators (server/cluster_view.py); None: this broker alone.
     cluster_view: ClusterView | None = None
-    scram_credentials: Any = None  # trikafka.security.sasl.credentials.ScramCredentials
-    #: The ACLs (trikafka.security.acl_store.AclStore); None: no authorizer, all allowed.
-    acls: Any = None
+    #: SCRAM users (AlterUserScramCredentials); None: no SASL/SCRAM store was built.
+    scram_credentials: ScramCredentials | None = None
+    #: The ACLs; None: no authorizer, everything allowed.
+    acls: AclStore | None = None
     #: Client quotas (AlterClientQuotas) and their enforcement on every answer (KIP-219).
     client_quotas: ClientQuotas = attrs.Factory(ClientQuotas)
     throttler: RequestThrottler = attrs.Factory(

@@ -11,7 +11,7 @@ import trio
 from trikafka.broker import Broker, open_broker
 from trikafka.client import KafkaConnection, open_connection
 from trikafka.config import BrokerConfig
-from trikafka.testing.memory import MemoryListener, MemoryStream
+from trikafka.network.memory import MemoryListener, MemoryStream
 
 __all__ = ["TestBroker", "open_test_broker"]
 

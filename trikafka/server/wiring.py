@@ -1,0 +1,242 @@
+"""How a broker is put together: the one place that builds its parts from a BrokerConfig.
+
+A standalone :class:`~trikafka.broker.Broker` and each node of an in-process cluster
+(:mod:`trikafka.cluster`) are the same broker wired in two settings, so they are built here,
+once — a feature that adds a store, a coordinator or an API family adds it here and both get
+it. Two halves, split by lifetime:
+
+* :class:`BrokerCore` — what the broker *serves*: the replica manager it is given, the group
+  and transaction coordinators, the SCRAM users, the ACLs and the client quotas. A Broker has
+  one; a cluster has one for all its nodes (its state outlives any broker stopping, as
+  Kafka's outlives a broker in its internal topics and cluster metadata).
+* :class:`RequestPath` — one *run* of a broker's request path: the registry, the socket
+  server, the request channel, the handler pool, the purgatory and the KafkaApis over every
+  family of :data:`API_FAMILIES`. A cluster node builds a new one each time it starts, with
+  what differs for it: the metadata cache that sees the whole cluster, the cluster view, the
+  NOT_COORDINATOR gate around the coordinator APIs.
+
+Neither starts anything: their owners (``Broker.run``, ``Cluster.run``, ``ClusterNode.run``)
+start the parts in their nurseries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from trikafka.clock import Clock
+from trikafka.config import BrokerConfig
+from trikafka.coordinator.group_coordinator import GroupCoordinator
+from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
+from trikafka.coordinator.ports import OffsetsPartitionLog
+from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
+from trikafka.coordinator.transaction_state import TransactionLog
+from trikafka.log.manager import LoadProgress, LogManager
+from trikafka.metrics import BrokerMetrics
+from trikafka.network.request_channel import RequestChannel
+from trikafka.network.socket_server import SocketServer
+from trikafka.protocol.registry import ApiRegistry
+from trikafka.security.acl_store import AclStore
+from trikafka.security.quota_store import ClientQuotas
+from trikafka.security.sasl.credentials import ScramCredentials
+from trikafka.server.apis.acls import AclApis
+from trikafka.server.apis.configs import ClusterApis, ConfigApis
+from trikafka.server.apis.consumer_groups import ConsumerGroupApis, supported_apis
+from trikafka.server.apis.fetch import FetchApis
+from trikafka.server.apis.group_offsets import GroupOffsetApis
+from trikafka.server.apis.groups import GroupApis
+from trikafka.server.apis.metadata import MetadataApis
+from trikafka.server.apis.offsets import OffsetApis
+from trikafka.server.apis.partition_state import PartitionStateApis
+from trikafka.server.apis.produce import ProduceApis
+from trikafka.server.apis.producers import ProducerApis
+from trikafka.server.apis.quotas import ClientQuotaApis
+from trikafka.server.apis.reassignments import ReassignmentApis
+from trikafka.server.apis.sasl import SaslApis
+from trikafka.server.apis.scram import ScramApis
+from trikafka.server.apis.topics import TopicAdminApis
+from trikafka.server.apis.transactions import TransactionApis
+from trikafka.server.apis.versions import ApiVersionsApis
+from trikafka.server.awaitable import StateChanges
+from trikafka.server.cluster_view import ClusterView
+from trikafka.server.kafka_apis import ApiContext, KafkaApis
+from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
+from trikafka.server.purgatory import Purgatory
+from trikafka.server.replica_manager import ReplicaManager
+from trikafka.server.request_handler import RequestHandlerPool
+
+__all__ = ["API_FAMILIES", "BrokerCore", "RequestPath", "load_meta_properties", "new_log_manager"]
+
+#: Every API family a broker serves (each node of an in-process cluster serves the same).
+API_FAMILIES = (
+    ApiVersionsApis,
+    MetadataApis,
+    TopicAdminApis,
+    ProduceApis,
+    ProducerApis,
+    FetchApis,
+    OffsetApis,
+    ConfigApis,
+    ClusterApis,
+    GroupApis,
+    ConsumerGroupApis,
+    GroupOffsetApis,
+    TransactionApis,
+    PartitionStateApis,
+    ReassignmentApis,
+    SaslApis,
+    ScramApis,
+    AclApis,
+    ClientQuotaApis,
+)
+
+
+def load_meta_properties(config: BrokerConfig) -> str:
+    """The cluster id: from config, else from ``meta.properties`` in the first log dir
+    (written there on first start, as Kafka's storage format does), else a new one."""
+    if not config.log_dirs:
+        return config.cluster_id or new_cluster_id()
+    path = Path(config.log_dirs[0]) / "meta.properties"
+    if path.exists():
+        values = dict(
+            line.split("=", 1)
+            for line in path.read_text().splitlines()
+            if "=" in line and not line.startswith("#")
+        )
+        stored = values.get("cluster.id")
+        if stored:
+            if config.cluster_id and config.cluster_id != stored:
+                raise ValueError(
+                    f"cluster.id {config.cluster_id!r} does not match {stored!r} in {path}"
+                )
+            return stored
+    cluster_id = config.cluster_id or new_cluster_id()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "#\n#written by trikafka\n"
+        f"cluster.id={cluster_id}\nnode.id={config.node_id}\nversion=1\n"
+    )
+    return cluster_id
+
+
+def new_log_manager(config: BrokerConfig, clock: Clock, progress: LoadProgress | None = None) -> LogManager:
+    """The LogManager of ``config``'s log dirs, with its retention and flush schedules."""
+    return LogManager(
+        config.log_dirs,
+        clock=clock,
+        retention_check_interval_ms=config.log_retention_check_interval_ms,
+        flush_scheduler_interval_ms=config.log_flush_scheduler_interval_ms,
+        flush_offset_checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
+        progress=progress,
+    )
+
+
+class BrokerCore:
+    """The coordinators and stores over a replica manager (see the module docstring).
+
+    ``state_changes`` is bumped after every response and every timer-driven coordinator
+    change; the ``wait_for_*`` methods of Broker and Cluster re-check at each bump."""
+
+    def __init__(self, config: BrokerConfig, replicas: ReplicaManager, clock: Clock) -> None:
+        self.config = config
+        self.replicas = replicas
+        self.now_ms = clock
+        self.state_changes = StateChanges()
+        self.groups = GroupCoordinator(
+            config, self._offset_store(), clock, on_state_change=self.state_changes.bump,
+            topic_partitions=lambda: {t.name: t.partitions for t in replicas.topics},
+        )
+        self.transactions = TransactionCoordinator(
+            config,
+            TransactionLog.for_log_dirs(config.log_dirs),
+            producer_ids=replicas.producer_ids,
+            markers=replicas,  # markers go to each partition's leader (replicated in a cluster)
+            groups=self.groups,
+            now_ms=clock,
+            on_state_change=self.state_changes.bump,
+        )
+        replicas.transaction_verifier = self.transactions.verify_produce
+        #: SCRAM users: AlterUserScramCredentials writes them, every SASL listener reads them.
+        self.scram_credentials = ScramCredentials.from_config(
+            config.security, [s.name for s in config.listeners], config.log_dirs
+        )
+        #: The ACLs (None without ``authorizer.class.name``: everything allowed).
+        self.acls = AclStore.from_config(config.security, config.log_dirs)
+        #: Client quotas: set by AlterClientQuotas, enforced on every answer (KIP-219).
+        self.client_quotas = ClientQuotas.in_data_dir(
+            config.log_dirs, config.quota_window_num, config.quota_window_size_seconds
+        )
+
+    def _offset_store(self) -> OffsetStore:
+        """``__consumer_offsets``: an internal, compacted topic, created — as in Kafka — the
+        first time a group needs it, so a fresh broker lists no topics."""
+        replicas, config = self.replicas, self.config
+        existing = replicas.topics.get(OFFSETS_TOPIC)
+        partitions = existing.partitions if existing else config.offsets_topic_num_partitions
+
+        def log_for(partition: int) -> OffsetsPartitionLog:
+            if replicas.topics.get(OFFSETS_TOPIC) is None:
+                replicas.create_topic(
+                    OFFSETS_TOPIC,
+                    partitions,
+                    configs={"cleanup.policy": "compact", "segment.bytes": str(config.offsets_topic_segment_bytes)},
+                    is_internal=True,
+                )
+            return replicas.get_log(OFFSETS_TOPIC, partition)
+
+        return OffsetStore(partitions, log_for, self.now_ms, exists=lambda: OFFSETS_TOPIC in replicas.topics)
+
+    async def run_coordinators(self, nursery: trio.Nursery, suffix: str = "") -> None:
+        """Start the coordinators' timers (recovery, session and transaction timeouts)."""
+        await nursery.start(self.groups.run, name=f"group-coordinator{suffix}")
+        await nursery.start(self.transactions.run, name=f"transaction-coordinator{suffix}")
+
+
+class RequestPath:
+    """One run of a broker's request path over a :class:`BrokerCore`.
+
+    ``gate`` may wrap handlers once they are collected (a cluster node's NOT_COORDINATOR
+    gate); ``cluster_view`` is None for a broker alone."""
+
+    def __init__(
+        self,
+        config: BrokerConfig,
+        core: BrokerCore,
+        metadata_cache: MetadataCache,
+        *,
+        trio_listeners: Mapping[str, trio.abc.Listener] | None = None,
+        cluster_view: ClusterView | None = None,
+        gate: Callable[[dict[int, Any]], None] | None = None,
+    ) -> None:
+        self.metrics = BrokerMetrics()
+        self.registry = ApiRegistry(supported_apis(config))
+        self.request_channel = RequestChannel(config.queued_max_requests, config.queued_max_request_bytes)
+        self.purgatory = Purgatory()
+        self.context = ApiContext(
+            config=config,
+            registry=self.registry,
+            metadata_cache=metadata_cache,
+            purgatory=self.purgatory,
+            channel=self.request_channel,
+            metrics=self.metrics,
+            replicas=core.replicas,
+            groups=core.groups,
+            transactions=core.transactions,
+            cluster_view=cluster_view,
+            now_ms=core.now_ms,
+            state_changes=core.state_changes,
+            scram_credentials=core.scram_credentials,
+            acls=core.acls,
+            client_quotas=core.client_quotas,
+        )
+        self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
+        if gate is not None:
+            gate(self.apis.handlers)
+        self.handler_pool = RequestHandlerPool(config.num_io_threads, self.request_channel, self.apis)
+        self.socket_server = SocketServer(
+            config, self.registry, self.request_channel, self.metrics, trio_listeners,
+            scram_credentials=core.scram_credentials,
+        )
