@@ -30,6 +30,9 @@ system-deps:
 	@command -v kcat >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq kcat >/dev/null; }
+	@command -v chromedriver >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium chromium-driver >/dev/null; }
 	@[ -n "$(JAVA_HOME)" ] || command -v java >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
@@ -42,7 +45,7 @@ $(KAFKAJS): tests/compat/kafkajs/package.json tests/compat/kafkajs/package-lock.
 	touch $(KAFKAJS)
 
 run: $(STAMP)
-	$(PY) -m trikafka --listeners PLAINTEXT://127.0.0.1:9092 --override metrics.port=9404
+	$(PY) -m trikafka --listeners PLAINTEXT://127.0.0.1:9092 --override metrics.port=9404 --ui
 
 test: $(STAMP) system-deps $(KAFKAJS)
 	$(PY) -m pytest -q

@@ -641,6 +641,9 @@ def _build(settings: Settings) -> list[Workload]:
                 partial(trio_produce, label=label, size=size, count=count),
             )
         )
+    from benchmarks.trio_consumer import trio_consume_workloads
+
+    items.extend(trio_consume_workloads(settings))
     items.append(
         Workload(
             "idle_connections",

@@ -54,15 +54,22 @@ from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
+from trikafka.security.acl_store import AclStore
+from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
+from trikafka.server.apis.acls import AclApis
 from trikafka.server.apis.configs import ClusterApis, ConfigApis
+from trikafka.server.apis.consumer_groups import ConsumerGroupApis, supported_apis
 from trikafka.server.apis.fetch import FetchApis
+from trikafka.server.apis.group_offsets import GroupOffsetApis
 from trikafka.server.apis.groups import GroupApis
 from trikafka.server.apis.metadata import MetadataApis
 from trikafka.server.apis.offsets import OffsetApis
 from trikafka.server.apis.partition_state import PartitionStateApis
 from trikafka.server.apis.produce import ProduceApis
 from trikafka.server.apis.producers import ProducerApis
+from trikafka.server.apis.quotas import ClientQuotaApis
+from trikafka.server.apis.reassignments import ReassignmentApis
 from trikafka.server.apis.sasl import SaslApis
 from trikafka.server.apis.scram import ScramApis
 from trikafka.server.apis.topics import TopicAdminApis
@@ -92,10 +99,15 @@ API_FAMILIES = (
     ConfigApis,
     ClusterApis,
     GroupApis,
+    ConsumerGroupApis,
+    GroupOffsetApis,
     TransactionApis,
     PartitionStateApis,
+    ReassignmentApis,
     SaslApis,
     ScramApis,
+    AclApis,
+    ClientQuotaApis,
 )
 
 
@@ -151,7 +163,7 @@ class Broker(AwaitableState):
         #: Epoch milliseconds following trio's clock, for every timestamp the broker makes.
         self.now_ms: Clock = clock
         self.metrics = BrokerMetrics()
-        self.registry = ApiRegistry()
+        self.registry = ApiRegistry(supported_apis(self.config))
         self.cluster_id = load_meta_properties(self.config)
         self.request_channel = RequestChannel(
             self.config.queued_max_requests, self.config.queued_max_request_bytes
@@ -177,7 +189,8 @@ class Broker(AwaitableState):
         #: ``wait_for_*`` methods re-check at each bump.
         state_changes = StateChanges()
         self.group_coordinator = GroupCoordinator(
-            self.config, self._offset_store(), self.now_ms, on_state_change=state_changes.bump
+            self.config, self._offset_store(), self.now_ms, on_state_change=state_changes.bump,
+            topic_partitions=lambda: {t.name: t.partitions for t in self.replica_manager.topics},
         )
         self.transaction_coordinator = TransactionCoordinator(
             self.config,
@@ -203,6 +216,10 @@ class Broker(AwaitableState):
             state_changes=state_changes,
             scram_credentials=ScramCredentials.from_config(
                 self.config.security, [s.name for s in self.config.listeners], self.config.log_dirs
+            ),
+            acls=AclStore.from_config(self.config.security, self.config.log_dirs),
+            client_quotas=ClientQuotas.in_data_dir(
+                self.config.log_dirs, self.config.quota_window_num, self.config.quota_window_size_seconds
             ),
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])

@@ -20,14 +20,14 @@ import trio
 from trikafka import __version__
 from trikafka.broker import Broker
 from trikafka.config import BrokerConfig, config_keys, read_properties_file
-from trikafka.console import (
+from trikafka.errors import ConfigError
+from trikafka.output import (
     LOG_FORMATS,
     StartupInfo,
     print_startup,
     recovery_progress,
     setup_logging,
 )
-from trikafka.errors import ConfigError
 from trikafka.protocol.records import NATIVE_RECORD_WALK
 
 __all__ = [
@@ -51,6 +51,9 @@ DEV_DEFAULTS = {
     # A dev broker answers a lone consumer at once; Kafka's 3 s default suits big groups.
     "group.initial.rebalance.delay.ms": "0",
 }
+
+#: ``--ui`` without ``metrics.port``: the HTTP server's port (where ``make run`` serves it too).
+UI_DEFAULT_PORT = 9404
 
 #: ``--in-memory``: a bounded window per partition instead of everything since start, the way
 #: librdkafka's mock cluster keeps one (5 MiB there), so a dev broker left running under load
@@ -92,6 +95,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         metavar="N",
         help="serve a cluster of N brokers in this process: the listener is broker 1's, "
         "brokers 2..N take the following ports (free ports when it is 0)",
+    )
+    parser.add_argument(
+        "--ui",
+        action="store_true",
+        help="serve the web console at /ui on the HTTP server (metrics.port; "
+        f"{UI_DEFAULT_PORT} when not set)",
     )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument(
@@ -145,6 +154,8 @@ def resolve_config(args: argparse.Namespace) -> tuple[BrokerConfig, dict[str, st
     elif not items.get("log.dirs"):
         items["log.dirs"], reasons["log.dirs"] = DEFAULT_DATA_DIR, "dev default"
     given = {key.strip().replace("_", ".") for key in items}
+    if getattr(args, "ui", False) and "metrics.port" not in given:
+        items["metrics.port"], reasons["metrics.port"] = str(UI_DEFAULT_PORT), "--ui"
     for key, value in DEV_DEFAULTS.items():
         if key not in given:
             items[key], reasons[key] = value, "dev default"
@@ -221,15 +232,16 @@ def _list_config(args: argparse.Namespace) -> int:
 
 async def _serve_cluster(
     config: BrokerConfig, brokers: int, control_at: tuple[str, int] | None, reasons: dict[str, str],
-    shape: str, open_files: str,
+    shape: str, open_files: str, ui: bool = False,
 ) -> None:
     """``--brokers N``: an in-process cluster until SIGINT or SIGTERM (then a graceful stop).
     With ``metrics.port`` each broker serves its own /metrics: broker 1 on that port, the
-    others on the following ports (free ports when it is 0), as with the listeners."""
+    others on the following ports (free ports when it is 0), as with the listeners. ``--ui``
+    mounts the console (the whole cluster's) on broker 1's."""
     import signal
 
     from trikafka.cluster import open_cluster
-    from trikafka.web import HttpServer, metrics_app
+    from trikafka.web import HttpServer, console_app, metrics_app
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_cluster(brokers, config) as cluster, trio.open_nursery() as nursery:
@@ -251,8 +263,12 @@ async def _serve_cluster(
                 if config.metrics_port >= 0:
                     port = config.metrics_port + i if config.metrics_port else 0
                     web = HttpServer(config.metrics_host, port, {"/metrics": metrics_app(node)})
+                    if ui and i == 0:
+                        web.mount("/ui", console_app(cluster))
                     await nursery.start(web.run)
                     http["metrics"] = f"{web.url}/metrics"
+                    if ui and i == 0:
+                        http["ui"] = f"{web.url}/ui"
                 info = StartupInfo(
                     version=__version__,
                     node_id=node.node_id,
@@ -310,6 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError("--log-level", args.log_level, "allowed values are DEBUG, INFO, WARNING, ERROR")
         if args.brokers < 1:
             raise ConfigError("--brokers", args.brokers, "a number of brokers >= 1")
+        if args.ui and config.metrics_port < 0:
+            raise ConfigError("metrics.port", config.metrics_port, "--ui serves the console on the HTTP server: a port, 0 for a free one, or leave it unset")
     except (ConfigError, OSError, ValueError) as exc:
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2
@@ -319,6 +337,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     async def serve() -> None:
         broker = Broker(config, load_progress=recovery_progress(shape))
+        if args.ui:
+            from trikafka.web import console_app
+
+            broker.http_server.mount("/ui", console_app(broker))
         async with trio.open_nursery() as nursery:
             await nursery.start(broker.serve)
             http = {}
@@ -332,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             await broker.stopped.wait()
             nursery.cancel_scope.cancel()  # the control server ends with the broker
 
-    cluster = functools.partial(_serve_cluster, config, args.brokers, control_at, reasons, shape, open_files)
+    cluster = functools.partial(_serve_cluster, config, args.brokers, control_at, reasons, shape, open_files, args.ui)
     try:
         trio.run(serve if args.brokers == 1 else cluster)
     except ConfigError as exc:  # found when the broker is built (a keystore that will not load)

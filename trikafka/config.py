@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from trikafka import group_configs
 from trikafka.errors import ConfigError
 from trikafka.properties import read_properties_file
 from trikafka.security import config as security
@@ -301,6 +302,9 @@ class BrokerConfig:
             "doc": "Per-host limits, host:count,host:count.",
         },
     )
+    max_connection_creation_rate: int = _int_field("max.connection.creation.rate", INT32_MAX, "New connections per second across listeners; over it the acceptor waits (KIP-612).", 0, INT32_MAX)
+    quota_window_num: int = _int_field("quota.window.num", 11, "Samples a client quota's rate is measured over.", 1, INT32_MAX)
+    quota_window_size_seconds: int = _int_field("quota.window.size.seconds", 1, "Seconds each quota sample spans.", 1, INT32_MAX)
     max_incremental_fetch_session_cache_slots: int = _int_field("max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX)
     # --- topics and logs (Kafka's broker-level defaults for topic configs) -----------------
     auto_create_topics_enable: bool = _bool_field("auto.create.topics.enable", True, "Metadata and Produce create unknown topics.")
@@ -329,18 +333,19 @@ class BrokerConfig:
     log_flush_offset_checkpoint_interval_ms: int = _int_field("log.flush.offset.checkpoint.interval.ms", 60000, "How often recovery points are checkpointed.", 0, INT32_MAX)
     log_index_interval_bytes: int = _topic_default("index.interval.bytes")
     # --- consumer groups ---------------------------------------------------------------
-    group_initial_rebalance_delay_ms: int = _int_field(
-        "group.initial.rebalance.delay.ms", 3000, "How long the first rebalance of an empty group waits for more members.", 0, INT32_MAX
-    )
-    group_min_session_timeout_ms: int = _int_field(
-        "group.min.session.timeout.ms", 6000, "Smallest session timeout a member may ask for.", 0, INT32_MAX
-    )
-    group_max_session_timeout_ms: int = _int_field(
-        "group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for.", 0, INT32_MAX
-    )
-    group_max_size: int = _int_field(
-        "group.max.size", INT32_MAX, "Members one group may have.", 1, INT32_MAX
-    )
+    group_initial_rebalance_delay_ms: int = _int_field("group.initial.rebalance.delay.ms", 3000, "How long the first rebalance of an empty group waits for more members.", 0, INT32_MAX)
+    group_min_session_timeout_ms: int = _int_field("group.min.session.timeout.ms", 6000, "Smallest session timeout a member may ask for.", 0, INT32_MAX)
+    group_max_session_timeout_ms: int = _int_field("group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for.", 0, INT32_MAX)
+    group_max_size: int = _int_field("group.max.size", INT32_MAX, "Members one group may have.", 1, INT32_MAX)
+    group_coordinator_rebalance_protocols: tuple[str, ...] = group_configs.list_field("group.coordinator.rebalance.protocols", group_configs.REBALANCE_PROTOCOLS, {p: p for p in group_configs.REBALANCE_PROTOCOLS}, "Group protocols served: classic (JoinGroup...) and consumer (KIP-848).", ("classic",))
+    group_consumer_assignors: tuple[str, ...] = group_configs.list_field("group.consumer.assignors", ("uniform", "range"), {**{n: n for n in group_configs.ASSIGNOR_CLASSES}, **{c: n for n, c in group_configs.ASSIGNOR_CLASSES.items()}}, "Server-side assignors of consumer groups; the first is the default.")
+    group_consumer_heartbeat_interval_ms: int = _int_field("group.consumer.heartbeat.interval.ms", 5000, "Heartbeat interval given to consumer-protocol members.", 1, INT32_MAX)
+    group_consumer_min_heartbeat_interval_ms: int = _int_field("group.consumer.min.heartbeat.interval.ms", 5000, "Lower bound of group.consumer.heartbeat.interval.ms.", 1, INT32_MAX)
+    group_consumer_max_heartbeat_interval_ms: int = _int_field("group.consumer.max.heartbeat.interval.ms", 15000, "Upper bound of group.consumer.heartbeat.interval.ms.", 1, INT32_MAX)
+    group_consumer_session_timeout_ms: int = _int_field("group.consumer.session.timeout.ms", 45000, "A consumer-protocol member missing heartbeats this long is removed.", 1, INT32_MAX)
+    group_consumer_min_session_timeout_ms: int = _int_field("group.consumer.min.session.timeout.ms", 45000, "Lower bound of group.consumer.session.timeout.ms.", 1, INT32_MAX)
+    group_consumer_max_session_timeout_ms: int = attrs.field(default=60000, validator=[_int(1, INT32_MAX)[1], group_configs.check_consumer_group_keys], metadata={"key": "group.consumer.max.session.timeout.ms", "parse": _int(1, INT32_MAX)[0], "doc": "Upper bound of group.consumer.session.timeout.ms."})
+    group_consumer_max_size: int = _int_field("group.consumer.max.size", INT32_MAX, "Members one consumer group may have.", 1, INT32_MAX)
     offsets_topic_num_partitions: int = _int_field(
         "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
     )

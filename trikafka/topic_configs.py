@@ -144,8 +144,23 @@ def _long(name: str, default: int, doc: str, lo: int, broker_key: str | None = N
 
 #: What a ``pattern`` means, in the words of an error message.
 _REPLICAS = r"[0-9]+:[0-9]+"
-_VERSION = r"[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?"
-_PATTERN_TEXT = {_REPLICAS: "partitionId:brokerId", _VERSION: "a Kafka version such as 3.0-IV1"}
+#: Kafka 3.x's ``MetadataVersion``s (inter-broker protocol versions), by version string.
+_IBP = (
+    "0.8.0 0.8.1 0.8.2 0.9.0 0.10.0-IV0 0.10.0-IV1 0.10.1-IV0 0.10.1-IV1 0.10.1-IV2 0.10.2-IV0 "
+    "0.11.0-IV0 0.11.0-IV1 0.11.0-IV2 1.0-IV0 1.1-IV0 2.0-IV0 2.0-IV1 2.1-IV0 2.1-IV1 2.1-IV2 "
+    "2.2-IV0 2.2-IV1 2.3-IV0 2.3-IV1 2.4-IV0 2.4-IV1 2.5-IV0 2.6-IV0 2.7-IV0 2.7-IV1 2.7-IV2 "
+    "2.8-IV0 2.8-IV1 3.0-IV0 3.0-IV1 3.1-IV0 3.2-IV0 3.3-IV0 3.3-IV1 3.3-IV2 3.3-IV3 3.4-IV0 "
+    "3.5-IV0 3.5-IV1 3.5-IV2 3.6-IV0 3.6-IV1 3.6-IV2 3.7-IV0 3.7-IV1 3.7-IV2 3.7-IV3 3.7-IV4 "
+    "3.8-IV0 3.9-IV0"
+).split()
+#: Kafka's MetadataVersionValidator (``MetadataVersion.fromVersionString``): a version string
+#: or a release (``2.8``, ``0.10.0``), where only the first three dot-separated parts count for
+#: a 0.x version and the first two otherwise — so ``0.10.0.0``, ``2.8.1`` and ``2.8-IV1`` are
+#: valid, ``0.10`` and ``latest`` are not.
+_VERSION = "(?:{})(?:\\.[^.].*)?".format(
+    "|".join(re.escape(v) for v in sorted({*_IBP, *(v.split("-")[0] for v in _IBP)}, key=len, reverse=True))
+)
+_PATTERN_TEXT = {_REPLICAS: "partitionId:brokerId", _VERSION: "a Kafka version such as 3.0-IV1 or 0.10.0.0"}
 
 _CODECS = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 

@@ -45,10 +45,15 @@ def _code_lines(path: Path) -> list[str]:
 
 
 def test_readme_shows_both_shapes_and_every_client_key():
+    """The producer and the consumer pipeline, each over TCP and in memory; every config key."""
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Trio client") :]
     for example in ("trio_producer.py", "test_trio_producer.py"):
         for line in _code_lines(ROOT / "examples" / example):
             assert line in section, f"README's Trio client section lacks {line!r} of {example}"
+    pipeline = (ROOT / "examples" / "trio_pipeline.py").read_text()
+    loop = pipeline[pipeline.index("async def run_pipeline(") : pipeline.index("    return done\n")]
+    for line in [text.strip() for text in loop.splitlines() if text.strip()] + _code_lines(ROOT / "examples" / "test_trio_pipeline.py"):
+        assert line in section, f"README's Trio client section lacks {line!r} of the pipeline example"
     for key, _default, _roles, _doc in client_config_keys():
         assert f"| `{key}` |" in section, f"README's client config table lacks {key}"

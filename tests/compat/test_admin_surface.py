@@ -93,3 +93,18 @@ def test_confluent_describe_topics(broker: BrokerProcess, admin) -> None:
     (future,) = confluent.describe_topics(TopicCollection([TOPIC])).values()
     description = future.result(TIMEOUT)
     assert [p.id for p in description.partitions] == [0, 1, 2]
+
+
+def test_confluent_list_offsets(broker: BrokerProcess, admin) -> None:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient, OffsetSpec
+
+    confluent = AdminClient({"bootstrap.servers": broker.bootstrap})
+    wanted = {TopicPartition(TOPIC, 1): OffsetSpec.earliest(), TopicPartition(TOPIC, 2): OffsetSpec.latest()}
+    found = {tp: future.result(TIMEOUT).offset for tp, future in confluent.list_offsets(wanted).items()}
+    assert found == {TopicPartition(TOPIC, 1): 0, TopicPartition(TOPIC, 2): 0}
+    (latest,) = confluent.list_offsets({TopicPartition(TOPIC, 1): OffsetSpec.latest()}).values()
+    assert latest.result(TIMEOUT).offset == 10
+    # KIP-734: the first record with the largest timestamp (the ten may share one millisecond).
+    (newest,) = confluent.list_offsets({TopicPartition(TOPIC, 1): OffsetSpec.max_timestamp()}).values()
+    assert 0 <= newest.result(TIMEOUT).offset <= 9

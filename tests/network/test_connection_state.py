@@ -72,6 +72,36 @@ def test_the_mute_cycle():
     assert state.next_event().correlation_id == 2
 
 
+def test_a_throttled_answer_is_written_then_the_connection_stays_muted():
+    """KIP-219: THROTTLE_STARTED before the answer; after it the connection hands out no
+    request (asking is our bug) until THROTTLE_ENDED."""
+    state = _state()
+    state.receive_data(api_versions_frame(1) + api_versions_frame(2))
+    state.next_event()
+    state.request_queued()
+    state.throttle_started()
+    assert state.state is MuteState.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING
+    assert state.send_response(SendResponse(b"answer")) == b"answer"  # written at once
+    assert state.state is MuteState.MUTED_AND_THROTTLED
+    with pytest.raises(ConnectionStateError, match="REQUEST_RECEIVED is not allowed in state MUTED_AND_THROTTLED"):
+        state.next_event()
+    state.throttle_ended()
+    assert state.state is MuteState.NOT_MUTED
+    assert state.next_event().correlation_id == 2
+
+
+def test_a_throttle_may_end_before_its_answer_is_written():
+    state = _state()
+    state.receive_data(api_versions_frame(1))
+    state.next_event()
+    state.request_queued()
+    state.throttle_started()
+    state.throttle_ended()
+    assert state.state is MuteState.MUTED_AND_RESPONSE_PENDING
+    assert state.send_response(SendResponse(b"answer")) == b"answer"
+    assert state.state is MuteState.NOT_MUTED
+
+
 def test_response_parts_are_handed_back_unjoined():
     state = _state()
     state.receive_data(api_versions_frame(1))
@@ -129,6 +159,12 @@ def test_every_absent_row_is_illegal():
                     machine.send_response(SendResponse(b""))
                 elif event is ConnectionEvent.AUTHENTICATED:  # only from SASL_TRANSITIONS' rows
                     machine.authenticated()
+                elif event is ConnectionEvent.THROTTLE_STARTED:
+                    machine.throttle_started()
+                elif event is ConnectionEvent.THROTTLE_ENDED:
+                    machine.throttle_ended()
+                elif event is ConnectionEvent.REAUTHENTICATE:  # only from SASL_TRANSITIONS' rows
+                    machine.reauthentication_started(frozenset(), 1024)
                 else:
                     pytest.fail(f"CLOSE must be legal from {state}")
 

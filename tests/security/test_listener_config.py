@@ -80,9 +80,10 @@ def test_the_cli_refuses_a_secure_listener_it_cannot_serve(listener, capsys):
     assert "Traceback" not in err
 
 
-def test_acls_are_refused_until_they_exist():
-    message = _refused(**{"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
-    assert "ACLs are not implemented yet" in message
+def test_an_authorizer_other_than_kafkas_is_refused():
+    message = _refused(**{"authorizer.class.name": "com.example.LdapAuthorizer"})
+    assert "com.example.LdapAuthorizer" in message
+    assert "org.apache.kafka.metadata.authorizer.StandardAuthorizer" in message
 
 
 def test_listener_prefixed_keys_keep_the_listener_name():

@@ -96,6 +96,27 @@ async def test_dynamic_broker_config_reaches_topics(autojump_clock):
         assert readonly.responses[0].error_code == ErrorCode.invalid_request
 
 
+async def test_per_broker_dynamic_keys_need_the_broker_id(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        def alter(name, key, value):
+            return client.request(request(44, 1, resources=[
+                {"resource_type": BROKER, "resource_name": name, "configs": [
+                    {"name": key, "config_operation": 0, "value": value}]}], validate_only=False))
+
+        (at_default,) = (await alter("", "sasl.kerberos.min.time.before.relogin", "58000")).responses
+        assert at_default.error_code == ErrorCode.invalid_request
+        assert at_default.error_message == ("Cannot update these configs at default cluster level, broker id "
+                                            "must be specified: Set(sasl.kerberos.min.time.before.relogin)")
+        (unprefixed,) = (await alter("1", "ssl.keystore.location", "/tmp/ks")).responses
+        assert unprefixed.error_message == ("These security configs can be dynamically updated only "
+                                            "per-listener using the listener prefix: Set(ssl.keystore.location)")
+        (other,) = (await alter("2", "log.retention.ms", "5000")).responses
+        assert other.error_message == "Unexpected broker id, expected 1, but received 2"
+        (cluster_wide,) = (await alter("", "log.retention.ms", "5000")).responses
+        assert cluster_wide.error_code == ErrorCode.none
+        assert tb.broker.replica_manager.config.log_retention_ms == 5000
+
+
 async def test_topic_compression_type_recompresses(autojump_clock):
     async with open_test_broker() as tb, tb.client() as client:
         created = await create_topic(client, "zipped", configs={"compression.type": "gzip"})

@@ -1,7 +1,7 @@
 """The Trio Kafka client: the producer, consumer and admin client, and the raw connection.
 
-``open_producer`` and ``open_admin`` are the names users import (``open_consumer`` is yet to
-come); the client core (:mod:`trikafka.client.client`) is what they share. ``KafkaConnection`` and
+``open_producer``, ``open_consumer`` and ``open_admin`` are the names users import; the client
+core (:mod:`trikafka.client.client`) is what they share. ``KafkaConnection`` and
 ``open_connection`` stay: kio requests in, kio responses out, for tests that speak the protocol.
 """
 
@@ -63,4 +63,24 @@ __all__ = [
     "open_connection",
     "open_producer",
     "tcp_connector",
+]
+
+# The consumer (kept in one block at the end so the producer's and admin's names merge cleanly).
+from trikafka.client.consumer import Consumer, open_consumer  # noqa: E402
+from trikafka.client.consumer_fetch import NoOffsetForPartitionError, OffsetOutOfRangeError  # noqa: E402
+from trikafka.client.fetcher import ConsumerRecord  # noqa: E402
+from trikafka.client.group_member import GroupMemberError  # noqa: E402
+from trikafka.client.group_offsets import CommitFailedError  # noqa: E402
+from trikafka.client.group_session import ConsumerGroupMetadata, RebalanceListener  # noqa: E402
+
+__all__ += [
+    "CommitFailedError",
+    "Consumer",
+    "ConsumerGroupMetadata",
+    "ConsumerRecord",
+    "GroupMemberError",
+    "NoOffsetForPartitionError",
+    "OffsetOutOfRangeError",
+    "RebalanceListener",
+    "open_consumer",
 ]

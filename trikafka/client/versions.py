@@ -9,8 +9,13 @@ what kio has on purpose:
   versions belong to KIP-890 part 2 (the broker adds partitions to a transaction implicitly and
   bumps the epoch per transaction), a protocol this producer does not implement.
 * Fetch ≤ 12, DeleteTopics ≤ 5: later versions address topics by id only.
-* FindCoordinator ≤ 4, ListGroups ≤ 4, JoinGroup ≤ 7, LeaveGroup ≤ 4: newer versions add share
-  groups, type filters and reasons the client does not send.
+* FindCoordinator ≤ 4, ListGroups ≤ 4: newer versions add share groups and type filters the
+  client does not send.
+* JoinGroup ≤ 5, SyncGroup ≤ 3, LeaveGroup ≤ 3 (the last non-flexible versions; static
+  membership is in all three): the flexible versions add only tagged fields, reasons and a
+  protocol echo the consumer does not use, and librdkafka's mock cluster advertises them but
+  misreads JoinGroup v6 / SyncGroup v4 and writes a LeaveGroup v4 answer that does not parse.
+  Kafka 4.0 (KIP-896) still serves all three.
 """
 
 from __future__ import annotations
@@ -36,10 +41,10 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     API.OFFSET_COMMIT: (2, 8),
     API.OFFSET_FETCH: (1, 7),
     API.FIND_COORDINATOR: (1, 4),
-    API.JOIN_GROUP: (0, 7),
+    API.JOIN_GROUP: (0, 5),
     API.HEARTBEAT: (0, 4),
-    API.LEAVE_GROUP: (0, 4),
-    API.SYNC_GROUP: (0, 5),
+    API.LEAVE_GROUP: (0, 3),
+    API.SYNC_GROUP: (0, 3),
     API.DESCRIBE_GROUPS: (0, 5),
     API.LIST_GROUPS: (0, 4),
     API.API_VERSIONS: (0, 3),
@@ -58,6 +63,7 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     API.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     API.OFFSET_DELETE: (0, 0),
     API.DESCRIBE_CLUSTER: (0, 1),
+    API.DESCRIBE_LOG_DIRS: (1, 4),
 }
 
 

@@ -38,6 +38,7 @@ from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OffsetStore
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
 from trikafka.coordinator.transaction_state import TransactionLog
+from trikafka.security.acl_store import AclStore
 from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.awaitable import AwaitableState, StateChanges
 from trikafka.server.cluster_view import PartitionLeadership
@@ -92,7 +93,8 @@ class Cluster(ClusterControls, AwaitableState):
         #: Every broker's responses and the coordinators' timers bump it.
         self.state_changes = StateChanges()
         self.group_coordinator = GroupCoordinator(
-            config, self._offset_store(), self.now_ms, on_state_change=self.state_changes.bump
+            config, self._offset_store(), self.now_ms, on_state_change=self.state_changes.bump,
+            topic_partitions=lambda: {t.name: t.partitions for t in self.replica_manager.topics},
         )
         self.transaction_coordinator = TransactionCoordinator(
             config,
@@ -108,6 +110,8 @@ class Cluster(ClusterControls, AwaitableState):
         self.scram_credentials = ScramCredentials.from_config(
             config.security, [s.name for s in config.listeners], config.log_dirs
         )
+        #: The ACLs, one store for the process (None without authorizer.class.name).
+        self.acls = AclStore.from_config(config.security, config.log_dirs)
         self.nodes: dict[int, ClusterNode] = {}
         self._addresses: dict[int, dict[str, tuple[str, int]]] = {}
         self._memory_listeners: dict[int, Any] = {}

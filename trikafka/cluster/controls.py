@@ -11,11 +11,18 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from trikafka.cluster import reassignments
 from trikafka.cluster.node import ClusterNode
 from trikafka.cluster.replication import ClusterLogManager, catch_up
 from trikafka.cluster.state import ClusterState
 from trikafka.config import BrokerConfig
-from trikafka.server.cluster_view import GROUP_KEY, TRANSACTION_KEY
+from trikafka.server.cluster_view import (
+    GROUP_KEY,
+    TRANSACTION_KEY,
+    UNCLEAN,
+    OngoingReassignment,
+    Outcome,
+)
 
 __all__ = ["ClusterControls"]
 
@@ -24,7 +31,8 @@ log = logging.getLogger("trikafka.cluster")
 
 class ClusterControls:
     """``move_leader``, ``move_coordinator``, ``shrink_isr``/``expand_isr``,
-    ``stop_broker``/``start_broker``."""
+    ``stop_broker``/``start_broker``; and what the admin APIs ask of the cluster (the
+    ClusterView's ``elect_leader``, ``alter_reassignment``, ``ongoing_reassignments``)."""
 
     state: ClusterState
     logs: ClusterLogManager
@@ -107,6 +115,9 @@ class ClusterControls:
         if manager is None:
             manager = ClusterNode.new_log_manager(self.node_configs[node_id], self.now_ms)
         self._log_managers[node_id] = manager
+        assigned = set(self.state.replicas_on(node_id))
+        for topic, partition in [tp for tp in manager.logs if tp not in assigned]:
+            manager.delete_log(topic, partition)  # reassigned away while it was stopped
         self.logs.open_replicas(node_id)
         for topic, partition in self.state.replicas_on(node_id):
             lead = self.state.leadership(topic, partition)
@@ -119,5 +130,60 @@ class ClusterControls:
             if joining:
                 self._catch_up(topic, partition, joining)
                 self.state.expand_isr(topic, partition, joining)
+            self._progress_reassignment(topic, partition)
         await self._start_node(node_id)
         log.info("broker %d started", node_id)
+
+    # --- the admin APIs (ClusterView) ---------------------------------------------------
+
+    def elect_leader(self, topic: str, partition: int, election_type: int) -> Outcome:
+        part = self.state.get(topic, partition)
+        if part is None:
+            return Outcome(3, f"No such partition as {topic}-{partition}")
+        outcome = reassignments.elect(self.state, part, election_type)
+        if outcome.error_code == 0:
+            log.info("leader of %s-%d elected: broker %d (%s)", topic, partition, part.leader,
+                     "unclean" if election_type == UNCLEAN else "preferred")
+            if election_type == UNCLEAN:  # the live replicas follow the new leader's log
+                self.expand_isr(topic, partition)
+        return outcome
+
+    def alter_reassignment(self, topic: str, partition: int, replicas: tuple[int, ...] | None) -> Outcome:
+        part = self.state.get(topic, partition)
+        if part is None:
+            return Outcome(3, f"Unable to find partition {topic}:{partition}.")
+        if replicas is None:
+            outcome, left = reassignments.cancel_reassignment(self.state, topic, partition, part)
+            self._drop_replicas(topic, partition, left)
+            return outcome
+        outcome = reassignments.begin_reassignment(self.state, part, tuple(replicas))
+        if outcome.error_code == 0:
+            log.info("reassigning %s-%d to %s", topic, partition, list(replicas))
+            self._progress_reassignment(topic, partition)
+        return outcome
+
+    def ongoing_reassignments(self) -> dict[tuple[str, int], OngoingReassignment]:
+        return reassignments.ongoing(self.state)
+
+    def _progress_reassignment(self, topic: str, partition: int) -> None:
+        """The adding replicas that are live copy the leader's log and join the ISR; then
+        the reassignment completes if it can, and the leaving replicas' logs go."""
+        part = self.state.get(topic, partition)
+        if part is None or not (part.adding or part.removing):
+            return
+        joining = [r for r in part.adding if r in self.state.alive and r not in part.isr]
+        if joining and part.leader >= 0:
+            self._catch_up(topic, partition, joining)
+            self.state.expand_isr(topic, partition, joining)
+        left = reassignments.complete_if_ready(self.state, part)
+        if left is not None:
+            log.info("reassignment of %s-%d done: replicas %s", topic, partition, list(part.replicas))
+            self._drop_replicas(topic, partition, left)
+
+    def _drop_replicas(self, topic: str, partition: int, node_ids: Iterable[int]) -> None:
+        """Delete the replicas of brokers no longer assigned (a stopped broker's in-memory
+        replica too; a stopped broker's files go when it starts again)."""
+        for node_id in node_ids:
+            manager = self._log_managers.get(node_id) or self._parked.get(node_id)
+            if manager is not None:
+                manager.delete_log(topic, partition)

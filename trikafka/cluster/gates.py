@@ -39,9 +39,9 @@ _SINGLE: dict[int, tuple[int, Callable[[Any], str | None]]] = {
     47: (GROUP_KEY, lambda b: b.group_id),  # OffsetDelete
     28: (GROUP_KEY, lambda b: b.group_id),  # TxnOffsetCommit: the group's coordinator
     22: (TRANSACTION_KEY, lambda b: b.transactional_id),  # InitProducerId (transactional)
-    24: (TRANSACTION_KEY, lambda b: b.v3_and_below_transactional_id),  # AddPartitionsToTxn (v0-3)
     25: (TRANSACTION_KEY, lambda b: b.transactional_id),  # AddOffsetsToTxn
     26: (TRANSACTION_KEY, lambda b: b.transactional_id),  # EndTxn
+    68: (GROUP_KEY, lambda b: b.group_id),  # ConsumerGroupHeartbeat (KIP-848)
 }
 
 
@@ -147,6 +147,33 @@ class _Gate:
 
         return gated
 
+    def add_partitions(self, handler: Handler) -> Handler:
+        """AddPartitionsToTxn: v0-3 name one transactional id; v4+ batches several, each
+        refused on its own when another broker coordinates it."""
+        single = self.single(handler, TRANSACTION_KEY, lambda b: b.v3_and_below_transactional_id)
+
+        async def gated(request: Request) -> Any:
+            if request.api_version < 4:
+                return await single(request)
+            transactions = list(request.body.transactions)
+            owned = [t for t in transactions if self.owns(TRANSACTION_KEY, t.transactional_id)]
+            results: list[Any] = []
+            if owned:
+                inner = attrs.evolve(request, body=_replace(request.body, transactions=tuple(owned)))
+                answer = await handler(inner)
+                if not isinstance(answer, Answer):
+                    return answer
+                results = list(answer.values["results_by_transaction"])
+            for txn in transactions:
+                if txn not in owned:
+                    results.append({"transactional_id": txn.transactional_id, "topic_results": [
+                        {"name": t.name, "results_by_partition": [
+                            {"partition_index": p, "partition_error_code": NOT_COORDINATOR} for p in t.partitions]}
+                        for t in txn.topics]})
+            return Answer(throttle_time=0, error_code=ErrorCode.none, results_by_transaction=results)
+
+        return gated
+
     def listed(self, handler: Handler, key_type: int, list_key: str, id_key: str) -> Handler:
         async def gated(request: Request) -> Any:
             answer = await handler(request)
@@ -171,7 +198,9 @@ def gate_coordinator_apis(handlers: dict[int, Handler], view: ClusterView, node_
             handlers[key] = gate.single(handlers[key], key_type, key_of)
     wrappers = {
         9: gate.offset_fetch,
+        24: gate.add_partitions,
         15: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
+        69: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),  # ConsumerGroupDescribe
         65: lambda h: gate.per_id(h, TRANSACTION_KEY, "transaction_states", "transactional_id"),
         42: gate.delete_groups,
         16: lambda h: gate.listed(h, GROUP_KEY, "groups", "group_id"),

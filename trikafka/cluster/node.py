@@ -35,6 +35,7 @@ from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
+from trikafka.server.apis.consumer_groups import supported_apis
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import BrokerEndpoint, MetadataCache
 from trikafka.server.purgatory import Purgatory
@@ -81,7 +82,7 @@ class ClusterNode:
         self.config = config
         self.node_id = config.node_id
         self.metrics = BrokerMetrics()
-        self.registry = ApiRegistry()
+        self.registry = ApiRegistry(supported_apis(self.config))
         self.request_channel = RequestChannel(config.queued_max_requests, config.queued_max_request_bytes)
         self.metadata_cache = ClusterMetadataCache(config, cluster.cluster_id, cluster)
         self.purgatory = Purgatory()
@@ -101,6 +102,7 @@ class ClusterNode:
             now_ms=cluster.now_ms,
             state_changes=cluster.state_changes,
             scram_credentials=cluster.scram_credentials,
+            acls=cluster.acls,
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
         gate_coordinator_apis(self.apis.handlers, cluster, self.node_id)

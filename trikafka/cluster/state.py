@@ -37,6 +37,7 @@ from trikafka.server.cluster_view import GROUP_KEY, PartitionLeadership
 
 __all__ = [
     "ClusterState",
+    "PartitionState",
     "OFFSETS_TOPIC",
     "TRANSACTION_STATE_PARTITIONS",
     "TRANSACTION_TOPIC",
@@ -65,6 +66,9 @@ class PartitionState:
     leader: int
     leader_epoch: int
     isr: tuple[int, ...]
+    #: A reassignment in progress (cluster/reassignments.py): replicas joining and leaving.
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
 
 
 class ClusterState:
@@ -94,6 +98,13 @@ class ClusterState:
         self.version += 1
         if self.on_change is not None:
             self.on_change(self.version)
+
+    def changed(self) -> None:
+        """Something changed a partition's state in place (cluster/reassignments.py)."""
+        self._changed()
+
+    def get(self, topic: str, partition: int) -> PartitionState | None:
+        return self.partitions.get((topic, partition))
 
     def endpoints_changed(self) -> None:
         """A broker (re)bound its listeners: answers naming brokers change too."""

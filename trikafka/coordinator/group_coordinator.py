@@ -18,6 +18,17 @@ trio out of the protocol:
   the machine completes their ticket. A periodic task expires offsets every
   ``offsets.retention.check.interval.ms``.
 
+KIP-848 consumer groups are a second machine beside the classic one,
+:class:`~trikafka.coordinator.consumer_group_machine.ConsumerGroupMachine`, sharing the
+offsets: a group id is either a classic group or a consumer group. Its committed offsets
+always live in the classic manager's :class:`GroupMetadata` (a memberless holder while the
+group is a consumer group), so converting an empty group from one type to the other —
+Kafka 4's rule: a consumer-protocol heartbeat turns an empty classic group into a consumer
+group, a JoinGroup turns an empty consumer group back — keeps its offsets. A non-empty group
+of the other type answers GROUP_ID_NOT_FOUND (heartbeat) or INCONSISTENT_GROUP_PROTOCOL
+(JoinGroup), as Kafka does with ``group.consumer.migration.policy=disabled``; online
+migration of a non-empty group is not implemented.
+
 Every API call is a synchronous method that answers at once or returns a Waiter that the
 API layer parks in the purgatory, so request handlers never wait on other clients. Trio
 runs one task at a time and no method awaits, so nothing interleaves: no locks.
@@ -31,12 +42,21 @@ trio time later.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 import trio
 
 from trikafka.config import BrokerConfig
+from trikafka.coordinator import consumer_group_offsets
+from trikafka.coordinator import consumer_group_records as consumer_records
+from trikafka.coordinator.consumer_group import ConsumerGroup
+from trikafka.coordinator.consumer_group_machine import ConsumerGroupMachine
+from trikafka.coordinator.consumer_group_protocol import (
+    ConsumerGroupHeartbeat,
+    ConsumerTimerKey,
+    HeartbeatResult,
+)
 from trikafka.coordinator.group_membership import GroupMembership, check_transactional_member
 from trikafka.coordinator.group_metadata import GroupMetadata, OffsetAndMetadata
 from trikafka.coordinator.group_metadata_manager import (
@@ -85,6 +105,7 @@ class GroupCoordinator:
         now_ms: Callable[[], float],
         *,
         on_state_change: Callable[[], None] = lambda: None,
+        topic_partitions: Callable[[], Mapping[str, int]] = dict,
     ) -> None:
         self.config = config
         self.now_ms = now_ms
@@ -93,7 +114,10 @@ class GroupCoordinator:
         self.on_state_change = on_state_change
         self.manager = GroupMetadataManager(config, store)
         self.membership = GroupMembership(config, self.manager)
-        self._timers: TimerQueue[TimerKey] = TimerQueue()
+        #: KIP-848 groups; ``topic_partitions()``: every topic's partition count.
+        self.consumer = ConsumerGroupMachine(config, store, topic_partitions, self.manager)
+        self.manager.in_use = lambda group_id: bool(getattr(self.consumer.groups.get(group_id), "members", None))
+        self._timers: TimerQueue[TimerKey | ConsumerTimerKey] = TimerQueue()
         self._joins: dict[int, Waiter[JoinGroupResult]] = {}
         self._syncs: dict[int, Waiter[SyncGroupResult]] = {}
 
@@ -111,14 +135,18 @@ class GroupCoordinator:
         async with trio.open_nursery() as nursery:
             now = self.now_ms()
             self._apply(self.membership.load(now), now)
+            self._apply(self.consumer.load(now), now)
             nursery.start_soon(self._timers.run, self._fire, name="group-coordinator-timers")
             nursery.start_soon(self._expire_offsets_periodically, name="group-metadata-manager")
             task_status.started()
 
-    def _fire(self, key: TimerKey) -> None:
+    def _fire(self, key: TimerKey | ConsumerTimerKey) -> None:
         now = self.now_ms()
         try:
-            self._apply(self.membership.on_timer(key, now), now)
+            if isinstance(key, ConsumerTimerKey):
+                self._apply(self.consumer.on_timer(key, now), now)
+            else:
+                self._apply(self.membership.on_timer(key, now), now)
         except (OSError, KafkaProtocolError) as exc:
             # A write to __consumer_offsets refused (a full disk: KAFKA_STORAGE_ERROR): one
             # line; the timer task, and with it the broker, must not die of it.
@@ -149,6 +177,11 @@ class GroupCoordinator:
 
     def join_group(self, request: JoinGroupRequest) -> Waiter[JoinGroupResult]:
         now = self.now_ms()
+        consumer_group = self.consumer.groups.get(request.group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                return Waiter.done_with(JoinGroupResult(ErrorCode.inconsistent_group_protocol, member_id=request.member_id))
+            self._drop_consumer_group(consumer_group)  # an empty consumer group becomes classic
         reply = self.membership.join_group(request, now)
         waiter = _waiter(self._joins, reply.value)
         self._apply(reply, now)
@@ -193,8 +226,16 @@ class GroupCoordinator:
         member_id: str,
         instance_id: str | None,
         offsets: dict[TopicPartition, OffsetCommit],
+        api_version: int = 9,
     ) -> dict[TopicPartition, ErrorCode]:
         now = self.now_ms()
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None and not self.manager.loading:
+            code = consumer_group_offsets.check_commit(consumer_group, member_id, generation_id, api_version)
+            if code is not None:
+                return dict.fromkeys(offsets, code)
+            holder = self.manager.get(group_id) or self.manager.create(group_id, now)
+            return self.manager.store_offsets(holder, offsets, now)
         reply = self.membership.commit_offsets(group_id, generation_id, member_id, instance_id, offsets, now)
         self._apply(reply, now)
         return reply.value
@@ -205,7 +246,17 @@ class GroupCoordinator:
     def check_transactional_member(
         self, group_id: str, generation_id: int, member_id: str, instance_id: str | None
     ) -> ErrorCode | None:
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return consumer_group_offsets.check_transactional_commit(consumer_group, member_id, generation_id)
         return check_transactional_member(self.manager, group_id, generation_id, member_id, instance_id)
+
+    def check_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode | None:
+        """OffsetFetch v9+'s member check (consumer groups only, as in Kafka)."""
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is None:
+            return None
+        return consumer_group_offsets.check_fetch(consumer_group, member_id, member_epoch)
 
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None
@@ -215,7 +266,17 @@ class GroupCoordinator:
     def delete_offsets(
         self, group_id: str, partitions: list[TopicPartition]
     ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
-        return self.manager.delete_offsets(group_id, partitions, self.now_ms())
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is None or not consumer_group.members:
+            if consumer_group is not None and self.manager.get(group_id) is None:
+                return ErrorCode.none, dict.fromkeys(partitions, ErrorCode.none)
+            return self.manager.delete_offsets(group_id, partitions, self.now_ms())
+        subscribed = consumer_group.subscription_metadata
+        result = {tp: ErrorCode.group_subscribed_to_topic for tp in partitions if tp[0] in subscribed}
+        free = [tp for tp in partitions if tp[0] not in subscribed]
+        if free and self.manager.get(group_id) is not None:
+            result.update(self.manager.delete_offsets(group_id, free, self.now_ms())[1])
+        return ErrorCode.none, {tp: result.get(tp, ErrorCode.none) for tp in partitions}
 
     def expire_offsets(self) -> int:
         """Remove offsets past offsets.retention.minutes; returns how many."""
@@ -230,4 +291,30 @@ class GroupCoordinator:
         return self.manager.list_groups(states)
 
     def delete_group(self, group_id: str) -> ErrorCode:
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                return ErrorCode.non_empty_group
+            self._drop_consumer_group(consumer_group)
+            if self.manager.get(group_id) is None:
+                return ErrorCode.none
         return self.manager.delete_group(group_id, self.now_ms())
+
+    # --- consumer groups (KIP-848) -------------------------------------------------------
+
+    def consumer_group_heartbeat(self, heartbeat: ConsumerGroupHeartbeat) -> HeartbeatResult:
+        now = self.now_ms()
+        if self.manager.loading:
+            return HeartbeatResult(ErrorCode.coordinator_load_in_progress, "the coordinator is loading")
+        reply = self.consumer.heartbeat(heartbeat, now)
+        self._apply(reply, now)
+        return reply.value
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        return self.consumer.groups.get(group_id)
+
+    def _drop_consumer_group(self, group: ConsumerGroup) -> None:
+        """An empty consumer group goes (its offsets stay with the classic holder)."""
+        del self.consumer.groups[group.group_id]
+        if self.manager.store is not None:
+            self.manager.store.write(group.group_id, consumer_records.group_tombstones(group))

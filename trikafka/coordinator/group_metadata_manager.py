@@ -22,7 +22,7 @@ nothing of trio: every method that needs the time takes ``now_ms``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.group_metadata import GroupMetadata, MemberMetadata, OffsetAndMetadata
@@ -45,6 +45,9 @@ class GroupMetadataManager:
         self.store = store
         self.groups: dict[str, GroupMetadata] = {}
         self.loading = True
+        #: Whether a group id is a consumer group with members (KIP-848): its offsets, held
+        #: here, do not expire (the shell sets this).
+        self.in_use: Callable[[str], bool] = lambda group_id: False
 
     # --- the cache -----------------------------------------------------------------------
 
@@ -221,7 +224,7 @@ class GroupMetadataManager:
         retention = self.config.offsets_retention_minutes * 60_000
         removed = 0
         for group in list(self.groups.values()):
-            if not group.is_(GroupState.EMPTY):
+            if not group.is_(GroupState.EMPTY) or self.in_use(group.group_id):
                 continue
             if group.protocol_type is not None:
                 expired = list(group.offsets) if now_ms - group.state_since_ms >= retention else []

@@ -21,7 +21,6 @@ the fact:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Protocol
 
 __all__ = [
@@ -33,9 +32,15 @@ __all__ = [
     "TxnMarkerWriter",
 ]
 
-#: (transactional id, producer id, epoch, topic, partition) → raises KafkaProtocolError
-#: unless the partition is in that producer's ongoing transaction.
-TransactionVerifier = Callable[[str | None, int, int, str, int], None]
+class TransactionVerifier(Protocol):
+    """(transactional id, producer id, epoch, topic, partition) → raises KafkaProtocolError
+    unless the partition is in that producer's ongoing transaction; ``add_partition``
+    (Produce v12+, KIP-890 part 2) adds it first."""
+
+    def __call__(
+        self, transactional_id: str | None, producer_id: int, epoch: int, topic: str, partition: int,
+        *, add_partition: bool = False,
+    ) -> None: ...
 
 
 class RecordsRead(Protocol):

@@ -51,12 +51,15 @@ from trikafka.coordinator.transaction_machine import (
     TransactionMachine,
 )
 from trikafka.coordinator.transaction_state import (
+    NO_EPOCH,
+    NO_PRODUCER_ID,
     PendingOffsets,
     TopicPartition,
     TransactionLog,
     TransactionMetadata,
     TxnState,
 )
+from trikafka.coordinator.transaction_v2 import end_txn_v2
 from trikafka.errors import ErrorCode, KafkaProtocolError
 
 __all__ = ["PendingOffsets", "TransactionCoordinator", "TxnState"]
@@ -191,21 +194,60 @@ class TransactionCoordinator:
         return self.machine.has_pending_offsets(group_id, tp)
 
     def verify_produce(
-        self, transactional_id: str | None, producer_id: int, epoch: int, topic: str, partition: int
+        self, transactional_id: str | None, producer_id: int, epoch: int, topic: str, partition: int,
+        *, add_partition: bool = False,
     ) -> None:
         """Raise unless ``topic-partition`` is in the producer's ongoing transaction (the
-        ReplicaManager's ``transaction_verifier``)."""
+        ReplicaManager's ``transaction_verifier``). ``add_partition`` (Produce v12+, KIP-890
+        part 2): a partition not yet in it is added first, starting a transaction if none is
+        open, as AddPartitionsToTxn would — the producer sends none."""
+        if add_partition:
+            txn = self.machine.by_producer.get(producer_id)
+            if txn is not None and (transactional_id is None or transactional_id == txn.transactional_id):
+                code = self.add_partitions(txn.transactional_id, producer_id, epoch, [(topic, partition)])
+                if code == ErrorCode.producer_fenced:
+                    code = ErrorCode.invalid_producer_epoch
+                if code != ErrorCode.none:
+                    raise KafkaProtocolError(f"cannot add {topic}-{partition} to the transaction of "
+                                             f"{txn.transactional_id!r}", code)
         self.machine.verify_produce(transactional_id, producer_id, epoch, topic, partition)
 
-    async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> ErrorCode:
-        code, txn = self.machine.end_txn(transactional_id, producer_id, epoch, commit)
-        if txn is not None:
-            await self._end(txn, commit)
-        return code
+    def verify_partitions(
+        self, transactional_id: str, producer_id: int, epoch: int, partitions: Iterable[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        """AddPartitionsToTxn v4+ with ``verify_only``: is each partition in the producer's
+        ongoing transaction (NONE) or not (INVALID_TXN_STATE)? Nothing is added."""
+        code, txn = self.machine.check(transactional_id, producer_id, epoch)
+        if txn is None:
+            return dict.fromkeys(partitions, code)
+        ongoing = txn.state == TxnState.ONGOING
+        return {tp: ErrorCode.none if ongoing and tp in txn.partitions else ErrorCode.invalid_txn_state for tp in partitions}
 
-    async def _end(self, txn: TransactionMetadata, commit: bool, *, prepared: bool = False) -> None:
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool, *, bump_epoch: bool = False
+    ) -> tuple[ErrorCode, int, int]:
+        """(error, producer id, epoch to use next); ``bump_epoch``: EndTxn v5 (TV2), whose
+        answer carries them — earlier versions answer (-1, -1)."""
+        if not bump_epoch:
+            code, txn = self.machine.end_txn(transactional_id, producer_id, epoch, commit)
+            if txn is not None:
+                await self._end(txn, commit)
+            return code, NO_PRODUCER_ID, NO_EPOCH
+        decision = end_txn_v2(self.machine, transactional_id, producer_id, epoch, commit)
+        txn = decision.txn or self.txns.get(transactional_id)
+        if decision.error != ErrorCode.none or txn is None:
+            return decision.error, NO_PRODUCER_ID, NO_EPOCH
+        if decision.empty_abort:
+            self.machine.prepare_end(txn, False, prepared=False, now_ms=self.now_ms(), bump=True)
+            self.machine.complete_end(txn, False, self.now_ms(), bump=True)
+            self._apply()
+        elif decision.txn is not None:
+            await self._end(txn, commit, bump=True)
+        return ErrorCode.none, txn.producer_id, txn.producer_epoch
+
+    async def _end(self, txn: TransactionMetadata, commit: bool, *, prepared: bool = False, bump: bool = False) -> None:
         """Prepare, write the markers, apply or drop the offsets, complete."""
-        self.machine.prepare_end(txn, commit, prepared=prepared, now_ms=self.now_ms())
+        self.machine.prepare_end(txn, commit, prepared=prepared, now_ms=self.now_ms(), bump=bump)
         self._apply()
         with trio.CancelScope(shield=True):  # half-written markers would need a restart to finish
             for topic, partition in sorted(txn.partitions):
@@ -217,7 +259,7 @@ class TransactionCoordinator:
                 for group_id, offsets in txn.pending_offsets.items():
                     if offsets:
                         self._groups.commit_transactional_offsets(group_id, offsets)
-        self.machine.complete_end(txn, commit, self.now_ms())
+        self.machine.complete_end(txn, commit, self.now_ms(), bump=bump)
         self.on_state_change()
 
     async def _write_marker(self, topic: str, partition: int, producer_id: int, epoch: int, commit: bool) -> bool:

@@ -48,6 +48,7 @@ from trikafka.coordinator.transaction_state import (
     TxnState,
     epoch_exhausted,
 )
+from trikafka.coordinator.transaction_v2 import bump_at_prepare, move_to_next_producer_id
 from trikafka.errors import ErrorCode, KafkaProtocolError
 
 __all__ = ["AbortTxn", "CancelTxnTimer", "StartTxnTimer", "TransactionMachine", "TxnEffect"]
@@ -302,9 +303,14 @@ class TransactionMachine:
             return (ErrorCode.none if not commit else ErrorCode.invalid_txn_state), None
         return ErrorCode.invalid_txn_state, None  # Empty: nothing to end
 
-    def prepare_end(self, txn: TransactionMetadata, commit: bool, *, prepared: bool, now_ms: float) -> None:
-        """Prepare* (persisted), pending until :meth:`complete_end`; the timer is off."""
+    def prepare_end(
+        self, txn: TransactionMetadata, commit: bool, *, prepared: bool, now_ms: float, bump: bool = False
+    ) -> None:
+        """Prepare* (persisted), pending until :meth:`complete_end`; the timer is off.
+        ``bump``: transaction version 2 ends with epoch + 1 (``transaction_v2``)."""
         self.outbox.append(CancelTxnTimer(txn.transactional_id))
+        if bump:
+            bump_at_prepare(txn)
         if not prepared:
             txn.state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
             if not commit:
@@ -313,7 +319,9 @@ class TransactionMachine:
         txn.last_update_ms = int(now_ms)
         self.save()
 
-    def complete_end(self, txn: TransactionMetadata, commit: bool, now_ms: float) -> None:
+    def complete_end(self, txn: TransactionMetadata, commit: bool, now_ms: float, bump: bool = False) -> None:
+        if bump:
+            move_to_next_producer_id(self, txn, self.producer_ids.next_id)
         txn.state = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         txn.partitions.clear()
         txn.groups.clear()

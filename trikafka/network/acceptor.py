@@ -98,6 +98,10 @@ class Acceptor:
         handed_off = False
         try:
             _, (host, _port) = stream_addresses(stream)
+            throttle_ms = self.quotas.record_connection(int(trio.current_time() * 1000))
+            if throttle_ms:  # max.connection.creation.rate: this acceptor waits, as Kafka's
+                self.blocked_seconds += throttle_ms / 1000
+                await trio.sleep(throttle_ms / 1000)
             try:
                 self.quotas.inc(host)
             except TooManyConnectionsError as exc:

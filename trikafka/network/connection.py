@@ -18,6 +18,10 @@ several): the broker answers strictly in order, one request in flight per connec
 response comes back through a capacity-1 slot owned by this connection. The states and
 their legal moves are the table in ``connection_state.py``.
 
+Throttling (KIP-219): an answer over a client quota carries a deadline on its request; the
+connection writes the answer at once, then reads nothing until the deadline passes
+(MUTED_AND_THROTTLED) — in its own task, so nobody else waits.
+
 Idle expiry (connections.max.idle.ms) is a deadline on the read, measured from the last
 activity — a byte received or a response written — on trio's clock.
 
@@ -38,39 +42,26 @@ from __future__ import annotations
 
 import logging
 import math
-import ssl
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import attrs
 import trio
 
-from trikafka.network.connection_state import (
-    NEED_DATA,
-    SASL_TRANSITIONS,
-    Closed,
-    ConnectionState,
-    ConnectionStateError,
-    RawFrame,
-)
+from trikafka.network.authentication import ConnectionAuthentication, new_connection_state
+from trikafka.network.connection_state import NEED_DATA, Closed, ConnectionStateError, MuteState
 from trikafka.network.request_channel import Request, RequestMemoryPool, ResponseSlot
-from trikafka.network.transport import TRANSPORT_ERRORS, StreamTransport, Transport
-from trikafka.protocol.registry import ApiKey, ApiRegistry
-from trikafka.security.listener import HANDSHAKE_TIMEOUT, ListenerSecurity
-from trikafka.security.sasl.authenticator import (
-    MAX_RECEIVE_SIZE,
-    SASL_AUTHENTICATE,
-    SASL_HANDSHAKE,
-    SaslServerAuthenticator,
-)
-from trikafka.security.tls import ANONYMOUS, principal_from_certificate
+from trikafka.network.transport import TRANSPORT_ERRORS, Transport
+from trikafka.protocol.registry import ApiRegistry
+from trikafka.security.listener import ListenerSecurity
+from trikafka.security.sasl.authenticator import SASL_HANDSHAKE, SaslServerAuthenticator
+from trikafka.security.tls import ANONYMOUS
 
 __all__ = ["Connection", "ConnectionHooks", "ConnectionSettings", "RECEIVE_SIZE"]
 
 log = logging.getLogger("trikafka.network")
 
 RECEIVE_SIZE = 256 * 1024
-#: What a SASL listener serves before authentication (Kafka's SaslServerAuthenticator).
-_PRE_AUTH_APIS = frozenset({ApiKey.API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
 
 
 @attrs.frozen
@@ -104,6 +95,9 @@ class ConnectionHooks:
     busy: Callable[[float], None]
     #: queued.max.request.bytes; None when unbounded.
     memory_pool: RequestMemoryPool | None = None
+    #: KIP-368: a SASL session was renewed on its connection / an expired one was closed.
+    reauthenticated: Callable[[], None] | None = None
+    session_expired: Callable[[], None] | None = None
 
 
 class Connection:
@@ -125,21 +119,19 @@ class Connection:
         self.authenticator: SaslServerAuthenticator | None = None
         if security is not None and security.authenticator_factory is not None:
             self.authenticator = security.authenticator_factory()
-            self.protocol = ConnectionState(
-                connection_id, settings.registry, settings.max_request_size,
-                transitions=SASL_TRANSITIONS,  # type: ignore[arg-type]
-            )
-            self.protocol.start_authentication(_PRE_AUTH_APIS, MAX_RECEIVE_SIZE)
-        else:
-            self.protocol = ConnectionState(
-                connection_id, settings.registry, settings.max_request_size
-            )
+        self.protocol = new_connection_state(
+            connection_id, settings.registry, settings.max_request_size, self.authenticator is not None
+        )
+        #: The TLS handshake and the SASL exchange (network/authentication.py).
+        self.authentication = ConnectionAuthentication(self)
+        #: KIP-368: when the SASL session ends (trio time), None if it never does.
+        self.session_expiry: float | None = None
         self.last_activity = trio.current_time()
         self.read_scope: trio.CancelScope | None = None
         self.close_reason: str | None = None
         #: Kafka's principal: from the client certificate or SASL, else User:ANONYMOUS.
         self.principal = ANONYMOUS
-        self._idle_seconds = settings.connections_max_idle_ms / 1000
+        self.idle_seconds = settings.connections_max_idle_ms / 1000
         self._now = trio.current_time
 
     @property
@@ -155,7 +147,7 @@ class Connection:
         request must come from a read, so a connection that finishes writing its in-flight
         response closes instead of serving another — cancellation, not a flag.
         """
-        self._idle_seconds = -math.inf
+        self.idle_seconds = -math.inf
         self.protocol.discard_unread()  # pipelined requests not yet handed out: not served
         if self.read_scope is not None:
             self.read_scope.cancel()
@@ -165,9 +157,10 @@ class Connection:
         try:
             security = self.settings.security
             if security is not None and security.ssl_context is not None:
-                if not await self._tls_handshake(security.ssl_context):
+                if not await self.authentication.tls_handshake(security.ssl_context):
                     return
-            if self.authenticator is not None and not await self._authenticate(slot, self.authenticator):
+            authenticator = self.authenticator
+            if authenticator is not None and not await self.authentication.authenticate(slot, authenticator):
                 return
             await self._serve(slot)
         except TRANSPORT_ERRORS as exc:
@@ -183,111 +176,6 @@ class Connection:
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
 
-    async def _tls_handshake(self, context: ssl.SSLContext) -> bool:
-        """Wrap the stream in TLS, here in this connection's own task, under a deadline.
-
-        A failed or stalled handshake is this client's problem alone: one log line, the
-        connection closes, and neither the processor nor any other connection waited.
-        """
-        stream = trio.SSLStream(self.stream, context, server_side=True)
-        timeout = min(HANDSHAKE_TIMEOUT, self._idle_seconds)
-        with trio.move_on_after(timeout) as scope:
-            self.read_scope = scope  # shutdown cancels a handshake as it cancels a read
-            try:
-                await stream.do_handshake()
-            except trio.BrokenResourceError as exc:
-                cause = exc.__cause__
-                reason = getattr(cause, "reason", None) or cause or exc
-                return self._handshake_failed(f"TLS handshake failed: {reason}")
-        self.read_scope = None
-        if scope.cancelled_caught:
-            if self._idle_seconds == -math.inf:
-                self.close_reason = "broker shutting down"
-                return False
-            return self._handshake_failed(f"TLS handshake not done within {timeout:g} s")
-        self.stream = stream
-        self.transport = StreamTransport(stream)
-        self.principal = principal_from_certificate(stream.getpeercert())
-        return True
-
-    def _handshake_failed(self, reason: str) -> bool:
-        self._reject(Closed(reason, client_fault=True))
-        return False
-
-    async def _authenticate(self, slot: ResponseSlot, authenticator: SaslServerAuthenticator) -> bool:
-        """Kafka's SASL exchange, before the first ordinary request: True once authenticated.
-
-        The SASL requests are answered here by the sans-IO authenticator; ApiVersions goes
-        to the handlers like any request. A failure is answered, logged once (mechanism,
-        principal claimed, peer — never the secret) and closes this connection.
-        """
-        state = self.protocol
-        while True:
-            event = state.next_event()
-            if event is NEED_DATA:
-                event = await self._receive_event()
-                if event is None:
-                    return False
-            if event.__class__ is Closed:
-                self._reject(event)  # type: ignore[arg-type]
-                return False
-            if event.__class__ is RawFrame:
-                step = authenticator.receive_token(event.data)  # type: ignore[union-attr]
-            elif event.header.request_api_key == ApiKey.API_VERSIONS:  # type: ignore[union-attr]
-                if not await self._exchange(slot, event, self.last_activity):
-                    return False
-                continue
-            else:
-                step = authenticator.receive(event)  # type: ignore[arg-type]
-            if step.data:
-                await self.transport.send(step.data)
-            self.last_activity = self._now()
-            if step.failure is not None:
-                self._reject(Closed(step.failure, client_fault=True))
-                # Kafka's connection.failed.authentication.delay.ms: let the client read the
-                # answer (an immediate close can reset it away), in this task alone.
-                await trio.sleep(self.settings.security.failed_authentication_delay)  # type: ignore[union-attr]
-                return False
-            if authenticator.complete:
-                state.authenticated()
-                self.principal = authenticator.principal or self.principal
-                return True
-            state.answered()
-            state.raw_frames = authenticator.raw_tokens
-
-    async def _exchange(self, slot: ResponseSlot, event: object, start: float) -> bool:
-        """One request through the handlers and its answer written (the slow path of
-        ``_serve``, for requests before authentication); False: the handler closed."""
-        state = self.protocol
-        request = Request(
-            processor=self.settings.processor_id,
-            connection_id=self.connection_id,
-            listener_name=self.settings.listener_name,
-            client_host=self.client_host,
-            header=event.header,  # type: ignore[attr-defined]
-            body=event.body,  # type: ignore[attr-defined]
-            spec=event.spec,  # type: ignore[attr-defined]
-            size=state.frame_size,
-            response_slot=slot,
-            principal=self.principal,
-            start_time=start,
-        )
-        await self.hooks.submit(request)
-        state.request_queued()
-        response = await slot.get()
-        request.response_dequeue_time = self._now()
-        out = state.send_response(response)
-        if out.__class__ is Closed:
-            self.close_reason = out.reason  # type: ignore[union-attr]
-            return False
-        if out.__class__ is tuple:
-            await self.transport.send_parts(out)  # type: ignore[arg-type]
-        elif out is not None:
-            await self.transport.send(out)  # type: ignore[arg-type]
-        self.last_activity = done = self._now()
-        self.hooks.request_done(request, done)
-        return True
-
     async def _serve(self, slot: ResponseSlot) -> None:
         # trio's clock (the MockClock in tests) without trio.current_time()'s three layers
         # of calls; it is read several times per request.
@@ -301,20 +189,25 @@ class Connection:
         processor_id = settings.processor_id
         listener_name = settings.listener_name
         held = settings.held_api_keys
+        sasl = self.authenticator is not None
         while True:
             if pool is None or pool.available > 0:
                 event = state.next_event()
             else:
                 event = NEED_DATA  # the read waits for memory first
             if event is NEED_DATA:
-                event = await self._receive_event()
+                event = await self.receive_event()
                 if event is None:
                     return
                 start = self.last_activity  # the request's last byte arrived then
             else:
                 start = now()
             if event.__class__ is Closed:
-                self._reject(event)  # type: ignore[arg-type]
+                self.reject(event)  # type: ignore[arg-type]
+                return
+            if sasl and not await self._session_check(slot, event):
+                if state.state is MuteState.NOT_MUTED:
+                    continue  # re-authenticated
                 return
             size = state.frame_size
             request = Request(
@@ -338,6 +231,9 @@ class Connection:
             state.request_queued()
             response = await slot.get()
             request.response_dequeue_time = now()
+            throttled_until = request.throttle_deadline
+            if throttled_until:
+                state.throttle_started()
             out = state.send_response(response)
             if out is not None:
                 if out.__class__ is Closed:
@@ -350,8 +246,47 @@ class Connection:
             done = now()
             self.last_activity = done
             hooks.request_done(request, done)
+            if throttled_until and not await self._throttled(throttled_until):
+                return
 
-    async def _receive_event(self) -> object | None:
+    async def _session_check(self, slot: ResponseSlot, event: Any) -> bool:
+        """KIP-368, before a request on a SASL connection: True to serve it as usual.
+
+        A SaslHandshake re-authenticates (False, and NOT_MUTED again if that worked); any
+        other request after the session expired closes the connection, unanswered, as Kafka.
+        """
+        now = self._now()
+        api_key = event.header.request_api_key
+        if api_key == SASL_HANDSHAKE and self.authentication.wants_reauthentication(now):
+            await self.authentication.reauthenticate(slot, event)
+            return False
+        expiry = self.session_expiry
+        if expiry is not None and now >= expiry:
+            self.protocol.close()
+            self.close_reason = "SASL session expired (connections.max.reauth.ms)"
+            if self.hooks.session_expired is not None:
+                self.hooks.session_expired()
+            log.info("closing connection %s of %s: %s", self.connection_id, self.principal, self.close_reason)
+            return False
+        return True
+
+    async def _throttled(self, until: float) -> bool:
+        """KIP-219: the answer was over a client quota; read nothing more until ``until``.
+
+        Only this task waits. Shutdown cancels the wait as it cancels a read (False: close).
+        """
+        with trio.CancelScope(deadline=until) as scope:
+            self.read_scope = scope
+            await trio.sleep_forever()
+        self.read_scope = None
+        self.protocol.throttle_ended()
+        self.last_activity = self._now()
+        if self.idle_seconds == -math.inf:
+            self.close_reason = "broker shutting down"
+            return False
+        return True
+
+    async def receive_event(self) -> object | None:
         """Read until the state has an event (a request or Closed); None at end of stream,
         idle expiry or shutdown."""
         state = self.protocol
@@ -361,7 +296,7 @@ class Connection:
         # One cancel scope for every way a read ends early: its deadline is the idle
         # expiry (minus infinity after stop_reading), and shutdown cancels it. Two nested
         # scopes per read were a measurable part of a tiny request.
-        with trio.CancelScope(deadline=self.last_activity + self._idle_seconds) as scope:
+        with trio.CancelScope(deadline=self.last_activity + self.idle_seconds) as scope:
             self.read_scope = scope
             while True:
                 if pool is not None and pool.available <= 0:
@@ -387,16 +322,16 @@ class Connection:
                     event = state.next_event()
                     if event is not NEED_DATA:
                         return event
-                scope.deadline = self.last_activity + self._idle_seconds
+                scope.deadline = self.last_activity + self.idle_seconds
         self.read_scope = None
-        if self._idle_seconds == -math.inf:
+        if self.idle_seconds == -math.inf:
             self.close_reason = "broker shutting down"
         else:
             self.close_reason = "idle"
             log.debug("closing idle connection %s", self.connection_id)
         return None
 
-    def _reject(self, closed: Closed) -> None:
+    def reject(self, closed: Closed) -> None:
         self.close_reason = closed.reason
         if closed.client_fault:
             self.hooks.closed_by_error()

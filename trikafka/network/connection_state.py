@@ -15,6 +15,14 @@ Theory of operation — the mute cycle (Kafka's KafkaChannel ``ChannelMuteState`
 
   any state ──CLOSE──▶ CLOSED
 
+Throttling (KIP-219, Kafka's THROTTLE_STARTED / THROTTLE_ENDED): an answer over a client
+quota comes with a throttle time; it is still written at once, and then the connection
+stays muted until the throttle ends::
+
+  MUTED_AND_RESPONSE_PENDING ──THROTTLE_STARTED──▶ MUTED_AND_THROTTLED_AND_RESPONSE_PENDING
+  MUTED_AND_THROTTLED_AND_RESPONSE_PENDING ──RESPONSE_SENT──▶ MUTED_AND_THROTTLED
+  MUTED_AND_THROTTLED ──THROTTLE_ENDED──▶ NOT_MUTED
+
 While muted the connection hands out no further request, so a client that pipelines leaves
 them in the kernel's buffers (and in the frame decoder, if one read brought several): the
 broker answers strictly in order, one request in flight per connection. The cycle is the
@@ -37,6 +45,10 @@ API is the client's fault and closes, as Kafka's ``IllegalSaslStateException``):
       └──────────────────── RESPONSE_SENT ◀────────┼───────────────────────────────────┘
                                                    ▼
                                                NOT_MUTED (the mute cycle above)
+
+Re-authentication (KIP-368): a SaslHandshake received on an authenticated connection moves
+MUTED ──REAUTHENTICATE──▶ AUTHENTICATING_MUTED, and the exchange runs again as above (only
+the SASL APIs allowed) until AUTHENTICATED returns it to NOT_MUTED.
 
 ApiVersions goes through the handlers (REQUEST_QUEUED); the SASL requests are answered by
 the connection's authenticator (``answered``: RESPONSE_SENT straight from
@@ -85,6 +97,8 @@ class MuteState(enum.StrEnum):
     NOT_MUTED = "NOT_MUTED"
     MUTED = "MUTED"
     MUTED_AND_RESPONSE_PENDING = "MUTED_AND_RESPONSE_PENDING"
+    MUTED_AND_THROTTLED = "MUTED_AND_THROTTLED"
+    MUTED_AND_THROTTLED_AND_RESPONSE_PENDING = "MUTED_AND_THROTTLED_AND_RESPONSE_PENDING"
     CLOSED = "CLOSED"
 
 
@@ -101,6 +115,9 @@ class ConnectionEvent(enum.StrEnum):
     REQUEST_QUEUED = "REQUEST_QUEUED"  # handed to the request channel
     RESPONSE_SENT = "RESPONSE_SENT"  # answer written, or nothing to write (acks=0)
     AUTHENTICATED = "AUTHENTICATED"  # the SASL exchange succeeded
+    THROTTLE_STARTED = "THROTTLE_STARTED"  # the answer is over a client quota (KIP-219)
+    THROTTLE_ENDED = "THROTTLE_ENDED"  # its throttle time has passed
+    REAUTHENTICATE = "REAUTHENTICATE"  # a SaslHandshake on an authenticated connection (KIP-368)
     CLOSE = "CLOSE"
 
 
@@ -121,7 +138,17 @@ _SENT = ConnectionEvent.RESPONSE_SENT
 TRANSITIONS: Mapping[MuteState, Mapping[ConnectionEvent, MuteState]] = {
     _S.NOT_MUTED: {_E.REQUEST_RECEIVED: _S.MUTED, _E.CLOSE: _S.CLOSED},
     _S.MUTED: {_E.REQUEST_QUEUED: _S.MUTED_AND_RESPONSE_PENDING, _E.CLOSE: _S.CLOSED},
-    _S.MUTED_AND_RESPONSE_PENDING: {_E.RESPONSE_SENT: _S.NOT_MUTED, _E.CLOSE: _S.CLOSED},
+    _S.MUTED_AND_RESPONSE_PENDING: {
+        _E.RESPONSE_SENT: _S.NOT_MUTED,
+        _E.THROTTLE_STARTED: _S.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING,
+        _E.CLOSE: _S.CLOSED,
+    },
+    _S.MUTED_AND_THROTTLED_AND_RESPONSE_PENDING: {
+        _E.RESPONSE_SENT: _S.MUTED_AND_THROTTLED,
+        _E.THROTTLE_ENDED: _S.MUTED_AND_RESPONSE_PENDING,
+        _E.CLOSE: _S.CLOSED,
+    },
+    _S.MUTED_AND_THROTTLED: {_E.THROTTLE_ENDED: _S.NOT_MUTED, _E.CLOSE: _S.CLOSED},
     _S.CLOSED: {_E.CLOSE: _S.CLOSED},
 }
 
@@ -129,6 +156,8 @@ _A = AuthState
 #: The mute cycle, preceded by authentication (SASL listeners).
 SASL_TRANSITIONS: Mapping[object, Mapping[ConnectionEvent, object]] = {
     **TRANSITIONS,
+    # KIP-368: the SaslHandshake just received starts a new exchange on this connection.
+    _S.MUTED: {**TRANSITIONS[_S.MUTED], _E.REAUTHENTICATE: _A.AUTHENTICATING_MUTED},
     _A.AUTHENTICATING: {_E.REQUEST_RECEIVED: _A.AUTHENTICATING_MUTED, _E.CLOSE: _S.CLOSED},
     _A.AUTHENTICATING_MUTED: {
         _E.REQUEST_QUEUED: _A.AUTHENTICATING_RESPONSE_PENDING,  # ApiVersions, to the handlers
@@ -274,11 +303,27 @@ class ConnectionState:
     def close(self) -> None:
         self._move(ConnectionEvent.CLOSE)
 
+    # -- throttling (KIP-219) ---------------------------------------------------------------
+
+    def throttle_started(self) -> None:
+        """The pending answer is over a client quota: after it, stay muted."""
+        self._move(ConnectionEvent.THROTTLE_STARTED)
+
+    def throttle_ended(self) -> None:
+        """The throttle time has passed: unmute (or, answer not yet written, just wait for it)."""
+        self._move(ConnectionEvent.THROTTLE_ENDED)
+
     # -- authentication (SASL_TRANSITIONS) --------------------------------------------------
 
     def start_authentication(self, allowed_api_keys: frozenset[int], max_receive_size: int) -> None:
         """Before the first byte: serve only ``allowed_api_keys``, frames up to ``max_receive_size``."""
         self.state = AuthState.AUTHENTICATING  # type: ignore[assignment]
+        self.allowed_api_keys = allowed_api_keys
+        self._decoder.max_size = min(max_receive_size, self._max_request_size)
+
+    def reauthentication_started(self, allowed_api_keys: frozenset[int], max_receive_size: int) -> None:
+        """KIP-368: the request just handed out (a SaslHandshake) begins a new exchange."""
+        self._move(ConnectionEvent.REAUTHENTICATE)
         self.allowed_api_keys = allowed_api_keys
         self._decoder.max_size = min(max_receive_size, self._max_request_size)
 

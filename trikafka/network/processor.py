@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 import trio
+from trio_util import AsyncValue
 
 from trikafka.network.connection import Connection, ConnectionHooks, ConnectionSettings
 from trikafka.network.endpoints import apply_socket_options, stream_addresses
@@ -50,6 +51,8 @@ class ProcessorStatistics:
     accepted: int
     queued_new_connections: int
     idle_percent: float  # Kafka's NetworkProcessorAvgIdlePercent, as a fraction 0..1
+    reauthentications: int = 0  # KIP-368 sessions renewed in place
+    expired_connections_killed: int = 0  # Kafka's expired-connections-killed-count
 
 
 class Processor:
@@ -76,6 +79,9 @@ class Processor:
             trio.abc.Stream
         ](CONNECTION_QUEUE_SIZE)
         self.connections: dict[str, Connection] = {}
+        #: KIP-368: sessions renewed on their connection (awaitable: tests wait on it).
+        self.reauthentications = AsyncValue(0)
+        self.expired_connections_killed = 0
         self.accepted = 0
         self._index = 0
         self._busy = 0.0
@@ -102,6 +108,8 @@ class Processor:
             request_done=self.record_request,
             busy=self.busy,
             memory_pool=request_channel.memory_pool,
+            reauthenticated=self._count_reauthentication,
+            session_expired=self._count_expired,
         )
 
     @property
@@ -151,6 +159,12 @@ class Processor:
     def _count_closed_by_error(self) -> None:
         self.metrics.closed_by_error += 1
 
+    def _count_reauthentication(self) -> None:
+        self.reauthentications.value += 1
+
+    def _count_expired(self) -> None:
+        self.expired_connections_killed += 1
+
     def busy(self, seconds: float) -> None:
         self._busy += seconds
 
@@ -190,4 +204,6 @@ class Processor:
             accepted=self.accepted,
             queued_new_connections=self.new_connections_send.statistics().current_buffer_used,
             idle_percent=idle,
+            reauthentications=self.reauthentications.value,
+            expired_connections_killed=self.expired_connections_killed,
         )

@@ -1,7 +1,12 @@
-"""Connection quotas: max.connections and max.connections.per.ip (with overrides).
+"""Connection quotas: max.connections and max.connections.per.ip (with overrides), and
+max.connection.creation.rate (KIP-612).
 
 Checked by the Acceptor before a connection reaches a Processor; released when the
-connection closes. Over quota, the new connection is closed at once and counted.
+connection closes. Over a count quota, the new connection is closed at once and counted.
+Over the creation rate the acceptor *waits* (Kafka's ``waitForConnectionSlot``): every new
+connection is recorded into a sampled rate (``quota.window.num`` windows of
+``quota.window.size.seconds``), and one that brings it over the limit is handed on only after
+the throttle time Kafka's formula gives, capped at one window.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from collections.abc import Mapping
 import attrs
 
 from trikafka.errors import TooManyConnectionsError
+from trikafka.security.quota_rate import SampledRate, throttle_time_ms
 
 __all__ = ["ConnectionQuotas", "ConnectionQuotaStatistics"]
 
@@ -24,13 +30,28 @@ class ConnectionQuotaStatistics:
 
 class ConnectionQuotas:
     def __init__(
-        self, max_connections: int, max_per_ip: int, overrides: Mapping[str, int]
+        self, max_connections: int, max_per_ip: int, overrides: Mapping[str, int],
+        max_creation_rate: int = 2**31 - 1, samples: int = 11, window_seconds: int = 1,
     ) -> None:
         self.max_connections = max_connections
         self.max_per_ip = max_per_ip
         self.overrides = dict(overrides)
+        self.max_creation_rate = max_creation_rate
+        self._creation_rate = SampledRate(samples, window_seconds * 1000)
         self._per_ip: Counter[str] = Counter()
         self._total = 0
+
+    def record_connection(self, now_ms: int) -> int:
+        """Count a new connection against max.connection.creation.rate; the milliseconds
+        the acceptor must wait before handing it on (0: none)."""
+        rate = self._creation_rate
+        rate.record(1.0, now_ms)
+        if self.max_creation_rate >= 2**31 - 1:
+            return 0
+        observed = rate.measure(now_ms)
+        if observed <= self.max_creation_rate:
+            return 0
+        return min(throttle_time_ms(observed, self.max_creation_rate, rate.window_size(now_ms)), rate.window_ms)
 
     def limit_for(self, host: str) -> int:
         return self.overrides.get(host, self.max_per_ip)

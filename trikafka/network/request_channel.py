@@ -67,6 +67,10 @@ class Request:
     api_remote_complete_time: float = 0.0  # purgatory done (== local when not delayed)
     response_dequeue_time: float = 0.0  # picked up by the connection
     memory: int = 0  # bytes held in the RequestMemoryPool until the response
+    #: Over a client quota (KIP-219): the answer's throttle_time_ms, and the trio time until
+    #: which the connection reads nothing more after writing it (0.0: not throttled).
+    throttle_time_ms: int = 0
+    throttle_deadline: float = 0.0
 
     @property
     def api_key(self) -> int:

@@ -57,6 +57,9 @@ class SocketServer:
             config.max_connections,
             config.max_connections_per_ip,
             config.max_connections_per_ip_overrides,
+            config.max_connection_creation_rate,
+            config.quota_window_num,
+            config.quota_window_size_seconds,
         )
         self._given_listeners = dict(listeners or {})
         # TLS contexts and SASL settings when the broker is built: a bad keystore is a

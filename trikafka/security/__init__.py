@@ -1,4 +1,5 @@
-"""Security: listeners' security protocols, TLS contexts, SASL mechanisms and principals.
+"""Security: listeners' security protocols, TLS contexts, SASL mechanisms, principals, and
+the authorizer (``authorizer.py``, pure; its ACLs kept by ``acl_store.py``).
 
 Entered from the connection (``trikafka.network``): the processor asks
 :func:`trikafka.security.listener.listener_security` what a listener needs (a TLS context,

@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from trikafka.errors import ConfigError
+from trikafka.security.authorizer import ACCEPTED_CLASS_NAMES
 from trikafka.security.jaas import JaasEntry, parse_jaas_config
 
 __all__ = [
@@ -56,10 +57,18 @@ SECURITY_KEYS: dict[str, tuple[str, bool, str]] = {
     "sasl.mechanism.inter.broker.protocol": (
         "GSSAPI", False, "Accepted for compatibility: one broker has no inter-broker traffic."),
     "super.users": ("", False, "Principals (User:name;User:other) that ACLs will never deny."),
-    "authorizer.class.name": ("", False, "Only empty: ACLs are not implemented yet."),
+    "authorizer.class.name": (
+        "", False, "Empty (no ACLs: everyone may do everything), or "
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer / "
+        "kafka.security.authorizer.AclAuthorizer (ACLs, Kafka's StandardAuthorizer rules)."),
+    "allow.everyone.if.no.acl.found": (
+        "false", False, "With an authorizer: whether a resource with no ACL at all is open to everyone."),
     "connection.failed.authentication.delay.ms": (
         "100", False, "A failed authentication's answer waits this long before the close "
         "(without blocking anyone else)."),
+    "connections.max.reauth.ms": (
+        "0", True, "KIP-368: a SASL session lasts this long, then the client must re-authenticate "
+        "on its connection or have it closed; 0 (Kafka's default): sessions never expire."),
     "sasl.enabled.mechanisms": (
         "GSSAPI", True, "SASL mechanisms a SASL listener offers: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER."),
     "ssl.keystore.type": ("JKS", True, "PEM or PKCS12 (JKS is refused)."),
@@ -87,6 +96,7 @@ _PROTOCOL_VALUES = {
     "ssl.truststore.type": ("JKS", "PEM", "PKCS12"),
     "ssl.client.auth": ("none", "requested", "required"),
     "ssl.principal.mapping.rules": ("DEFAULT",),
+    "allow.everyone.if.no.acl.found": ("true", "false"),
 }
 TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 
@@ -151,9 +161,10 @@ class SecurityConfig:
             value = self.values[key]
             if allowed and value not in allowed and value.lower() not in allowed:
                 raise ConfigError(key, value, f"allowed values are {', '.join(allowed)}")
-            if base == "authorizer.class.name" and value:
+            if base == "authorizer.class.name" and value and value not in ACCEPTED_CLASS_NAMES:
                 raise ConfigError(
-                    key, value, "ACLs are not implemented yet: leave authorizer.class.name empty"
+                    key, value, "the authorizer is Kafka's StandardAuthorizer; allowed: empty (no "
+                    f"ACLs), {', '.join(ACCEPTED_CLASS_NAMES)}"
                 )
             if base == "sasl.enabled.mechanisms":
                 for mechanism in self.list_value(value):
@@ -171,6 +182,8 @@ class SecurityConfig:
                 value.isdigit() and int(value) < 2**31
             ):
                 raise ConfigError(key, value, f"an integer in [0, {2**31 - 1}] is required")
+            if base == "connections.max.reauth.ms" and not (value.isdigit() and int(value) < 2**63):
+                raise ConfigError(key, value, f"an integer in [0, {2**63 - 1}] is required")
 
     @classmethod
     def from_properties(cls, items: Mapping[str, Any]) -> SecurityConfig:

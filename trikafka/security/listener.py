@@ -44,6 +44,8 @@ class ListenerSecurity:
     #: connection.failed.authentication.delay.ms, in seconds: a failed authentication's
     #: answer is written, and the connection closes this much later (so the client reads it).
     failed_authentication_delay: float = 0.1
+    #: connections.max.reauth.ms (KIP-368); 0: a session never expires.
+    max_reauth_ms: int = 0
 
 
 def listener_security(
@@ -69,6 +71,9 @@ def listener_security(
                 "listener %s: OAUTHBEARER uses Kafka's unsecured JWS validator (alg none): "
                 "any client can claim any principal; for development only", listener,
             )
-        factory = partial(SaslServerAuthenticator, enabled, servers)
+        reauth_ms = int(config.get("connections.max.reauth.ms", listener))
+        factory = partial(SaslServerAuthenticator, enabled, servers, reauth_ms)
+    else:
+        reauth_ms = 0
     delay = int(config.get("connection.failed.authentication.delay.ms")) / 1000
-    return ListenerSecurity(listener, protocol, ssl_context, factory, delay)
+    return ListenerSecurity(listener, protocol, ssl_context, factory, delay, reauth_ms)

@@ -30,7 +30,8 @@ from trio_util import AsyncValue
 
 __all__ = ["AwaitableState", "GroupSnapshot", "StateChanges", "GROUP_STATES", "TRANSACTION_STATES"]
 
-GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead")
+#: Classic groups' states, then KIP-848 consumer groups' own (Assigning, Reconciling).
+GROUP_STATES = ("Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Assigning", "Reconciling")
 TRANSACTION_STATES = (
     "Empty",
     "Ongoing",
@@ -134,6 +135,18 @@ class AwaitableState:
         return await log.last_stable_offset.wait_value(lambda lso: lso >= at_least)
 
     def group_snapshot(self, group_id: str) -> GroupSnapshot | None:
+        """A classic group, or a consumer group (KIP-848: its group epoch as the generation,
+        its assignor as the protocol, no leader)."""
+        consumer_group = self.group_coordinator.consumer_group(group_id)
+        if consumer_group is not None:
+            return GroupSnapshot(
+                group_id=group_id,
+                state=consumer_group.state.value,
+                generation_id=consumer_group.group_epoch,
+                members=tuple(consumer_group.members),
+                leader_id=None,
+                protocol_name=consumer_group.preferred_assignor(self.group_coordinator.config.group_consumer_assignors[0]),
+            )
         group = self.group_coordinator.describe(group_id)
         if group is None:
             return None

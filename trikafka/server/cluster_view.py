@@ -10,6 +10,12 @@ falls back to the single-broker answer when none was wired.
 
 ``version`` changes whenever any answer would (a leader moved, an ISR shrank, a broker
 stopped): the Metadata answer cache keys on it.
+
+The admin side — ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments — asks
+the same view to act: :class:`SingleBrokerView` answers as a one-broker Kafka does (the
+preferred leader always leads: ELECTION_NOT_NEEDED; the only valid assignment is itself, done
+at once; nothing is ever in progress), the cluster moves replicas (cluster/reassignments.py).
+Outcomes carry Kafka's error code and message (``None`` where Kafka sends null).
 """
 
 from __future__ import annotations
@@ -20,7 +26,12 @@ import attrs
 
 __all__ = [
     "ClusterView",
+    "ELECTION_NOT_NEEDED",
     "GROUP_KEY",
+    "OngoingReassignment",
+    "Outcome",
+    "PREFERRED",
+    "UNCLEAN",
     "PartitionLeadership",
     "ReplicaPlacement",
     "SingleBrokerView",
@@ -28,9 +39,47 @@ __all__ = [
     "cluster_view",
     "leader_endpoints",
     "leader_epoch_error",
+    "manual_assignment_error",
 ]
 
 GROUP_KEY, TRANSACTION_KEY = 0, 1  # FindCoordinator's key types
+PREFERRED, UNCLEAN = 0, 1  # ElectLeaders' election types
+
+
+@attrs.frozen
+class Outcome:
+    """One partition's answer to an admin action: Kafka's error code and message."""
+
+    error_code: int = 0
+    error_message: str | None = None
+
+
+ELECTION_NOT_NEEDED = Outcome(84, "Leader election not needed for topic partition.")
+
+
+@attrs.frozen
+class OngoingReassignment:
+    """ListPartitionReassignments' entry: every replica (target first), joining, leaving."""
+
+    replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+
+
+def manual_assignment_error(replicas: Any, brokers: Any) -> Outcome | None:
+    """Kafka's validateManualPartitionAssignment (INVALID_REPLICA_ASSIGNMENT), None if valid."""
+    if not replicas:
+        return Outcome(39, "The manual partition assignment includes an empty replica list.")
+    seen: set[int] = set()
+    for broker in sorted(replicas):
+        if broker not in brokers:
+            return Outcome(
+                39, f"The manual partition assignment includes broker {broker}, but no such broker is registered."
+            )
+        if broker in seen:
+            return Outcome(39, f"The manual partition assignment includes the broker {broker} more than once.")
+        seen.add(broker)
+    return None
 
 
 @attrs.frozen
@@ -63,6 +112,16 @@ class ClusterView(Protocol):
     def endpoint(self, node_id: int, listener_name: str) -> Any:
         """The node's advertised ``BrokerEndpoint`` on that listener, or None."""
         ...
+
+    def elect_leader(self, topic: str, partition: int, election_type: int) -> Outcome:
+        """ElectLeaders for one existing partition (PREFERRED or UNCLEAN)."""
+        ...
+
+    def alter_reassignment(self, topic: str, partition: int, replicas: tuple[int, ...] | None) -> Outcome:
+        """Start (or replace) a reassignment to ``replicas``; None cancels the one in progress."""
+        ...
+
+    def ongoing_reassignments(self) -> dict[tuple[str, int], OngoingReassignment]: ...
 
 
 class ReplicaPlacement(Protocol):
@@ -104,6 +163,17 @@ class SingleBrokerView:
             return None
         found = self._cache.alive_brokers(listener_name)
         return found[0] if found else None
+
+    def elect_leader(self, topic: str, partition: int, election_type: int) -> Outcome:
+        return ELECTION_NOT_NEEDED  # the preferred (only) replica leads, and a leader exists
+
+    def alter_reassignment(self, topic: str, partition: int, replicas: tuple[int, ...] | None) -> Outcome:
+        if replicas is None:
+            return Outcome(85, None)  # NO_REASSIGNMENT_IN_PROGRESS, Kafka's null message
+        return manual_assignment_error(replicas, (self.node_id,)) or Outcome()
+
+    def ongoing_reassignments(self) -> dict[tuple[str, int], OngoingReassignment]:
+        return {}
 
 
 def leader_epoch_error(requested: int, lead: PartitionLeadership) -> Any:

@@ -30,8 +30,6 @@ The faults are per broker: a cluster of in-process brokers has one ``Faults`` pe
 
 from __future__ import annotations
 
-import dataclasses
-import datetime
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -42,12 +40,11 @@ import trio
 from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
 
-from trikafka.log.slices import materialize
 from trikafka.network.request_channel import CloseConnectionResponse, SendResponse
 from trikafka.protocol.entities import entity_fields, error_response
-from trikafka.protocol.headers import decode_response, encode_response
 from trikafka.protocol.registry import api_name
 from trikafka.server.recorder import RequestKeys, RequestRecorder, request_keys
+from trikafka.server.throttling import with_throttle_time
 
 __all__ = ["Fault", "FaultKind", "Faults", "parse_api", "parse_error_code"]
 
@@ -406,7 +403,7 @@ class _FaultySlot:
             faults.note(fault, request)
             seconds = fault.throttle_time_ms / 1000
             if request.api_version >= KIP_219_VERSIONS.get(request.api_key, 0):
-                response = _with_throttle_time(request, response, fault.throttle_time_ms)
+                response = with_throttle_time(request, response, fault.throttle_time_ms)
                 faults.mute(request.connection_id, trio.current_time() + seconds)
             else:  # before KIP-219 the broker held the response for the throttle time
                 faults.context.purgatory.delay(
@@ -435,17 +432,6 @@ def _put(slot: Any, response: Any) -> int:
 
 def _times(count: int | None) -> str:
     return "until removed" if count is None else f"next {count} request(s)"
-
-
-def _with_throttle_time(request: Any, response: SendResponse, throttle_ms: int) -> SendResponse:
-    """The response re-encoded with ``throttle_time_ms`` set (its field is ``throttle_time``)."""
-    data = response.data if isinstance(response.data, bytes) else b"".join(map(materialize, response.data))
-    spec = request.spec
-    _correlation_id, body = decode_response(spec, data[4:])
-    if "throttle_time" not in entity_fields(type(body)):
-        return response
-    body = dataclasses.replace(body, throttle_time=datetime.timedelta(milliseconds=throttle_ms))
-    return SendResponse(encode_response(spec, request.correlation_id, body))
 
 
 def _mirror_topics(body: Any, response_type: type, code: ErrorCode) -> Any:

@@ -20,6 +20,11 @@ replica manager, the coordinators, the clock). Its handlers are methods marked w
 the registry advertises an API nobody handles or two families claim the same one. The api
 keys themselves live in one place, :class:`~trikafka.protocol.registry.ApiKey`.
 
+Authorization. Handlers ask ``self.authorize(request, AclOperation.X, ResourceType.Y, name)``
+(or ``require``/``require_cluster``, which raise the resource's *_AUTHORIZATION_FAILED); the
+request carries the principal and the client's address, the context the ACLs
+(``server/authorization.py``). Without an authorizer every question is answered yes.
+
 Per-partition errors. A request naming several partitions (or topics, or resources) answers
 each on its own: ``with errors_into(result): ...`` turns a ``KafkaProtocolError`` raised for
 one entry into that entry's ``error_code`` (and ``error_message``), so one bad partition never
@@ -51,11 +56,16 @@ from trikafka.network.request_channel import (
 from trikafka.protocol.entities import error_response
 from trikafka.protocol.headers import encode_response, response_parts
 from trikafka.protocol.registry import ApiKey, ApiRegistry
+from trikafka.security.authorizer import CLUSTER_NAME
+from trikafka.security.quota_store import ClientQuotas
+from trikafka.server import authorization
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.awaitable import StateChanges
 from trikafka.server.cluster_view import ClusterView
 from trikafka.server.faults import Faults
 from trikafka.server.metadata_cache import MetadataCache
 from trikafka.server.purgatory import Purgatory
+from trikafka.server.throttling import RequestThrottler
 
 if TYPE_CHECKING:
     from trikafka.coordinator.group_coordinator import GroupCoordinator
@@ -149,15 +159,28 @@ class ApiContext:
     #: Leadership, ISRs and coordinators (server/cluster_view.py); None: this broker alone.
     cluster_view: ClusterView | None = None
     scram_credentials: Any = None  # trikafka.security.sasl.credentials.ScramCredentials
+    #: The ACLs (trikafka.security.acl_store.AclStore); None: no authorizer, all allowed.
+    acls: Any = None
+    #: Client quotas (AlterClientQuotas) and their enforcement on every answer (KIP-219).
+    client_quotas: ClientQuotas = attrs.Factory(ClientQuotas)
+    throttler: RequestThrottler = attrs.Factory(
+        lambda self: RequestThrottler(self.client_quotas), takes_self=True
+    )
 
     def respond(self, request: Request, body: Any) -> None:
         """Send ``body`` (a kio entity or a Response) as the answer to ``request``.
 
         Never raises: a response that cannot be encoded is our bug, answered with
         UNKNOWN_SERVER_ERROR (or, failing that, a closed connection) and logged — the task
-        calling this (a handler or a purgatory operation) must survive it.
+        calling this (a handler or a purgatory operation) must survive it. Every answer
+        passes the client quotas here, the one place (``server/throttling.py``).
         """
-        self.channel.send_response(request, to_response(request, body))
+        response = to_response(request, body)
+        try:
+            response = self.throttler.throttle(request, response)
+        except Exception:
+            log.exception("cannot apply client quotas to %s v%s", request.spec.name, request.api_version)
+        self.channel.send_response(request, response)
         self.state_changes.bump()
 
 
@@ -212,6 +235,29 @@ class ApiFamily:
     def error_response(self, request: Request, code: ErrorCode) -> Any:
         return None
 
+    # -- authorization (server/authorization.py): the request's principal against the ACLs --
+
+    def authorize(
+        self, request: Request, operation: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME
+    ) -> bool:
+        return authorization.authorize(self.context.acls, request, operation, resource_type, name)
+
+    def require(
+        self, request: Request, operation: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME
+    ) -> None:
+        authorization.require(self.context.acls, request, operation, resource_type, name)
+
+    def require_cluster(self, request: Request, operation: AclOperation) -> None:
+        authorization.require(self.context.acls, request, operation, ResourceType.CLUSTER)
+
+    def authorized_names(
+        self, request: Request, operation: AclOperation, resource_type: ResourceType, names: Any
+    ) -> set[str]:
+        return authorization.filter_authorized(self.context.acls, request, operation, resource_type, names)
+
+    def authorized_operations(self, request: Request, resource_type: ResourceType, name: str = CLUSTER_NAME) -> int:
+        return authorization.authorized_operations(self.context.acls, request, resource_type, name)
+
 
 class KafkaApis:
     def __init__(self, context: ApiContext, families: list[ApiFamily]) -> None:
@@ -264,6 +310,7 @@ class KafkaApis:
             )
             result = self._error_response(request, ErrorCode.unknown_server_error)
         if result is None:
+            request.api_local_complete_time = trio.current_time()  # handler time ends here
             return  # the purgatory answers later
         context.respond(request, result)
 

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from trikafka.config import BrokerConfig
+from trikafka.coordinator.ports import TransactionVerifier
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError, RecordErrorsError
 from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
 from trikafka.protocol.batch_records import keyless_records
@@ -62,7 +63,7 @@ class ReplicaManager:
         self._producer_states: dict[tuple[str, int], ProducerStateManager] = {}
         #: (transactional id, producer id, epoch, topic, partition) → raises KafkaProtocolError
         #: unless the partition is in that producer's ongoing transaction.
-        self.transaction_verifier: Callable[[str | None, int, int, str, int], None] | None = None
+        self.transaction_verifier: TransactionVerifier | None = None
         #: Places new partitions' replicas (an in-process cluster); None: this broker alone.
         self.placement: ReplicaPlacement | None = None
         for topic in self.topics:
@@ -228,7 +229,7 @@ class ReplicaManager:
     # --- appends -------------------------------------------------------------------------
 
     async def append_records(
-        self, topic: TopicInfo, partition: int, records: bytes, now_ms: int, transactional_id: str | None = None
+        self, topic: TopicInfo, partition: int, records: bytes, now_ms: int, transactional_id: str | None = None, *, add_to_txn: bool = False
     ) -> Any:
         """Append a Produce request's batches for one partition; returns the AppendInfo.
 
@@ -252,7 +253,7 @@ class ReplicaManager:
             return AppendInfo(duplicate_of, duplicate_of, -1, partition_log.log_start_offset)
         for header in headers:
             if header.attributes & 0x30:
-                self._check_transactional(header, transactional_id, topic.name, partition)
+                self._check_transactional(header, transactional_id, topic.name, partition, add_to_txn)
         info = partition_log.append(
             data,
             leader_epoch=LEADER_EPOCH,
@@ -279,13 +280,13 @@ class ReplicaManager:
                 errors,
             )
 
-    def _check_transactional(self, header: Any, transactional_id: str | None, topic: str, partition: int) -> None:
+    def _check_transactional(self, header: Any, transactional_id: str | None, topic: str, partition: int, add: bool) -> None:
         if header.is_control:
             raise KafkaProtocolError(
                 f"clients may not write control batches ({topic}-{partition})", ErrorCode.invalid_record
             )
         if self.transaction_verifier is not None:
-            self.transaction_verifier(transactional_id, header.producer_id, header.producer_epoch, topic, partition)
+            self.transaction_verifier(transactional_id, header.producer_id, header.producer_epoch, topic, partition, add_partition=add)
 
     async def write_txn_marker(
         self,

@@ -46,7 +46,7 @@ class BrokerProcess:
     ) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1", NO_COLOR="1")
         # No COLUMNS: into a pipe the broker writes whole, unwrapped lines whatever the width
-        # (trikafka.console); the tests see the output a log file gets.
+        # (trikafka.output); the tests see the output a log file gets.
         env.pop("COLUMNS", None)
         # The child runs the trikafka this process imported (a checkout, not whatever an
         # editable install elsewhere points at), whatever its working directory.

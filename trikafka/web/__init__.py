@@ -8,7 +8,7 @@ from typing import Any
 
 from trikafka.web.server import ASGIApp, HttpServer, Router
 
-__all__ = ["ASGIApp", "HttpServer", "Router", "metrics_app"]
+__all__ = ["ASGIApp", "HttpServer", "Router", "console_app", "metrics_app"]
 
 
 def metrics_app(broker: Any) -> ASGIApp:
@@ -17,3 +17,12 @@ def metrics_app(broker: Any) -> ASGIApp:
     from trikafka.web.metrics import metrics_app as make
 
     return make(broker)
+
+
+def console_app(target: Any, **options: Any) -> ASGIApp:
+    """The web console of a running broker or in-process cluster, to mount at ``/ui``
+    (:func:`trikafka.web.console.console_app`). Imported on first use: the console's
+    templates and client load only when ``--ui`` asks for them, not with every broker."""
+    from trikafka.web.console import console_app as build
+
+    return build(target, **options)

@@ -14,6 +14,13 @@ SaslHandshake **v1** is followed by SaslAuthenticate requests carrying the token
 **v0** (Kafka before 1.0) the tokens travel as bare size-prefixed frames with no request
 header, both ways: :attr:`raw_tokens` tells the connection to hand over raw frames.
 
+Re-authentication (KIP-368): with ``connections.max.reauth.ms`` the answer that completes the
+exchange carries ``session_lifetime_ms`` (SaslAuthenticate v1+), and the connection expires
+the session after that long. A client re-authenticates on the same connection with a new
+SaslHandshake; the connection then runs a fresh authenticator built with ``reauth_of`` (the
+mechanism and principal of the session it renews): another mechanism or another principal
+fails the re-authentication, as in Kafka.
+
 A failure is answered (SASL_AUTHENTICATION_FAILED with Kafka's message, or
 UNSUPPORTED_SASL_MECHANISM with the enabled list) and then the connection closes. The step
 carries one line for the broker's log naming the mechanism and the principal the client
@@ -63,9 +70,15 @@ class SaslServerAuthenticator:
         self,
         enabled: tuple[str, ...],
         servers: Mapping[str, Callable[[], Any]],
+        max_reauth_ms: int = 0,
+        reauth_of: tuple[str, str] | None = None,
     ) -> None:
         self.enabled = enabled
         self._servers = servers
+        #: connections.max.reauth.ms; the session's lifetime once COMPLETE (0: no expiry).
+        self.max_reauth_ms = max_reauth_ms
+        #: (mechanism, principal) of the session being renewed (KIP-368), else None.
+        self.reauth_of = reauth_of
         self.state = SaslState.HANDSHAKE
         self.raw_tokens = False
         self.principal: str | None = None
@@ -75,6 +88,24 @@ class SaslServerAuthenticator:
     @property
     def complete(self) -> bool:
         return self.state is SaslState.COMPLETE
+
+    @property
+    def mechanism(self) -> str:
+        return self._mechanism
+
+    @property
+    def session_lifetime_ms(self) -> int | None:
+        """KIP-368: how long the completed session lasts; None: for ever. The smaller of
+        connections.max.reauth.ms and what is left of the credential (an OAUTHBEARER
+        token's ``exp``), as Kafka's ``calcCompletionTimesAndReturnSessionLifetimeMs``."""
+        if not self.complete:
+            return None
+        credential = getattr(self._server, "credential_lifetime_ms", None)
+        if credential is None:
+            return self.max_reauth_ms or None
+        if not self.max_reauth_ms:
+            return max(0, credential)
+        return max(0, min(credential, self.max_reauth_ms))
 
     def receive(self, request: DecodedRequest) -> SaslStep:
         """A SaslHandshake or SaslAuthenticate request."""
@@ -96,9 +127,9 @@ class SaslServerAuthenticator:
         """A bare token after SaslHandshake v0; the answer is a bare size-prefixed token."""
         try:
             answer = self._server.evaluate(token)
+            self._check_complete()
         except SaslError as exc:
             return SaslStep(b"", self._failed(exc))
-        self._check_complete()
         return SaslStep(struct.pack(">i", len(answer)) + answer)
 
     # -- the steps ------------------------------------------------------------------------
@@ -112,6 +143,14 @@ class SaslServerAuthenticator:
                 self._answer(request, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=mechanisms),
                 f"Unsupported SASL mechanism {mechanism}",
             )
+        if self.reauth_of is not None and mechanism != self.reauth_of[0]:
+            self.state = SaslState.FAILED
+            message = (f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                       f"re-authentication of mechanism '{self.reauth_of[0]}'")
+            return SaslStep(
+                self._answer(request, error_code=ErrorCode.unsupported_sasl_mechanism, mechanisms=mechanisms),
+                message,
+            )
         self._mechanism = mechanism
         self._server = self._servers[mechanism]()
         self.state = SaslState.AUTHENTICATE
@@ -121,6 +160,7 @@ class SaslServerAuthenticator:
     def _authenticate(self, request: DecodedRequest) -> SaslStep:
         try:
             answer = self._server.evaluate(bytes(request.body.auth_bytes))  # type: ignore[union-attr]
+            self._check_complete()
         except SaslAuthenticationError as exc:
             message = str(exc)
             return SaslStep(self._failure_answer(request, message), self._failed(exc))
@@ -130,15 +170,22 @@ class SaslServerAuthenticator:
                 f"SASL mechanism {self._mechanism}"
             )
             return SaslStep(self._failure_answer(request, message), self._failed(exc))
-        self._check_complete()
-        return SaslStep(
-            self._answer(request, error_code=ErrorCode.none, error_message=None, auth_bytes=answer, session_lifetime=0)
-        )
+        return SaslStep(self._answer(
+            request, error_code=ErrorCode.none, error_message=None, auth_bytes=answer,
+            session_lifetime=self.session_lifetime_ms or 0,
+        ))
 
     def _check_complete(self) -> None:
         if self._server.complete:
+            principal = f"User:{self._server.authorization_id}"
+            if self.reauth_of is not None and principal != self.reauth_of[1]:
+                before = self.reauth_of[1].replace(":", ".", 1)  # Kafka's "%s.%s": type.name
+                raise SaslAuthenticationError(
+                    f"Cannot change principals during re-authentication from {before}: "
+                    f"{principal.replace(':', '.', 1)}"
+                )
             self.state = SaslState.COMPLETE
-            self.principal = f"User:{self._server.authorization_id}"
+            self.principal = principal
 
     def _failed(self, exc: SaslError) -> str:
         self.state = SaslState.FAILED

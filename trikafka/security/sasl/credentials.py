@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 from pathlib import Path
 
 from trikafka.errors import ConfigError
 from trikafka.security.config import SecurityConfig
+from trikafka.security.files import write_json_atomically
 from trikafka.security.sasl.scram import MECHANISMS, ScramCredential, scram_credential
 
 __all__ = ["CREDENTIALS_FILE", "ScramCredentials"]
@@ -54,14 +54,7 @@ class ScramCredentials:
              "server_key": base64.b64encode(c.server_key).decode()}
             for (user, mechanism), c in sorted(self._credentials.items())
         ]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as file:
-            json.dump(entries, file, indent=1)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temporary, self.path)
+        write_json_atomically(self.path, entries)
 
     def get(self, user: str, mechanism: str) -> ScramCredential | None:
         return self._credentials.get((user, mechanism))

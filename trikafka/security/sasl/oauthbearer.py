@@ -105,4 +105,7 @@ class OAuthBearerServer:
         missing = [s for s in self._required_scope if s not in scopes]
         if missing:
             raise ValueError(f"the token lacks the required scope {missing}")
+        #: What is left of the token's life: a session lasts no longer (KIP-368, as Kafka's
+        #: CREDENTIAL_LIFETIME_MS negotiated property).
+        self.credential_lifetime_ms = round((expires - now) * 1000)
         return principal

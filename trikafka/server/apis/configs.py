@@ -7,7 +7,8 @@ chain a topic config inherits from, most specific first.
 
 AlterConfigs replaces a resource's whole set of overrides; IncrementalAlterConfigs applies
 SET / DELETE / APPEND / SUBTRACT per key. Dynamic broker configs are the topic defaults
-(``log.retention.ms`` and friends); other broker keys are read-only, as most are in Kafka.
+(``log.retention.ms`` and friends), applied at once; which other broker keys Kafka changes at
+run time, and what trikafka answers for them, is ``server/dynamic_broker_config.py``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
 from trikafka.protocol.registry import ApiKey
+from trikafka.security.authorizer import AclOperation
+from trikafka.security.authorizer import ResourceType as AclResource
 from trikafka.security.config import SECURITY_KEYS, SENSITIVE
+from trikafka.server.dynamic_broker_config import INERT_BROKER_KEYS, check_broker_overrides
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 from trikafka.server.topic_config import (
     TOPIC_CONFIGS,
@@ -146,10 +150,47 @@ def _security_entries(replicas: Any, props: dict[str, str], keys: Any) -> list[d
     return entries
 
 
+def _inert_entries(inert: dict[str, str], keys: Any) -> list[dict[str, Any]]:
+    """Kafka-dynamic keys of features trikafka lacks, as stored (dynamic_broker_config.py)."""
+    source = ConfigSource.DYNAMIC_BROKER_CONFIG
+    return [
+        {
+            "name": key, "value": value, "read_only": False, "config_source": source,
+            "is_sensitive": False, "synonyms": [{"name": key, "value": value, "source": source}],
+            "config_type": _CONFIG_TYPE[INERT_BROKER_KEYS[key].kind],
+            "documentation": INERT_BROKER_KEYS[key].doc, "is_default": False,
+        }
+        for key, value in sorted(inert.items())
+        if keys is None or key in keys
+    ]
+
+
 class ConfigApis(ApiFamily):
+    def __init__(self, context: Any) -> None:
+        super().__init__(context)
+        #: This broker's stored values of inert keys (dynamic_broker_config.py).
+        self._inert: dict[str, str] = {}
+
+    def _check_access(self, request: Request, resource: Any, operation: AclOperation) -> None:
+        """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for a broker."""
+        if resource.resource_type == ResourceType.TOPIC:
+            if not self.authorize(request, operation, AclResource.TOPIC, resource.resource_name):
+                raise KafkaProtocolError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
+        elif resource.resource_type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
+            if not self.authorize(request, operation, AclResource.CLUSTER):
+                raise KafkaProtocolError("Cluster authorization failed.", ErrorCode.cluster_authorization_failed)
+
     def _check_broker_name(self, name: str) -> None:
-        if name not in ("", str(self.context.config.node_id)):
-            raise KafkaProtocolError(f"Unexpected broker id, expected {self.context.config.node_id} but received {name}", ErrorCode.invalid_request)
+        """Kafka's validateResourceNameIsCurrentNodeId (an empty name: the cluster default)."""
+        if name == "":
+            return
+        node_id = self.context.config.node_id
+        try:
+            named = int(name)
+        except ValueError:
+            raise KafkaProtocolError(f"Node id must be an integer, but it is: {name}", ErrorCode.invalid_request) from None
+        if named != node_id:
+            raise KafkaProtocolError(f"Unexpected broker id, expected {node_id}, but received {name}", ErrorCode.invalid_request)
 
     @handles(ApiKey.DESCRIBE_CONFIGS)
     async def handle_describe_configs_request(self, request: Request) -> Any:
@@ -165,6 +206,7 @@ class ConfigApis(ApiFamily):
                 "configs": [],
             }
             with errors_into(result, message=True):
+                self._check_access(request, resource, AclOperation.DESCRIBE_CONFIGS)
                 if resource.resource_type == ResourceType.TOPIC:
                     topic = self.replicas.topics.get(resource.resource_name)
                     if topic is None:
@@ -172,7 +214,7 @@ class ConfigApis(ApiFamily):
                     entries = topic_config_entries(self.replicas, topic, keys)
                 elif resource.resource_type == ResourceType.BROKER:
                     self._check_broker_name(resource.resource_name)
-                    entries = broker_config_entries(self.replicas, keys)
+                    entries = broker_config_entries(self.replicas, keys) + _inert_entries(self._inert, keys)
                 else:
                     raise KafkaProtocolError(f"Unsupported resource type {resource.resource_type}", ErrorCode.invalid_request)
                 if not body.include_synonyms:
@@ -195,15 +237,15 @@ class ConfigApis(ApiFamily):
             self.replicas.alter_topic_config(resource.resource_name, typed, validate_only=validate_only)
         elif resource.resource_type == ResourceType.BROKER:
             self._check_broker_name(resource.resource_name)
-            readonly = sorted(set(new_overrides) - DYNAMIC_BROKER_KEYS)
-            if readonly:
-                raise KafkaProtocolError(
-                    f"Cannot update these configs dynamically: {readonly}", ErrorCode.invalid_request
-                )
+            check_broker_overrides(new_overrides, DYNAMIC_BROKER_KEYS, per_broker=resource.resource_name != "")
+            inert = {k: v for k, v in new_overrides.items() if k in INERT_BROKER_KEYS and v is not None}
+            applied = {k: v for k, v in new_overrides.items() if k not in INERT_BROKER_KEYS}
             try:
-                self.replicas.alter_broker_config(new_overrides, validate_only=validate_only)
+                self.replicas.alter_broker_config(applied, validate_only=validate_only)
             except ConfigError as exc:
                 raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
+            if not validate_only:
+                self._inert = inert
         else:
             raise KafkaProtocolError(f"Unsupported resource type {resource.resource_type}", ErrorCode.invalid_request)
 
@@ -213,7 +255,7 @@ class ConfigApis(ApiFamily):
             if topic is None:
                 raise KafkaProtocolError(f"Topic {resource.resource_name} does not exist", ErrorCode.unknown_topic_or_partition)
             return {k: format_value(v) for k, v in topic.configs.items()}
-        return dict(self.replicas.dynamic_broker_configs)
+        return {**self.replicas.dynamic_broker_configs, **self._inert}
 
     @handles(ApiKey.ALTER_CONFIGS)
     async def handle_alter_configs_request(self, request: Request) -> Any:
@@ -221,6 +263,7 @@ class ConfigApis(ApiFamily):
         for resource in request.body.resources:
             response = self._resource_response(resource)
             with errors_into(response, message=True):
+                self._check_access(request, resource, AclOperation.ALTER_CONFIGS)
                 self._current(resource)  # existence check
                 self._alter(resource, {c.name: c.value for c in resource.configs}, request.body.validate_only)
             responses.append(response)
@@ -232,6 +275,7 @@ class ConfigApis(ApiFamily):
         for resource in request.body.resources:
             response = self._resource_response(resource)
             with errors_into(response, message=True):
+                self._check_access(request, resource, AclOperation.ALTER_CONFIGS)
                 overrides = self._current(resource)
                 for change in resource.configs:
                     self._apply_op(resource, overrides, change)
@@ -294,6 +338,12 @@ class ClusterApis(ApiFamily):
                 brokers=[],
                 cluster_authorized_operations=-(2**31),
             )
+        operations = -(2**31)  # not asked for
+        if request.body.include_cluster_authorized_operations:
+            operations = (
+                self.authorized_operations(request, AclResource.CLUSTER)
+                if self.authorize(request, AclOperation.DESCRIBE, AclResource.CLUSTER) else 0
+            )
         return Answer(
             throttle_time=0,
             error_code=ErrorCode.none,
@@ -305,5 +355,5 @@ class ClusterApis(ApiFamily):
                 {"broker_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack, "is_fenced": False}
                 for b in cache.alive_brokers(request.listener_name)
             ],
-            cluster_authorized_operations=-(2**31),
+            cluster_authorized_operations=operations,
         )

@@ -45,6 +45,7 @@ from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.records import next_offset_after
 from trikafka.protocol.registry import ApiKey
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.cluster_view import cluster_view, leader_endpoints, leader_epoch_error
 from trikafka.server.fetch_sessions import (
     FINAL_EPOCH,
@@ -121,6 +122,7 @@ class FetchApis(ApiFamily):
         view = cluster_view(self.context)
         me = self.context.config.node_id
         wanted: list[_Wanted] = []
+        may_read = self._reader(request)
         for p in context.partitions:
             if by_id:
                 info = self.replicas.topic_by_id(p.topic)
@@ -130,7 +132,11 @@ class FetchApis(ApiFamily):
                 unknown = ErrorCode.unknown_topic_or_partition
             item = _Wanted(p.topic, p.partition, p.fetch_offset, p.max_bytes)
             lead = None if info is None else view.leadership(info.name, p.partition)
-            if info is None or not 0 <= p.partition < info.partitions:
+            # READ is checked on the topic's name, also when the request names it by id.
+            name = info.name if info is not None else (None if by_id else p.topic)
+            if name is not None and not may_read(name):
+                item.error = ErrorCode.topic_authorization_failed
+            elif info is None or not 0 <= p.partition < info.partitions:
                 item.error = unknown
             elif epoch_error := leader_epoch_error(p.current_leader_epoch, lead):
                 item.error = epoch_error
@@ -142,6 +148,17 @@ class FetchApis(ApiFamily):
                 item.log = self.replicas.get_log(info.name, p.partition)
             wanted.append(item)
         return wanted
+
+    def _reader(self, request: Request) -> Any:
+        """name → may this request read it: READ on the topic for a consumer, CLUSTER_ACTION
+        on the cluster for a follower (a replica id ≥ 0), as Kafka checks."""
+        body = request.body
+        state = getattr(body, "replica_state", None)
+        replica_id = state.replica_id if state is not None else getattr(body, "replica_id", -1)
+        if replica_id >= 0:
+            follower = self.authorize(request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
+            return lambda name: follower
+        return functools.partial(self.authorize, request, AclOperation.READ, ResourceType.TOPIC)
 
     def _read(
         self, wanted: list[_Wanted], max_bytes: int, committed: bool = False

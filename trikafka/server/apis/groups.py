@@ -3,8 +3,8 @@
 JoinGroup and SyncGroup may have to wait for other members; the coordinator hands back a
 Waiter and the request waits in the purgatory, never in a request handler. Version rules
 live here: MEMBER_ID_REQUIRED from JoinGroup v4, static membership from v5, batched
-FindCoordinator from v4, batched LeaveGroup from v3, multi-group OffsetFetch from v8, topic
-ids in OffsetCommit v10 and OffsetFetch v10.
+FindCoordinator from v4, batched LeaveGroup from v3. The offset APIs live in
+``group_offsets.py``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import error_response
 from trikafka.protocol.registry import ApiKey
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.cluster_view import cluster_view
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
@@ -76,6 +77,12 @@ class GroupApis(ApiFamily):
             broker = None
             if key_type not in (GROUP_KEY, TRANSACTION_KEY):
                 error, message = ErrorCode.invalid_request, f"unknown key type {key_type}"
+            elif key_type == GROUP_KEY and not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, key):
+                error, message = ErrorCode.group_authorization_failed, None
+            elif key_type == TRANSACTION_KEY and not self.authorize(
+                request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+            ):
+                error, message = ErrorCode.transactional_id_authorization_failed, None
             elif self._loading(key_type):
                 error, message = ErrorCode.coordinator_not_available, "the coordinator is loading"
             else:
@@ -105,6 +112,7 @@ class GroupApis(ApiFamily):
     @handles(ApiKey.JOIN_GROUP)
     async def handle_join_group_request(self, request: Request) -> Any:
         body = request.body
+        self.require(request, AclOperation.READ, ResourceType.GROUP, body.group_id)
         version = request.api_version
         session_ms = _ms(body.session_timeout)
         rebalance_ms = _ms(body.rebalance_timeout) if version >= 1 else session_ms
@@ -131,6 +139,7 @@ class GroupApis(ApiFamily):
     @handles(ApiKey.SYNC_GROUP)
     async def handle_sync_group_request(self, request: Request) -> Any:
         body = request.body
+        self.require(request, AclOperation.READ, ResourceType.GROUP, body.group_id)
         waiter = self.coordinator.sync_group(
             body.group_id,
             body.generation_id,
@@ -148,6 +157,7 @@ class GroupApis(ApiFamily):
     @handles(ApiKey.HEARTBEAT)
     async def handle_heartbeat_request(self, request: Request) -> Any:
         body = request.body
+        self.require(request, AclOperation.READ, ResourceType.GROUP, body.group_id)
         code = self.coordinator.heartbeat(
             body.group_id, body.generation_id, body.member_id, getattr(body, "group_instance_id", None)
         )
@@ -156,6 +166,7 @@ class GroupApis(ApiFamily):
     @handles(ApiKey.LEAVE_GROUP)
     async def handle_leave_group_request(self, request: Request) -> Any:
         body = request.body
+        self.require(request, AclOperation.READ, ResourceType.GROUP, body.group_id)
         if request.api_version >= 3:
             members = [(m.member_id, m.group_instance_id) for m in body.members]
         else:
@@ -172,147 +183,34 @@ class GroupApis(ApiFamily):
             ],
         )
 
-    # --- offsets -----------------------------------------------------------------------
-
-    def _topic_name(self, topic: Any) -> tuple[str | None, Any]:
-        """(name, the key the response echoes) for a request topic by name or by id."""
-        topic_id = getattr(topic, "topic_id", None)
-        if topic_id is not None or not hasattr(topic, "name"):  # kio reads a zero id as None
-            info = self.replicas.topic_by_id(topic_id) if topic_id is not None else None
-            return (info.name if info else None), topic_id
-        return topic.name, topic.name
-
-    @handles(ApiKey.OFFSET_COMMIT)
-    async def handle_offset_commit_request(self, request: Request) -> Any:
-        body = request.body
-        by_id = request.api_version >= 10
-        wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {}
-        unknown: dict[tuple[Any, int], ErrorCode] = {}
-        layout: list[tuple[Any, list[tuple[int, tuple[str, int] | None]]]] = []
-        for topic in body.topics:
-            name, echo = self._topic_name(topic)
-            info = self.replicas.topics.get(name) if name else None
-            rows = []
-            for p in topic.partitions:
-                if info is None or not 0 <= p.partition_index < info.partitions:
-                    unknown[(echo, p.partition_index)] = (
-                        ErrorCode.unknown_topic_id if by_id and name is None else ErrorCode.unknown_topic_or_partition
-                    )
-                    rows.append((p.partition_index, None))
-                    continue
-                tp = (name, p.partition_index)
-                wanted[tp] = (p.committed_offset, getattr(p, "committed_leader_epoch", -1), p.committed_metadata)
-                rows.append((p.partition_index, tp))
-            layout.append((echo, rows))
-        codes = self.coordinator.commit_offsets(
-            body.group_id,
-            getattr(body, "generation_id_or_member_epoch", getattr(body, "generation_id", -1)),
-            body.member_id,
-            getattr(body, "group_instance_id", None),
-            wanted,
-        )
-        topics = []
-        for echo, rows in layout:
-            partitions = [
-                {
-                    "partition_index": index,
-                    "error_code": codes[tp] if tp is not None else unknown[(echo, index)],
-                }
-                for index, tp in rows
-            ]
-            topics.append({"topic_id" if by_id else "name": echo, "partitions": partitions})
-        return Answer(throttle_time=0, topics=topics)
-
-    def _unstable(self, group_id: str, tp: tuple[str, int]) -> bool:
-        transactions = self.context.transactions
-        return transactions is not None and transactions.has_pending_offsets(group_id, tp)
-
-    def _fetch_group(
-        self, group_id: str, topics: Any, by_id: bool, require_stable: bool = False
-    ) -> tuple[ErrorCode, list[dict[str, Any]]]:
-        if topics is None:
-            partitions = None
-        else:
-            partitions = []
-            echoes = {}
-            for topic in topics:
-                name, echo = self._topic_name(topic)
-                echoes[name] = echo
-                for index in topic.partition_indexes:
-                    partitions.append((name, index))
-        code, found = self.coordinator.fetch_offsets(group_id, partitions)
-        by_topic: dict[Any, list[dict[str, Any]]] = {}
-        for (name, index), committed in found.items():
-            if require_stable and self._unstable(group_id, (name, index)):
-                error, committed = ErrorCode.unstable_offset_commit, None
-            else:
-                error = ErrorCode.none
-            if by_id:
-                info = self.replicas.topics.get(name) if name else None
-                key = info.topic_id if info else (echoes.get(name) if topics is not None else None)
-                if key is None:
-                    continue
-            else:
-                key = name
-            by_topic.setdefault(key, []).append(
-                {
-                    "partition_index": index,
-                    "committed_offset": committed.offset if committed else -1,
-                    "committed_leader_epoch": committed.leader_epoch if committed else -1,
-                    "metadata": committed.metadata if committed else "",
-                    "error_code": error,
-                }
-            )
-        return code, [
-            {"topic_id" if by_id else "name": key, "partitions": parts} for key, parts in by_topic.items()
-        ]
-
-    @handles(ApiKey.OFFSET_FETCH)
-    async def handle_offset_fetch_request(self, request: Request) -> Any:
-        body = request.body
-        by_id = request.api_version >= 10
-        if request.api_version >= 8:
-            groups = []
-            for group in body.groups:
-                code, topics = self._fetch_group(group.group_id, group.topics, by_id, body.require_stable)
-                groups.append({"group_id": group.group_id, "topics": topics, "error_code": code})
-            return Answer(throttle_time=0, groups=groups)
-        code, topics = self._fetch_group(body.group_id, body.topics, False, getattr(body, "require_stable", False))
-        if request.api_version < 2 and code != ErrorCode.none:
-            for topic in topics:
-                for partition in topic["partitions"]:
-                    partition["error_code"] = code
-        return Answer(throttle_time=0, topics=topics, error_code=code)
-
-    @handles(ApiKey.OFFSET_DELETE)
-    async def handle_offset_delete_request(self, request: Request) -> Any:
-        body = request.body
-        wanted = [(t.name, p.partition_index) for t in body.topics for p in t.partitions]
-        code, codes = self.coordinator.delete_offsets(body.group_id, wanted)
-        topics = [
-            {
-                "name": t.name,
-                "partitions": [
-                    {"partition_index": p.partition_index, "error_code": codes.get((t.name, p.partition_index), ErrorCode.none)}
-                    for p in t.partitions
-                ],
-            }
-            for t in body.topics
-        ]
-        return Answer(throttle_time=0, error_code=code, topics=topics if code == ErrorCode.none else [])
-
     # --- describe, list, delete --------------------------------------------------------
 
     @handles(ApiKey.DESCRIBE_GROUPS)
     async def handle_describe_groups_request(self, request: Request) -> Any:
         version = request.api_version
-        groups = [_described(g, self.coordinator.describe(g), version) for g in request.body.groups]
+        include = getattr(request.body, "include_authorized_operations", False)
+        groups = []
+        for group_id in request.body.groups:
+            if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+                groups.append(_described(group_id, None, version, ErrorCode.group_authorization_failed))
+                continue
+            described = _described(group_id, self.coordinator.describe(group_id), version)
+            if self.coordinator.consumer_group(group_id) is not None:  # Kafka: not a classic group
+                described = _described(group_id, None, version)
+                if version >= 6:
+                    described["error_message"] = f"Group {group_id} is not a classic group."
+            if include and described["error_code"] == ErrorCode.none:
+                described["authorized_operations"] = self.authorized_operations(request, ResourceType.GROUP, group_id)
+            groups.append(described)
         return Answer(throttle_time=0, groups=groups)
 
     @handles(ApiKey.LIST_GROUPS)
     async def handle_list_groups_request(self, request: Request) -> Any:
         states = {s.lower() for s in getattr(request.body, "states_filter", ())}
         types = {t.lower() for t in getattr(request.body, "types_filter", ())}
+        # DESCRIBE on the cluster lists every group; else only the groups one may describe.
+        everything = self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER)
+        consumer_groups = self.coordinator.consumer.groups
         listed = [
             {
                 "group_id": g.group_id,
@@ -321,21 +219,40 @@ class GroupApis(ApiFamily):
                 "group_type": "classic",
             }
             for g in self.coordinator.list_groups(states)
-            if not types or "classic" in types
+            if (not types or "classic" in types) and g.group_id not in consumer_groups
+        ]
+        if not types or "consumer" in types:  # KIP-848 groups: type consumer, their own states
+            listed += [
+                {"group_id": g.group_id, "protocol_type": "consumer", "group_state": g.state.value, "group_type": "consumer"}
+                for g in consumer_groups.values()
+                if not states or g.state.value.lower() in states
+            ]
+        listed = [
+            g for g in listed
+            if everything or self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"])
         ]
         return Answer(throttle_time=0, error_code=ErrorCode.none, groups=listed)
 
     @handles(ApiKey.DELETE_GROUPS)
     async def handle_delete_groups_request(self, request: Request) -> Any:
         results = [
-            {"group_id": group_id, "error_code": self.coordinator.delete_group(group_id)}
+            {"group_id": group_id, "error_code": self.coordinator.delete_group(group_id)
+             if self.authorize(request, AclOperation.DELETE, ResourceType.GROUP, group_id)
+             else ErrorCode.group_authorization_failed}
             for group_id in request.body.groups_names
         ]
         return Answer(throttle_time=0, results=results)
 
 
-def _described(group_id: str, group: GroupMetadata | None, version: int) -> dict[str, Any]:
-    """One DescribeGroups entry; a missing group is Dead (GROUP_ID_NOT_FOUND from v6)."""
+def _described(
+    group_id: str, group: GroupMetadata | None, version: int, refused: ErrorCode | None = None
+) -> dict[str, Any]:
+    """One DescribeGroups entry; a missing group is Dead (GROUP_ID_NOT_FOUND from v6); a
+    group the principal may not describe says only ``refused``."""
+    if refused is not None:
+        return {"error_code": refused, "error_message": None, "group_id": group_id, "group_state": "",
+                "protocol_type": "", "protocol_data": "", "members": [],
+                "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}
     if group is None:
         return {
             "error_code": ErrorCode.group_id_not_found if version >= 6 else ErrorCode.none,

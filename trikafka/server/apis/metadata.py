@@ -21,6 +21,7 @@ from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request, SendResponse
 from trikafka.protocol.headers import encode_response_body, frame_response
 from trikafka.protocol.registry import ApiKey
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.cluster_view import ClusterView, cluster_view
 from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily, handles
 from trikafka.server.topics import validate_topic_name
@@ -108,7 +109,13 @@ class MetadataApis(ApiFamily):
                     return None
                 parts.append((name, topic.topic_id, topic.partitions))
             state = tuple(parts)
-        return (request.api_version, request.listener_name, cluster_view(self.context).version, state)
+        who = None
+        if self.context.acls is not None:  # the answer depends on who asks, and the ACLs
+            who = (request.principal, request.client_host, self.context.acls.authorizer.version)
+        flags = (getattr(body, "include_cluster_authorized_operations", False),
+                 getattr(body, "include_topic_authorized_operations", False))
+        return (request.api_version, request.listener_name, cluster_view(self.context).version, state,
+                who, flags)
 
     def _answer(self, request: Request) -> Answer:
         cache = self.context.metadata_cache
@@ -119,10 +126,26 @@ class MetadataApis(ApiFamily):
         auto_create = getattr(body, "allow_auto_topic_creation", True)
         topics: list[dict[str, Any]] = []
         if replicas is not None and all_topics:
-            topics = [topic_metadata(t, view) for t in replicas.topics]
+            # Topics the principal may not describe are left out, never reported.
+            topics = [
+                topic_metadata(t, view) for t in replicas.topics
+                if self.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
+            ]
         elif not all_topics:
             for wanted in body.topics:
-                topics.append(self._one_topic(wanted, auto_create, view))
+                topics.append(self._one_topic(request, wanted, auto_create, view))
+        cluster_operations = AUTHORIZED_OPERATIONS_OMITTED
+        if getattr(body, "include_cluster_authorized_operations", False):
+            cluster_operations = (
+                self.authorized_operations(request, ResourceType.CLUSTER)
+                if self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER) else 0
+            )
+        if getattr(body, "include_topic_authorized_operations", False):
+            for topic in topics:
+                if topic["error_code"] == ErrorCode.none:
+                    topic["topic_authorized_operations"] = self.authorized_operations(
+                        request, ResourceType.TOPIC, topic["name"]
+                    )
         brokers = [
             {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack}
             for b in cache.alive_brokers(request.listener_name)
@@ -133,11 +156,11 @@ class MetadataApis(ApiFamily):
             cluster_id=cache.cluster_id,
             controller_id=cache.controller_id,
             topics=topics,
-            cluster_authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+            cluster_authorized_operations=cluster_operations,
             error_code=ErrorCode.none,
         )
 
-    def _one_topic(self, wanted: Any, auto_create: bool, view: ClusterView) -> dict[str, Any]:
+    def _one_topic(self, request: Request, wanted: Any, auto_create: bool, view: ClusterView) -> dict[str, Any]:
         replicas = self.replicas
         name = wanted.name
         topic_id = getattr(wanted, "topic_id", None)
@@ -147,13 +170,21 @@ class MetadataApis(ApiFamily):
             topic = replicas.topic_by_id(topic_id) if (replicas and topic_id) else None
             if topic is None:
                 return _error_topic(None, ErrorCode.unknown_topic_id, topic_id)
+            if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name):
+                # Asked by id: the name stays hidden (ids are not secret, says Kafka).
+                return _error_topic(None, ErrorCode.topic_authorization_failed, topic_id)
             return topic_metadata(topic, view)
+        if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+            return _error_topic(name, ErrorCode.topic_authorization_failed)  # exists or not: untold
         try:
             validate_topic_name(name)
         except KafkaProtocolError:
             return _error_topic(name, ErrorCode.invalid_topic_exception)
         topic = replicas.topics.get(name) if replicas else None
-        if topic is None and auto_create and replicas is not None:
+        if topic is None and auto_create and replicas is not None and self.context.config.auto_create_topics_enable:
+            if not (self.authorize(request, AclOperation.CREATE, ResourceType.CLUSTER)
+                    or self.authorize(request, AclOperation.CREATE, ResourceType.TOPIC, name)):
+                return _error_topic(name, ErrorCode.topic_authorization_failed)
             topic = replicas.auto_create(name)
         if topic is None:
             return _error_topic(name, ErrorCode.unknown_topic_or_partition)

@@ -14,6 +14,7 @@ from typing import Any
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.cluster_view import cluster_view, leader_epoch_error
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 
@@ -74,6 +75,7 @@ class OffsetApis(ApiFamily):
                     "old_style_offsets": [],
                 }
                 with errors_into(result):
+                    self.require(request, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)
                     partition_log, epoch = self._leader_log(
                         topic.name, p.partition_index, getattr(p, "current_leader_epoch", -1)
                     )
@@ -95,6 +97,7 @@ class OffsetApis(ApiFamily):
                     "error_code": ErrorCode.none,
                 }
                 with errors_into(result):
+                    self.require(request, AclOperation.DELETE, ResourceType.TOPIC, topic.name)
                     partition_log, _ = self._leader_log(topic.name, p.partition_index)
                     high = partition_log.high_watermark.value
                     offset = high if p.offset == -1 else p.offset

@@ -21,6 +21,7 @@ DescribeProducers and DescribeTopicPartitions.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import uuid
 import weakref
@@ -31,6 +32,7 @@ from trikafka.errors import ErrorCode
 from trikafka.log.leader_epochs import LeaderEpochCache
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.cluster_view import cluster_view, leader_epoch_error
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
@@ -60,14 +62,19 @@ class PartitionStateApis(ApiFamily):
     @handles(ApiKey.OFFSET_FOR_LEADER_EPOCH)
     async def handle_offset_for_leader_epoch_request(self, request: Request) -> Any:
         view = cluster_view(self.context)
+        # Followers have CLUSTER_ACTION; consumers (KIP-320) need DESCRIBE on each topic.
+        replica = self.authorize(request, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER)
         topics = []
         for topic in request.body.topics:
             info = self.replicas.topics.get(topic.topic)
+            allowed = replica or self.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.topic)
             partitions = []
             for p in topic.partitions:
                 answer = {"error_code": ErrorCode.none, "partition": p.partition, "leader_epoch": -1, "end_offset": -1}
                 lead = None if info is None else view.leadership(info.name, p.partition)
-                if info is None or not 0 <= p.partition < info.partitions:
+                if not allowed:
+                    answer["error_code"] = ErrorCode.topic_authorization_failed
+                elif info is None or not 0 <= p.partition < info.partitions:
                     answer["error_code"] = ErrorCode.unknown_topic_or_partition
                 elif epoch_error := leader_epoch_error(p.current_leader_epoch, lead):
                     answer["error_code"] = epoch_error
@@ -85,6 +92,8 @@ class PartitionStateApis(ApiFamily):
 
     @handles(ApiKey.DESCRIBE_LOG_DIRS)
     async def handle_describe_log_dirs_request(self, request: Request) -> Any:
+        if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.CLUSTER):
+            return Answer(throttle_time=0, error_code=ErrorCode.cluster_authorization_failed, results=[])
         wanted = None
         if request.body.topics is not None:
             wanted = {(t.topic, p) for t in request.body.topics for p in t.partitions}
@@ -132,10 +141,13 @@ class PartitionStateApis(ApiFamily):
         topics = []
         for topic in request.body.topics:
             info = self.replicas.topics.get(topic.name)
+            readable = self.authorize(request, AclOperation.READ, ResourceType.TOPIC, topic.name)
             partitions = []
             for index in topic.partition_indexes:
                 answer = {"partition_index": index, "error_code": ErrorCode.none, "error_message": None, "active_producers": []}
-                if info is None or not 0 <= index < info.partitions:
+                if not readable:
+                    answer["error_code"] = ErrorCode.topic_authorization_failed
+                elif info is None or not 0 <= index < info.partitions:
                     answer["error_code"] = ErrorCode.unknown_topic_or_partition
                     answer["error_message"] = f"This server does not host this topic-partition: {topic.name}-{index}"
                 else:
@@ -162,10 +174,14 @@ class PartitionStateApis(ApiFamily):
         body = request.body
         view = cluster_view(self.context)
         limit = max(1, min(body.response_partition_limit, MAX_PARTITIONS_PER_DESCRIBE))
+        may_describe = functools.partial(self.authorize, request, AclOperation.DESCRIBE, ResourceType.TOPIC)
+        refused: list[dict[str, Any]] = []
         if body.topics:
             names = sorted({t.name for t in body.topics})
-        else:  # no names: every topic the broker has
-            names = sorted(info.name for info in self.replicas.topics)
+            refused = [_unknown_topic(n, ErrorCode.topic_authorization_failed) for n in names if not may_describe(n)]
+            names = [n for n in names if may_describe(n)]
+        else:  # no names: every topic the broker has that the principal may describe
+            names = sorted(info.name for info in self.replicas.topics if may_describe(info.name))
         cursor = body.cursor
         if cursor is not None:
             names = [n for n in names if n >= cursor.topic_name]
@@ -189,14 +205,14 @@ class PartitionStateApis(ApiFamily):
                     "topic_id": info.topic_id,
                     "is_internal": info.is_internal,
                     "partitions": [_partition(name, p, view) for p in range(first, last)],
-                    "topic_authorized_operations": _OMITTED,
+                    "topic_authorized_operations": self.authorized_operations(request, ResourceType.TOPIC, name),
                 }
             )
             budget -= last - first
             if last < info.partitions:
                 next_cursor = {"topic_name": name, "partition_index": last}
                 break
-        return Answer(throttle_time=0, topics=topics, next_cursor=next_cursor)
+        return Answer(throttle_time=0, topics=topics + refused, next_cursor=next_cursor)
 
 
 def _partition(topic: str, index: int, view: Any) -> dict[str, Any]:
@@ -214,9 +230,9 @@ def _partition(topic: str, index: int, view: Any) -> dict[str, Any]:
     }
 
 
-def _unknown_topic(name: str) -> dict[str, Any]:
+def _unknown_topic(name: str, code: ErrorCode = ErrorCode.unknown_topic_or_partition) -> dict[str, Any]:
     return {
-        "error_code": ErrorCode.unknown_topic_or_partition,
+        "error_code": code,
         "name": name,
         "topic_id": _NO_ID,
         "is_internal": False,

@@ -20,6 +20,7 @@ from typing import Any
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import NoOpResponse, Request
 from trikafka.protocol.registry import ApiKey
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.cluster_view import cluster_view, leader_endpoints
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 
@@ -59,10 +60,23 @@ class ProduceApis(ApiFamily):
         me = self.context.config.node_id
         leaders: set[int] = set()
         topics = []
+        transactional_id = getattr(body, "transactional_id", None)
+        if self.context.acls is not None and _has_transactional_records(body) and (
+            transactional_id is None
+            or not self.authorize(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
+        ):
+            return self.error_response(request, ErrorCode.transactional_id_authorization_failed)
         for topic_data in body.topic_data:
             info, unknown_code = self._resolve(topic_data)
+            # Checked by the topic's name (a topic id resolves to it first); a topic this
+            # principal may not write is refused whether or not it exists, as in Kafka.
+            name = info.name if info is not None else getattr(topic_data, "name", None)
+            denied = name is not None and not self.authorize(request, AclOperation.WRITE, ResourceType.TOPIC, name)
             partitions = []
             for part in topic_data.partition_data:
+                if denied:
+                    partitions.append(_partition_error(part.index, ErrorCode.topic_authorization_failed))
+                    continue
                 if acks not in (0, 1, -1):
                     partitions.append(_partition_error(part.index, ErrorCode.invalid_required_acks))
                     continue
@@ -101,7 +115,8 @@ class ProduceApis(ApiFamily):
                     if not part.records:
                         raise KafkaProtocolError("no records", ErrorCode.invalid_record)
                     appended = await self.replicas.append_records(
-                        info, part.index, part.records, int(now), getattr(body, "transactional_id", None)
+                        info, part.index, part.records, int(now), transactional_id,
+                        add_to_txn=request.api_version >= 12,  # KIP-890 part 2: no AddPartitionsToTxn
                     )
                     self.context.metrics.record_produce(
                         info.name, appended.last_offset - appended.first_offset + 1, len(part.records)
@@ -142,6 +157,20 @@ class ProduceApis(ApiFamily):
             for t in request.body.topic_data
         ]
         return Answer(responses=topics, throttle_time=0)
+
+
+#: Where the low byte of a v2 batch's attributes is, and its transactional bit.
+_ATTRIBUTES_LOW_BYTE, _TRANSACTIONAL_BIT = 22, 0x10
+
+
+def _has_transactional_records(body: Any) -> bool:
+    """Kafka's ``RequestUtils.hasTransactionalRecords``: a partition's first batch says so."""
+    for topic_data in body.topic_data:
+        for part in topic_data.partition_data:
+            records = part.records
+            if records and len(records) > _ATTRIBUTES_LOW_BYTE and records[_ATTRIBUTES_LOW_BYTE] & _TRANSACTIONAL_BIT:
+                return True
+    return False
 
 
 def _append_time(ms: int) -> Any:

@@ -16,6 +16,7 @@ from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
 from trikafka.protocol.registry import ApiKey
+from trikafka.server.authorization import AclOperation, ResourceType, authorize_by_resource_type
 from trikafka.server.kafka_apis import ApiFamily, handles
 
 __all__ = ["ProducerApis"]
@@ -24,6 +25,20 @@ MAX_EPOCH = 32767
 
 
 class ProducerApis(ApiFamily):
+    def _refused(self, request: Request) -> ErrorCode | None:
+        """Kafka's rule: WRITE on the transactional id, or — for an idempotent producer —
+        IDEMPOTENT_WRITE on the cluster or WRITE on any topic at all."""
+        transactional_id = request.body.transactional_id
+        if transactional_id is not None:
+            if not self.authorize(request, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+                return ErrorCode.transactional_id_authorization_failed
+        elif not (
+            self.authorize(request, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER)
+            or authorize_by_resource_type(self.context.acls, request, AclOperation.WRITE, ResourceType.TOPIC)
+        ):
+            return ErrorCode.cluster_authorization_failed
+        return None
+
     @handles(ApiKey.INIT_PRODUCER_ID)
     async def handle_init_producer_id_request(self, request: Request) -> Any:
         body = request.body
@@ -31,6 +46,9 @@ class ProducerApis(ApiFamily):
         common = {"throttle_time": 0, "ongoing_txn_producer_id": -1, "ongoing_txn_producer_epoch": -1}
         producer_id = getattr(body, "producer_id", -1)
         epoch = getattr(body, "producer_epoch", -1)
+        refused = self._refused(request)
+        if refused is not None:
+            return build(response_type, error_code=refused, producer_id=-1, producer_epoch=-1, **common)
         if body.transactional_id is not None:
             if getattr(body, "enable2_pc", False):
                 code, producer_id, epoch = ErrorCode.transactional_id_authorization_failed, -1, -1

@@ -3,7 +3,9 @@
 On a SASL listener the connection's authenticator (``trikafka.security.sasl``) answers these
 before authentication, without a handler. A handler sees them only on a listener without
 SASL, or after the exchange succeeded — and answers as Kafka's KafkaApis does, with
-ILLEGAL_SASL_STATE (re-authentication, KIP-368, is not implemented).
+ILLEGAL_SASL_STATE. (A SaslHandshake on an authenticated SASL connection re-authenticates,
+KIP-368, in the connection: it reaches a handler only within a second of the last
+re-authentication, as in Kafka.)
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
 from trikafka.protocol.registry import ApiKey
 from trikafka.security.sasl.scram import credential_from_salted_password
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import ApiFamily, handles
 
 __all__ = ["ScramApis"]
@@ -33,6 +34,7 @@ class ScramApis(ApiFamily):
 
     @handles(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
     async def handle_describe_user_scram_credentials_request(self, request: Request) -> Any:
+        self.require_cluster(request, AclOperation.DESCRIBE)
         known = self.store.users()
         asked = None if request.body.users is None else [u.name for u in request.body.users]
         results = []
@@ -56,6 +58,11 @@ class ScramApis(ApiFamily):
     async def handle_alter_user_scram_credentials_request(self, request: Request) -> Any:
         body = request.body
         names = [d.name for d in body.deletions] + [u.name for u in body.upsertions]
+        if not self.authorize(request, AclOperation.ALTER, ResourceType.CLUSTER):
+            return build(request.spec.response_type, throttle_time=0, results=[
+                {"user": user, "error_code": ErrorCode.cluster_authorization_failed, "error_message": None}
+                for user in dict.fromkeys(names)
+            ])
         results: dict[str, tuple[ErrorCode, str | None]] = {}
         for name in names:
             if names.count(name) > 1:

@@ -13,6 +13,7 @@ from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.apis.configs import topic_config_entries
+from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 from trikafka.server.replica_manager import check_assignment, known_brokers
 
@@ -29,6 +30,8 @@ class TopicAdminApis(ApiFamily):
     async def handle_create_topics_request(self, request: Request) -> Any:
         body = request.body
         duplicates = _duplicates([t.name for t in body.topics])
+        # CREATE on the cluster allows every topic; else CREATE on each topic.
+        any_topic = self.authorize(request, AclOperation.CREATE, ResourceType.CLUSTER)
         results = []
         for entry in body.topics:
             result: dict[str, Any] = {
@@ -48,6 +51,8 @@ class TopicAdminApis(ApiFamily):
                         f"multiple entries for the following topics: {entry.name}",
                         ErrorCode.invalid_request,
                     )
+                if not any_topic and not self.authorize(request, AclOperation.CREATE, ResourceType.TOPIC, entry.name):
+                    raise KafkaProtocolError("Authorization failed.", ErrorCode.topic_authorization_failed)
                 if entry.assignments:
                     if entry.num_partitions != -1 or entry.replication_factor != -1:
                         raise KafkaProtocolError(
@@ -74,6 +79,9 @@ class TopicAdminApis(ApiFamily):
                     validate_only=body.validate_only,
                     assignment=assignment,
                 )
+            describable = self.authorize(request, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, entry.name)
+            if not describable:  # the topic is created; its configs are not shown (Kafka)
+                result["topic_config_error_code"] = ErrorCode.topic_authorization_failed
             if not outcome.failed:
                 result.update(
                     topic_id=topic.topic_id,
@@ -81,7 +89,7 @@ class TopicAdminApis(ApiFamily):
                     replication_factor=(
                         factor if factor != -1 else self.replicas.config.default_replication_factor
                     ),
-                    configs=[
+                    configs=None if not describable else [
                         {
                             "name": e["name"],
                             "value": e["value"],
@@ -124,7 +132,12 @@ class TopicAdminApis(ApiFamily):
                     if info is None:
                         raise KafkaProtocolError("This server does not host this topic ID.", ErrorCode.unknown_topic_id)
                     name = info.name
+                    if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
+                        # By id without DESCRIBE: the name is not told (the id is no secret).
+                        raise KafkaProtocolError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
                     result["name"] = name
+                if not self.authorize(request, AclOperation.DELETE, ResourceType.TOPIC, name):
+                    raise KafkaProtocolError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
                 info = self.replicas.delete_topic(name)
                 result["topic_id"] = info.topic_id
             results.append(result)
@@ -140,6 +153,8 @@ class TopicAdminApis(ApiFamily):
             with errors_into(result, message=True):
                 if entry.name in duplicates:
                     raise KafkaProtocolError("Duplicate topic in request.", ErrorCode.invalid_request)
+                if not self.authorize(request, AclOperation.ALTER, ResourceType.TOPIC, entry.name):
+                    raise KafkaProtocolError("The topic authorization is failed.", ErrorCode.topic_authorization_failed)
                 self.replicas.create_partitions(
                     entry.name,
                     entry.count,

@@ -3,6 +3,14 @@
 A client opens with ApiVersions at the newest version it knows. If that is newer than ours,
 Kafka (KIP-511) answers with an ApiVersions **v0** response carrying UNSUPPORTED_VERSION and
 the range of ApiVersions it does support, so the client can retry at a version both know.
+
+Features (v3+, KIP-584): what this broker implements is advertised as Kafka's feature levels,
+finalized at once (a single broker, or an in-process cluster, has nothing to upgrade):
+``transaction.version`` 2 (KIP-890 part 2: EndTxn v5's epoch bump, implicit AddPartitionsToTxn
+on Produce v12+, TxnOffsetCommit v5) — clients that read it (Kafka's Java producer) use
+transaction version 2 — and ``group.version`` 1 (the KIP-848 consumer protocol) when
+``group.coordinator.rebalance.protocols`` lists ``consumer``. As Kafka, v3 answers omit
+supported features whose minimum is 0.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from trikafka.server.kafka_apis import ApiContext, ApiFamily, handles
 __all__ = ["ApiVersionsApis"]
 
 # Kafka's ApiVersionsRequest.isValid(): software name and version, v3+.
+#: The epoch of the finalized features: they never change while a broker runs.
+FEATURES_EPOCH = 1
 _SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
@@ -42,6 +52,10 @@ class ApiVersionsApis(ApiFamily):
         # table with kio was half of the broker's CPU under a tiny-request load.
         self._answers: dict[int, tuple[Any, bytes]] = {}
         self._software: dict[tuple[str | None, str | None], bool] = {}
+        levels = {"transaction.version": 2}
+        if "consumer" in context.config.group_coordinator_rebalance_protocols:
+            levels["group.version"] = 1
+        finalized = [{"name": n, "max_version_level": v, "min_version_level": v} for n, v in levels.items()]
         for version in range(lo, hi + 1):
             spec = registry.get(ApiKey.API_VERSIONS, version)
             body = build(
@@ -49,7 +63,11 @@ class ApiVersionsApis(ApiFamily):
                 error_code=ErrorCode.none,
                 api_keys=self._all_ranges,
                 throttle_time=0,
-                finalized_features_epoch=-1,
+                supported_features=[] if version < 4 else [
+                    {"name": n, "min_version": 0, "max_version": v} for n, v in levels.items()
+                ],
+                finalized_features_epoch=FEATURES_EPOCH,
+                finalized_features=finalized,
             )
             self._answers[version] = (spec, encode_response_body(spec, body))
 

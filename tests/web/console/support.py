@@ -1,0 +1,146 @@
+"""A broker with data, the console served over HTTP, and a headless Chromium to look at it.
+
+The broker is a process started as a user starts it (``python -m trikafka --ui``, the HTTP
+server on a free port), the data comes from confluent-kafka, as a user's programs make it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import attrs
+
+from trikafka.testing.process import BrokerProcess
+
+GROUP = "analytics"
+#: A group id that is markup: it must show as text.
+XSS_GROUP = '<b onmouseover="window.__xss=3">ops</b>'
+CONSOLE_CLIENT = "lag-checker"
+XSS_KEY = "<script>window.__xss=1</script>"
+XSS_VALUE = '<img src=x onerror="window.__xss=2">'
+EVENTS_BASE_MS = 1_700_000_000_000
+OFFSETS_PARTITIONS = 3
+WAIT_S = 30.0
+
+
+def JSON_VALUE(i: int) -> str:  # noqa: N802 - a constant with a parameter
+    return json.dumps({"order": i, "item": "widget", "qty": i * 2, "tags": ["a", "b"]}, separators=(",", ":"))
+
+
+@attrs.define
+class ConsoleSite:
+    broker: BrokerProcess
+    base: str
+    port: int
+    cluster_id: str
+    bootstrap: str
+    driver: object
+    consumer: object
+    offsets_partitions: int = OFFSETS_PARTITIONS
+    events_base_ms: int = EVENTS_BASE_MS
+
+    def url(self, path: str) -> str:
+        return f"{self.base}/ui{path}"
+
+    def produce_more(self, topic: str, count: int) -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer({"bootstrap.servers": self.bootstrap})
+        for i in range(count):
+            producer.produce(topic, value=f"more-{i}".encode())
+        assert producer.flush(WAIT_S) == 0
+
+    @classmethod
+    @contextmanager
+    def started(cls, workdir: Path) -> Iterator[ConsoleSite]:
+        broker = BrokerProcess(
+            "--in-memory", "--ui", "--override", "metrics.port=0",
+            "--override", f"offsets.topic.num.partitions={OFFSETS_PARTITIONS}", cwd=workdir,
+        )
+        try:
+            broker.wait_ready()
+            base = broker.wait_for_output("  ui on ").split("ui on", 1)[1].strip().removesuffix("/ui")
+            assert broker.port is not None and broker.cluster_id is not None
+            _make_data(broker.bootstrap)
+            consumer = _group_with_lag(broker.bootstrap)
+            try:
+                driver = _chromium()
+                try:
+                    yield cls(broker, base, broker.port, broker.cluster_id, broker.bootstrap, driver, consumer)
+                finally:
+                    driver.quit()
+            finally:
+                consumer.close()
+        finally:
+            assert broker.stop() == 0, broker.output
+
+
+def _make_data(bootstrap: str) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([
+        NewTopic("orders", 3, 1, config={"retention.ms": "86400000"}),
+        NewTopic("events", 1, 1),
+        NewTopic("audit", 1, 1),
+    ])
+    for future in futures.values():
+        future.result(WAIT_S)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for partition in range(3):
+        for i in range(10):
+            if partition == 0 and i == 0:
+                producer.produce("orders", key=XSS_KEY.encode(), value=XSS_VALUE.encode(), partition=0)
+                continue
+            producer.produce(
+                "orders", key=f"order-{i}".encode(), value=JSON_VALUE(i).encode(), partition=partition,
+                headers=[("trace", f"abc-{i}".encode())],
+            )
+    for i in range(10):
+        producer.produce("events", value=bytes([0, i, 0xFF, 0xFE, 0x0A, 0x00]), timestamp=EVENTS_BASE_MS + i * 1000)
+    assert producer.flush(WAIT_S) == 0
+    # A group with committed offsets and no members: its name is markup.
+    ops = Consumer({"bootstrap.servers": bootstrap, "group.id": XSS_GROUP, "enable.auto.commit": False})
+    ops.commit(offsets=[TopicPartition("orders", 0, 0), TopicPartition("orders", 1, 0), TopicPartition("orders", 2, 5)], asynchronous=False)
+    ops.close()
+
+
+def _group_with_lag(bootstrap: str) -> object:
+    """A live member of GROUP owning orders 0-2, committed at 7, 10 and 3 (lag 3, 0, 7)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": GROUP, "client.id": CONSOLE_CLIENT,
+        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+        "max.poll.interval.ms": 1_800_000, "session.timeout.ms": 60_000,
+    })
+    consumer.subscribe(["orders"])
+    deadline = time.monotonic() + WAIT_S
+    while len(consumer.assignment()) < 3 and time.monotonic() < deadline:
+        consumer.poll(0.2)  # joins the group: the assignment arrives through poll
+    assert len(consumer.assignment()) == 3, f"no assignment: {consumer.assignment()}"
+    consumer.commit(
+        offsets=[TopicPartition("orders", 0, 7), TopicPartition("orders", 1, 10), TopicPartition("orders", 2, 3)],
+        asynchronous=False,
+    )
+    return consumer
+
+
+def _chromium() -> object:
+    import os
+
+    from selenium import webdriver
+
+    os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium Manager download a driver
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1360,900", "--lang=en-US"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path="/usr/bin/chromedriver"))
+    driver.set_page_load_timeout(WAIT_S)
+    return driver

@@ -1,0 +1,371 @@
+"""The Trio consumer: ``async with open_consumer(bootstrap, group_id=...) as consumer``.
+
+Theory of operation. Everything the application sees happens in *its* task, inside a poll
+(``getmany``, ``async for``): group (re)joins and the rebalance listener, initial positions
+(committed offset, else ``auto.offset.reset``), auto-commit when due, and the fetch itself.
+Only heartbeats run elsewhere, in a task of the consumer's nursery (see
+:mod:`trikafka.client.group_session`). So a listener's ``on_partitions_revoked`` always runs
+*before* the next fetch, and may await a commit or a producer flush.
+
+Three objects, as in Java's consumer: this one (subscription API, positions, the fetched
+records' buffers, polling), its :class:`~trikafka.client.consumer_coordinator.ConsumerCoordinator`
+when it has a ``group.id`` (what the group means for those partitions: the listener,
+auto-commit, commits, what makes it rejoin), and the coordinator's
+:class:`~trikafka.client.group_session.GroupSession` (the membership protocol).
+
+Positions: a partition's position is the offset of the next record the application gets.
+Records are handed out one by one from a per-partition buffer filled by Fetch; the position
+moves as each is handed out, so ``commit()`` with no arguments commits exactly what the
+application has received (Kafka's "consumed offsets"). A seek drops that partition's buffer.
+Control batches and aborted records (read_committed) are skipped by moving the position past
+them once the buffer before them is drained.
+
+Cancellation leaves nothing half-done: a poll cancelled while a Fetch is in flight has not
+moved any position; a commit cancelled in flight may or may not have landed, which
+at-least-once processing tolerates (and exactly-once uses transactions for).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from trikafka.client.client import KafkaClient, open_client
+from trikafka.client.config import ClientConfig
+from trikafka.client.consumer_coordinator import ConsumerCoordinator
+from trikafka.client.consumer_fetch import (
+    LeaderReader,
+    NoOffsetForPartitionError,
+    OffsetOutOfRangeError,
+)
+from trikafka.client.consumer_protocol import TopicPartition
+from trikafka.client.consumer_state import OffsetResetStrategy, SubscriptionState
+from trikafka.client.errors import KafkaError
+from trikafka.client.fetcher import ConsumerRecord
+from trikafka.client.group_offsets import CommitFailedError
+from trikafka.client.group_session import ConsumerGroupMetadata, GroupSession
+from trikafka.client.transport import Connector
+
+__all__ = ["Consumer", "open_consumer"]
+
+logger = logging.getLogger(__name__)
+
+
+class Consumer:
+    """Use through :func:`open_consumer`; its nursery bounds the heartbeat task."""
+
+    def __init__(self, client: KafkaClient, config: ClientConfig, nursery: trio.Nursery) -> None:
+        self.client = client
+        self.config = config
+        self.subscriptions = SubscriptionState(OffsetResetStrategy(config["auto.offset.reset"]))
+        self.reader = LeaderReader(client, config)
+        self._buffers: dict[TopicPartition, tuple[deque[ConsumerRecord], int]] = {}
+        #: The group's side (rebalance listener, auto-commit, commits); None without group.id.
+        self.coordinator: ConsumerCoordinator | None = None
+        self.group: GroupSession | None = None
+        if config["group.id"] is not None:
+            self.coordinator = ConsumerCoordinator(client, config, self.subscriptions, self._drop_buffers, nursery)
+            self.group = self.coordinator.group
+        self.closed = False
+        self._polling = False
+
+    def _drop_buffers(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self._buffers.pop(tp, None)
+
+    @property
+    def listener(self) -> Any:
+        """The rebalance listener (set by ``subscribe(listener=...)``)."""
+        return self._need_group("a rebalance listener").listener
+
+    @listener.setter
+    def listener(self, listener: Any) -> None:
+        self._need_group("a rebalance listener").listener = listener
+
+    # --- subscription ---------------------------------------------------------------------
+
+    def _need_group(self, what: str) -> ConsumerCoordinator:
+        if self.coordinator is None:
+            raise ValueError(f"{what} needs a group.id")
+        return self.coordinator
+
+    def subscribe(
+        self, topics: str | Iterable[str] | re.Pattern[str] | None = None, *, pattern: str | re.Pattern[str] | None = None, listener: Any = None
+    ) -> None:
+        """Subscribe to topics, or to every topic matching ``pattern`` (a regex, checked on
+        each metadata refresh). ``listener``: a :class:`RebalanceListener`-shaped object."""
+        coordinator = self._need_group("subscribe()")
+        if isinstance(topics, re.Pattern):
+            topics, pattern = None, topics
+        if (topics is None) == (pattern is None):
+            raise ValueError("subscribe() takes topics or a pattern (exactly one)")
+        if listener is not None:
+            coordinator.listener = listener
+        if pattern is not None:
+            self.subscriptions.subscribe_pattern(pattern)
+            self.client.cluster.all_topics = True
+            self.client.cluster.request_update()
+            coordinator.pattern_changed()
+        else:
+            names = [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]
+            self.subscriptions.subscribe(names)
+            self.client.cluster.add_interest(names)
+        coordinator.group.request_rejoin()
+
+    def assign(self, partitions: Iterable[TopicPartition]) -> None:
+        """Read these partitions, without group membership (commits still go to group.id)."""
+        partitions = list(partitions)
+        self.subscriptions.assign_from_user(partitions)
+        self.client.cluster.add_interest({tp.topic for tp in partitions})
+        self._buffers = {tp: b for tp, b in self._buffers.items() if tp in self.subscriptions.assignment}
+
+    def unsubscribe(self) -> None:
+        self.subscriptions.unsubscribe()
+        self._buffers.clear()
+        if self.group is not None:
+            self.group.request_rejoin()
+
+    def assignment(self) -> set[TopicPartition]:
+        return self.subscriptions.assigned()
+
+    def subscription(self) -> set[str]:
+        return set(self.subscriptions.topics)
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """For ``producer.send_offsets_to_transaction`` (fences zombie members, KIP-447)."""
+        return self._need_group("group_metadata()").group.group_metadata()
+
+    # --- positions ------------------------------------------------------------------------
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.subscriptions.seek(tp, offset)
+        self._buffers.pop(tp, None)
+
+    def seek_to_beginning(self, *partitions: TopicPartition) -> None:
+        for tp in partitions or tuple(self.subscriptions.assignment):
+            self.subscriptions.request_reset(tp, OffsetResetStrategy.EARLIEST)
+            self._buffers.pop(tp, None)
+
+    def seek_to_end(self, *partitions: TopicPartition) -> None:
+        for tp in partitions or tuple(self.subscriptions.assignment):
+            self.subscriptions.request_reset(tp, OffsetResetStrategy.LATEST)
+            self._buffers.pop(tp, None)
+
+    async def position(self, tp: TopicPartition) -> int:
+        """The offset of the next record this consumer will return for ``tp``."""
+        self.subscriptions.position(tp)  # raises if not assigned
+        await self._update_positions()
+        position = self.subscriptions.position(tp)
+        assert position is not None
+        return position
+
+    async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
+        return await self._need_group("committed()").group.offsets.committed(partitions)
+
+    def pause(self, *partitions: TopicPartition) -> None:
+        self.subscriptions.pause(partitions)
+
+    def resume(self, *partitions: TopicPartition) -> None:
+        self.subscriptions.resume(partitions)
+
+    def paused(self) -> set[TopicPartition]:
+        return self.subscriptions.paused()
+
+    async def _update_positions(self) -> None:
+        missing = self.subscriptions.missing_positions()
+        if not missing:
+            return
+        resets: dict[TopicPartition, OffsetResetStrategy] = {}
+        need_committed = [tp for tp in missing if self.subscriptions.assignment[tp].reset is None]
+        committed: Mapping[TopicPartition, int | None] = {}
+        if need_committed and self.group is not None:
+            committed = await self.group.offsets.committed(need_committed)
+        for tp in missing:
+            state = self.subscriptions.assignment.get(tp)
+            if state is None or state.position is not None:
+                continue  # revoked or seeked meanwhile
+            if state.reset is not None:
+                resets[tp] = state.reset
+            elif committed.get(tp) is not None:
+                state.position = committed[tp]
+            else:
+                resets[tp] = self.subscriptions.default_reset
+        refused = [tp for tp, strategy in resets.items() if strategy is OffsetResetStrategy.NONE]
+        if refused:
+            raise NoOffsetForPartitionError(refused)
+        if resets:
+            offsets = await self.reader.list_offsets(resets)
+            for tp, offset in offsets.items():
+                state = self.subscriptions.assignment.get(tp)
+                if state is not None and state.position is None:
+                    state.position = offset
+                    state.reset = None
+
+    # --- polling -----------------------------------------------------------------------------
+
+    def _drain(self, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        taken = 0
+        for tp in list(self._buffers):
+            if taken >= limit:
+                break
+            if not self.subscriptions.is_fetchable(tp):
+                continue
+            records, next_offset = self._buffers[tp]
+            state = self.subscriptions.assignment[tp]
+            batch: list[ConsumerRecord] = []
+            while records and taken < limit:
+                record = records.popleft()
+                if record.offset < state.position:  # type: ignore[operator]
+                    continue
+                batch.append(record)
+                taken += 1
+                state.position = record.offset + 1
+            if not records:
+                del self._buffers[tp]
+                state.position = max(state.position or 0, next_offset)
+            if batch:
+                out[tp] = batch
+        return out
+
+    async def _poll_once(self, deadline: float, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        if self.closed:
+            raise trio.ClosedResourceError("the consumer is closed")
+        if self._polling:
+            # Like two tasks receiving on one stream (Java: "KafkaConsumer is not safe for
+            # multi-threaded access"): two polls would run two joins of one member.
+            raise trio.BusyResourceError("another task is already polling this consumer")
+        self._polling = True
+        try:
+            return await self._poll_once_unguarded(deadline, max_records)
+        finally:
+            self._polling = False
+
+    async def _poll_once_unguarded(self, deadline: float, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+        group = self.group
+        if self.coordinator is not None:
+            await self.coordinator.poll()
+        await self._update_positions()
+        drained = self._drain(max_records)
+        if drained:
+            return drained
+        positions = {
+            tp: s.position for tp, s in self.subscriptions.assignment.items()
+            if tp not in self._buffers and self.subscriptions.is_fetchable(tp)
+        }
+        if not positions:
+            with trio.move_on_at(deadline):
+                await self._wait_for_change()
+            return {}
+        # Rounded up: a fetch that may not wait while time remains would spin (time only
+        # moves while something waits — always so under MockClock).
+        remaining_ms = max(0, math.ceil((deadline - trio.current_time()) * 1000))
+        max_wait = min(self.config["fetch.max.wait.ms"], remaining_ms)
+        result = await self.reader.fetch(positions, max_wait)  # type: ignore[arg-type]
+        for tp, fetched in result.fetched.items():
+            state = self.subscriptions.assignment.get(tp)
+            if state is None or state.position != positions[tp]:
+                continue  # revoked, lost or seeked while the fetch was out
+            if group is not None and group.pending_lost and tp in group.pending_lost:
+                continue
+            if fetched.records:
+                self._buffers[tp] = (deque(fetched.records), fetched.next_offset)
+            else:
+                state.position = max(state.position, fetched.next_offset)
+            state.high_watermark = result.high_watermarks.get(tp, state.high_watermark)
+        self._reset_out_of_range(result.out_of_range)
+        return self._drain(max_records)
+
+    def _reset_out_of_range(self, refused: Mapping[TopicPartition, int]) -> None:
+        if not refused:
+            return
+        if self.subscriptions.default_reset is OffsetResetStrategy.NONE:
+            raise OffsetOutOfRangeError(refused)
+        for tp in refused:
+            if tp in self.subscriptions.assignment:
+                logger.info("%s: position %d out of range; resetting to %s", tp, refused[tp], self.subscriptions.default_reset.value)
+                self.subscriptions.request_reset(tp, self.subscriptions.default_reset)
+
+    async def _wait_for_change(self) -> None:
+        """Nothing to fetch (all paused, or no assignment yet): wait a heartbeat's time so
+        a rebalance or a resume is noticed by the next round."""
+        await trio.sleep(self.config["retry.backoff.ms"] / 1000)
+
+    async def getmany(
+        self, timeout_ms: float = 0, max_records: int | None = None
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
+        """Records by partition, waiting up to ``timeout_ms`` for at least one (aiokafka's
+        shape; Java's ``poll``). Bounded by ``max_records`` (default ``max.poll.records``)."""
+        limit = max_records or self.config["max.poll.records"]
+        deadline = trio.current_time() + timeout_ms / 1000
+        while True:
+            records = await self._poll_once(deadline, limit)
+            if records or trio.current_time() >= deadline:
+                if not records:
+                    await trio.lowlevel.checkpoint()
+                return records
+
+    def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[ConsumerRecord]:
+        while not self.closed:
+            records = await self._poll_once(trio.current_time() + 3600, 1)
+            for batch in records.values():
+                for record in batch:
+                    yield record
+
+    # --- commits -----------------------------------------------------------------------------
+
+    async def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
+        """Commit ``offsets`` (partition → next offset to read), or every position. Raises
+        :class:`CommitFailedError` when a rebalance took the partitions away."""
+        await self._need_group("commit()").commit(offsets)
+
+    async def aclose(self) -> None:
+        """Commit (auto-commit), revoke, LeaveGroup (dynamic members). Idempotent."""
+        if self.closed:
+            return
+        try:
+            if self.coordinator is not None:
+                await self.coordinator.close()
+        finally:
+            self.closed = True
+            if self.group is not None:
+                self.group.closed = True
+
+
+@asynccontextmanager
+async def open_consumer(
+    bootstrap: Any = None, *, connector: Connector | None = None, **config: Any
+) -> AsyncIterator[Consumer]:
+    """Open a consumer; ``bootstrap`` is ``host:port[,…]`` or a ``TestBroker``; ``config``
+    takes Kafka's consumer keys in either spelling (``group_id=``, ``**{"group.id": …}``)."""
+    if isinstance(bootstrap, str | list | tuple):
+        config["bootstrap.servers"] = bootstrap
+    settings = ClientConfig.for_role("consumer", config)
+    if bootstrap is None:
+        bootstrap = settings["bootstrap.servers"]
+        if bootstrap is None:
+            raise KafkaError(ErrorCode.invalid_config, "open_consumer needs bootstrap servers", retriable=False)
+    async with open_client(bootstrap, settings, connector) as client:
+        async with trio.open_nursery() as nursery:
+            consumer = Consumer(client, settings, nursery)
+            try:
+                yield consumer
+            finally:
+                with trio.CancelScope(shield=True) as scope:
+                    scope.deadline = trio.current_time() + settings["request.timeout.ms"] / 1000
+                    try:
+                        await consumer.aclose()
+                    except (KafkaError, CommitFailedError) as exc:
+                        logger.warning("closing the consumer: %s", exc)
+                nursery.cancel_scope.cancel()

@@ -1,0 +1,181 @@
+"""A KIP-848 consumer group and its members — plain values, no timers, no trio.
+
+Theory of operation
+-------------------
+In the consumer protocol the coordinator, not a leader member, decides who consumes what.
+Three epochs order everything (Kafka's ``ConsumerGroup``):
+
+* the **group epoch** goes up whenever the group's membership or subscriptions change;
+* the **assignment epoch** is the group epoch the *target assignment* was computed for
+  (a server-side assignor runs when the group epoch passes it);
+* each member's **member epoch** is the target epoch it has reconciled to. A member moves to
+  a new epoch only once the partitions it must give up are revoked, and it receives a
+  partition only once no other member holds it (revoke before assign; see
+  :mod:`~trikafka.coordinator.consumer_reconciliation`).
+
+Members are frozen values replaced as a whole (``attrs.evolve``), so "did the heartbeat
+change this member?" is an equality test and every change is one record to persist.
+Assignments are by topic *name* here; the API layer translates Kafka's topic ids.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import re
+from collections.abc import Iterable, Mapping
+
+import attrs
+
+__all__ = [
+    "Assignment",
+    "ConsumerGroup",
+    "ConsumerGroupMember",
+    "ConsumerGroupState",
+    "INTERNAL_TOPICS",
+    "LEAVE_GROUP_MEMBER_EPOCH",
+    "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
+    "MemberState",
+    "freeze",
+    "member_topics",
+    "topic_pattern",
+]
+
+LEAVE_GROUP_MEMBER_EPOCH = -1
+LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
+
+#: topic name → partitions (always frozen; a topic with no partitions is absent)
+Assignment = Mapping[str, frozenset[int]]
+
+
+def freeze(assignment: Mapping[str, Iterable[int]]) -> dict[str, frozenset[int]]:
+    """A normalized assignment: frozensets, no empty topics."""
+    return {t: frozenset(ps) for t, ps in sorted(assignment.items()) if ps}
+
+
+@functools.lru_cache(maxsize=256)
+def topic_pattern(regex: str) -> re.Pattern[str]:
+    """A subscription regex, compiled once (Kafka: RE2/J, matched against the whole name;
+    Python's ``re`` agrees on the syntax consumers send). Raises ``re.error``."""
+    return re.compile(regex)
+
+
+#: Kafka's internal topics: named explicitly they may be subscribed to, a regex never matches them.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+def member_topics(member: ConsumerGroupMember, topic_names: Iterable[str]) -> set[str]:
+    """The existing topics a member subscribes to: its names, plus what its regex matches."""
+    names = set(topic_names)
+    topics = set(member.subscribed_topic_names) & names
+    if member.subscribed_topic_regex:
+        pattern = topic_pattern(member.subscribed_topic_regex)
+        topics |= {name for name in names - INTERNAL_TOPICS if pattern.fullmatch(name)}
+    return topics
+
+
+class MemberState(enum.Enum):
+    """Where a member is in reconciling to the target (Kafka's ``MemberState``)."""
+
+    STABLE = "stable"
+    UNREVOKED_PARTITIONS = "unrevoked_partitions"  # waiting for the member to revoke
+    UNRELEASED_PARTITIONS = "unreleased_partitions"  # waiting for other members to release
+
+
+class ConsumerGroupState(enum.Enum):
+    """The strings ListGroups and ConsumerGroupDescribe report (Kafka's ConsumerGroupState)."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+@attrs.frozen
+class ConsumerGroupMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    rebalance_timeout_ms: int = -1
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: MemberState = MemberState.STABLE
+    assigned: Assignment = attrs.field(factory=dict, converter=freeze)
+    pending_revocation: Assignment = attrs.field(factory=dict, converter=freeze)
+
+    def is_reconciled_to(self, epoch: int) -> bool:
+        return self.member_epoch == epoch and self.state is MemberState.STABLE
+
+
+@attrs.define(eq=False)
+class ConsumerGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ConsumerGroupMember] = attrs.Factory(dict)
+    static_members: dict[str, str] = attrs.Factory(dict)  # instance id → member id
+    #: member id → its partitions in the target assignment
+    target: dict[str, Assignment] = attrs.Factory(dict)
+    #: the subscribed topics' partition counts the target was computed from
+    subscription_metadata: dict[str, int] = attrs.Factory(dict)
+
+    @property
+    def state(self) -> ConsumerGroupState:
+        if not self.members:
+            return ConsumerGroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return ConsumerGroupState.ASSIGNING
+        if any(not m.is_reconciled_to(self.assignment_epoch) for m in self.members.values()):
+            return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
+
+    def put(self, member: ConsumerGroupMember) -> None:
+        self.members[member.member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+
+    def remove(self, member_id: str) -> ConsumerGroupMember | None:
+        member = self.members.pop(member_id, None)
+        self.target.pop(member_id, None)
+        if member is not None and member.instance_id is not None:
+            if self.static_members.get(member.instance_id) == member_id:
+                del self.static_members[member.instance_id]
+        return member
+
+    def static_member(self, instance_id: str) -> ConsumerGroupMember | None:
+        member_id = self.static_members.get(instance_id)
+        return self.members.get(member_id) if member_id is not None else None
+
+    def partition_epoch(self, topic: str, partition: int, besides: str) -> int:
+        """The epoch of the member (other than ``besides``) holding the partition, -1 if
+        it is free: a partition is held until its owner acknowledged its revocation."""
+        for member in self.members.values():
+            if member.member_id == besides:
+                continue
+            if partition in member.assigned.get(topic, ()) or partition in member.pending_revocation.get(topic, ()):
+                return member.member_epoch
+        return -1
+
+    def subscribed_topics(self, topic_names: Iterable[str]) -> set[str]:
+        """Every topic some member subscribes to, by name or by regex, among ``topic_names``."""
+        names = list(topic_names)
+        topics: set[str] = set()
+        for member in self.members.values():
+            topics |= member_topics(member, names)
+        return topics
+
+    def preferred_assignor(self, default: str) -> str:
+        """The server assignor most members ask for (Kafka's rule), else the default."""
+        votes: dict[str, int] = {}
+        for member in self.members.values():
+            if member.server_assignor:
+                votes[member.server_assignor] = votes.get(member.server_assignor, 0) + 1
+        if not votes:
+            return default
+        return max(sorted(votes), key=lambda name: votes[name])

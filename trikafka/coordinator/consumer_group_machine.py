@@ -1,0 +1,351 @@
+"""The KIP-848 consumer-group state machine: ConsumerGroupHeartbeat, sans-IO.
+
+Theory of operation
+-------------------
+Kafka's ``GroupMetadataManager.consumerGroupHeartbeat`` in three steps, each heartbeat:
+
+1. **Member.** Find or create the group and the member (epoch 0 joins; a static member with
+   ``instance_id`` may take over its released predecessor's place and assignment; any other
+   epoch must match the member's — or be its previous epoch while it owns a subset of its
+   assignment, in case our last answer was lost — else FENCED_MEMBER_EPOCH). A changed
+   subscription, a new member, or a change in the subscribed topics' partitions bumps the
+   **group epoch**.
+2. **Target.** When the group epoch passes the assignment epoch, the group's assignor
+   (``uniform`` or ``range``, the one most members ask for, else the first of
+   ``group.consumer.assignors``) computes the new target for every member.
+3. **Reconcile** the member towards its target, revoke before assign
+   (:mod:`~trikafka.coordinator.consumer_reconciliation`).
+
+Leaving (epoch -1), a session that ends (``group.consumer.session.timeout.ms`` without a
+heartbeat) and a revocation not done within the member's rebalance timeout all *fence* the
+member: it is removed and the group epoch bumps, so the others rebalance. A static member
+leaving with epoch -2 keeps its place and partitions until its session ends.
+
+Every change is persisted as Kafka's records (:mod:`consumer_group_records`), one batch per
+call. Errors are ``KafkaProtocolError`` raised before anything changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from collections.abc import Callable, Mapping
+
+import attrs
+
+from trikafka.config import BrokerConfig
+from trikafka.coordinator import consumer_group_records as rec
+from trikafka.coordinator.consumer_assignors import assign
+from trikafka.coordinator.consumer_group import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+    member_topics,
+    topic_pattern,
+)
+from trikafka.coordinator.consumer_group_protocol import (
+    REBALANCE,
+    SESSION,
+    ConsumerGroupHeartbeat,
+    ConsumerTimerKey,
+    HeartbeatResult,
+)
+from trikafka.coordinator.consumer_reconciliation import reconcile
+from trikafka.coordinator.group_metadata_manager import GroupMetadataManager
+from trikafka.coordinator.group_protocol import CancelTimer, Effect, Reply, ScheduleTimer
+from trikafka.coordinator.offsets import OffsetStore
+from trikafka.errors import ErrorCode, KafkaProtocolError
+
+__all__ = ["ConsumerGroupMachine", "new_member_id"]
+
+log = logging.getLogger("trikafka.coordinator")
+
+TopicCounts = Callable[[], Mapping[str, int]]
+
+
+def _error(message: str, code: ErrorCode) -> KafkaProtocolError:
+    return KafkaProtocolError(message, code)
+
+
+def new_member_id() -> str:
+    """What Kafka generates for a v0 member without an id (and clients do from v1)."""
+    return str(uuid.uuid4())
+
+
+class ConsumerGroupMachine:
+    def __init__(self, config: BrokerConfig, store: OffsetStore | None, topics: TopicCounts,
+                 classic: GroupMetadataManager) -> None:
+        self.config = config
+        self.store = store
+        self.topics = topics
+        self.classic = classic
+        self.groups: dict[str, ConsumerGroup] = {}
+
+    # --- loading and persistence --------------------------------------------------------
+
+    def load(self, now_ms: float) -> Reply[None]:
+        """Replay the groups; every member's session (and revocation deadline) starts anew."""
+        if self.store is not None:
+            self.groups = rec.replay(self.store.replay())
+        effects: list[Effect] = [self._session(g.group_id, m, now_ms) for g in self.groups.values() for m in g.members]
+        effects += [  # a revocation in progress gets its whole rebalance timeout again
+            ScheduleTimer(ConsumerTimerKey(REBALANCE, g.group_id, m.member_id), now_ms + max(m.rebalance_timeout_ms, 0))  # type: ignore[arg-type]
+            for g in self.groups.values() for m in g.members.values() if m.state is MemberState.UNREVOKED_PARTITIONS
+        ]
+        if self.groups:
+            log.info("loaded %d consumer group(s)", len(self.groups))
+        return Reply(None, tuple(effects))
+
+    def _write(self, group_id: str, records: list[rec.Record]) -> None:
+        if self.store is not None and records:
+            self.store.write(group_id, records)
+
+    def _session(self, group_id: str, member_id: str, now_ms: float) -> ScheduleTimer:
+        key = ConsumerTimerKey(SESSION, group_id, member_id)
+        return ScheduleTimer(key, now_ms + self.config.group_consumer_session_timeout_ms)  # type: ignore[arg-type]
+
+    @staticmethod
+    def _cancel(group_id: str, member_id: str) -> tuple[Effect, ...]:
+        return tuple(CancelTimer(ConsumerTimerKey(k, group_id, member_id)) for k in (SESSION, REBALANCE))  # type: ignore[arg-type]
+
+    # --- validation -------------------------------------------------------------------
+
+    def _validate(self, hb: ConsumerGroupHeartbeat) -> None:
+        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+        bad = ErrorCode.invalid_request
+        if not hb.group_id:
+            raise _error("GroupId can't be empty.", bad)
+        if hb.instance_id == "":
+            raise _error("InstanceId can't be empty.", bad)
+        if hb.rack_id == "":
+            raise _error("RackId can't be empty.", bad)
+        if not hb.member_id:
+            raise _error("MemberId can't be empty.", bad)
+        if hb.member_epoch == 0:
+            if hb.rebalance_timeout_ms == -1:
+                raise _error("RebalanceTimeoutMs must be provided in first request.", bad)
+            if hb.owned:
+                raise _error("TopicPartitions must be empty when (re-)joining.", bad)
+            if hb.subscribed_topic_names is None and hb.subscribed_topic_regex is None:
+                raise _error("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.", bad)
+        elif hb.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and hb.instance_id is None:
+            raise _error("InstanceId can't be null.", bad)
+        elif hb.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise _error("MemberEpoch is invalid.", bad)
+        if hb.subscribed_topic_regex:
+            try:
+                topic_pattern(hb.subscribed_topic_regex)
+            except re.error as exc:
+                raise _error(f"SubscribedTopicRegex `{hb.subscribed_topic_regex}` is not a valid regular expression: {exc}.",
+                             ErrorCode.invalid_regular_expression) from None
+        assignors = self.config.group_consumer_assignors
+        if hb.server_assignor is not None and hb.server_assignor not in assignors:
+            raise _error(f"ServerAssignor {hb.server_assignor} is not supported. Supported assignors: {', '.join(assignors)}.",
+                         ErrorCode.unsupported_assignor)
+
+    # --- the heartbeat ----------------------------------------------------------------
+
+    def heartbeat(self, hb: ConsumerGroupHeartbeat, now_ms: float) -> Reply[HeartbeatResult]:
+        try:
+            self._validate(hb)
+            if hb.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                return self._leave(hb)
+            return self._heartbeat(hb, now_ms)
+        except KafkaProtocolError as exc:
+            return Reply(HeartbeatResult(error_code=exc.error_code, error_message=str(exc)))
+
+    def _group_for(self, hb: ConsumerGroupHeartbeat) -> tuple[ConsumerGroup, bool]:
+        group = self.groups.get(hb.group_id)
+        if group is not None:
+            return group, False
+        classic = self.classic.get(hb.group_id)
+        if classic is not None and classic.members:
+            raise _error(f"Group {hb.group_id} is not a consumer group.", ErrorCode.group_id_not_found)
+        if hb.member_epoch != 0:
+            raise _error(f"Consumer group {hb.group_id} not found.", ErrorCode.group_id_not_found)
+        return ConsumerGroup(hb.group_id), True
+
+    def _member_for(self, group: ConsumerGroup, hb: ConsumerGroupHeartbeat, records: list[rec.Record],
+                    effects: list[Effect]) -> ConsumerGroupMember:
+        """Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember."""
+        if hb.instance_id is not None:
+            existing = group.static_member(hb.instance_id)
+            if hb.member_epoch == 0:
+                if existing is None:
+                    return group.members.get(hb.member_id) or ConsumerGroupMember(hb.member_id)
+                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                    raise _error(f"Static member {hb.member_id} with instance id {hb.instance_id} cannot join the "
+                                 f"group because the instance id is owned by member {existing.member_id}.",
+                                 ErrorCode.unreleased_instance_id)
+                # The released static member's place, assignment and target go to the new id.
+                replacement = attrs.evolve(existing, member_id=hb.member_id, member_epoch=0, previous_member_epoch=0)
+                target = group.target.get(existing.member_id, {})
+                group.remove(existing.member_id)
+                group.put(replacement)
+                group.target[hb.member_id] = target
+                records += rec.member_tombstones(group.group_id, existing.member_id)
+                records += [rec.member_metadata(group.group_id, replacement),
+                            rec.target_member(group.group_id, hb.member_id, target),
+                            rec.current_assignment(group.group_id, replacement)]
+                effects += self._cancel(group.group_id, existing.member_id)
+                return replacement
+            if existing is None:
+                raise _error(f"Instance id {hb.instance_id} is unknown.", ErrorCode.unknown_member_id)
+            if existing.member_id != hb.member_id:
+                raise _error(f"Static member {hb.member_id} with instance id {hb.instance_id} was fenced by member "
+                             f"{existing.member_id}.", ErrorCode.fenced_instance_id)
+        member = group.members.get(hb.member_id)
+        if hb.member_epoch == 0:
+            return member or ConsumerGroupMember(hb.member_id)
+        if member is None:
+            raise _error(f"Member {hb.member_id} is not a member of group {group.group_id}.", ErrorCode.unknown_member_id)
+        self._check_epoch(member, hb)
+        return member
+
+    @staticmethod
+    def _check_epoch(member: ConsumerGroupMember, hb: ConsumerGroupHeartbeat) -> None:
+        received, known = hb.member_epoch, member.member_epoch
+        if received > known:
+            raise _error(f"The consumer group member has a greater member epoch ({received}) than the one known by "
+                         f"the group coordinator ({known}). The member must abandon all its partitions and rejoin.",
+                         ErrorCode.fenced_member_epoch)
+        if received < known:
+            owned = hb.owned or {}
+            subset = all(ps <= member.assigned.get(t, frozenset()) for t, ps in owned.items())
+            if received != member.previous_member_epoch or not subset:
+                raise _error(f"The consumer group member has a smaller member epoch ({received}) than the one known "
+                             f"by the group coordinator ({known}). The member must abandon all its partitions and "
+                             "rejoin.", ErrorCode.fenced_member_epoch)
+
+    def _heartbeat(self, hb: ConsumerGroupHeartbeat, now_ms: float) -> Reply[HeartbeatResult]:
+        group, created = self._group_for(hb)
+        if hb.member_id not in group.members and len(group.members) >= self.config.group_consumer_max_size:
+            if not (hb.instance_id is not None and group.static_member(hb.instance_id) is not None):
+                raise _error(f"The consumer group has reached its maximum capacity of "
+                             f"{self.config.group_consumer_max_size} members.", ErrorCode.group_max_size_reached)
+        records: list[rec.Record] = []
+        effects: list[Effect] = []
+        member = self._member_for(group, hb, records, effects)
+        if created:
+            self.groups[group.group_id] = group
+        before = member
+        updated = attrs.evolve(
+            member,
+            instance_id=hb.instance_id if hb.instance_id is not None else member.instance_id,
+            rack_id=hb.rack_id if hb.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=hb.rebalance_timeout_ms if hb.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+            server_assignor=hb.server_assignor if hb.server_assignor is not None else member.server_assignor,
+            subscribed_topic_names=(tuple(sorted(set(hb.subscribed_topic_names))) if hb.subscribed_topic_names is not None
+                                    else member.subscribed_topic_names),
+            subscribed_topic_regex=(hb.subscribed_topic_regex or None) if hb.subscribed_topic_regex is not None
+            else member.subscribed_topic_regex,
+            client_id=hb.client_id,
+            client_host=hb.client_host,
+        )
+        new_member = hb.member_id not in group.members
+        bump = new_member or (updated.subscribed_topic_names, updated.subscribed_topic_regex) != (
+            member.subscribed_topic_names, member.subscribed_topic_regex)
+        if new_member or updated != member:
+            records.append(rec.member_metadata(group.group_id, updated))
+        group.put(updated)
+        # The subscribed topics' partition counts: a new topic or partition bumps the epoch too.
+        counts = self.topics()
+        metadata = {t: counts[t] for t in sorted(group.subscribed_topics(counts))}
+        if bump or metadata != group.subscription_metadata:
+            group.group_epoch += 1
+            group.subscription_metadata = metadata
+            records.append(rec.group_metadata(group))
+        if group.group_epoch > group.assignment_epoch:
+            records += self._update_target(group)
+        target = group.target.get(updated.member_id, {})
+        reconciled = reconcile(updated, group.assignment_epoch, target,
+                               lambda t, p: group.partition_epoch(t, p, updated.member_id),
+                               hb.owned, member_topics(updated, counts))
+        if reconciled != updated or new_member:
+            records.append(rec.current_assignment(group.group_id, reconciled))
+            key = ConsumerTimerKey(REBALANCE, group.group_id, reconciled.member_id)
+            if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+                if updated.state is not MemberState.UNREVOKED_PARTITIONS:
+                    effects.append(ScheduleTimer(key, now_ms + max(reconciled.rebalance_timeout_ms, 0)))  # type: ignore[arg-type]
+            else:
+                effects.append(CancelTimer(key))  # type: ignore[arg-type]
+        group.put(reconciled)
+        self._write(group.group_id, records)
+        effects.append(self._session(group.group_id, reconciled.member_id, now_ms))
+        full = hb.member_epoch == 0 or (
+            hb.rebalance_timeout_ms != -1
+            and (hb.subscribed_topic_names is not None or hb.subscribed_topic_regex is not None)
+            and hb.owned is not None
+        )
+        changed = reconciled.assigned != before.assigned
+        return Reply(
+            HeartbeatResult(
+                member_id=reconciled.member_id,
+                member_epoch=reconciled.member_epoch,
+                heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+                assignment=reconciled.assigned if full or changed else None,
+            ),
+            tuple(effects),
+        )
+
+    def _update_target(self, group: ConsumerGroup) -> list[rec.Record]:
+        """Run the group's assignor for its epoch; records for the members whose target changed."""
+        counts = group.subscription_metadata
+        subscriptions = {m.member_id: frozenset(member_topics(m, counts)) for m in group.members.values()}
+        name = group.preferred_assignor(self.config.group_consumer_assignors[0])
+        new = assign(name, subscriptions, counts, group.target)
+        records = [rec.target_member(group.group_id, mid, a) for mid, a in new.items() if group.target.get(mid, {}) != a]
+        group.target = dict(new)
+        group.assignment_epoch = group.group_epoch
+        records.append(rec.target_metadata(group))
+        return records
+
+    # --- leaving and fencing ----------------------------------------------------------
+
+    def _leave(self, hb: ConsumerGroupHeartbeat) -> Reply[HeartbeatResult]:
+        group = self.groups.get(hb.group_id)
+        if group is None:
+            raise _error(f"Consumer group {hb.group_id} not found.", ErrorCode.group_id_not_found)
+        if hb.instance_id is None:
+            member = group.members.get(hb.member_id)
+            if member is None:
+                raise _error(f"Member {hb.member_id} is not a member of group {group.group_id}.", ErrorCode.unknown_member_id)
+        else:
+            member = group.static_member(hb.instance_id)
+            if member is None:
+                raise _error(f"Instance id {hb.instance_id} is unknown.", ErrorCode.unknown_member_id)
+            if member.member_id != hb.member_id:
+                raise _error(f"Static member {hb.member_id} with instance id {hb.instance_id} was fenced by member "
+                             f"{member.member_id}.", ErrorCode.fenced_instance_id)
+            if hb.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # A temporary leave: place and partitions kept until the session ends.
+                left = attrs.evolve(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={})
+                group.put(left)
+                self._write(group.group_id, [rec.current_assignment(group.group_id, left)])
+                return Reply(HeartbeatResult(member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH))
+        effects = self.fence(group, member.member_id, "left the group")
+        return Reply(HeartbeatResult(member_id=member.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH), effects)
+
+    def fence(self, group: ConsumerGroup, member_id: str, why: str) -> tuple[Effect, ...]:
+        """Remove a member; the group epoch bumps so the others rebalance."""
+        group.remove(member_id)
+        group.group_epoch += 1
+        counts = self.topics()
+        group.subscription_metadata = {t: counts[t] for t in sorted(group.subscribed_topics(counts))}
+        self._write(group.group_id, [*rec.member_tombstones(group.group_id, member_id), rec.group_metadata(group)])
+        log.info("consumer group %s: member %s %s; group epoch %d", group.group_id, member_id, why, group.group_epoch)
+        return self._cancel(group.group_id, member_id)
+
+    def on_timer(self, key: ConsumerTimerKey, now_ms: float) -> Reply[None]:
+        group = self.groups.get(key.group_id)
+        member = group.members.get(key.member_id) if group is not None else None
+        if group is None or member is None:
+            return Reply(None)
+        if key.kind == SESSION:
+            return Reply(None, self.fence(group, key.member_id, "missed its session timeout"))
+        if member.state is MemberState.UNREVOKED_PARTITIONS:
+            return Reply(None, self.fence(group, key.member_id, "did not revoke its partitions within its rebalance timeout"))
+        return Reply(None)

@@ -1,0 +1,217 @@
+"""A connection's security steps: the TLS handshake and the SASL exchange, before (and, with
+KIP-368, between) the requests the connection serves.
+
+Split out of :class:`~trikafka.network.connection.Connection` by responsibility: the
+connection moves requests through the mute cycle; :class:`ConnectionAuthentication` — one
+per connection, holding a reference to it (composition, not a mixin) — decides who the
+client is. Both run in the connection's own task, so a slow or failed handshake never holds
+up the processor or any other connection.
+
+The SASL requests are answered here by the sans-IO
+:class:`~trikafka.security.sasl.authenticator.SaslServerAuthenticator`; ApiVersions before
+authentication goes through the handlers like any request (:meth:`exchange`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import ssl
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from trikafka.network.connection_state import (
+    NEED_DATA,
+    SASL_TRANSITIONS,
+    Closed,
+    ConnectionState,
+    RawFrame,
+)
+from trikafka.network.request_channel import Request, ResponseSlot
+from trikafka.network.transport import StreamTransport
+from trikafka.protocol.registry import ApiKey
+from trikafka.security.listener import HANDSHAKE_TIMEOUT
+from trikafka.security.sasl.authenticator import (
+    MAX_RECEIVE_SIZE,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    SaslServerAuthenticator,
+)
+from trikafka.security.tls import principal_from_certificate
+
+if TYPE_CHECKING:
+    from trikafka.protocol.registry import ApiRegistry
+
+__all__ = ["PRE_AUTH_APIS", "ConnectionAuthentication", "new_connection_state"]
+
+log = logging.getLogger("trikafka.network")
+
+#: What a SASL listener serves before authentication (Kafka's SaslServerAuthenticator).
+PRE_AUTH_APIS = frozenset({ApiKey.API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
+#: What a connection may send while it re-authenticates (KIP-368).
+REAUTH_APIS = frozenset({SASL_HANDSHAKE, SASL_AUTHENTICATE})
+#: Kafka's MIN_REAUTH_INTERVAL_ONE_SECOND: a SaslHandshake sooner after the last
+#: re-authentication began goes to the handlers as any request (ILLEGAL_SASL_STATE).
+MIN_REAUTH_INTERVAL = 1.0
+
+
+def new_connection_state(
+    connection_id: str, registry: ApiRegistry, max_request_size: int, sasl: bool
+) -> ConnectionState:
+    """The sans-IO state of a new connection: with the SASL states first on a SASL listener."""
+    if not sasl:
+        return ConnectionState(connection_id, registry, max_request_size)
+    state = ConnectionState(
+        connection_id, registry, max_request_size,
+        transitions=SASL_TRANSITIONS,  # type: ignore[arg-type]
+    )
+    state.start_authentication(PRE_AUTH_APIS, MAX_RECEIVE_SIZE)
+    return state
+
+
+class ConnectionAuthentication:
+    """The TLS handshake and SASL exchange of one connection (``connection``: its shell).
+
+    ``connection`` is the :class:`~trikafka.network.connection.Connection` that owns this
+    object; it is not imported here (the connection imports this module).
+    """
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        #: When the last re-authentication began (trio time), for MIN_REAUTH_INTERVAL.
+        self.reauthentication_started = -math.inf
+
+    async def tls_handshake(self, context: ssl.SSLContext) -> bool:
+        """Wrap the stream in TLS, here in this connection's own task, under a deadline.
+
+        A failed or stalled handshake is this client's problem alone: one log line, the
+        connection closes, and neither the processor nor any other connection waited.
+        """
+        conn = self.connection
+        stream = trio.SSLStream(conn.stream, context, server_side=True)
+        timeout = min(HANDSHAKE_TIMEOUT, conn.idle_seconds)
+        with trio.move_on_after(timeout) as scope:
+            conn.read_scope = scope  # shutdown cancels a handshake as it cancels a read
+            try:
+                await stream.do_handshake()
+            except trio.BrokenResourceError as exc:
+                cause = exc.__cause__
+                reason = getattr(cause, "reason", None) or cause or exc
+                return self._failed(f"TLS handshake failed: {reason}")
+        conn.read_scope = None
+        if scope.cancelled_caught:
+            if conn.idle_seconds == -math.inf:
+                conn.close_reason = "broker shutting down"
+                return False
+            return self._failed(f"TLS handshake not done within {timeout:g} s")
+        conn.stream = stream
+        conn.transport = StreamTransport(stream)
+        conn.principal = principal_from_certificate(stream.getpeercert())
+        return True
+
+    def _failed(self, reason: str) -> bool:
+        self.connection.reject(Closed(reason, client_fault=True))
+        return False
+
+    def wants_reauthentication(self, now: float) -> bool:
+        """A SaslHandshake on an authenticated connection: re-authenticate (KIP-368)?"""
+        return now - self.reauthentication_started >= MIN_REAUTH_INTERVAL
+
+    async def reauthenticate(self, slot: ResponseSlot, handshake: Any) -> bool:
+        """KIP-368: run the SASL exchange again, beginning with ``handshake`` (already
+        received); same mechanism and principal, or the connection closes."""
+        conn = self.connection
+        self.reauthentication_started = trio.current_time()
+        previous = conn.authenticator
+        authenticator = conn.settings.security.authenticator_factory(
+            reauth_of=(previous.mechanism, conn.principal)
+        )
+        conn.protocol.reauthentication_started(REAUTH_APIS, MAX_RECEIVE_SIZE)
+        if not await self.authenticate(slot, authenticator, handshake):
+            return False
+        conn.authenticator = authenticator
+        if conn.hooks.reauthenticated is not None:
+            conn.hooks.reauthenticated()
+        log.debug("connection %s re-authenticated %s", conn.connection_id, conn.principal)
+        return True
+
+    async def authenticate(
+        self, slot: ResponseSlot, authenticator: SaslServerAuthenticator, first: Any = None
+    ) -> bool:
+        """Kafka's SASL exchange, before the first ordinary request (or, KIP-368, from the
+        ``first`` request of a re-authentication): True once authenticated.
+
+        A failure is answered, logged once (mechanism, principal claimed, peer — never the
+        secret) and closes this connection. Success starts the session's lifetime.
+        """
+        conn = self.connection
+        state = conn.protocol
+        while True:
+            event, first = (state.next_event() if first is None else first), None
+            if event is NEED_DATA:
+                event = await conn.receive_event()
+                if event is None:
+                    return False
+            if event.__class__ is Closed:
+                conn.reject(event)
+                return False
+            if event.__class__ is RawFrame:
+                step = authenticator.receive_token(event.data)
+            elif event.header.request_api_key == ApiKey.API_VERSIONS:
+                if not await self.exchange(slot, event, conn.last_activity):
+                    return False
+                continue
+            else:
+                step = authenticator.receive(event)
+            if step.data:
+                await conn.transport.send(step.data)
+            conn.last_activity = trio.current_time()
+            if step.failure is not None:
+                conn.reject(Closed(step.failure, client_fault=True))
+                # Kafka's connection.failed.authentication.delay.ms: let the client read the
+                # answer (an immediate close can reset it away), in this task alone.
+                await trio.sleep(conn.settings.security.failed_authentication_delay)
+                return False
+            if authenticator.complete:
+                state.authenticated()
+                conn.principal = authenticator.principal or conn.principal
+                lifetime = authenticator.session_lifetime_ms
+                conn.session_expiry = None if lifetime is None else conn.last_activity + lifetime / 1000
+                return True
+            state.answered()
+            state.raw_frames = authenticator.raw_tokens
+
+    async def exchange(self, slot: ResponseSlot, event: Any, start: float) -> bool:
+        """One request through the handlers and its answer written (the slow path of the
+        connection's serve loop, for requests before authentication); False: it closed."""
+        conn = self.connection
+        state = conn.protocol
+        request = Request(
+            processor=conn.settings.processor_id,
+            connection_id=conn.connection_id,
+            listener_name=conn.settings.listener_name,
+            client_host=conn.client_host,
+            header=event.header,
+            body=event.body,
+            spec=event.spec,
+            size=state.frame_size,
+            response_slot=slot,
+            principal=conn.principal,
+            start_time=start,
+        )
+        await conn.hooks.submit(request)
+        state.request_queued()
+        response = await slot.get()
+        request.response_dequeue_time = trio.current_time()
+        out = state.send_response(response)
+        if out.__class__ is Closed:
+            conn.close_reason = out.reason
+            return False
+        if out.__class__ is tuple:
+            await conn.transport.send_parts(out)
+        elif out is not None:
+            await conn.transport.send(out)
+        conn.last_activity = done = trio.current_time()
+        conn.hooks.request_done(request, done)
+        return True

@@ -1,0 +1,28 @@
+"""Small JSON files the security layer keeps in the data directory, replaced atomically.
+
+SCRAM credentials, ACLs and client quotas are each one JSON document rewritten whole at every
+change: written to a temporary file beside it, fsynced, then renamed over the old one, so a
+crash leaves either the old file or the new one — never half of each. Readable by the
+broker's user only (``0o600``): one of them holds salted credentials.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["write_json_atomically"]
+
+
+def write_json_atomically(path: Path, document: Any) -> None:
+    """Replace ``path`` with ``document`` as JSON: temporary file, fsync, rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        json.dump(document, file, indent=1)
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)

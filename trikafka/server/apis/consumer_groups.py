@@ -1,0 +1,158 @@
+"""KIP-848's consumer-group APIs: ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69).
+(ListGroups, in ``groups.py``, lists both types of group.)
+
+Translation only: topic ids on the wire ↔ topic names in the coordinator (an id the broker
+does not know is dropped from a member's owned partitions, as Kafka's metadata image would),
+v0's coordinator-generated member id (from v1 the client makes its own), and the
+``group.coordinator.rebalance.protocols`` switch: without ``consumer`` the two APIs are not
+advertised and not served, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trikafka.config import BrokerConfig
+from trikafka.coordinator.consumer_group import Assignment, ConsumerGroup
+from trikafka.coordinator.consumer_group_machine import new_member_id
+from trikafka.coordinator.consumer_group_protocol import ConsumerGroupHeartbeat
+from trikafka.errors import ErrorCode
+from trikafka.network.request_channel import Request
+from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey
+from trikafka.server.authorization import AclOperation, ResourceType
+from trikafka.server.kafka_apis import Answer, ApiFamily, handles
+
+__all__ = ["ConsumerGroupApis", "supported_apis"]
+
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+CONSUMER_PROTOCOL_APIS = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
+
+
+def supported_apis(config: BrokerConfig) -> dict[int, tuple[int, int]]:
+    """The API table this broker advertises: the consumer protocol's APIs only when
+    ``group.coordinator.rebalance.protocols`` lists ``consumer``."""
+    apis = dict(IMPLEMENTED_APIS)
+    if "consumer" not in config.group_coordinator_rebalance_protocols:
+        for key in CONSUMER_PROTOCOL_APIS:
+            apis.pop(key, None)
+    return apis
+
+
+def _ms(value: Any) -> int:
+    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
+
+
+class ConsumerGroupApis(ApiFamily):
+    def _names(self, topic_partitions: Any) -> Assignment | None:
+        if topic_partitions is None:
+            return None
+        owned: dict[str, frozenset[int]] = {}
+        for entry in topic_partitions:
+            info = self.replicas.topic_by_id(entry.topic_id) if entry.topic_id is not None else None
+            if info is not None and entry.partitions:
+                owned[info.name] = owned.get(info.name, frozenset()) | frozenset(entry.partitions)
+        return owned
+
+    def _ids(self, assignment: Assignment, with_names: bool = False) -> list[dict[str, Any]]:
+        topics = []
+        for name, partitions in sorted(assignment.items()):
+            info = self.replicas.topics.get(name)
+            if info is None:
+                continue  # deleted since: the next epoch takes it away
+            entry: dict[str, Any] = {"topic_id": info.topic_id, "partitions": sorted(partitions)}
+            if with_names:
+                entry["topic_name"] = name
+            topics.append(entry)
+        return topics
+
+    @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+    async def handle_consumer_group_heartbeat_request(self, request: Request) -> Any:
+        body = request.body
+        self.require(request, AclOperation.READ, ResourceType.GROUP, body.group_id)  # as Kafka
+        member_id = body.member_id
+        if request.api_version == 0 and not member_id and body.member_epoch == 0:
+            member_id = new_member_id()
+        names = body.subscribed_topic_names
+        result = self.context.groups.consumer_group_heartbeat(
+            ConsumerGroupHeartbeat(
+                group_id=body.group_id,
+                member_id=member_id,
+                member_epoch=body.member_epoch,
+                instance_id=body.instance_id,
+                rack_id=body.rack_id,
+                rebalance_timeout_ms=_ms(body.rebalance_timeout),
+                subscribed_topic_names=tuple(names) if names is not None else None,
+                subscribed_topic_regex=getattr(body, "subscribed_topic_regex", None),
+                server_assignor=body.server_assignor,
+                owned=self._names(body.topic_partitions),
+                client_id=request.client_id or "",
+                client_host=f"/{request.client_host}",
+            )
+        )
+        assignment = None
+        if result.assignment is not None:
+            assignment = {"topic_partitions": self._ids(result.assignment)}
+        return Answer(
+            throttle_time=0,
+            error_code=result.error_code,
+            error_message=result.error_message,
+            member_id=result.member_id,
+            member_epoch=result.member_epoch,
+            heartbeat_interval=result.heartbeat_interval_ms,
+            assignment=assignment,
+        )
+
+    @handles(ApiKey.CONSUMER_GROUP_DESCRIBE)
+    async def handle_consumer_group_describe_request(self, request: Request) -> Any:
+        groups = []
+        include = request.body.include_authorized_operations
+        for group_id in request.body.group_ids:
+            if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+                groups.append({"error_code": ErrorCode.group_authorization_failed, "group_id": group_id,
+                               "group_state": "", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
+                               "members": [], "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+                continue
+            group = self.context.groups.consumer_group(group_id)
+            if group is None:
+                classic = self.context.groups.describe(group_id)
+                message = f"Group {group_id} is not a consumer group." if classic is not None \
+                    else f"Group {group_id} not found."
+                groups.append({"error_code": ErrorCode.group_id_not_found, "error_message": message,
+                               "group_id": group_id, "group_state": "Dead", "group_epoch": -1,
+                               "assignment_epoch": -1, "assignor_name": "", "members": [],
+                               "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
+                continue
+            described = self._described(group)
+            if include:
+                described["authorized_operations"] = self.authorized_operations(request, ResourceType.GROUP, group_id)
+            groups.append(described)
+        return Answer(throttle_time=0, groups=groups)
+
+    def _described(self, group: ConsumerGroup) -> dict[str, Any]:
+        members = [
+            {
+                "member_id": m.member_id,
+                "instance_id": m.instance_id,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topic_names),
+                "subscribed_topic_regex": m.subscribed_topic_regex,
+                "assignment": {"topic_partitions": self._ids(m.assigned, with_names=True)},
+                "target_assignment": {"topic_partitions": self._ids(group.target.get(m.member_id, {}), with_names=True)},
+                "member_type": 1,
+            }
+            for m in group.members.values()
+        ]
+        return {
+            "error_code": ErrorCode.none,
+            "error_message": None,
+            "group_id": group.group_id,
+            "group_state": group.state.value,
+            "group_epoch": group.group_epoch,
+            "assignment_epoch": group.assignment_epoch,
+            "assignor_name": group.preferred_assignor(self.context.config.group_consumer_assignors[0]),
+            "members": members,
+            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+        }

@@ -1,0 +1,11 @@
+"""The web console (``--ui``): cluster overview, topics, a record browser, consumer groups and
+live request rates, as an ASGI app the broker's HTTP server mounts (at ``/ui``).
+
+``console_app(broker_or_cluster)`` builds it; :class:`ConsoleApp` is the app itself, for
+other wiring (any ``open_reader`` and request counters).
+"""
+
+from trikafka.web.console.app import ConsoleApp
+from trikafka.web.console.wiring import CLIENT_ID, console_app
+
+__all__ = ["CLIENT_ID", "ConsoleApp", "console_app"]

@@ -1,0 +1,284 @@
+"""The web console as an ASGI application: server-rendered pages, one small script.
+
+Why server-rendered Jinja2: every page is a table of what the cluster says right now, which
+HTML renders without a front-end build or a library fetched at run time; Jinja2 (Pallets,
+well kept) autoescapes every value put into a page, and nearly everything shown — topic and
+group names, keys, values, headers, client ids — is user data. The one script
+(``static/console.js``) re-fetches the live request-rate table, rendered by the server too,
+so escaping stays in one place; the Content-Security-Policy allows scripts from the console
+only, so even a value that got past escaping could not run.
+
+Mounting: the app serves paths relative to ASGI's ``root_path`` (``/ui`` when mounted
+there) and builds every link under it; a path that still carries the prefix is accepted too,
+whichever way the server mounting it passes paths on. Only GET and HEAD: the console reads.
+
+Errors: a missing topic, partition or group is a 404 page, a bad query parameter a 400 page
+naming the parameter and what is allowed, a cluster that does not answer a 503 page and one
+log line — never a traceback in the browser.
+"""
+
+from __future__ import annotations
+
+import datetime
+import importlib.resources
+import logging
+import urllib.parse
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+import jinja2
+import trio
+
+from trikafka.client import KafkaError
+from trikafka.web.console.rates import ApiCounters, RateSampler
+from trikafka.web.console.reader import ClusterReader, GroupReads, NotFound
+from trikafka.web.console.render import format_bytes, format_timestamp
+
+__all__ = ["MAX_RECORDS", "PAGE_TIMEOUT_S", "BadRequest", "ConsoleApp", "parse_timestamp"]
+
+log = logging.getLogger("trikafka.web.console")
+
+#: The most records one page of the browser shows.
+MAX_RECORDS = 500
+#: How long a page waits for the cluster before it answers 503.
+PAGE_TIMEOUT_S = 15.0
+
+_STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
+_SECURITY_HEADERS = [
+    (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+]
+
+Scope = Mapping[str, Any]
+Receive = Callable[[], Awaitable[Mapping[str, Any]]]
+Send = Callable[[Mapping[str, Any]], Awaitable[None]]
+
+
+class BadRequest(ValueError):
+    """A query parameter the console cannot use; the message names it and what is allowed."""
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("trikafka.web.console", "templates"),
+        autoescape=True,  # every template, every value: the data is the users'
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["size"] = format_bytes
+    env.filters["timestamp"] = format_timestamp
+    env.filters["q"] = lambda value: urllib.parse.quote(str(value), safe="")
+    env.filters["thousands"] = lambda value: f"{value:,}"
+    return env
+
+
+class ConsoleApp:
+    """``open_reader()`` opens a :class:`ClusterReader` for one page; ``counters()`` returns
+    the request counters per API of the brokers served here; ``listeners()`` their bound
+    listeners, for the overview."""
+
+    def __init__(
+        self,
+        open_reader: Callable[[], AbstractAsyncContextManager[ClusterReader]],
+        counters: Callable[[], Mapping[str, ApiCounters]],
+        *,
+        version: str,
+        listeners: Callable[[], tuple[str, ...]] = tuple,
+        bootstrap: Callable[[], str] | None = None,
+    ) -> None:
+        self.open_reader = open_reader
+        self.bootstrap = bootstrap
+        self.counters = counters
+        self.version = version
+        self.listeners = listeners
+        self.sampler = RateSampler()
+        self.templates = _environment()
+        try:
+            self.rates()  # the first sample: the first view then has a rate since start
+        except RuntimeError:  # built outside trio: the first view takes the first sample
+            pass
+
+    # --- ASGI ---------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        root = scope.get("root_path", "").rstrip("/")
+        # Still percent-encoded, so that a group id with a '/' stays one path segment.
+        raw = scope.get("raw_path")
+        path = raw.decode("latin-1") if raw else urllib.parse.quote(scope["path"])
+        path = path.partition("?")[0]
+        quoted_root = urllib.parse.quote(root)
+        if quoted_root and (path == quoted_root or path.startswith(quoted_root + "/")):
+            path = path[len(quoted_root) :]
+        head = scope["method"] == "HEAD"
+        if scope["method"] not in ("GET", "HEAD"):
+            await _respond(send, 405, b"the console only reads: GET and HEAD\n", "text/plain; charset=utf-8", head=False, extra=[(b"allow", b"GET, HEAD")])
+            return
+        query = {k: v[-1] for k, v in urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
+        status, body, content_type = await self.dispatch(path or "/", query, root)
+        await _respond(send, status, body, content_type, head=head)
+
+    async def dispatch(self, path: str, query: Mapping[str, str], root: str) -> tuple[int, bytes, str]:
+        html = "text/html; charset=utf-8"
+        if path.startswith("/static/"):
+            return self._static(path.removeprefix("/static/"))
+        try:
+            if path == "/rates/table":
+                return 200, self.render("rates_table.html", root, rates=self.rates()), html
+            return 200, await self._page(path, query, root), html
+        except BaseExceptionGroup as group:  # raised through the client's nursery
+            problem = _only_expected(group)
+            if problem is None:
+                raise
+        except _EXPECTED as exc:
+            problem = exc
+        if isinstance(problem, NotFound):
+            return 404, self.render("error.html", root, title="Not found", message=str(problem)), html
+        if isinstance(problem, BadRequest):
+            return 400, self.render("error.html", root, title="Bad request", message=str(problem)), html
+        if isinstance(problem, trio.TooSlowError):
+            where = f" at {self.bootstrap()}" if self.bootstrap is not None else ""
+            message = f"no answer from the cluster{where} within {PAGE_TIMEOUT_S:.0f} s"
+        else:
+            message = str(problem) or type(problem).__name__
+        log.warning("console: %s: the cluster did not answer: %s", path, message)
+        return 503, self.render("error.html", root, title="The cluster did not answer", message=message), html
+
+    async def _page(self, path: str, query: Mapping[str, str], root: str) -> bytes:
+        parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
+        if parts == ["rates"]:
+            return self.render("rates.html", root, page="rates", rates=self.rates())
+        if len(parts) > 2 or (parts and parts[0] not in ("topics", "groups", "records")) or parts[:1] == ["records"] and len(parts) > 1:
+            raise NotFound(f"no page at {path}")
+        form = _records_form(query) if parts == ["records"] else None
+        async with self.open_reader() as reader:
+            with trio.fail_after(PAGE_TIMEOUT_S):
+                if not parts:
+                    overview = await reader.overview(version=self.version, listeners=self.listeners())
+                    return self.render("overview.html", root, page="overview", overview=overview)
+                if parts == ["topics"]:
+                    return self.render("topics.html", root, page="topics", topics=await reader.topics())
+                if parts[0] == "topics":
+                    return self.render("topic.html", root, page="topics", topic=await reader.topic(parts[1]))
+                if parts == ["groups"]:
+                    return self.render("groups.html", root, page="groups", groups=await GroupReads(reader).groups())
+                if parts[0] == "groups":
+                    return self.render("group.html", root, page="groups", group=await GroupReads(reader).group(parts[1]))
+                assert form is not None
+                return await self._records(reader, form, root)
+
+    async def _records(self, reader: ClusterReader, form: dict[str, Any], root: str) -> bytes:
+        cluster = await reader.metadata()  # names for the topic menu: no offsets or sizes needed
+        topics = sorted(name for name, info in cluster.topics.items() if info.error_code == 0)
+        page = None
+        if form["topic"]:
+            page = await reader.records(
+                form["topic"], form["partition"], offset=form["offset"], timestamp=form["timestamp"], count=form["count"]
+            )
+        return self.render("records.html", root, page="records", form=form, topics=topics, records=page)
+
+    def rates(self) -> Any:
+        return self.sampler.sample(trio.current_time(), self.counters())
+
+    def render(self, template: str, root: str, **values: Any) -> bytes:
+        values.setdefault("page", "")
+        return self.templates.get_template(template).render(root=root, version=self.version, **values).encode()
+
+    def _static(self, name: str) -> tuple[int, bytes, str]:
+        suffix = name[name.rfind(".") :] if "." in name else ""
+        if "/" in name or name.startswith(".") or suffix not in _STATIC_TYPES:
+            return 404, b"not found\n", "text/plain; charset=utf-8"
+        resource = importlib.resources.files("trikafka.web.console").joinpath("static", name)
+        if not resource.is_file():
+            return 404, b"not found\n", "text/plain; charset=utf-8"
+        return 200, resource.read_bytes(), _STATIC_TYPES[suffix]
+
+
+#: What a page turns into an error page; anything else is a bug and propagates.
+_EXPECTED = (NotFound, BadRequest, KafkaError, OSError, trio.TooSlowError)
+
+
+def _only_expected(group: BaseExceptionGroup) -> BaseException | None:
+    """The first error of ``group`` when every error in it is an expected one, else None."""
+    leaves: list[BaseException] = []
+    pending: list[BaseException] = [group]
+    while pending:
+        exc = pending.pop(0)
+        if isinstance(exc, BaseExceptionGroup):
+            pending.extend(exc.exceptions)
+        else:
+            leaves.append(exc)
+    if leaves and all(isinstance(leaf, _EXPECTED) for leaf in leaves):
+        return leaves[0]
+    return None
+
+
+def _int(query: Mapping[str, str], name: str, default: int | None, low: int, high: int) -> int | None:
+    raw = query.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{name}={raw!r}: give a whole number from {low} to {high}") from None
+    if not low <= value <= high:
+        raise BadRequest(f"{name}={value}: allowed values are {low} to {high}")
+    return value
+
+
+def parse_timestamp(raw: str) -> int:
+    """Epoch milliseconds, or ISO 8601 (a time without a zone is UTC) → epoch ms."""
+    raw = raw.strip()
+    if raw.lstrip("-").isdigit():
+        return int(raw)
+    try:
+        moment = datetime.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRequest(f"timestamp={raw!r}: give epoch milliseconds or ISO 8601, e.g. 2026-01-31T12:00:00Z") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _records_form(query: Mapping[str, str]) -> dict[str, Any]:
+    start = query.get("from", "offset") or "offset"
+    if start not in ("offset", "timestamp"):
+        raise BadRequest(f"from={start!r}: allowed values are offset, timestamp")
+    timestamp_text = query.get("timestamp", "").strip()
+    if start == "timestamp" and not timestamp_text:
+        raise BadRequest("from=timestamp needs timestamp= (epoch ms or ISO 8601)")
+    return {
+        "topic": query.get("topic", "").strip(),
+        "partition": _int(query, "partition", 0, 0, 2**31 - 1),
+        "from": start,
+        "offset": _int(query, "offset", None, 0, 2**63 - 1) if start == "offset" else None,
+        "offset_text": query.get("offset", ""),
+        "timestamp": parse_timestamp(timestamp_text) if start == "timestamp" else None,
+        "timestamp_text": timestamp_text,
+        "count": _int(query, "count", 20, 1, MAX_RECORDS),
+    }
+
+
+async def _respond(send: Send, status: int, body: bytes, content_type: str, *, head: bool, extra: list[tuple[bytes, bytes]] | None = None) -> None:
+    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()), *_SECURITY_HEADERS, *(extra or [])]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if head else body})
+
+
+async def _lifespan(receive: Receive, send: Send) -> None:
+    """Nothing to start or stop: each page opens its own client."""
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return

@@ -1,0 +1,157 @@
+"""What the console's pages show: frozen values, read from the cluster by
+:mod:`~trikafka.web.console.reader` and rendered by the templates. Nothing here does I/O."""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = [
+    "BrokerRow",
+    "ConfigRow",
+    "GroupDetail",
+    "GroupOffsetRow",
+    "GroupRow",
+    "MemberRow",
+    "Overview",
+    "PartitionRow",
+    "RecordRow",
+    "RecordsPage",
+    "Shown",
+    "TopicDetail",
+    "TopicRow",
+]
+
+
+@attrs.frozen
+class Shown:
+    """Bytes as a person reads them: ``kind`` is ``null``, ``text``, ``json`` (pretty-printed)
+    or ``hex`` (anything that is not printable UTF-8); ``size`` the raw byte count."""
+
+    kind: str
+    text: str
+    size: int
+
+
+@attrs.frozen
+class BrokerRow:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    is_controller: bool
+
+
+@attrs.frozen
+class Overview:
+    cluster_id: str | None
+    controller_id: int
+    version: str
+    brokers: tuple[BrokerRow, ...]
+    listeners: tuple[str, ...]
+    topic_count: int
+    internal_topic_count: int
+    partition_count: int
+    group_count: int
+
+
+@attrs.frozen
+class TopicRow:
+    name: str
+    internal: bool
+    partitions: int
+    replication_factor: int
+    records: int  # end offset − start offset, summed: what a consumer from the start would see
+    size_bytes: int
+
+
+@attrs.frozen
+class PartitionRow:
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    start_offset: int
+    end_offset: int
+    size_bytes: int
+
+
+@attrs.frozen
+class ConfigRow:
+    name: str
+    value: str | None
+    is_default: bool
+    sensitive: bool
+
+
+@attrs.frozen
+class TopicDetail:
+    name: str
+    internal: bool
+    partitions: tuple[PartitionRow, ...]
+    configs: tuple[ConfigRow, ...]
+
+
+@attrs.frozen
+class RecordRow:
+    partition: int
+    offset: int
+    timestamp: int
+    key: Shown
+    value: Shown
+    headers: tuple[tuple[str, Shown], ...]
+
+
+@attrs.frozen
+class RecordsPage:
+    """The answer of one browse: where it started, the records, and where to go next."""
+
+    topic: str
+    partition: int
+    start_offset: int  # the partition's log start offset
+    end_offset: int  # the high watermark
+    from_offset: int  # where this page began (-1: nothing at or after the timestamp asked)
+    records: tuple[RecordRow, ...]
+    next_offset: int
+
+
+@attrs.frozen
+class GroupRow:
+    group_id: str
+    state: str
+    protocol_type: str
+    members: int
+    lag: int | None  # None: no committed offsets
+
+
+@attrs.frozen
+class MemberRow:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    assignment: tuple[tuple[str, tuple[int, ...]], ...]  # topic → partitions
+
+
+@attrs.frozen
+class GroupOffsetRow:
+    topic: str
+    partition: int
+    committed_offset: int
+    end_offset: int
+    lag: int
+    member_id: str | None  # the member the partition is assigned to now, if any
+
+
+@attrs.frozen
+class GroupDetail:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    coordinator: int
+    members: tuple[MemberRow, ...]
+    offsets: tuple[GroupOffsetRow, ...]
+
+    @property
+    def total_lag(self) -> int:
+        return sum(row.lag for row in self.offsets)
