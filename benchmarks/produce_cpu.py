@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-__all__ = ["main"]
+__all__ = ["cpu_seconds", "main"]
 
 SHAPES = ((100, 200_000, 6), (10_000, 20_000, 48))  # value bytes, messages, partitions
 
@@ -27,7 +27,8 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _cpu_seconds(pid: int) -> float:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (Linux ``/proc``; 10 ms ticks)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -65,7 +66,7 @@ def main(argv: list[str] | None = None) -> None:
                 "queue.buffering.max.messages": count, "queue.buffering.max.kbytes": 2**21,
             })
             value, per = b"x" * size, count // partitions
-            before, start = _cpu_seconds(broker.pid), time.perf_counter()
+            before, start = cpu_seconds(broker.pid), time.perf_counter()
             for i in range(count):
                 while True:
                     try:
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> None:
                         producer.poll(0.01)
             left = producer.flush(120)
             wall = time.perf_counter() - start
-            used = _cpu_seconds(broker.pid) - before
+            used = cpu_seconds(broker.pid) - before
             mb = size * count / 1e6
             print(
                 f"{root.name}: {size:>6} B x {count}: broker CPU {used:.2f} s = "

@@ -1,6 +1,7 @@
 """The servers under test, each a process of its own on 127.0.0.1, started and stopped by PID.
 
 ``trikafka``  ``python -m trikafka --in-memory`` through ``trikafka.testing.process.BrokerProcess``
+``trikafka-file``  the same with ``--data-dir`` on a temporary directory: the file log
 ``mock``      librdkafka's mock cluster (``benchmarks/mock_cluster.py``)
 ``ceiling``   the bare Trio frame server (``benchmarks/trio_ceiling.py``)
 
@@ -28,6 +29,7 @@ __all__ = [
     "MockTarget",
     "ROOT",
     "Target",
+    "TrikafkaFileTarget",
     "TrikafkaTarget",
     "api_versions_request",
     "make_target",
@@ -123,8 +125,11 @@ class TrikafkaTarget(Target):
     name = "trikafka"
     label = "trikafka"
 
+    def _storage_args(self) -> tuple[str, ...]:
+        return ("--in-memory",)
+
     def __init__(self) -> None:
-        self._broker = BrokerProcess("--in-memory", "--log-level", "WARNING", cwd=ROOT)
+        self._broker = BrokerProcess(*self._storage_args(), "--log-level", "WARNING", cwd=ROOT)
         try:
             self._broker.wait_ready(READY_TIMEOUT)
         except BaseException:
@@ -158,6 +163,23 @@ class TrikafkaTarget(Target):
     @property
     def output(self) -> str:
         return self._broker.output
+
+
+class TrikafkaFileTarget(TrikafkaTarget):
+    """The file log: segments on a temporary directory, removed when the target stops."""
+
+    name = "trikafka-file"
+    label = "trikafka (file log)"
+
+    def _storage_args(self) -> tuple[str, ...]:
+        self._data = tempfile.TemporaryDirectory(prefix="trikafka-bench-")
+        return ("--data-dir", self._data.name)
+
+    def stop(self) -> None:
+        try:
+            super().stop()
+        finally:
+            self._data.cleanup()
 
 
 class _HelperTarget(Target):
@@ -273,7 +295,9 @@ class CeilingTarget(_HelperTarget):
         """Any frame gets the fixed answer: there is nothing to create."""
 
 
-_TARGETS = {cls.name: cls for cls in (TrikafkaTarget, MockTarget, CeilingTarget)}
+_TARGETS = {
+    cls.name: cls for cls in (TrikafkaTarget, TrikafkaFileTarget, MockTarget, CeilingTarget)
+}
 
 
 def make_target(name: str) -> Target:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from benchmarks import loadgen
+from benchmarks.produce_cpu import cpu_seconds
 from benchmarks.targets import (
     ROOT,
     EmbeddedTrikafkaTarget,
@@ -40,6 +41,8 @@ __all__ = ["Metric", "RoundState", "Settings", "Workload", "build_workloads", "p
 #: consume workloads spread their messages so each partition holds at most this much.
 MOCK_PARTITION_BUDGET = 4 * 1024 * 1024
 RECORD_OVERHEAD = 20  # bytes a v2 record adds to a short value, with room to spare
+RANDOM_PARTITIONS = 6  # the second produce shape: the default partitioner over 6 partitions
+RANDOM_POOL = 1024  # distinct random values (and keys) it cycles through; a power of two
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,12 @@ class Workload:
     run: Callable[..., dict]
     fresh: bool = False  # starts its own processes: gets a target name, not a running target
     once: bool = False  # first round only
+    #: The server that stands for a target in this workload's figures: the file-log rows run
+    #: against ``trikafka-file`` and are shown (and judged) as trikafka next to the mock.
+    servers: dict[str, str] = field(default_factory=dict)
+
+    def server(self, target: str) -> str:
+        return self.servers.get(target, target)
 
 
 def partitions_for(size: int, count: int) -> int:
@@ -120,13 +129,30 @@ def _new_topic(target: Target, stem: str, partitions: int) -> str:
 # --- produce and consume ---------------------------------------------------------------------
 
 
+def _broker_cpu(target: Target) -> float | None:
+    try:
+        return cpu_seconds(target.pid)
+    except (OSError, ValueError, IndexError):  # not Linux, or the process is gone
+        return None
+
+
 def produce(target: Target, settings: Settings, state: RoundState, *, label: str, size: int,
-            count: int) -> dict:
-    """``count`` messages of ``size`` bytes, acks=1, linger.ms=5, in contiguous blocks per
-    partition (as a sticky partitioner would); timed from the first produce() to flush()."""
+            count: int, shape: str = "blocks") -> dict:
+    """``count`` messages of ``size`` bytes, acks=1, linger.ms=5, timed from the first
+    produce() to flush(); the server's user + system CPU is read from /proc around it.
+
+    ``shape="blocks"``: one value repeated, no key, in contiguous blocks per partition (as a
+    sticky partitioner would), over as many partitions as the mock's window needs.
+    ``shape="random"``: random values and random 16-byte keys, no partition given, so
+    confluent-kafka's default partitioner (``consistent_random``: murmur2 of the key) spreads
+    every linger window over 6 partitions: smaller batches, more of them, as applications see.
+    """
     from confluent_kafka import Producer
 
-    partitions = partitions_for(size, count)
+    if shape == "random":
+        partitions = RANDOM_PARTITIONS
+    else:
+        partitions = partitions_for(size, count)
     topic = _new_topic(target, label, partitions)
     state.topics[(target.name, label)] = (topic, partitions)
     failures: list[object] = []
@@ -144,28 +170,50 @@ def produce(target: Target, settings: Settings, state: RoundState, *, label: str
         )
     )
     producer.list_topics(topic, timeout=30)  # connected, metadata known: not timed
-    value = b"x" * size
     send = producer.produce
-    per_partition = count / partitions
-    start = time.perf_counter()
-    for i in range(count):
-        partition = int(i / per_partition)
-        while True:
-            try:
-                send(topic, value, partition=partition)
-                break
-            except BufferError:
-                producer.poll(0.005)
+    cpu_before = _broker_cpu(target)
+    if shape == "random":
+        import os
+
+        # A pool of distinct random values and keys (generating one per message would time
+        # the client): the broker never sees two neighbouring records alike.
+        values = [os.urandom(size) for _ in range(RANDOM_POOL)]
+        keys = [os.urandom(16) for _ in range(RANDOM_POOL)]
+        mask = RANDOM_POOL - 1
+        start = time.perf_counter()
+        for i in range(count):
+            while True:
+                try:
+                    send(topic, values[i & mask], keys[(i * 7) & mask])
+                    break
+                except BufferError:
+                    producer.poll(0.005)
+    else:
+        value = b"x" * size
+        per_partition = count / partitions
+        start = time.perf_counter()
+        for i in range(count):
+            partition = int(i / per_partition)
+            while True:
+                try:
+                    send(topic, value, partition=partition)
+                    break
+                except BufferError:
+                    producer.poll(0.005)
     left = producer.flush(settings.step_timeout)
     elapsed = time.perf_counter() - start
+    cpu_after = _broker_cpu(target)
     if left or failures:
         raise RuntimeError(f"{left} messages not delivered, {len(failures)} failed: {failures[:3]}")
-    return {
+    out = {
         "msgs_per_s": count / elapsed,
         "mb_per_s": count * size / elapsed / 1e6,
         "seconds": elapsed,
         "partitions": partitions,
     }
+    if cpu_before is not None and cpu_after is not None:
+        out["cpu_s_per_gb"] = (cpu_after - cpu_before) / (count * size / 1e9)
+    return out
 
 
 def consume(target: Target, settings: Settings, state: RoundState, *, label: str, size: int,
@@ -520,17 +568,19 @@ def _build(settings: Settings) -> list[Workload]:
     items.append(
         Workload("latency_longpoll", "E2E latency, long poll 100 ms", KAFKA, lat, latency_longpoll)
     )
+    rates = (
+        Metric("mb_per_s", "MB/s", "MB/s", digits=1),
+        Metric("msgs_per_s", "msgs/s", "msg/s", digits=0),
+    )
+    cpu = Metric("cpu_s_per_gb", "server CPU per GB", "s", False, 2)
+    file_log = {"trikafka": "trikafka-file"}
     for label, size, count in settings.produce:
-        rates = (
-            Metric("mb_per_s", "MB/s", "MB/s", digits=1),
-            Metric("msgs_per_s", "msgs/s", "msg/s", digits=0),
-        )
         items.append(
             Workload(
                 f"produce_{label}",
                 f"Produce {label} × {count:,}",
                 KAFKA,
-                rates,
+                (*rates, cpu),
                 partial(produce, label=label, size=size, count=count),
             )
         )
@@ -541,6 +591,38 @@ def _build(settings: Settings) -> list[Workload]:
                 KAFKA,
                 rates,
                 partial(consume, label=label, size=size, count=count),
+            )
+        )
+    for label, size, count in settings.produce:
+        items.append(
+            Workload(
+                f"produce_random_{label}",
+                f"Produce {label} × {count:,}, random, {RANDOM_PARTITIONS} partitions",
+                KAFKA,
+                (*rates, cpu),
+                partial(produce, label=f"random-{label}", size=size, count=count, shape="random"),
+            )
+        )
+    # The mock has no file log: these rows set trikafka's file log against the mock's memory.
+    for label, size, count in settings.produce:
+        items.append(
+            Workload(
+                f"produce_file_{label}",
+                f"Produce {label} × {count:,}, file log",
+                KAFKA,
+                (*rates, cpu),
+                partial(produce, label=f"file-{label}", size=size, count=count),
+                servers=file_log,
+            )
+        )
+        items.append(
+            Workload(
+                f"consume_file_{label}",
+                f"Consume {label} × {count:,}, file log",
+                KAFKA,
+                rates,
+                partial(consume, label=f"file-{label}", size=size, count=count),
+                servers=file_log,
             )
         )
     from benchmarks.trio_client import trio_produce

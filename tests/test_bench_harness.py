@@ -75,6 +75,11 @@ def test_rates_and_times_are_positive(quick_run: tuple[dict, Path, str]) -> None
         for metric in item["metrics"]:
             if metric["key"] == "kb_per_connection":
                 continue  # a difference of two RSS readings: its sign is the server's business
+            if metric["key"] == "cpu_s_per_gb":
+                # /proc counts 10 ms ticks: a --quick produce may use none of them.
+                for target in item["targets"]:
+                    assert item["summary"][target][metric["key"]]["median"] >= 0
+                continue
             for target in item["targets"]:
                 assert item["summary"][target][metric["key"]]["median"] > 0, (item["id"], target)
 

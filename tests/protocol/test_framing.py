@@ -22,8 +22,9 @@ frames_strategy = st.lists(st.binary(max_size=64), max_size=12)
 def _drain(decoder: FrameDecoder) -> list[bytes]:
     out = []
     while (frame := decoder.next_frame()) is not NEED_DATA:
-        if isinstance(frame, memoryview):  # a large frame: its own buffer, read-only
-            assert frame.readonly and len(frame) >= decoder.large_frame
+        if isinstance(frame, memoryview):
+            # A large frame (its own buffer) or a small one sliced from received bytes.
+            assert frame.readonly
             frame = frame.tobytes()
         assert isinstance(frame, bytes)
         out.append(frame)
@@ -33,6 +34,24 @@ def _drain(decoder: FrameDecoder) -> list[bytes]:
 def _split(data: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({c % (len(data) + 1) for c in cuts} | {0, len(data)})
     return [data[a:b] for a, b in zip(points, points[1:], strict=False)]
+
+
+def test_a_small_frame_read_whole_is_a_view_of_the_received_bytes_and_stays_valid():
+    """No copy for frames a read brought whole; the view outlives later reads (it pins the
+    immutable bytes, never a buffer the decoder writes again)."""
+    decoder = FrameDecoder(max_size=1024)
+    decoder.receive_data(encode_frame(b"first") + encode_frame(b"second") + b"\x00\x00")
+    first = decoder.next_frame()
+    assert isinstance(first, memoryview) and first.readonly
+    second = decoder.next_frame()
+    assert decoder.next_frame() is NEED_DATA  # half a prefix pending: assembled from here on
+    decoder.receive_data(b"\x00\x05thi")
+    decoder.receive_data(b"rd" + encode_frame(b"fourth"))
+    third = decoder.next_frame()
+    assert isinstance(third, bytes)  # it spanned three reads: copied out of the buffer
+    assert [bytes(first), bytes(second), third] == [b"first", b"second", b"third"]
+    assert bytes(decoder.next_frame()) == b"fourth"  # type: ignore[arg-type]
+    assert decoder.buffered == 0
 
 
 def test_encode_frame_is_a_big_endian_length_then_the_payload():

@@ -653,3 +653,54 @@ def test_huge_array_count_is_an_invalid_request_not_an_abort(frame):
     )
     assert child.returncode == 0, f"decoder died with {child.returncode}: {child.stderr[-500:]}"
     assert child.stdout.startswith("InvalidRequestError"), child.stdout
+
+
+# --- record batches lifted out of Produce frames as views ----------------------------------
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 11])
+def test_produce_records_of_lift_size_are_views_of_the_frame_equal_to_kios_bytes(version):
+    """A Produce request's large ``records`` are views of the frame (no kio copy); small
+    ones and nulls stay as kio decodes them; every other field is what kio decodes."""
+    import datetime
+
+    from kio.static.primitive import i16, i32
+
+    from trikafka.protocol.guard import LIFT_RECORDS_MIN
+    from trikafka.protocol.records import build_batch
+
+    spec = REGISTRY.get(0, version)
+    module = sys.modules[spec.request_type.__module__]
+    big = b"".join(build_batch([(b"k", b"v" * 1000, (), 1)] * 5) for _ in range(3))
+    assert len(big) >= LIFT_RECORDS_MIN
+    small = build_batch([(None, b"s", (), 1)])
+    parts = module.PartitionProduceData
+    body = spec.request_type(
+        transactional_id="tx",
+        acks=i16(-1),
+        timeout=datetime.timedelta(milliseconds=1500),
+        topic_data=(
+            module.TopicProduceData(
+                name="t",
+                partition_data=(
+                    parts(index=i32(0), records=big),
+                    parts(index=i32(1), records=small),
+                    parts(index=i32(2), records=None),
+                ),
+            ),
+            module.TopicProduceData(name="u", partition_data=(parts(index=i32(7), records=big),)),
+        ),
+    )
+    frame = encode_request(spec, 42, body, "client")[4:]
+    decoded = decode_request(frame, REGISTRY)
+    got = [p.records for t in decoded.body.topic_data for p in t.partition_data]
+    assert [type(r) for r in got] == [memoryview, bytes, type(None), memoryview]
+    assert all(r.readonly for r in got if isinstance(r, memoryview))
+    assert [bytes(r) if r is not None else None for r in got] == [big, small, None, big]
+    assert [t.name for t in decoded.body.topic_data] == ["t", "u"]
+    assert [p.index for t in decoded.body.topic_data for p in t.partition_data] == [0, 1, 2, 7]
+    assert (decoded.body.transactional_id, decoded.body.acks) == ("tx", -1)
+    assert decoded.header.correlation_id == 42
+    # The views are of the frame itself, not of a copy.
+    view = got[0]
+    assert view.obj is frame

@@ -27,6 +27,7 @@ from trikafka.protocol.records import (
     iter_batches,
     iter_records,
     parse_batch_header,
+    rebase_batches,
 )
 
 from .record_walks import WALKS
@@ -178,6 +179,23 @@ def test_assign_offsets_with_log_append_time(batches, now):
         assert header.max_timestamp == now
         assert header.base_timestamp == original.base_timestamp  # Kafka's in-place path
         assert all(r.timestamp == now for r in iter_records(buffer, header))
+
+
+@DETERMINISTIC
+@given(batches_st, st.integers(0, 2**40), st.integers(0, 2**31 - 1), st.none() | st.integers(0, 2**41))
+def test_rebase_batches_is_assign_offsets_then_a_parse(batches, base, epoch, now):
+    """The log's one-parse path: the same bytes as assign_offsets, and headers equal to the
+    ones a second parse of the patched bytes gives."""
+    data, _ = concat(batches)
+    reference = bytearray(data)
+    next_offset, _, _ = assign_offsets(reference, base, leader_epoch=epoch, log_append_time_ms=now)
+    buffer = bytearray(data)
+    patched = rebase_batches(
+        buffer, list(iter_batches(buffer)), base, leader_epoch=epoch, log_append_time_ms=now
+    )
+    assert buffer == reference
+    assert patched == [parse_batch_header(reference, h.position) for h in patched]
+    assert patched[-1].next_offset == next_offset
 
 
 def test_old_message_formats_are_unsupported():

@@ -203,7 +203,7 @@ async def _answer(stream: trio.abc.Stream) -> bytes | None:
     while True:
         frame = decoder.next_frame()
         if frame is not NEED_DATA:
-            return frame
+            return bytes(frame)  # the decoder hands out views
         data = await stream.receive_some(65536)
         if not data:
             return None

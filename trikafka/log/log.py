@@ -57,9 +57,8 @@ from trikafka.protocol.records import (
     LOG_OVERHEAD,
     NO_TIMESTAMP,
     BatchHeader,
-    assign_offsets,
     iter_batches,
-    parse_batch_header,
+    rebase_batches,
 )
 
 __all__ = ["AppendInfo", "Clock", "FetchData", "FlushJob", "Log", "wall_clock_ms"]
@@ -264,10 +263,11 @@ class Log(LogRetention, LogDurability, LogTransactions):
         append_time = int(now) if self.config.log_append_time else None
         first = self.log_end_offset
         last = first + sum(h.last_offset_delta + 1 for h in headers) - 1
-        next_offset, _, _ = assign_offsets(
-            data, first, leader_epoch=leader_epoch, log_append_time_ms=append_time
+        # The headers validation parsed, patched along with the bytes: no second parse.
+        patched = rebase_batches(
+            data, headers, first, leader_epoch=leader_epoch, log_append_time_ms=append_time
         )
-        patched = [parse_batch_header(data, h.position) for h in headers]
+        next_offset = patched[-1].next_offset
         count = len(self._segments)
         try:
             segment = self._maybe_roll(len(data), now, last)

@@ -231,7 +231,7 @@ class ConnectionState:
         Shutdown: pipelined requests still in the buffer are not served (Kafka drops them
         with the connection), so the shell's next ``next_event`` is ``NEED_DATA`` and its
         next read, already past its deadline, ends the connection. A request in flight is
-        unaffected: it was decoded into its own objects.
+        unaffected: its objects (and any views of its frame) keep the old buffers.
         """
         dropped = self._decoder.buffered
         self._new_decoder(self._decoder.max_size)

@@ -32,7 +32,11 @@ def encode_frame(payload: bytes) -> bytes:
 class FrameDecoder:
     """Splits a byte stream into frames of at most ``max_size`` bytes.
 
-    Small frames are cut out of one accumulating buffer and handed out as ``bytes``. A frame
+    Small frames are handed out as read-only memoryviews of the ``bytes`` the transport
+    delivered, when a read brought them whole (the common case: a request, or several
+    pipelined ones, per read): no copy at all, and nothing to cut later. Only a frame split
+    across reads is assembled in an accumulating buffer and copied out as ``bytes``. A view
+    of immutable ``bytes`` stays valid as long as anyone holds it. A frame
     of ``large_frame`` bytes or more (a produce of big batches) is assembled in a buffer of
     its own, sized from the prefix, that the transport's bytes are copied into once — or
     received into directly through :meth:`unfilled` — and handed out as a read-only
@@ -40,8 +44,10 @@ class FrameDecoder:
     for the next large frame (up to ``keep_spare`` bytes). Why: on this VM first-touching
     fresh memory costs ~0.4 ms per MiB in page faults, and accumulating a 1 MiB produce,
     slicing it out and copying it again touched three fresh MiB per request — half the
-    broker's CPU under a 10 KB-message produce load. The request is decoded (kio copies
-    what it keeps) before the connection asks for another frame, so reuse is safe.
+    broker's CPU under a 10 KB-message produce load. Reuse is safe because a connection asks
+    for its next frame only once the request's response is written (the mute cycle): a
+    Produce request's record batches are views of this buffer until then
+    (:func:`trikafka.protocol.guard.check_request` lifts them), and the log copies them.
     """
 
     __slots__ = (
@@ -55,7 +61,9 @@ class FrameDecoder:
         self.max_size = max_size
         self.large_frame = large_frame
         self.keep_spare = keep_spare
-        self._buffer = bytearray()
+        #: Unconsumed bytes: the transport's own ``bytes`` while whole frames are sliced from
+        #: them, else a ``bytearray`` accumulating a frame that spans reads.
+        self._buffer: bytes | bytearray = b""
         self._start = 0  # bytes before this index are consumed, cut lazily
         self._expected: int | None = None  # body size of the small frame being assembled
         self._large: memoryview | None = None  # the large frame being filled (writable)
@@ -76,11 +84,25 @@ class FrameDecoder:
             if take == len(data):
                 return
             data = memoryview(data)[take:]  # the next frame's first bytes
-        if self._start:
-            # Cut consumed bytes once per receive, not once per frame.
-            del self._buffer[: self._start]
+        buf = self._buffer
+        start = self._start
+        if start == len(buf):
+            # Nothing pending: keep the transport's bytes as they are (frames are sliced out).
+            self._buffer = data if data.__class__ is bytes else bytes(data)
             self._start = 0
-        self._buffer += data
+            return
+        if buf.__class__ is bytes:
+            # A frame spans reads: from here it is assembled in a buffer of our own.
+            with memoryview(buf) as view:
+                pending = bytearray(view[start:])
+            pending += data
+            self._buffer = pending
+        else:
+            if start:
+                # Cut consumed bytes once per receive, not once per frame.
+                del buf[:start]  # type: ignore[union-attr]
+            buf += data  # type: ignore[operator]
+        self._start = 0
 
     def unfilled(self) -> memoryview | None:
         """The rest of the large frame being assembled, to receive into; else None."""
@@ -123,13 +145,19 @@ class FrameDecoder:
         size = self._expected
         if len(buf) - start < size:
             return NEED_DATA
-        with memoryview(buf) as view:
-            frame = bytes(view[start : start + size])
-        self._start = start + size
+        end = start + size
+        if buf.__class__ is bytes:
+            frame: bytes | memoryview = memoryview(buf)[start:end]  # type: ignore[arg-type]
+        else:
+            # Copied out: a view would pin the bytearray against the next receive's resize.
+            with memoryview(buf) as view:
+                frame = bytes(view[start:end])
         self._expected = None
-        if self._start == len(buf):
-            buf.clear()
+        if end == len(buf):
+            self._buffer = b""  # drops the transport's bytes: only the frames' views hold them
             self._start = 0
+        else:
+            self._start = end
         return frame
 
     def _begin_large(self, size: int) -> None:

@@ -25,7 +25,7 @@ from kio.static.primitive import i16, i32
 
 from trikafka.errors import InvalidRequestError, UnsupportedVersionError
 from trikafka.protocol.encoder import encoder_for, entity_encoder
-from trikafka.protocol.guard import check_request
+from trikafka.protocol.guard import check_request, put_back_records
 from trikafka.protocol.registry import ApiRegistry, ApiVersionSpec, api_name
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
 ]
 
 API_VERSIONS_KEY = 18
+PRODUCE_KEY = 0  # the one request with record batches: lifted out of the frame as views
 _API_HEAD = struct.Struct(">hhi")
 
 
@@ -91,13 +92,18 @@ def decode_request(frame: bytes, registry: ApiRegistry) -> DecodedRequest:
         raise InvalidRequestError(f"unknown api key {api_key} (version {api_version})")
     try:
         # Bounds and unknown tags first: kio allocates from wire counts and refuses unknown tags.
-        frame, body_start = check_request(
-            spec.request_header_type.__flexible__, spec.request_type, frame
+        lift: list | None = [] if api_key == PRODUCE_KEY else None
+        checked, body_start = check_request(
+            spec.request_header_type.__flexible__, spec.request_type, frame, lift
         )
-        header, offset = spec.read_request_header(frame, 0)
+        header, offset = spec.read_request_header(checked, 0)
         if offset != body_start:
             raise InvalidRequestError(f"{spec.name} v{api_version} request header is malformed")
-        body, _size = spec.read_request(frame, offset)
+        body, _size = spec.read_request(checked, offset)
+        if lift and any(lift):
+            # Views of the frame, no copy: a large frame's buffer is reused only once the
+            # connection reads its next frame, after this request's response (the mute cycle).
+            put_back_records(body, spec.request_type, lift, frame)
     except InvalidRequestError:
         raise
     except Exception as exc:  # kio raises whatever the bytes provoke; all of it is bad input

@@ -43,6 +43,7 @@ __all__ = [
     "build_batch",
     "build_control_batch",
     "build_retained_batch",
+    "rebase_batches",
 ]
 
 #: Attribute bit 6 (KIP-534): the batch's base timestamp is the log cleaner's delete horizon.
@@ -96,6 +97,56 @@ def assign_offsets(
     if log_append_time_ms is not None:
         return next_offset, log_append_time_ms, base_offset
     return next_offset, max_timestamp, offset_of_max
+
+
+def rebase_batches(
+    data: bytearray,
+    headers: Sequence[BatchHeader],
+    base_offset: int,
+    *,
+    leader_epoch: int = 0,
+    log_append_time_ms: int | None = None,
+) -> list[BatchHeader]:
+    """:func:`assign_offsets` for batches whose headers were parsed already (the produce
+    path's validation): patches ``data`` in place the same way and returns the patched
+    headers, built from the ones given rather than parsed from the bytes a second time.
+    """
+    view = memoryview(data)
+    out = []
+    next_offset = base_offset
+    for h in headers:
+        position = h.position
+        _BASE_OFFSET.pack_into(view, position, next_offset)
+        _INT32.pack_into(view, position + _PARTITION_LEADER_EPOCH_AT, leader_epoch)
+        attributes, max_timestamp, crc = h.attributes, h.max_timestamp, h.crc
+        if log_append_time_ms is not None:
+            attributes |= _TIMESTAMP_TYPE_BIT
+            max_timestamp = log_append_time_ms
+            _INT16.pack_into(view, position + _ATTRIBUTES_AT, attributes)
+            _INT64.pack_into(view, position + _MAX_TIMESTAMP_AT, max_timestamp)
+            crc = crc32c(view[position + _ATTRIBUTES_AT : position + h.size])
+            _UINT32.pack_into(view, position + _CRC_AT, crc)
+        out.append(
+            BatchHeader(
+                position,
+                h.size,
+                next_offset,
+                leader_epoch,
+                h.magic,
+                crc,
+                attributes,
+                h.last_offset_delta,
+                h.base_timestamp,
+                max_timestamp,
+                h.producer_id,
+                h.producer_epoch,
+                h.base_sequence,
+                h.record_count,
+            )
+        )
+        next_offset += h.last_offset_delta + 1
+    view.release()
+    return out
 
 
 # --- building -------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ from trikafka.protocol.record_builder import (
     assign_offsets,
     build_batch,
     build_control_batch,
+    rebase_batches,
 )
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "iter_records",
     "next_offset_after",
     "parse_batch_header",
+    "rebase_batches",
 ]
 
 

@@ -34,7 +34,7 @@ async def read_frames(stream: trio.abc.Stream, count: int) -> list[bytes]:
             assert data, f"connection closed after {len(frames)} of {count} frames"
             decoder.receive_data(data)
         else:
-            frames.append(frame)
+            frames.append(bytes(frame))  # the decoder hands out views (some of a reused buffer)
     return frames
 
 
