@@ -534,3 +534,20 @@ async def test_large_batches_are_appended_from_frame_views_through_one_copy(auto
             assert records_of(got.records) == expected[partition]
             for header in iter_batches(got.records):  # CRCs hold: patched, not corrupted
                 assert header.record_count == 4
+
+
+async def test_recorded_produce_bodies_keep_their_records_after_the_frame_buffer_is_reused(autojump_clock):
+    """The recorder keeps decoded bodies past the response; lifted records are views of a
+    frame buffer the next large request overwrites, so a recorded body must own its bytes."""
+    async with open_test_broker() as tb, tb.client() as client:
+        created = await create_topic(client, "rec", partitions=1)
+        tb.broker.faults.recorder.start()
+        sent = []
+        for fill in (b"A", b"B", b"C"):
+            batch = build_batch([(b"k", fill * 20_000, [], 1) for _ in range(4)])  # > 64 KiB frames
+            sent.append(batch)
+            response = await produce(client, 9, "rec", created.topic_id, 0, batch)
+            assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
+        recorded = tb.broker.faults.recorder.requests("Produce")
+        got = [bytes(r.body.topic_data[0].partition_data[0].records) for r in recorded]
+        assert got == sent

@@ -138,6 +138,29 @@ class RecordedRequest:
         }
 
 
+def _owned(value: Any) -> Any:
+    """``value`` with every memoryview in it copied to ``bytes``.
+
+    A Produce request's large ``records`` are views of the connection's frame buffer, valid
+    only until its next large frame (``trikafka.protocol.guard``); a recorded body outlives
+    that, so it gets its own bytes. Only kio's dataclasses and tuples are walked, and an
+    entity without views comes back as it was."""
+    if isinstance(value, memoryview):
+        return value.tobytes()
+    if isinstance(value, tuple):
+        items = tuple(_owned(item) for item in value)
+        return value if all(a is b for a, b in zip(items, value)) else items
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for field in dataclasses.fields(value):
+            old = getattr(value, field.name)
+            new = _owned(old)
+            if new is not old:
+                changes[field.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    return value
+
+
 #: The most recent requests a recorder keeps (each holds its decoded body, records and all).
 MAX_RECORDED = 10_000
 
@@ -185,7 +208,7 @@ class RequestRecorder:
                 partitions=keys.partitions,
                 groups=keys.groups,
                 transactional_id=keys.transactional_id,
-                body=request.body,
+                body=_owned(request.body),
             )
         )
 
