@@ -149,7 +149,7 @@ def _owned(value: Any) -> Any:
         return value.tobytes()
     if isinstance(value, tuple):
         items = tuple(_owned(item) for item in value)
-        return value if all(a is b for a, b in zip(items, value)) else items
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         changes = {}
         for field in dataclasses.fields(value):
