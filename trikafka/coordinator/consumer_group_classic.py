@@ -36,7 +36,11 @@ from trikafka.coordinator import consumer_group_records as rec
 from trikafka.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
 from trikafka.coordinator.consumer_group_machine import ConsumerGroupMachine, new_member_id
 from trikafka.coordinator.consumer_group_protocol import JOIN, SYNC, ConsumerTimerKey
-from trikafka.coordinator.consumer_protocol_bytes import decode_subscription, encode_assignment, protocol_version
+from trikafka.coordinator.consumer_protocol_bytes import (
+    decode_subscription,
+    encode_assignment,
+    protocol_version,
+)
 from trikafka.coordinator.group_protocol import (
     UNKNOWN_MEMBER_ID,
     CancelTimer,

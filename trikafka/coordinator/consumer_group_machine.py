@@ -21,6 +21,12 @@ heartbeat) and a revocation not done within the member's rebalance timeout all *
 member: it is removed and the group epoch bumps, so the others rebalance. A static member
 leaving with epoch -2 keeps its place and partitions until its session ends.
 
+Members speaking the classic protocol share the same steps (:meth:`advance`) through their
+own handler (:mod:`~trikafka.coordinator.consumer_group_classic`); converting a group with
+members from or to a classic group is :mod:`~trikafka.coordinator.group_migration`'s, called
+through the ``upgrade`` and ``downgrade`` hooks (a non-empty classic group met by a joining
+heartbeat; the last consumer-protocol member fenced while classic ones remain).
+
 Every change is persisted as Kafka's records (:mod:`consumer_group_records`), one batch per
 call. Errors are ``KafkaProtocolError`` raised before anything changes.
 """
@@ -82,6 +88,39 @@ def new_member_id() -> str:
     return str(uuid.uuid4())
 
 
+def _validate(hb: ConsumerGroupHeartbeat, assignors: tuple[str, ...]) -> None:
+    """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+    bad = ErrorCode.invalid_request
+    if not hb.group_id:
+        raise _error("GroupId can't be empty.", bad)
+    if hb.instance_id == "":
+        raise _error("InstanceId can't be empty.", bad)
+    if hb.rack_id == "":
+        raise _error("RackId can't be empty.", bad)
+    if not hb.member_id:
+        raise _error("MemberId can't be empty.", bad)
+    if hb.member_epoch == 0:
+        if hb.rebalance_timeout_ms == -1:
+            raise _error("RebalanceTimeoutMs must be provided in first request.", bad)
+        if hb.owned:
+            raise _error("TopicPartitions must be empty when (re-)joining.", bad)
+        if hb.subscribed_topic_names is None and hb.subscribed_topic_regex is None:
+            raise _error("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.", bad)
+    elif hb.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and hb.instance_id is None:
+        raise _error("InstanceId can't be null.", bad)
+    elif hb.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise _error("MemberEpoch is invalid.", bad)
+    if hb.subscribed_topic_regex:
+        try:
+            topic_pattern(hb.subscribed_topic_regex)
+        except re.error as exc:
+            raise _error(f"SubscribedTopicRegex `{hb.subscribed_topic_regex}` is not a valid regular expression: {exc}.",
+                         ErrorCode.invalid_regular_expression) from None
+    if hb.server_assignor is not None and hb.server_assignor not in assignors:
+        raise _error(f"ServerAssignor {hb.server_assignor} is not supported. Supported assignors: {', '.join(assignors)}.",
+                     ErrorCode.unsupported_assignor)
+
+
 class ConsumerGroupMachine:
     def __init__(self, config: BrokerConfig, store: OffsetStore | None, topics: TopicCounts,
                  classic: GroupMetadataManager) -> None:
@@ -126,46 +165,11 @@ class ConsumerGroupMachine:
         return tuple(CancelTimer(ConsumerTimerKey(k, group_id, member_id))  # type: ignore[arg-type]
                      for k in (SESSION, REBALANCE, JOIN, SYNC))
 
-    # --- validation -------------------------------------------------------------------
-
-    def _validate(self, hb: ConsumerGroupHeartbeat) -> None:
-        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
-        bad = ErrorCode.invalid_request
-        if not hb.group_id:
-            raise _error("GroupId can't be empty.", bad)
-        if hb.instance_id == "":
-            raise _error("InstanceId can't be empty.", bad)
-        if hb.rack_id == "":
-            raise _error("RackId can't be empty.", bad)
-        if not hb.member_id:
-            raise _error("MemberId can't be empty.", bad)
-        if hb.member_epoch == 0:
-            if hb.rebalance_timeout_ms == -1:
-                raise _error("RebalanceTimeoutMs must be provided in first request.", bad)
-            if hb.owned:
-                raise _error("TopicPartitions must be empty when (re-)joining.", bad)
-            if hb.subscribed_topic_names is None and hb.subscribed_topic_regex is None:
-                raise _error("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.", bad)
-        elif hb.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and hb.instance_id is None:
-            raise _error("InstanceId can't be null.", bad)
-        elif hb.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise _error("MemberEpoch is invalid.", bad)
-        if hb.subscribed_topic_regex:
-            try:
-                topic_pattern(hb.subscribed_topic_regex)
-            except re.error as exc:
-                raise _error(f"SubscribedTopicRegex `{hb.subscribed_topic_regex}` is not a valid regular expression: {exc}.",
-                             ErrorCode.invalid_regular_expression) from None
-        assignors = self.config.group_consumer_assignors
-        if hb.server_assignor is not None and hb.server_assignor not in assignors:
-            raise _error(f"ServerAssignor {hb.server_assignor} is not supported. Supported assignors: {', '.join(assignors)}.",
-                         ErrorCode.unsupported_assignor)
-
     # --- the heartbeat ----------------------------------------------------------------
 
     def heartbeat(self, hb: ConsumerGroupHeartbeat, now_ms: float) -> Reply[HeartbeatResult]:
         try:
-            self._validate(hb)
+            _validate(hb, self.config.group_consumer_assignors)
             if hb.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(hb, now_ms)
             return self._heartbeat(hb, now_ms)

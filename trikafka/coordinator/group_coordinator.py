@@ -60,12 +60,12 @@ from trikafka.coordinator.consumer_group_protocol import (
 )
 from trikafka.coordinator.group_membership import GroupMembership, check_transactional_member
 from trikafka.coordinator.group_metadata import GroupMetadata, OffsetAndMetadata
-from trikafka.coordinator.group_migration import GroupMigration
 from trikafka.coordinator.group_metadata_manager import (
     GroupMetadataManager,
     OffsetCommit,
     TopicPartition,
 )
+from trikafka.coordinator.group_migration import GroupMigration
 from trikafka.coordinator.group_protocol import (
     CancelTimer,
     CompleteJoin,
