@@ -16,7 +16,13 @@ import trio
 from kio.schema.errors import ErrorCode
 
 from trikafka.client.cluster import TopicPartition
-from trikafka.client.consumer_protocol import Assignment, Subscription, decode_assignment, encode_assignment, encode_subscription
+from trikafka.client.consumer_protocol import (
+    Assignment,
+    Subscription,
+    decode_assignment,
+    encode_assignment,
+    encode_subscription,
+)
 from trikafka.config import BrokerConfig
 from trikafka.errors import ConfigError
 from trikafka.testing import open_test_broker
@@ -287,3 +293,23 @@ def test_the_policy_key_is_validated_like_every_key():
         BrokerConfig.from_mapping({"group.consumer.migration.policy": "sideways"})
     assert str(err.value) == ("invalid configuration group.consumer.migration.policy='sideways': "
                               "allowed values are disabled, downgrade, upgrade, bidirectional")
+
+
+async def test_upgraded_and_downgraded_groups_survive_a_restart(tmp_path, autojump_clock):
+    config = dict(log_dirs=str(tmp_path), offsets_topic_num_partitions=1)
+    async with open_test_broker(**config) as tb, tb.client() as c, contextlib.AsyncExitStack() as stack:
+        classics, consumer = await mixed_group(tb, stack, c)
+        await settle(classics, [consumer])
+        before = {m.member_id: (m.member_epoch, m.member_type) for m in (await describe(c, "g")).members}
+    async with open_test_broker(**config) as tb, tb.client() as c:
+        described = await describe(c, "g")
+        assert {m.member_id: (m.member_epoch, m.member_type) for m in described.members} == before
+        for m in (*classics, consumer):
+            m.client = c
+        assert {await m.heartbeat() for m in classics} == {ErrorCode.none}  # still classic members, same generation
+        assert (await consumer.leave()).error_code == ErrorCode.none  # downgraded...
+    async with open_test_broker(**config) as tb, tb.client() as c:
+        assert (await list_groups(c))["g"][0] == "classic"  # ...and still classic after a restart
+        for m in classics:
+            m.client = c
+        assert {await m.heartbeat() for m in classics} == {ErrorCode.none}
