@@ -313,3 +313,13 @@ async def test_upgraded_and_downgraded_groups_survive_a_restart(tmp_path, autoju
         for m in classics:
             m.client = c
         assert {await m.heartbeat() for m in classics} == {ErrorCode.none}
+
+
+async def test_an_upgrade_that_would_overfill_the_group_leaves_it_classic(autojump_clock):
+    async with open_test_broker(group_consumer_max_size=1) as tb, tb.client() as c:
+        await create_topic(c, "t", 2)
+        classic = ClassicMember(c, "g")
+        await classic_group(c, [classic], 2)
+        assert (await Member(c, "g", "consumer-1").heartbeat()).error_code == ErrorCode.group_max_size_reached
+        assert (await list_groups(c))["g"] == ("classic", "Stable")
+        assert await classic.heartbeat() == ErrorCode.none

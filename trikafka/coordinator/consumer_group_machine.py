@@ -198,7 +198,8 @@ class ConsumerGroupMachine:
             if hb.member_epoch == 0:
                 if existing is None:
                     return group.members.get(hb.member_id) or ConsumerGroupMember(hb.member_id)
-                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # A consumer-protocol instance may take over from a classic one at once (Kafka 4).
+                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not existing.uses_classic_protocol:
                     raise _error(f"Static member {hb.member_id} with instance id {hb.instance_id} cannot join the "
                                  f"group because the instance id is owned by member {existing.member_id}.",
                                  ErrorCode.unreleased_instance_id)
@@ -266,6 +267,8 @@ class ConsumerGroupMachine:
             else member.subscribed_topic_regex,
             client_id=hb.client_id,
             client_host=hb.client_host,
+            classic_protocols=None,  # whoever heartbeats speaks the consumer protocol now
+            classic_session_timeout_ms=-1,
         )
         reconciled = self.advance(group, member, updated, hb.owned, now_ms, records, effects)
         self.write(group.group_id, records)

@@ -45,7 +45,7 @@ from trikafka.coordinator.group_membership import GroupMembership
 from trikafka.coordinator.group_metadata import GroupMetadata, MemberMetadata
 from trikafka.coordinator.group_protocol import CancelTimer, Effect, TimerKey, TimerKind
 from trikafka.coordinator.group_state import GroupState
-from trikafka.errors import ErrorCode
+from trikafka.errors import ErrorCode, KafkaProtocolError
 
 __all__ = ["GroupMigration", "downgrade_enabled", "upgrade_enabled"]
 
@@ -83,10 +83,14 @@ class GroupMigration:
         return why is None
 
     def upgrade(self, group_id: str, now_ms: float, effects: list[Effect]) -> ConsumerGroup | None:
-        """Convert a non-empty classic group, or None if that is not allowed."""
+        """Convert a non-empty classic group, or None if that is not allowed. A group already
+        at ``group.consumer.max.size`` stays classic: GROUP_MAX_SIZE_REACHED for the joiner."""
         classic = self.membership.groups.get(group_id)
         if classic is None or not classic.members or not self._can_upgrade(classic):
             return None
+        if len(classic.members) >= self.config.group_consumer_max_size:  # no room for the one joining
+            raise KafkaProtocolError(f"The consumer group has reached its maximum capacity of "
+                                     f"{self.config.group_consumer_max_size} members.", ErrorCode.group_max_size_reached)
         try:
             group = self._consumer_group_of(classic)
         except ValueError as exc:
