@@ -1,9 +1,10 @@
 """A classic confluent-kafka consumer and a ``group.protocol=consumer`` one in the same group,
 over real sockets (Kafka 4's online migration, ``group.consumer.migration.policy`` bidirectional).
 
-The classic consumer forms a classic group; the consumer-protocol one joins it, which upgrades
-the group to a consumer group that keeps the classic member (it goes on with JoinGroup,
-SyncGroup and Heartbeat; the coordinator assigns for both). Both consume; then one leaves and
+The classic consumer forms a classic group and the consumer-protocol one joins it, which
+upgrades the group to a consumer group that keeps the classic member (it goes on with
+JoinGroup, SyncGroup and Heartbeat; the coordinator assigns for both) — or the other way
+round: the classic consumer joins a consumer group as a classic member. Both consume; then one leaves and
 the other gets every partition: if the classic one leaves, the group stays a consumer group;
 if the consumer-protocol one leaves, the group is downgraded to a classic group and
 rebalances. Every record produced is consumed, none twice.
@@ -91,23 +92,25 @@ def group_type(admin: AdminClient) -> str:
     return str(group.type).split(".")[-1].lower()
 
 
+@pytest.mark.parametrize("first", ["classic", "consumer"])
 @pytest.mark.parametrize("leaver", ["classic", "consumer"])
-def test_a_classic_and_a_consumer_protocol_member_share_a_group_then_one_takes_all(kafka_broker, leaver):
+def test_a_classic_and_a_consumer_protocol_member_share_a_group_then_one_takes_all(kafka_broker, first, leaver):
     bootstrap = kafka_broker.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(TIMEOUT)
     _produce(bootstrap, 0, RECORDS // 2)
     old, new = Member(bootstrap, "classic-member", "classic"), Member(bootstrap, "consumer-member", "consumer")
     members = {"classic": old, "consumer": new}
-    old.thread.start()
+    second = "consumer" if first == "classic" else "classic"
+    members[first].thread.start()
     try:
-        wait_for(lambda: old.assignment == set(range(PARTITIONS)), "the classic member to own every partition")
-        assert group_type(admin) == "classic"
-        new.thread.start()
+        wait_for(lambda: members[first].assignment == set(range(PARTITIONS)), f"the {first} member to own every partition")
+        assert group_type(admin) == first
+        members[second].thread.start()
         wait_for(lambda: old.assignment and new.assignment and len(old.assignment) + len(new.assignment) == PARTITIONS,
                  "the partitions split between both members")
         assert not old.assignment & new.assignment
-        assert group_type(admin) == "consumer"  # upgraded online
+        assert group_type(admin) == "consumer"  # upgraded online, or joined by a classic member
         wait_for(lambda: len(set(old.consumed) | set(new.consumed)) >= RECORDS // 2, "the first half")
         going, staying = members[leaver], members["consumer" if leaver == "classic" else "classic"]
         going.stop.set()
