@@ -323,3 +323,25 @@ async def test_an_upgrade_that_would_overfill_the_group_leaves_it_classic(autoju
         assert (await Member(c, "g", "consumer-1").heartbeat()).error_code == ErrorCode.group_max_size_reached
         assert (await list_groups(c))["g"] == ("classic", "Stable")
         assert await classic.heartbeat() == ErrorCode.none
+
+
+async def test_a_classic_static_member_replacing_the_last_consumer_one_downgrades_without_a_rebalance(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as c:
+        await create_topic(c, "t", 2)
+        consumer = Member(c, "g", "consumer-1", instance_id="instance-1")
+        await consumer.heartbeat()
+        classic = ClassicMember(c, "g")
+        await classic.join()
+        await classic.sync()
+        await settle([classic], [consumer])
+        kept = consumer.partitions()
+        assert kept and classic.owned and not kept & classic.owned
+        # A classic consumer restarts as the same static instance.
+        replacement = ClassicMember(c, "g", instance_id="instance-1")
+        assert (await replacement.join()).error_code == ErrorCode.none
+        assert (await list_groups(c))["g"] == ("classic", "Stable")
+        assert (await replacement.sync()).error_code == ErrorCode.none
+        assert replacement.owned == kept  # its predecessor's partitions, no rebalance
+        assert await classic.heartbeat() == ErrorCode.none
+        assert await replacement.heartbeat() == ErrorCode.none
+        assert (await consumer.heartbeat()).error_code == ErrorCode.group_id_not_found

@@ -30,6 +30,8 @@ KafkaProtocolError inside, answered as codes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import attrs
 
 from trikafka.coordinator import consumer_group_records as rec
@@ -60,6 +62,9 @@ class ClassicMembers:
     def __init__(self, machine: ConsumerGroupMachine) -> None:
         self.machine = machine
         self.config = machine.config
+        #: (group, now) → the effects of downgrading it once a classic static member replaced a
+        #: consumer-protocol one, or None (wired by :mod:`~trikafka.coordinator.group_migration`)
+        self.downgrade_replaced: Callable[[ConsumerGroup, float], tuple[Effect, ...] | None] = lambda g, now: None
 
     def _member(self, group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
         """Kafka's validateConsumerGroupMember + throwIfMemberDoesNotUseClassicProtocol."""
@@ -140,6 +145,7 @@ class ClassicMembers:
                                      ErrorCode.inconsistent_group_protocol) from None
         records: list[rec.Record] = []
         effects: list[Effect] = []
+        replaced = group.static_member(request.group_instance_id) if request.group_instance_id and unknown else None
         member = self._member_for(group, request, member_id, unknown, records, effects)
         updated = attrs.evolve(
             member,
@@ -156,6 +162,12 @@ class ClassicMembers:
         owned = {t: ps for t, ps in subscription.owned.items() if t in counts}
         reconciled = self.machine.advance(group, member, updated, owned, now_ms, records, effects)
         self.machine.write(group.group_id, records)
+        result = JoinGroupResult(ErrorCode.none, generation_id=reconciled.member_epoch, protocol_type="consumer",
+                                 protocol_name=request.protocols[0][0], leader="", member_id=member_id)
+        if replaced is not None and not replaced.uses_classic_protocol:
+            downgraded = self.downgrade_replaced(group, now_ms)
+            if downgraded is not None:
+                return Reply(result, (*effects, *downgraded))
         group.join_timeouts.discard(member_id)
         effects += [
             CancelTimer(ConsumerTimerKey(JOIN, group.group_id, member_id)),  # type: ignore[arg-type]
@@ -163,9 +175,7 @@ class ClassicMembers:
             ScheduleTimer(ConsumerTimerKey(SYNC, group.group_id, member_id),  # type: ignore[arg-type]
                           now_ms + max(request.rebalance_timeout_ms, 0)),
         ]
-        return Reply(JoinGroupResult(ErrorCode.none, generation_id=reconciled.member_epoch, protocol_type="consumer",
-                                     protocol_name=request.protocols[0][0], leader="", member_id=member_id),
-                     tuple(effects))
+        return Reply(result, tuple(effects))
 
     # --- SyncGroup, Heartbeat, LeaveGroup ------------------------------------------------
 

@@ -119,7 +119,7 @@ class GroupCoordinator:
         #: KIP-848 groups; ``topic_partitions()``: every topic's partition count.
         self.consumer = ConsumerGroupMachine(config, store, topic_partitions, self.manager)
         self.classic_members = ClassicMembers(self.consumer)
-        self.migration = GroupMigration(config, self.membership, self.consumer)
+        self.migration = GroupMigration(config, self.membership, self.consumer, self.classic_members)
         self.manager.in_use = lambda group_id: bool(getattr(self.consumer.groups.get(group_id), "members", None))
         self._timers: TimerQueue[TimerKey | ConsumerTimerKey] = TimerQueue()
         self._joins: dict[int, Waiter[JoinGroupResult]] = {}

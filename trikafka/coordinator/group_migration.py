@@ -20,7 +20,9 @@ by default; ``upgrade``, ``downgrade`` or ``disabled``):
   members leaves or is fenced (Kafka's ``convertToClassicGroup``): the group becomes a classic
   group of the remaining members at generation = the group epoch, protocol chosen as a classic
   group chooses, each member's target assignment serialized as its SyncGroup assignment, Stable
-  — and a rebalance is prepared at once, so every member rejoins through JoinGroup.
+  — and a rebalance is prepared at once, so every member rejoins through JoinGroup. Also when a
+  classic static member replaces the last consumer-protocol one (same ``group.instance.id``):
+  then without a rebalance, the newcomer keeping its predecessor's assignment.
 
 Refused (too large, not the consumer protocol, bytes that do not parse, or the policy) the
 upgrade answers what it answered before: GROUP_ID_NOT_FOUND; a refused downgrade just removes
@@ -34,6 +36,7 @@ import logging
 from trikafka.config import BrokerConfig
 from trikafka.coordinator import consumer_group_records as rec
 from trikafka.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
+from trikafka.coordinator.consumer_group_classic import ClassicMembers
 from trikafka.coordinator.consumer_group_machine import ConsumerGroupMachine
 from trikafka.coordinator.consumer_protocol_bytes import (
     decode_assignment,
@@ -61,12 +64,14 @@ def downgrade_enabled(config: BrokerConfig) -> bool:
 
 
 class GroupMigration:
-    def __init__(self, config: BrokerConfig, membership: GroupMembership, consumer: ConsumerGroupMachine) -> None:
+    def __init__(self, config: BrokerConfig, membership: GroupMembership, consumer: ConsumerGroupMachine,
+                 classic_members: ClassicMembers) -> None:
         self.config = config
         self.membership = membership
         self.consumer = consumer
         consumer.upgrade = self.upgrade
         consumer.downgrade = self.downgrade
+        classic_members.downgrade_replaced = self.downgrade_replaced
 
     # --- classic → consumer ----------------------------------------------------------------
 
@@ -144,13 +149,11 @@ class GroupMigration:
 
     # --- consumer → classic ----------------------------------------------------------------
 
-    def _can_downgrade(self, group: ConsumerGroup, leaving: str) -> bool:
-        if not group.all_classic_except(leaving) or len(group.members) <= 1:
-            return False
+    def _may_downgrade(self, group: ConsumerGroup, size: int) -> bool:
         why = None
         if not downgrade_enabled(self.config):
             why = "the online downgrade is disabled (group.consumer.migration.policy)"
-        elif len(group.members) - 1 > self.config.group_max_size:
+        elif size > self.config.group_max_size:
             why = "its size is greater than group.max.size"
         if why is not None:
             log.info("cannot downgrade consumer group %s to a classic group: %s", group.group_id, why)
@@ -158,8 +161,24 @@ class GroupMigration:
 
     def downgrade(self, group: ConsumerGroup, leaving: str, now_ms: float) -> tuple[Effect, ...] | None:
         """Convert the group when ``leaving`` is its last consumer-protocol member, else None."""
-        if not self._can_downgrade(group, leaving):
+        if not group.all_classic_except(leaving) or len(group.members) <= 1:
             return None
+        if not self._may_downgrade(group, len(group.members) - 1):
+            return None
+        return self._to_classic(group, leaving, now_ms, rebalance=True)
+
+    def downgrade_replaced(self, group: ConsumerGroup, now_ms: float) -> tuple[Effect, ...] | None:
+        """A classic static member just took the place of a consumer-protocol one (Kafka's
+        validateOnlineDowngradeWithReplacedMemberId): if everyone is classic now, the group
+        becomes classic *without* a rebalance — the newcomer has its predecessor's assignment."""
+        if not all(m.uses_classic_protocol for m in group.members.values()):
+            return None
+        if not self._may_downgrade(group, len(group.members)):
+            return None
+        return self._to_classic(group, None, now_ms, rebalance=False)
+
+    def _to_classic(self, group: ConsumerGroup, leaving: str | None, now_ms: float,
+                    rebalance: bool) -> tuple[Effect, ...]:
         manager = self.membership.groups
         classic = manager.get(group.group_id) or manager.create(group.group_id, now_ms)
         effects: list[Effect] = []
@@ -185,7 +204,8 @@ class GroupMigration:
         rebalancer = self.membership.rebalancer
         for member in classic.members.values():
             rebalancer.heard_from(classic, member, now_ms)
-        rebalancer.prepare(classic, f"Downgrade group {group.group_id} from consumer to classic.", now_ms)
+        if rebalance:
+            rebalancer.prepare(classic, f"Downgrade group {group.group_id} from consumer to classic.", now_ms)
         log.info("downgraded consumer group %s (epoch %d, %d member(s)) to a classic group",
                  group.group_id, group.group_epoch, len(classic.members))
         return (*effects, *self.membership.drain(now_ms).effects)
