@@ -346,6 +346,7 @@ class BrokerConfig:
     group_consumer_min_session_timeout_ms: int = _int_field("group.consumer.min.session.timeout.ms", 45000, "Lower bound of group.consumer.session.timeout.ms.", 1, INT32_MAX)
     group_consumer_max_session_timeout_ms: int = attrs.field(default=60000, validator=[_int(1, INT32_MAX)[1], group_configs.check_consumer_group_keys], metadata={"key": "group.consumer.max.session.timeout.ms", "parse": _int(1, INT32_MAX)[0], "doc": "Upper bound of group.consumer.session.timeout.ms."})
     group_consumer_max_size: int = _int_field("group.consumer.max.size", INT32_MAX, "Members one consumer group may have.", 1, INT32_MAX)
+    group_consumer_migration_policy: str = group_configs.choice_field("group.consumer.migration.policy", "bidirectional", group_configs.MIGRATION_POLICIES, "Online conversion of non-empty groups: disabled, downgrade (consumer to classic), upgrade (classic to consumer) or bidirectional.")
     offsets_topic_num_partitions: int = _int_field(
         "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
     )

@@ -17,7 +17,8 @@ import attrs
 
 from trikafka.errors import ConfigError
 
-__all__ = ["ASSIGNOR_CLASSES", "REBALANCE_PROTOCOLS", "check_consumer_group_keys", "list_field"]
+__all__ = ["ASSIGNOR_CLASSES", "MIGRATION_POLICIES", "REBALANCE_PROTOCOLS", "check_consumer_group_keys", "choice_field",
+           "list_field"]
 
 _ASSIGNOR_PACKAGE = "org.apache.kafka.coordinator.group.assignor."
 #: Kafka's server-side assignors: short name → class name.
@@ -25,6 +26,9 @@ ASSIGNOR_CLASSES = {"uniform": _ASSIGNOR_PACKAGE + "UniformAssignor", "range": _
 #: What ``group.coordinator.rebalance.protocols`` may list here (Kafka also knows ``share``
 #: and ``streams``, which trikafka does not implement: refused, never silently ignored).
 REBALANCE_PROTOCOLS = ("classic", "consumer")
+#: ``group.consumer.migration.policy`` (Kafka's ConsumerGroupMigrationPolicy, case-insensitive):
+#: which online conversions of a group *with members* between classic and consumer are allowed.
+MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")
 
 
 def _parse_list(allowed: Mapping[str, str], required: tuple[str, ...]) -> Callable[[Any, str], tuple[str, ...]]:
@@ -59,6 +63,23 @@ def list_field(key: str, default: tuple[str, ...], allowed: Mapping[str, str], d
         parse(value, key)
 
     return attrs.field(default=default, converter=lambda v: parse(v, key) if isinstance(v, (list, str)) else v,
+                       validator=[check], metadata={"key": key, "parse": parse, "doc": doc})
+
+
+def choice_field(key: str, default: str, allowed: tuple[str, ...], doc: str) -> Any:
+    """A BrokerConfig field holding one of ``allowed`` (matched case-insensitively, as Kafka's
+    ``CaseInsensitiveValidString``; kept lower-case)."""
+
+    def parse(value: Any, key: str = key) -> str:
+        name = str(value).strip().lower()
+        if name not in allowed:
+            raise ConfigError(key, value, f"allowed values are {', '.join(allowed)}")
+        return name
+
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        parse(value)
+
+    return attrs.field(default=default, converter=lambda v: parse(v) if isinstance(v, str) else v,
                        validator=[check], metadata={"key": key, "parse": parse, "doc": doc})
 
 

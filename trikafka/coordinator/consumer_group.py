@@ -108,6 +108,15 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = attrs.field(factory=dict, converter=freeze)
     pending_revocation: Assignment = attrs.field(factory=dict, converter=freeze)
+    #: A member speaking the *classic* protocol inside this consumer group (Kafka's
+    #: ClassicMemberMetadata): its JoinGroup protocols, (name, subscription bytes) in its
+    #: order of preference, and its session timeout. None for a consumer-protocol member.
+    classic_protocols: tuple[tuple[str, bytes], ...] | None = None
+    classic_session_timeout_ms: int = -1
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic_protocols is not None
 
     def is_reconciled_to(self, epoch: int) -> bool:
         return self.member_epoch == epoch and self.state is MemberState.STABLE
@@ -124,6 +133,8 @@ class ConsumerGroup:
     target: dict[str, Assignment] = attrs.Factory(dict)
     #: the subscribed topics' partition counts the target was computed from
     subscription_metadata: dict[str, int] = attrs.Factory(dict)
+    #: classic members told to rejoin whose join timeout runs (soft state, as Kafka's timer)
+    join_timeouts: set[str] = attrs.Factory(set)
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -143,6 +154,7 @@ class ConsumerGroup:
     def remove(self, member_id: str) -> ConsumerGroupMember | None:
         member = self.members.pop(member_id, None)
         self.target.pop(member_id, None)
+        self.join_timeouts.discard(member_id)
         if member is not None and member.instance_id is not None:
             if self.static_members.get(member.instance_id) == member_id:
                 del self.static_members[member.instance_id]
@@ -162,6 +174,15 @@ class ConsumerGroup:
                 return member.member_epoch
         return -1
 
+    def waiting_on_unreleased(self, member: ConsumerGroupMember) -> bool:
+        """Whether some partition of the member's target still has another owner (Kafka's
+        waitingOnUnreleasedPartition): a classic member need not rejoin for it yet."""
+        for topic, partitions in self.target.get(member.member_id, {}).items():
+            for partition in partitions - member.assigned.get(topic, frozenset()):
+                if self.partition_epoch(topic, partition, member.member_id) != -1:
+                    return True
+        return False
+
     def subscribed_topics(self, topic_names: Iterable[str]) -> set[str]:
         """Every topic some member subscribes to, by name or by regex, among ``topic_names``."""
         names = list(topic_names)
@@ -169,6 +190,23 @@ class ConsumerGroup:
         for member in self.members.values():
             topics |= member_topics(member, names)
         return topics
+
+    def all_classic_except(self, member_id: str) -> bool:
+        """Whether every member but ``member_id`` uses the classic protocol and ``member_id``
+        does not (Kafka's allMembersUseClassicProtocolExcept: the condition of a downgrade)."""
+        leaving = self.members.get(member_id)
+        return (leaving is not None and not leaving.uses_classic_protocol
+                and all(m.uses_classic_protocol for m in self.members.values() if m.member_id != member_id))
+
+    def supports_classic(self, protocol_type: str, names: set[str]) -> bool:
+        """Kafka's supportsClassicProtocols: type ``consumer``, and a protocol every classic
+        member also names (any non-empty set while there is none)."""
+        if protocol_type != "consumer" or not names:
+            return False
+        for member in self.members.values():
+            if member.classic_protocols is not None:
+                names = names & {name for name, _ in member.classic_protocols}
+        return bool(names)
 
     def preferred_assignor(self, default: str) -> str:
         """The server assignor most members ask for (Kafka's rule), else the default."""

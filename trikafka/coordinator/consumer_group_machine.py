@@ -21,6 +21,12 @@ heartbeat) and a revocation not done within the member's rebalance timeout all *
 member: it is removed and the group epoch bumps, so the others rebalance. A static member
 leaving with epoch -2 keeps its place and partitions until its session ends.
 
+Members speaking the classic protocol share the same steps (:meth:`advance`) through their
+own handler (:mod:`~trikafka.coordinator.consumer_group_classic`); converting a group with
+members from or to a classic group is :mod:`~trikafka.coordinator.group_migration`'s, called
+through the ``upgrade`` and ``downgrade`` hooks (a non-empty classic group met by a joining
+heartbeat; the last consumer-protocol member fenced while classic ones remain).
+
 Every change is persisted as Kafka's records (:mod:`consumer_group_records`), one batch per
 call. Errors are ``KafkaProtocolError`` raised before anything changes.
 """
@@ -47,8 +53,10 @@ from trikafka.coordinator.consumer_group import (
     topic_pattern,
 )
 from trikafka.coordinator.consumer_group_protocol import (
+    JOIN,
     REBALANCE,
     SESSION,
+    SYNC,
     ConsumerGroupHeartbeat,
     ConsumerTimerKey,
     HeartbeatResult,
@@ -64,6 +72,11 @@ __all__ = ["ConsumerGroupMachine", "new_member_id"]
 log = logging.getLogger("trikafka.coordinator")
 
 TopicCounts = Callable[[], Mapping[str, int]]
+#: (group, leaving member id, now) → the effects of converting the group to a classic group,
+#: or None when it stays a consumer group (see :mod:`~trikafka.coordinator.group_migration`)
+Downgrade = Callable[[ConsumerGroup, str, float], "tuple[Effect, ...] | None"]
+#: (non-empty classic group id, now, effects to add to) → the consumer group it became, or None
+Upgrade = Callable[[str, float, list[Effect]], "ConsumerGroup | None"]
 
 
 def _error(message: str, code: ErrorCode) -> KafkaProtocolError:
@@ -75,6 +88,39 @@ def new_member_id() -> str:
     return str(uuid.uuid4())
 
 
+def _validate(hb: ConsumerGroupHeartbeat, assignors: tuple[str, ...]) -> None:
+    """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
+    bad = ErrorCode.invalid_request
+    if not hb.group_id:
+        raise _error("GroupId can't be empty.", bad)
+    if hb.instance_id == "":
+        raise _error("InstanceId can't be empty.", bad)
+    if hb.rack_id == "":
+        raise _error("RackId can't be empty.", bad)
+    if not hb.member_id:
+        raise _error("MemberId can't be empty.", bad)
+    if hb.member_epoch == 0:
+        if hb.rebalance_timeout_ms == -1:
+            raise _error("RebalanceTimeoutMs must be provided in first request.", bad)
+        if hb.owned:
+            raise _error("TopicPartitions must be empty when (re-)joining.", bad)
+        if hb.subscribed_topic_names is None and hb.subscribed_topic_regex is None:
+            raise _error("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.", bad)
+    elif hb.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and hb.instance_id is None:
+        raise _error("InstanceId can't be null.", bad)
+    elif hb.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise _error("MemberEpoch is invalid.", bad)
+    if hb.subscribed_topic_regex:
+        try:
+            topic_pattern(hb.subscribed_topic_regex)
+        except re.error as exc:
+            raise _error(f"SubscribedTopicRegex `{hb.subscribed_topic_regex}` is not a valid regular expression: {exc}.",
+                         ErrorCode.invalid_regular_expression) from None
+    if hb.server_assignor is not None and hb.server_assignor not in assignors:
+        raise _error(f"ServerAssignor {hb.server_assignor} is not supported. Supported assignors: {', '.join(assignors)}.",
+                     ErrorCode.unsupported_assignor)
+
+
 class ConsumerGroupMachine:
     def __init__(self, config: BrokerConfig, store: OffsetStore | None, topics: TopicCounts,
                  classic: GroupMetadataManager) -> None:
@@ -83,6 +129,9 @@ class ConsumerGroupMachine:
         self.topics = topics
         self.classic = classic
         self.groups: dict[str, ConsumerGroup] = {}
+        #: Online migration (Kafka 4's group.consumer.migration.policy); the shell wires these.
+        self.upgrade: Upgrade = lambda group_id, now_ms, effects: None
+        self.downgrade: Downgrade = lambda group, member_id, now_ms: None
 
     # --- loading and persistence --------------------------------------------------------
 
@@ -90,7 +139,7 @@ class ConsumerGroupMachine:
         """Replay the groups; every member's session (and revocation deadline) starts anew."""
         if self.store is not None:
             self.groups = rec.replay(self.store.replay())
-        effects: list[Effect] = [self._session(g.group_id, m, now_ms) for g in self.groups.values() for m in g.members]
+        effects: list[Effect] = [self.session(g.group_id, m, now_ms) for g in self.groups.values() for m in g.members]
         effects += [  # a revocation in progress gets its whole rebalance timeout again
             ScheduleTimer(ConsumerTimerKey(REBALANCE, g.group_id, m.member_id), now_ms + max(m.rebalance_timeout_ms, 0))  # type: ignore[arg-type]
             for g in self.groups.values() for m in g.members.values() if m.state is MemberState.UNREVOKED_PARTITIONS
@@ -99,71 +148,44 @@ class ConsumerGroupMachine:
             log.info("loaded %d consumer group(s)", len(self.groups))
         return Reply(None, tuple(effects))
 
-    def _write(self, group_id: str, records: list[rec.Record]) -> None:
+    def write(self, group_id: str, records: list[rec.Record]) -> None:
         if self.store is not None and records:
             self.store.write(group_id, records)
 
-    def _session(self, group_id: str, member_id: str, now_ms: float) -> ScheduleTimer:
-        key = ConsumerTimerKey(SESSION, group_id, member_id)
-        return ScheduleTimer(key, now_ms + self.config.group_consumer_session_timeout_ms)  # type: ignore[arg-type]
+    def session(self, group_id: str, member_id: str, now_ms: float) -> ScheduleTimer:
+        """The member's session starts again: the broker's timeout, or a classic member's own."""
+        member = self.groups[group_id].members.get(member_id) if group_id in self.groups else None
+        timeout = self.config.group_consumer_session_timeout_ms
+        if member is not None and member.uses_classic_protocol:
+            timeout = member.classic_session_timeout_ms
+        return ScheduleTimer(ConsumerTimerKey(SESSION, group_id, member_id), now_ms + timeout)  # type: ignore[arg-type]
 
     @staticmethod
-    def _cancel(group_id: str, member_id: str) -> tuple[Effect, ...]:
-        return tuple(CancelTimer(ConsumerTimerKey(k, group_id, member_id)) for k in (SESSION, REBALANCE))  # type: ignore[arg-type]
-
-    # --- validation -------------------------------------------------------------------
-
-    def _validate(self, hb: ConsumerGroupHeartbeat) -> None:
-        """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
-        bad = ErrorCode.invalid_request
-        if not hb.group_id:
-            raise _error("GroupId can't be empty.", bad)
-        if hb.instance_id == "":
-            raise _error("InstanceId can't be empty.", bad)
-        if hb.rack_id == "":
-            raise _error("RackId can't be empty.", bad)
-        if not hb.member_id:
-            raise _error("MemberId can't be empty.", bad)
-        if hb.member_epoch == 0:
-            if hb.rebalance_timeout_ms == -1:
-                raise _error("RebalanceTimeoutMs must be provided in first request.", bad)
-            if hb.owned:
-                raise _error("TopicPartitions must be empty when (re-)joining.", bad)
-            if hb.subscribed_topic_names is None and hb.subscribed_topic_regex is None:
-                raise _error("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.", bad)
-        elif hb.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH and hb.instance_id is None:
-            raise _error("InstanceId can't be null.", bad)
-        elif hb.member_epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-            raise _error("MemberEpoch is invalid.", bad)
-        if hb.subscribed_topic_regex:
-            try:
-                topic_pattern(hb.subscribed_topic_regex)
-            except re.error as exc:
-                raise _error(f"SubscribedTopicRegex `{hb.subscribed_topic_regex}` is not a valid regular expression: {exc}.",
-                             ErrorCode.invalid_regular_expression) from None
-        assignors = self.config.group_consumer_assignors
-        if hb.server_assignor is not None and hb.server_assignor not in assignors:
-            raise _error(f"ServerAssignor {hb.server_assignor} is not supported. Supported assignors: {', '.join(assignors)}.",
-                         ErrorCode.unsupported_assignor)
+    def cancel_timers(group_id: str, member_id: str) -> tuple[Effect, ...]:
+        return tuple(CancelTimer(ConsumerTimerKey(k, group_id, member_id))  # type: ignore[arg-type]
+                     for k in (SESSION, REBALANCE, JOIN, SYNC))
 
     # --- the heartbeat ----------------------------------------------------------------
 
     def heartbeat(self, hb: ConsumerGroupHeartbeat, now_ms: float) -> Reply[HeartbeatResult]:
         try:
-            self._validate(hb)
+            _validate(hb, self.config.group_consumer_assignors)
             if hb.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                return self._leave(hb)
+                return self._leave(hb, now_ms)
             return self._heartbeat(hb, now_ms)
         except KafkaProtocolError as exc:
             return Reply(HeartbeatResult(error_code=exc.error_code, error_message=str(exc)))
 
-    def _group_for(self, hb: ConsumerGroupHeartbeat) -> tuple[ConsumerGroup, bool]:
+    def _group_for(self, hb: ConsumerGroupHeartbeat, now_ms: float, effects: list[Effect]) -> tuple[ConsumerGroup, bool]:
         group = self.groups.get(hb.group_id)
         if group is not None:
             return group, False
         classic = self.classic.get(hb.group_id)
         if classic is not None and classic.members:
-            raise _error(f"Group {hb.group_id} is not a consumer group.", ErrorCode.group_id_not_found)
+            upgraded = self.upgrade(hb.group_id, now_ms, effects) if hb.member_epoch == 0 else None
+            if upgraded is None:
+                raise _error(f"Group {hb.group_id} is not a consumer group.", ErrorCode.group_id_not_found)
+            return upgraded, False
         if hb.member_epoch != 0:
             raise _error(f"Consumer group {hb.group_id} not found.", ErrorCode.group_id_not_found)
         return ConsumerGroup(hb.group_id), True
@@ -176,7 +198,8 @@ class ConsumerGroupMachine:
             if hb.member_epoch == 0:
                 if existing is None:
                     return group.members.get(hb.member_id) or ConsumerGroupMember(hb.member_id)
-                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # A consumer-protocol instance may take over from a classic one at once (Kafka 4).
+                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not existing.uses_classic_protocol:
                     raise _error(f"Static member {hb.member_id} with instance id {hb.instance_id} cannot join the "
                                  f"group because the instance id is owned by member {existing.member_id}.",
                                  ErrorCode.unreleased_instance_id)
@@ -190,7 +213,7 @@ class ConsumerGroupMachine:
                 records += [rec.member_metadata(group.group_id, replacement),
                             rec.target_member(group.group_id, hb.member_id, target),
                             rec.current_assignment(group.group_id, replacement)]
-                effects += self._cancel(group.group_id, existing.member_id)
+                effects += self.cancel_timers(group.group_id, existing.member_id)
                 return replacement
             if existing is None:
                 raise _error(f"Instance id {hb.instance_id} is unknown.", ErrorCode.unknown_member_id)
@@ -221,13 +244,13 @@ class ConsumerGroupMachine:
                              "rejoin.", ErrorCode.fenced_member_epoch)
 
     def _heartbeat(self, hb: ConsumerGroupHeartbeat, now_ms: float) -> Reply[HeartbeatResult]:
-        group, created = self._group_for(hb)
+        records: list[rec.Record] = []
+        effects: list[Effect] = []
+        group, created = self._group_for(hb, now_ms, effects)
         if hb.member_id not in group.members and len(group.members) >= self.config.group_consumer_max_size:
             if not (hb.instance_id is not None and group.static_member(hb.instance_id) is not None):
                 raise _error(f"The consumer group has reached its maximum capacity of "
                              f"{self.config.group_consumer_max_size} members.", ErrorCode.group_max_size_reached)
-        records: list[rec.Record] = []
-        effects: list[Effect] = []
         member = self._member_for(group, hb, records, effects)
         if created:
             self.groups[group.group_id] = group
@@ -244,8 +267,37 @@ class ConsumerGroupMachine:
             else member.subscribed_topic_regex,
             client_id=hb.client_id,
             client_host=hb.client_host,
+            classic_protocols=None,  # whoever heartbeats speaks the consumer protocol now
+            classic_session_timeout_ms=-1,
         )
-        new_member = hb.member_id not in group.members
+        reconciled = self.advance(group, member, updated, hb.owned, now_ms, records, effects)
+        self.write(group.group_id, records)
+        effects.append(self.session(group.group_id, reconciled.member_id, now_ms))
+        full = hb.member_epoch == 0 or (
+            hb.rebalance_timeout_ms != -1
+            and (hb.subscribed_topic_names is not None or hb.subscribed_topic_regex is not None)
+            and hb.owned is not None
+        )
+        changed = reconciled.assigned != before.assigned
+        return Reply(
+            HeartbeatResult(
+                member_id=reconciled.member_id,
+                member_epoch=reconciled.member_epoch,
+                heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+                assignment=reconciled.assigned if full or changed else None,
+            ),
+            tuple(effects),
+        )
+
+    def advance(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                owned: Mapping[str, frozenset[int]] | None, now_ms: float, records: list[rec.Record],
+                effects: list[Effect]) -> ConsumerGroupMember:
+        """Kafka's steps 1-3 for a member whose request made it ``updated``: persist it, bump
+        the group epoch on a new member, subscription or partition count, recompute the target
+        if behind, and reconcile the member (``owned``: what it says it owns). A consumer-protocol
+        member that must revoke gets its rebalance timeout (a classic one gets join/sync
+        timeouts from its own handler instead)."""
+        new_member = updated.member_id not in group.members
         bump = new_member or (updated.subscribed_topic_names, updated.subscribed_topic_regex) != (
             member.subscribed_topic_names, member.subscribed_topic_regex)
         if new_member or updated != member:
@@ -263,9 +315,10 @@ class ConsumerGroupMachine:
         target = group.target.get(updated.member_id, {})
         reconciled = reconcile(updated, group.assignment_epoch, target,
                                lambda t, p: group.partition_epoch(t, p, updated.member_id),
-                               hb.owned, member_topics(updated, counts))
+                               owned, member_topics(updated, counts))
         if reconciled != updated or new_member:
             records.append(rec.current_assignment(group.group_id, reconciled))
+        if (reconciled != updated or new_member) and not reconciled.uses_classic_protocol:
             key = ConsumerTimerKey(REBALANCE, group.group_id, reconciled.member_id)
             if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
                 if updated.state is not MemberState.UNREVOKED_PARTITIONS:
@@ -273,23 +326,7 @@ class ConsumerGroupMachine:
             else:
                 effects.append(CancelTimer(key))  # type: ignore[arg-type]
         group.put(reconciled)
-        self._write(group.group_id, records)
-        effects.append(self._session(group.group_id, reconciled.member_id, now_ms))
-        full = hb.member_epoch == 0 or (
-            hb.rebalance_timeout_ms != -1
-            and (hb.subscribed_topic_names is not None or hb.subscribed_topic_regex is not None)
-            and hb.owned is not None
-        )
-        changed = reconciled.assigned != before.assigned
-        return Reply(
-            HeartbeatResult(
-                member_id=reconciled.member_id,
-                member_epoch=reconciled.member_epoch,
-                heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
-                assignment=reconciled.assigned if full or changed else None,
-            ),
-            tuple(effects),
-        )
+        return reconciled
 
     def _update_target(self, group: ConsumerGroup) -> list[rec.Record]:
         """Run the group's assignor for its epoch; records for the members whose target changed."""
@@ -305,7 +342,7 @@ class ConsumerGroupMachine:
 
     # --- leaving and fencing ----------------------------------------------------------
 
-    def _leave(self, hb: ConsumerGroupHeartbeat) -> Reply[HeartbeatResult]:
+    def _leave(self, hb: ConsumerGroupHeartbeat, now_ms: float) -> Reply[HeartbeatResult]:
         group = self.groups.get(hb.group_id)
         if group is None:
             raise _error(f"Consumer group {hb.group_id} not found.", ErrorCode.group_id_not_found)
@@ -324,20 +361,36 @@ class ConsumerGroupMachine:
                 # A temporary leave: place and partitions kept until the session ends.
                 left = attrs.evolve(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation={})
                 group.put(left)
-                self._write(group.group_id, [rec.current_assignment(group.group_id, left)])
+                self.write(group.group_id, [rec.current_assignment(group.group_id, left)])
                 return Reply(HeartbeatResult(member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH))
-        effects = self.fence(group, member.member_id, "left the group")
+        effects = self.fence(group, member.member_id, "left the group", now_ms)
         return Reply(HeartbeatResult(member_id=member.member_id, member_epoch=LEAVE_GROUP_MEMBER_EPOCH), effects)
 
-    def fence(self, group: ConsumerGroup, member_id: str, why: str) -> tuple[Effect, ...]:
-        """Remove a member; the group epoch bumps so the others rebalance."""
-        group.remove(member_id)
+    def fence(self, group: ConsumerGroup, member_id: str, why: str, now_ms: float) -> tuple[Effect, ...]:
+        """Remove a member; the group epoch bumps so the others rebalance — unless the last
+        consumer-protocol member leaves classic ones behind and the policy allows a downgrade:
+        then the group becomes a classic group (Kafka's consumerGroupFenceMember)."""
+        downgraded = self.downgrade(group, member_id, now_ms)
+        if downgraded is not None:
+            log.info("consumer group %s: member %s %s", group.group_id, member_id, why)
+            return downgraded
+        return self.remove_members(group, [member_id], why)
+
+    def remove_members(self, group: ConsumerGroup, member_ids: list[str], why: str) -> tuple[Effect, ...]:
+        """Remove members; the group epoch bumps once so the others rebalance."""
+        records: list[rec.Record] = []
+        effects: list[Effect] = []
+        for member_id in member_ids:
+            group.remove(member_id)
+            records += rec.member_tombstones(group.group_id, member_id)
+            effects += self.cancel_timers(group.group_id, member_id)
         group.group_epoch += 1
         counts = self.topics()
         group.subscription_metadata = {t: counts[t] for t in sorted(group.subscribed_topics(counts))}
-        self._write(group.group_id, [*rec.member_tombstones(group.group_id, member_id), rec.group_metadata(group)])
-        log.info("consumer group %s: member %s %s; group epoch %d", group.group_id, member_id, why, group.group_epoch)
-        return self._cancel(group.group_id, member_id)
+        self.write(group.group_id, [*records, rec.group_metadata(group)])
+        log.info("consumer group %s: member(s) %s %s; group epoch %d", group.group_id, ", ".join(member_ids), why,
+                 group.group_epoch)
+        return tuple(effects)
 
     def on_timer(self, key: ConsumerTimerKey, now_ms: float) -> Reply[None]:
         group = self.groups.get(key.group_id)
@@ -345,7 +398,12 @@ class ConsumerGroupMachine:
         if group is None or member is None:
             return Reply(None)
         if key.kind == SESSION:
-            return Reply(None, self.fence(group, key.member_id, "missed its session timeout"))
+            return Reply(None, self.fence(group, key.member_id, "missed its session timeout", now_ms))
+        if key.kind == JOIN:
+            return Reply(None, self.fence(group, key.member_id, "(classic) did not rejoin within its rebalance timeout", now_ms))
+        if key.kind == SYNC:
+            return Reply(None, self.fence(group, key.member_id, "(classic) did not sync within its rebalance timeout", now_ms))
         if member.state is MemberState.UNREVOKED_PARTITIONS:
-            return Reply(None, self.fence(group, key.member_id, "did not revoke its partitions within its rebalance timeout"))
+            return Reply(None, self.fence(group, key.member_id, "did not revoke its partitions within its rebalance timeout",
+                                          now_ms))
         return Reply(None)

@@ -6,7 +6,8 @@ group (OffsetCommit v9 renamed it ``generation_id_or_member_epoch``). A commit w
 negative epoch into a group without members is an admin's or a standalone consumer's and is
 allowed; otherwise the member must exist (UNKNOWN_MEMBER_ID) and its epoch be the current one
 (STALE_MEMBER_EPOCH). A consumer-protocol member must use OffsetCommit v9+
-(UNSUPPORTED_VERSION). TxnOffsetCommit answers a stale epoch with ILLEGAL_GENERATION, the
+(UNSUPPORTED_VERSION); a classic member of the group commits with any version, its
+generation being its member epoch (ILLEGAL_GENERATION otherwise). TxnOffsetCommit answers a stale epoch with ILLEGAL_GENERATION, the
 code transactional producers already handle as "fenced by a rebalance".
 """
 
@@ -24,6 +25,8 @@ def check_commit(group: ConsumerGroup, member_id: str, member_epoch: int, api_ve
     member = group.members.get(member_id)
     if member is None:
         return ErrorCode.unknown_member_id
+    if member.uses_classic_protocol:  # its generation is its member epoch
+        return ErrorCode.illegal_generation if member_epoch != member.member_epoch else None
     if api_version < 9:
         return ErrorCode.unsupported_version
     if member_epoch != member.member_epoch:

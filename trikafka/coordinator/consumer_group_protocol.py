@@ -14,10 +14,14 @@ import attrs
 from trikafka.coordinator.consumer_group import Assignment
 from trikafka.errors import ErrorCode
 
-__all__ = ["ConsumerGroupHeartbeat", "ConsumerTimerKey", "HeartbeatResult", "REBALANCE", "SESSION"]
+__all__ = ["ConsumerGroupHeartbeat", "ConsumerTimerKey", "HeartbeatResult", "JOIN", "REBALANCE", "SESSION", "SYNC"]
 
 SESSION = "consumer-session"
 REBALANCE = "consumer-rebalance"
+#: a classic member of a consumer group: told to rejoin, it must within its rebalance timeout
+JOIN = "consumer-join"
+#: a classic member of a consumer group: joined, it must send SyncGroup within its rebalance timeout
+SYNC = "consumer-sync"
 
 
 @attrs.frozen
@@ -53,6 +57,6 @@ class HeartbeatResult:
 
 @attrs.frozen
 class ConsumerTimerKey:
-    kind: str  # SESSION or REBALANCE
+    kind: str  # SESSION, REBALANCE, JOIN or SYNC
     group_id: str
     member_id: str

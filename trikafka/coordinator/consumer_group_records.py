@@ -67,7 +67,11 @@ def target_metadata(group: ConsumerGroup) -> Record:
 
 
 def member_metadata(group_id: str, member: ConsumerGroupMember) -> Record:
-    value = {name: getattr(member, name) for name in _MEMBER_FIELDS}
+    value: dict[str, Any] = {name: getattr(member, name) for name in _MEMBER_FIELDS}
+    value["classic_member_metadata"] = None if member.classic_protocols is None else {  # Kafka's ClassicMemberMetadata
+        "session_timeout_ms": member.classic_session_timeout_ms,
+        "supported_protocols": [[name, metadata.hex()] for name, metadata in member.classic_protocols],
+    }
     return _key("ConsumerGroupMemberMetadata", group_id, member.member_id), value
 
 
@@ -141,6 +145,13 @@ def replay(records: Iterable[tuple[list[Any], dict[str, Any] | None]]) -> dict[s
             **{name: fields[name] for name in _MEMBER_FIELDS if name != "subscribed_topic_names"},
             subscribed_topic_names=tuple(fields["subscribed_topic_names"]),
         )
+        classic = fields.get("classic_member_metadata")
+        if classic is not None:
+            member = attrs.evolve(
+                member,
+                classic_protocols=tuple((name, bytes.fromhex(m)) for name, m in classic["supported_protocols"]),
+                classic_session_timeout_ms=classic["session_timeout_ms"],
+            )
         if "member_epoch" in fields:
             member = attrs.evolve(
                 member,

@@ -22,12 +22,12 @@ KIP-848 consumer groups are a second machine beside the classic one,
 :class:`~trikafka.coordinator.consumer_group_machine.ConsumerGroupMachine`, sharing the
 offsets: a group id is either a classic group or a consumer group. Its committed offsets
 always live in the classic manager's :class:`GroupMetadata` (a memberless holder while the
-group is a consumer group), so converting an empty group from one type to the other —
-Kafka 4's rule: a consumer-protocol heartbeat turns an empty classic group into a consumer
-group, a JoinGroup turns an empty consumer group back — keeps its offsets. A non-empty group
-of the other type answers GROUP_ID_NOT_FOUND (heartbeat) or INCONSISTENT_GROUP_PROTOCOL
-(JoinGroup), as Kafka does with ``group.consumer.migration.policy=disabled``; online
-migration of a non-empty group is not implemented.
+group is a consumer group), so converting a group from one type to the other keeps its
+offsets. An empty group converts when a member of the other protocol arrives; a group with
+members converts online as ``group.consumer.migration.policy`` allows
+(:mod:`~trikafka.coordinator.group_migration`). JoinGroup, SyncGroup, Heartbeat and LeaveGroup
+for a consumer group go to its classic members' handler
+(:mod:`~trikafka.coordinator.consumer_group_classic`), as in Kafka 4.
 
 Every API call is a synchronous method that answers at once or returns a Waiter that the
 API layer parks in the purgatory, so request handlers never wait on other clients. Trio
@@ -51,6 +51,7 @@ from trikafka.config import BrokerConfig
 from trikafka.coordinator import consumer_group_offsets
 from trikafka.coordinator import consumer_group_records as consumer_records
 from trikafka.coordinator.consumer_group import ConsumerGroup
+from trikafka.coordinator.consumer_group_classic import ClassicMembers
 from trikafka.coordinator.consumer_group_machine import ConsumerGroupMachine
 from trikafka.coordinator.consumer_group_protocol import (
     ConsumerGroupHeartbeat,
@@ -64,6 +65,7 @@ from trikafka.coordinator.group_metadata_manager import (
     OffsetCommit,
     TopicPartition,
 )
+from trikafka.coordinator.group_migration import GroupMigration
 from trikafka.coordinator.group_protocol import (
     CancelTimer,
     CompleteJoin,
@@ -116,6 +118,8 @@ class GroupCoordinator:
         self.membership = GroupMembership(config, self.manager)
         #: KIP-848 groups; ``topic_partitions()``: every topic's partition count.
         self.consumer = ConsumerGroupMachine(config, store, topic_partitions, self.manager)
+        self.classic_members = ClassicMembers(self.consumer)
+        self.migration = GroupMigration(config, self.membership, self.consumer, self.classic_members)
         self.manager.in_use = lambda group_id: bool(getattr(self.consumer.groups.get(group_id), "members", None))
         self._timers: TimerQueue[TimerKey | ConsumerTimerKey] = TimerQueue()
         self._joins: dict[int, Waiter[JoinGroupResult]] = {}
@@ -178,9 +182,11 @@ class GroupCoordinator:
     def join_group(self, request: JoinGroupRequest) -> Waiter[JoinGroupResult]:
         now = self.now_ms()
         consumer_group = self.consumer.groups.get(request.group_id)
-        if consumer_group is not None:
-            if consumer_group.members:
-                return Waiter.done_with(JoinGroupResult(ErrorCode.inconsistent_group_protocol, member_id=request.member_id))
+        if consumer_group is not None and not self.manager.loading:
+            if consumer_group.members:  # a classic member of a consumer group (Kafka 4)
+                joined = self.classic_members.join(consumer_group, request, now)
+                self._apply(joined, now)
+                return Waiter.done_with(joined.value)
             self._drop_consumer_group(consumer_group)  # an empty consumer group becomes classic
         reply = self.membership.join_group(request, now)
         waiter = _waiter(self._joins, reply.value)
@@ -198,6 +204,12 @@ class GroupCoordinator:
         assignments: Iterable[tuple[str, bytes]],
     ) -> Waiter[SyncGroupResult]:
         now = self.now_ms()
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None and not self.manager.loading:
+            synced = self.classic_members.sync(consumer_group, generation_id, member_id, instance_id, protocol_type,
+                                               protocol_name, now)
+            self._apply(synced, now)
+            return Waiter.done_with(synced.value)
         reply = self.membership.sync_group(
             group_id, generation_id, member_id, instance_id, protocol_type, protocol_name, assignments, now
         )
@@ -207,12 +219,22 @@ class GroupCoordinator:
 
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None) -> ErrorCode:
         now = self.now_ms()
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None and not self.manager.loading:
+            beat = self.classic_members.heartbeat(consumer_group, generation_id, member_id, instance_id, now)
+            self._apply(beat, now)
+            return beat.value
         reply = self.membership.heartbeat(group_id, generation_id, member_id, instance_id, now)
         self._apply(reply, now)
         return reply.value
 
     def leave_group(self, group_id: str, members: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
         now = self.now_ms()
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None and not self.manager.loading:
+            left = self.classic_members.leave(consumer_group, members, now)
+            self._apply(left, now)
+            return left.value
         reply = self.membership.leave_group(group_id, members, now)
         self._apply(reply, now)
         return reply.value

@@ -77,6 +77,11 @@ class GroupMembership:
         outbox.clear()
         return Reply(value, effects)
 
+    def drain(self, now_ms: float) -> Reply[None]:
+        """The effects of changes made from outside a call (a group converted to or from a
+        KIP-848 consumer group, :mod:`~trikafka.coordinator.group_migration`)."""
+        return self._reply(None, now_ms)
+
     def load(self, now_ms: float) -> Reply[None]:
         """Replay the groups; every member of a loaded generation must heartbeat again."""
         self.groups.load(now_ms)
