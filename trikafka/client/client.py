@@ -59,6 +59,7 @@ from trikafka.client.errors import (
 )
 from trikafka.client.requests import make
 from trikafka.client.sasl import authenticate
+from trikafka.client.tls import TLS_PROTOCOLS, tls_connector
 from trikafka.client.transport import Connector, parse_bootstrap, resolve_bootstrap
 from trikafka.client.versions import API, negotiate
 from trikafka.protocol.registry import ApiVersionSpec
@@ -191,7 +192,7 @@ class KafkaClient:
                 raise UnsupportedVersionError(f"{where} answers no ApiVersions version this client reads")
             raise error_for(answer.error_code, f"ApiVersions from {where}")
         versions = negotiate((int(k.api_key), int(k.min_version), int(k.max_version)) for k in answer.api_keys)
-        if self.config["security.protocol"] == "SASL_PLAINTEXT":
+        if self.config["security.protocol"] in ("SASL_PLAINTEXT", "SASL_SSL"):
             try:
                 await _authenticate(connection, versions, where, self.config)
             except BaseException:
@@ -453,6 +454,8 @@ async def open_client(
 ) -> AsyncIterator[KafkaClient]:
     """A running client core: connections and the metadata refresher live in its nursery."""
     servers, connector = resolve_bootstrap(bootstrap, connector)
+    if config["security.protocol"] in TLS_PROTOCOLS:
+        connector = tls_connector(connector, config)
     async with trio.open_nursery() as nursery:
         client = KafkaClient(config, servers, connector, nursery)
         nursery.start_soon(client.run_metadata_refresh)

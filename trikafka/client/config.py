@@ -126,10 +126,8 @@ def _servers(value: Any, key: str) -> tuple[str, ...]:
 
 def _security_protocol(value: Any, key: str) -> str:
     text = str(value).strip().upper()
-    if text in ("SSL", "SASL_SSL"):
-        raise ConfigError(key, value, "TLS is not implemented in the Trio client yet; allowed values are PLAINTEXT and SASL_PLAINTEXT")
-    if text not in ("PLAINTEXT", "SASL_PLAINTEXT"):
-        raise ConfigError(key, value, "allowed values are PLAINTEXT and SASL_PLAINTEXT (SSL and SASL_SSL: not yet)")
+    if text not in ("PLAINTEXT", "SASL_PLAINTEXT", "SSL", "SASL_SSL"):
+        raise ConfigError(key, value, "allowed values are PLAINTEXT, SASL_PLAINTEXT, SSL and SASL_SSL")
     return text
 
 
@@ -178,9 +176,15 @@ CLIENT_KEYS: dict[str, ConfigKey] = {
         _row("reconnect.backoff.max.ms", 1000, _int(0), ALL, "Upper bound of the reconnect backoff."),
         _row("retry.backoff.ms", 100, _int(0), ALL, "First wait before retrying a failed request; doubles per attempt."),
         _row("retry.backoff.max.ms", 1000, _int(0), ALL, "Upper bound of the retry backoff."),
-        _row("security.protocol", "PLAINTEXT", _security_protocol, ALL, "PLAINTEXT or SASL_PLAINTEXT (TLS: not yet)."),
+        _row("security.protocol", "PLAINTEXT", _security_protocol, ALL, "PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL."),
         _row("sasl.mechanism", "GSSAPI", _sasl_mechanism, ALL, "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (Java's default GSSAPI is not supported: set one)."),
         _row("sasl.jaas.config", None, _optional_string, ALL, "The login module with username and password, as Java's: PlainLoginModule or ScramLoginModule required username=\"…\" password=\"…\";"),
+        _row("ssl.ca.location", None, _optional_string, ALL, "PEM file of the CA certificates that sign the brokers' certificates (default: the system's)."),
+        _row("ssl.certificate.location", None, _optional_string, ALL, "PEM client certificate for mutual TLS (may hold the key too); the broker's principal is its subject."),
+        _row("ssl.key.location", None, _optional_string, ALL, "PEM private key of ssl.certificate.location."),
+        _row("ssl.key.password", None, _optional_string, ALL, "Password of an encrypted ssl.key.location."),
+        _row("ssl.endpoint.identification.algorithm", "https", _choice("https", "none"), ALL, "https: the broker's certificate must name the host dialled; none: any name."),
+        _row("enable.ssl.certificate.verification", True, _bool, ALL, "false accepts any broker certificate (testing only: no protection against impostors)."),
         _row("retries", INT32_MAX, _int(0, INT32_MAX), frozenset({_P, _A}), "How often a retriable failure is retried (bounded by delivery.timeout.ms)."),
         _row("default.api.timeout.ms", 60000, _int(0, INT32_MAX), frozenset({_C, _A}), "Bound of a blocking call that takes no timeout."),
         # producer
@@ -263,7 +267,11 @@ class ClientConfig:
             raise AttributeError(name) from None
 
     def _checked(self) -> ClientConfig:
-        if self["security.protocol"] == "SASL_PLAINTEXT":
+        if self["security.protocol"] in ("SSL", "SASL_SSL"):
+            from trikafka.client.tls import client_ssl_context
+
+            client_ssl_context(self)  # raises naming the ssl.* key whose file does not load
+        if self["security.protocol"] in ("SASL_PLAINTEXT", "SASL_SSL"):
             if "sasl.mechanism" not in self.explicit:
                 raise ConfigError("sasl.mechanism", "GSSAPI", "GSSAPI (Java's default) is not supported: set PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
             from trikafka.client.sasl import credentials_from_jaas

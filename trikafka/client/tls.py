@@ -1,0 +1,100 @@
+"""TLS for the Trio client: ``security.protocol`` SSL and SASL_SSL.
+
+The keys are librdkafka's (``ssl.ca.location``, ``ssl.certificate.location``,
+``ssl.key.location``, ``ssl.key.password``, ``ssl.endpoint.identification.algorithm``,
+``enable.ssl.certificate.verification``) because those are what users of kcat and
+confluent-kafka already hold in their ``.properties`` files; PEM files only, as the standard
+:mod:`ssl` module reads them.
+
+TLS is a wrapper around any connector (:mod:`trikafka.client.transport`): the plain stream is
+opened, wrapped in a :class:`trio.SSLStream` and the handshake is done before the connection
+sees a byte — so TLS works over TCP and, in tests, over the in-memory transport alike. The
+handshake runs inside the caller's connect deadline (``request.timeout.ms`` on trio's clock); a
+handshake that fails (an unknown CA, a name mismatch, a plaintext port) is not retried: like
+Java's ``SslAuthenticationException`` it is one non-retriable :class:`SslAuthenticationError`
+naming the broker, since retrying cannot make a certificate valid.
+"""
+
+from __future__ import annotations
+
+import ssl
+from typing import Any
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from trikafka.client.errors import KafkaError
+from trikafka.client.transport import Connector
+from trikafka.errors import ConfigError
+
+__all__ = ["TLS_PROTOCOLS", "SslAuthenticationError", "client_ssl_context", "tls_connector"]
+
+#: The values of ``security.protocol`` that speak TLS.
+TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+
+
+class SslAuthenticationError(KafkaError):
+    """The TLS handshake with a broker failed (Java: ``SslAuthenticationException``)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.network_exception, message, retriable=False)
+
+
+def client_ssl_context(config: Any) -> ssl.SSLContext:
+    """The :class:`ssl.SSLContext` the settings describe; a ConfigError names the key whose file
+    cannot be read, so a bad path fails when the client is made, not at the first connect."""
+    verify = config["enable.ssl.certificate.verification"]
+    ctx = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
+    ctx.check_hostname = verify and config["ssl.endpoint.identification.algorithm"] == "https"
+    if not verify:
+        ctx.verify_mode = ssl.CERT_NONE
+    ca = config["ssl.ca.location"]
+    if ca is not None:
+        try:
+            ctx.load_verify_locations(cafile=ca)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError("ssl.ca.location", ca, f"a readable PEM file of CA certificates is required ({_reason(exc)})") from None
+    cert, key = config["ssl.certificate.location"], config["ssl.key.location"]
+    if key is not None and cert is None:
+        raise ConfigError("ssl.key.location", key, "needs ssl.certificate.location (the certificate of that key)")
+    if cert is not None:
+        try:
+            ctx.load_cert_chain(cert, keyfile=key, password=config["ssl.key.password"])
+        except (OSError, ssl.SSLError) as exc:
+            bad = "ssl.certificate.location" if key is None or isinstance(exc, FileNotFoundError) and exc.filename == cert else "ssl.key.location"
+            allowed = "a readable PEM certificate (and key) with the right ssl.key.password is required"
+            raise ConfigError(bad, config[bad], f"{allowed} ({_reason(exc)})") from None
+    return ctx
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, ssl.SSLError) and exc.reason:
+        return str(exc.reason).replace("_", " ").lower()
+    return getattr(exc, "strerror", None) or str(exc)
+
+
+def tls_connector(inner: Connector, config: Any) -> Connector:
+    """``inner`` with TLS on top: each stream it opens is wrapped and handshaken."""
+    ctx = client_ssl_context(config)
+
+    async def connect(host: str, port: int) -> trio.abc.Stream:
+        plain = await inner(host, port)
+        stream = trio.SSLStream(plain, ctx, server_hostname=host)
+        try:
+            await stream.do_handshake()
+        except trio.BrokenResourceError as exc:
+            await trio.aclose_forcefully(plain)
+            cause = exc.__cause__
+            if isinstance(cause, ssl.SSLCertVerificationError):
+                reason = f"certificate verify failed: {cause.verify_message} (check ssl.ca.location and that the certificate names {host})"
+            elif cause is None:
+                reason = f"the connection was closed (is {host}:{port} a TLS listener?)"
+            else:
+                reason = f"{_reason(cause)} (is {host}:{port} a TLS listener?)"
+            raise SslAuthenticationError(f"SSL handshake with {host}:{port} failed: {reason}") from None
+        except BaseException:
+            await trio.aclose_forcefully(plain)
+            raise
+        return stream
+
+    return connect
