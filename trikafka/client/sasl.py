@@ -1,4 +1,4 @@
-"""SASL for the Trio client: PLAIN and SCRAM-SHA-256/512 over SASL_PLAINTEXT, sans-IO.
+"""SASL for the Trio client: PLAIN and SCRAM-SHA-256/512 over SASL_PLAINTEXT and SASL_SSL, sans-IO.
 
 What Java's client does on a SASL listener: after ApiVersions, SaslHandshake names the
 mechanism (the broker answers with the ones it enables), then SaslAuthenticate carries the
