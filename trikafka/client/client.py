@@ -59,7 +59,7 @@ from trikafka.client.errors import (
 )
 from trikafka.client.requests import make
 from trikafka.client.sasl import authenticate
-from trikafka.client.tls import TLS_PROTOCOLS, tls_connector
+from trikafka.client.tls import TLS_PROTOCOLS, closed_during_api_versions, tls_connector
 from trikafka.client.transport import Connector, parse_bootstrap, resolve_bootstrap
 from trikafka.client.versions import API, negotiate
 from trikafka.protocol.registry import ApiVersionSpec
@@ -181,7 +181,7 @@ class KafkaClient:
                     # KIP-511: a broker without v3 answers in v0 — ask again in v0.
                     answer = await _api_versions(connection, 0)
             except ConnectionClosed as exc:
-                raise KafkaConnectionError(f"{where} closed the connection during ApiVersions") from exc
+                raise closed_during_api_versions(where, node.host, node.port, connection.broken_by) from exc
         if scope.cancelled_caught:
             if stream is not None:
                 await trio.aclose_forcefully(stream)

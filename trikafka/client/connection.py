@@ -56,6 +56,7 @@ class KafkaConnection:
         self._send_lock = trio.StrictFIFOLock()
         self._decoder = FrameDecoder(2**31 - 1)
         self.closed = False
+        self.broken_by: BaseException | None = None
 
     async def request(self, body: Any) -> Any:
         """Send a kio request entity; return the decoded response entity."""
@@ -125,7 +126,8 @@ class KafkaConnection:
                 except Exception as exc:  # the frame is whole: only this answer is lost
                     body = ResponseDecodeError(f"cannot decode {spec.name} v{spec.version} answer: {exc!r}")
                 send.send_nowait(body)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            self.broken_by = exc.__cause__  # a TLS alert (ssl.SSLError) says why; see tls.py
             return
         finally:
             self.closed = True

@@ -12,7 +12,8 @@ sees a byte — so TLS works over TCP and, in tests, over the in-memory transpor
 handshake runs inside the caller's connect deadline (``request.timeout.ms`` on trio's clock); a
 handshake that fails (an unknown CA, a name mismatch, a plaintext port) is not retried: like
 Java's ``SslAuthenticationException`` it is one non-retriable :class:`SslAuthenticationError`
-naming the broker, since retrying cannot make a certificate valid.
+naming the broker, since retrying cannot make a certificate valid (callers waiting on metadata
+get it as a non-retriable KafkaError with the same text).
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from trikafka.client.errors import KafkaError
+from trikafka.client.errors import KafkaConnectionError, KafkaError
 from trikafka.client.transport import Connector
 from trikafka.errors import ConfigError
 
-__all__ = ["TLS_PROTOCOLS", "SslAuthenticationError", "client_ssl_context", "tls_connector"]
+__all__ = ["TLS_PROTOCOLS", "SslAuthenticationError", "client_ssl_context", "closed_during_api_versions", "handshake_failure", "tls_connector"]
 
 #: The values of ``security.protocol`` that speak TLS.
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
@@ -84,17 +85,39 @@ def tls_connector(inner: Connector, config: Any) -> Connector:
             await stream.do_handshake()
         except trio.BrokenResourceError as exc:
             await trio.aclose_forcefully(plain)
-            cause = exc.__cause__
-            if isinstance(cause, ssl.SSLCertVerificationError):
-                reason = f"certificate verify failed: {cause.verify_message} (check ssl.ca.location and that the certificate names {host})"
-            elif cause is None:
-                reason = f"the connection was closed (is {host}:{port} a TLS listener?)"
-            else:
-                reason = f"{_reason(cause)} (is {host}:{port} a TLS listener?)"
-            raise SslAuthenticationError(f"SSL handshake with {host}:{port} failed: {reason}") from None
+            raise handshake_failure(host, port, exc.__cause__) from None
         except BaseException:
             await trio.aclose_forcefully(plain)
             raise
         return stream
 
     return connect
+
+
+def handshake_failure(host: str, port: int, cause: BaseException | None) -> SslAuthenticationError:
+    """The one error for a failed handshake, with what the user can change. Under TLS 1.3 a
+    broker refuses a missing client certificate only after the client's handshake is done, so
+    the client meets that alert on its first read; it is reported here all the same."""
+    if isinstance(cause, ssl.SSLCertVerificationError):
+        reason = f"certificate verify failed: {cause.verify_message} (check ssl.ca.location and that the certificate names {host})"
+    elif isinstance(cause, ssl.SSLError) and "certificate required" in _reason(cause):
+        reason = f"{_reason(cause)}: the broker wants a client certificate (ssl.certificate.location, ssl.key.location)"
+    elif cause is None:
+        reason = f"the connection was closed (is {host}:{port} a TLS listener?)"
+    else:
+        reason = f"{_reason(cause)} (is {host}:{port} a TLS listener?)"
+    return SslAuthenticationError(f"SSL handshake with {host}:{port} failed: {reason}")
+
+
+def closed_during_api_versions(where: str, host: str, port: int, broken_by: BaseException | None) -> KafkaError:
+    """A new connection closed before ApiVersions was answered. A TLS alert then (TLS 1.3: a
+    client certificate refused after the handshake) is final; a bare EOF stays retriable, since
+    a broker crash looks the same — but the message says what else it may be."""
+    if isinstance(broken_by, ssl.SSLError) and not isinstance(broken_by, ssl.SSLEOFError):
+        return handshake_failure(host, port, broken_by)
+    if isinstance(broken_by, ssl.SSLEOFError):
+        return KafkaConnectionError(
+            f"{where} closed the TLS connection during ApiVersions (under TLS 1.3 so does a broker"
+            " that wants a client certificate: ssl.certificate.location)"
+        )
+    return KafkaConnectionError(f"{where} closed the connection during ApiVersions")
