@@ -8,8 +8,10 @@ catches up from the leaders. In-memory replicas play the part of a disk that sur
 broker process: the cluster keeps their LogManager, and a stopped broker's replicas just
 receive nothing until it returns. What it shares with the other nodes it is handed: the
 cluster's :class:`~trikafka.server.wiring.BrokerCore` (the ReplicaManager with topics and
-producer state, the group and transaction coordinators, SCRAM users, ACLs, client quotas) and
-the cluster view. Its request path is built by the same code as a Broker's
+producer state, the group and transaction coordinators, SCRAM users, ACLs, the client-quota
+settings) and the cluster view. What Kafka does per broker it does for itself: it measures
+client-quota rates over its own traffic, cleans its own replicas of compacted topics, and
+answers its delayed requests when it stops. Its request path is built by the same code as a Broker's
 (:class:`~trikafka.server.wiring.RequestPath`).
 
 ::
