@@ -98,7 +98,14 @@ async def test_a_compacted_topic_is_compacted_on_every_replica(autojump_clock):
         written = [(0, b"k0", b"a"), (1, b"k1", b"a"), (2, b"k2", b"a"), (3, b"k0", b"b"), (4, b"k1", b"b"), (5, b"k2", b"c")]
         for node_id in cluster.broker_ids():
             assert _read_all(cluster.replica_log(node_id, "c", 0)) == written
+        cleaners = [cluster.broker(node_id).log_cleaner for node_id in cluster.broker_ids()]
+        assert [c.statistics().cleanings for c in cleaners] == [0, 0, 0]
         await trio.sleep(cluster.config.log_cleaner_backoff_ms / 1000 + 1)
+        # A cleaning computes in a worker thread, and the autojump clock moves on while it
+        # runs (every task is blocked): so wait for it to be done, bounded in virtual time.
+        with trio.fail_after(60):
+            while any(c.statistics().cleanings < 1 for c in cleaners):
+                await trio.sleep(0.1)
         # k2@2 stays: its newer value is in the active segment, which is never cleaned.
         compacted = [(2, b"k2", b"a"), (3, b"k0", b"b"), (4, b"k1", b"b"), (5, b"k2", b"c")]
         for node_id in cluster.broker_ids():
