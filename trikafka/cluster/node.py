@@ -8,14 +8,17 @@ catches up from the leaders. In-memory replicas play the part of a disk that sur
 broker process: the cluster keeps their LogManager, and a stopped broker's replicas just
 receive nothing until it returns. What it shares with the other nodes it is handed: the
 cluster's :class:`~trikafka.server.wiring.BrokerCore` (the ReplicaManager with topics and
-producer state, the group and transaction coordinators, SCRAM users, ACLs, client quotas) and
-the cluster view. Its request path is built by the same code as a Broker's
+producer state, the group and transaction coordinators, SCRAM users, ACLs, the client-quota
+settings) and the cluster view. What Kafka does per broker it does for itself: it measures
+client-quota rates over its own traffic, cleans its own replicas of compacted topics, and
+answers its delayed requests when it stops. Its request path is built by the same code as a Broker's
 (:class:`~trikafka.server.wiring.RequestPath`).
 
 ::
 
     ClusterNode.run
     ├── LogManager          this broker's replicas
+    ├── LogCleaner          compacts them (each broker cleans its own replicas, as Kafka's)
     ├── Purgatory
     ├── RequestHandlerPool  ◄── requests ── its own channel
     └── SocketServer        its own listener(s)
@@ -31,6 +34,7 @@ import trio
 
 from trikafka.cluster.gates import gate_coordinator_apis
 from trikafka.config import BrokerConfig
+from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LogManager
 from trikafka.network.endpoints import BoundEndpoint
 from trikafka.server.metadata_cache import BrokerEndpoint, MetadataCache
@@ -86,6 +90,15 @@ class ClusterNode:
             trio_listeners=trio_listeners,
             cluster_view=cluster,
             gate=lambda handlers: gate_coordinator_apis(handlers, cluster, self.node_id),
+            own_quota_rates=True,
+        )
+        #: Compacts this broker's own replicas, leader or follower: Kafka runs one cleaner
+        #: per broker over its log dirs, never one for the cluster.
+        self.log_cleaner = LogCleaner(
+            log_manager,
+            backoff_ms=config.log_cleaner_backoff_ms,
+            clock=cluster.now_ms,
+            dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
         )
         self.metrics = path.metrics
         self.registry = path.registry
@@ -105,12 +118,15 @@ class ClusterNode:
             async with trio.open_nursery() as nursery:
                 if self._owns_log_manager:
                     await nursery.start(self.log_manager.run, name=f"log-manager-{self.node_id}")
+                if self.config.log_cleaner_enable:
+                    await nursery.start(self.log_cleaner.run, name=f"log-cleaner-{self.node_id}")
                 await nursery.start(self.purgatory.run, name=f"purgatory-{self.node_id}")
                 await nursery.start(self.handler_pool.run, name=f"request-handler-pool-{self.node_id}")
                 self.endpoints = await nursery.start(self.socket_server.run, name=f"socket-server-{self.node_id}")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)
                 task_status.started(self)
                 await self._stop_requested.wait()
+                self.purgatory.complete_all()  # long polls and joins answer now, as a Broker's
                 self.socket_server.begin_shutdown(self._grace)
                 await self.socket_server.stopped.wait()
                 await self.request_channel.close()

@@ -40,6 +40,7 @@ __all__ = [
     "REQUEST_PERCENTAGE",
     "USER",
     "ClientQuotaManager",
+    "ClientQuotaManagers",
     "QuotaEntity",
     "QuotaManagerStatistics",
     "user_of",
@@ -218,3 +219,33 @@ class ClientQuotaManager:
 
     def statistics(self) -> QuotaManagerStatistics:
         return QuotaManagerStatistics(self.quota_key, self.enabled, len(self._rates), self.throttled)
+
+
+class ClientQuotaManagers:
+    """One broker's three managers (produce, fetch, request): its rates and throttle times.
+
+    Why apart from the quotas themselves: Kafka's quota *settings* are cluster-wide (one
+    AlterClientQuotas reaches every broker), but each broker measures the traffic *it*
+    serves — a client at its quota may send that much to every broker. So the store of
+    settings (:class:`~trikafka.security.quota_store.ClientQuotas`) is shared, and each
+    broker of a cluster has its own managers, given the settings at each change."""
+
+    def __init__(self, samples: int = 11, window_seconds: int = 1) -> None:
+        self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, samples, window_seconds)
+        self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, samples, window_seconds)
+        #: The request quota caps a throttle at one window (ClientRequestQuotaManager).
+        self.request = ClientQuotaManager(
+            REQUEST_PERCENTAGE, samples, window_seconds, max_throttle_ms=window_seconds * 1000
+        )
+
+    @property
+    def enabled(self) -> bool:
+        """Some quota was ever set (Kafka's quotasEnabled): until then no answer pays for quotas."""
+        return self.produce.enabled or self.fetch.enabled or self.request.enabled
+
+    def replace_quotas(self, quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> None:
+        """Make ``quotas`` (entity → {quota key: value}) the whole set of every manager."""
+        for manager in (self.produce, self.fetch, self.request):
+            manager.replace_quotas({
+                entity: values[manager.quota_key] for entity, values in quotas.items() if manager.quota_key in values
+            })

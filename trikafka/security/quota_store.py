@@ -1,5 +1,8 @@
 """The client quotas a broker holds: set by AlterClientQuotas, read by DescribeClientQuotas,
-kept across restarts with ``--data-dir``, enforced by three :class:`ClientQuotaManager`\\ s.
+kept across restarts with ``--data-dir``, enforced by each broker's own
+:class:`ClientQuotaManagers` (a standalone broker uses :attr:`ClientQuotas.local`; each node of
+a cluster gets its own from :meth:`ClientQuotas.new_managers`, since Kafka measures rates per
+broker while its quota settings are cluster-wide).
 
 Kafka keeps quotas in the cluster metadata (``QuotaRecord``); here :class:`ClientQuotas`
 keeps entity → {key: value} and rewrites ``<first data dir>/trikafka-client-quotas.json``
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +35,7 @@ from trikafka.security.client_quotas import (
     REQUEST_PERCENTAGE,
     USER,
     ClientQuotaManager,
+    ClientQuotaManagers,
     QuotaEntity,
 )
 from trikafka.security.files import write_json_atomically
@@ -71,20 +76,39 @@ def describe_entity(entity: QuotaEntity) -> str:
 
 
 class ClientQuotas:
-    """Every quota set on this broker and the managers that enforce them."""
+    """Every quota set (cluster-wide), and the managers of each broker that enforce them."""
 
     def __init__(self, path: Path | None = None, samples: int = 11, window_seconds: int = 1) -> None:
         self.path = path  # None: in memory only
-        self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, samples, window_seconds)
-        self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, samples, window_seconds)
-        self.request = ClientQuotaManager(
-            REQUEST_PERCENTAGE, samples, window_seconds, max_throttle_ms=window_seconds * 1000
-        )
+        self._samples, self._window_seconds = samples, window_seconds
         self._quotas: dict[QuotaEntity, dict[str, float]] = {}
+        #: Every broker's managers, each told of every change (a stopped node's are dropped).
+        self._managers: weakref.WeakSet[ClientQuotaManagers] = weakref.WeakSet()
+        #: The managers of a standalone broker (the default throttler's).
+        self.local = self.new_managers()
         #: Some quota was ever set (Kafka's quotasEnabled): until then no answer pays for quotas.
         self.enabled = False
         if path is not None and path.exists():
             self._load(path)
+
+    def new_managers(self) -> ClientQuotaManagers:
+        """Rates and throttles for one more broker, following this store's quotas."""
+        managers = ClientQuotaManagers(self._samples, self._window_seconds)
+        managers.replace_quotas(self._quotas)
+        self._managers.add(managers)
+        return managers
+
+    @property
+    def produce(self) -> ClientQuotaManager:
+        return self.local.produce
+
+    @property
+    def fetch(self) -> ClientQuotaManager:
+        return self.local.fetch
+
+    @property
+    def request(self) -> ClientQuotaManager:
+        return self.local.request
 
     @classmethod
     def in_data_dir(cls, log_dirs: Sequence[str] | None, samples: int = 11, window_seconds: int = 1) -> ClientQuotas:
@@ -107,12 +131,9 @@ class ClientQuotas:
             write_json_atomically(self.path, document)
 
     def _apply(self) -> None:
-        for manager in (self.produce, self.fetch, self.request):
-            manager.replace_quotas({
-                entity: values[manager.quota_key]
-                for entity, values in self._quotas.items() if manager.quota_key in values
-            })
-        self.enabled = self.produce.enabled or self.fetch.enabled or self.request.enabled
+        for managers in list(self._managers):
+            managers.replace_quotas(self._quotas)
+        self.enabled = self.enabled or any(key in QUOTA_KEYS for values in self._quotas.values() for key in values)
 
     # -- AlterClientQuotas ------------------------------------------------------------------
 

@@ -33,16 +33,20 @@ from trikafka.network.request_channel import NoOpResponse, Request, Response, Se
 from trikafka.protocol.entities import entity_fields
 from trikafka.protocol.headers import decode_response, encode_response, response_parts
 from trikafka.protocol.registry import ApiKey
-from trikafka.security.client_quotas import user_of
+from trikafka.security.client_quotas import ClientQuotaManagers, user_of
 from trikafka.security.quota_store import ClientQuotas
 
 __all__ = ["RequestThrottler", "with_throttle_time"]
 
 
 class RequestThrottler:
-    """Applies a broker's :class:`ClientQuotas` to each answer (see the module doc)."""
+    """Applies a broker's client quotas to each answer (see the module doc).
 
-    def __init__(self, quotas: ClientQuotas, clock: Callable[[], float] = trio.current_time) -> None:
+    ``quotas`` is the managers measuring *this* broker's traffic: a standalone broker's
+    :class:`ClientQuotas` (its ``local`` managers), or a cluster node's own
+    :class:`ClientQuotaManagers` over the cluster's shared quota settings."""
+
+    def __init__(self, quotas: ClientQuotas | ClientQuotaManagers, clock: Callable[[], float] = trio.current_time) -> None:
         self.quotas = quotas
         self.clock = clock
 

@@ -67,6 +67,7 @@ from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
 from trikafka.server.replica_manager import ReplicaManager
 from trikafka.server.request_handler import RequestHandlerPool
+from trikafka.server.throttling import RequestThrottler
 
 __all__ = ["API_FAMILIES", "BrokerCore", "RequestPath", "load_meta_properties", "new_log_manager"]
 
@@ -199,7 +200,9 @@ class RequestPath:
     """One run of a broker's request path over a :class:`BrokerCore`.
 
     ``gate`` may wrap handlers once they are collected (a cluster node's NOT_COORDINATOR
-    gate); ``cluster_view`` is None for a broker alone."""
+    gate); ``cluster_view`` is None for a broker alone. ``own_quota_rates`` gives this run
+    its own client-quota rates over the core's shared quota settings (a cluster node: Kafka
+    measures each client's rates per broker); a Broker alone uses the store's own."""
 
     def __init__(
         self,
@@ -210,6 +213,7 @@ class RequestPath:
         trio_listeners: Mapping[str, trio.abc.Listener] | None = None,
         cluster_view: ClusterView | None = None,
         gate: Callable[[dict[int, Any]], None] | None = None,
+        own_quota_rates: bool = False,
     ) -> None:
         self.metrics = BrokerMetrics()
         self.registry = ApiRegistry(supported_apis(config))
@@ -231,6 +235,9 @@ class RequestPath:
             scram_credentials=core.scram_credentials,
             acls=core.acls,
             client_quotas=core.client_quotas,
+            throttler=RequestThrottler(
+                core.client_quotas.new_managers() if own_quota_rates else core.client_quotas
+            ),
         )
         self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
         if gate is not None:
