@@ -37,6 +37,7 @@ from typing import Any
 
 import attrs
 import trio
+from trio_util import AsyncValue
 
 from trikafka.log.cleaner_core import (
     CleanPlan,
@@ -247,6 +248,9 @@ class LogCleaner:
         self._clock = clock
         self._first_dirty: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
         self._stats = CleanerStatistics(0, 0, 0)
+        #: Cleanings done so far, as a value one can wait on: a cleaning computes in a worker
+        #: thread, so under an autojump MockClock virtual time runs on while it does.
+        self.cleaned = AsyncValue(0)
         #: Log directory → its cleaner-offset-checkpoint entries.
         self._checkpoints = {
             Path(d): read_checkpoint(Path(d) / CLEANER_CHECKPOINT) for d in (log_manager.log_dirs or ())
@@ -300,6 +304,7 @@ class LogCleaner:
         before = sum(c.old_size for c in cleaned)
         after = sum(len(c.data) for c in cleaned)
         self._stats = CleanerStatistics(self._stats.cleanings + 1, self._stats.bytes_read + before, self._stats.bytes_written + after)
+        self.cleaned.value = self._stats.cleanings
         logger.info("Cleaned %s up to offset %d: %d bytes -> %d (dirty ratio %.2f)", log.name, end, before, after, plan.dirty_ratio)
         return self._checkpoint(log, end)
 
