@@ -11,7 +11,10 @@ exporter's sampled offset→time table).
 
 The owner of a partition comes from the members' assignments, in the consumer protocol's
 ``ConsumerProtocolAssignment`` encoding (version, [topic, [partition]], user data); a group
-of another protocol type (Connect, a custom one) has no owners and empty member labels.
+of another protocol type (Connect, a custom one) has no owners and empty member labels. A
+KIP-848 consumer group keeps its offsets in the same holder but its members and assignment in
+the ``consumer_group`` the coordinator looks up by id: its owners, state and member count come
+from there, so ``group.protocol=consumer`` groups chart as classic ones do.
 """
 
 from __future__ import annotations
@@ -49,9 +52,15 @@ def decode_assignment(data: bytes) -> dict[str, list[int]]:
         return {}
 
 
-def _owners(group: Any) -> dict[tuple[str, int], tuple[str, str, str]]:
+def _owners(group: Any, consumer: Any = None) -> dict[tuple[str, int], tuple[str, str, str]]:
     """(topic, partition) → (member_host, consumer_id, client_id) of the member it is assigned to."""
     owners: dict[tuple[str, int], tuple[str, str, str]] = {}
+    if consumer is not None:  # KIP-848: the assignment is topic → partitions already
+        for member in consumer.members.values():
+            for topic, partitions in member.assigned.items():
+                for partition in partitions:
+                    owners[(topic, partition)] = (member.client_host, member.member_id, member.client_id)
+        return owners
     if group.protocol_type != "consumer":
         return owners
     for member in group.members.values():
@@ -62,9 +71,11 @@ def _owners(group: Any) -> dict[tuple[str, int], tuple[str, str, str]]:
 
 
 def lag_families(
-    groups: Iterable[Any], latest_offset: Callable[[str, int], int | None], cluster_name: str
+    groups: Iterable[Any], latest_offset: Callable[[str, int], int | None], cluster_name: str,
+    consumer_group: Callable[[str], Any] = lambda group_id: None,
 ) -> Iterator[Metric]:
-    """The kafka-lag-exporter families for ``groups`` (the coordinator's GroupMetadata)."""
+    """The kafka-lag-exporter families for ``groups`` (the coordinator's GroupMetadata);
+    ``consumer_group(group_id)``: the KIP-848 group of that id, None for a classic one."""
     offset = GaugeMetricFamily(
         "kafka_consumergroup_group_offset", "Last committed offset of a group's partition.", labels=_MEMBER_LABELS
     )
@@ -87,11 +98,13 @@ def lag_families(
     by_state: dict[str, int] = {}
     offsets_count = 0
     for group in sorted(groups, key=lambda g: g.group_id):
-        state = getattr(group.state, "value", str(group.state))
+        consumer = consumer_group(group.group_id)
+        holder = group if consumer is None else consumer
+        state = getattr(holder.state, "value", str(holder.state))
         by_state[state] = by_state.get(state, 0) + 1
         offsets_count += len(group.offsets)
-        members.add_metric([cluster_name, group.group_id, state], len(group.members))
-        owners = _owners(group)
+        members.add_metric([cluster_name, group.group_id, state], len(holder.members))
+        owners = _owners(group, consumer)
         per_topic: dict[str, int] = {}
         lags: list[int] = []
         for (topic, partition), committed in sorted(group.offsets.items()):
