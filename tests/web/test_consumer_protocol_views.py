@@ -10,6 +10,7 @@ a headless Chromium and in ``/metrics``' kafka-lag-exporter series.
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 import urllib.parse
@@ -26,6 +27,7 @@ from trikafka.testing.process import BrokerProcess
 pytestmark = pytest.mark.compat
 
 TOPIC, GROUP, CLIENT = "kip848-orders", "kip848-readers", "kip848-app"
+IDLE_GROUP = "kip848-idle"
 WAIT_S = 30.0
 
 
@@ -37,9 +39,25 @@ class Site:
     member_id: str
 
 
+def _member(bootstrap: str, group: str, client_id: str):
+    """A ``group.protocol=consumer`` member holding both partitions of TOPIC."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer", "client.id": client_id,
+        "enable.auto.commit": False, "auto.offset.reset": "earliest",
+    })
+    consumer.subscribe([TOPIC])
+    deadline = time.monotonic() + WAIT_S
+    while len(consumer.assignment()) < 2 and time.monotonic() < deadline:
+        consumer.poll(0.2)  # the assignment arrives through the heartbeat, applied in poll
+    assert len(consumer.assignment()) == 2, f"no assignment: {consumer.assignment()}"
+    return consumer
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka import Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     broker = BrokerProcess(
@@ -60,20 +78,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
         for i in range(20):
             producer.produce(TOPIC, value=b"r%d" % i, partition=i % 2)
         assert producer.flush(WAIT_S) == 0
-        consumer = Consumer({
-            "bootstrap.servers": b, "group.id": GROUP, "group.protocol": "consumer", "client.id": CLIENT,
-            "enable.auto.commit": False, "auto.offset.reset": "earliest",
-        })
+        consumer, idle = _member(b, GROUP, CLIENT), _member(b, IDLE_GROUP, "idle-app")
         try:
-            consumer.subscribe([TOPIC])
-            deadline = time.monotonic() + WAIT_S
-            while len(consumer.assignment()) < 2 and time.monotonic() < deadline:
-                consumer.poll(0.2)  # the assignment arrives through the heartbeat, applied in poll
-            assert len(consumer.assignment()) == 2, f"no assignment: {consumer.assignment()}"
             consumer.commit(offsets=[TopicPartition(TOPIC, 0, 4), TopicPartition(TOPIC, 1, 10)], asynchronous=False)
             yield Site(broker, ui, metrics, consumer.memberid())
         finally:
             consumer.close()
+            idle.close()
     finally:
         assert broker.stop() == 0, broker.output
 
@@ -93,6 +104,13 @@ def test_groups_describe_shows_members_and_lag(site):
     ]
     human = trikafka("groups", "describe", GROUP, bootstrap=b)
     assert "Type: consumer" in human.out and "State: Stable" in human.out and CLIENT in human.out, human
+
+
+def test_top_groups_panel_shows_members_and_lag(site):
+    run = trikafka("top", "--json", "-n", "1", bootstrap=site.broker.bootstrap)
+    assert run.code == 0, run
+    [group] = [g for g in json.loads(run.out)["groups"] if g["group"] == GROUP]
+    assert (group["state"], group["members"], group["lag"]) == ("Stable", 1, 6)
 
 
 def test_console_group_page_shows_member_and_partitions(site):
@@ -122,3 +140,5 @@ def test_metrics_lag_series_name_the_consumer_protocol_member(site):
     assert (got["consumer_id"], got["client_id"]) == (site.member_id, CLIENT)
     assert value(samples, "kafka_consumergroup_group_sum_lag", group=GROUP) == 6
     assert value(samples, "kafka_consumergroup_members", group=GROUP, state="Stable") == 1
+    # A consumer-protocol group that never committed has members all the same.
+    assert value(samples, "kafka_consumergroup_members", group=IDLE_GROUP, state="Stable") == 1

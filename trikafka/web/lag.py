@@ -20,7 +20,8 @@ from there, so ``group.protocol=consumer`` groups chart as classic ones do.
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -72,10 +73,11 @@ def _owners(group: Any, consumer: Any = None) -> dict[tuple[str, int], tuple[str
 
 def lag_families(
     groups: Iterable[Any], latest_offset: Callable[[str, int], int | None], cluster_name: str,
-    consumer_group: Callable[[str], Any] = lambda group_id: None,
+    consumer_groups: Mapping[str, Any] = MappingProxyType({}),
 ) -> Iterator[Metric]:
-    """The kafka-lag-exporter families for ``groups`` (the coordinator's GroupMetadata);
-    ``consumer_group(group_id)``: the KIP-848 group of that id, None for a classic one."""
+    """The kafka-lag-exporter families for ``groups`` (the coordinator's GroupMetadata, which
+    holds every group's offsets) and ``consumer_groups`` (group id → KIP-848 group: its
+    members, even before a commit gave it an offsets holder)."""
     offset = GaugeMetricFamily(
         "kafka_consumergroup_group_offset", "Last committed offset of a group's partition.", labels=_MEMBER_LABELS
     )
@@ -97,8 +99,9 @@ def lag_families(
     )
     by_state: dict[str, int] = {}
     offsets_count = 0
-    for group in sorted(groups, key=lambda g: g.group_id):
-        consumer = consumer_group(group.group_id)
+    groups = sorted(groups, key=lambda g: g.group_id)
+    for group in groups:
+        consumer = consumer_groups.get(group.group_id)
         holder = group if consumer is None else consumer
         state = getattr(holder.state, "value", str(holder.state))
         by_state[state] = by_state.get(state, 0) + 1
@@ -123,6 +126,12 @@ def lag_families(
             sum_lag.add_metric([cluster_name, group.group_id], sum(lags))
             for topic, total in sorted(per_topic.items()):
                 topic_sum_lag.add_metric([cluster_name, group.group_id, topic], total)
+    listed = {group.group_id for group in groups}
+    for group_id, consumer in sorted(consumer_groups.items()):
+        if group_id not in listed:
+            state = consumer.state.value
+            by_state[state] = by_state.get(state, 0) + 1
+            members.add_metric([cluster_name, group_id, state], len(consumer.members))
     yield from (offset, lag, max_lag, sum_lag, topic_sum_lag, members)
     # The coordinator's own gauges (kafka.coordinator.group:type=GroupMetadataManager).
     stem = "kafka_coordinator_group_groupmetadatamanager_"
