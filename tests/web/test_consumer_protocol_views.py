@@ -120,7 +120,7 @@ def test_console_group_page_shows_member_and_partitions(site):
     try:
         driver.get(f"{site.ui}/groups/{urllib.parse.quote(GROUP, safe='')}")
         text = lambda element_id: driver.find_element("id", element_id).text  # noqa: E731
-        assert (text("state"), text("member-count"), text("total-lag")) == ("Stable", "1", "6")
+        assert (text("state"), text("group-type"), text("member-count"), text("total-lag")) == ("Stable", "consumer", "1", "6")
         rows = driver.execute_script(
             "return Array.from(document.querySelectorAll(arguments[0]))"
             ".map(row => Array.from(row.cells).map(cell => cell.innerText.trim()))", "#members tbody tr",

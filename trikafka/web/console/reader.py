@@ -327,4 +327,5 @@ class GroupReads:
             coordinator=await self.client.find_coordinator(group_id, CoordinatorType.GROUP),
             members=tuple(sorted(members, key=lambda m: (m.client_id, m.member_id))),
             offsets=tuple(row for rows in by_topic.values() for row in rows),
+            type=group.type,
         )
