@@ -65,6 +65,9 @@ async def test_groups(autojump_clock):
         assert [g.group_id for g in listed] == ["readers"]
         described = await admin.describe_groups(["readers"])
         assert described["readers"].state == "Empty" and described["readers"].members == ()
+        # Not a KIP-848 group: ConsumerGroupDescribe says GROUP_ID_NOT_FOUND, DescribeGroups answers.
+        either = await admin.describe_consumer_groups(["readers"])
+        assert (either["readers"].type, either["readers"].state) == ("classic", "Empty")
         await admin.delete_groups(["readers"])
         assert await admin.list_groups() == []
         with pytest.raises(KafkaError, match="GROUP_ID_NOT_FOUND"):

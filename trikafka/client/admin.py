@@ -38,7 +38,7 @@ from trikafka.client.calls import call_any_node, call_coordinator
 from trikafka.client.client import CoordinatorType, KafkaClient, open_client
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.config import ClientConfig
-from trikafka.client.errors import KafkaError, error_for
+from trikafka.client.errors import KafkaError, UnsupportedVersionError, error_for
 from trikafka.client.transport import Connector
 from trikafka.client.versions import API
 
@@ -186,6 +186,45 @@ class Admin(GroupOffsetsAndLogDirs):
                     for m in group.members
                 ),
             )
+        return out
+
+    async def describe_consumer_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+        """Every group, whichever protocol it speaks, as Kafka's ``describeConsumerGroups``
+        (kafka-consumer-groups --describe): ConsumerGroupDescribe (API 69) first, and
+        DescribeGroups for a group the coordinator does not know as a KIP-848 consumer group
+        (GROUP_ID_NOT_FOUND: a classic group, or none) or when the broker has no API 69."""
+        out: dict[str, GroupDescription] = {}
+        classic = []
+        for group_id in group_ids:
+            try:
+                answer = await call_coordinator(
+                    self.client, group_id, CoordinatorType.GROUP, API.CONSUMER_GROUP_DESCRIBE,
+                    lambda r: _retriable(g.error_code for g in r.groups), what=f"ConsumerGroupDescribe({group_id!r})",
+                    deadline=self._deadline(), group_ids=[group_id], include_authorized_operations=False,
+                )
+            except UnsupportedVersionError:
+                classic.append(group_id)
+                continue
+            group = answer.groups[0]
+            if group.error_code == ErrorCode.group_id_not_found:
+                classic.append(group_id)
+                continue
+            _raise_first([(f"group {group_id!r}", group.error_code, group.error_message)])
+            out[group_id] = GroupDescription(
+                group.group_id, group.group_state, "consumer", group.assignor_name,
+                tuple(
+                    MemberDescription(
+                        m.member_id, m.instance_id, m.client_id, m.client_host, b"",
+                        assigned=tuple(sorted(
+                            TopicPartition(t.topic_name, int(p)) for t in m.assignment.topic_partitions for p in t.partitions
+                        )),
+                        member_epoch=int(m.member_epoch),
+                    )
+                    for m in group.members
+                ),
+                type="consumer",
+            )
+        out.update(await self.describe_groups(classic))
         return out
 
     async def delete_groups(self, group_ids: Iterable[str]) -> None:

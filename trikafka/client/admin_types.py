@@ -114,12 +114,19 @@ class MemberDescription:
     client_id: str
     client_host: str
     assignment: bytes
+    #: A KIP-848 member's partitions as ConsumerGroupDescribe names them (there are no
+    #: assignment bytes to decode); None for a member described by DescribeGroups.
+    assigned: tuple | None = None
+    member_epoch: int = -1
 
     @property
     def partitions(self) -> tuple:
         """The assigned partitions, read as the consumer protocol's assignment (Java's
         ``MemberDescription.assignment()``); () for other protocols or none yet."""
         from trikafka.client.consumer_protocol import ConsumerProtocolError, decode_assignment
+
+        if self.assigned is not None:
+            return self.assigned
 
         try:
             return tuple(decode_assignment(self.assignment).partitions)
@@ -134,6 +141,9 @@ class GroupDescription:
     protocol_type: str
     protocol: str
     members: tuple[MemberDescription, ...]
+    #: Kafka's GroupType: "classic" (JoinGroup/SyncGroup, DescribeGroups) or "consumer"
+    #: (KIP-848, ConsumerGroupDescribe); ``protocol`` is then the server assignor's name.
+    type: str = "classic"
 
 
 @attrs.frozen

@@ -1,6 +1,7 @@
 """``groups list|describe|delete|reset-offsets``: kafka-consumer-groups.sh on the Trio admin client.
 
-``describe`` joins what three APIs know: the members and their assignment (DescribeGroups),
+``describe`` joins what three APIs know: the members and their assignment (ConsumerGroupDescribe
+for a KIP-848 ``consumer`` group, DescribeGroups for a classic one, as kafka-consumer-groups),
 the committed offsets (OffsetFetch) and the log end offsets (ListOffsets); lag is end minus
 committed, per partition, as kafka-consumer-groups prints it.
 
@@ -30,7 +31,7 @@ __all__ = ["group_lag", "register"]
 
 async def group_lag(admin: Admin, group_id: str) -> tuple[Any, list[dict[str, Any]]]:
     """(description, one row per partition: committed, end, lag, owner)."""
-    description = (await admin.describe_groups([group_id]))[group_id]
+    description = (await admin.describe_consumer_groups([group_id]))[group_id]
     committed = await admin.list_group_offsets(group_id)
     owners = {tp: m for m in description.members for tp in m.partitions}
     tps = sorted(set(committed) | set(owners))
@@ -69,11 +70,11 @@ async def _describe(args: argparse.Namespace, out: Output) -> int:
             if description.state == "Dead" and not rows:
                 raise fail(f"GROUP_ID_NOT_FOUND: group {group_id!r} does not exist")
             result.append({
-                "group": group_id, "state": description.state, "protocol_type": description.protocol_type,
-                "protocol": description.protocol,
+                "group": group_id, "state": description.state, "type": description.type,
+                "protocol_type": description.protocol_type, "protocol": description.protocol,
                 "members": [
                     {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-                     "host": m.client_host, "partitions": [[tp.topic, tp.partition] for tp in m.partitions]}
+                     "host": m.client_host, "member_epoch": m.member_epoch, "partitions": [[tp.topic, tp.partition] for tp in m.partitions]}
                     for m in description.members
                 ],
                 "offsets": rows,
@@ -83,7 +84,8 @@ async def _describe(args: argparse.Namespace, out: Output) -> int:
         out.json(result)
         return EXIT_OK
     for group in result:
-        out.line(f"Group: {group['group']}  State: {group['state']}  Protocol: {group['protocol'] or '-'}  "
+        out.line(f"Group: {group['group']}  Type: {group['type']}  State: {group['state']}  "
+                 f"{'Assignor' if group['type'] == 'consumer' else 'Protocol'}: {group['protocol'] or '-'}  "
                  f"Members: {len(group['members'])}  Lag: {group['lag']}")
         out.table(None, ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"], [
             (r["topic"], r["partition"], "-" if r["committed"] is None else r["committed"], r["end"],
@@ -111,7 +113,7 @@ async def _reset_offsets(args: argparse.Namespace, out: Output) -> int:
     if not args.topic and not args.all_topics:
         raise UsageError("reset-offsets needs --topic TOPIC (repeatable) or --all-topics")
     async with open_admin(**client_settings(args, "admin")) as admin:
-        description = (await admin.describe_groups([args.group]))[args.group]
+        description = (await admin.describe_consumer_groups([args.group]))[args.group]
         if description.state not in ("Empty", "Dead"):
             raise fail(f"group {args.group!r} is {description.state}: offsets can only be reset while it has no members (stop its consumers)")
         committed = await admin.list_group_offsets(args.group)

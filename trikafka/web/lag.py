@@ -11,13 +11,17 @@ exporter's sampled offset→time table).
 
 The owner of a partition comes from the members' assignments, in the consumer protocol's
 ``ConsumerProtocolAssignment`` encoding (version, [topic, [partition]], user data); a group
-of another protocol type (Connect, a custom one) has no owners and empty member labels.
+of another protocol type (Connect, a custom one) has no owners and empty member labels. A
+KIP-848 consumer group keeps its offsets in the same holder but its members and assignment in
+the ``consumer_group`` the coordinator looks up by id: its owners, state and member count come
+from there, so ``group.protocol=consumer`` groups chart as classic ones do.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -49,9 +53,15 @@ def decode_assignment(data: bytes) -> dict[str, list[int]]:
         return {}
 
 
-def _owners(group: Any) -> dict[tuple[str, int], tuple[str, str, str]]:
+def _owners(group: Any, consumer: Any = None) -> dict[tuple[str, int], tuple[str, str, str]]:
     """(topic, partition) → (member_host, consumer_id, client_id) of the member it is assigned to."""
     owners: dict[tuple[str, int], tuple[str, str, str]] = {}
+    if consumer is not None:  # KIP-848: the assignment is topic → partitions already
+        for member in consumer.members.values():
+            for topic, partitions in member.assigned.items():
+                for partition in partitions:
+                    owners[(topic, partition)] = (member.client_host, member.member_id, member.client_id)
+        return owners
     if group.protocol_type != "consumer":
         return owners
     for member in group.members.values():
@@ -62,9 +72,12 @@ def _owners(group: Any) -> dict[tuple[str, int], tuple[str, str, str]]:
 
 
 def lag_families(
-    groups: Iterable[Any], latest_offset: Callable[[str, int], int | None], cluster_name: str
+    groups: Iterable[Any], latest_offset: Callable[[str, int], int | None], cluster_name: str,
+    consumer_groups: Mapping[str, Any] = MappingProxyType({}),
 ) -> Iterator[Metric]:
-    """The kafka-lag-exporter families for ``groups`` (the coordinator's GroupMetadata)."""
+    """The kafka-lag-exporter families for ``groups`` (the coordinator's GroupMetadata, which
+    holds every group's offsets) and ``consumer_groups`` (group id → KIP-848 group: its
+    members, even before a commit gave it an offsets holder)."""
     offset = GaugeMetricFamily(
         "kafka_consumergroup_group_offset", "Last committed offset of a group's partition.", labels=_MEMBER_LABELS
     )
@@ -86,12 +99,15 @@ def lag_families(
     )
     by_state: dict[str, int] = {}
     offsets_count = 0
-    for group in sorted(groups, key=lambda g: g.group_id):
-        state = getattr(group.state, "value", str(group.state))
+    groups = sorted(groups, key=lambda g: g.group_id)
+    for group in groups:
+        consumer = consumer_groups.get(group.group_id)
+        holder = group if consumer is None else consumer
+        state = getattr(holder.state, "value", str(holder.state))
         by_state[state] = by_state.get(state, 0) + 1
         offsets_count += len(group.offsets)
-        members.add_metric([cluster_name, group.group_id, state], len(group.members))
-        owners = _owners(group)
+        members.add_metric([cluster_name, group.group_id, state], len(holder.members))
+        owners = _owners(group, consumer)
         per_topic: dict[str, int] = {}
         lags: list[int] = []
         for (topic, partition), committed in sorted(group.offsets.items()):
@@ -110,6 +126,12 @@ def lag_families(
             sum_lag.add_metric([cluster_name, group.group_id], sum(lags))
             for topic, total in sorted(per_topic.items()):
                 topic_sum_lag.add_metric([cluster_name, group.group_id, topic], total)
+    listed = {group.group_id for group in groups}
+    for group_id, consumer in sorted(consumer_groups.items()):
+        if group_id not in listed:
+            state = consumer.state.value
+            by_state[state] = by_state.get(state, 0) + 1
+            members.add_metric([cluster_name, group_id, state], len(consumer.members))
     yield from (offset, lag, max_lag, sum_lag, topic_sum_lag, members)
     # The coordinator's own gauges (kafka.coordinator.group:type=GroupMetadataManager).
     stem = "kafka_coordinator_group_groupmetadatamanager_"

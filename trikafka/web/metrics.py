@@ -70,6 +70,7 @@ class KafkaCollector:
         groups = self.context.groups
         yield from lag_families(
             groups.list_groups(), self._latest_offset, self.context.metadata_cache.cluster_id,
+            groups.consumer.groups,
         )
 
     # --- BrokerTopicMetrics ------------------------------------------------------------

@@ -20,6 +20,7 @@ Each page opens one admin client (:func:`trikafka.client.open_admin`) and reads 
 from __future__ import annotations
 
 import collections
+import itertools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -286,7 +287,7 @@ class GroupReads:
 
     async def groups(self) -> tuple[GroupRow, ...]:
         listings = await self.admin.list_groups()
-        described = await self.admin.describe_groups([g.group_id for g in listings])
+        described = await self.admin.describe_consumer_groups([g.group_id for g in listings])
         rows = []
         for listing in listings:
             group = described[listing.group_id]
@@ -301,13 +302,16 @@ class GroupReads:
         listings = await self.admin.list_groups()
         if group_id not in {g.group_id for g in listings}:
             raise NotFound(f"group {group_id!r} does not exist")
-        group = (await self.admin.describe_groups([group_id]))[group_id]
+        group = (await self.admin.describe_consumer_groups([group_id]))[group_id]
         committed = await self._committed(group_id)
         lags = await self._lags(committed)
         members = []
         owner: dict[TopicPartition, str] = {}
         for m in group.members:
-            assignment = decode_assignment(group.protocol_type, m.assignment) or ()
+            if m.assigned is not None:  # a KIP-848 member: ConsumerGroupDescribe named its partitions
+                assignment = tuple((topic, tuple(p.partition for p in tps)) for topic, tps in itertools.groupby(m.assigned, key=lambda tp: tp.topic))
+            else:
+                assignment = decode_assignment(group.protocol_type, m.assignment) or ()
             for topic, partitions in assignment:
                 owner.update({TopicPartition(topic, p): m.member_id for p in partitions})
             members.append(MemberRow(m.member_id, m.group_instance_id, m.client_id, m.client_host, assignment))
@@ -323,4 +327,5 @@ class GroupReads:
             coordinator=await self.client.find_coordinator(group_id, CoordinatorType.GROUP),
             members=tuple(sorted(members, key=lambda m: (m.client_id, m.member_id))),
             offsets=tuple(row for rows in by_topic.values() for row in rows),
+            type=group.type,
         )

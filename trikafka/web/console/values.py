@@ -151,6 +151,7 @@ class GroupDetail:
     coordinator: int
     members: tuple[MemberRow, ...]
     offsets: tuple[GroupOffsetRow, ...]
+    type: str = "classic"  # Kafka's GroupType; "consumer": KIP-848, ``protocol`` is the assignor
 
     @property
     def total_lag(self) -> int:
