@@ -53,6 +53,7 @@ def broker(tmp_path_factory) -> Iterator[BrokerProcess]:
         "--override", "log.segment.bytes=16384",
         "--override", "log.cleaner.min.cleanable.ratio=0.01",
         "--override", f"log.cleaner.min.compaction.lag.ms={HELD_BACK}",
+        "--control-listener", "127.0.0.1:0",
     ) as process:
         process.data_dir = data
         yield process
@@ -234,6 +235,17 @@ def read_counts(bootstrap: str, until: dict[bytes, int], group: str) -> dict[byt
         consumer.close()
 
 
+def wait_committed(broker: BrokerProcess, group: str, topic: str, at_least: int) -> None:
+    """Wait (control listener, on the broker's own awaitable state) until ``group`` has
+    committed ``at_least`` on partition 0 of ``topic``: faust processes at least once, so a
+    worker stopped before committing hands its last clicks to the next one to count again."""
+    import urllib.request
+
+    query = f"group={group}&topic={topic}&partition=0&at_least={at_least}&timeout_ms={TIMEOUT * 1000}"
+    with urllib.request.urlopen(f"{broker.control_url}/wait/committed?{query}", timeout=TIMEOUT + 5) as answer:
+        assert answer.status == 200
+
+
 def test_faust_table_changelog_is_compacted_and_restores(broker: BrokerProcess, kafka_admin, tmp_path: Path) -> None:
     for name in ("faust-clicks", "faust-counts"):
         create_topic(broker.bootstrap, name)
@@ -242,6 +254,7 @@ def test_faust_table_changelog_is_compacted_and_restores(broker: BrokerProcess, 
     worker = FaustWorker(broker.bootstrap, tmp_path / "worker-1")
     try:
         assert read_counts(broker.bootstrap, expected, "reader-1") == expected
+        wait_committed(broker, "counter", "faust-clicks", UPDATES)
     finally:
         worker.stop()
 
