@@ -18,6 +18,14 @@ several): the broker answers strictly in order, one request in flight per connec
 response comes back through a capacity-1 slot owned by this connection. The states and
 their legal moves are the table in ``connection_state.py``.
 
+Coalesced writes: when a pipelining client's next request is already buffered whole, the
+answer just computed is held (by the sans-IO state, see ``connection_state.py``) and the next
+request served; the held answers go out joined with the next answer written, in one system
+call. A lone request's answer is written at once; held answers are written before any read,
+before a close, and as soon as the next request is left to the purgatory (the handler pool's
+``ResponseSlot.handled``), so a long poll never holds an earlier answer back. That relies on
+the rule that handlers never wait inside ``handle`` — waits belong to the purgatory.
+
 Throttling (KIP-219): an answer over a client quota carries a deadline on its request; the
 connection writes the answer at once, then reads nothing until the deadline passes
 (MUTED_AND_THROTTLED) — in its own task, so nobody else waits.

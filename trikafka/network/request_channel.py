@@ -1,8 +1,8 @@
 """The hand-off between the network and the request handlers.
 
-One bounded memory channel (``queued.max.requests``) carries :class:`Request` objects from
-every connection to the handler pool; when it is full, connections wait — the broker's
-backpressure, exactly as Kafka's ArrayBlockingQueue. Responses travel back through each
+One bounded queue (``queued.max.requests``, :class:`~trikafka.network.request_queue.RequestQueue`)
+carries :class:`Request` objects from every connection to the handler pool; when it is full,
+connections wait — the broker's backpressure, exactly as Kafka's ArrayBlockingQueue. Responses travel back through each
 connection's own capacity-1 slot, which is what keeps a connection muted: it cannot have a
 second request in flight while the slot is taken.
 
