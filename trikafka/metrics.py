@@ -73,39 +73,76 @@ class Histogram:
             self.max = value
         self._buckets[bisect.bisect_left(_BOUNDS, value)] += 1
 
-    def _percentile(self, q: float) -> float:
-        if not self.count:
-            return 0.0
-        rank = q * self.count
+    def snapshot(self) -> HistogramSnapshot:
+        return _snapshot(self.count, self.total, self.max, self._buckets)
+
+
+def _snapshot(count: int, total: float, largest: float, buckets: list[int]) -> HistogramSnapshot:
+    """A snapshot of a histogram of milliseconds over ``_BOUNDS``."""
+
+    def percentile(q: float) -> float:
+        rank = q * count
         seen = 0
-        for index, n in enumerate(self._buckets):
+        for index, n in enumerate(buckets):
             seen += n
             if seen >= rank:
-                return min(_BOUNDS[index] if index < len(_BOUNDS) else self.max, self.max)
-        return self.max
+                return min(_BOUNDS[index] if index < len(_BOUNDS) else largest, largest)
+        return largest
 
-    def snapshot(self) -> HistogramSnapshot:
-        mean = self.total / self.count if self.count else 0.0
-        quantiles = {label: self._percentile(q) for label, q in QUANTILES}
-        return HistogramSnapshot(
-            self.count, mean, self.max, quantiles["0.50"], quantiles["0.99"], self.total, quantiles
-        )
+    quantiles = {label: percentile(q) if count else 0.0 for label, q in QUANTILES}
+    mean = total / count if count else 0.0
+    return HistogramSnapshot(count, mean, largest, quantiles["0.50"], quantiles["0.99"], total, quantiles)
+
+
+# The same bounds in seconds: request times are recorded as trio clock differences.
+_BOUNDS_S = [bound / 1000 for bound in _BOUNDS]
 
 
 class RequestMetrics:
-    """Per-API RequestsPerSec counter and the TotalTimeMs split."""
+    """Per-API RequestsPerSec counter and the TotalTimeMs split (``TIME_PARTS``).
+
+    The six histograms are flat lists recorded in one pass from the request's timestamps,
+    in seconds, and turned into milliseconds only in ``snapshot()``: this runs once per
+    request, and six ``Histogram.record`` calls were ~2 µs of a ~23 µs tiny request.
+    """
+
+    __slots__ = ("requests", "errors", "_totals", "_maxes", "_buckets")
 
     def __init__(self) -> None:
         self.requests = 0
         self.errors: dict[str, int] = defaultdict(int)
-        self.times = {part: Histogram() for part in TIME_PARTS}
-        self.histograms = tuple(self.times[part] for part in TIME_PARTS)  # TIME_PARTS order
+        self._totals = [0.0] * len(TIME_PARTS)
+        self._maxes = [0.0] * len(TIME_PARTS)
+        self._buckets = [[0] * (len(_BOUNDS) + 1) for _ in TIME_PARTS]
+
+    def record(
+        self, start: float, dequeued: float, local: float, remote: float, picked_up: float, done: float
+    ) -> None:
+        """One request's life on trio's clock (seconds): received, taken by a handler, handled,
+        completed (purgatory), picked up by its connection, written."""
+        self.requests += 1
+        totals, maxes, buckets = self._totals, self._maxes, self._buckets
+        bucket = bisect.bisect_left
+        bounds = _BOUNDS_S
+        for index, value in enumerate(
+            (dequeued - start, local - dequeued, remote - local, picked_up - remote, done - picked_up, done - start)
+        ):
+            totals[index] += value
+            if value > maxes[index]:
+                maxes[index] = value
+            buckets[index][bucket(bounds, value)] += 1
+
+    @property
+    def times(self) -> dict[str, HistogramSnapshot]:
+        """``TIME_PARTS`` → a snapshot in milliseconds."""
+        count = self.requests
+        return {
+            part: _snapshot(count, self._totals[index] * 1000, self._maxes[index] * 1000, self._buckets[index])
+            for index, part in enumerate(TIME_PARTS)
+        }
 
     def snapshot(self) -> dict[str, Any]:
-        return {
-            "Requests": self.requests,
-            **{part: hist.snapshot() for part, hist in self.times.items()},
-        }
+        return {"Requests": self.requests, **self.times}
 
 
 @attrs.define
@@ -133,6 +170,7 @@ class BrokerMetrics:
 
     def __init__(self) -> None:
         self.requests: dict[str, RequestMetrics] = defaultdict(RequestMetrics)
+        self._by_api_key: dict[int, RequestMetrics] = {}  # the same objects, for request_done
         self.connections: dict[str, ListenerConnectionMetrics] = defaultdict(
             ListenerConnectionMetrics
         )
@@ -140,12 +178,22 @@ class BrokerMetrics:
         self.closed_by_error: int = 0  # connections closed for bad frames or versions
         self.injected_faults: dict[tuple[str, str], int] = defaultdict(int)  # (api, kind), tests
 
-    def record_request(self, api: str, *timings_ms: float) -> None:
-        """One request's times in milliseconds, in ``TIME_PARTS`` order."""
-        metrics = self.requests[api]
-        metrics.requests += 1
-        for histogram, value in zip(metrics.histograms, timings_ms, strict=True):
-            histogram.record(value)
+    def request_done(self, request: Any, done: float) -> None:
+        """A request's answer was written at ``done``: record its life (the connections'
+        ``request_done`` hook). Its API's metrics are found by api key, not by name."""
+        metrics = self._by_api_key.get(request.header.request_api_key)
+        if metrics is None:
+            spec = request.spec
+            metrics = self.requests[spec.name if spec is not None else "ApiVersions"]
+            self._by_api_key[request.header.request_api_key] = metrics
+        metrics.record(
+            request.start_time,
+            request.dequeue_time,
+            request.api_local_complete_time,
+            request.api_remote_complete_time,
+            request.response_dequeue_time,
+            done,
+        )
 
     def record_produce(self, topic: str, messages: int, size: int) -> None:
         """A partition's batches appended: ``messages`` records of ``size`` bytes."""

@@ -18,6 +18,14 @@ several): the broker answers strictly in order, one request in flight per connec
 response comes back through a capacity-1 slot owned by this connection. The states and
 their legal moves are the table in ``connection_state.py``.
 
+Coalesced writes: when a pipelining client's next request is already buffered whole, the
+answer just computed is held (by the sans-IO state, see ``connection_state.py``) and the next
+request served; the held answers go out joined with the next answer written, in one system
+call. A lone request's answer is written at once; held answers are written before any read,
+before a close, and as soon as the next request is left to the purgatory (the handler pool's
+``ResponseSlot.handled``), so a long poll never holds an earlier answer back. That relies on
+the rule that handlers never wait inside ``handle`` — waits belong to the purgatory.
+
 Throttling (KIP-219): an answer over a client quota carries a deadline on its request; the
 connection writes the answer at once, then reads nothing until the deadline passes
 (MUTED_AND_THROTTLED) — in its own task, so nobody else waits.
@@ -50,7 +58,7 @@ import trio
 
 from trikafka.network.authentication import ConnectionAuthentication, new_connection_state
 from trikafka.network.connection_state import NEED_DATA, Closed, ConnectionStateError, MuteState
-from trikafka.network.request_channel import Request, RequestMemoryPool, ResponseSlot
+from trikafka.network.request_channel import DELAYED, Request, RequestMemoryPool, ResponseSlot
 from trikafka.network.transport import TRANSPORT_ERRORS, Transport
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.security.listener import ListenerSecurity
@@ -133,6 +141,8 @@ class Connection:
         self.principal = ANONYMOUS
         self.idle_seconds = settings.connections_max_idle_ms / 1000
         self._now = trio.current_time
+        #: Requests answered but not yet written: their answers are held in ``protocol``.
+        self._held: list[Request] = []
 
     @property
     def state(self) -> str:
@@ -188,14 +198,17 @@ class Connection:
         pool = hooks.memory_pool
         processor_id = settings.processor_id
         listener_name = settings.listener_name
-        held = settings.held_api_keys
+        held_api_keys = settings.held_api_keys
         sasl = self.authenticator is not None
+        unwritten = self._held  # requests whose answers the state holds (coalesced writes)
         while True:
             if pool is None or pool.available > 0:
                 event = state.next_event()
             else:
                 event = NEED_DATA  # the read waits for memory first
             if event is NEED_DATA:
+                if unwritten:
+                    await self._write_held()
                 event = await self.receive_event()
                 if event is None:
                     return
@@ -203,6 +216,8 @@ class Connection:
             else:
                 start = now()
             if event.__class__ is Closed:
+                if unwritten:
+                    await self._write_held()
                 self.reject(event)  # type: ignore[arg-type]
                 return
             if sasl and not await self._session_check(slot, event):
@@ -223,31 +238,57 @@ class Connection:
                 principal=self.principal,
                 start_time=start,
             )
-            if pool is not None and event.header.request_api_key in held:  # type: ignore[union-attr]
+            if pool is not None and event.header.request_api_key in held_api_keys:  # type: ignore[union-attr]
                 pool.allocate(size)
                 request.memory = size
             hooks.busy(now() - start)
             await submit(request)
             state.request_queued()
-            response = await slot.get()
+            if unwritten:
+                response = await slot.get(True)
+                if response is DELAYED:  # a long poll: the held answers go out now
+                    await self._write_held()
+                    response = await slot.get()
+            else:
+                response = await slot.get()
             request.response_dequeue_time = now()
             throttled_until = request.throttle_deadline
             if throttled_until:
                 state.throttle_started()
             out = state.send_response(response)
-            if out is not None:
-                if out.__class__ is Closed:
-                    self.close_reason = out.reason  # type: ignore[union-attr]
-                    return
-                if out.__class__ is tuple:
-                    await transport.send_parts(out)  # type: ignore[arg-type]
-                else:
-                    await transport.send(out)  # type: ignore[arg-type]
+            if out is None:
+                if state.holding:
+                    unwritten.append(request)  # written with a later answer
+                    continue
+            elif out.__class__ is Closed:
+                if state.holding:
+                    await self._write_held()
+                self.close_reason = out.reason  # type: ignore[union-attr]
+                return
+            elif out.__class__ is tuple:
+                await transport.send_parts(out)  # type: ignore[arg-type]
+            else:
+                await transport.send(out)  # type: ignore[arg-type]
             done = now()
             self.last_activity = done
+            if unwritten:
+                self._held_written(done)
             hooks.request_done(request, done)
             if throttled_until and not await self._throttled(throttled_until):
                 return
+
+    async def _write_held(self) -> None:
+        """Write the answers the state holds back (before a read, a close or a long poll)."""
+        await self.transport.send(self.protocol.take_held())
+        done = self._now()
+        self.last_activity = done
+        self._held_written(done)
+
+    def _held_written(self, done: float) -> None:
+        request_done = self.hooks.request_done
+        for request in self._held:
+            request_done(request, done)
+        self._held.clear()
 
     async def _session_check(self, slot: ResponseSlot, event: Any) -> bool:
         """KIP-368, before a request on a SASL connection: True to serve it as usual.
@@ -258,10 +299,14 @@ class Connection:
         now = self._now()
         api_key = event.header.request_api_key
         if api_key == SASL_HANDSHAKE and self.authentication.wants_reauthentication(now):
+            if self._held:
+                await self._write_held()
             await self.authentication.reauthenticate(slot, event)
             return False
         expiry = self.session_expiry
         if expiry is not None and now >= expiry:
+            if self._held:
+                await self._write_held()
             self.protocol.close()
             self.close_reason = "SASL session expired (connections.max.reauth.ms)"
             if self.hooks.session_expired is not None:

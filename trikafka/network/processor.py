@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from trikafka.config import BrokerConfig
     from trikafka.metrics import BrokerMetrics
     from trikafka.network.quotas import ConnectionQuotas
-    from trikafka.network.request_channel import Request, RequestChannel
+    from trikafka.network.request_channel import RequestChannel
     from trikafka.protocol.registry import ApiRegistry
     from trikafka.security.listener import ListenerSecurity
 
@@ -105,7 +105,7 @@ class Processor:
             submit=request_channel.send_request,
             closed=self.connection_closed,
             closed_by_error=self._count_closed_by_error,
-            request_done=self.record_request,
+            request_done=metrics.request_done,
             busy=self.busy,
             memory_pool=request_channel.memory_pool,
             reauthenticated=self._count_reauthentication,
@@ -167,22 +167,6 @@ class Processor:
 
     def busy(self, seconds: float) -> None:
         self._busy += seconds
-
-    def record_request(self, request: Request, done: float) -> None:
-        start = request.start_time
-        dequeued = request.dequeue_time
-        local = request.api_local_complete_time
-        remote = request.api_remote_complete_time
-        picked_up = request.response_dequeue_time
-        self.metrics.record_request(
-            request.spec.name if request.spec else "ApiVersions",
-            (dequeued - start) * 1000,  # RequestQueueTimeMs
-            (local - dequeued) * 1000,  # LocalTimeMs
-            (remote - local) * 1000,  # RemoteTimeMs
-            (picked_up - remote) * 1000,  # ResponseQueueTimeMs
-            (done - picked_up) * 1000,  # ResponseSendTimeMs
-            (done - start) * 1000,  # TotalTimeMs
-        )
 
     def begin_shutdown(self, deadline: float) -> None:
         """Stop reading, let in-flight responses finish until ``deadline``, then close all."""

@@ -1,8 +1,8 @@
 """The hand-off between the network and the request handlers.
 
-One bounded memory channel (``queued.max.requests``) carries :class:`Request` objects from
-every connection to the handler pool; when it is full, connections wait — the broker's
-backpressure, exactly as Kafka's ArrayBlockingQueue. Responses travel back through each
+One bounded queue (``queued.max.requests``, :class:`~trikafka.network.request_queue.RequestQueue`)
+carries :class:`Request` objects from every connection to the handler pool; when it is full,
+connections wait — the broker's backpressure, exactly as Kafka's ArrayBlockingQueue. Responses travel back through each
 connection's own capacity-1 slot, which is what keeps a connection muted: it cannot have a
 second request in flight while the slot is taken.
 
@@ -17,6 +17,7 @@ is spent, connections read no new frames; a handler's response gives the bytes b
 from __future__ import annotations
 
 import dataclasses
+import enum
 import typing
 from typing import Any
 
@@ -26,6 +27,7 @@ import trio
 
 # The answers a handler gives live in a trio-free module (the sans-IO ConnectionState reads
 # them); they are re-exported here, where the hand-off is.
+from trikafka.network.request_queue import RequestQueue
 from trikafka.network.responses import (
     CloseConnectionResponse,
     NoOpResponse,
@@ -35,6 +37,7 @@ from trikafka.network.responses import (
 
 __all__ = [
     "CloseConnectionResponse",
+    "DELAYED",
     "NoOpResponse",
     "Request",
     "RequestChannel",
@@ -89,6 +92,14 @@ class Request:
         return self.header.client_id
 
 
+class _Delayed(enum.Enum):
+    DELAYED = "DELAYED"
+
+
+#: What ``ResponseSlot.get(wake_on_delay=True)`` returns for a request left to the purgatory.
+DELAYED = _Delayed.DELAYED
+
+
 class ResponseSlot:
     """A connection's capacity-1 response channel: one waiter (the connection), any putter.
 
@@ -99,12 +110,13 @@ class ResponseSlot:
     gone) makes ``put`` raise ``trio.ClosedResourceError``, as the channel's did.
     """
 
-    __slots__ = ("_closed", "_value", "_waiter")
+    __slots__ = ("_closed", "_value", "_waiter", "_wake_on_delay")
 
     def __init__(self) -> None:
         self._closed = False
         self._value: Response | None = None
         self._waiter: trio.lowlevel.Task | None = None
+        self._wake_on_delay = False
 
     def put(self, response: Response) -> None:
         if self._closed:
@@ -116,9 +128,13 @@ class ResponseSlot:
             self._value = response
         else:
             self._waiter = None
+            self._wake_on_delay = False
             trio.lowlevel.reschedule(waiter, outcome.Value(response))
 
-    async def get(self) -> Response:
+    async def get(self, wake_on_delay: bool = False) -> Response | _Delayed:
+        """The response; or, with ``wake_on_delay``, :data:`DELAYED` as soon as the handler
+        is done with the request without answering it (the purgatory will): a connection
+        holding earlier answers then writes them instead of waiting for a long poll."""
         value = self._value
         if value is not None:
             self._value = None
@@ -127,12 +143,22 @@ class ResponseSlot:
         if self._waiter is not None:
             raise trio.BusyResourceError("another task is already waiting for this response")
         self._waiter = trio.lowlevel.current_task()
+        self._wake_on_delay = wake_on_delay
 
         def abort(_raise_cancel: object) -> trio.lowlevel.Abort:
             self._waiter = None
+            self._wake_on_delay = False
             return trio.lowlevel.Abort.SUCCEEDED
 
         return await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def handled(self) -> None:
+        """The request handler is done with this slot's request (answered or not)."""
+        waiter = self._waiter
+        if waiter is not None and self._wake_on_delay:
+            self._waiter = None
+            self._wake_on_delay = False
+            trio.lowlevel.reschedule(waiter, outcome.Value(DELAYED))
 
     def close(self) -> None:
         self._closed = True
@@ -230,7 +256,8 @@ class RequestChannel:
 
     def __init__(self, capacity: int, queued_max_bytes: int = -1) -> None:
         self.capacity = capacity
-        self._send, self.receive_channel = trio.open_memory_channel[Request](capacity)
+        #: What the handler pool drains (``async for``); closing it is the shutdown pill.
+        self.queue: RequestQueue[Request] = RequestQueue(capacity)
         # queued.max.request.bytes <= 0 is unbounded, as in Kafka (MemoryPool.NONE).
         self.memory_pool = RequestMemoryPool(queued_max_bytes) if queued_max_bytes > 0 else None
 
@@ -241,10 +268,9 @@ class RequestChannel:
         which is one, and an extra trip through the scheduler here cost ~10 % of a tiny
         request's time.
         """
-        try:
-            self._send.send_nowait(request)
-        except trio.WouldBlock:
-            await self._send.send(request)
+        queue = self.queue
+        if not queue.put_nowait(request):
+            await queue.put(request)
 
     def send_response(self, request: Request, response: Response) -> None:
         """Hand a response to its connection; a connection that is gone is not an error."""
@@ -261,15 +287,16 @@ class RequestChannel:
             pass  # the connection closed while we worked; Kafka drops these too
 
     async def close(self) -> None:
-        await self._send.aclose()
+        self.queue.close()
+        await trio.lowlevel.checkpoint()
 
     def statistics(self) -> RequestChannelStatistics:
-        stats = self._send.statistics()
+        queue = self.queue
         pool = self.memory_pool
         return RequestChannelStatistics(
-            queue_size=stats.current_buffer_used,
+            queue_size=len(queue),
             capacity=self.capacity,
-            tasks_waiting_send=stats.tasks_waiting_send,
+            tasks_waiting_send=queue.waiting_putters,
             memory_pool_available=None if pool is None else pool.available,
             memory_pool_used=0 if pool is None else pool.size - pool.available,
             tasks_waiting_memory=0 if pool is None else pool.waiting,

@@ -75,6 +75,24 @@ class FrameDecoder:
         """Bytes received and not yet handed out as frames."""
         return len(self._buffer) - self._start + self._filled
 
+    def has_frame(self) -> bool:
+        """Whether a whole frame is buffered, so that :meth:`next_frame` would hand one out
+        without another read. A size prefix out of range also answers True: the next call
+        raises at once, with nothing more to read (the connection writes what it holds first)."""
+        large = self._large
+        if large is not None:
+            return self._filled == len(large)
+        available = len(self._buffer) - self._start
+        size = self._expected
+        if size is None:
+            if available < 4:
+                return False
+            (size,) = SIZE_PREFIX.unpack_from(self._buffer, self._start)
+            available -= 4
+            if size < 0 or size > self.max_size:
+                return True
+        return size <= available
+
     def receive_data(self, data: bytes | bytearray | memoryview) -> None:
         large = self._large
         if large is not None:

@@ -50,18 +50,20 @@ class RequestHandlerPool:
             task_status.started()
 
     async def _handler(self, index: int) -> None:
-        receive = self.channel.receive_channel
+        receive = self.channel.queue
         apis = self.apis
         async for request in receive:
             start = trio.current_time()
             request.dequeue_time = start
             self._busy_now += 1
+            slot = request.response_slot  # before handle: an injected fault may wrap it
             try:
                 await apis.handle(request)
             finally:
                 self._busy_now -= 1
                 self.handled += 1
                 self._busy_seconds += trio.current_time() - start
+            slot.handled()  # unanswered (left to the purgatory): the connection may write
 
     def statistics(self) -> RequestHandlerPoolStatistics:
         elapsed = (trio.current_time() - self._started_at) * self.num_handlers
