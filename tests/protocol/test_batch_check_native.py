@@ -31,7 +31,14 @@ def check():
     """The native check, installed in ``records`` for the module's tests even when
     ``TRIKAFKA_PURE_PYTHON`` keeps the broker on the reference (as ``record_walks`` does)."""
     walk = WALKS["native"]()  # fails (or skips under TRIKAFKA_PURE_PYTHON) when not built
-    from trikafka.protocol._recordwalk import check_batch
+    from trikafka.protocol import _recordwalk
+
+    check_batch = getattr(_recordwalk, "check_batch", None)
+    if check_batch is None:
+        pytest.fail(
+            "the native extension predates check_batch: rebuild it (`make install`, "
+            "`pip install -e .` or `python setup.py build_ext --inplace`)"
+        )
 
     saved = records._native_walk_records, records._check_batch
     records._native_walk_records, records._check_batch = walk, check_batch

@@ -275,10 +275,12 @@ def _native() -> tuple[Callable[..., None] | None, Callable[..., tuple | None] |
     if os.environ.get("TRIKAFKA_PURE_PYTHON", "") not in ("", "0"):
         return None, None
     try:
-        from trikafka.protocol._recordwalk import check_batch, walk_records
+        from trikafka.protocol import _recordwalk
     except ImportError:  # no compiler at install time: the pure-Python walk, same answers
         return None, None
-    return walk_records, check_batch
+    # An extension built before check_batch existed (a checkout not rebuilt since) still
+    # walks natively; batches then go through the Python checks.
+    return _recordwalk.walk_records, getattr(_recordwalk, "check_batch", None)
 
 
 _native_walk_records, _check_batch = _native()
