@@ -10,6 +10,12 @@
  * whichever walk runs (tests/protocol/test_record_walk_native.py holds both to that on
  * arbitrary and mutated batches). Change the two together.
  *
+ * check_batch is the whole of records._validate_batch for a batch that passes it: header
+ * checks, CRC-32C (the same crc32c function the reference calls) and the walk, returning the
+ * header's fields. On anything the reference would refuse it returns None and the caller runs
+ * the reference, so every error is the reference's own (a property test holds the two paths
+ * to the same headers and the same errors).
+ *
  * Integers: Python's varint reader returns up to 35 bits for a 5-byte varint (it does not
  * truncate to 32 like Kafka's), so every value here is int64; positions are Py_ssize_t and
  * never overflow (a size is below 2**35, a buffer far below 2**62). The 10-byte timestamp
@@ -21,6 +27,7 @@
 #include <stdio.h>
 
 static PyObject *InvalidRecordError = NULL; /* trikafka.errors.InvalidRecordError */
+static PyObject *crc32c_function = NULL;    /* crc32c.crc32c, the reference's CRC */
 
 static int
 fail(const char *message)
@@ -201,8 +208,120 @@ walk_records(PyObject *module, PyObject *args)
     Py_RETURN_NONE;
 }
 
+static inline int64_t
+be64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+
+static inline int32_t
+be32(const unsigned char *p)
+{
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) |
+                     (uint32_t)p[3]);
+}
+
+static inline int16_t
+be16(const unsigned char *p)
+{
+    return (int16_t)(((uint16_t)p[0] << 8) | (uint16_t)p[1]);
+}
+
+/* The batch at position (of a buffer whose batches end at total) if it passes every check of
+ * records._validate_batch: a new reference to the tuple of its header fields after position
+ * (size, base offset, ... record count), else a new reference to None. NULL only on a
+ * caller's error. */
+static PyObject *
+check_one(const unsigned char *buf, Py_ssize_t position, Py_ssize_t total, int walk_flag)
+{
+    const unsigned char *b = buf + position;
+    Py_ssize_t remaining = total - position;
+    if (remaining < 61 || b[16] != 2)
+        Py_RETURN_NONE;
+    int32_t batch_length = be32(b + 8);
+    if (batch_length < 49 || (Py_ssize_t)batch_length + 12 > remaining)
+        Py_RETURN_NONE;
+    Py_ssize_t size = (Py_ssize_t)batch_length + 12;
+    int64_t base_offset = be64(b);
+    int32_t leader_epoch = be32(b + 12);
+    uint32_t crc = (uint32_t)be32(b + 17);
+    int16_t attributes = be16(b + 21);
+    int32_t last_offset_delta = be32(b + 23);
+    int64_t base_timestamp = be64(b + 27);
+    int64_t max_timestamp = be64(b + 35);
+    int64_t producer_id = be64(b + 43);
+    int16_t producer_epoch = be16(b + 51);
+    int32_t base_sequence = be32(b + 53);
+    int32_t count = be32(b + 57);
+    PyObject *covered = PyMemoryView_FromMemory((char *)b + 21, size - 21, PyBUF_READ);
+    if (covered == NULL)
+        return NULL;
+    PyObject *computed = PyObject_CallOneArg(crc32c_function, covered);
+    Py_DECREF(covered);
+    if (computed == NULL) { /* the reference makes the same call: let it raise */
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    unsigned long actual = PyLong_AsUnsignedLong(computed);
+    Py_DECREF(computed);
+    if (actual == (unsigned long)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    int compression = attributes & 0x07;
+    if (actual != crc || compression > 4 || last_offset_delta < 0 || count < 0 ||
+        (walk_flag && count && (int64_t)count != (int64_t)last_offset_delta + 1) ||
+        ((attributes & 0x10) && producer_id < 0))
+        Py_RETURN_NONE;
+    if (walk_flag && compression == 0 &&
+        walk(buf, position + 61, position + size, count, base_offset) < 0) {
+        PyErr_Clear(); /* the reference walks again and raises this very error */
+        Py_RETURN_NONE;
+    }
+    return Py_BuildValue("(nLiiIiiLLLiii)", size, (long long)base_offset, (int)leader_epoch, 2,
+                         (unsigned int)crc, (int)attributes, (int)last_offset_delta,
+                         (long long)base_timestamp, (long long)max_timestamp,
+                         (long long)producer_id, (int)producer_epoch, (int)base_sequence,
+                         (int)count);
+}
+
+PyDoc_STRVAR(check_batch_doc,
+"check_batch(buffer, position, total, walk)\n"
+"--\n\n"
+"The header fields after position (size, base_offset, partition_leader_epoch, magic, crc,\n"
+"attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,\n"
+"base_sequence, record_count) of the batch at position, when it passes every check of\n"
+"records._validate_batch (with the record walk when walk is true and the batch is not\n"
+"compressed); None when it does not, so the caller runs the reference for the error.\n"
+"ValueError when position or total lie outside the buffer.");
+
+static PyObject *
+check_batch(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer view;
+    Py_ssize_t position, total;
+    int walk_flag;
+    if (!PyArg_ParseTuple(args, "y*nnp:check_batch", &view, &position, &total, &walk_flag))
+        return NULL;
+    if (position < 0 || total < position || total > view.len) {
+        PyBuffer_Release(&view);
+        PyErr_Format(PyExc_ValueError,
+                     "check_batch: position %zd and total %zd must lie within the %zd-byte buffer",
+                     position, total, view.len);
+        return NULL;
+    }
+    PyObject *result = check_one((const unsigned char *)view.buf, position, total, walk_flag);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk_records", walk_records, METH_VARARGS, walk_records_doc},
+    {"check_batch", check_batch, METH_VARARGS, check_batch_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -227,6 +346,13 @@ PyInit__recordwalk(void)
     InvalidRecordError = PyObject_GetAttrString(errors, "InvalidRecordError");
     Py_DECREF(errors);
     if (InvalidRecordError == NULL)
+        return NULL;
+    PyObject *crc32c = PyImport_ImportModule("crc32c");
+    if (crc32c == NULL)
+        return NULL;
+    crc32c_function = PyObject_GetAttrString(crc32c, "crc32c");
+    Py_DECREF(crc32c);
+    if (crc32c_function == NULL)
         return NULL;
     return PyModule_Create(&module_def);
 }
