@@ -219,3 +219,14 @@ def test_dotted_keys_in_overrides_and_files_alike(tmp_path):
     )
     assert config.num_network_threads == 7
     assert config.connections_max_idle_ms == 1000
+
+
+def test_the_cli_does_not_import_test_tooling():
+    """The dev broker's start-up time (goal < 500 ms to the first answer) must not pay for
+    pytest, which ``trio.testing`` imports: only the in-memory transport uses it, lazily."""
+    import subprocess
+    import sys
+
+    code = "import sys, trikafka.cli; print(sorted(m for m in ('pytest', 'trio.testing') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

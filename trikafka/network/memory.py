@@ -14,7 +14,6 @@ from __future__ import annotations
 import itertools
 
 import trio
-import trio.testing
 
 __all__ = ["MemoryListener", "MemoryStream"]
 
@@ -57,7 +56,11 @@ class MemoryListener(trio.abc.Listener[trio.abc.Stream]):
         """Open a connection to this listener as if from ``client_host``."""
         if self.closed:
             raise trio.ClosedResourceError("listener is closed")
-        client, server = trio.testing.memory_stream_pair()
+        # Imported here, not at the top: trio.testing imports pytest (~80 ms), and every
+        # broker imports this module — the CLI must not pay for what only tests use.
+        from trio.testing import memory_stream_pair
+
+        client, server = memory_stream_pair()
         client_address = (client_host, next(self._client_ports))
         server_address = (self.host, self.port)
         server_end = MemoryStream(server, server_address, client_address)
