@@ -94,9 +94,17 @@ def _plan(cls: type) -> tuple[tuple[Step, ...], dict[int, Step], bool]:
         tag = field.metadata.get("tag")
         if tag is not None:
             tagged[tag] = step
+        elif steps and _is_scalar(step) and _is_scalar(steps[-1]):
+            # Consecutive scalars are one step: nothing is checked between them, only the
+            # end after the walk (a Fetch partition's six ints were six loop turns).
+            steps[-1] = ("fixed", steps[-1][1] + step[1], False, False, f"{steps[-1][4]}..{name}")
         else:
             steps.append(step)
     return tuple(steps), tagged, flexible
+
+
+def _is_scalar(step: Step) -> bool:
+    return step[0] == "fixed" and not step[2]
 
 
 def _element_size(kind: str, detail: Any, flexible: bool) -> int:
