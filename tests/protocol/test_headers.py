@@ -23,6 +23,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import uuid
 
 import pytest
 from hypothesis import given, settings
@@ -152,6 +153,61 @@ def test_request_header_and_body_round_trip(data, correlation_id, client_id):
     assert decoded.api_key == spec.api_key
     assert decoded.api_version == spec.version
     assert decoded.body == body
+
+
+def _fetch_frame(correlation_id: int, fetch_offset: int, client_id: str = "rdkafka") -> bytes:
+    spec = REGISTRY.get(1, 16)
+    body = build(
+        spec.request_type,
+        replica_state={"replica_id": -1, "replica_epoch": -1},
+        max_wait=0,
+        min_bytes=1,
+        max_bytes=52428800,
+        isolation_level=1,
+        session_id=0,
+        session_epoch=-1,
+        topics=[{"topic_id": UUID_A, "partitions": [{"partition": 0, "fetch_offset": fetch_offset, "partition_max_bytes": 1048576}]}],
+        forgotten_topics_data=[],
+        rack_id="",
+    )
+    return _strip_prefix(encode_request(spec, correlation_id, body, client_id))
+
+
+UUID_A = uuid.UUID(int=0xA)
+
+
+def test_a_repeated_fetch_frame_is_decoded_once_and_answered_with_its_own_correlation_id():
+    """A busy-polling consumer repeats its Fetch frame byte for byte but for the correlation
+    id: the decoder reuses the first decode's (frozen) body, and each request keeps its own
+    correlation id; any other byte that differs is a different request."""
+    first = decode_request(_fetch_frame(1, 7), REGISTRY)
+    again = decode_request(bytearray(_fetch_frame(2, 7)), REGISTRY)  # as a connection's buffer
+    view = decode_request(memoryview(_fetch_frame(3, 7)), REGISTRY)
+    assert again.body is first.body and view.body is first.body
+    assert [d.correlation_id for d in (first, again, view)] == [1, 2, 3]
+    assert again.header == dataclasses.replace(first.header, correlation_id=2)
+    moved = decode_request(_fetch_frame(4, 8), REGISTRY)
+    assert moved.body.topics[0].partitions[0].fetch_offset == 8
+    other_client = decode_request(_fetch_frame(5, 7, "other"), REGISTRY)
+    assert other_client.header.client_id == "other" and other_client.correlation_id == 5
+    assert first.body.topics[0].partitions[0].fetch_offset == 7  # never changed by the others
+
+
+def test_a_bad_fetch_frame_is_refused_every_time_it_comes():
+    """Only frames that decoded are remembered: the same bad bytes fail again."""
+    frame = bytearray(_fetch_frame(1, 7))
+    frame[-8:] = b"\xff" * 8  # the tail counts run past the end
+    for _ in range(2):
+        with pytest.raises(InvalidRequestError):
+            decode_request(bytes(frame), REGISTRY)
+
+
+def test_remembered_fetch_frames_are_bounded():
+    from trikafka.protocol import headers
+
+    for offset in range(3 * headers._REPEAT_SLOTS):
+        assert decode_request(_fetch_frame(offset, offset), REGISTRY).correlation_id == offset
+    assert len(headers._REPEATS) <= headers._REPEAT_SLOTS
 
 
 def test_request_header_version_follows_flexible_versions():

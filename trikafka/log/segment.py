@@ -145,6 +145,11 @@ class Segment:
         self.last_modified_ms: float = 0.0
         self.dirty = False  # holds bytes or index entries not yet flushed
         self._bytes_since_last_index_entry = 0
+        # (base offset, start, end) of the last batch appended: a consumer that has caught up
+        # fetches from it, and a scan from the sparse index would walk up to
+        # log.index.interval.bytes of batches before it (~7 µs for 150-byte batches). An end
+        # of -1: no batch appended since the segment was opened or recovered.
+        self._tail = (base_offset, 0, -1)
 
     def __repr__(self) -> str:
         return f"<Segment base={self.base_offset} next={self.next_offset} size={self.size}>"
@@ -167,6 +172,8 @@ class Segment:
         self.store.append(data)
         for header in headers:
             self._track(header, position + header.position)
+        last = headers[-1]
+        self._tail = (last.base_offset, position + last.position, position + last.position + last.size)
         self.next_offset = headers[-1].next_offset
         if self.rolling_base_ms is None:
             self.rolling_base_ms = now_ms
@@ -238,8 +245,15 @@ class Segment:
         ``min_one_batch`` lets the first one exceed it (KIP-74). None if nothing here is at or
         after ``offset``. With ``file_slices`` a store that can (files) answers with a
         :class:`~trikafka.log.slices.FileSlice` instead of the bytes."""
-        batches = self.scan_bounds(self.offset_index.lookup(offset))
-        first = next(((start, end) for start, end, last in batches if last >= offset), None)
+        tail_base, tail_start, tail_end = self._tail
+        if tail_base <= offset < self.next_offset and tail_end == self.store.size:
+            first: tuple[int, int] | None = (tail_start, tail_end)  # the last batch holds it
+        else:
+            position = self.offset_index.lookup(offset)
+            if offset >= tail_base and tail_start > position:
+                position = tail_start  # nothing before the last batch holds ``offset``
+            batches = self.scan_bounds(position)
+            first = next(((start, end) for start, end, last in batches if last >= offset), None)
         if first is None:
             return None
         start, first_end = first
@@ -248,6 +262,8 @@ class Segment:
             if not min_one_batch:
                 return []
             end = first_end
+        elif first_end == tail_end:
+            end = first_end  # the last batch: nothing follows it
         else:
             # Batches before the greatest indexed batch start within the limit all fit.
             end = max(first_end, self.offset_index.lookup_position(limit))
@@ -324,6 +340,7 @@ class Segment:
         self.offset_of_max_timestamp = self.base_offset
         self.rolling_base_ms = None
         self._bytes_since_last_index_entry = 0
+        self._tail = (self.base_offset, 0, -1)
         expected = max(min_offset, self.base_offset)
         reader = _BlockReader(self.store, RECOVERY_BLOCK_SIZE)
         size = self.store.size

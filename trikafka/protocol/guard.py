@@ -13,8 +13,9 @@ know by its size, which is what lets newer clients add tags; kio 0.6.5 refuses t
 sections holding unknown tags are rewritten without them (rare: the frame is copied only
 then), for the request header's tags and the body's alike.
 
-The walk is planned once per entity class and is a few microseconds for typical requests;
-record batches and other byte fields are skipped by length, never scanned.
+The walk is compiled once per entity class into one Python function (about 2 µs for a
+typical request; see "generated walkers" below); record batches and other byte fields are
+skipped by length, never scanned.
 
 The same walk lifts a Produce request's record batches out of the frame (``lift``): kio
 copies every ``records`` field into fresh ``bytes``, and for a produce of large batches that
@@ -94,9 +95,17 @@ def _plan(cls: type) -> tuple[tuple[Step, ...], dict[int, Step], bool]:
         tag = field.metadata.get("tag")
         if tag is not None:
             tagged[tag] = step
+        elif steps and _is_scalar(step) and _is_scalar(steps[-1]):
+            # Consecutive scalars are one step: nothing is checked between them, only the
+            # end after the walk (a Fetch partition's six ints were six loop turns).
+            steps[-1] = ("fixed", steps[-1][1] + step[1], False, False, f"{steps[-1][4]}..{name}")
         else:
             steps.append(step)
     return tuple(steps), tagged, flexible
+
+
+def _is_scalar(step: Step) -> bool:
+    return step[0] == "fixed" and not step[2]
 
 
 def _element_size(kind: str, detail: Any, flexible: bool) -> int:
@@ -263,6 +272,86 @@ def _encode_uvarint(value: int) -> bytes:
 
 
 def _walk(buf: bytes, pos: int, end: int, cls: type) -> int:
+    try:
+        walker = _walkers[cls]
+    except KeyError:
+        walker = _compile_walker(cls, set())
+    return walker(buf, pos, end)
+
+
+# --- generated walkers -----------------------------------------------------------------------
+# The walk below (``_interpret``) is the reference: it reads a class's plan step by step, ~37
+# Python calls for a one-partition Produce (4.8 µs). Each class is instead compiled once into
+# one function doing the same checks in the same order, with the common cases of flexible
+# versions (compact lengths under 128, arrays of structs, strings) written out inline and
+# every other step (legacy lengths, records, bytes, nullable structs, tags) handed to the
+# same helpers. tests/protocol/test_guard_walkers.py holds both to the same answers.
+
+_walkers: dict[type, Any] = {}
+
+
+def _fits(name: str, count: int, room: int) -> _Bad:
+    return _Bad(f"array {name} of {count} elements cannot fit in {room} bytes")
+
+
+_HELPERS = {"_Bad": _Bad, "_length": _length, "_null": _null, "_skip_step": _skip_step,
+            "_tag_section": _tag_section, "_fits": _fits}
+
+
+def _compile_walker(cls: type, compiling: set[type]) -> Any:
+    steps, tagged, flexible = _plan(cls)
+    compiling.add(cls)
+    names = dict(_HELPERS, _walk=_walk)
+    lines = ["def walk(buf, pos, end):"]
+    compact = "pos < end and buf[pos] < 0x80"
+
+    def const(value: Any) -> str:
+        names[f"c{len(names)}"] = value
+        return f"c{len(names) - 1}"
+
+    def compact_length(target: str, wide: bool) -> None:
+        lines.extend([f"    if {compact}:", f"        {target} = buf[pos] - 1", "        pos += 1",
+                      "    else:", f"        {target}, pos = _length(buf, pos, end, True, {wide})"])
+
+    for step in steps:
+        kind, detail, is_array, nullable, name = step
+        if kind == "fixed" and not is_array:
+            lines.append(f"    pos += {detail}")
+        elif flexible and is_array and kind in ("struct", "fixed"):
+            compact_length("count", True)
+            lines.extend(["    if count < 0:", f"        _null(count, {nullable}, {const('array ' + name)})",
+                          f"    elif count * {_element_size(kind, detail, True)} > end - pos:",
+                          f"        raise _fits({const(name)}, count, end - pos)"])
+            if kind == "fixed":
+                lines.extend(["    else:", f"        pos += count * {detail}"])
+            else:
+                if detail in compiling:  # a class inside itself (none in Kafka's schemas)
+                    call = f"_walk(buf, pos, end, {const(detail)})"
+                else:
+                    walker = _walkers.get(detail) or _compile_walker(detail, compiling)
+                    call = f"{const(walker)}(buf, pos, end)"
+                lines.extend(["    else:", "        for _ in range(count):", f"            pos = {call}",
+                              "            if pos > end:",
+                              "                raise _Bad('field runs past the end of the request')"])
+        elif flexible and kind == "string" and not is_array:
+            compact_length("size", False)
+            lines.extend([f"    pos += size if size >= 0 else _null(size, {nullable}, {const('string ' + name)})",
+                          "    if pos > end:", "        raise _Bad('field runs past the end of the request')"])
+        else:
+            lines.append(f"    pos = _skip_step(buf, pos, end, {const(step)}, {flexible})")
+    lines.extend(["    if pos > end:", "        raise _Bad('field runs past the end of the request')"])
+    if flexible:
+        lines.extend(["    if pos < end and buf[pos] == 0:", "        pos += 1", "    else:",
+                      f"        pos = _tag_section(buf, pos, end, {const(tagged)}, True)"])
+    lines.append("    return pos")
+    exec("\n".join(lines), names)  # noqa: S102 - source built here from kio's field metadata
+    compiling.discard(cls)
+    _walkers[cls] = names["walk"]
+    return names["walk"]
+
+
+def _interpret(buf: bytes, pos: int, end: int, cls: type) -> int:
+    """The reference walk of ``cls``: its plan, step by step."""
     steps, tagged, flexible = _plan(cls)
     for step in steps:
         if step[0] == "fixed" and not step[2]:  # a scalar: nothing to check but the end
@@ -320,7 +409,10 @@ def check_request(
         if pos > end:
             raise _Bad("client id runs past the end")
         if header_flexible:
-            pos = _tag_section(frame, pos, end, {}, True)
+            if pos < end and frame[pos] == 0:  # no tagged fields: the usual case
+                pos += 1
+            else:
+                pos = _tag_section(frame, pos, end, {}, True)
         body_start = pos
         _walk(frame, pos, end, cls)
         if not _edits:

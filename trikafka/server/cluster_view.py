@@ -24,6 +24,8 @@ from typing import Any, Protocol
 
 import attrs
 
+from trikafka.errors import ErrorCode
+
 __all__ = [
     "ClusterView",
     "ELECTION_NOT_NEEDED",
@@ -180,8 +182,6 @@ def leader_epoch_error(requested: int, lead: PartitionLeadership) -> Any:
     """Kafka's checkCurrentLeaderEpoch: a client's ``current_leader_epoch`` older than the
     partition's is FENCED_LEADER_EPOCH, a newer one UNKNOWN_LEADER_EPOCH; -1 means "any".
     None when it matches."""
-    from trikafka.errors import ErrorCode
-
     if requested < 0 or requested == lead.leader_epoch:
         return None
     return ErrorCode.fenced_leader_epoch if requested < lead.leader_epoch else ErrorCode.unknown_leader_epoch

@@ -34,6 +34,7 @@ fails its neighbours.
 from __future__ import annotations
 
 import logging
+import struct
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -188,6 +189,7 @@ class ApiContext:
 
 
 _READY = (SendResponse, NoOpResponse, CloseConnectionResponse)
+_FRAME_SIZE = struct.Struct(">i")
 
 
 def to_response(request: Request, body: Any) -> Any:
@@ -198,7 +200,8 @@ def to_response(request: Request, body: Any) -> Any:
         parts = response_parts(
             request.spec, request.correlation_id, body.values if is_answer else body, is_answer
         )
-        if len(parts) > 2 and sum(map(len, parts)) >= SCATTER_GATHER_BYTES:
+        # parts[0] is the frame's size prefix and header: the size is there, no second sum.
+        if len(parts) > 2 and _FRAME_SIZE.unpack_from(parts[0])[0] + 4 >= SCATTER_GATHER_BYTES:
             return SendResponse(tuple(parts))
         try:
             return SendResponse(b"".join(parts))

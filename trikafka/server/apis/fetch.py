@@ -122,7 +122,7 @@ class FetchApis(ApiFamily):
         view = cluster_view(self.context)
         me = self.context.config.node_id
         wanted: list[_Wanted] = []
-        may_read = self._reader(request)
+        may_read = self._reader(request) if self.context.acls is not None else None  # None: all
         for p in context.partitions:
             if by_id:
                 info = self.replicas.topic_by_id(p.topic)
@@ -134,7 +134,7 @@ class FetchApis(ApiFamily):
             lead = None if info is None else view.leadership(info.name, p.partition)
             # READ is checked on the topic's name, also when the request names it by id.
             name = info.name if info is not None else (None if by_id else p.topic)
-            if name is not None and not may_read(name):
+            if name is not None and may_read is not None and not may_read(name):
                 item.error = ErrorCode.topic_authorization_failed
             elif info is None or not 0 <= p.partition < info.partitions:
                 item.error = unknown
@@ -168,28 +168,29 @@ class FetchApis(ApiFamily):
         total = 0
         errors = False
         for item in wanted:
-            result = _no_data(item.key, item.partition, item.error)
             item.read_bytes = 0
-            if item.log is None:
-                if item.current_leader is not None:
+            partition_log = item.log
+            if partition_log is None or partition_log.closed:
+                result = _no_data(item.key, item.partition, item.error)
+                if partition_log is not None:  # the topic was deleted while this fetch waited
+                    result["error_code"] = ErrorCode.unknown_topic_or_partition
+                elif item.current_leader is not None:
                     result["current_leader"] = item.current_leader
                 errors = True
                 results.append(result)
                 continue
-            partition_log = item.log
-            if partition_log.closed:  # the topic was deleted while this fetch waited
-                result["error_code"] = ErrorCode.unknown_topic_or_partition
-                errors = True
-                results.append(result)
-                continue
             lso = partition_log.last_stable_offset.value
-            result.update(
-                high_watermark=partition_log.high_watermark.value,
-                last_stable_offset=lso,
-                log_start_offset=partition_log.log_start_offset,
-            )
-            if committed:
-                result["aborted_transactions"] = []
+            result = {
+                "key": item.key,
+                "partition_index": item.partition,
+                "error_code": item.error,
+                "high_watermark": partition_log.high_watermark.value,
+                "last_stable_offset": lso,
+                "log_start_offset": partition_log.log_start_offset,
+                "aborted_transactions": [] if committed else None,
+                "preferred_read_replica": -1,
+                "records": b"",
+            }
             budget = min(item.max_bytes, max_bytes - total)
             with errors_into(result) as outcome:
                 # File logs answer with file slices (sent with sendfile, or in bounded
