@@ -193,6 +193,51 @@ def test_a_repeated_fetch_frame_is_decoded_once_and_answered_with_its_own_correl
     assert first.body.topics[0].partitions[0].fetch_offset == 7  # never changed by the others
 
 
+@pytest.mark.parametrize("api_key, version", [(3, 12), (3, 1), (18, 3), (18, 0)])
+def test_repeated_metadata_and_api_versions_frames_decode_like_the_first(api_key, version):
+    """Metadata and ApiVersions repeats (clients refresh metadata with the same frame; a
+    pipelining client sends bursts) reuse the body; the renumbered header is exactly what a
+    full decode gives, for header v1 and v2."""
+    from trikafka.protocol import headers
+
+    spec = REGISTRY.get(api_key, version)
+    fields = {f.name for f in dataclasses.fields(spec.request_type)}
+    values = {
+        "topics": None,
+        "allow_auto_topic_creation": False,
+        "include_cluster_authorized_operations": False,
+        "include_topic_authorized_operations": False,
+        "client_software_name": "librdkafka",
+        "client_software_version": "2.16.0",
+    }
+    body = build(spec.request_type, **{k: v for k, v in values.items() if k in fields})
+
+    def frame(correlation_id: int) -> bytes:
+        return _strip_prefix(encode_request(spec, correlation_id, body, f"client-{version}"))
+
+    first = decode_request(frame(1), REGISTRY)
+    again = decode_request(memoryview(frame(2)), REGISTRY)
+    assert again.body is first.body
+    headers._REPEATS.clear()
+    fresh = decode_request(frame(2), REGISTRY)
+    assert fresh.body is not first.body
+    assert again.header == fresh.header and type(again.header) is type(fresh.header)
+    assert again.correlation_id == 2 and again.header.client_id == f"client-{version}"
+    assert first.correlation_id == 1
+
+
+def test_renumbering_knows_every_request_header_field():
+    """_renumbered copies the four fields of kio's request headers by name: a kio with more
+    would lose them, so this fails first."""
+    from kio.schema.request_header.v1.header import RequestHeader as V1
+    from kio.schema.request_header.v2.header import RequestHeader as V2
+
+    for header in (V1, V2):
+        assert [f.name for f in dataclasses.fields(header)] == [
+            "request_api_key", "request_api_version", "correlation_id", "client_id"
+        ]
+
+
 def test_a_bad_fetch_frame_is_refused_every_time_it_comes():
     """Only frames that decoded are remembered: the same bad bytes fail again."""
     frame = bytearray(_fetch_frame(1, 7))
