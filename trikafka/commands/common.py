@@ -162,6 +162,14 @@ class Output:
     def line(self, text: str) -> None:
         self.console.print(text, markup=False, highlight=False)
 
+    def deleted(self, kind: str, names: Sequence[str]) -> None:
+        """What a delete command removed: ``{"deleted": [...]}``, or a line per name."""
+        if self.as_json:
+            self.json({"deleted": list(names)})
+        else:
+            for name in names:
+                self.line(f"Deleted {kind} {name}.")
+
 
 def _leaves(exc: BaseException) -> list[BaseException]:
     """The leaf exceptions of (nested) exception groups: nurseries wrap what they carry."""

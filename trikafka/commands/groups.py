@@ -98,11 +98,7 @@ async def _describe(args: argparse.Namespace, out: Output) -> int:
 async def _delete(args: argparse.Namespace, out: Output) -> int:
     async with open_admin(**client_settings(args, "admin")) as admin:
         await admin.delete_groups(args.groups)
-    if out.as_json:
-        out.json({"deleted": args.groups})
-    else:
-        for group_id in args.groups:
-            out.line(f"Deleted group {group_id}.")
+    out.deleted("group", args.groups)
     return EXIT_OK
 
 

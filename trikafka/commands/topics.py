@@ -115,11 +115,7 @@ async def _delete(args: argparse.Namespace, out: Output) -> int:
     async with open_admin(**client_settings(args, "admin")) as admin:
         await partitions_of(admin, args.names)
         await admin.delete_topics(args.names)
-    if out.as_json:
-        out.json({"deleted": args.names})
-    else:
-        for name in args.names:
-            out.line(f"Deleted topic {name}.")
+    out.deleted("topic", args.names)
     return EXIT_OK
 
 
