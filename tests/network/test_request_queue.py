@@ -88,17 +88,25 @@ async def test_close_ends_a_waiting_consumer():
     assert seen == [7]
 
 
+async def _cancelled_while_waiting(wait) -> None:
+    """Run ``wait()`` until it blocks, then cancel it (no clock involved)."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(wait)
+        await trio.testing.wait_all_tasks_blocked()
+        nursery.cancel_scope.cancel()
+
+
 async def test_cancelled_waiters_leave_no_trace():
     queue: RequestQueue[int] = RequestQueue(1)
-    with trio.move_on_after(0.01):
-        await queue.get()
+    await _cancelled_while_waiting(queue.get)
     assert queue.waiting_getters == 0
     queue.put_nowait(1)
-    with trio.move_on_after(0.01):
-        await queue.put(2)
+    await _cancelled_while_waiting(lambda: queue.put(2))
     assert queue.waiting_putters == 0
     assert await queue.get() == 1
     assert len(queue) == 0
+    assert queue.put_nowait(3)  # no cancelled getter is handed the item
+    assert len(queue) == 1
 
 
 def test_a_capacity_below_one_is_refused():

@@ -245,7 +245,7 @@ class Connection:
             await submit(request)
             state.request_queued()
             if unwritten:
-                response = await slot.get(True)
+                response = await slot.get(wake_on_delay=True)
                 if response is DELAYED:  # a long poll: the held answers go out now
                     await self._write_held()
                     response = await slot.get()
