@@ -17,7 +17,6 @@ import attrs
 __all__ = [
     "BrokerMetrics",
     "BrokerTopicMetrics",
-    "Histogram",
     "HistogramSnapshot",
     "ListenerConnectionMetrics",
     "QUANTILES",
@@ -55,30 +54,9 @@ class HistogramSnapshot:
     quantiles: Mapping[str, float] = attrs.field(factory=dict)
 
 
-class Histogram:
-    """A log-bucketed histogram: constant memory, percentiles within 25 %."""
-
-    __slots__ = ("count", "total", "max", "_buckets")
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.total = 0.0
-        self.max = 0.0
-        self._buckets = [0] * (len(_BOUNDS) + 1)
-
-    def record(self, value: float) -> None:
-        self.count += 1
-        self.total += value
-        if value > self.max:
-            self.max = value
-        self._buckets[bisect.bisect_left(_BOUNDS, value)] += 1
-
-    def snapshot(self) -> HistogramSnapshot:
-        return _snapshot(self.count, self.total, self.max, self._buckets)
-
-
 def _snapshot(count: int, total: float, largest: float, buckets: list[int]) -> HistogramSnapshot:
-    """A snapshot of a histogram of milliseconds over ``_BOUNDS``."""
+    """A snapshot of a log-bucketed histogram of milliseconds over ``_BOUNDS`` (constant
+    memory, percentiles within 25 %)."""
 
     def percentile(q: float) -> float:
         rank = q * count
@@ -103,7 +81,7 @@ class RequestMetrics:
 
     The six histograms are flat lists recorded in one pass from the request's timestamps,
     in seconds, and turned into milliseconds only in ``snapshot()``: this runs once per
-    request, and six ``Histogram.record`` calls were ~2 µs of a ~23 µs tiny request.
+    request, and six histogram objects recorded one by one were ~2 µs of a ~23 µs tiny request.
     """
 
     __slots__ = ("requests", "errors", "_totals", "_maxes", "_buckets")
