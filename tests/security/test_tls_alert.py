@@ -5,7 +5,8 @@ before it closes, so a Kafka client prints the real reason; trio's SSLStream lea
 OpenSSL's outgoing buffer (see ``pending_tls_bytes``). These tests hold the broker to
 Kafka's behaviour with real clients over real sockets, and to its bounds under MockClock:
 
-- the client's own error names the alert, not a bare EOF or reset;
+- the client's own error names the alert, not a bare EOF or reset (stdlib ``ssl``, and
+  confluent-kafka's log line);
 - the broker logs one line per refused handshake and serves the next client;
 - a client that does not read holds the connection at most ``ALERT_GRACE``;
 - if trio's internals move, ``test_the_alert_is_within_the_brokers_reach`` fails (the
