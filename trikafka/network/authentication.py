@@ -14,6 +14,7 @@ authentication goes through the handlers like any request (:meth:`exchange`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import ssl
@@ -29,7 +30,7 @@ from trikafka.network.connection_state import (
     RawFrame,
 )
 from trikafka.network.request_channel import Request, ResponseSlot
-from trikafka.network.transport import StreamTransport
+from trikafka.network.transport import TRANSPORT_ERRORS, StreamTransport
 from trikafka.protocol.registry import ApiKey
 from trikafka.security.listener import HANDSHAKE_TIMEOUT
 from trikafka.security.sasl.authenticator import (
@@ -43,7 +44,14 @@ from trikafka.security.tls import principal_from_certificate
 if TYPE_CHECKING:
     from trikafka.protocol.registry import ApiRegistry
 
-__all__ = ["PRE_AUTH_APIS", "ConnectionAuthentication", "new_connection_state"]
+__all__ = [
+    "ALERT_GRACE",
+    "PRE_AUTH_APIS",
+    "ConnectionAuthentication",
+    "new_connection_state",
+    "pending_tls_bytes",
+    "send_tls_alert",
+]
 
 log = logging.getLogger("trikafka.network")
 
@@ -51,6 +59,9 @@ log = logging.getLogger("trikafka.network")
 PRE_AUTH_APIS = frozenset({ApiKey.API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
 #: What a connection may send while it re-authenticates (KIP-368).
 REAUTH_APIS = frozenset({SASL_HANDSHAKE, SASL_AUTHENTICATE})
+#: At most this long (and never past the handshake deadline) to hand a refused client its TLS
+#: alert: the alert is a few dozen bytes, so only a client that does not read waits it out.
+ALERT_GRACE = 1.0
 #: Kafka's MIN_REAUTH_INTERVAL_ONE_SECOND: a SaslHandshake sooner after the last
 #: re-authentication began goes to the handlers as any request (ILLEGAL_SASL_STATE).
 MIN_REAUTH_INTERVAL = 1.0
@@ -70,6 +81,37 @@ def new_connection_state(
     return state
 
 
+def pending_tls_bytes(stream: trio.SSLStream[Any]) -> bytes | None:
+    """The TLS records OpenSSL has written that trio has not sent; None if out of reach.
+
+    After a refused handshake these are the alert that tells the client why (certificate
+    required, unknown CA, protocol version). trio's ``SSLStream._retry`` marks the stream
+    broken on ``ssl.SSLError`` and raises before it sends what OpenSSL left in its outgoing
+    memory BIO, so without this a client sees a bare EOF or reset where Kafka (SSLEngine)
+    sends the alert. The BIO is trio's private ``_outgoing``: if a trio release renames it,
+    this returns None, the broker closes as before (no alert, no exception), and
+    ``tests/security/test_tls_alert.py`` fails so the loss is noticed. Should trio send the
+    alert itself one day (python-trio/trio#3413 proposes it for certificate errors), this
+    finds nothing left and sends nothing.
+    """
+    outgoing = getattr(stream, "_outgoing", None)
+    if not isinstance(outgoing, ssl.MemoryBIO):
+        return None
+    return outgoing.read()
+
+
+async def send_tls_alert(stream: trio.SSLStream[Any]) -> None:
+    """Write what OpenSSL left after a failed handshake (its alert) to the raw transport.
+
+    The caller bounds it in time: a client that does not read must not hold the connection
+    open. A transport already broken loses the alert, as it would have been lost anyway.
+    """
+    pending = pending_tls_bytes(stream)
+    if pending:
+        with contextlib.suppress(*TRANSPORT_ERRORS):
+            await stream.transport_stream.send_all(pending)
+
+
 class ConnectionAuthentication:
     """The TLS handshake and SASL exchange of one connection (``connection``: its shell).
 
@@ -86,20 +128,22 @@ class ConnectionAuthentication:
         """Wrap the stream in TLS, here in this connection's own task, under a deadline.
 
         A failed or stalled handshake is this client's problem alone: one log line, the
-        connection closes, and neither the processor nor any other connection waited.
+        connection closes, and neither the processor nor any other connection waited. A
+        refused client is first sent the TLS alert that says why (:func:`send_tls_alert`).
         """
         conn = self.connection
         stream = trio.SSLStream(conn.stream, context, server_side=True)
         timeout = min(HANDSHAKE_TIMEOUT, conn.idle_seconds)
+        failure: trio.BrokenResourceError | None = None
         with trio.move_on_after(timeout) as scope:
             conn.read_scope = scope  # shutdown cancels a handshake as it cancels a read
             try:
                 await stream.do_handshake()
             except trio.BrokenResourceError as exc:
-                cause = exc.__cause__
-                reason = getattr(cause, "reason", None) or cause or exc
-                return self._failed(f"TLS handshake failed: {reason}")
+                failure = exc
         conn.read_scope = None
+        if failure is not None:
+            return await self._refused(stream, failure, scope.deadline)
         if scope.cancelled_caught:
             if conn.idle_seconds == -math.inf:
                 conn.close_reason = "broker shutting down"
@@ -109,6 +153,20 @@ class ConnectionAuthentication:
         conn.transport = StreamTransport(stream)
         conn.principal = principal_from_certificate(stream.getpeercert())
         return True
+
+    async def _refused(
+        self, stream: trio.SSLStream[Any], failure: trio.BrokenResourceError, deadline: float
+    ) -> bool:
+        """A refused handshake: the client gets OpenSSL's alert first, as from Kafka, within
+        the handshake's deadline and at most ALERT_GRACE; then one log line and the close."""
+        conn = self.connection
+        with trio.move_on_at(min(deadline, trio.current_time() + ALERT_GRACE)) as grace:
+            conn.read_scope = grace  # shutdown cancels it as it cancels a read
+            await send_tls_alert(stream)
+        conn.read_scope = None
+        cause = failure.__cause__
+        reason = getattr(cause, "reason", None) or cause or failure
+        return self._failed(f"TLS handshake failed: {reason}")
 
     def _failed(self, reason: str) -> bool:
         self.connection.reject(Closed(reason, client_fault=True))
