@@ -26,6 +26,7 @@
 #include <structmember.h> /* T_OBJECT_EX: the slots record_objects fills */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 static PyObject *InvalidRecordError = NULL; /* trikafka.errors.InvalidRecordError */
 static PyObject *crc32c_function = NULL;    /* crc32c.crc32c, the reference's CRC */
@@ -654,11 +655,197 @@ done:
     return result;
 }
 
+/* --- encoding: record_builder._py_encode_records in C ------------------------------------- */
+
+static inline uint64_t
+zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline Py_ssize_t
+varint_size(uint64_t v)
+{
+    Py_ssize_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline unsigned char *
+put_varint(unsigned char *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (unsigned char)((v & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
+/* The bytes of a key, value, header name or header value: 0 with *data NULL for None; -1 for
+ * anything the fast path leaves to the reference (a bytes subclass, bytearray, memoryview...). */
+static inline int
+field_bytes(PyObject *o, int str_ok, const char **data, Py_ssize_t *size)
+{
+    if (o == Py_None) {
+        *data = NULL;
+        *size = -1;
+        return 0;
+    }
+    if (PyBytes_CheckExact(o)) {
+        *data = PyBytes_AS_STRING(o);
+        *size = PyBytes_GET_SIZE(o);
+        return 0;
+    }
+    if (str_ok && PyUnicode_CheckExact(o)) {
+        *data = PyUnicode_AsUTF8AndSize(o, size); /* cached in the str: no copy on repeat */
+        if (*data == NULL) {
+            PyErr_Clear(); /* the reference's name.encode() raises this very error */
+            return -1;
+        }
+        return 0;
+    }
+    return -1;
+}
+
+static inline Py_ssize_t
+nullable_size(Py_ssize_t size)
+{
+    return size < 0 ? 1 : varint_size(zigzag(size)) + size;
+}
+
+static inline unsigned char *
+put_nullable(unsigned char *p, const char *data, Py_ssize_t size)
+{
+    if (size < 0)
+        return put_varint(p, zigzag(-1));
+    p = put_varint(p, zigzag(size));
+    memcpy(p, data, (size_t)size);
+    return p + size;
+}
+
+/* One record's fields after its length; written at out when out is not NULL. Returns the size,
+ * or -1 when the reference must encode this record. */
+static Py_ssize_t
+record_body(PyObject *record, Py_ssize_t delta, int64_t base_timestamp, int64_t *timestamp,
+            unsigned char *out)
+{
+    if (!PyTuple_CheckExact(record) || PyTuple_GET_SIZE(record) != 4)
+        return -1;
+    const char *key, *value;
+    Py_ssize_t key_size, value_size;
+    PyObject *headers = PyTuple_GET_ITEM(record, 2);
+    int overflow = 0;
+    long long ts = PyLong_Check(PyTuple_GET_ITEM(record, 3))
+                       ? PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(record, 3), &overflow)
+                       : (overflow = 1, 0);
+    int64_t ts_delta;
+    if (overflow || (ts == -1 && PyErr_Occurred()) ||
+        __builtin_sub_overflow((int64_t)ts, base_timestamp, &ts_delta) ||
+        field_bytes(PyTuple_GET_ITEM(record, 0), 0, &key, &key_size) < 0 ||
+        field_bytes(PyTuple_GET_ITEM(record, 1), 0, &value, &value_size) < 0 ||
+        !(PyTuple_CheckExact(headers) || PyList_CheckExact(headers))) {
+        PyErr_Clear();
+        return -1;
+    }
+    *timestamp = (int64_t)ts;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(headers);
+    Py_ssize_t size = 1 + varint_size(zigzag(ts_delta)) + varint_size(zigzag(delta)) +
+                      nullable_size(key_size) + nullable_size(value_size) +
+                      varint_size(zigzag(count));
+    unsigned char *p = out;
+    if (p != NULL) {
+        *p++ = 0; /* attributes */
+        p = put_varint(p, zigzag(ts_delta));
+        p = put_varint(p, zigzag(delta));
+        p = put_nullable(p, key, key_size);
+        p = put_nullable(p, value, value_size);
+        p = put_varint(p, zigzag(count));
+    }
+    PyObject **items = PySequence_Fast_ITEMS(headers);
+    for (Py_ssize_t h = 0; h < count; h++) {
+        PyObject *pair = items[h];
+        const char *name, *header_value;
+        Py_ssize_t name_size, header_size;
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            field_bytes(PyTuple_GET_ITEM(pair, 0), 1, &name, &name_size) < 0 ||
+            field_bytes(PyTuple_GET_ITEM(pair, 1), 0, &header_value, &header_size) < 0)
+            return -1;
+        size += nullable_size(name_size) + nullable_size(header_size);
+        if (p != NULL) {
+            p = put_nullable(p, name, name_size);
+            p = put_nullable(p, header_value, header_size);
+        }
+    }
+    return size;
+}
+
+PyDoc_STRVAR(encode_records_doc,
+"encode_records(records, base_timestamp)\n"
+"--\n\n"
+"The records area of a batch v2 for records, a list of (key, value, headers, timestamp)\n"
+"tuples (offset deltas 0, 1, ...; timestamps as deltas from base_timestamp), and the largest\n"
+"timestamp: (bytes, max_timestamp), as record_builder._py_encode_records gives them. None\n"
+"when a record is not of the plain shape this encodes (bytes or None keys and values, a\n"
+"tuple or list of (str | bytes, bytes | None) tuples for headers, 64-bit timestamps): the\n"
+"caller then runs the reference.");
+
+static PyObject *
+encode_records(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *records, *base;
+    if (!PyArg_ParseTuple(args, "O!O!:encode_records", &PyList_Type, &records, &PyLong_Type, &base))
+        return NULL;
+    int overflow;
+    long long base_timestamp = PyLong_AsLongLongAndOverflow(base, &overflow);
+    if (overflow) /* beyond 64 bits: the reference encodes what Python's ints allow */
+        Py_RETURN_NONE;
+    if (base_timestamp == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(records);
+    Py_ssize_t *sizes = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(count ? count : 1));
+    if (sizes == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t total = 0;
+    int64_t max_timestamp = INT64_MIN, timestamp;
+    PyObject *body = NULL, *result = NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        sizes[i] = record_body(PyList_GET_ITEM(records, i), i, base_timestamp, &timestamp, NULL);
+        if (sizes[i] < 0)
+            goto decline;
+        total += varint_size(zigzag(sizes[i])) + sizes[i];
+        if (timestamp > max_timestamp)
+            max_timestamp = timestamp;
+    }
+    body = PyBytes_FromStringAndSize(NULL, total);
+    if (body == NULL)
+        goto done;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(body);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        p = put_varint(p, zigzag(sizes[i]));
+        /* The same record as in the sizing pass: the list is ours alone while the GIL is held. */
+        record_body(PyList_GET_ITEM(records, i), i, base_timestamp, &timestamp, p);
+        p += sizes[i];
+    }
+    result = Py_BuildValue("(NL)", body, (long long)max_timestamp);
+    goto done;
+decline:
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(sizes);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk_records", walk_records, METH_VARARGS, walk_records_doc},
     {"check_batch", check_batch, METH_VARARGS, check_batch_doc},
     {"decode_records", decode_records, METH_VARARGS, decode_records_doc},
     {"record_objects", record_objects, METH_VARARGS, record_objects_doc},
+    {"encode_records", encode_records, METH_VARARGS, encode_records_doc},
     {NULL, NULL, 0, NULL},
 };
 

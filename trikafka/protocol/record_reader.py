@@ -8,9 +8,7 @@ the reference answers), as the walk does.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Iterator
-from types import ModuleType
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -23,20 +21,9 @@ from trikafka.protocol.batch_layout import (
     Record,
     TimestampType,
 )
+from trikafka.protocol.native import native_extension
 
-__all__ = ["RecordTuple", "iter_records", "native_extension", "record_objects", "record_tuples"]
-
-
-def native_extension() -> ModuleType | None:
-    """``_recordwalk`` (the C walk and decoders), unless it is not built or
-    ``TRIKAFKA_PURE_PYTHON`` asks for the pure-Python references."""
-    if os.environ.get("TRIKAFKA_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from trikafka.protocol import _recordwalk
-    except ImportError:  # no compiler at install time: the pure-Python references, same answers
-        return None
-    return _recordwalk
+__all__ = ["RecordTuple", "iter_records", "record_objects", "record_tuples"]
 
 
 _extension = native_extension()

@@ -48,6 +48,7 @@ from trikafka.protocol.batch_layout import (
     TimestampType,
     next_offset_after,
 )
+from trikafka.protocol.native import native_extension
 from trikafka.protocol.record_builder import (
     RecordSpec,
     assign_offsets,
@@ -58,7 +59,6 @@ from trikafka.protocol.record_builder import (
 from trikafka.protocol.record_reader import (
     _read_varint,
     iter_records,
-    native_extension,
     record_objects,
     record_tuples,
 )
@@ -281,7 +281,7 @@ _KEY_AND_VALUE = ("key", "value")
 
 def _native() -> tuple[Callable[..., Any] | None, Callable[..., Any] | None]:
     """The C walk and batch check, unless not built or ``TRIKAFKA_PURE_PYTHON`` asks for the
-    reference (:func:`~trikafka.protocol.record_reader.native_extension`)."""
+    reference (:func:`~trikafka.protocol.native.native_extension`)."""
     extension = native_extension()
     if extension is None:
         return None, None
