@@ -7,7 +7,7 @@ fetch next. The rules are the Java consumer's (``CompletedFetch``):
 
 - Batches are found and CRC-checked with ``trikafka.protocol.records`` (``check.crcs``); a
   compressed batch is inflated with ``trikafka.protocol.compression`` and its records read by
-  the same ``iter_records`` — one codec for broker and client.
+  the same ``record_tuples`` — one codec for broker and client.
 - A Fetch answer may end in a partial batch (the broker cuts at the size limit); it is dropped
   and fetched again from its start next time.
 - Records below the fetch offset are skipped: a compressed batch is returned whole even when
@@ -38,8 +38,9 @@ from trikafka.protocol.records import (
     TimestampType,
     control_type,
     iter_batches,
-    iter_records,
     parse_batch_header,
+    record_objects,
+    record_tuples,
 )
 
 __all__ = ["ConsumerRecord", "FetchedPartition", "RecordDecodeError", "decode_partition"]
@@ -54,7 +55,13 @@ class RecordDecodeError(Exception):
 
 @attrs.frozen
 class ConsumerRecord:
-    """One record as the application sees it."""
+    """One record as the application sees it.
+
+    Fetched records are made by the native decoder without calling ``__init__`` (each slot
+    filled directly: attrs' frozen ``__init__`` cost more than decoding): a new field must be
+    added to ``_RECORD_SLOTS`` or ``_CONSTANT_SLOTS`` below, and must need no converter or
+    validator (a test holds the slots to the fields).
+    """
 
     topic: str
     partition: int
@@ -86,7 +93,7 @@ def _complete_prefix(data: memoryview) -> int:
 
 
 def _inflate(view: memoryview, header: BatchHeader) -> tuple[bytearray, BatchHeader]:
-    """The batch rewritten uncompressed, so ``iter_records`` reads it (no CRC recomputed: the
+    """The batch rewritten uncompressed, so ``record_tuples`` reads it (no CRC recomputed: the
     original was checked and this copy never leaves the process)."""
     records = decompress(header.compression, view[header.position + BATCH_HEADER_SIZE : header.end])
     rebuilt = bytearray(view[header.position : header.position + BATCH_HEADER_SIZE]) + records
@@ -95,11 +102,16 @@ def _inflate(view: memoryview, header: BatchHeader) -> tuple[bytearray, BatchHea
     return rebuilt, parse_batch_header(rebuilt, 0)
 
 
-def _records_of(view: memoryview, header: BatchHeader):
+def _plain(view: memoryview, header: BatchHeader) -> tuple[memoryview | bytearray, BatchHeader]:
+    """The batch uncompressed (itself when it is)."""
     if header.compression == Compression.NONE:
-        return iter_records(view, header)
-    rebuilt, inflated = _inflate(view, header)
-    return iter_records(rebuilt, inflated)
+        return view, header
+    return _inflate(view, header)
+
+
+#: ConsumerRecord's member descriptors, for the native decoder that fills them directly.
+_RECORD_SLOTS = tuple(getattr(ConsumerRecord, name) for name in ("offset", "timestamp", "key", "value", "headers"))
+_CONSTANT_SLOTS = tuple(getattr(ConsumerRecord, name) for name in ("topic", "partition", "timestamp_type", "leader_epoch"))
 
 
 def decode_partition(
@@ -147,25 +159,33 @@ def decode_partition(
             elif header.is_control:
                 position = header.next_offset
                 continue
-            for record in _records_of(view, header):
-                if record.offset < position:
+            timestamp_type, leader_epoch = header.timestamp_type, header.partition_leader_epoch
+            data, plain = _plain(view, header)
+            made = record_objects(
+                data, plain, ConsumerRecord, _RECORD_SLOTS, _CONSTANT_SLOTS,
+                (topic, partition, timestamp_type, leader_epoch), position,
+            )
+            if made is not None:
+                if made:
+                    room = len(made) if max_records is None else max_records - len(out)
+                    if room < len(made):  # as the loop below: stop before the first not taken
+                        out.extend(made[:room])
+                        return FetchedPartition(tuple(out), made[room - 1].offset + 1 if room > 0 else position)
+                    out.extend(made)
+                    position = made[-1].offset + 1
+                position = max(position, header.next_offset)
+                continue
+            for offset, timestamp, key, value, record_headers in record_tuples(data, plain):
+                if offset < position:
                     continue
                 if max_records is not None and len(out) >= max_records:
                     return FetchedPartition(tuple(out), position)
                 out.append(
                     ConsumerRecord(
-                        topic=topic,
-                        partition=partition,
-                        offset=record.offset,
-                        timestamp=record.timestamp,
-                        timestamp_type=header.timestamp_type,
-                        key=record.key,
-                        value=record.value,
-                        headers=record.headers,
-                        leader_epoch=header.partition_leader_epoch,
+                        topic, partition, offset, timestamp, timestamp_type, key, value, record_headers, leader_epoch
                     )
                 )
-                position = record.offset + 1
+                position = offset + 1
             position = max(position, header.next_offset)
     except (CorruptRecordError, InvalidRecordError, KafkaProtocolError) as exc:
         if out:  # hand over what was good; the bad batch fails the next fetch at its offset

@@ -23,8 +23,10 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h> /* T_OBJECT_EX: the slots record_objects fills */
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 static PyObject *InvalidRecordError = NULL; /* trikafka.errors.InvalidRecordError */
 static PyObject *crc32c_function = NULL;    /* crc32c.crc32c, the reference's CRC */
@@ -319,9 +321,531 @@ check_batch(PyObject *module, PyObject *args)
     return result;
 }
 
+/* --- decoding: record_reader._py_record_tuples in C --------------------------------------------- */
+
+/* A varlong (at most 10 bytes) whose value fits 64 bits, else -1 with no exception set: the
+ * caller then declines and the reference decodes (it reads up to 70 bits into a Python int). */
+static inline int
+read_varlong64(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
+{
+    Py_ssize_t p = *pos;
+    uint64_t result = 0;
+    for (int i = 0; i < 10; i++) {
+        if (p >= end)
+            return -1;
+        unsigned char byte = buf[p++];
+        if (i == 9 && (byte & 0x7F) > 1)
+            return -1;
+        result |= (uint64_t)(byte & 0x7F) << (7 * i);
+        if (!(byte & 0x80)) {
+            *out = (int64_t)(result >> 1) ^ -(int64_t)(result & 1);
+            *pos = p;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* read_varint without an exception: -1 means "the reference would raise here". */
+static inline int
+peek_varint(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
+{
+    Py_ssize_t p = *pos;
+    if (p < end && buf[p] < 0x80) {
+        int64_t v = buf[p];
+        *out = (v >> 1) ^ -(v & 1);
+        *pos = p + 1;
+        return 0;
+    }
+    uint64_t result = 0;
+    for (int i = 0; i < 5; i++) {
+        if (p >= end)
+            return -1;
+        unsigned char byte = buf[p++];
+        result |= (uint64_t)(byte & 0x7F) << (7 * i);
+        if (!(byte & 0x80)) {
+            int64_t v = (int64_t)result;
+            *out = (v >> 1) ^ -(v & 1);
+            *pos = p;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* _read_bytes' twin: a new reference to bytes or None in *out; 1 when the reference would
+ * raise (the caller declines), -1 on a Python error (memory). */
+static inline int
+read_field(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, PyObject **out)
+{
+    int64_t size;
+    if (peek_varint(buf, pos, end, &size) < 0)
+        return 1;
+    if (size < 0) {
+        *out = Py_NewRef(Py_None);
+        return 0;
+    }
+    if (*pos + (Py_ssize_t)size > end)
+        return 1;
+    *out = PyBytes_FromStringAndSize((const char *)buf + *pos, (Py_ssize_t)size);
+    if (*out == NULL)
+        return -1;
+    *pos += (Py_ssize_t)size;
+    return 0;
+}
+
+/* The headers of one record as a tuple of (str, bytes | None); 1/-1 as read_field. */
+static int
+read_headers(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, PyObject **out)
+{
+    int64_t count;
+    if (peek_varint(buf, pos, end, &count) < 0)
+        return 1;
+    if (count <= 0) {
+        *out = PyTuple_New(0);
+        return *out == NULL ? -1 : 0;
+    }
+    /* Each header reads two varints: a count beyond the record's bytes fails below. */
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
+        return -1;
+    for (int64_t h = 0; h < count; h++) {
+        PyObject *name = NULL, *value = NULL, *text, *pair;
+        int status = read_field(buf, pos, end, &name);
+        if (status == 0)
+            status = read_field(buf, pos, end, &value);
+        if (status != 0) {
+            Py_XDECREF(name);
+            Py_DECREF(list);
+            return status;
+        }
+        if (name == Py_None)
+            text = PyUnicode_FromStringAndSize("", 0);
+        else
+            text = PyUnicode_DecodeUTF8(PyBytes_AS_STRING(name), PyBytes_GET_SIZE(name), "replace");
+        Py_DECREF(name);
+        pair = text == NULL ? NULL : PyTuple_Pack(2, text, value);
+        Py_XDECREF(text);
+        Py_DECREF(value);
+        if (pair == NULL || PyList_Append(list, pair) < 0) {
+            Py_XDECREF(pair);
+            Py_DECREF(list);
+            return -1;
+        }
+        Py_DECREF(pair);
+    }
+    *out = PyList_AsTuple(list);
+    Py_DECREF(list);
+    return *out == NULL ? -1 : 0;
+}
+
+/* What record_objects builds instead of tuples: instances of a slotted class (an attrs
+ * class without converters, validators or __attrs_post_init__, whose __init__ only stores its
+ * arguments), each of the five record fields and each constant stored at its slot's offset.
+ * attrs' frozen __init__ costs ~1.1 us for nine fields (object.__setattr__ per field): more
+ * than decoding the record. */
+#define MAX_CONSTANTS 8
+typedef struct {
+    PyTypeObject *cls;
+    Py_ssize_t record_offsets[5]; /* offset, timestamp, key, value, headers */
+    Py_ssize_t constant_offsets[MAX_CONSTANTS];
+    PyObject *constants[MAX_CONSTANTS];
+    Py_ssize_t constant_count;
+    int64_t floor; /* records below this offset are decoded, then left out */
+} Maker;
+
+static PyObject *
+make_object(const Maker *maker, PyObject *const fields[5])
+{
+    PyObject *obj = maker->cls->tp_alloc(maker->cls, 0); /* every slot NULL */
+    if (obj == NULL)
+        return NULL;
+    /* Py_XSETREF: a slot named twice keeps its last value and leaks nothing. */
+    for (int i = 0; i < 5; i++)
+        Py_XSETREF(*(PyObject **)((char *)obj + maker->record_offsets[i]), Py_NewRef(fields[i]));
+    for (Py_ssize_t i = 0; i < maker->constant_count; i++)
+        Py_XSETREF(*(PyObject **)((char *)obj + maker->constant_offsets[i]),
+                   Py_NewRef(maker->constants[i]));
+    return obj;
+}
+
+/* The records of buf[position:end] as a list of (offset, timestamp, key, value, headers)
+ * tuples (maker NULL) or of maker's objects, or a new reference to None when the reference
+ * would raise or read past the batch (it then runs from the start and answers itself).
+ * NULL only on a Python error. */
+static PyObject *
+decode(const unsigned char *buf, Py_ssize_t position, Py_ssize_t end, long long count,
+       int64_t base_offset, int64_t base_timestamp, PyObject *append_time, const Maker *maker)
+{
+    if (count > end - position) /* a record takes at least two bytes: the reference fails */
+        Py_RETURN_NONE;
+    PyObject *out = PyList_New(count > 0 ? (Py_ssize_t)count : 0);
+    if (out == NULL)
+        return NULL;
+    for (long long index = 0; index < count; index++) {
+        int64_t length, ts_delta, offset_delta, offset, timestamp = 0;
+        PyObject *key = NULL, *value = NULL, *headers = NULL, *ts_object, *offset_object, *record;
+        int status = 1;
+        if (peek_varint(buf, &position, end, &length) < 0 || length <= 0 || length > end - position)
+            goto decline;
+        Py_ssize_t record_end = position + (Py_ssize_t)length;
+        Py_ssize_t p = position + 1; /* attributes, unused in v2 */
+        if (read_varlong64(buf, &p, record_end, &ts_delta) < 0 ||
+            peek_varint(buf, &p, record_end, &offset_delta) < 0 ||
+            __builtin_add_overflow(base_offset, offset_delta, &offset) ||
+            (append_time == Py_None &&
+             __builtin_add_overflow(base_timestamp, ts_delta, &timestamp)))
+            goto decline;
+        status = read_field(buf, &p, record_end, &key);
+        if (status == 0)
+            status = read_field(buf, &p, record_end, &value);
+        if (status == 0)
+            status = read_headers(buf, &p, record_end, &headers);
+        if (status != 0) {
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            if (status < 0) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            goto decline;
+        }
+        offset_object = PyLong_FromLongLong(offset);
+        ts_object = append_time == Py_None ? PyLong_FromLongLong(timestamp) : Py_NewRef(append_time);
+        if (offset_object == NULL || ts_object == NULL)
+            record = NULL;
+        else if (maker == NULL)
+            record = PyTuple_Pack(5, offset_object, ts_object, key, value, headers);
+        else if (offset < maker->floor)
+            record = Py_NewRef(Py_None); /* left out below */
+        else {
+            PyObject *const fields[5] = {offset_object, ts_object, key, value, headers};
+            record = make_object(maker, fields);
+        }
+        Py_XDECREF(offset_object);
+        Py_XDECREF(ts_object);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        Py_DECREF(headers);
+        if (record == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, (Py_ssize_t)index, record);
+        position = record_end;
+    }
+    if (maker != NULL && count > 0 && PyList_GET_ITEM(out, 0) == Py_None) {
+        /* Records below the floor: only at the front (offsets rise within a batch). */
+        Py_ssize_t skip = 0;
+        while (skip < PyList_GET_SIZE(out) && PyList_GET_ITEM(out, skip) == Py_None)
+            skip++;
+        if (PyList_SetSlice(out, 0, skip, NULL) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
+decline:
+    Py_DECREF(out); /* the unset items are NULL: list_dealloc skips them */
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(decode_records_doc,
+"decode_records(buffer, position, end, count, base_offset, base_timestamp, append_time)\n"
+"--\n\n"
+"The count records of an uncompressed batch whose records area starts at position and whose\n"
+"batch ends at end, as a list of (offset, timestamp, key, value, headers) tuples, exactly as\n"
+"record_reader._py_record_tuples yields them (append_time: the batch's max timestamp for a\n"
+"LogAppendTime batch, else None). None when that reference would raise or read past end:\n"
+"the caller then runs the reference for its answer. ValueError when position or end lie\n"
+"outside the buffer.");
+
+static PyObject *
+decode_records(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer view;
+    Py_ssize_t position, end;
+    long long count, base_offset, base_timestamp;
+    PyObject *append_time;
+    if (!PyArg_ParseTuple(args, "y*nnLLLO:decode_records", &view, &position, &end, &count,
+                          &base_offset, &base_timestamp, &append_time))
+        return NULL;
+    if (position < 0 || end < position || end > view.len) {
+        PyBuffer_Release(&view);
+        PyErr_Format(PyExc_ValueError,
+                     "decode_records: position %zd and end %zd must lie within the %zd-byte buffer",
+                     position, end, view.len);
+        return NULL;
+    }
+    PyObject *result = decode((const unsigned char *)view.buf, position, end, count,
+                              (int64_t)base_offset, (int64_t)base_timestamp, append_time, NULL);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* The offset of the object slot that descriptor d stores into for instances of cls. */
+static int
+slot_offset(PyTypeObject *cls, PyObject *d, Py_ssize_t *offset)
+{
+    if (!PyObject_TypeCheck(d, &PyMemberDescr_Type) ||
+        !PyType_IsSubtype(cls, PyDescr_TYPE(d)) ||
+        ((PyMemberDescrObject *)d)->d_member->type != T_OBJECT_EX ||
+        (((PyMemberDescrObject *)d)->d_member->flags & READONLY)) {
+        PyErr_Format(PyExc_TypeError, "record_objects: %R is not a writable object slot of %R",
+                     d, (PyObject *)cls);
+        return -1;
+    }
+    *offset = ((PyMemberDescrObject *)d)->d_member->offset;
+    return 0;
+}
+
+PyDoc_STRVAR(record_objects_doc,
+"record_objects(buffer, position, end, count, base_offset, base_timestamp, append_time,\n"
+"               cls, record_slots, constant_slots, constants, floor)\n"
+"--\n\n"
+"decode_records, but each record an instance of cls made without calling its __init__: the\n"
+"five record fields stored in record_slots (member descriptors of cls, in the order offset,\n"
+"timestamp, key, value, headers), constants[i] in constant_slots[i]. Records whose offset is\n"
+"below floor are left out. For slotted classes whose __init__ only stores its arguments.\n"
+"None when decode_records would be None; TypeError when a slot is not an object slot of cls.");
+
+static PyObject *
+record_objects(PyObject *module, PyObject *args)
+{
+    (void)module;
+    Py_buffer view;
+    Py_ssize_t position, end;
+    long long count, base_offset, base_timestamp, floor;
+    PyObject *append_time, *record_slots, *constant_slots, *constants;
+    PyTypeObject *cls;
+    if (!PyArg_ParseTuple(args, "y*nnLLLOO!O!O!O!L:record_objects", &view, &position, &end,
+                          &count, &base_offset, &base_timestamp, &append_time, &PyType_Type,
+                          &cls, &PyTuple_Type, &record_slots, &PyTuple_Type, &constant_slots,
+                          &PyTuple_Type, &constants, &floor))
+        return NULL;
+    Maker maker = {.cls = cls, .floor = (int64_t)floor};
+    PyObject *result = NULL;
+    if (position < 0 || end < position || end > view.len) {
+        PyErr_Format(PyExc_ValueError,
+                     "record_objects: position %zd and end %zd must lie within the %zd-byte buffer",
+                     position, end, view.len);
+        goto done;
+    }
+    if (PyTuple_GET_SIZE(record_slots) != 5 ||
+        PyTuple_GET_SIZE(constant_slots) != PyTuple_GET_SIZE(constants) ||
+        PyTuple_GET_SIZE(constants) > MAX_CONSTANTS) {
+        PyErr_SetString(PyExc_ValueError,
+                        "record_objects: five record slots, and as many constants as their slots");
+        goto done;
+    }
+    for (int i = 0; i < 5; i++)
+        if (slot_offset(cls, PyTuple_GET_ITEM(record_slots, i), &maker.record_offsets[i]) < 0)
+            goto done;
+    maker.constant_count = PyTuple_GET_SIZE(constants);
+    for (Py_ssize_t i = 0; i < maker.constant_count; i++) {
+        if (slot_offset(cls, PyTuple_GET_ITEM(constant_slots, i), &maker.constant_offsets[i]) < 0)
+            goto done;
+        maker.constants[i] = PyTuple_GET_ITEM(constants, i);
+    }
+    result = decode((const unsigned char *)view.buf, position, end, count, (int64_t)base_offset,
+                    (int64_t)base_timestamp, append_time, &maker);
+done:
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* --- encoding: record_builder._py_encode_records in C ------------------------------------- */
+
+static inline uint64_t
+zigzag(int64_t v)
+{
+    return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline Py_ssize_t
+varint_size(uint64_t v)
+{
+    Py_ssize_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline unsigned char *
+put_varint(unsigned char *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (unsigned char)((v & 0x7F) | 0x80);
+        v >>= 7;
+    }
+    *p++ = (unsigned char)v;
+    return p;
+}
+
+/* The bytes of a key, value, header name or header value: 0 with *data NULL for None; -1 for
+ * anything the fast path leaves to the reference (a bytes subclass, bytearray, memoryview...). */
+static inline int
+field_bytes(PyObject *o, int str_ok, const char **data, Py_ssize_t *size)
+{
+    if (o == Py_None) {
+        *data = NULL;
+        *size = -1;
+        return 0;
+    }
+    if (PyBytes_CheckExact(o)) {
+        *data = PyBytes_AS_STRING(o);
+        *size = PyBytes_GET_SIZE(o);
+        return 0;
+    }
+    if (str_ok && PyUnicode_CheckExact(o)) {
+        *data = PyUnicode_AsUTF8AndSize(o, size); /* cached in the str: no copy on repeat */
+        if (*data == NULL) {
+            PyErr_Clear(); /* the reference's name.encode() raises this very error */
+            return -1;
+        }
+        return 0;
+    }
+    return -1;
+}
+
+static inline Py_ssize_t
+nullable_size(Py_ssize_t size)
+{
+    return size < 0 ? 1 : varint_size(zigzag(size)) + size;
+}
+
+static inline unsigned char *
+put_nullable(unsigned char *p, const char *data, Py_ssize_t size)
+{
+    if (size < 0)
+        return put_varint(p, zigzag(-1));
+    p = put_varint(p, zigzag(size));
+    memcpy(p, data, (size_t)size);
+    return p + size;
+}
+
+/* One record's fields after its length; written at out when out is not NULL. Returns the size,
+ * or -1 when the reference must encode this record. */
+static Py_ssize_t
+record_body(PyObject *record, Py_ssize_t delta, int64_t base_timestamp, int64_t *timestamp,
+            unsigned char *out)
+{
+    if (!PyTuple_CheckExact(record) || PyTuple_GET_SIZE(record) != 4)
+        return -1;
+    const char *key, *value;
+    Py_ssize_t key_size, value_size;
+    PyObject *headers = PyTuple_GET_ITEM(record, 2);
+    int overflow = 0;
+    long long ts = PyLong_Check(PyTuple_GET_ITEM(record, 3))
+                       ? PyLong_AsLongLongAndOverflow(PyTuple_GET_ITEM(record, 3), &overflow)
+                       : (overflow = 1, 0);
+    int64_t ts_delta;
+    if (overflow || (ts == -1 && PyErr_Occurred()) ||
+        __builtin_sub_overflow((int64_t)ts, base_timestamp, &ts_delta) ||
+        field_bytes(PyTuple_GET_ITEM(record, 0), 0, &key, &key_size) < 0 ||
+        field_bytes(PyTuple_GET_ITEM(record, 1), 0, &value, &value_size) < 0 ||
+        !(PyTuple_CheckExact(headers) || PyList_CheckExact(headers))) {
+        PyErr_Clear();
+        return -1;
+    }
+    *timestamp = (int64_t)ts;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(headers);
+    Py_ssize_t size = 1 + varint_size(zigzag(ts_delta)) + varint_size(zigzag(delta)) +
+                      nullable_size(key_size) + nullable_size(value_size) +
+                      varint_size(zigzag(count));
+    unsigned char *p = out;
+    if (p != NULL) {
+        *p++ = 0; /* attributes */
+        p = put_varint(p, zigzag(ts_delta));
+        p = put_varint(p, zigzag(delta));
+        p = put_nullable(p, key, key_size);
+        p = put_nullable(p, value, value_size);
+        p = put_varint(p, zigzag(count));
+    }
+    PyObject **items = PySequence_Fast_ITEMS(headers);
+    for (Py_ssize_t h = 0; h < count; h++) {
+        PyObject *pair = items[h];
+        const char *name, *header_value;
+        Py_ssize_t name_size, header_size;
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2 ||
+            field_bytes(PyTuple_GET_ITEM(pair, 0), 1, &name, &name_size) < 0 ||
+            field_bytes(PyTuple_GET_ITEM(pair, 1), 0, &header_value, &header_size) < 0)
+            return -1;
+        size += nullable_size(name_size) + nullable_size(header_size);
+        if (p != NULL) {
+            p = put_nullable(p, name, name_size);
+            p = put_nullable(p, header_value, header_size);
+        }
+    }
+    return size;
+}
+
+PyDoc_STRVAR(encode_records_doc,
+"encode_records(records, base_timestamp)\n"
+"--\n\n"
+"The records area of a batch v2 for records, a list of (key, value, headers, timestamp)\n"
+"tuples (offset deltas 0, 1, ...; timestamps as deltas from base_timestamp), and the largest\n"
+"timestamp: (bytes, max_timestamp), as record_builder._py_encode_records gives them. None\n"
+"when a record is not of the plain shape this encodes (bytes or None keys and values, a\n"
+"tuple or list of (str | bytes, bytes | None) tuples for headers, 64-bit timestamps): the\n"
+"caller then runs the reference.");
+
+static PyObject *
+encode_records(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *records, *base;
+    if (!PyArg_ParseTuple(args, "O!O!:encode_records", &PyList_Type, &records, &PyLong_Type, &base))
+        return NULL;
+    int overflow;
+    long long base_timestamp = PyLong_AsLongLongAndOverflow(base, &overflow);
+    if (overflow) /* beyond 64 bits: the reference encodes what Python's ints allow */
+        Py_RETURN_NONE;
+    if (base_timestamp == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(records);
+    Py_ssize_t *sizes = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(count ? count : 1));
+    if (sizes == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t total = 0;
+    int64_t max_timestamp = INT64_MIN, timestamp;
+    PyObject *body = NULL, *result = NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        sizes[i] = record_body(PyList_GET_ITEM(records, i), i, base_timestamp, &timestamp, NULL);
+        if (sizes[i] < 0)
+            goto decline;
+        total += varint_size(zigzag(sizes[i])) + sizes[i];
+        if (timestamp > max_timestamp)
+            max_timestamp = timestamp;
+    }
+    body = PyBytes_FromStringAndSize(NULL, total);
+    if (body == NULL)
+        goto done;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(body);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        p = put_varint(p, zigzag(sizes[i]));
+        /* The same record as in the sizing pass: the list is ours alone while the GIL is held. */
+        record_body(PyList_GET_ITEM(records, i), i, base_timestamp, &timestamp, p);
+        p += sizes[i];
+    }
+    result = Py_BuildValue("(NL)", body, (long long)max_timestamp);
+    goto done;
+decline:
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(sizes);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"walk_records", walk_records, METH_VARARGS, walk_records_doc},
     {"check_batch", check_batch, METH_VARARGS, check_batch_doc},
+    {"decode_records", decode_records, METH_VARARGS, decode_records_doc},
+    {"record_objects", record_objects, METH_VARARGS, record_objects_doc},
+    {"encode_records", encode_records, METH_VARARGS, encode_records_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -35,6 +35,7 @@ from trikafka.protocol.batch_layout import (
     Record,
     TimestampType,
 )
+from trikafka.protocol.native import native_extension
 
 __all__ = [
     "DELETE_HORIZON_BIT",
@@ -45,6 +46,9 @@ __all__ = [
     "build_retained_batch",
     "rebase_batches",
 ]
+
+# An extension built before encode_records existed leaves encoding to the reference.
+_encode_records = getattr(native_extension(), "encode_records", None)
 
 #: Attribute bit 6 (KIP-534): the batch's base timestamp is the log cleaner's delete horizon.
 DELETE_HORIZON_BIT = 0x40
@@ -175,20 +179,8 @@ def build_batch(
     if not records:
         raise ValueError("a batch needs at least one record")
     base_timestamp = records[0][3]
-    max_timestamp = max(r[3] for r in records)
-    body = bytearray()
-    for delta, (key, value, headers, timestamp) in enumerate(records):
-        record = bytearray(b"\x00")
-        _write_varint(record, timestamp - base_timestamp)
-        _write_varint(record, delta)
-        _write_nullable(record, key)
-        _write_nullable(record, value)
-        _write_varint(record, len(headers))
-        for name, header_value in headers:
-            _write_nullable(record, name.encode() if isinstance(name, str) else name)
-            _write_nullable(record, header_value)
-        _write_varint(body, len(record))
-        body += record
+    encoded = _encode_records(records, base_timestamp) if _encode_records is not None else None
+    body, max_timestamp = encoded if encoded is not None else _py_encode_records(records, base_timestamp)
     attributes = int(timestamp_type) << 3
     if transactional:
         attributes |= _TRANSACTIONAL_BIT
@@ -219,6 +211,26 @@ def build_batch(
         )
         + after_crc
     )
+
+
+def _py_encode_records(records: list[RecordSpec], base_timestamp: int) -> tuple[bytearray, int]:
+    """The records area of a batch and its largest timestamp: the reference, and the
+    fallback where the native ``encode_records`` (``_recordwalk.c``) is not built or declines
+    a record of another shape (it encodes bytes/None fields and tuple headers)."""
+    body = bytearray()
+    for delta, (key, value, headers, timestamp) in enumerate(records):
+        record = bytearray(b"\x00")
+        _write_varint(record, timestamp - base_timestamp)
+        _write_varint(record, delta)
+        _write_nullable(record, key)
+        _write_nullable(record, value)
+        _write_varint(record, len(headers))
+        for name, header_value in headers:
+            _write_nullable(record, name.encode() if isinstance(name, str) else name)
+            _write_nullable(record, header_value)
+        _write_varint(body, len(record))
+        body += record
+    return body, max(r[3] for r in records)
 
 
 def _write_varint(out: bytearray, value: int) -> None:

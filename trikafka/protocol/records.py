@@ -7,7 +7,8 @@ which are covered by the CRC and force a CRC recomputation). Everything here is 
 function over ``bytes``/``bytearray``/``memoryview``, so it is tested with bytes alone.
 
 The layout (field offsets, attribute bits, the parsed values) is ``batch_layout.py``; building
-and patching are ``record_builder.py``; this module validates and reads, and re-exports both so
+and patching are ``record_builder.py``; decoding records is ``record_reader.py``; this module
+validates batches and reads their headers, and re-exports the others so
 ``trikafka.protocol.records`` stays the one import for record batches.
 
 Errors say whose fault they are: :class:`CorruptRecordError` when the bytes do not add up
@@ -19,9 +20,9 @@ Nothing here raises any other exception type on any input; a hypothesis test hol
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from crc32c import crc32c
 from kio.schema.errors import ErrorCode
@@ -47,12 +48,19 @@ from trikafka.protocol.batch_layout import (
     TimestampType,
     next_offset_after,
 )
+from trikafka.protocol.native import native_extension
 from trikafka.protocol.record_builder import (
     RecordSpec,
     assign_offsets,
     build_batch,
     build_control_batch,
     rebase_batches,
+)
+from trikafka.protocol.record_reader import (
+    _read_varint,
+    iter_records,
+    record_objects,
+    record_tuples,
 )
 
 __all__ = [
@@ -79,6 +87,8 @@ __all__ = [
     "next_offset_after",
     "parse_batch_header",
     "rebase_batches",
+    "record_objects",
+    "record_tuples",
 ]
 
 
@@ -269,18 +279,15 @@ def _py_walk_records(view: memoryview, position: int, end: int, count: int, base
 _KEY_AND_VALUE = ("key", "value")
 
 
-def _native() -> tuple[Callable[..., None] | None, Callable[..., tuple | None] | None]:
-    """The C walk and batch check, unless not built or ``TRIKAFKA_PURE_PYTHON`` asks for
-    the reference."""
-    if os.environ.get("TRIKAFKA_PURE_PYTHON", "") not in ("", "0"):
-        return None, None
-    try:
-        from trikafka.protocol import _recordwalk
-    except ImportError:  # no compiler at install time: the pure-Python walk, same answers
+def _native() -> tuple[Callable[..., Any] | None, Callable[..., Any] | None]:
+    """The C walk and batch check, unless not built or ``TRIKAFKA_PURE_PYTHON`` asks for the
+    reference (:func:`~trikafka.protocol.native.native_extension`)."""
+    extension = native_extension()
+    if extension is None:
         return None, None
     # An extension built before check_batch existed (a checkout not rebuilt since) still
     # walks natively; batches then go through the Python checks.
-    return _recordwalk.walk_records, getattr(_recordwalk, "check_batch", None)
+    return extension.walk_records, getattr(extension, "check_batch", None)
 
 
 _native_walk_records, _check_batch = _native()
@@ -349,72 +356,6 @@ def _check_record(view: memoryview, position: int, end: int) -> int:
             f"record declares {end - p:+d} bytes more than its fields hold"
         )
     return offset_delta
-
-
-def _read_varint(
-    view: memoryview | bytes, position: int, end: int, max_bytes: int = 5
-) -> tuple[int, int]:
-    """Read a zig-zag varint (``max_bytes`` 5) or varlong (10); return (value, next position)."""
-    result = 0
-    shift = 0
-    for _ in range(max_bytes):
-        if position >= end:
-            raise InvalidRecordError("record ends inside a varint")
-        byte = view[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (result >> 1) ^ -(result & 1), position
-        shift += 7
-    raise InvalidRecordError(f"varint longer than {max_bytes} bytes")
-
-
-def iter_records(data: bytes | bytearray | memoryview, header: BatchHeader) -> Iterator[Record]:
-    """Decode the records of one uncompressed batch found by :func:`iter_batches`.
-
-    For the client and tests; the broker itself never needs record contents. A LogAppendTime
-    batch gives every record the batch's max timestamp, as Kafka does.
-    """
-    if header.compression != Compression.NONE:
-        raise KafkaProtocolError(
-            "decoding compressed batches is not supported yet",
-            ErrorCode.unsupported_compression_type,
-        )
-    view = memoryview(data)
-    end = header.end
-    position = header.position + BATCH_HEADER_SIZE
-    log_append = header.timestamp_type == TimestampType.LOG_APPEND_TIME
-    for _ in range(header.record_count):
-        length, position = _read_varint(view, position, end)
-        record_end = position + length
-        position += 1
-        ts_delta, position = _read_varint(view, position, record_end, 10)
-        offset_delta, position = _read_varint(view, position, record_end)
-        key, position = _read_bytes(view, position, record_end)
-        value, position = _read_bytes(view, position, record_end)
-        count, position = _read_varint(view, position, record_end)
-        headers = []
-        for _ in range(count):
-            name, position = _read_bytes(view, position, record_end)
-            header_value, position = _read_bytes(view, position, record_end)
-            headers.append(((name or b"").decode("utf-8", "replace"), header_value))
-        yield Record(
-            offset=header.base_offset + offset_delta,
-            timestamp=header.max_timestamp if log_append else header.base_timestamp + ts_delta,
-            key=key,
-            value=value,
-            headers=tuple(headers),
-        )
-        position = record_end
-
-
-def _read_bytes(view: memoryview, position: int, end: int) -> tuple[bytes | None, int]:
-    size, position = _read_varint(view, position, end)
-    if size < 0:
-        return None, position
-    if position + size > end:
-        raise InvalidRecordError("record field runs past the end of its record")
-    return bytes(view[position : position + size]), position + size
 
 
 def control_type(data: bytes | bytearray | memoryview, header: BatchHeader) -> int | None:
