@@ -11,6 +11,7 @@ Deterministic (``derandomize=True``), no example database, like ``test_records.p
 
 from __future__ import annotations
 
+import gc
 import os
 import pickle
 
@@ -183,6 +184,7 @@ def test_record_objects_equal_records_made_by_their_constructor(native, records_
     assert [repr(r) for r in made] == [repr(r) for r in expected]
     for record in made:  # still a frozen attrs instance in every way
         assert type(record) is ConsumerRecord
+        assert not gc.is_tracked(record)  # no cycle can pass through it: no GC passes over it
         assert attrs.evolve(record, topic="u").topic == "u"
         assert pickle.loads(pickle.dumps(record)) == record
         with pytest.raises(attrs.exceptions.FrozenInstanceError):
