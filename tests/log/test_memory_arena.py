@@ -7,6 +7,7 @@ blocks grow, and that a block is let go with the last chunk carved from it.
 
 from __future__ import annotations
 
+import errno
 import gc
 import mmap
 import weakref
@@ -67,3 +68,16 @@ def test_a_block_is_freed_with_the_last_chunk_carved_from_it():
     assert _chunks(log) and all(chunk.obj is not block() for chunk in _chunks(log))
     gc.collect()
     assert block() is None
+
+
+def test_a_refused_mapping_falls_back_to_a_bytearray(monkeypatch):
+    """vm.max_map_count reached or no memory to map: the append still lands, as before."""
+
+    def refuse(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        raise OSError(errno.ENOMEM, "Cannot allocate memory")
+
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    log = MemoryLog("t", 0, LogConfig())
+    log.append(_batch(100_000), leader_epoch=0)
+    (chunk,) = _chunks(log)
+    assert type(chunk) is bytearray and log.log_end_offset == 4

@@ -155,4 +155,7 @@ class MemoryLog(Log):
             return bytearray(batches)
         if self._arena is None:
             self._arena = Arena()
-        return self._arena.copy(batches)
+        try:
+            return self._arena.copy(batches)
+        except OSError:  # no mapping to be had (vm.max_map_count, ENOMEM): keep it as before
+            return bytearray(batches)
