@@ -15,7 +15,10 @@ of ``--step-mib``:
                     file log appends (its default is 1 MiB: librdkafka's batches)
 ``cached pages``    the same blocks written again over the file's start: pages already in the
                     page cache, the cost of the write itself
-``new anonymous``   ``bytearray`` copies of the block, kept, as the in-memory log keeps batches
+``new anonymous``   ``bytearray`` copies of the block, kept, as the in-memory log kept batches
+``arena``           copies into the in-memory log's :class:`~trikafka.log.memory.Arena`, kept:
+                    blocks mapped with ``MAP_POPULATE``, as the log now keeps batches of 64 KiB
+                    and more (the same pages, faulted in one go instead of one by one)
 
 Run it twice: right after other work has freed memory (warm: the pages are still the
 guest's) and after ~20 s idle (cold: freed memory has been reported back to the host). The
@@ -31,6 +34,8 @@ import resource
 import statistics
 import tempfile
 from collections.abc import Callable
+
+from trikafka.log.memory import Arena
 
 __all__ = ["main"]
 
@@ -77,8 +82,10 @@ def main(argv: list[str] | None = None) -> None:
 
     # Anonymous memory first, kept to the end: the file's pages, freed when it is removed,
     # would otherwise be the warm memory it gets.
-    kept: list[bytearray] = []
+    kept: list[bytearray | memoryview] = []
     _show("new anonymous", _steps(lambda: kept.append(bytearray(block)), blocks, args.steps, len(block)))
+    arena = Arena()
+    _show("arena", _steps(lambda: kept.append(arena.copy(block)), blocks, args.steps, len(block)))
     with tempfile.TemporaryDirectory(prefix="first-touch-", dir=args.dir) as directory:
         fd = os.open(os.path.join(directory, "segment.log"), os.O_RDWR | os.O_CREAT, 0o644)
         try:

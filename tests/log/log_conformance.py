@@ -75,7 +75,8 @@ def check_dense_offsets(make, clock) -> None:
     two = batch(2) + batch(3)  # one produce, two batches
     info = log.append(two, leader_epoch=5)
     assert (info.first_offset, info.last_offset) == (expected, expected + 4)
-    assert [h.base_offset for h in headers_of(two)] == [expected, expected + 2]  # patched in place
+    if not getattr(log, "copies_appends", False):  # a caller's bytearray is patched in place
+        assert [h.base_offset for h in headers_of(two)] == [expected, expected + 2]
     expected += 5
     data = log.read(0, 1 << 20).records
     assert [r.offset for r in decode(data)] == list(range(expected))

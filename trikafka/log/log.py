@@ -214,7 +214,7 @@ class Log(LogRetention, LogDurability, LogTransactions):
 
     def append(
         self,
-        batches: bytearray | bytes,
+        batches: bytearray | bytes | memoryview,
         *,
         leader_epoch: int,
         log_append_time_ms: int | None = None,
@@ -232,9 +232,9 @@ class Log(LogRetention, LogDurability, LogTransactions):
         ``flush_inline=False`` it leaves that to the caller (``flush_messages_due``), so the
         broker can run the fsync in a worker thread and keep the event loop free.
 
-        ``batches`` is patched in place when it is a ``bytearray`` (copied first otherwise),
-        and then belongs to the log: the in-memory backend keeps that very buffer, so a
-        caller must not reuse it.
+        ``batches`` is patched in place when it is a ``bytearray`` (else copied, once
+        accepted, by :meth:`_writable_copy`), and then belongs to the log: the in-memory
+        backend keeps that very buffer, so a caller must not reuse it.
         ``log_append_time_ms`` is "now" (defaults to the clock): it is stamped into the
         batches when the topic uses LogAppendTime and it drives segment.ms rolling. Raises
         :class:`KafkaProtocolError` (CORRUPT_MESSAGE, INVALID_RECORD, MESSAGE_TOO_LARGE,
@@ -243,22 +243,19 @@ class Log(LogRetention, LogDurability, LogTransactions):
         the log exactly as it was (:mod:`trikafka.log.storage`).
         """
         self._check_open()
-        data = batches if isinstance(batches, bytearray) else bytearray(batches)
-        headers = validated if validated is not None else list(iter_batches(data))
+        headers = validated if validated is not None else list(iter_batches(batches))
         if not headers:
             raise InvalidRecordError(f"a produce to {self.name} must hold at least one batch")
         for header in headers:
             if header.size > self.config.max_message_bytes:
-                raise KafkaProtocolError(
-                    f"batch of {header.size} bytes to {self.name} exceeds max.message.bytes "
-                    f"{self.config.max_message_bytes}",
-                    ErrorCode.message_too_large,
-                )
-        if len(data) > self.config.segment_bytes:
+                why = f"batch of {header.size} bytes to {self.name} exceeds max.message.bytes"
+                raise KafkaProtocolError(f"{why} {self.config.max_message_bytes}", ErrorCode.message_too_large)
+        if len(batches) > self.config.segment_bytes:
             raise KafkaProtocolError(
-                f"{len(data)} bytes to {self.name} exceed segment.bytes {self.config.segment_bytes}",
+                f"{len(batches)} bytes to {self.name} exceed segment.bytes {self.config.segment_bytes}",
                 ErrorCode.record_list_too_large,
             )
+        data = batches if isinstance(batches, bytearray) else self._writable_copy(batches)
         now = self._clock() if log_append_time_ms is None else log_append_time_ms
         append_time = int(now) if self.config.log_append_time else None
         first = self.log_end_offset
@@ -290,6 +287,10 @@ class Log(LogRetention, LogDurability, LogTransactions):
             log_append_time=append_time if append_time is not None else -1,
             log_start_offset=self._log_start_offset,
         )
+
+    def _writable_copy(self, batches: bytes | memoryview) -> bytearray | memoryview:
+        """The copy of a caller's batches to patch and store (where: the backend's call)."""
+        return bytearray(batches)
 
     def _maybe_roll(self, size: int, now_ms: float, last_offset: int) -> Segment:
         active = self._segments[-1]

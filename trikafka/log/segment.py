@@ -71,7 +71,7 @@ class SegmentStore(Protocol):
     @property
     def size(self) -> int: ...
 
-    def append(self, data: bytes | bytearray) -> None: ...
+    def append(self, data: bytes | bytearray | memoryview) -> None: ...
 
     def read(self, position: int, size: int) -> list[bytes | memoryview]:
         """The bytes in ``[position, position + size)`` as one or more chunks."""
@@ -165,7 +165,7 @@ class Segment:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def append(self, data: bytes | bytearray, headers: list[BatchHeader], now_ms: float) -> None:
+    def append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader], now_ms: float) -> None:
         """Append validated, patched batches; ``headers`` have positions relative to ``data``."""
         position = self.store.size
         # Bytes first: a write that fails (a full disk) must leave the indexes untouched.

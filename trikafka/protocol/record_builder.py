@@ -104,7 +104,7 @@ def assign_offsets(
 
 
 def rebase_batches(
-    data: bytearray,
+    data: bytearray | memoryview,
     headers: Sequence[BatchHeader],
     base_offset: int,
     *,

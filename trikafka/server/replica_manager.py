@@ -87,14 +87,14 @@ class ReplicaManager:
             self.placement.assign(topic.name, partitions, replication_factor, topic.is_internal, assignment)
         self.log_manager.create_logs(topic.name, partitions, self.log_config(topic))  # all or none
 
-    def prepare_records(self, topic: TopicInfo, records: bytes) -> bytearray:
-        """The batches to append, in a buffer the log may patch in place.
-
-        A topic whose compression.type is not ``producer`` gets its batches re-encoded.
+    def prepare_records(self, topic: TopicInfo, records: bytes) -> bytes | bytearray:
+        """The batches to append: the request's own (the log copies them where its backend
+        keeps bytes, once), or re-encoded for a topic whose compression.type is not
+        ``producer``.
         """
         codec = topic.configs.get("compression.type", self.config.compression_type)
         if codec == "producer":
-            return bytearray(records)
+            return records
         return recompress_batches(records, list(iter_batches(records)), codec_id(codec))
 
     def check_create(
