@@ -22,6 +22,7 @@ no record is committed twice or lost once the app restarts (see :meth:`Producer.
 from __future__ import annotations
 
 import logging
+import operator
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -75,9 +76,10 @@ def _headers(headers: Any) -> list[tuple[str, bytes | None]]:
 
 def _checked_partition(topic: str, partition: Any, count: int) -> int:
     """The explicit ``partition`` argument, or a clear error."""
-    if isinstance(partition, float) or not hasattr(partition, "__index__"):
-        raise TypeError(f"partition must be an int, not {type(partition).__name__}")
-    partition = int(partition)
+    try:
+        partition = operator.index(partition)
+    except TypeError:
+        raise TypeError(f"partition must be an int, not {type(partition).__name__}") from None
     if not 0 <= partition < count:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"partition {partition} of {topic!r}, which has {count}")
     return partition
