@@ -61,6 +61,25 @@ def test_one_batch_per_partition_in_flight_and_retries_go_first():
     assert accumulator.drain(tp) is first  # the retried batch keeps its place
 
 
+
+def test_append_wakes_the_sender_for_a_new_batch_or_a_full_one():
+    accumulator = RecordAccumulator(BATCH, LINGER_MS, 120_000, clock=lambda: 0.0)
+    woken = []
+    accumulator.wake = lambda: woken.append(len(accumulator.queues[tp]))
+    tp = TopicPartition("t", 0)
+    queue = accumulator.queue(tp)
+
+    def append(value_size: int) -> None:
+        accumulator.append(queue, (None, b"x" * value_size, (), 0), record_size(None, b"x" * value_size, ()))
+
+    append(100)  # a new batch: a linger deadline to watch
+    append(100)  # nothing new
+    assert woken == [1]
+    append(500 - queue[0].size - record_size(None, None, ()))  # exactly batch.size: full
+    assert woken == [1, 1] and queue[0].size == BATCH
+    append(1)  # the next one opens a second batch
+    assert woken == [1, 1, 2]
+
 def test_sticky_partitioner_switches_after_batch_size_bytes():
     sticky = StickyPartitioner(batch_size=1000, rng=random.Random(7))
     available = [0, 1, 2, 3]

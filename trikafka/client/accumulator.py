@@ -50,7 +50,8 @@ class RecordFuture:
     """The outcome of one record: await :meth:`wait` for its metadata or its error.
 
     A view on its batch (one event per batch, not per record: at 100-byte records the
-    per-record event was a tenth of the producer's time).
+    per-record event was a tenth of the producer's time). :meth:`RecordAccumulator.append`
+    makes it without calling ``__init__`` (a call per record): keep the two in step.
     """
 
     __slots__ = ("batch", "index")

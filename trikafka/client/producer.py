@@ -112,7 +112,6 @@ class Producer:
         self.txn = TransactionManager(config["transactional.id"], config["enable.idempotence"])
         self.accumulator = RecordAccumulator(config["batch.size"], config["linger.ms"], config["delivery.timeout.ms"])
         self.sender = Sender(client, self.accumulator, self.txn, config)
-        self.accumulator.wake = self.sender.wake
         self.partitioner = StickyPartitioner(config["batch.size"])
         self.max_request_size = config["max.request.size"]
         self.buffer_memory = config["buffer.memory"]
