@@ -7,9 +7,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trikafka.client.accumulator import RecordAccumulator
+from trikafka.client.accumulator import RecordAccumulator, record_size
 from trikafka.client.cluster import TopicPartition
-from trikafka.client.partitioner import StickyPartitioner
+from trikafka.client.partitioner import StickyPartitioner, murmur2, partition_for_key
 
 BATCH = 500
 LINGER_MS = 20
@@ -23,12 +23,12 @@ appends = st.lists(
 @settings(max_examples=200, deadline=None)
 @given(appends)
 def test_batches_keep_order_respect_batch_size_and_linger(steps):
-    accumulator = RecordAccumulator(BATCH, LINGER_MS, 120_000)
     now = 0.0
+    accumulator = RecordAccumulator(BATCH, LINGER_MS, 120_000, clock=lambda: now)
     sent: dict[int, list[int]] = {0: [], 1: [], 2: []}
     for number, (partition, size, later) in enumerate(steps):
         now += later / 1000
-        accumulator.append(TopicPartition("t", partition), None, b"x" * size, [], number, now)
+        accumulator.append(accumulator.queue(TopicPartition("t", partition)), (None, b"x" * size, (), number), record_size(None, b"x" * size, ()))
         sent[partition].append(number)
     for tp, queue in accumulator.queues.items():
         batches = list(queue)
@@ -47,10 +47,10 @@ def test_batches_keep_order_respect_batch_size_and_linger(steps):
 
 
 def test_one_batch_per_partition_in_flight_and_retries_go_first():
-    accumulator = RecordAccumulator(BATCH, 0, 120_000)
+    accumulator = RecordAccumulator(BATCH, 0, 120_000, clock=lambda: 0.0)
     tp = TopicPartition("t", 0)
     for i in range(3):
-        accumulator.append(tp, None, b"x" * 400, [], i, 0.0)
+        accumulator.append(accumulator.queue(tp), (None, b"x" * 400, (), i), record_size(None, b"x" * 400, ()))
     assert accumulator.ready(0.0)[0] == [tp]
     first = accumulator.drain(tp)
     assert accumulator.ready(0.0)[0] == []  # in flight: the next batch waits
@@ -61,12 +61,73 @@ def test_one_batch_per_partition_in_flight_and_retries_go_first():
     assert accumulator.drain(tp) is first  # the retried batch keeps its place
 
 
+
+def test_append_wakes_the_sender_for_a_new_batch_or_a_full_one():
+    accumulator = RecordAccumulator(BATCH, LINGER_MS, 120_000, clock=lambda: 0.0)
+    woken = []
+    accumulator.wake = lambda: woken.append(len(accumulator.queues[tp]))
+    tp = TopicPartition("t", 0)
+    queue = accumulator.queue(tp)
+
+    def append(value_size: int) -> None:
+        accumulator.append(queue, (None, b"x" * value_size, (), 0), record_size(None, b"x" * value_size, ()))
+
+    append(100)  # a new batch: a linger deadline to watch
+    append(100)  # nothing new
+    assert woken == [1]
+    append(500 - queue[0].size - record_size(None, None, ()))  # exactly batch.size: full
+    assert woken == [1, 1] and queue[0].size == BATCH
+    append(1)  # the next one opens a second batch
+    assert woken == [1, 1, 2]
+
 def test_sticky_partitioner_switches_after_batch_size_bytes():
     sticky = StickyPartitioner(batch_size=1000, rng=random.Random(7))
     available = [0, 1, 2, 3]
-    first = sticky.partition("t", available, 4)
-    for _ in range(9):
-        sticky.record_appended("t", 100, available, 4)
-        assert sticky.partition("t", available, 4) == first
-    sticky.record_appended("t", 100, available, 4)  # 1000 bytes: switch
-    assert sticky.partition("t", available, 4) != first
+    first = sticky.partition("t", 100, available, 4)
+    for _ in range(9):  # the tenth record makes 1000 bytes: the one after it switches
+        assert sticky.partition("t", 100, available, 4) == first
+    assert sticky.partition("t", 100, available, 4) != first
+
+
+# Utils.murmur2 values the Java client's own tests pin down.
+JAVA_MURMUR2 = {
+    b"21": -973932308,
+    b"foobar": -790332482,
+    b"a-little-bit-long-string": -985981536,
+    b"a-little-bit-longer-string": -1486304829,
+    b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+    b"abc": 479470107,
+}
+
+
+def test_murmur2_is_javas():
+    assert {key: murmur2(key) for key in JAVA_MURMUR2} == JAVA_MURMUR2
+
+
+def _murmur2_byte_by_byte(data: bytes) -> int:
+    """The algorithm as written down, one byte at a time (the fast one reads words)."""
+    mask, m = 0xFFFFFFFF, 0x5BD1E995
+    h = (0x9747B28C ^ len(data)) & mask
+    whole = len(data) - len(data) % 4
+    for i in range(0, whole, 4):
+        k = data[i] | data[i + 1] << 8 | data[i + 2] << 16 | data[i + 3] << 24
+        k = (k * m) & mask
+        k = ((k ^ (k >> 24)) * m) & mask
+        h = ((h * m) & mask) ^ k
+    for shift, index in ((16, 2), (8, 1), (0, 0)):
+        if len(data) % 4 > index:
+            h ^= data[whole + index] << shift
+    if len(data) % 4:
+        h = (h * m) & mask
+    h = ((h ^ (h >> 13)) * m) & mask
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.binary(max_size=40), st.binary(min_size=250, max_size=600)), st.integers(1, 1000))
+def test_murmur2_of_any_key_and_its_partition(key, partitions):
+    # Keys past 256 bytes take another path to their words: short and long keys cover both.
+    expected = _murmur2_byte_by_byte(key)
+    assert murmur2(key) == expected
+    assert partition_for_key(key, partitions) == (expected & 0x7FFFFFFF) % partitions

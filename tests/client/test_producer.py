@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 import trio
 
-from trikafka.client import open_admin, open_producer
+from trikafka.client import NewTopic, open_admin, open_producer
 from trikafka.client.errors import KafkaError, KafkaTimeoutError
 from trikafka.client.partitioner import partition_for_key
 from trikafka.client.transport import memory_connector
@@ -171,3 +173,59 @@ async def test_after_a_failed_numbered_batch_the_producer_starts_a_new_id(autoju
             assert (await producer.send("s", b"kept-2")).offset == 1
             assert producer.txn.producer_id != first_id
         assert values(await fetch(broker, "s")) == [b"kept-1", b"kept-2"]
+
+
+async def test_records_follow_a_topic_that_grew_partitions(autojump_clock):
+    # The producer keeps a topic's partition count between records; a refresh that reports
+    # more partitions must reach explicit partitions, keys and the sticky partitioner alike.
+    async with open_test_broker(num_partitions=2) as broker, open_producer(broker, linger_ms=0, batch_size=50) as producer:
+        producer.partitioner.rng = random.Random(3)
+        assert (await producer.send("g", b"before", partition=1)).partition == 1
+        with pytest.raises(KafkaError, match="partition 3 of 'g', which has 2"):
+            await producer.send("g", b"x", partition=3)
+        async with open_admin(broker) as admin:
+            await admin.create_partitions({"g": 4})
+        await producer.client.refresh_metadata()
+        assert (await producer.send("g", b"after", partition=3)).partition == 3
+        assert partition_for_key(b"k14", 2) == 1  # the key moves with the partition count
+        assert (await producer.send("g", b"keyed", key=b"k14")).partition == 3
+        keyless = [await producer.enqueue("g", b"v" * 30) for _ in range(40)]  # a switch every 2
+        assert {(await f.wait()).partition for f in keyless} == {0, 1, 2, 3}
+        assert values(await fetch(broker, "g", 3))[:2] == [b"after", b"keyed"]
+
+
+async def test_a_topic_deleted_and_created_again_is_not_sent_by_its_old_metadata(autojump_clock):
+    async with open_test_broker(num_partitions=4) as broker, open_producer(broker, linger_ms=0) as producer:
+        assert (await producer.send("r", b"old", partition=3)).partition == 3
+        assert (await producer.send("r", b"old", key=b"k14")).partition == 3
+        async with open_admin(broker) as admin:
+            await admin.delete_topics(["r"])
+            await admin.create_topics([NewTopic("r", 2)])
+        await producer.client.refresh_metadata()
+        with pytest.raises(KafkaError, match="partition 3 of 'r', which has 2"):
+            await producer.send("r", b"x", partition=3)
+        assert (await producer.send("r", b"new", key=b"k14")).partition == 1
+        assert values(await fetch(broker, "r", 1)) == [b"new"]
+
+
+async def test_a_forgotten_topic_is_looked_up_again(autojump_clock):
+    # The client drops a topic it deleted (ClusterMetadata.forget) without a refresh; the
+    # producer must not keep sending by what it knew of it.
+    async with open_test_broker(num_partitions=4) as broker, open_producer(broker, linger_ms=0) as producer:
+        assert (await producer.send("f", b"old", partition=3)).partition == 3
+        async with open_admin(broker) as admin:
+            await admin.delete_topics(["f"])
+            await admin.create_topics([NewTopic("f", 1)])
+        producer.client.cluster.forget("f")
+        with pytest.raises(KafkaError, match="partition 3 of 'f', which has 1"):
+            await producer.send("f", b"x", partition=3)
+        assert (await producer.send("f", b"new")).partition == 0
+
+
+async def test_a_partition_that_is_not_an_int_is_refused_clearly(autojump_clock):
+    async with open_test_broker() as broker, open_producer(broker) as producer:
+        with pytest.raises(TypeError, match="partition must be an int, not float"):
+            await producer.send("t", b"x", partition=0.0)
+        with pytest.raises(TypeError, match="partition must be an int, not str"):
+            await producer.send("t", b"x", partition="0")
+        assert (await producer.send("t", b"x", partition=False)).partition == 0

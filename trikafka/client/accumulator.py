@@ -9,14 +9,21 @@ the same sequence number (Java allows up to 5 with more bookkeeping; this produc
 *across* partitions instead, up to ``max.in.flight.requests.per.connection`` requests per
 broker).
 
-Everything here runs on the ``now`` the caller passes (trio's clock in the sender), so the
-linger and retry rules are tested without a clock. A batch's encoded bytes are made once, at
-its first send, and reused by every retry.
+Everything here runs on the ``now`` the caller passes (trio's clock in the sender), or on the
+``clock`` it was given (read when an append opens a batch), so the linger and retry rules are
+tested without trio's clock. A batch's encoded bytes are made once, at its first send, and
+reused by every retry.
+
+:meth:`RecordAccumulator.append` runs once per record, so it is kept to the bare minimum: the
+producer hands it the partition's :class:`PartitionQueue` (looked up once per partition, not
+hashed per record), the record's tuple and its size, and the sender is woken through a callback
+only when there is something new to look at.
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -26,7 +33,7 @@ from trikafka.client.cluster import TopicPartition
 from trikafka.protocol.compression import recompress_batches
 from trikafka.protocol.records import BATCH_HEADER_SIZE, build_batch, parse_batch_header
 
-__all__ = ["ProducerBatch", "RecordAccumulator", "RecordFuture", "RecordMetadata", "record_size"]
+__all__ = ["PartitionQueue", "ProducerBatch", "RecordAccumulator", "RecordFuture", "RecordMetadata", "record_size"]
 
 
 @attrs.frozen
@@ -43,7 +50,8 @@ class RecordFuture:
     """The outcome of one record: await :meth:`wait` for its metadata or its error.
 
     A view on its batch (one event per batch, not per record: at 100-byte records the
-    per-record event was a tenth of the producer's time).
+    per-record event was a tenth of the producer's time). :meth:`RecordAccumulator.append`
+    makes it without calling ``__init__`` (a call per record): keep the two in step.
     """
 
     __slots__ = ("batch", "index")
@@ -77,12 +85,26 @@ class RecordFuture:
         return metadata
 
 
+RECORD_OVERHEAD = 21  # a record's fixed fields, varints at their widest
+
+
 def record_size(key: bytes | None, value: bytes | None, headers: Any) -> int:
     """Upper bound of a record's encoded size (varints at their widest)."""
-    size = 21 + (len(key) if key else 0) + (len(value) if value else 0)
+    size = RECORD_OVERHEAD + (len(key) if key else 0) + (len(value) if value else 0)
     for name, header_value in headers:
         size += 10 + len(name) + (len(header_value) if header_value else 0)
     return size
+
+
+class PartitionQueue(collections.deque):  # type: ignore[type-arg]
+    """The batches of one partition, oldest first; knows its partition so that an append
+    needs no hashing of a :class:`TopicPartition`."""
+
+    __slots__ = ("tp",)
+
+    def __init__(self, tp: TopicPartition) -> None:
+        super().__init__()
+        self.tp = tp
 
 
 @attrs.define(eq=False)
@@ -124,37 +146,57 @@ class ProducerBatch:
         self.done.set()
 
 
+_new_future = object.__new__
+
+
+def _no_wake() -> None:
+    pass
+
+
 class RecordAccumulator:
-    def __init__(self, batch_size: int, linger_ms: int, delivery_timeout_ms: int) -> None:
+    def __init__(self, batch_size: int, linger_ms: int, delivery_timeout_ms: int, clock: Callable[[], float] = trio.current_time) -> None:
         self.batch_size = batch_size
         self.linger = linger_ms / 1000
         self.delivery_timeout = delivery_timeout_ms / 1000
-        self.queues: dict[TopicPartition, collections.deque[ProducerBatch]] = {}
+        self.clock = clock
+        self.wake: Callable[[], None] = _no_wake  # the sender's wake-up, once there is one
+        self.queues: dict[TopicPartition, PartitionQueue] = {}
         self.in_flight: set[TopicPartition] = set()
         self.incomplete: set[ProducerBatch] = set()
         self.flushing = 0
         self.queued_bytes = 0
 
-    def append(self, tp: TopicPartition, key: bytes | None, value: bytes | None, headers: Any, timestamp: int, now: float) -> tuple[RecordFuture, bool]:
-        """Add a record; returns its future and whether to wake the sender (a new batch has a
-        linger deadline to watch, or a batch became full)."""
-        size = 21 + (len(key) if key else 0) + (len(value) if value else 0)
-        if headers:
-            size += record_size(None, None, headers) - 21
+    def queue(self, tp: TopicPartition) -> PartitionQueue:
+        """The partition's queue (made on first use; it lives as long as the accumulator, so
+        the producer keeps it per partition)."""
         queue = self.queues.get(tp)
         if queue is None:
-            queue = self.queues[tp] = collections.deque()
-        batch = queue[-1] if queue and queue[-1].encoded is None and queue[-1].attempts == 0 else None
-        created = batch is None or bool(batch.records and batch.size + size > self.batch_size)
-        if created:
-            batch = ProducerBatch(tp, now, now + self.delivery_timeout)
+            queue = self.queues[tp] = PartitionQueue(tp)
+        return queue
+
+    def append(self, queue: PartitionQueue, record: tuple[bytes | None, bytes | None, Any, int], size: int) -> RecordFuture:
+        """Add ``record`` — ``(key, value, headers, timestamp)``, ``size`` bytes as
+        :func:`record_size` counts them — to the partition's last batch, or to a new one.
+        Wakes the sender when a new batch has a linger deadline to watch, or a batch is full."""
+        batch = queue[-1] if queue else None
+        if batch is None or batch.attempts or batch.encoded is not None or (batch.size + size > self.batch_size and batch.records):
+            now = self.clock()
+            batch = ProducerBatch(queue.tp, now, now + self.delivery_timeout)
             queue.append(batch)
             self.incomplete.add(batch)
-        future = RecordFuture(batch, len(batch.records))
-        batch.records.append((key, value, headers, timestamp))
+            created = True
+        else:
+            created = False
+        records = batch.records
+        future = _new_future(RecordFuture)  # no __init__ call: this is per record
+        future.batch = batch
+        future.index = len(records)
+        records.append(record)
         batch.size += size
         self.queued_bytes += size
-        return future, created or batch.size >= self.batch_size
+        if created or batch.size >= self.batch_size:
+            self.wake()
+        return future
 
     def ready(self, now: float) -> tuple[list[TopicPartition], float]:
         """Partitions whose first batch may be sent now, and when to look again."""

@@ -22,6 +22,8 @@ from kio.schema.errors import ErrorCode
 
 __all__ = ["BrokerNode", "ClusterMetadata", "PartitionInfo", "TopicInfo", "TopicPartition"]
 
+_NO_ERROR = ErrorCode.none  # read once: an enum member lookup per call is not free on 3.11
+
 
 @attrs.frozen(order=True)
 class TopicPartition:
@@ -150,7 +152,7 @@ class ClusterMetadata:
     def partition_count(self, topic: str) -> int | None:
         """Partitions of a topic that the last refresh found without error, else None."""
         info = self.topics.get(topic)
-        if info is None or info.error_code != ErrorCode.none or not info.partitions:
+        if info is None or info.error_code != _NO_ERROR or not info.partitions:
             return None
         return len(info.partitions)
 
@@ -177,6 +179,6 @@ class ClusterMetadata:
     def topic_error(self, topic: str) -> ErrorCode | None:
         """The topic's error from the last refresh, if it had one."""
         info = self.topics.get(topic)
-        if info is None or info.error_code == ErrorCode.none:
+        if info is None or info.error_code == _NO_ERROR:
             return None
         return info.error_code

@@ -13,35 +13,40 @@ clients put them (sans-IO).
 from __future__ import annotations
 
 import random
+import struct
 
 __all__ = ["StickyPartitioner", "murmur2", "partition_for_key", "to_positive"]
 
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
+# The key's whole 4-byte words, little-endian, in one C call (per-byte indexing was most of
+# murmur2's time): a ready Struct for keys up to 256 bytes, struct's own cache beyond.
+_WORDS = [struct.Struct(f"<{n}I").unpack_from for n in range(65)]
+
+
+def _murmur2_unsigned(data: bytes) -> int:
+    length = len(data)
+    h = 0x9747B28C ^ length
+    words = length >> 2
+    for k in _WORDS[words](data) if words <= 64 else struct.unpack_from(f"<{words}I", data):
+        k = (k * _M) & _MASK
+        k = ((k ^ (k >> 24)) * _M) & _MASK
+        h = ((h * _M) & _MASK) ^ k
+    tail = length & 3
+    if tail:
+        whole = length - tail
+        if tail == 3:
+            h ^= data[whole + 2] << 16
+        if tail >= 2:
+            h ^= data[whole + 1] << 8
+        h = ((h ^ data[whole]) * _M) & _MASK
+    h = ((h ^ (h >> 13)) * _M) & _MASK
+    return h ^ (h >> 15)
 
 
 def murmur2(data: bytes) -> int:
     """Kafka's ``Utils.murmur2``: the signed 32-bit hash Java computes."""
-    length = len(data)
-    h = (0x9747B28C ^ length) & _MASK
-    whole = length & ~3
-    for i in range(0, whole, 4):
-        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        k = (k * _M) & _MASK
-        h = ((h * _M) & _MASK) ^ k
-    tail = length & 3
-    if tail == 3:
-        h ^= data[whole + 2] << 16
-    if tail >= 2:
-        h ^= data[whole + 1] << 8
-    if tail >= 1:
-        h ^= data[whole]
-        h = (h * _M) & _MASK
-    h ^= h >> 13
-    h = (h * _M) & _MASK
-    h ^= h >> 15
+    h = _murmur2_unsigned(data)
     return h - (1 << 32) if h & 0x80000000 else h
 
 
@@ -50,7 +55,9 @@ def to_positive(number: int) -> int:
 
 
 def partition_for_key(key: bytes, num_partitions: int) -> int:
-    return to_positive(murmur2(key)) % num_partitions
+    """``toPositive(murmur2(key)) % numPartitions`` (the sign bit dropped, as Java's
+    ``toPositive`` does to the signed hash)."""
+    return (_murmur2_unsigned(key) & 0x7FFFFFFF) % num_partitions
 
 
 class StickyPartitioner:
@@ -59,26 +66,23 @@ class StickyPartitioner:
     def __init__(self, batch_size: int, rng: random.Random | None = None) -> None:
         self.batch_size = max(batch_size, 1)
         self.rng = rng or random.Random()
-        self._current: dict[str, tuple[int, int]] = {}  # topic → (partition, bytes so far)
+        self._current: dict[str, list[int]] = {}  # topic → [partition, bytes so far]
 
-    def partition(self, topic: str, available: list[int], num_partitions: int) -> int:
+    def partition(self, topic: str, size: int, available: list[int], num_partitions: int) -> int:
+        """The partition for a ``size``-byte record (counted towards the switch): the sticky
+        one while it has a leader (or none has), else a new one; after ``batch_size`` bytes
+        the *next* record gets a new one."""
         current = self._current.get(topic)
-        if current is not None and (current[0] in available or not available):
-            return current[0]
-        return self._switch(topic, available, num_partitions, None)
+        if current is None or not (current[0] in available or not available):
+            current = self._current[topic] = [self._choose(available, num_partitions, None), 0]
+        partition = current[0]
+        current[1] += size
+        if current[1] >= self.batch_size:
+            current[0], current[1] = self._choose(available, num_partitions, partition), 0
+        return partition
 
-    def record_appended(self, topic: str, size: int, available: list[int], num_partitions: int) -> None:
-        partition, produced = self._current.get(topic, (-1, 0))
-        produced += size
-        if produced >= self.batch_size:
-            self._switch(topic, available, num_partitions, partition)
-        else:
-            self._current[topic] = (partition, produced)
-
-    def _switch(self, topic: str, available: list[int], num_partitions: int, previous: int | None) -> int:
+    def _choose(self, available: list[int], num_partitions: int, previous: int | None) -> int:
         choices = available or list(range(num_partitions))
         if len(choices) > 1 and previous in choices:
             choices = [p for p in choices if p != previous]
-        partition = self.rng.choice(choices)
-        self._current[topic] = (partition, 0)
-        return partition
+        return self.rng.choice(choices)

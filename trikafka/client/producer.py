@@ -22,6 +22,7 @@ no record is committed twice or lost once the app restarts (see :meth:`Producer.
 from __future__ import annotations
 
 import logging
+import operator
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -30,10 +31,17 @@ from typing import Any
 import trio
 from kio.schema.errors import ErrorCode
 
-from trikafka.client.accumulator import RecordAccumulator, RecordFuture, RecordMetadata
+from trikafka.client.accumulator import (
+    RECORD_OVERHEAD,
+    PartitionQueue,
+    RecordAccumulator,
+    RecordFuture,
+    RecordMetadata,
+    record_size,
+)
 from trikafka.client.calls import call_coordinator
 from trikafka.client.client import CoordinatorType, KafkaClient, open_client
-from trikafka.client.cluster import TopicPartition
+from trikafka.client.cluster import TopicInfo, TopicPartition
 from trikafka.client.config import ClientConfig
 from trikafka.client.errors import KafkaError, TransactionAbortedError
 from trikafka.client.partitioner import StickyPartitioner, partition_for_key
@@ -45,6 +53,8 @@ from trikafka.client.versions import API
 __all__ = ["Producer", "open_producer"]
 
 log = logging.getLogger(__name__)
+
+_time_ns = time.time_ns
 
 
 def _as_bytes(value: Any, what: str) -> bytes | None:
@@ -64,6 +74,37 @@ def _headers(headers: Any) -> list[tuple[str, bytes | None]]:
     return [(str(name), _as_bytes(value, f"header {name!r}")) for name, value in items]
 
 
+def _checked_partition(topic: str, partition: Any, count: int) -> int:
+    """The explicit ``partition`` argument, or a clear error."""
+    try:
+        partition = operator.index(partition)
+    except TypeError:
+        raise TypeError(f"partition must be an int, not {type(partition).__name__}") from None
+    if not 0 <= partition < count:
+        raise KafkaError(ErrorCode.unknown_topic_or_partition, f"partition {partition} of {topic!r}, which has {count}")
+    return partition
+
+
+class _TopicRoute:
+    """What :meth:`Producer.enqueue` needs of a topic, made once per metadata of that topic
+    rather than per record: its partition count, the partitions with a leader (for the sticky
+    partitioner), and each partition's accumulator queue (looked up on first use).
+
+    Valid while the cluster's ``topics[topic]`` is the very :class:`TopicInfo` it was made
+    from: every refresh that reports the topic puts a new one there (partitions added, the
+    topic deleted and created again, an error) and a deletion removes it, so one identity
+    check per record is all the invalidation there is.
+    """
+
+    __slots__ = ("available", "count", "info", "queues")
+
+    def __init__(self, info: TopicInfo | None, count: int, available: list[int]) -> None:
+        self.info = info
+        self.count = count
+        self.available = available
+        self.queues: list[PartitionQueue | None] = [None] * count
+
+
 class Producer:
     def __init__(self, client: KafkaClient, config: ClientConfig) -> None:
         self.client = client
@@ -75,7 +116,9 @@ class Producer:
         self.max_request_size = config["max.request.size"]
         self.buffer_memory = config["buffer.memory"]
         self.closed = False
-        self._tps: dict[tuple[str, int], TopicPartition] = {}
+        self._cluster = client.cluster
+        self._transactional = self.txn.transactional
+        self._routes: dict[str, _TopicRoute] = {}
         self._txn_started = False  # partitions or offsets were added: EndTxn is needed
 
     # --- sending --------------------------------------------------------------------------
@@ -104,11 +147,18 @@ class Producer:
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> RecordFuture:
-        """Append one record to its batch; await the returned future for its metadata."""
+        """Append one record to its batch; await the returned future for its metadata.
+
+        This runs once per record, so it reads nothing it can keep: the topic's partition
+        count, leaders and queues come from its :class:`_TopicRoute` while the metadata stays
+        the same. The record's CreateTime is still taken per record (Kafka's rule when the
+        caller gives none).
+        """
         if self.closed:
             raise KafkaError(ErrorCode.unknown_server_error, "the producer is closed", retriable=False)
         txn = self.txn
-        if txn.transactional or txn.state == "FATAL_ERROR":
+        state = txn.state
+        if state != "IN_TRANSACTION" and (self._transactional or state == "FATAL_ERROR"):
             txn.check_can_send()
         key_bytes = key if key is None or type(key) is bytes else _as_bytes(key, "key")
         value_bytes = value if value is None or type(value) is bytes else _as_bytes(value, "value")
@@ -116,31 +166,40 @@ class Producer:
         size = (len(key_bytes) if key_bytes else 0) + (len(value_bytes) if value_bytes else 0)
         if size + 61 > self.max_request_size:
             raise KafkaError(ErrorCode.message_too_large, f"a {size}-byte record is over max.request.size ({self.max_request_size})")
-        cluster = self.client.cluster
+        route = self._routes.get(topic)
+        if route is None or route.info is not self._cluster.topics.get(topic):
+            route = await self._route(topic)
+        if partition is not None:
+            if type(partition) is not int or not 0 <= partition < route.count:
+                partition = _checked_partition(topic, partition, route.count)
+        elif key_bytes is not None:
+            partition = partition_for_key(key_bytes, route.count)
+        else:
+            partition = self.partitioner.partition(topic, size, route.available, route.count)
+        accumulator = self.accumulator
+        if accumulator.queued_bytes >= self.buffer_memory:
+            while accumulator.queued_bytes >= self.buffer_memory:
+                await self.sender.wait_progress()
+            txn.check_can_send()  # a transaction may have ended while we waited
+        stamp = _time_ns() // 1_000_000 if timestamp is None else int(timestamp)
+        queue = route.queues[partition]
+        if queue is None:
+            queue = route.queues[partition] = accumulator.queue(TopicPartition(topic, partition))
+        size += record_size(None, None, record_headers) if record_headers else RECORD_OVERHEAD
+        return accumulator.append(queue, (key_bytes, value_bytes, record_headers, stamp), size)
+
+    async def _route(self, topic: str) -> _TopicRoute:
+        """The topic's route from the current metadata, waiting for the topic if it is not
+        known (yet, or any more); kept while that metadata stays."""
+        cluster = self._cluster
         count = cluster.partition_count(topic)
         if count is None:
             count = await self.client.wait_for_topic(topic)
-        if partition is not None:
-            if not 0 <= partition < count:
-                raise KafkaError(ErrorCode.unknown_topic_or_partition, f"partition {partition} of {topic!r}, which has {count}")
-        elif key_bytes is not None:
-            partition = partition_for_key(key_bytes, count)
-        else:
-            available = cluster.available_partitions(topic)
-            partition = self.partitioner.partition(topic, available, count)
-            self.partitioner.record_appended(topic, size, available, count)
-        if self.accumulator.queued_bytes >= self.buffer_memory:
-            while self.accumulator.queued_bytes >= self.buffer_memory:
-                await self.sender.wait_progress()
-            txn.check_can_send()  # a transaction may have ended while we waited
-        stamp = int(time.time() * 1000) if timestamp is None else int(timestamp)
-        tp = self._tps.get((topic, partition))
-        if tp is None:
-            tp = self._tps[topic, partition] = TopicPartition(topic, partition)
-        future, wake = self.accumulator.append(tp, key_bytes, value_bytes, record_headers, stamp, trio.current_time())
-        if wake:
-            self.sender.wake()
-        return future
+        info = cluster.topics.get(topic)
+        route = _TopicRoute(info, count, cluster.available_partitions(topic))
+        if info is not None and len(info.partitions) == count:
+            self._routes[topic] = route
+        return route
 
     async def flush(self) -> None:
         """Send everything queued now, without waiting for linger.ms, and wait for the outcomes

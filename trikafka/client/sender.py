@@ -56,6 +56,7 @@ class Sender:
     def __init__(self, client: KafkaClient, accumulator: RecordAccumulator, txn: TransactionManager, config: ClientConfig) -> None:
         self.client = client
         self.accumulator = accumulator
+        accumulator.wake = self.wake  # a new batch to linger on, or a full one
         self.txn = txn
         self.acks = config["acks"]
         self.codec = CODECS[config["compression.type"]]
