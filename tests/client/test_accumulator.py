@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 
 from hypothesis import given, settings
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 from trikafka.client.accumulator import RecordAccumulator, record_size
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.partitioner import StickyPartitioner, murmur2, partition_for_key
+from trikafka.protocol.native import native_extension
 
 BATCH = 500
 LINGER_MS = 20
@@ -131,3 +133,18 @@ def test_murmur2_of_any_key_and_its_partition(key, partitions):
     expected = _murmur2_byte_by_byte(key)
     assert murmur2(key) == expected
     assert partition_for_key(key, partitions) == (expected & 0x7FFFFFFF) % partitions
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(st.one_of(st.binary(max_size=40), st.binary(min_size=250, max_size=600)))
+def test_the_native_murmur2_and_the_python_one_agree(key):
+    """Both are tested whatever runs: the native one (``_recordwalk.murmur2``) when built."""
+    from trikafka.client import partitioner
+
+    native = getattr(native_extension(), "murmur2", None)
+    if os.environ.get("TRIKAFKA_PURE_PYTHON", "") in ("", "0"):
+        assert native is not None and partitioner._murmur2_unsigned is native
+    reference = partitioner._py_murmur2_unsigned(key)
+    assert (_murmur2_byte_by_byte(key) & 0xFFFFFFFF) == reference
+    if native is not None:
+        assert native(key) == reference

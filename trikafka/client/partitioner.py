@@ -15,6 +15,8 @@ from __future__ import annotations
 import random
 import struct
 
+from trikafka.protocol.native import native_extension
+
 __all__ = ["StickyPartitioner", "murmur2", "partition_for_key", "to_positive"]
 
 _M = 0x5BD1E995
@@ -24,7 +26,9 @@ _MASK = 0xFFFFFFFF
 _WORDS = [struct.Struct(f"<{n}I").unpack_from for n in range(65)]
 
 
-def _murmur2_unsigned(data: bytes) -> int:
+def _py_murmur2_unsigned(data: bytes) -> int:
+    """The reference (and the fallback without the native extension, whose ``murmur2``
+    answers the same ~20 times faster: a keyed send's largest cost here)."""
     length = len(data)
     h = 0x9747B28C ^ length
     words = length >> 2
@@ -42,6 +46,9 @@ def _murmur2_unsigned(data: bytes) -> int:
         h = ((h ^ data[whole]) * _M) & _MASK
     h = ((h ^ (h >> 13)) * _M) & _MASK
     return h ^ (h >> 15)
+
+
+_murmur2_unsigned = getattr(native_extension(), "murmur2", None) or _py_murmur2_unsigned
 
 
 def murmur2(data: bytes) -> int:

@@ -848,12 +848,62 @@ done:
     return result;
 }
 
+/* --- Kafka's Utils.murmur2, for the Trio producer's keyed partitioning ----------------------- */
+
+PyDoc_STRVAR(murmur2_doc,
+"murmur2(key)\n"
+"--\n\n"
+"Kafka's Utils.murmur2 of key's bytes (seed 0x9747b28c) as an unsigned 32-bit int: what\n"
+"client.partitioner._py_murmur2_unsigned computes in Python (~0.75 us for a short key).");
+
+static PyObject *
+murmur2(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const unsigned char *data = (const unsigned char *)view.buf;
+    const uint32_t m = 0x5bd1e995;
+    Py_ssize_t length = view.len;
+    uint32_t h = 0x9747b28cu ^ (uint32_t)length;
+    Py_ssize_t words = length / 4;
+    for (Py_ssize_t i = 0; i < words; i++) {
+        const unsigned char *p = data + 4 * i;
+        uint32_t k = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+                     ((uint32_t)p[3] << 24);
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    Py_ssize_t whole = words * 4;
+    switch (length & 3) {
+    case 3:
+        h ^= (uint32_t)data[whole + 2] << 16;
+        /* fall through */
+    case 2:
+        h ^= (uint32_t)data[whole + 1] << 8;
+        /* fall through */
+    case 1:
+        h ^= (uint32_t)data[whole];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(h);
+}
+
 static PyMethodDef methods[] = {
     {"walk_records", walk_records, METH_VARARGS, walk_records_doc},
     {"check_batch", check_batch, METH_VARARGS, check_batch_doc},
     {"decode_records", decode_records, METH_VARARGS, decode_records_doc},
     {"record_objects", record_objects, METH_VARARGS, record_objects_doc},
     {"encode_records", encode_records, METH_VARARGS, encode_records_doc},
+    {"murmur2", murmur2, METH_O, murmur2_doc},
     {NULL, NULL, 0, NULL},
 };
 
