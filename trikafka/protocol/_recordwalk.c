@@ -38,9 +38,10 @@ fail(const char *message)
     return -1;
 }
 
-/* Read a zig-zag varint of at most 5 bytes at *pos (bounded by end). _read_varint's twin. */
+/* A zig-zag varint of at most 5 bytes at *pos (bounded by end), without an exception: 0, or
+ * -1 when the bytes end inside it, -2 when it runs past 5 bytes (_read_varint's two errors). */
 static inline int
-read_varint(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
+peek_varint(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
 {
     Py_ssize_t p = *pos;
     if (p < end && buf[p] < 0x80) { /* one byte: nearly every size and delta */
@@ -50,21 +51,29 @@ read_varint(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, int64_t *
         return 0;
     }
     uint64_t result = 0;
-    int shift = 0;
     for (int i = 0; i < 5; i++) {
         if (p >= end)
-            return fail("record ends inside a varint");
+            return -1;
         unsigned char byte = buf[p++];
-        result |= (uint64_t)(byte & 0x7F) << shift;
+        result |= (uint64_t)(byte & 0x7F) << (7 * i);
         if (!(byte & 0x80)) {
             int64_t v = (int64_t)result; /* < 2**35 */
             *out = (v >> 1) ^ -(v & 1);
             *pos = p;
             return 0;
         }
-        shift += 7;
     }
-    return fail("varint longer than 5 bytes");
+    return -2;
+}
+
+/* Read a zig-zag varint of at most 5 bytes at *pos (bounded by end). _read_varint's twin. */
+static inline int
+read_varint(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
+{
+    int status = peek_varint(buf, pos, end, out);
+    if (status == 0)
+        return 0;
+    return fail(status == -1 ? "record ends inside a varint" : "varint longer than 5 bytes");
 }
 
 /* Skip a varlong (at most 10 bytes): the record's timestamp delta. */
@@ -339,33 +348,6 @@ read_varlong64(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, int64_
         result |= (uint64_t)(byte & 0x7F) << (7 * i);
         if (!(byte & 0x80)) {
             *out = (int64_t)(result >> 1) ^ -(int64_t)(result & 1);
-            *pos = p;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-/* read_varint without an exception: -1 means "the reference would raise here". */
-static inline int
-peek_varint(const unsigned char *buf, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
-{
-    Py_ssize_t p = *pos;
-    if (p < end && buf[p] < 0x80) {
-        int64_t v = buf[p];
-        *out = (v >> 1) ^ -(v & 1);
-        *pos = p + 1;
-        return 0;
-    }
-    uint64_t result = 0;
-    for (int i = 0; i < 5; i++) {
-        if (p >= end)
-            return -1;
-        unsigned char byte = buf[p++];
-        result |= (uint64_t)(byte & 0x7F) << (7 * i);
-        if (!(byte & 0x80)) {
-            int64_t v = (int64_t)result;
-            *out = (v >> 1) ^ -(v & 1);
             *pos = p;
             return 0;
         }
