@@ -21,7 +21,13 @@ from trikafka.log.segment import SegmentStore, SyncHandle
 
 __all__ = ["Arena", "MemoryLog", "MemoryStore"]
 
-_POPULATED = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+#: Linux maps the block's pages at once; other POSIX systems map them lazily (then the arena
+#: saves nothing, costs nothing); Windows' mmap takes no flags: there the log keeps bytearrays.
+_POPULATED = (
+    mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
+    if hasattr(mmap, "MAP_ANONYMOUS")
+    else None
+)
 
 
 class Arena:
@@ -152,7 +158,7 @@ class MemoryLog(Log):
         return MemoryStore()
 
     def _writable_copy(self, batches: bytes | memoryview) -> bytearray | memoryview:
-        if len(batches) < Arena.smallest:
+        if len(batches) < Arena.smallest or _POPULATED is None:
             return bytearray(batches)
         if self._arena is None:
             self._arena = Arena()
