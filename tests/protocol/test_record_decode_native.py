@@ -12,7 +12,6 @@ Deterministic (``derandomize=True``), no example database, like ``test_records.p
 from __future__ import annotations
 
 import gc
-import os
 import pickle
 
 import attrs
@@ -34,6 +33,7 @@ from trikafka.protocol.records import (
     record_tuples,
 )
 
+from .record_walks import native as native_function
 from .record_walks import outcome
 from .test_record_walk_native import _assemble, _fields, _records, _varint, _zigzag
 
@@ -42,14 +42,10 @@ DETERMINISTIC = settings(derandomize=True, database=None, deadline=None, max_exa
 
 @pytest.fixture(scope="module")
 def native():
-    if os.environ.get("TRIKAFKA_PURE_PYTHON", "") not in ("", "0"):
+    decoders = native_function("decode_records"), native_function("record_objects")
+    if record_reader._record_objects is None:
         pytest.skip("TRIKAFKA_PURE_PYTHON is set: the client decodes with the reference alone")
-    try:
-        from trikafka.protocol._recordwalk import decode_records
-        from trikafka.protocol._recordwalk import record_objects as objects
-    except ImportError as error:
-        pytest.fail(f"the native record decoder is not built ({error}): `python setup.py build_ext --inplace`")
-    return decode_records, objects
+    return decoders
 
 
 def reference(data, position, end, count, base, base_ts, append_time):

@@ -10,8 +10,6 @@ Deterministic (``derandomize=True``), no example database, like ``test_records.p
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -19,6 +17,7 @@ from hypothesis import strategies as st
 from trikafka.protocol import record_builder
 from trikafka.protocol.records import build_batch, iter_batches, iter_records
 
+from .record_walks import native as native_function
 from .record_walks import outcome
 
 DETERMINISTIC = settings(derandomize=True, database=None, deadline=None, max_examples=400)
@@ -26,12 +25,9 @@ DETERMINISTIC = settings(derandomize=True, database=None, deadline=None, max_exa
 
 @pytest.fixture(scope="module")
 def encode():
-    if os.environ.get("TRIKAFKA_PURE_PYTHON", "") not in ("", "0"):
+    encode_records = native_function("encode_records")
+    if record_builder._encode_records is None:
         pytest.skip("TRIKAFKA_PURE_PYTHON is set: batches are built by the reference alone")
-    try:
-        from trikafka.protocol._recordwalk import encode_records
-    except ImportError as error:
-        pytest.fail(f"the native record encoder is not built ({error}): `python setup.py build_ext --inplace`")
     return encode_records
 
 
