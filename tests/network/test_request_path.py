@@ -87,6 +87,41 @@ async def test_full_request_channel_pushes_back(autojump_clock):
             assert api_versions_response(frame)[0] == cid
 
 
+async def test_an_idle_handler_lends_its_turn_to_the_connection(autojump_clock):
+    """While a handler is idle the connection answers in its own task (no trip to the
+    handler and back); with the only handler's turn taken, the next request waits in the
+    channel for that handler task, as before."""
+    entered = trio.Event()
+    ran_in: dict[int, str] = {}
+    async with open_test_broker(num_io_threads=1) as tb:
+        original = tb.broker.apis.handlers[18]
+
+        async def noted(request):
+            ran_in[request.correlation_id] = trio.lowlevel.current_task().name
+            if request.correlation_id == 1:
+                entered.set()
+                await trio.sleep(1)  # the only turn is taken for a virtual second
+            return await original(request)
+
+        tb.broker.apis.handlers[18] = noted
+        first, second = [await tb.connect() for _ in range(2)]
+        await first.send_all(api_versions_frame(1))
+        await entered.wait()
+        await second.send_all(api_versions_frame(2))
+        await trio.testing.wait_all_tasks_blocked()
+        assert tb.broker.request_channel.statistics().queue_size == 1
+        for stream, cid in ((first, 1), (second, 2)):
+            (frame,) = await read_frames(stream, 1)
+            assert api_versions_response(frame)[0] == cid
+        assert "network-thread" in ran_in[1]  # the connection's task
+        assert ran_in[2] == "data-plane-kafka-request-handler-0"
+        stats = tb.broker.statistics()
+        assert tb.broker.handler_pool.handled == 2
+        queue_time = stats.requests["ApiVersions"]["RequestQueueTimeMs"]
+        # The first never queued (0 ms); the second queued for the held second (1000 ms).
+        assert queue_time.count == 2 and queue_time.mean == pytest.approx(500, abs=1)
+
+
 async def test_idle_connection_closes_at_exactly_max_idle_ms(autojump_clock):
     async with open_test_broker(connections_max_idle_ms=60_000) as tb:
         stream = await tb.connect()

@@ -112,3 +112,46 @@ async def test_cancelled_waiters_leave_no_trace():
 def test_a_capacity_below_one_is_refused():
     with pytest.raises(ValueError, match="at least 1, not 0"):
         RequestQueue(0)
+
+
+async def test_a_reserved_turn_is_not_handed_items_until_released():
+    """An inline answer takes an idle handler's turn: that handler gets nothing meanwhile,
+    and what was queued meanwhile goes to it on release — with a waiting producer's item
+    moving into the room it leaves."""
+    queue: RequestQueue[int] = RequestQueue(1)
+    assert not queue.reserve()  # nobody idle: no turn to take
+    got: list[int] = []
+
+    async def consume() -> None:
+        got.append(await queue.get())
+        got.append(await queue.get())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(consume)
+        await trio.testing.wait_all_tasks_blocked()
+        assert queue.reserve()
+        assert not queue.reserve()  # one consumer, one turn
+        assert queue.put_nowait(1)
+        nursery.start_soon(queue.put, 2)
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(queue) == 1 and queue.waiting_putters == 1 and got == []
+        queue.release()
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == [1, 2]
+        assert len(queue) == 0 and queue.waiting_putters == 0
+
+
+async def test_a_closed_queue_lends_no_turn():
+    queue: RequestQueue[int] = RequestQueue(1)
+    queue.put_nowait(1)
+
+    async def drain() -> None:
+        async for _ in queue:
+            pass
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(drain)
+        await trio.testing.wait_all_tasks_blocked()
+        assert queue.waiting_getters == 1
+        queue.close()  # the consumer ends: there is no turn left to lend
+        assert not queue.reserve()

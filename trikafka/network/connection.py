@@ -91,8 +91,10 @@ class ConnectionSettings:
 class ConnectionHooks:
     """Everything a connection tells the world, as callbacks; one per processor."""
 
-    #: Queue a request for the handlers; waits while the request channel is full.
-    submit: Callable[[Request], Awaitable[None]]
+    #: Hand a request to the handlers: True when it was handled in the caller's task
+    #: (its answer, if any, is in its slot); else it was queued (waiting while the request
+    #: channel is full).
+    submit: Callable[[Request], Awaitable[bool | None]]
     #: The connection is gone (after its last response, before its stream closes).
     closed: Callable[[Connection], None]
     #: A connection closed because the client's bytes were bad (BrokerMetrics).
@@ -242,14 +244,21 @@ class Connection:
                 pool.allocate(size)
                 request.memory = size
             hooks.busy(now() - start)
-            await submit(request)
-            state.request_queued()
-            if unwritten:
+            if await submit(request):  # handled already, in this task
+                state.request_queued()
+                response = slot.take()
+                if response is None:  # left to the purgatory (a long poll, acks=all)
+                    if unwritten:
+                        await self._write_held()
+                    response = await slot.get()
+            elif unwritten:
+                state.request_queued()
                 response = await slot.get(wake_on_delay=True)
                 if response is DELAYED:  # a long poll: the held answers go out now
                     await self._write_held()
                     response = await slot.get()
             else:
+                state.request_queued()
                 response = await slot.get()
             request.response_dequeue_time = now()
             throttled_until = request.throttle_deadline

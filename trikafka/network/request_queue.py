@@ -15,6 +15,11 @@ Two rules make it cheaper than the channel and keep it fair:
   ``queued.max.requests`` and every request it takes wakes its connection, so the
   connections run as soon as the handler next waits. Cancellation is seen at that wait.
 
+A consumer's turn can also be lent out (:meth:`reserve`, :meth:`release`): a connection that
+finds a handler idle answers its request in its own task, and while it does, that idle
+handler counts as busy — no request is handed to it — so no more requests are handled at
+once than there are handlers.
+
 Closing ends the handlers' ``async for`` once the queue is drained (Kafka's shutdown pill,
 without the pill); a connection waiting for room, or putting after the close, gets
 ``trio.ClosedResourceError``, as from a closed memory channel.
@@ -36,7 +41,7 @@ T = TypeVar("T")
 class RequestQueue(Generic[T]):
     """At most ``capacity`` items queued; producers wait for room, consumers for items."""
 
-    __slots__ = ("capacity", "_items", "_getters", "_putters", "_closed")
+    __slots__ = ("capacity", "_items", "_getters", "_putters", "_closed", "_reserved")
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
@@ -47,6 +52,8 @@ class RequestQueue(Generic[T]):
         #: Producers waiting for room, with what they put: task → item, in arrival order.
         self._putters: dict[trio.lowlevel.Task, T] = {}
         self._closed = False
+        #: Waiting consumers whose turn is lent out (:meth:`reserve`): not handed items.
+        self._reserved = 0
 
     def __len__(self) -> int:
         return len(self._items)
@@ -64,7 +71,7 @@ class RequestQueue(Generic[T]):
         if self._closed:
             raise trio.ClosedResourceError("the request queue is closed")
         getters = self._getters
-        if getters:
+        if len(getters) > self._reserved:
             trio.lowlevel.reschedule(getters.popleft(), outcome.Value(item))
             return True
         items = self._items
@@ -85,6 +92,29 @@ class RequestQueue(Generic[T]):
             return trio.lowlevel.Abort.SUCCEEDED
 
         await trio.lowlevel.wait_task_rescheduled(abort)
+
+    def reserve(self) -> bool:
+        """Take an idle consumer's turn (True), or find none idle (False).
+
+        The caller does that consumer's work itself, then must :meth:`release` the turn.
+        """
+        if len(self._getters) > self._reserved and not self._closed:
+            self._reserved += 1
+            return True
+        return False
+
+    def release(self) -> None:
+        """Give back a turn taken by :meth:`reserve`; an item queued meanwhile goes out."""
+        self._reserved -= 1
+        items = self._items
+        if items and len(self._getters) > self._reserved:
+            item = items.popleft()
+            putters = self._putters
+            if putters:  # room again: the longest-waiting producer's item joins the queue
+                task = next(iter(putters))
+                items.append(putters.pop(task))
+                trio.lowlevel.reschedule(task)
+            trio.lowlevel.reschedule(self._getters.popleft(), outcome.Value(item))
 
     async def get(self) -> T:
         """The next item, waiting for one; ``trio.EndOfChannel`` once closed and drained."""

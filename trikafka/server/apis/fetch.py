@@ -293,21 +293,31 @@ class FetchApis(ApiFamily):
         body = request.body
         changes = cluster_view(self.context).changes  # last in ``seen`` when there is one
         try:
+            results = None
             with self.context.purgatory.wait_until(deadline):  # a stop ends it early too
                 while True:
-                    await trio_util.wait_any(
-                        *(
-                            functools.partial(end.wait_value, functools.partial(_grew, value))
-                            for end, value in seen
-                        )
-                    )
+                    # A produce may have landed before this task first ran: then there is
+                    # nothing to wait for (and no trip through the scheduler to take).
+                    if not any(end.value > value for end, value in seen):
+                        if len(seen) == 1:  # one partition: no nursery of watchers to wake through
+                            end, value = seen[0]
+                            await end.wait_value(functools.partial(_grew, value))
+                        else:
+                            await trio_util.wait_any(
+                                *(
+                                    functools.partial(end.wait_value, functools.partial(_grew, value))
+                                    for end, value in seen
+                                )
+                            )
                     if changes is not None and changes.value != seen[-1][1]:
                         wanted = self._plan(request, context)  # Kafka's DelayedFetch case A: leadership moved
-                    _, total, errors = self._read(wanted, body.max_bytes, committed)
+                    results, total, errors = self._read(wanted, body.max_bytes, committed)
                     if total >= body.min_bytes or errors:
-                        break
+                        break  # answered with this read: nothing can change before the answer
+                    results = None
                     seen = [(end, end.value) for end, _ in seen]
-            results, _, _ = self._read(wanted, body.max_bytes, committed)
+            if results is None:  # max.wait.ms passed, or the broker is stopping: what there is
+                results, _, _ = self._read(wanted, body.max_bytes, committed)
             self._count_out(wanted)
             response = self._response(request, results, context)
         except Exception:
