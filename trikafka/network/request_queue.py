@@ -103,30 +103,28 @@ class RequestQueue(Generic[T]):
             return True
         return False
 
+    def _take(self) -> T:
+        """The first queued item; the room it leaves goes to the longest-waiting producer."""
+        items = self._items
+        item = items.popleft()
+        putters = self._putters
+        if putters:
+            task = next(iter(putters))
+            items.append(putters.pop(task))
+            trio.lowlevel.reschedule(task)
+        return item
+
     def release(self) -> None:
         """Give back a turn taken by :meth:`reserve`; an item queued meanwhile goes out."""
         self._reserved -= 1
         items = self._items
         if items and len(self._getters) > self._reserved:
-            item = items.popleft()
-            putters = self._putters
-            if putters:  # room again: the longest-waiting producer's item joins the queue
-                task = next(iter(putters))
-                items.append(putters.pop(task))
-                trio.lowlevel.reschedule(task)
-            trio.lowlevel.reschedule(self._getters.popleft(), outcome.Value(item))
+            trio.lowlevel.reschedule(self._getters.popleft(), outcome.Value(self._take()))
 
     async def get(self) -> T:
         """The next item, waiting for one; ``trio.EndOfChannel`` once closed and drained."""
-        items = self._items
-        if items:
-            item = items.popleft()
-            putters = self._putters
-            if putters:  # room again: the longest-waiting producer's item joins the queue
-                task = next(iter(putters))
-                items.append(putters.pop(task))
-                trio.lowlevel.reschedule(task)
-            return item
+        if self._items:
+            return self._take()
         if self._closed:
             raise trio.EndOfChannel
         task = trio.lowlevel.current_task()
