@@ -70,6 +70,8 @@ __all__ = ["Connection", "ConnectionHooks", "ConnectionSettings", "RECEIVE_SIZE"
 log = logging.getLogger("trikafka.network")
 
 RECEIVE_SIZE = 256 * 1024
+#: Requests a connection serves from its buffer before it lets other tasks run (see _serve).
+FAIR_STREAK = 16
 
 
 @attrs.frozen
@@ -203,6 +205,7 @@ class Connection:
         held_api_keys = settings.held_api_keys
         sasl = self.authenticator is not None
         unwritten = self._held  # requests whose answers the state holds (coalesced writes)
+        streak = 0  # requests served one after another without a checkpoint
         while True:
             if pool is None or pool.available > 0:
                 event = state.next_event()
@@ -215,8 +218,17 @@ class Connection:
                 if event is None:
                     return
                 start = self.last_activity  # the request's last byte arrived then
+                streak = 0
             else:
                 start = now()
+                # Served from bytes already read: no read, so no checkpoint, and answered in
+                # this task while a handler is idle — a client pipelining a buffer full of
+                # requests would hold the loop for all of them. Everyone else gets a turn
+                # every FAIR_STREAK such requests.
+                streak += 1
+                if streak >= FAIR_STREAK:
+                    streak = 0
+                    await trio.lowlevel.cancel_shielded_checkpoint()
             if event.__class__ is Closed:
                 if unwritten:
                     await self._write_held()
