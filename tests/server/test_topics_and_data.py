@@ -6,6 +6,8 @@ versions (topic names become topic ids in Produce v13 and Fetch v13).
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import trio
 from crc32c import crc32c
@@ -311,6 +313,42 @@ async def test_fetch_long_poll_returns_when_data_arrives(autojump_clock):
         assert result["at"] - start == pytest.approx(2.0)
         (partition,) = result["response"].responses[0].partitions
         assert records_of(partition.records) == [(0, b"k", b"hello")]
+
+
+async def test_a_long_poll_over_several_partitions_wakes_on_any_of_them(autojump_clock):
+    """One waiter watches every partition's end (EndOffset watchers): data on the third
+    wakes the fetch at once, and nothing is left watching once it is answered."""
+    async with open_test_broker() as tb, tb.client() as fetcher, tb.client() as producer:
+        created = await create_topic(fetcher, "several", partitions=3)
+        one = fetch_request(12, "several", created.topic_id, 0, 0, max_wait=30_000, min_bytes=1)
+        partition = one.topics[0].partitions[0]
+        wide = dataclasses.replace(
+            one,
+            topics=(
+                dataclasses.replace(
+                    one.topics[0],
+                    partitions=tuple(dataclasses.replace(partition, partition=i) for i in range(3)),
+                ),
+            ),
+        )
+        logs = [tb.broker.replica_manager.get_log("several", i) for i in range(3)]
+        result = {}
+        start = trio.current_time()
+
+        async def poll():
+            result["response"] = await fetcher.request(wide)
+            result["at"] = trio.current_time()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(poll)
+            await trio.sleep(2)
+            assert tb.broker.purgatory.statistics().delayed == 1
+            assert all(len(log.high_watermark.watchers) == 1 for log in logs)
+            await produce(producer, 9, "several", created.topic_id, 2, build_batch([(b"k", b"third", [], 1)]))
+        assert result["at"] - start == pytest.approx(2.0)  # woken by the produce, not max_wait
+        by_partition = {p.partition_index: p for p in result["response"].responses[0].partitions}
+        assert records_of(by_partition[2].records) == [(0, b"k", b"third")]
+        assert all(not log.high_watermark.watchers for log in logs)
 
 
 async def test_fetch_sizes_follow_kip_74(autojump_clock):

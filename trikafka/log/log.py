@@ -61,7 +61,7 @@ from trikafka.protocol.records import (
     rebase_batches,
 )
 
-__all__ = ["AppendInfo", "Clock", "FetchData", "FlushJob", "Log", "wall_clock_ms"]
+__all__ = ["AppendInfo", "Clock", "EndOffset", "FetchData", "FlushJob", "Log", "wall_clock_ms"]
 
 Clock = Callable[[], float]
 _OFFSET_LENGTH = struct.Struct(">qi")  # baseOffset, batchLength
@@ -70,6 +70,33 @@ _OFFSET_LENGTH = struct.Struct(">qi")  # baseOffset, batchLength
 def wall_clock_ms() -> float:
     """The default clock: wall time in milliseconds."""
     return now_ms()  # the broker's one wall clock (trikafka/clock.py)
+
+
+class EndOffset(AsyncValue[int]):
+    """An ``AsyncValue`` of an offset that also calls its watchers when it changes.
+
+    A long poll over several partitions waits for any of their ends to move. Through
+    ``AsyncValue`` alone that takes a task per partition (``trio_util.wait_any``: a nursery,
+    and on waking a cancellation of every sibling); a watcher — Kafka's watcher lists in its
+    purgatory — is one callback here, run where the offset moves, so the waiting fetch is
+    one task with one wake-up.
+    """
+
+    def __init__(self, value: int) -> None:
+        super().__init__(value)
+        self.watchers: set[Callable[[], None]] = set()
+
+    @property
+    def value(self) -> int:
+        return self._value  # type: ignore[no-any-return]
+
+    @value.setter
+    def value(self, x: int) -> None:
+        changed = self._value != x
+        AsyncValue.value.fset(self, x)  # type: ignore[attr-defined]
+        if changed:
+            for watcher in tuple(self.watchers):
+                watcher()
 
 
 @attrs.frozen
@@ -128,10 +155,10 @@ class Log(LogRetention, LogDurability, LogTransactions):
         end = self._segments[-1].next_offset
         self._log_start_offset = min(max(log_start_offset, self._segments[0].base_offset), end)
         self.recovery_point = min(recovery_point, end)
-        self.high_watermark: AsyncValue[int] = AsyncValue(end)
+        self.high_watermark: EndOffset = EndOffset(end)
         self.log_end_offset_value: AsyncValue[int] = AsyncValue(end)
         self.transactions = TransactionTracker()
-        self.last_stable_offset: AsyncValue[int] = AsyncValue(end)
+        self.last_stable_offset: EndOffset = EndOffset(end)
         self._unflushed_messages = 0
         self._rolled_since_flush = False
         self._last_flush_ms = self._clock()

@@ -43,6 +43,7 @@ import trio_util
 
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
+from trikafka.log.log import EndOffset
 from trikafka.protocol.records import next_offset_after
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
@@ -299,16 +300,7 @@ class FetchApis(ApiFamily):
                     # A produce may have landed before this task first ran: then there is
                     # nothing to wait for (and no trip through the scheduler to take).
                     if not any(end.value > value for end, value in seen):
-                        if len(seen) == 1:  # one partition: no nursery of watchers to wake through
-                            end, value = seen[0]
-                            await end.wait_value(functools.partial(_grew, value))
-                        else:
-                            await trio_util.wait_any(
-                                *(
-                                    functools.partial(end.wait_value, functools.partial(_grew, value))
-                                    for end, value in seen
-                                )
-                            )
+                        await _wait_for_growth(seen)
                     if changes is not None and changes.value != seen[-1][1]:
                         wanted = self._plan(request, context)  # Kafka's DelayedFetch case A: leadership moved
                     results, total, errors = self._read(wanted, body.max_bytes, committed)
@@ -354,6 +346,39 @@ def _no_data(key: Any, partition: int, code: ErrorCode) -> dict[str, Any]:
 
 def _grew(seen: int, value: int) -> bool:
     return value > seen
+
+
+async def _wait_for_growth(seen: list[tuple[Any, int]]) -> None:
+    """Until one of the ``AsyncValue`` s in ``seen`` is above the value seen with it.
+
+    One partition: its own wait. Several log ends (``EndOffset``): one event, set by a
+    watcher on each — one task and one wake-up, where ``trio_util.wait_any`` starts a task
+    per partition and cancels the rest when one wakes. Anything else (a cluster's
+    leadership changes) goes through ``wait_any``.
+    """
+    if len(seen) == 1:
+        end, value = seen[0]
+        await end.wait_value(functools.partial(_grew, value))
+        return
+    if all(end.__class__ is EndOffset for end, _ in seen):
+        moved = [trio.Event()]
+
+        def wake() -> None:
+            moved[0].set()
+
+        for end, _ in seen:
+            end.watchers.add(wake)
+        try:
+            while not any(end.value > value for end, value in seen):
+                await moved[0].wait()
+                moved[0] = trio.Event()  # the move may not be growth (a truncation): look again
+        finally:
+            for end, _ in seen:
+                end.watchers.discard(wake)
+        return
+    await trio_util.wait_any(
+        *(functools.partial(end.wait_value, functools.partial(_grew, value)) for end, value in seen)
+    )
 
 
 def _end_of(partition_log: Any, committed: bool) -> Any:
