@@ -154,7 +154,7 @@ class ResponseSlot:
 
     def take(self) -> Response | None:
         """The response if it is here (None if not), without waiting or a checkpoint: for
-        a connection whose request was handled in its own task, which was its checkpoint."""
+        a connection whose request was just handled in its own task (``send_request``)."""
         value = self._value
         self._value = None
         return value

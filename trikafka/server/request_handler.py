@@ -9,7 +9,7 @@ then has no one to answer).
 
 Inline answers: while a handler is idle, a connection's request would go straight to it, and
 the trip costs two passes through trio's scheduler (to the handler, back to the connection)
-— a third of a lone request's time here. So while the pool runs, the request channel lets
+— a fifth to a quarter of a lone request's CPU here (``perf stat``, README: Performance). So while the pool runs, the request channel lets
 the connection run ``KafkaApis.handle`` in its own task instead (:meth:`handle_inline`),
 on the idle handler's turn (``RequestQueue.reserve``): at most ``num.io.threads`` requests
 are handled at once either way, and a request arriving while every handler is busy waits in

@@ -42,8 +42,8 @@ import trio
 import trio_util
 
 from trikafka.errors import ErrorCode
-from trikafka.network.request_channel import Request
 from trikafka.log.log import EndOffset
+from trikafka.network.request_channel import Request
 from trikafka.protocol.records import next_offset_after
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
