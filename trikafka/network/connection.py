@@ -256,21 +256,20 @@ class Connection:
                 pool.allocate(size)
                 request.memory = size
             hooks.busy(now() - start)
-            if await submit(request):  # handled already, in this task
-                state.request_queued()
+            handled = await submit(request)  # True: already, in this task
+            state.request_queued()
+            if handled:
                 response = slot.take()
                 if response is None:  # left to the purgatory (a long poll, acks=all)
                     if unwritten:
                         await self._write_held()
                     response = await slot.get()
             elif unwritten:
-                state.request_queued()
                 response = await slot.get(wake_on_delay=True)
                 if response is DELAYED:  # a long poll: the held answers go out now
                     await self._write_held()
                     response = await slot.get()
             else:
-                state.request_queued()
                 response = await slot.get()
             request.response_dequeue_time = now()
             throttled_until = request.throttle_deadline

@@ -252,7 +252,7 @@ class InlineHandlers(typing.Protocol):
     """What the channel needs of the handler pool (``server/request_handler.py``) to let a
     connection answer in its own task; the network layer does not import the server."""
 
-    async def handle_inline(self, request: Request) -> None: ...
+    async def handle(self, request: Request) -> None: ...
 
 
 @attrs.frozen
@@ -275,7 +275,7 @@ class RequestChannel:
         # queued.max.request.bytes <= 0 is unbounded, as in Kafka (MemoryPool.NONE).
         self.memory_pool = RequestMemoryPool(queued_max_bytes) if queued_max_bytes > 0 else None
         #: The handler pool, while it runs (it sets this): an idle one lets the connection
-        #: answer in its own task (``RequestHandlerPool.handle_inline``).
+        #: answer in its own task (``RequestHandlerPool.handle``).
         self.handlers: InlineHandlers | None = None
 
     async def send_request(self, request: Request) -> bool:
@@ -291,7 +291,7 @@ class RequestChannel:
         queue = self.queue
         if handlers is not None and queue.reserve():  # an idle handler's turn, taken here
             try:
-                await handlers.handle_inline(request)
+                await handlers.handle(request)
             finally:
                 queue.release()
             return True

@@ -8,13 +8,13 @@ cancelled instead, once every connection is closed (see ``broker.py``: what is s
 then has no one to answer).
 
 Inline answers: while a handler is idle, a connection's request would go straight to it, and
-the trip costs two passes through trio's scheduler (to the handler, back to the connection)
-— a fifth to a quarter of a lone request's CPU here (``perf stat``, README: Performance). So while the pool runs, the request channel lets
-the connection run ``KafkaApis.handle`` in its own task instead (:meth:`handle_inline`),
-on the idle handler's turn (``RequestQueue.reserve``): at most ``num.io.threads`` requests
-are handled at once either way, and a request arriving while every handler is busy waits in
-the queue as before. Such a request's RequestQueueTime is zero; the other timings keep
-Kafka's meaning.
+the trip costs two passes through trio's scheduler (to the handler, back to the connection) —
+a fifth to a quarter of a lone request's CPU here (``perf stat``, README: Performance). So
+while the pool runs, the request channel lets the connection do the handler's work in its
+own task instead (:meth:`handle`), on the idle handler's turn (``RequestQueue.reserve``): at
+most ``num.io.threads`` requests are handled at once either way, and a request arriving while
+every handler is busy waits in the queue as before. Such a request's RequestQueueTime is
+zero; the other timings keep Kafka's meaning.
 """
 
 from __future__ import annotations
@@ -62,39 +62,27 @@ class RequestHandlerPool:
         finally:
             self.channel.handlers = None
 
-    async def handle_inline(self, request: Request) -> None:
-        """Answer ``request`` in the calling connection's task, as an idle handler would.
-
-        The response (if the handler gives one now) is left in the request's slot, which
-        nobody is waiting on: the caller takes it without a trip through the scheduler.
+    async def handle(self, request: Request) -> None:
+        """``KafkaApis.handle`` with the pool's accounting (dequeue time, busy time, count):
+        in a handler task for a queued request, or in the connection's own task while a
+        handler is idle. There the answer, if the handler gives one now, is left in the
+        request's slot for the caller to take without a trip through the scheduler.
         """
-        start = trio.lowlevel.current_clock().current_time()
-        request.dequeue_time = start
+        # trio's clock (the MockClock in tests) without trio.current_time()'s layers of calls.
+        now = trio.lowlevel.current_clock().current_time
+        start = request.dequeue_time = now()
         self._busy_now += 1
         try:
             await self.apis.handle(request)
         finally:
             self._busy_now -= 1
             self.handled += 1
-            self._busy_seconds += trio.lowlevel.current_clock().current_time() - start
+            self._busy_seconds += now() - start
 
     async def _handler(self, index: int) -> None:
-        receive = self.channel.queue
-        apis = self.apis
-        # trio's clock (the MockClock in tests) without trio.current_time()'s layers of calls:
-        # read twice per request.
-        now = trio.lowlevel.current_clock().current_time
-        async for request in receive:
-            start = now()
-            request.dequeue_time = start
-            self._busy_now += 1
+        async for request in self.channel.queue:
             slot = request.response_slot  # before handle: an injected fault may wrap it
-            try:
-                await apis.handle(request)
-            finally:
-                self._busy_now -= 1
-                self.handled += 1
-                self._busy_seconds += now() - start
+            await self.handle(request)
             slot.handled()  # unanswered (left to the purgatory): the connection may write
 
     def statistics(self) -> RequestHandlerPoolStatistics:

@@ -297,10 +297,7 @@ class FetchApis(ApiFamily):
             results = None
             with self.context.purgatory.wait_until(deadline):  # a stop ends it early too
                 while True:
-                    # A produce may have landed before this task first ran: then there is
-                    # nothing to wait for (and no trip through the scheduler to take).
-                    if not any(end.value > value for end, value in seen):
-                        await _wait_for_growth(seen)
+                    await _wait_for_growth(seen)
                     if changes is not None and changes.value != seen[-1][1]:
                         wanted = self._plan(request, context)  # Kafka's DelayedFetch case A: leadership moved
                     results, total, errors = self._read(wanted, body.max_bytes, committed)
@@ -351,34 +348,35 @@ def _grew(seen: int, value: int) -> bool:
 async def _wait_for_growth(seen: list[tuple[Any, int]]) -> None:
     """Until one of the ``AsyncValue`` s in ``seen`` is above the value seen with it.
 
-    One partition: its own wait. Several log ends (``EndOffset``): one event, set by a
+    At once, without a checkpoint, when one already is: a produce may land before the
+    purgatory task first runs. Log ends (``EndOffset``, one or several): one event, set by a
     watcher on each — one task and one wake-up, where ``trio_util.wait_any`` starts a task
-    per partition and cancels the rest when one wakes. Anything else (a cluster's
+    per value and cancels the rest when one wakes. Anything else in ``seen`` (a cluster's
     leadership changes) goes through ``wait_any``.
     """
-    if len(seen) == 1:
-        end, value = seen[0]
-        await end.wait_value(functools.partial(_grew, value))
+    if any(end.value > value for end, value in seen):
         return
-    if all(end.__class__ is EndOffset for end, _ in seen):
-        moved = [trio.Event()]
+    if any(end.__class__ is not EndOffset for end, _ in seen):
+        await trio_util.wait_any(
+            *(functools.partial(end.wait_value, functools.partial(_grew, value)) for end, value in seen)
+        )
+        return
+    moved = [trio.Event()]
 
-        def wake() -> None:
-            moved[0].set()
+    def wake() -> None:
+        moved[0].set()
 
+    for end, _ in seen:
+        end.watchers.add(wake)
+    try:
+        while True:
+            await moved[0].wait()
+            if any(end.value > value for end, value in seen):
+                return
+            moved[0] = trio.Event()  # it moved, but not up (a truncation): wait again
+    finally:
         for end, _ in seen:
-            end.watchers.add(wake)
-        try:
-            while not any(end.value > value for end, value in seen):
-                await moved[0].wait()
-                moved[0] = trio.Event()  # the move may not be growth (a truncation): look again
-        finally:
-            for end, _ in seen:
-                end.watchers.discard(wake)
-        return
-    await trio_util.wait_any(
-        *(functools.partial(end.wait_value, functools.partial(_grew, value)) for end, value in seen)
-    )
+            end.watchers.discard(wake)
 
 
 def _end_of(partition_log: Any, committed: bool) -> Any:
