@@ -2,18 +2,23 @@
 
 The conformance suite runs the whole log contract over the arena (``memory-arena`` in
 ``conftest.py``); these tests pin what is the arena's own: which appends go there, how
-blocks grow, and that a block is let go with the last chunk carved from it.
+blocks grow, that a block is let go with the last chunk carved from it, and that blocks
+let go of wait in the pool for the next arena while a log manager runs.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import gc
 import mmap
 import weakref
 
-from trikafka.log import LogConfig, MemoryLog
-from trikafka.log.memory import Arena
+import pytest
+import trio
+
+from trikafka.log import LogConfig, LogManager, MemoryLog
+from trikafka.log.memory import BLOCKS, Arena, BlockPool
 from trikafka.protocol.records import build_batch, iter_batches, iter_records
 
 
@@ -32,7 +37,7 @@ def test_a_large_append_is_kept_in_the_arena_and_reads_back_patched():
     log.append(first, leader_epoch=7)
     small, large = _chunks(log)
     assert type(small) is bytearray
-    assert isinstance(large, memoryview) and isinstance(large.obj, mmap.mmap)
+    assert isinstance(large, memoryview) and isinstance(large.obj, ctypes.Array)  # the block
     data = b"".join(bytes(c) for c in log.read(4, 10_000_000).chunks)
     header = next(iter_batches(data))
     assert (header.base_offset, header.partition_leader_epoch) == (4, 7)  # patched in the arena
@@ -81,3 +86,89 @@ def test_a_refused_mapping_falls_back_to_a_bytearray(monkeypatch):
     log.append(_batch(100_000), leader_epoch=0)
     (chunk,) = _chunks(log)
     assert type(chunk) is bytearray and log.log_end_offset == 4
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of 4 KiB, so that a few appends fill several; a pool of its own in BLOCKS."""
+    monkeypatch.setattr(Arena, "smallest", 1)
+    monkeypatch.setattr(Arena, "first", 4096)
+    monkeypatch.setattr(Arena, "largest", 4096)
+    monkeypatch.setattr(BLOCKS, "limit", BLOCKS.limit)
+    BLOCKS.clear()
+    yield
+    BLOCKS.clear()
+
+
+def _fill_blocks(arena: Arena, blocks: int) -> list[memoryview]:
+    return [arena.copy(bytes([i]) * 4096) for i in range(blocks)]
+
+
+def test_a_block_let_go_is_the_next_arenas_while_a_log_manager_runs(small_blocks):
+    with BLOCKS.in_use():
+        chunks = _fill_blocks(Arena(), 3)
+        addresses = {ctypes.addressof(chunk.obj) for chunk in chunks}
+        del chunks
+        assert BLOCKS.size == 3 * 4096
+        again = _fill_blocks(Arena(), 3)
+        assert {ctypes.addressof(chunk.obj) for chunk in again} == addresses
+        assert [bytes(chunk[:1]) for chunk in again] == [b"\0", b"\1", b"\2"]  # copied over
+        assert BLOCKS.size == 0
+    # The last user out: a block let go of now is unmapped, not kept.
+    del again
+    assert BLOCKS.size == 0
+
+
+def test_a_block_waits_one_trim_unused_and_goes_at_the_next(small_blocks):
+    with BLOCKS.in_use():
+        chunk = Arena().copy(b"x" * 4096)
+        del chunk
+        assert BLOCKS.size == 4096
+        BLOCKS.trim()  # came back within this interval: kept one more
+        assert BLOCKS.size == 4096
+        BLOCKS.trim()
+        assert BLOCKS.size == 0
+
+
+def test_the_pool_keeps_no_more_than_its_limit(small_blocks):
+    BLOCKS.limit = 2 * 4096
+    with BLOCKS.in_use():
+        chunks = _fill_blocks(Arena(), 5)
+        del chunks
+        assert BLOCKS.size == 2 * 4096
+
+
+def test_only_full_size_blocks_wait():
+    pool = BlockPool()
+    with pool.in_use():
+        pool.give_back(mmap.mmap(-1, Arena.largest // 2))
+        assert pool.size == 0
+        block = mmap.mmap(-1, Arena.largest)
+        pool.give_back(block)
+        assert pool.take(Arena.largest // 2) is None and pool.size == 0  # another size: gone
+        assert block.closed
+
+
+async def test_retention_under_a_running_log_manager_hands_its_blocks_to_new_appends(
+    small_blocks, autojump_clock
+):
+    """The cycle the pool is for: retention lets go of segments, the next appends reuse
+    their blocks instead of mapping new memory."""
+    config = LogConfig(segment_bytes=3 * 4096, retention_bytes=0, retention_ms=-1)
+    manager = LogManager(None, config, clock=lambda: trio.current_time() * 1000)
+    manager.retention_check_interval_ms = 1_000
+    log = manager.get_or_create_log("t", 0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        for _ in range(6):
+            log.append(_batch(4096 - 70, count=1), leader_epoch=0)
+        first = {ctypes.addressof(chunk.obj) for chunk in _chunks(log)}
+        await trio.sleep(1.5)  # one retention check: all but the active segment goes
+        waiting = BLOCKS.size
+        assert log.log_start_offset > 0 and waiting >= 3 * 4096
+        for _ in range(3):
+            log.append(_batch(4096 - 70, count=1), leader_epoch=0)
+        assert BLOCKS.size == waiting - 3 * 4096
+        assert {ctypes.addressof(chunk.obj) for chunk in _chunks(log)[-3:]} <= first
+        nursery.cancel_scope.cancel()
+    assert BLOCKS.size == 0  # the manager stopped: nothing kept

@@ -22,6 +22,7 @@ import trio
 
 from trikafka.log.config import INT64_MAX
 from trikafka.log.log import Log
+from trikafka.log.memory import BLOCKS
 from trikafka.log.segment import Segment
 from trikafka.log.storage import FileIO, KafkaStorageError, storage_error
 
@@ -144,6 +145,7 @@ class LogMaintenance:
             await self._slow(lambda: delete_everything(doomed, directories))
         if doomed:
             logger.info("Retention deleted %d segment(s)", len(doomed))
+        BLOCKS.trim()  # memory logs: blocks let go of an interval ago and not reused since
         self._count(retention_checks=1, segments_deleted=len(doomed))
         return len(doomed)
 

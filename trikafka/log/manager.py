@@ -65,7 +65,7 @@ from trikafka.log.config import INT64_MAX, LogConfig
 from trikafka.log.file import FileLog, parse_partition_dir_name, partition_dir_name
 from trikafka.log.lock import LogDirLock
 from trikafka.log.log import Clock, Log, wall_clock_ms
-from trikafka.log.memory import MemoryLog
+from trikafka.log.memory import BLOCKS, MemoryLog
 from trikafka.log.open_files import OpenFiles
 from trikafka.log.storage import SYSTEM_IO, FileIO, KafkaStorageError, storage_error
 
@@ -320,20 +320,21 @@ class LogManager(LogMaintenance):
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run periodic retention, flush and checkpoints until cancelled; then shut down."""
         try:
-            async with trio.open_nursery() as nursery:
-                for interval, step in (
-                    (self.retention_check_interval_ms, self.cleanup_logs),
-                    (self.flush_scheduler_interval_ms, self.flush_dirty_logs),
-                    (self.flush_offset_checkpoint_interval_ms, self.checkpoint_recovery_points),
-                    (
-                        self.flush_start_offset_checkpoint_interval_ms,
-                        self.checkpoint_log_start_offsets,
-                    ),
-                ):
-                    nursery.start_soon(
-                        self._every, interval, step, name=f"kafka-log-{step.__name__}"
-                    )
-                task_status.started()
+            with BLOCKS.in_use():
+                async with trio.open_nursery() as nursery:
+                    for interval, step in (
+                        (self.retention_check_interval_ms, self.cleanup_logs),
+                        (self.flush_scheduler_interval_ms, self.flush_dirty_logs),
+                        (self.flush_offset_checkpoint_interval_ms, self.checkpoint_recovery_points),
+                        (
+                            self.flush_start_offset_checkpoint_interval_ms,
+                            self.checkpoint_log_start_offsets,
+                        ),
+                    ):
+                        nursery.start_soon(
+                            self._every, interval, step, name=f"kafka-log-{step.__name__}"
+                        )
+                    task_status.started()
         finally:
             with trio.CancelScope(shield=True):
                 await self.aclose()
