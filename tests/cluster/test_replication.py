@@ -375,10 +375,14 @@ async def test_a_long_poll_on_a_leader_that_loses_the_partition_ends_at_once(aut
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(poll)
                 await trio.sleep(1)
+                # One waiter, watching the partition's end and the cluster's changes alike.
+                end = cluster.replica_log(1, "poll", 0).high_watermark
+                assert len(end.watchers) == 1 and cluster.changes.watchers == end.watchers
                 cluster.move_leader("poll", 0, 2)
             response, when = answers[0]
             assert response.responses[0].partitions[0].error_code == ErrorCode.not_leader_or_follower
             assert when - start == 1  # when the leader moved, not at max_wait (10 s)
+            assert not cluster.changes.watchers and not end.watchers
 
 
 def with_max_wait(body, ms: int):

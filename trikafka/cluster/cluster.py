@@ -25,7 +25,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
-from trio_util import AsyncValue
 
 from trikafka.clock import Clock, now_ms
 from trikafka.cluster.controls import ClusterControls
@@ -33,6 +32,7 @@ from trikafka.cluster.node import ClusterNode
 from trikafka.cluster.replication import ClusterLogManager, catch_up
 from trikafka.cluster.state import ClusterState
 from trikafka.config import BrokerConfig, ListenerSpec
+from trikafka.log.log import EndOffset
 from trikafka.network.memory import MemoryListener
 from trikafka.server.awaitable import AwaitableState
 from trikafka.server.cluster_view import PartitionLeadership
@@ -73,7 +73,9 @@ class Cluster(ClusterControls, AwaitableState):
             offsets_partitions=config.offsets_topic_num_partitions,
             internal_replication_factor=config.offsets_topic_replication_factor,
         )
-        self.changes: AsyncValue[int] = AsyncValue(self.state.version)  # ClusterView.changes
+        # ClusterView.changes: the end of the cluster's metadata log, as KRaft's is an offset;
+        # an EndOffset so that a long poll watches it as it watches its partitions' ends.
+        self.changes = EndOffset(self.state.version)
         self.state.on_change = self._note_change
         self.node_configs = {node_id: self._node_config(node_id) for node_id in self.state.node_ids}
         self._log_managers: dict[int, Any] = {

@@ -101,8 +101,8 @@ class ClusterView(Protocol):
 
     @property
     def changes(self) -> Any:
-        """A ``trio_util.AsyncValue`` holding ``version``, for a waiting Fetch to notice that
-        leadership moved; None when it never changes (one broker)."""
+        """An :class:`~trikafka.log.log.EndOffset` holding ``version``, for a waiting Fetch to
+        notice that leadership moved; None when it never changes (one broker)."""
         ...
 
     def leadership(self, topic: str, partition: int) -> PartitionLeadership: ...

@@ -2,11 +2,12 @@
 
 Theory of operation. A Fetch is first answered from what the logs hold. If that is at least
 ``min_bytes`` (or ``max_wait`` is zero, or a partition has an error), the handler answers at
-once. Otherwise the request becomes a DelayedFetch in the purgatory: a task that waits —
-level-triggered, on each partition's high watermark ``AsyncValue`` — for any partition to grow
-past what it last saw, re-reads, and answers when ``min_bytes`` are there or ``max_wait``
-passes on trio's clock. No polling, no missed wake-up: ``wait_value`` checks the current value
-before it sleeps.
+once. Otherwise the request becomes a DelayedFetch in the purgatory: a task that waits for
+any partition's end (``EndOffset``: the high watermark, or the LSO under read_committed) to
+grow past what its read saw — one event, set by a watcher on each end, Kafka's watcher
+lists — re-reads, and answers when ``min_bytes`` are there or ``max_wait`` passes on trio's
+clock. No polling, no missed wake-up: the ends are compared with what was seen before the
+task sleeps, with no checkpoint between that check and the watchers going on.
 
 Sizes follow KIP-74: ``partition_max_bytes`` caps each partition, ``max_bytes`` the response,
 and the first partition with data returns at least one whole batch even if it is larger than
@@ -39,7 +40,6 @@ from typing import Any
 
 import attrs
 import trio
-import trio_util
 
 from trikafka.errors import ErrorCode
 from trikafka.log.log import EndOffset
@@ -288,7 +288,7 @@ class FetchApis(ApiFamily):
         context: FetchContext,
         wanted: list[_Wanted],
         deadline: float,
-        seen: list[tuple[Any, int]],
+        seen: list[tuple[EndOffset, int]],
         committed: bool,
     ) -> None:
         body = request.body
@@ -341,25 +341,16 @@ def _no_data(key: Any, partition: int, code: ErrorCode) -> dict[str, Any]:
     }
 
 
-def _grew(seen: int, value: int) -> bool:
-    return value > seen
-
-
-async def _wait_for_growth(seen: list[tuple[Any, int]]) -> None:
-    """Until one of the ``AsyncValue`` s in ``seen`` is above the value seen with it.
+async def _wait_for_growth(seen: list[tuple[EndOffset, int]]) -> None:
+    """Until one of the ends in ``seen`` is above the value seen with it.
 
     At once, without a checkpoint, when one already is: a produce may land before the
-    purgatory task first runs. Log ends (``EndOffset``, one or several): one event, set by a
-    watcher on each — one task and one wake-up, where ``trio_util.wait_any`` starts a task
-    per value and cancels the rest when one wakes. Anything else in ``seen`` (a cluster's
-    leadership changes) goes through ``wait_any``.
+    purgatory task first runs. Otherwise one event, set by a watcher on each end (the
+    partitions' log ends, and a cluster's leadership changes) — one task and one wake-up,
+    where ``trio_util.wait_any`` would start a task per value and cancel the rest when one
+    wakes.
     """
     if any(end.value > value for end, value in seen):
-        return
-    if any(end.__class__ is not EndOffset for end, _ in seen):
-        await trio_util.wait_any(
-            *(functools.partial(end.wait_value, functools.partial(_grew, value)) for end, value in seen)
-        )
         return
     moved = [trio.Event()]
 
@@ -379,6 +370,6 @@ async def _wait_for_growth(seen: list[tuple[Any, int]]) -> None:
             end.watchers.discard(wake)
 
 
-def _end_of(partition_log: Any, committed: bool) -> Any:
-    """The AsyncValue a long poll waits on: the LSO under read_committed, else the HW."""
+def _end_of(partition_log: Any, committed: bool) -> EndOffset:
+    """The end a long poll waits on: the LSO under read_committed, else the HW."""
     return partition_log.last_stable_offset if committed else partition_log.high_watermark
