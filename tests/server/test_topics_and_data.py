@@ -282,6 +282,33 @@ async def test_acks_zero_gets_no_response_and_unmutes(autojump_clock):
         assert response.responses[0].partitions[0].high_watermark == 3
 
 
+async def test_a_fetch_without_wait_that_finds_nothing_reads_again_after_ready_work_ran(autojump_clock):
+    """fetch.max.wait.ms=0 and nothing to read: before answering, the handler lets every task
+    ready at that moment run a step and reads again, so a produce that arrived with the fetch
+    is in this answer rather than the busy-polling consumer's next round trip."""
+    async with open_test_broker() as tb, tb.client() as client:
+        created = await create_topic(client, "busy")
+        log = tb.broker.replica_manager.get_log("busy", 0)
+        read_once = trio.Event()
+        read = log.read
+
+        def read_and_tell(*args, **kwargs):
+            read_once.set()
+            return read(*args, **kwargs)
+
+        async def append_once_read():
+            await read_once.wait()  # ready to run from the fetch's first read on
+            log.append(build_batch([(b"k", b"now", [], 1)]), leader_epoch=0)
+
+        log.read = read_and_tell
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(append_once_read)
+            start = trio.current_time()
+            response = await client.request(fetch_request(12, "busy", created.topic_id, 0, 0, max_wait=0))
+        assert trio.current_time() == start  # no wait: max_wait is 0
+        assert records_of(response.responses[0].partitions[0].records) == [(0, b"k", b"now")]
+
+
 async def test_fetch_long_poll_waits_for_max_wait_in_virtual_time(autojump_clock):
     async with open_test_broker() as tb, tb.client() as client:
         created = await create_topic(client, "quiet")

@@ -265,6 +265,9 @@ class FetchApis(ApiFamily):
         committed = getattr(body, "isolation_level", 0) == READ_COMMITTED
         results, total, errors = self._read(wanted, body.max_bytes, committed)
         max_wait = body.max_wait.total_seconds()
+        if max_wait <= 0 and not total and wanted and not errors:
+            await _let_ready_requests_run()
+            results, total, errors = self._read(wanted, body.max_bytes, committed)
         if max_wait <= 0 or total >= body.min_bytes or errors or not wanted:
             self._count_out(wanted)
             return self._response(request, results, context)
@@ -324,6 +327,21 @@ class FetchApis(ApiFamily):
             for p in t.partitions
         ]
         return self._response(request, results)
+
+
+async def _let_ready_requests_run() -> None:
+    """Two passes of the scheduler: every task runnable now has had a step when this returns.
+
+    Why: a consumer that polls without waiting (fetch.max.wait.ms=0) and finds nothing fetches
+    again a round trip later. A produce read in the same pass as its fetch, but run after it,
+    would have been in that answer. Trio may run this task first in the next pass; after the
+    second, the others of the first have run (one pass gained half as much). Measured with
+    ``python -m benchmarks --rounds 1 --only latency``, busy poll, four pairs interleaved with
+    the build before: p50 0.37–0.47 → 0.26–0.32 ms, p99 0.59–0.83 → 0.40–0.57 ms; the mock's
+    p99 in the same runs 0.21–0.29 ms.
+    """
+    await trio.lowlevel.cancel_shielded_checkpoint()
+    await trio.lowlevel.cancel_shielded_checkpoint()
 
 
 def _no_data(key: Any, partition: int, code: ErrorCode) -> dict[str, Any]:
