@@ -385,6 +385,31 @@ async def test_a_long_poll_on_a_leader_that_loses_the_partition_ends_at_once(aut
             assert not cluster.changes.watchers and not end.watchers
 
 
+async def test_a_fetch_without_wait_answers_for_the_leadership_after_its_second_read(autojump_clock):
+    """A fetch with max_wait 0 that finds nothing lets ready work run before it reads again;
+    when the leader moved meanwhile, its answer says so instead of reading the old log."""
+    async with open_cluster(brokers=2, transport="memory") as cluster:
+        async with connected(cluster, 1) as client:
+            await create_topic(client, "moving", replication_factor=2)
+            log = cluster.replica_log(1, "moving", 0)
+            read_once = trio.Event()
+            read = log.read
+
+            def read_and_tell(*args, **kwargs):
+                read_once.set()
+                return read(*args, **kwargs)
+
+            async def move_once_read() -> None:
+                await read_once.wait()  # ready from the fetch's first read on
+                cluster.move_leader("moving", 0, 2)
+
+            log.read = read_and_tell
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(move_once_read)
+                response = await client.request(with_max_wait(fetch_request("moving", 0), 0))
+            assert response.responses[0].partitions[0].error_code == ErrorCode.not_leader_or_follower
+
+
 def with_max_wait(body, ms: int):
     import dataclasses
     import datetime

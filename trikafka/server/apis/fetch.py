@@ -266,7 +266,11 @@ class FetchApis(ApiFamily):
         results, total, errors = self._read(wanted, body.max_bytes, committed)
         max_wait = body.max_wait.total_seconds()
         if max_wait <= 0 and not total and wanted and not errors:
+            changes = cluster_view(self.context).changes
+            version = None if changes is None else changes.value
             await _let_ready_requests_run()
+            if changes is not None and changes.value != version:
+                wanted = self._plan(request, context)  # leadership moved meanwhile
             results, total, errors = self._read(wanted, body.max_bytes, committed)
         if max_wait <= 0 or total >= body.min_bytes or errors or not wanted:
             self._count_out(wanted)
