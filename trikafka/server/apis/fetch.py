@@ -150,6 +150,16 @@ class FetchApis(ApiFamily):
             wanted.append(item)
         return wanted
 
+    def _replanned(
+        self, request: Request, context: FetchContext, wanted: list[_Wanted], version: int | None
+    ) -> list[_Wanted]:
+        """``wanted`` planned again if the cluster's leadership moved since ``version`` (Kafka's
+        DelayedFetch case A: a partition whose leader moved away answers with its error)."""
+        changes = cluster_view(self.context).changes
+        if changes is None or changes.value == version:
+            return wanted
+        return self._plan(request, context)
+
     def _reader(self, request: Request) -> Any:
         """name → may this request read it: READ on the topic for a consumer, CLUSTER_ACTION
         on the cluster for a follower (a replica id ≥ 0), as Kafka checks."""
@@ -269,8 +279,7 @@ class FetchApis(ApiFamily):
             changes = cluster_view(self.context).changes
             version = None if changes is None else changes.value
             await _let_ready_requests_run()
-            if changes is not None and changes.value != version:
-                wanted = self._plan(request, context)  # leadership moved meanwhile
+            wanted = self._replanned(request, context, wanted, version)
             results, total, errors = self._read(wanted, body.max_bytes, committed)
         if max_wait <= 0 or total >= body.min_bytes or errors or not wanted:
             self._count_out(wanted)
@@ -299,14 +308,13 @@ class FetchApis(ApiFamily):
         committed: bool,
     ) -> None:
         body = request.body
-        changes = cluster_view(self.context).changes  # last in ``seen`` when there is one
         try:
             results = None
             with self.context.purgatory.wait_until(deadline):  # a stop ends it early too
                 while True:
                     await _wait_for_growth(seen)
-                    if changes is not None and changes.value != seen[-1][1]:
-                        wanted = self._plan(request, context)  # Kafka's DelayedFetch case A: leadership moved
+                    # The cluster's changes are last in ``seen`` when there are any.
+                    wanted = self._replanned(request, context, wanted, seen[-1][1])
                     results, total, errors = self._read(wanted, body.max_bytes, committed)
                     if total >= body.min_bytes or errors:
                         break  # answered with this read: nothing can change before the answer
