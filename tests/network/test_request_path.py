@@ -149,6 +149,70 @@ async def test_activity_resets_the_idle_timer(autojump_clock):
         assert trio.current_time() - last == pytest.approx(10.0)
 
 
+async def test_a_connection_busy_past_max_idle_ms_expires_idle_ms_after_its_answer(autojump_clock):
+    """Only a connection waiting for a request can expire: one whose request is handled for
+    longer than connections.max.idle.ms is answered, then closes idle ms after the answer."""
+    release = trio.Event()
+    async with open_test_broker(connections_max_idle_ms=10_000) as tb:
+        original = tb.broker.apis.handlers[18]
+
+        async def slow(request):
+            await release.wait()
+            return await original(request)
+
+        tb.broker.apis.handlers[18] = slow
+        stream = await tb.connect()
+        other = await tb.connect()  # keeps the expiry task waking around the busy one
+        await stream.send_all(api_versions_frame(1))
+        await trio.sleep(25)
+        release.set()
+        await read_frames(stream, 1)
+        answered = trio.current_time()
+        assert await read_until_closed(other) == b""  # idle since its connect: long gone
+        assert await stream.receive_some(1) == b""
+        assert trio.current_time() - answered == pytest.approx(10.0)
+
+
+async def test_connections_expire_each_at_its_own_time(autojump_clock):
+    """Connections opened a second apart close a second apart, each idle ms after its
+    last request: one expiry task serves them all."""
+    lifetimes: list[float] = []
+
+    async def idle(stream, answered: float) -> None:
+        assert await stream.receive_some(1) == b""
+        lifetimes.append(trio.current_time() - answered)
+
+    async with open_test_broker(connections_max_idle_ms=5_000) as tb, trio.open_nursery() as nursery:
+        for i in range(20):
+            stream = await tb.connect()
+            await stream.send_all(api_versions_frame(i))
+            await read_frames(stream, 1)
+            nursery.start_soon(idle, stream, trio.current_time())
+            await trio.sleep(1)
+    assert lifetimes == [pytest.approx(5.0)] * 20
+
+
+async def test_reads_leave_no_cancel_scopes_behind(autojump_clock):
+    """A read waits in a cancel scope without a deadline: trio keeps a deadline's scope in
+    its heap until a prune a thousand scopes later, and those the collector had to walk
+    (generation-0 collections every few dozen requests of a busy-polling consumer)."""
+    import gc
+
+    def scopes() -> int:
+        return sum(1 for o in gc.get_objects() if type(o) is trio.CancelScope)
+
+    async with open_test_broker() as tb:
+        stream = await tb.connect()
+        for i in range(10):
+            await stream.send_all(api_versions_frame(i))
+            await read_frames(stream, 1)
+        before = scopes()
+        for i in range(500):
+            await stream.send_all(api_versions_frame(i))
+            await read_frames(stream, 1)
+        assert scopes() - before < 20  # a deadline per read left ~500
+
+
 @pytest.mark.parametrize(
     "bad",
     [

@@ -103,3 +103,27 @@ async def test_pipelined_requests_behind_the_one_in_flight_are_not_served(autoju
         assert [api_versions_response(f)[0] for f in frames] == [1]
         assert len(received) == 4 + len(frames[0])  # and nothing after it
         await tb.broker.stopped.wait()
+
+
+async def test_a_tls_connection_handed_over_after_shutdown_began_closes_without_a_handshake():
+    """A stream still queued for its processor when shutdown begins gets a connection that
+    never reads (stop_reading first). On a TLS listener that must close it too: the
+    handshake's timeout, min(10 s, idle), was minus infinity there, and trio refused it with
+    a ValueError that escaped the connection's task."""
+    import ssl
+
+    from trikafka.network.connection import Connection
+    from trikafka.security.listener import ListenerSecurity
+
+    from .test_transport import _answering_hooks, _settings, pair
+
+    transport, peer = await pair("memory")
+    closed: list[Connection] = []
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    settings = _settings(listener_name="SSL", security=ListenerSecurity("SSL", "SSL", context))
+    connection = Connection(transport, "c-0", "127.0.0.1", settings, _answering_hooks([], closed, None))
+    connection.stop_reading()
+    with trio.fail_after(5):
+        await connection.run()
+    assert connection.close_reason == "broker shutting down"
+    assert closed == [connection]

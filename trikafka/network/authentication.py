@@ -132,6 +132,9 @@ class ConnectionAuthentication:
         refused client is first sent the TLS alert that says why (:func:`send_tls_alert`).
         """
         conn = self.connection
+        if conn.idle_seconds == -math.inf:  # handed over after shutdown began: never read
+            conn.close_reason = "broker shutting down"
+            return False
         stream = trio.SSLStream(conn.stream, context, server_side=True)
         timeout = min(HANDSHAKE_TIMEOUT, conn.idle_seconds)
         failure: trio.BrokenResourceError | None = None

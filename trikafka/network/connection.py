@@ -140,6 +140,8 @@ class Connection:
         self.session_expiry: float | None = None
         self.last_activity = trio.current_time()
         self.read_scope: trio.CancelScope | None = None
+        #: A read waiting for the next request (idle expiry cancels it); None while busy.
+        self.request_wait: trio.CancelScope | None = None
         self.close_reason: str | None = None
         #: Kafka's principal: from the client certificate or SASL, else User:ANONYMOUS.
         self.principal = ANONYMOUS
@@ -156,10 +158,10 @@ class Connection:
     def stop_reading(self) -> None:
         """Shutdown: end the current read and let no later read begin.
 
-        A read's deadline is ``last_activity + idle``; with an idle time of minus infinity
-        every read scope opens already expired, and with the unread bytes discarded the next
-        request must come from a read, so a connection that finishes writing its in-flight
-        response closes instead of serving another — cancellation, not a flag.
+        With an idle time of minus infinity no read begins (``receive_event`` returns at
+        once) and the processor's idle expiry counts every connection as expired; with the
+        unread bytes discarded the next request must come from a read, so a connection that
+        finishes writing its in-flight response closes instead of serving another.
         """
         self.idle_seconds = -math.inf
         self.protocol.discard_unread()  # pipelined requests not yet handed out: not served
@@ -358,37 +360,40 @@ class Connection:
         transport = self.transport
         pool = self.hooks.memory_pool
         now = self._now
-        # One cancel scope for every way a read ends early: its deadline is the idle
-        # expiry (minus infinity after stop_reading), and shutdown cancels it. Two nested
-        # scopes per read were a measurable part of a tiny request.
-        with trio.CancelScope(deadline=self.last_activity + self.idle_seconds) as scope:
-            self.read_scope = scope
-            while True:
-                if pool is not None and pool.available <= 0:
-                    await pool.wait_for_memory()
-                    event = state.next_event()  # a frame may be buffered already
-                    if event is not NEED_DATA:
-                        return event
-                into = state.unfilled()
-                if into is None:
-                    data = await transport.receive_some(RECEIVE_SIZE)
-                    count = len(data)
-                else:
-                    count = await transport.receive_into(into)
-                if not count:
-                    self.close_reason = "closed by the client"
-                    return None
-                self.last_activity = now()
-                if into is None:
-                    state.receive_data(data)
-                else:
-                    state.received_into(count)
-                if pool is None or pool.available > 0:  # else no new request: wait above
-                    event = state.next_event()
-                    if event is not NEED_DATA:
-                        return event
-                scope.deadline = self.last_activity + self.idle_seconds
-        self.read_scope = None
+        if self.idle_seconds == -math.inf:  # shutdown began: no read begins
+            self.close_reason = "broker shutting down"
+            return None
+        # One cancel scope for every way a read ends early: idle expiry and shutdown cancel
+        # it. No deadline (see Processor._expire_idle_connections for why).
+        with trio.CancelScope() as scope:
+            self.read_scope = self.request_wait = scope
+            try:
+                while True:
+                    if pool is not None and pool.available <= 0:
+                        await pool.wait_for_memory()
+                        event = state.next_event()  # a frame may be buffered already
+                        if event is not NEED_DATA:
+                            return event
+                    into = state.unfilled()
+                    if into is None:
+                        data = await transport.receive_some(RECEIVE_SIZE)
+                        count = len(data)
+                    else:
+                        count = await transport.receive_into(into)
+                    if not count:
+                        self.close_reason = "closed by the client"
+                        return None
+                    self.last_activity = now()
+                    if into is None:
+                        state.receive_data(data)
+                    else:
+                        state.received_into(count)
+                    if pool is None or pool.available > 0:  # else no new request: wait above
+                        event = state.next_event()
+                        if event is not NEED_DATA:
+                            return event
+            finally:
+                self.read_scope = self.request_wait = None
         if self.idle_seconds == -math.inf:
             self.close_reason = "broker shutting down"
         else:

@@ -84,7 +84,7 @@ from trikafka.network.responses import (
     SendResponse,
 )
 from trikafka.protocol.framing import NEED_DATA, FrameDecoder
-from trikafka.protocol.headers import DecodedRequest, decode_request, peek_api
+from trikafka.protocol.headers import DecodedRequest, LastRequest, decode_request, peek_api
 from trikafka.protocol.registry import ApiRegistry, api_name
 
 __all__ = [
@@ -211,6 +211,7 @@ class ConnectionState:
         "connection_id", "state", "frame_size", "allowed_api_keys", "raw_frames",
         "receive_data", "unfilled", "received_into",
         "_decoder", "_registry", "_transitions", "_max_request_size", "_held", "_held_bytes",
+        "_last",
     )
 
     def __init__(
@@ -232,6 +233,7 @@ class ConnectionState:
         self._transitions = transitions
         self._held: list[bytes] = []  # answers not yet written, in order
         self._held_bytes = 0
+        self._last = LastRequest()  # this connection's last small repeatable request, decoded
         self._new_decoder(max_request_size)
 
     def _new_decoder(self, max_request_size: int) -> None:
@@ -288,7 +290,7 @@ class ConnectionState:
                 api_key = peek_api(frame)[0]  # type: ignore[arg-type]
                 if api_key not in allowed:
                     return self._close(f"{api_name(api_key)} is not allowed in this state", True)
-            decoded = decode_request(frame, self._registry)  # type: ignore[arg-type]
+            decoded = decode_request(frame, self._registry, self._last)  # type: ignore[arg-type]
         except InvalidRequestError as exc:
             return self._close(str(exc), True)
         self.frame_size = len(frame)  # type: ignore[arg-type]
