@@ -67,10 +67,10 @@ class LastRequest:
     process-wide table of recent frames (256, emptied when full) kept each decoded frame
     alive for hundreds of requests. A busy-polling consumer's frame changes with every
     record it reads, so each entry (seven objects the collector tracks) outlived Python's
-    generation-0 threshold and made collections (~0.1 ms each, inside some request): in a
-    2,000-message busy-poll run, 29 collections of generation 0 and 2 of generation 1 with
-    the table, 18 and 1 without it (the rest: ``Processor._expire_idle_connections``). Here
-    a frame's decoding dies when the next different frame of its connection replaces it.
+    generation-0 threshold and made collections (~0.1 ms each, inside some request); the
+    table caused about a third of them in ``python -m benchmarks.gc_pressure``, deadlines on
+    reads the rest (``Processor._expire_idle_connections``). Here a frame's decoding dies
+    when the next different frame of its connection replaces it.
     """
 
     __slots__ = ("key", "spec", "header", "body")
