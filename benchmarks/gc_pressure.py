@@ -1,10 +1,11 @@
 """How often the broker's garbage collector runs under a busy-polling consumer, and for how long.
 
-``python -m benchmarks.gc_pressure [--messages 4000]``. A broker (``open_broker``, memory
-logs) runs in a child process with ``gc.callbacks`` timing every collection; the parent runs
-``make bench``'s busy-poll latency loop against it (confluent-kafka, one 100-byte message at
-a time, ``fetch.wait.max.ms=0``). Prints the collections per generation during the loop,
-their median and longest pause, and the loop's latency.
+``python -m benchmarks.gc_pressure [--messages 4000] [--fetch-wait-ms 0]``. A broker
+(``open_broker``, memory logs) runs in a child process with ``gc.callbacks`` timing every
+collection; the parent runs ``make bench``'s latency loop against it (confluent-kafka, one
+100-byte message at a time, ``fetch.wait.max.ms=0``: the busy poll; 100 for the long-poll
+row). Prints the collections per generation during the loop, their median and longest
+pause, and the loop's latency.
 
 Why it matters: a collection pauses every connection, and objects that outlive the
 generation-0 threshold (700 tracked allocations) make one every few dozen requests. In the
@@ -67,7 +68,7 @@ class _Broker:
         self._admin.create_topics([NewTopic(name, partitions, 1)])[name].result(timeout=30)
 
 
-def measure(messages: int = 4000) -> dict:
+def measure(messages: int = 4000, fetch_wait_ms: int = 0) -> dict:
     from benchmarks.workloads import Settings, _latency
 
     child = subprocess.Popen(
@@ -79,7 +80,7 @@ def measure(messages: int = 4000) -> dict:
         child.stdin.write("\n")  # type: ignore[union-attr]
         child.stdin.flush()  # type: ignore[union-attr]
         started = time.perf_counter()
-        latency = _latency(broker, Settings(), messages, 0)
+        latency = _latency(broker, Settings(), messages, fetch_wait_ms)
         seconds = time.perf_counter() - started
         child.stdin.write("\n")  # type: ignore[union-attr]
         child.stdin.flush()  # type: ignore[union-attr]
@@ -94,8 +95,11 @@ def measure(messages: int = 4000) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=4000)
-    result = measure(parser.parse_args().messages)
-    print(f"busy-poll loop: {result['messages']:,} messages in {result['seconds']:.1f} s; "
+    parser.add_argument("--fetch-wait-ms", type=int, default=0, help="the consumer's fetch.wait.max.ms (0: busy poll)")
+    args = parser.parse_args()
+    result = measure(args.messages, args.fetch_wait_ms)
+    print(f"loop with fetch.wait.max.ms={args.fetch_wait_ms}: {result['messages']:,} messages in "
+          f"{result['seconds']:.1f} s; "
           f"p50 {result['latency']['p50_ms']:.3f} ms, p99 {result['latency']['p99_ms']:.3f} ms")
     print("| generation | collections | per 1,000 messages | median pause µs | longest µs |")
     print("|---|---:|---:|---:|---:|")
