@@ -13,7 +13,10 @@ Two jobs, both things the CLI process does not expose over the wire:
     Serve on 127.0.0.1 (an ephemeral port), print ``READY <host:port>``, then answer one
     command per stdin line: ``stats`` prints one JSON line with ``broker.statistics()``'s
     per-API counts and TotalTimeMs split (Kafka's names; every part's count and mean, so a
-    caller can difference two snapshots). EOF on stdin stops the broker gracefully.
+    caller can difference two snapshots). ``gc-start`` freezes what is alive (as the CLI
+    does once it is up) and from then on times every garbage collection; ``gc-stop`` stops
+    and prints ``{"0": [seconds, ...], "1": [...], "2": [...]}``, the pauses per generation
+    (``benchmarks.gc_pressure``). EOF on stdin stops the broker gracefully.
 
 The broker is the same code the CLI runs, with the same defaults and in-memory logs; only
 the shell differs (no rich logging, no signal handling).
@@ -73,7 +76,23 @@ def _request_stats(broker) -> dict:  # noqa: ANN001
     return out
 
 
+class _CollectionTimer:
+    """Every garbage collection's pause, per generation, while installed (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self._started = 0.0
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.pauses[info["generation"]].append(time.perf_counter() - self._started)
+
+
 def _serve() -> int:
+    import gc
+
     import trio
 
     from trikafka import open_broker
@@ -85,8 +104,16 @@ def _serve() -> int:
                 line = await trio.to_thread.run_sync(sys.stdin.readline, abandon_on_cancel=True)
                 if not line:
                     return
-                if line.strip() == "stats":
+                command = line.strip()
+                if command == "stats":
                     print(json.dumps(_request_stats(broker)), flush=True)
+                elif command == "gc-start":
+                    gc.freeze()
+                    gc.callbacks.append(timer := _CollectionTimer())
+                    print("ok", flush=True)
+                elif command == "gc-stop":
+                    gc.callbacks.remove(timer)
+                    print(json.dumps(timer.pauses), flush=True)
                 else:
                     print(json.dumps({"error": f"unknown command {line.strip()!r}"}), flush=True)
 
