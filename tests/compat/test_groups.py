@@ -27,8 +27,9 @@ timeouts.
 Client quirks met on the way (not broker bugs): ``kcat -G -o beginning`` applies the offset to
 every assignment, so each rebalance re-reads from the start (kcat.c ``rebalance_cb``): kcat gets
 ``auto.offset.reset=earliest`` instead. kafka-python 3.0.12 can drop its own JoinGroup result
-and go silent (see ``KafkaPythonMember``): its members learn the topic's metadata before they
-subscribe, which keeps them off that path.
+and go silent when it joins before its coordinator has seen the topic's metadata (see
+``KafkaPythonMember``): its members subscribe, then fetch the topic's metadata, before they
+poll.
 """
 
 from __future__ import annotations
@@ -280,16 +281,17 @@ class KafkaPythonMember(ThreadMember):
             request_timeout_ms=TIMEOUT * 1000,
         )
         try:
-            # The topic's metadata first, then the subscription. kafka-python 3.0.12 bug: a
-            # leader that joins before it knows the topic assigns nothing and rejoins when the
-            # metadata arrives ("assignment_snapshot != metadata_snapshot"); if a poll times
-            # out while that JoinGroup is in flight, the next poll sees need_rejoin() False
-            # (its own assignment updated the snapshot) and drops the join: the member never
-            # applies its assignment nor heartbeats again, and is expired by the broker.
-            # (coordinator/base.py join_group_async: `while self.need_rejoin()` forgets the
-            # in-flight _join_task.)
-            assert consumer.partitions_for_topic(self.topic) == set(range(PARTITIONS))
+            # Subscribe first, then learn the topic's metadata. kafka-python 3.0.12 builds its
+            # coordinator's metadata snapshot only from metadata that arrives after subscribe:
+            # a member that fetched the topic before subscribing joins with an empty snapshot,
+            # so the leader assigns from it and rejoins once metadata comes
+            # ("assignment_snapshot != metadata_snapshot"). If a poll times out while that
+            # JoinGroup is in flight, _on_join_prepare has reset the snapshot, the next poll
+            # sees need_rejoin() False and drops the join (coordinator/base.py
+            # join_group_async: `while self.need_rejoin()` forgets the in-flight _join_task):
+            # the member never heartbeats again and the broker expires it.
             consumer.subscribe([self.topic])
+            assert consumer.partitions_for_topic(self.topic) == set(range(PARTITIONS))
             while not self._stop.is_set():
                 batches = consumer.poll(timeout_ms=int(POLL_S * 1000))
                 for messages in batches.values():
