@@ -18,6 +18,7 @@ import pytest
 import trio
 
 from trikafka.log import LogConfig, LogManager, MemoryLog
+from trikafka.log import memory as memory_module
 from trikafka.log.memory import BLOCKS, Arena, BlockPool
 from trikafka.protocol.records import build_batch, iter_batches, iter_records
 
@@ -86,6 +87,38 @@ def test_a_refused_mapping_falls_back_to_a_bytearray(monkeypatch):
     log.append(_batch(100_000), leader_epoch=0)
     (chunk,) = _chunks(log)
     assert type(chunk) is bytearray and log.log_end_offset == 4
+
+
+def _resident_pages(block: ctypes.Array) -> int:
+    """Pages of ``block`` in memory (Linux ``mincore``; smaps would merge neighbouring
+    mappings into one region)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p)
+    pages = -(-len(block) // mmap.PAGESIZE)
+    vector = ctypes.create_string_buffer(pages)
+    assert libc.mincore(ctypes.addressof(block), len(block), vector) == 0, ctypes.get_errno()
+    return sum(byte & 1 for byte in vector.raw)
+
+
+def test_a_block_is_populated_as_it_is_used():
+    """Only what was copied into a block is resident: its unused end costs no memory (a
+    partition's last block is mostly empty)."""
+    assert memory_module._MADV_POPULATE_WRITE is not None  # Linux 5.14+: CI has it
+    arena = Arena()
+    chunk = arena.copy(b"x" * 100_000)
+    assert len(chunk.obj) == Arena.first
+    assert _resident_pages(chunk.obj) == -(-100_000 // mmap.PAGESIZE)
+    more = arena.copy(b"y" * 100_000)
+    assert more.obj is chunk.obj
+    assert _resident_pages(chunk.obj) == -(-200_000 // mmap.PAGESIZE)
+    assert bytes(chunk[-1:]) + bytes(more[:1]) == b"xy"
+
+
+def test_without_populate_write_a_block_is_mapped_populated(monkeypatch):
+    """A kernel before 5.14: each block is mapped with MAP_POPULATE, all of it at once."""
+    monkeypatch.setattr(memory_module, "_MADV_POPULATE_WRITE", None)
+    chunk = Arena().copy(b"x" * 100_000)
+    assert _resident_pages(chunk.obj) == Arena.first // mmap.PAGESIZE
 
 
 @pytest.fixture
