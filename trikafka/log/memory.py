@@ -36,17 +36,16 @@ _POPULATED = (
     else None
 )
 _MAPPED = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS if hasattr(mmap, "MAP_ANONYMOUS") else None
-#: ``madvise(MADV_POPULATE_WRITE)`` (Linux 5.14): the pages of a range faulted in in one go,
-#: so a block can be populated as it is used instead of all at once (not in Python's mmap
-#: module before 3.13, hence the number). None where the kernel refuses it.
-_MADV_POPULATE_WRITE: int | None = None
 
 
 def _probe_populate_write() -> int | None:
     if _MAPPED is None or not sys.platform.startswith("linux"):
         return None
     option = getattr(mmap, "MADV_POPULATE_WRITE", 23)
-    probe = mmap.mmap(-1, mmap.PAGESIZE, flags=_MAPPED)
+    try:
+        probe = mmap.mmap(-1, mmap.PAGESIZE, flags=_MAPPED)
+    except OSError:
+        return None
     try:
         probe.madvise(option, 0, mmap.PAGESIZE)
     except (OSError, ValueError):  # EINVAL: a kernel before 5.14
@@ -56,6 +55,9 @@ def _probe_populate_write() -> int | None:
     return option
 
 
+#: ``madvise(MADV_POPULATE_WRITE)`` (Linux 5.14): the pages of a range faulted in in one go,
+#: so a block can be populated as it is used instead of all at once (not in Python's mmap
+#: module before 3.13, hence the number). None where the kernel refuses it.
 _MADV_POPULATE_WRITE = _probe_populate_write()
 
 
