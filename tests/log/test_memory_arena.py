@@ -102,15 +102,17 @@ def _resident_pages(block: ctypes.Array) -> int:
 
 def test_a_block_is_populated_as_it_is_used():
     """Only what was copied into a block is resident: its unused end costs no memory (a
-    partition's last block is mostly empty)."""
+    partition's last block is mostly empty). Bounds, not exact counts: where transparent
+    huge pages of several sizes are on, the kernel faults in up to a folio at a time."""
     assert memory_module._MADV_POPULATE_WRITE is not None  # Linux 5.14+: CI has it
     arena = Arena()
     chunk = arena.copy(b"x" * 100_000)
     assert len(chunk.obj) == Arena.first
-    assert _resident_pages(chunk.obj) == -(-100_000 // mmap.PAGESIZE)
+    whole = Arena.first // mmap.PAGESIZE
+    assert -(-100_000 // mmap.PAGESIZE) <= _resident_pages(chunk.obj) <= whole // 2
     more = arena.copy(b"y" * 100_000)
     assert more.obj is chunk.obj
-    assert _resident_pages(chunk.obj) == -(-200_000 // mmap.PAGESIZE)
+    assert _resident_pages(chunk.obj) >= -(-200_000 // mmap.PAGESIZE)
     assert bytes(chunk[-1:]) + bytes(more[:1]) == b"xy"
 
 
