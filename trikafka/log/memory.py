@@ -30,12 +30,8 @@ __all__ = ["BLOCKS", "Arena", "BlockPool", "MemoryLog", "MemoryStore"]
 
 #: Linux maps the block's pages at once; other POSIX systems map them lazily (then the arena
 #: saves nothing, costs nothing); Windows' mmap takes no flags: there the log keeps bytearrays.
-_POPULATED = (
-    mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | getattr(mmap, "MAP_POPULATE", 0)
-    if hasattr(mmap, "MAP_ANONYMOUS")
-    else None
-)
 _MAPPED = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS if hasattr(mmap, "MAP_ANONYMOUS") else None
+_POPULATED = _MAPPED | getattr(mmap, "MAP_POPULATE", 0) if _MAPPED is not None else None
 
 
 def _probe_populate_write() -> int | None:
@@ -193,19 +189,13 @@ class Arena:
         if view is None or self._used + size > len(view):
             block = max(size, self._next)
             self._next = min(self.largest, self._next * 2)
+            whole = _MADV_POPULATE_WRITE is None  # populated when mapped, not as it fills
             mapping = BLOCKS.take(block) if block == self.largest else None
-            populated = 0
             if mapping is None:
-                if _MADV_POPULATE_WRITE is None:
-                    mapping = mmap.mmap(-1, block, flags=_POPULATED)
-                    populated = block
-                else:
-                    mapping = mmap.mmap(-1, block, flags=_MAPPED)
-            elif _MADV_POPULATE_WRITE is None:
-                populated = block  # it was mapped populated
+                mapping = mmap.mmap(-1, block, flags=_POPULATED if whole else _MAPPED)
             view = self._view = _carve_from(mapping)
             self._mapping = mapping
-            self._populated = populated
+            self._populated = block if whole else 0
             self._used = 0
         start = self._used
         end = start + size
