@@ -37,8 +37,9 @@ from importlib import metadata
 from pathlib import Path
 
 from benchmarks import loadgen, report
+from benchmarks.catalog import build_workloads
 from benchmarks.targets import ROOT, Target, make_target
-from benchmarks.workloads import RoundState, Settings, Workload, build_workloads, raise_nofile
+from benchmarks.workloads import RoundState, Settings, Workload, raise_nofile
 
 __all__ = ["main", "run"]
 

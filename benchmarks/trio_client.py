@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import time
 import uuid
+from functools import partial
 
 import trio
 
-__all__ = ["trio_produce"]
+from benchmarks.workloads import KAFKA, Metric, RoundState, Workload, partitions_for, produce
+
+__all__ = ["trio_produce", "trio_produce_workloads"]
 
 
 async def _produce(bootstrap: str, topic: str, partitions: int, size: int, count: int) -> float:
@@ -36,8 +39,6 @@ async def _produce(bootstrap: str, topic: str, partitions: int, size: int, count
 
 
 def trio_produce(target, settings, state, *, label: str, size: int, count: int) -> dict:  # noqa: ANN001
-    from benchmarks.workloads import RoundState, partitions_for, produce
-
     partitions = partitions_for(size, count)
     topic = f"bench-trio-{label}-{uuid.uuid4().hex[:8]}"
     target.create_topic(topic, partitions)
@@ -51,3 +52,21 @@ def trio_produce(target, settings, state, *, label: str, size: int, count: int) 
         "ratio": ours / reference["mb_per_s"],
         "seconds": elapsed,
     }
+
+
+def trio_produce_workloads(settings) -> list[Workload]:  # noqa: ANN001
+    """The ``trio_produce_<label>`` rows, one per produce size of the settings."""
+    return [
+        Workload(
+            f"trio_produce_{label}",
+            f"Trio producer {label} × {count:,} (vs confluent-kafka)",
+            KAFKA,
+            (
+                Metric("mb_per_s", "Trio MB/s", "MB/s", digits=1),
+                Metric("confluent_mb_per_s", "confluent MB/s", "MB/s", digits=1),
+                Metric("ratio", "Trio / confluent", "×", digits=2),
+            ),
+            partial(trio_produce, label=label, size=size, count=count),
+        )
+        for label, size, count in settings.produce
+    ]

@@ -5,8 +5,8 @@ messages of ``size`` bytes in contiguous blocks per partition), then read whole 
 Trio consumer (``assign`` every partition, ``seek_to_beginning``, ``getmany`` batches) and by
 confluent-kafka's consumer (the ``consume`` workload). Each is timed from assignment to the
 last message. Figures: both MB/s and the ratio Trio / confluent-kafka. No floor is asserted
-anywhere: this row says where the pure-Python consumer stands. ``benchmarks/workloads.py``
-lists these rows next to the ``trio_produce`` ones (``python -m benchmarks --only trio_consume``).
+anywhere: this row says where the pure-Python consumer stands. ``benchmarks/catalog.py``
+lists these rows after the ``trio_produce`` ones (``python -m benchmarks --only trio_consume``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import time
 from functools import partial
 
 import trio
+
+from benchmarks.workloads import KAFKA, Metric, RoundState, Workload, consume, produce
 
 __all__ = ["trio_consume", "trio_consume_workloads"]
 
@@ -37,8 +39,6 @@ async def _consume(bootstrap: str, topic: str, partitions: int, count: int, limi
 
 
 def trio_consume(target, settings, state, *, label: str, size: int, count: int) -> dict:  # noqa: ANN001
-    from benchmarks.workloads import RoundState, consume, produce
-
     own = RoundState(state.round)
     produce(target, settings, own, label=label, size=size, count=count)
     topic, partitions = own.topics[(target.name, label)]
@@ -54,10 +54,8 @@ def trio_consume(target, settings, state, *, label: str, size: int, count: int) 
     }
 
 
-def trio_consume_workloads(settings) -> list:  # noqa: ANN001
+def trio_consume_workloads(settings) -> list[Workload]:  # noqa: ANN001
     """The ``trio_consume_<label>`` rows, one per produce size of the settings."""
-    from benchmarks.workloads import KAFKA, Metric, Workload
-
     return [
         Workload(
             f"trio_consume_{label}",

@@ -35,7 +35,10 @@ from benchmarks.targets import (
     rss_kib,
 )
 
-__all__ = ["Metric", "RoundState", "Settings", "Workload", "build_workloads", "partitions_for", "raise_nofile"]
+__all__ = [
+    "KAFKA", "Metric", "RoundState", "Settings", "Workload", "broker_workloads", "consume", "partitions_for",
+    "process_workloads", "produce", "raise_nofile",
+]
 
 #: The mock keeps at most 5 MiB of batches per partition and drops the oldest beyond that;
 #: consume workloads spread their messages so each partition holds at most this much.
@@ -544,7 +547,8 @@ ALL = ("trikafka", "mock", "ceiling")
 _RATE = Metric("requests_per_s", "requests/s", "req/s", digits=0)
 
 
-def _build(settings: Settings) -> list[Workload]:
+def broker_workloads(settings: Settings) -> list[Workload]:
+    """The rows that load a running broker: tiny requests, latency, produce and consume."""
     from functools import partial
 
     items: list[Workload] = []
@@ -625,25 +629,12 @@ def _build(settings: Settings) -> list[Workload]:
                 servers=file_log,
             )
         )
-    from benchmarks.trio_client import trio_produce
+    return items
 
-    for label, size, count in settings.produce:
-        items.append(
-            Workload(
-                f"trio_produce_{label}",
-                f"Trio producer {label} × {count:,} (vs confluent-kafka)",
-                KAFKA,
-                (
-                    Metric("mb_per_s", "Trio MB/s", "MB/s", digits=1),
-                    Metric("confluent_mb_per_s", "confluent MB/s", "MB/s", digits=1),
-                    Metric("ratio", "Trio / confluent", "×", digits=2),
-                ),
-                partial(trio_produce, label=label, size=size, count=count),
-            )
-        )
-    from benchmarks.trio_consumer import trio_consume_workloads
 
-    items.extend(trio_consume_workloads(settings))
+def process_workloads(settings: Settings) -> list[Workload]:
+    """The rows that start processes of their own: idle connections, start-up, the split."""
+    items: list[Workload] = []
     items.append(
         Workload(
             "idle_connections",
@@ -691,8 +682,3 @@ def _build(settings: Settings) -> list[Workload]:
         )
     )
     return items
-
-
-def build_workloads(settings: Settings) -> list[Workload]:
-    """Every workload, in the order a round runs them (tiny ones first, on a small heap)."""
-    return _build(settings)

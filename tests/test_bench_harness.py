@@ -19,8 +19,9 @@ from pathlib import Path
 import confluent_kafka  # noqa: E402,F401 - installed by the test extra; must not skip
 import pytest
 
+from benchmarks.catalog import build_workloads  # noqa: E402
 from benchmarks.report import GOALS  # noqa: E402
-from benchmarks.workloads import Settings, build_workloads  # noqa: E402
+from benchmarks.workloads import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT = 240  # seconds; a quick run takes ~40 s on this 2-core machine
