@@ -1,6 +1,9 @@
 """Summaries, goals, the table (rich and Markdown) and the chart, from the harness's JSON.
 
-Every figure is a median over rounds with its min–max; ratios and goals use medians.
+Every figure is a median over rounds with its min–max; ratios and goals use medians. Beside a
+ratio stands the range of the rounds' own ratios (each round measures every target once, so
+round i of trikafka is set against round i of the reference): a goal missed by a median
+inside that range is within the run's noise, one missed by every round is not.
 ``python -m benchmarks.report [results.json]`` re-derives the goals, the Markdown table and
 the chart of a saved run (rewriting them next to it) without measuring anything.
 """
@@ -22,6 +25,7 @@ __all__ = [
     "markdown_table",
     "render_chart",
     "rich_tables",
+    "round_ratios",
     "summarize",
 ]
 
@@ -95,6 +99,23 @@ def _median(data: dict, workload: str, target: str, metric: str) -> float | None
     return None
 
 
+def round_ratios(item: dict, metric: str, reference: str) -> list[float]:
+    """trikafka ÷ ``reference`` round by round, for the rounds in which both have the figure."""
+    rounds = item["rounds"]
+    ratios = []
+    # Every round records every target (a failure as {"error": ...}), so the lists line up.
+    for ours, ref in zip(rounds.get("trikafka", []), rounds.get(reference, []), strict=False):
+        a, b = ours.get(metric), ref.get(metric)
+        if "error" in ours or "error" in ref or not isinstance(a, (int, float)) or not b:
+            continue
+        ratios.append(a / b)
+    return ratios
+
+
+def _workload(data: dict, workload: str) -> dict | None:
+    return next((item for item in data["workloads"] if item["id"] == workload), None)
+
+
 def evaluate_goals(data: dict) -> list[dict[str, Any]]:
     out = []
     for goal in GOALS:
@@ -104,6 +125,16 @@ def evaluate_goals(data: dict) -> list[dict[str, Any]]:
             value = None
         else:
             value = ours / ref if goal.reference else ours
+        item = _workload(data, goal.workload)
+        if item is None or value is None:
+            spread: list[float] = []
+        elif goal.reference:
+            spread = round_ratios(item, goal.metric, goal.reference)
+        else:
+            spread = [
+                figures[goal.metric] for figures in item["rounds"].get("trikafka", [])
+                if "error" not in figures and isinstance(figures.get(goal.metric), (int, float))
+            ]
         out.append(
             {
                 "name": goal.name,
@@ -113,6 +144,12 @@ def evaluate_goals(data: dict) -> list[dict[str, Any]]:
                 "reference": goal.reference,
                 "reference_value": ref,
                 "value": value,
+                # The rounds' own figures (ratios round by round for a ratio goal): how far
+                # the run's noise reaches on either side of the median.
+                "value_min": min(spread) if spread else None,
+                "value_max": max(spread) if spread else None,
+                "rounds_met": sum(goal.met(v) for v in spread),
+                "rounds": len(spread),
                 "kind": "ratio" if goal.reference else "absolute",
                 "goal": goal.text(),
                 "met": None if value is None else goal.met(value),
@@ -172,6 +209,9 @@ def _rows(data: dict) -> list[list[str]]:
                 ref = item["summary"].get(reference, {}).get(metric["key"])
                 if ours and ref and ref["median"] and reference in item["targets"]:
                     ratio = f"{ours['median'] / ref['median']:.2f}×"
+                    per_round = round_ratios(item, metric["key"], reference)
+                    if len(per_round) > 1:
+                        ratio += f" ({min(per_round):.2f}–{max(per_round):.2f})"
                 if goal:
                     goal_text = goal["goal"]
             if goal:

@@ -226,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shown = f"{goal['value']:.2f}×" if goal["kind"] == "ratio" else f"{goal['value']:.1f}"
             verdict = f"{shown} (goal {goal['goal']}): {'met' if goal['met'] else 'missed'}"
+            if goal["rounds"] > 1:
+                verdict += f"; met in {goal['rounds_met']} of {goal['rounds']} rounds"
         console.print(f"  {goal['name']:<30} {verdict}")
     if "png" not in paths:
         console.print("no chart: matplotlib is not installed (pip install -e '.\\[bench]')",

@@ -105,6 +105,10 @@ def test_every_goal_is_evaluated(quick_run: tuple[dict, Path, str]) -> None:
     for goal in data["goals"]:
         assert _number(goal["value"]), goal
         assert isinstance(goal["met"], bool), goal
+        # One round in --quick: the rounds' spread is that round's figure.
+        assert goal["rounds"] == 1, goal
+        assert goal["value_min"] == goal["value_max"] == goal["value"], goal
+        assert goal["rounds_met"] == int(goal["met"]), goal
 
 
 def test_outputs_are_written(quick_run: tuple[dict, Path, str]) -> None:
