@@ -12,11 +12,17 @@ from __future__ import annotations
 
 import time
 import uuid
-from functools import partial
 
 import trio
 
-from benchmarks.workloads import KAFKA, Metric, RoundState, Workload, partitions_for, produce
+from benchmarks.workloads import (
+    RoundState,
+    Settings,
+    Workload,
+    partitions_for,
+    produce,
+    versus_confluent,
+)
 
 __all__ = ["trio_produce", "trio_produce_workloads"]
 
@@ -54,19 +60,6 @@ def trio_produce(target, settings, state, *, label: str, size: int, count: int) 
     }
 
 
-def trio_produce_workloads(settings) -> list[Workload]:  # noqa: ANN001
+def trio_produce_workloads(settings: Settings) -> list[Workload]:
     """The ``trio_produce_<label>`` rows, one per produce size of the settings."""
-    return [
-        Workload(
-            f"trio_produce_{label}",
-            f"Trio producer {label} × {count:,} (vs confluent-kafka)",
-            KAFKA,
-            (
-                Metric("mb_per_s", "Trio MB/s", "MB/s", digits=1),
-                Metric("confluent_mb_per_s", "confluent MB/s", "MB/s", digits=1),
-                Metric("ratio", "Trio / confluent", "×", digits=2),
-            ),
-            partial(trio_produce, label=label, size=size, count=count),
-        )
-        for label, size, count in settings.produce
-    ]
+    return versus_confluent("trio_produce", "Trio producer", trio_produce, settings)

@@ -12,11 +12,10 @@ lists these rows after the ``trio_produce`` ones (``python -m benchmarks --only 
 from __future__ import annotations
 
 import time
-from functools import partial
 
 import trio
 
-from benchmarks.workloads import KAFKA, Metric, RoundState, Workload, consume, produce
+from benchmarks.workloads import RoundState, Settings, Workload, consume, produce, versus_confluent
 
 __all__ = ["trio_consume", "trio_consume_workloads"]
 
@@ -54,19 +53,6 @@ def trio_consume(target, settings, state, *, label: str, size: int, count: int) 
     }
 
 
-def trio_consume_workloads(settings) -> list[Workload]:  # noqa: ANN001
+def trio_consume_workloads(settings: Settings) -> list[Workload]:
     """The ``trio_consume_<label>`` rows, one per produce size of the settings."""
-    return [
-        Workload(
-            f"trio_consume_{label}",
-            f"Trio consumer {label} × {count:,} (vs confluent-kafka)",
-            KAFKA,
-            (
-                Metric("mb_per_s", "Trio MB/s", "MB/s", digits=1),
-                Metric("confluent_mb_per_s", "confluent MB/s", "MB/s", digits=1),
-                Metric("ratio", "Trio / confluent", "×", digits=2),
-            ),
-            partial(trio_consume, label=label, size=size, count=count),
-        )
-        for label, size, count in settings.produce
-    ]
+    return versus_confluent("trio_consume", "Trio consumer", trio_consume, settings)

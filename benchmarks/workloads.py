@@ -37,7 +37,7 @@ from benchmarks.targets import (
 
 __all__ = [
     "KAFKA", "Metric", "RoundState", "Settings", "Workload", "broker_workloads", "consume", "partitions_for",
-    "process_workloads", "produce", "raise_nofile",
+    "process_workloads", "produce", "raise_nofile", "versus_confluent",
 ]
 
 #: The mock keeps at most 5 MiB of batches per partition and drops the oldest beyond that;
@@ -545,6 +545,31 @@ def startup_process(name: str, settings: Settings) -> dict:
 KAFKA = ("trikafka", "mock")
 ALL = ("trikafka", "mock", "ceiling")
 _RATE = Metric("requests_per_s", "requests/s", "req/s", digits=0)
+
+
+#: The Trio clients' rows: their MB/s, confluent-kafka's on the same broker, and the ratio.
+VERSUS_CONFLUENT = (
+    Metric("mb_per_s", "Trio MB/s", "MB/s", digits=1),
+    Metric("confluent_mb_per_s", "confluent MB/s", "MB/s", digits=1),
+    Metric("ratio", "Trio / confluent", "×", digits=2),
+)
+
+
+def versus_confluent(stem: str, client: str, run: Callable[..., dict], settings: Settings) -> list[Workload]:
+    """``<stem>_<label>`` rows, one per produce size: ``client`` (the Trio producer or
+    consumer) beside confluent-kafka, ``run`` measuring both."""
+    from functools import partial
+
+    return [
+        Workload(
+            f"{stem}_{label}",
+            f"{client} {label} × {count:,} (vs confluent-kafka)",
+            KAFKA,
+            VERSUS_CONFLUENT,
+            partial(run, label=label, size=size, count=count),
+        )
+        for label, size, count in settings.produce
+    ]
 
 
 def broker_workloads(settings: Settings) -> list[Workload]:
