@@ -38,6 +38,14 @@ def test_topics_create_list_describe_alter_delete(kafka_broker):
     assert "orders" not in [t["name"] for t in trikafka("topics", "list", "--json", bootstrap=b).json()]
 
 
+def test_topics_create_takes_rpks_short_flags(kafka_broker):
+    b = kafka_broker.bootstrap_servers
+    run = trikafka("topics", "create", "short", "-p", "2", "-r", "1", "-c", "retention.ms=60000", bootstrap=b)
+    assert run.code == 0, run
+    [topic] = trikafka("topics", "describe", "short", "--json", bootstrap=b).json()
+    assert (len(topic["partitions"]), topic["configs"]) == (2, {"retention.ms": "60000"})
+
+
 def test_topic_errors_are_one_line_and_exit_1(kafka_broker):
     b = kafka_broker.bootstrap_servers
     for args in (("topics", "describe", "missing"), ("topics", "delete", "missing"), ("consume", "missing", "-e")):

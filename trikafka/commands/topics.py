@@ -182,9 +182,10 @@ def register(commands: Any) -> None:
 
     p = actions.add_parser("create", help="create a topic")
     p.add_argument("name")
-    p.add_argument("--partitions", type=int, default=-1, metavar="N", help="default: the broker's num.partitions")
-    p.add_argument("--replication-factor", type=int, default=-1, metavar="R", help="default: the broker's default.replication.factor")
-    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE", help="a topic config (repeatable)")
+    # kafka-topics' long names, rpk's short ones (rpk topic create -p 3 -r 1 -c key=value).
+    p.add_argument("--partitions", "-p", type=int, default=-1, metavar="N", help="default: the broker's num.partitions")
+    p.add_argument("--replication-factor", "-r", type=int, default=-1, metavar="R", help="default: the broker's default.replication.factor")
+    p.add_argument("--config", "-c", action="append", default=[], metavar="KEY=VALUE", help="a topic config (repeatable)")
     p.set_defaults(run=_create)
 
     p = actions.add_parser("delete", help="delete topics")
