@@ -16,6 +16,7 @@ from trikafka.client.config import ClientConfig
 from trikafka.client.errors import KafkaConnectionError, KafkaTimeoutError, error_for
 from trikafka.client.transport import memory_connector, parse_bootstrap
 from trikafka.client.versions import API, negotiate
+from trikafka.errors import ConfigError
 from trikafka.testing import open_test_broker
 
 from .faults import LosingConnector
@@ -57,6 +58,38 @@ def test_cluster_refresh_policy():
 def test_parse_bootstrap():
     assert parse_bootstrap("a:1, b:2") == [("a", 1), ("b", 2)]
     assert parse_bootstrap(["[::1]:9092"]) == [("::1", 9092)]
+    assert parse_bootstrap(("a:1",)) == [("a", 1)]
+
+
+@pytest.mark.parametrize(
+    ("servers", "says"),
+    [
+        ("localhost", "'localhost' has no port"),
+        ("a:1,b:x", "'b:x' has no port"),
+        ("a:0", "'a:0' has no port"),
+        (":9092", "':9092' has no port"),
+        ("", "none given"),
+        ([" "], "none given"),
+        ([("a", 1)], "is not a string"),
+        (9092, "comma-separated or in a list"),
+        (None, "comma-separated or in a list"),
+    ],
+)
+def test_a_wrong_bootstrap_list_is_a_config_error_naming_it(servers, says):
+    with pytest.raises(ConfigError, match="bootstrap.servers") as raised:
+        parse_bootstrap(servers)
+    assert says in str(raised.value)
+    assert raised.value.value == servers
+
+
+async def test_open_client_refuses_a_method_passed_for_its_value():
+    """``broker.bootstrap_servers`` is a method on a Broker: passing it uncalled says so at once,
+    instead of a TypeError from inside the client's nursery."""
+    async with open_test_broker() as broker:
+        method = broker.broker.bootstrap_servers
+        with pytest.raises(ConfigError, match=r"bootstrap.servers.*\(a method: call it\)"):
+            async with open_client(method, ClientConfig.for_role("producer")):
+                pass
 
 
 async def test_metadata_leaders_versions_and_coordinators(autojump_clock):

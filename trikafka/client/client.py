@@ -454,6 +454,7 @@ async def open_client(
 ) -> AsyncIterator[KafkaClient]:
     """A running client core: connections and the metadata refresher live in its nursery."""
     servers, connector = resolve_bootstrap(bootstrap, connector)
+    parse_bootstrap(servers)  # a wrong list is the caller's ConfigError, not a nursery's group
     if config["security.protocol"] in TLS_PROTOCOLS:
         connector = tls_connector(connector, config)
     async with trio.open_nursery() as nursery:

@@ -20,6 +20,8 @@ from typing import Any
 
 import trio
 
+from trikafka.errors import ConfigError
+
 __all__ = ["Connector", "memory_connector", "parse_bootstrap", "resolve_bootstrap", "tcp_connector"]
 
 Connector = Callable[[str, int], Awaitable[trio.abc.Stream]]
@@ -46,15 +48,36 @@ def memory_connector(*listeners: Any) -> Connector:
     return connect
 
 
+_BOOTSTRAP = "bootstrap.servers"
+_BOOTSTRAP_FORM = "'host:port' entries, comma-separated or in a list"
+
+
 def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
-    """``"h1:9092,h2:9092"`` or ``["h1:9092", …]`` → [(host, port), …]; ``[::1]:9092`` too."""
-    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    """``"h1:9092,h2:9092"`` or ``["h1:9092", …]`` → [(host, port), …]; ``[::1]:9092`` too.
+
+    Anything else is a :class:`ConfigError` naming the value, before a connection is tried:
+    the Java client refuses such a list when it is constructed, not at its first request.
+    """
+    if isinstance(servers, str):
+        items: list[object] = servers.split(",")
+    elif isinstance(servers, Sequence):
+        items = list(servers)
+    else:
+        hint = " (a method: call it)" if callable(servers) else ""
+        raise ConfigError(_BOOTSTRAP, servers, f"{_BOOTSTRAP_FORM}{hint}")
     out = []
-    for item in (str(i).strip() for i in items):
+    for item in items:
+        if not isinstance(item, str):
+            raise ConfigError(_BOOTSTRAP, servers, f"{_BOOTSTRAP_FORM}; {item!r} is not a string")
+        item = item.strip()
         if not item:
             continue
         host, _, port = item.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(_BOOTSTRAP, servers, f"{_BOOTSTRAP_FORM}; {item!r} has no port 1..65535")
         out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise ConfigError(_BOOTSTRAP, servers, f"{_BOOTSTRAP_FORM}; none given")
     return out
 
 
