@@ -99,7 +99,11 @@ class _NodeState:
 
 class KafkaClient:
     def __init__(
-        self, config: ClientConfig, bootstrap: Any, connector: Connector, nursery: trio.Nursery
+        self,
+        config: ClientConfig,
+        bootstrap: list[tuple[str, int]],
+        connector: Connector,
+        nursery: trio.Nursery,
     ) -> None:
         self.config = config
         self.connector = connector
@@ -110,7 +114,7 @@ class KafkaClient:
         self.allow_auto_topic_creation = config.role != "admin"
         self.bootstrap = [
             BrokerNode(-(index + 1), host, port)
-            for index, (host, port) in enumerate(parse_bootstrap(bootstrap))
+            for index, (host, port) in enumerate(bootstrap)
         ]
         self.reconnect_backoff = ExponentialBackoff(
             config["reconnect.backoff.ms"], config["reconnect.backoff.max.ms"]
@@ -454,11 +458,11 @@ async def open_client(
 ) -> AsyncIterator[KafkaClient]:
     """A running client core: connections and the metadata refresher live in its nursery."""
     servers, connector = resolve_bootstrap(bootstrap, connector)
-    parse_bootstrap(servers)  # a wrong list is the caller's ConfigError, not a nursery's group
+    bootstrap_nodes = parse_bootstrap(servers)  # a wrong list: the caller's ConfigError, not a nursery's group
     if config["security.protocol"] in TLS_PROTOCOLS:
         connector = tls_connector(connector, config)
     async with trio.open_nursery() as nursery:
-        client = KafkaClient(config, servers, connector, nursery)
+        client = KafkaClient(config, bootstrap_nodes, connector, nursery)
         nursery.start_soon(client.run_metadata_refresh)
         try:
             yield client
