@@ -91,12 +91,14 @@ def summarize(rounds: list[dict]) -> dict[str, dict[str, float]]:
     }
 
 
+def _workload(data: dict, workload: str) -> dict | None:
+    return next((item for item in data["workloads"] if item["id"] == workload), None)
+
+
 def _median(data: dict, workload: str, target: str, metric: str) -> float | None:
-    for item in data["workloads"]:
-        if item["id"] == workload:
-            figure = item["summary"].get(target, {}).get(metric)
-            return figure["median"] if figure else None
-    return None
+    item = _workload(data, workload)
+    figure = item["summary"].get(target, {}).get(metric) if item else None
+    return figure["median"] if figure else None
 
 
 def round_ratios(item: dict, metric: str, reference: str) -> list[float]:
@@ -110,10 +112,6 @@ def round_ratios(item: dict, metric: str, reference: str) -> list[float]:
             continue
         ratios.append(a / b)
     return ratios
-
-
-def _workload(data: dict, workload: str) -> dict | None:
-    return next((item for item in data["workloads"] if item["id"] == workload), None)
 
 
 def evaluate_goals(data: dict) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from benchmarks import loadgen
 from benchmarks.produce_cpu import cpu_seconds
@@ -558,8 +559,6 @@ VERSUS_CONFLUENT = (
 def versus_confluent(stem: str, client: str, run: Callable[..., dict], settings: Settings) -> list[Workload]:
     """``<stem>_<label>`` rows, one per produce size: ``client`` (the Trio producer or
     consumer) beside confluent-kafka, ``run`` measuring both."""
-    from functools import partial
-
     return [
         Workload(
             f"{stem}_{label}",
@@ -574,8 +573,6 @@ def versus_confluent(stem: str, client: str, run: Callable[..., dict], settings:
 
 def broker_workloads(settings: Settings) -> list[Workload]:
     """The rows that load a running broker: tiny requests, latency, produce and consume."""
-    from functools import partial
-
     items: list[Workload] = []
     for api, title in (("apiversions", "ApiVersions"), ("metadata", "Metadata (1 topic)")):
         for connections in settings.tiny_connections:
