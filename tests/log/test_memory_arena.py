@@ -154,6 +154,21 @@ def test_a_block_let_go_is_the_next_arenas_while_a_log_manager_runs(small_blocks
     assert BLOCKS.size == 0
 
 
+def test_a_block_from_the_pool_is_not_populated_again(small_blocks, monkeypatch):
+    """Its pages are in place from its last use: no ``madvise`` over resident memory."""
+    populates: list[int] = []
+    populate = Arena._populate
+    monkeypatch.setattr(Arena, "_populate", lambda self, end: populates.append(end) or populate(self, end))
+    with BLOCKS.in_use():
+        chunks = _fill_blocks(Arena(), 2)
+        new_blocks = len(populates)
+        del chunks
+        again = _fill_blocks(Arena(), 2)
+        assert [bytes(chunk[:1]) for chunk in again] == [b"\0", b"\1"]
+        assert len(populates) == new_blocks  # none for the two blocks reused
+    assert new_blocks == (2 if memory_module._MADV_POPULATE_WRITE is not None else 0)
+
+
 def test_a_block_waits_one_trim_unused_and_goes_at_the_next(small_blocks):
     with BLOCKS.in_use():
         chunk = Arena().copy(b"x" * 4096)

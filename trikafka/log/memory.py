@@ -189,13 +189,14 @@ class Arena:
         if view is None or self._used + size > len(view):
             block = max(size, self._next)
             self._next = min(self.largest, self._next * 2)
-            whole = _MADV_POPULATE_WRITE is None  # populated when mapped, not as it fills
+            # Populated already: a block mapped whole, or one another arena filled and let go of.
             mapping = BLOCKS.take(block) if block == self.largest else None
+            populated = mapping is not None or _MADV_POPULATE_WRITE is None
             if mapping is None:
-                mapping = mmap.mmap(-1, block, flags=_POPULATED if whole else _MAPPED)
+                mapping = mmap.mmap(-1, block, flags=_POPULATED if populated else _MAPPED)
             view = self._view = _carve_from(mapping)
             self._mapping = mapping
-            self._populated = block if whole else 0
+            self._populated = block if populated else 0
             self._used = 0
         start = self._used
         end = start + size
