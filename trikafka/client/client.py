@@ -99,11 +99,7 @@ class _NodeState:
 
 class KafkaClient:
     def __init__(
-        self,
-        config: ClientConfig,
-        bootstrap: list[tuple[str, int]],
-        connector: Connector,
-        nursery: trio.Nursery,
+        self, config: ClientConfig, bootstrap: list[tuple[str, int]], connector: Connector, nursery: trio.Nursery
     ) -> None:
         self.config = config
         self.connector = connector
