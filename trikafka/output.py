@@ -28,8 +28,6 @@ from typing import IO, Any
 
 import attrs
 
-from trikafka.log.manager import PROGRESS_MIN_SEGMENTS
-
 __all__ = [
     "LOG_FORMATS",
     "JsonFormatter",
@@ -163,6 +161,10 @@ def recovery_progress(shape: str) -> Callable[[int, int, str], None] | None:
         return None
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    # Here, not at the top: the CLI's --help and --list-config import this module, and
+    # trikafka.log.manager brings the storage layer with it.
+    from trikafka.log.manager import PROGRESS_MIN_SEGMENTS
 
     progress = Progress(
         TextColumn("loading logs"),
