@@ -55,8 +55,10 @@ BROKER_MODULES = (
     "prometheus_client",
 )
 
-#: What a broker without ``metrics.port`` or ``--ui`` may not bring.
+#: What a broker without ``metrics.port`` or ``--ui`` may not bring (rich neither: into a
+#: file or a pipe the CLI writes plain lines).
 NOT_FOR_A_PLAIN_BROKER = (
+    "rich",
     "hypercorn",
     "jinja2",
     "prometheus_client",
