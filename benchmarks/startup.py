@@ -18,6 +18,9 @@ are measured in the same samples, interleaved, in an order that rotates each sam
                        (the readiness banner gives the port): the goal is ≤ 300 ms
 ``open_ms``            ``open_broker()`` called → ready, inside a fresh interpreter
                        (``benchmarks.embedded_broker --startup``)
+``pytest_run_ms``      ``pytest --collect-only`` of an empty directory with trikafka's plugin
+``pytest_bare_ms``     the same with ``-p no:trikafka``: what a run without Kafka tests pays
+                       for having trikafka installed is the difference
 =====================  ==========================================================================
 
 Goals are reported in the table (benchmarks/report.py), never asserted. ``python -X
@@ -31,7 +34,9 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from importlib.metadata import entry_points
 
 from benchmarks.targets import ROOT, api_versions_request, make_target, request_response
 from benchmarks.workloads import Metric, Settings, Workload
@@ -59,16 +64,25 @@ def _env() -> dict[str, str]:
     return env
 
 
-def _wall_ms(args: tuple[str, ...], env: dict[str, str]) -> float:
+def _wall_ms(args: tuple[str, ...], env: dict[str, str], cwd: object = ROOT, ok: tuple[int, ...] = (0,)) -> float:
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, *args], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        [sys.executable, *args], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE, text=True, timeout=TIMEOUT,
     )
     elapsed = (time.perf_counter() - start) * 1000
-    if done.returncode != 0:
+    if done.returncode not in ok:
         raise RuntimeError(f"{' '.join(args)} exited {done.returncode}: {done.stderr[-2000:]}")
     return elapsed
+
+
+def _pytest_runs() -> dict[str, tuple[str, ...]]:
+    """``pytest --collect-only`` of an empty directory, with and without the plugin: through
+    its ``pytest11`` entry point where trikafka is installed, by ``-p`` where it is not."""
+    base = ("-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider")
+    if "trikafka" in {ep.name for ep in entry_points(group="pytest11")}:
+        return {"pytest_run_ms": base, "pytest_bare_ms": (*base, "-p", "no:trikafka")}
+    return {"pytest_run_ms": (*base, "-p", "trikafka.testing.pytest_plugin"), "pytest_bare_ms": base}
 
 
 def _cli_to_api_versions_ms() -> float:
@@ -94,15 +108,20 @@ def _open_broker_ms(env: dict[str, str]) -> float:
 def startup_costs(name: str, settings: Settings) -> dict:
     """One round: the median of each figure over its samples (see the module doc)."""
     env = _env()
-    samples: dict[str, list[float]] = {key: [] for key in (*COMMANDS, "cli_ms", "open_ms")}
+    runs = _pytest_runs()
+    samples: dict[str, list[float]] = {key: [] for key in (*COMMANDS, *runs, "cli_ms", "open_ms")}
     keys = list(COMMANDS)
-    for i in range(settings.startup_samples * IMPORT_SAMPLES_PER_BROKER_SAMPLE):
-        shift = i % len(keys)
-        for key in keys[shift:] + keys[:shift]:
-            samples[key].append(_wall_ms(COMMANDS[key], env))
-        if i % IMPORT_SAMPLES_PER_BROKER_SAMPLE == 0:
-            samples["cli_ms"].append(_cli_to_api_versions_ms())
-            samples["open_ms"].append(_open_broker_ms(env))
+    with tempfile.TemporaryDirectory(prefix="trikafka-bench-") as empty:
+        for i in range(settings.startup_samples * IMPORT_SAMPLES_PER_BROKER_SAMPLE):
+            shift = i % len(keys)
+            for key in keys[shift:] + keys[:shift]:
+                samples[key].append(_wall_ms(COMMANDS[key], env))
+            if i % IMPORT_SAMPLES_PER_BROKER_SAMPLE == 0:
+                samples["cli_ms"].append(_cli_to_api_versions_ms())
+                samples["open_ms"].append(_open_broker_ms(env))
+                for key in (list(runs) if i % 2 == 0 else list(runs)[::-1]):
+                    # Exit code 5: no tests collected, which is the point.
+                    samples[key].append(_wall_ms(runs[key], env, cwd=empty, ok=(0, 5)))
     figures = {key: statistics.median(values) for key, values in samples.items()}
     figures["plugin_vs_pytest"] = figures["plugin_ms"] / figures["pytest_ms"]
     return figures
@@ -125,6 +144,8 @@ def startup_workloads(settings: Settings) -> list[Workload]:
                 Metric("help_ms", "CLI --help", ms, False, 0),
                 Metric("cli_ms", "CLI → 1st ApiVersions", ms, False, 0),
                 Metric("open_ms", "open_broker() → ready", ms, False, 1),
+                Metric("pytest_run_ms", "pytest, no tests, with the plugin", ms, False, 0),
+                Metric("pytest_bare_ms", "pytest, no tests, -p no:trikafka", ms, False, 0),
             ),
             startup_costs,
             fresh=True,
