@@ -8,6 +8,7 @@ to find its place in the list.
 
 from __future__ import annotations
 
+from benchmarks.startup import startup_workloads
 from benchmarks.trio_client import trio_produce_workloads
 from benchmarks.trio_consumer import trio_consume_workloads
 from benchmarks.workloads import Settings, Workload, broker_workloads, process_workloads
@@ -21,4 +22,5 @@ def build_workloads(settings: Settings) -> list[Workload]:
         *trio_produce_workloads(settings),
         *trio_consume_workloads(settings),
         *process_workloads(settings),
+        *startup_workloads(settings),
     ]

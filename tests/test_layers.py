@@ -400,3 +400,166 @@ def test_a_broker_is_wired_in_one_place():
     }
     assert built == {}
     assert _constructions(ast.parse(_modules()["trikafka.server.wiring"].read_text())) == WIRED_ONCE
+
+
+# --- lazy entry points: what is imported before anything is asked for -------------------------
+#
+# pytest imports the plugin in every run where trikafka is installed, and ``python -m trikafka
+# --help`` should answer at once; a broker without ``metrics.port``/``--ui`` serves no web
+# console. So these modules' import — everything reached through imports that run when a
+# module is imported — may not reach the names on their right. An import inside a function or
+# under ``if TYPE_CHECKING`` runs later (or never) and is not followed; ``from pkg import
+# Name`` through a package's lazy ``_LAZY`` table (PEP 562 ``__getattr__``) follows the table.
+# tests/test_startup_imports.py checks the same in fresh interpreters.
+
+_WEB_STACK = ("hypercorn", "jinja2", "prometheus_client")
+_BROKER_PARTS = (
+    "trikafka.broker",
+    "trikafka.server",
+    "trikafka.cluster",
+    "trikafka.log",
+    "trikafka.coordinator",
+    "trikafka.network",
+    "trikafka.web",
+)
+
+LAZY_ENTRY_POINTS: dict[str, tuple[str, ...]] = {
+    "trikafka": (*_BROKER_PARTS, "trikafka.client", "trikafka.testing", "trio", *_WEB_STACK),
+    "trikafka.testing.pytest_plugin": (*_BROKER_PARTS, "trikafka.client", "trio", *_WEB_STACK),
+    "trikafka.cli": (*_BROKER_PARTS, "trikafka.testing", "trikafka.client", "trio", *_WEB_STACK),
+    "trikafka.__main__": (*_BROKER_PARTS, "trikafka.testing", "trikafka.client", "trio", *_WEB_STACK),
+    # The commands run on the client: they never load the broker.
+    "trikafka.commands.parser": (*_BROKER_PARTS, "trikafka.testing", *_WEB_STACK),
+    # The broker: the web server, the console and Spark only when configured.
+    "trikafka.broker": (
+        *_WEB_STACK,
+        "trikafka.web.console",
+        "trikafka.console",
+        "trikafka.web.metrics",
+        "trikafka.spark",
+        "pyspark",
+        "trikafka.testing",
+        "trikafka.client",
+    ),
+}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+@cache
+def _lazy_table(package: str) -> dict[str, str]:
+    """A package's ``_LAZY`` table (public name → module), or {}."""
+    path = _modules().get(package)
+    if path is None or path.name != "__init__.py":
+        return {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "_LAZY" for t in node.targets
+        ):
+            return dict(ast.literal_eval(node.value))
+    return {}
+
+
+@cache
+def _eager_imports(module: str) -> frozenset[str]:
+    """What importing ``module`` imports at once: module-level statements (and class bodies,
+    and ``if``/``try``/``with`` blocks), not function bodies, not ``if TYPE_CHECKING``."""
+    path = _modules()[module]
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: set[str] = set()
+
+    def visit(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = _package_of(module, path)
+                    for _ in range(node.level - 1):
+                        base = base.rpartition(".")[0]
+                    target = f"{base}.{node.module}" if node.module else base
+                else:
+                    target = node.module or ""
+                found.add(target)
+                for alias in node.names:
+                    if f"{target}.{alias.name}" in _modules():
+                        found.add(f"{target}.{alias.name}")
+                    elif alias.name in _lazy_table(target):
+                        found.add(_lazy_table(target)[alias.name])
+            elif isinstance(node, ast.If):
+                if not _is_type_checking(node.test):
+                    visit(node.body)
+                visit(node.orelse)
+            elif isinstance(node, ast.Try):
+                visit(node.body)
+                for handler in node.handlers:
+                    visit(handler.body)
+                visit(node.orelse)
+                visit(node.finalbody)
+            elif isinstance(node, ast.With | ast.ClassDef):
+                visit(node.body)
+
+    visit(tree.body)
+    return frozenset(found)
+
+
+def _with_parents(name: str) -> list[str]:
+    """Importing ``a.b.c`` runs ``a`` and ``a.b`` first."""
+    parts = name.split(".")
+    return [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+def _eager_closure(module: str) -> dict[str, str]:
+    """Every module importing ``module`` loads at once → the module that imported it."""
+    reached: dict[str, str] = {}
+    for parent in _with_parents(module):
+        reached.setdefault(parent, module)
+    stack = list(reached)
+    while stack:
+        current = stack.pop()
+        if current not in _modules():
+            continue  # outside trikafka: recorded, not followed
+        for name in _eager_imports(current):
+            for step in _with_parents(name):
+                if step not in reached:
+                    reached[step] = current
+                    stack.append(step)
+    return reached
+
+
+def _chain(reached: dict[str, str], name: str, start: str) -> str:
+    path = [name]
+    while path[-1] != start and reached[path[-1]] != path[-1]:
+        path.append(reached[path[-1]])
+    return " <- ".join(path)
+
+
+def test_the_eager_walk_sees_module_level_imports_only():
+    """Guard against a vacuous pass of the rule below."""
+    assert _is_type_checking(ast.parse("TYPE_CHECKING").body[0].value)
+    broker = _eager_closure("trikafka.broker")
+    assert {"trio", "trikafka.server.wiring", "trikafka.log"} <= set(broker)
+    assert "trikafka.web.server" in broker  # through trikafka.web's __init__
+    # The CLI imports the broker inside main(), and trio under TYPE_CHECKING: neither counts.
+    assert "trikafka.broker" in _imports("trikafka.cli")
+    assert "trikafka.broker" not in _eager_imports("trikafka.cli")
+    # A lazy package name resolves through its _LAZY table.
+    assert _lazy_table("trikafka")["open_broker"] == "trikafka.broker"
+
+
+def test_entry_points_import_lazily():
+    problems = []
+    for entry, forbidden in LAZY_ENTRY_POINTS.items():
+        reached = _eager_closure(entry)
+
+        def banned(name: str, forbidden: tuple[str, ...] = forbidden) -> bool:
+            return any(_under(name, prefix) for prefix in forbidden)
+
+        for name in sorted(reached):
+            if banned(name) and not banned(reached[name]):  # where the line is crossed
+                problems.append(f"{entry} loads {_chain(reached, name, entry)}")
+    assert problems == []

@@ -14,12 +14,9 @@ import logging
 import resource
 import sys
 from collections.abc import Sequence
-from typing import Any
-
-import trio
+from typing import TYPE_CHECKING, Any
 
 from trikafka import __version__
-from trikafka.broker import Broker
 from trikafka.commands import COMMANDS
 from trikafka.config import BrokerConfig, config_keys, read_properties_file
 from trikafka.errors import ConfigError
@@ -30,7 +27,14 @@ from trikafka.output import (
     recovery_progress,
     setup_logging,
 )
-from trikafka.protocol.records import NATIVE_RECORD_WALK
+
+# The broker, trio and the record walk are imported where the broker starts (``main``):
+# ``--help``, ``--list-config`` and the commands (``topics``, ``produce``, ...) never load
+# them (tests/test_startup_imports.py, and the lazy entry points rule of tests/test_layers.py).
+if TYPE_CHECKING:
+    import trio
+
+    from trikafka.broker import Broker
 
 __all__ = [
     "DEV_DEFAULTS",
@@ -186,6 +190,8 @@ def parse_control_listener(value: str) -> tuple[str, int]:
 def _startup_info(
     broker: Broker, reasons: dict[str, str], http: dict[str, str], open_files: str
 ) -> StartupInfo:
+    from trikafka.protocol.records import NATIVE_RECORD_WALK
+
     config = broker.config
     if config.log_dirs:
         where = ", ".join(config.log_dirs)
@@ -253,6 +259,8 @@ async def _serve_cluster(
     others on the following ports (free ports when it is 0), as with the listeners. ``--ui``
     mounts the console (the whole cluster's) on broker 1's."""
     import signal
+
+    import trio
 
     from trikafka.cluster import open_cluster
     from trikafka.web import HttpServer, console_app, metrics_app
@@ -377,6 +385,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, OSError, ValueError) as exc:
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2
+    import trio
+
+    from trikafka.broker import Broker
+
     shape = setup_logging(level, args.log_format)
     before, after = raise_open_file_limit()
     open_files = f"{after}" + (f" (raised from {before})" if after != before else "")

@@ -28,8 +28,6 @@ from typing import IO, Any
 
 import attrs
 
-from trikafka.log.manager import PROGRESS_MIN_SEGMENTS
-
 __all__ = [
     "LOG_FORMATS",
     "JsonFormatter",
@@ -122,17 +120,19 @@ class StartupInfo:
             "notes": list(self.notes),
         }
 
-    def lines(self) -> list[str]:
-        """Everything before ``data:``: that line ends the block for whoever waits on it."""
-        out = [f"[bold green]trikafka[/] {self.version} · broker {self.node_id} ready · cluster {self.cluster_id}"]
-        out += [f"  {what} on [bold]{url}[/]" for what, url in self.http.items()]
+    def lines(self, markup: bool = True) -> list[str]:
+        """Everything before ``data:``: that line ends the block for whoever waits on it.
+        With ``markup``, rich's console markup around the names and addresses."""
+        green, bold, end = ("[bold green]", "[bold]", "[/]") if markup else ("", "", "")
+        out = [f"{green}trikafka{end} {self.version} · broker {self.node_id} ready · cluster {self.cluster_id}"]
+        out += [f"  {what} on {bold}{url}{end}" for what, url in self.http.items()]
         if self.changed:
             out.append("  config changed from defaults:")
             out += [f"    {key}={value}" + (f"  ({why})" if why else "") for key, (value, why) in self.changed.items()]
         if self.open_files is not None:
             out.append(f"  open file limit (RLIMIT_NOFILE): {self.open_files}")
         out += [f"  {note}" for note in self.notes]
-        out += [f"  listening on [bold]{listener}[/]" for listener in self.listeners]
+        out += [f"  listening on {bold}{listener}{end}" for listener in self.listeners]
         out.append(f"  data: {self.data}")
         return out
 
@@ -145,6 +145,13 @@ def print_startup(info: StartupInfo, shape: str, stream: IO[str] | None = None, 
         logging.getLogger("trikafka").info(
             "broker %d ready", info.node_id, extra={"fields": info.as_fields()}
         )
+        return
+    if shape != "rich":
+        # A file or a pipe: plain lines, written as they are. Not through rich, which would
+        # cost the start-up ~30 ms of imports while whoever waits for the port waits too.
+        lines = info.lines(markup=False) + (["  Ctrl-C stops gracefully"] if closing else [])
+        stream.write("".join(line + "\n" for line in lines))
+        stream.flush()
         return
     from rich.console import Console
 
@@ -163,6 +170,10 @@ def recovery_progress(shape: str) -> Callable[[int, int, str], None] | None:
         return None
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    # Here, not at the top: the CLI's --help and --list-config import this module, and
+    # trikafka.log.manager brings the storage layer with it.
+    from trikafka.log.manager import PROGRESS_MIN_SEGMENTS
 
     progress = Progress(
         TextColumn("loading logs"),

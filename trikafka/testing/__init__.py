@@ -1,16 +1,63 @@
 """Testing kit: an in-memory transport and a broker on it, a broker on a background Trio
 thread for synchronous and asyncio suites, clusters, the HTTP control interface and the
-pytest plugin's building blocks (the plugin itself is ``trikafka.testing.pytest_plugin``)."""
+pytest plugin's building blocks (the plugin itself is ``trikafka.testing.pytest_plugin``).
 
-from trikafka.server.awaitable import GroupSnapshot
-from trikafka.server.faults import Fault, Faults
-from trikafka.server.recorder import RecordedRequest
-from trikafka.testing.broker import TestBroker, open_test_broker
-from trikafka.testing.cluster import ClusterHandle, ClusterUnavailableError, start_cluster
-from trikafka.testing.control import ControlServer
-from trikafka.testing.memory import MemoryListener, MemoryStream
-from trikafka.testing.targets import BrokerTarget, broker_targets
-from trikafka.testing.thread import BrokerHandle, ThreadedBroker, TrioThread
+Every name is imported on first use (PEP 562): the pytest plugin lives in this package, and
+pytest imports it in every run where trikafka is installed, so ``import trikafka.testing``
+must not load the broker, the client or trio before a test asks for one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+#: Where each public name lives.
+_LAZY = {
+    "GroupSnapshot": "trikafka.server.awaitable",
+    "Fault": "trikafka.server.faults",
+    "Faults": "trikafka.server.faults",
+    "RecordedRequest": "trikafka.server.recorder",
+    "TestBroker": "trikafka.testing.broker",
+    "open_test_broker": "trikafka.testing.broker",
+    "ClusterHandle": "trikafka.testing.cluster",
+    "ClusterUnavailableError": "trikafka.testing.cluster",
+    "start_cluster": "trikafka.testing.cluster",
+    "ControlServer": "trikafka.testing.control",
+    "MemoryListener": "trikafka.testing.memory",
+    "MemoryStream": "trikafka.testing.memory",
+    "BrokerTarget": "trikafka.testing.targets",
+    "broker_targets": "trikafka.testing.targets",
+    "BrokerHandle": "trikafka.testing.thread",
+    "ThreadedBroker": "trikafka.testing.thread",
+    "TrioThread": "trikafka.testing.thread",
+}
+
+if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ below
+    from trikafka.server.awaitable import GroupSnapshot
+    from trikafka.server.faults import Fault, Faults
+    from trikafka.server.recorder import RecordedRequest
+    from trikafka.testing.broker import TestBroker, open_test_broker
+    from trikafka.testing.cluster import ClusterHandle, ClusterUnavailableError, start_cluster
+    from trikafka.testing.control import ControlServer
+    from trikafka.testing.memory import MemoryListener, MemoryStream
+    from trikafka.testing.targets import BrokerTarget, broker_targets
+    from trikafka.testing.thread import BrokerHandle, ThreadedBroker, TrioThread
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trikafka.testing' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "BrokerHandle",

@@ -18,17 +18,24 @@ key) sets broker configuration for all three.
 
 asyncio and Trio together: pytest-trio's ``trio_mode`` claims every ``async def`` test; this
 plugin hands tests marked ``@pytest.mark.asyncio`` back to pytest-asyncio.
+
+What it costs a run that uses none of it: nothing beyond this module. pytest imports every
+``pytest11`` plugin before it collects anything, in every run where trikafka is installed, so
+this module imports only pytest; the broker, the cluster, the client and trio load in each
+fixture's body, when a test first asks for one (``tests/test_startup_imports.py`` and the
+"lazy entry points" rule of ``tests/test_layers.py`` keep it so).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from trikafka.testing.cluster import ClusterHandle, start_cluster
-from trikafka.testing.thread import ThreadedBroker
+if TYPE_CHECKING:
+    from trikafka.testing.cluster import ClusterHandle
+    from trikafka.testing.thread import ThreadedBroker
 
 __all__ = ["kafka_broker", "kafka_cluster", "trikafka_broker", "marked_config"]
 
@@ -70,6 +77,8 @@ def marked_config(node: Any) -> dict[str, Any]:
 @pytest.fixture
 def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
     """A fresh broker for this test on 127.0.0.1 (see the module docstring)."""
+    from trikafka.testing.thread import ThreadedBroker
+
     broker = ThreadedBroker(marked_config(request.node), record=True)
     broker.start()
     try:
@@ -81,6 +90,8 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
 @pytest.fixture
 def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A factory: ``kafka_cluster(brokers=N, **config)`` starts a cluster for this test."""
+    from trikafka.testing.cluster import start_cluster
+
     started: list[ClusterHandle] = []
     base = marked_config(request.node)
 
