@@ -49,7 +49,7 @@ from trikafka.log.manager import LoadProgress
 from trikafka.network.endpoints import BoundEndpoint
 from trikafka.server.awaitable import AwaitableState
 from trikafka.server.metadata_cache import MetadataCache
-from trikafka.server.replica_manager import ReplicaManager
+from trikafka.server.replica.replica_manager import ReplicaManager
 from trikafka.server.wiring import (
     API_FAMILIES,
     BrokerCore,

@@ -12,7 +12,7 @@ from kio.schema.errors import ErrorCode
 
 from trikafka import open_cluster
 from trikafka.protocol.records import iter_batches
-from trikafka.server.cluster_view import GROUP_KEY, TRANSACTION_KEY
+from trikafka.server.replica.cluster_view import GROUP_KEY, TRANSACTION_KEY
 
 from .support import (
     batch,

@@ -285,7 +285,7 @@ async def test_without_the_consumer_protocol_the_apis_are_not_served(autojump_cl
 
 
 def test_uniform_is_balanced_and_sticky_and_range_is_contiguous():
-    from trikafka.coordinator.consumer_assignors import assign
+    from trikafka.coordinator.consumer.consumer_assignors import assign
 
     subs = {m: frozenset({"t"}) for m in ("a", "b")}
     first = assign("uniform", subs, {"t": 6}, {})

@@ -35,9 +35,9 @@ from trikafka.config import BrokerConfig, ListenerSpec
 from trikafka.log.log import EndOffset
 from trikafka.network.memory import MemoryListener
 from trikafka.server.awaitable import AwaitableState
-from trikafka.server.cluster_view import PartitionLeadership
 from trikafka.server.metadata_cache import BrokerEndpoint
-from trikafka.server.replica_manager import ReplicaManager
+from trikafka.server.replica.cluster_view import PartitionLeadership
+from trikafka.server.replica.replica_manager import ReplicaManager
 from trikafka.server.wiring import BrokerCore, load_meta_properties, new_log_manager
 
 __all__ = ["Cluster", "open_cluster"]

@@ -16,7 +16,7 @@ from trikafka.cluster.node import ClusterNode
 from trikafka.cluster.replication import ClusterLogManager, catch_up
 from trikafka.cluster.state import ClusterState
 from trikafka.config import BrokerConfig
-from trikafka.server.cluster_view import (
+from trikafka.server.replica.cluster_view import (
     GROUP_KEY,
     TRANSACTION_KEY,
     UNCLEAN,

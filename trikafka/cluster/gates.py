@@ -21,8 +21,8 @@ import attrs
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import error_response
-from trikafka.server.cluster_view import GROUP_KEY, TRANSACTION_KEY, ClusterView
 from trikafka.server.kafka_apis import Answer
+from trikafka.server.replica.cluster_view import GROUP_KEY, TRANSACTION_KEY, ClusterView
 
 __all__ = ["gate_coordinator_apis"]
 

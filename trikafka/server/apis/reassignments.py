@@ -26,14 +26,14 @@ from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation
-from trikafka.server.cluster_view import (
+from trikafka.server.kafka_apis import Answer, ApiFamily, handles
+from trikafka.server.replica.cluster_view import (
     ELECTION_NOT_NEEDED,
     PREFERRED,
     UNCLEAN,
     Outcome,
     cluster_view,
 )
-from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["ReassignmentApis"]
 

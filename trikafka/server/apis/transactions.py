@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
+from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build

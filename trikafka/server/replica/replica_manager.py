@@ -28,10 +28,14 @@ from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
 from trikafka.protocol.batch_records import keyless_records
 from trikafka.protocol.compression import codec_id, recompress_batches
 from trikafka.protocol.records import build_control_batch, iter_batches
-from trikafka.server.cluster_view import ReplicaPlacement
-from trikafka.server.producer_state import ProducerIdManager, ProducerStateManager
-from trikafka.server.topic_config import format_value, resolve_topic_config, validate_topic_configs
-from trikafka.server.topics import TopicInfo, TopicStore, validate_topic_name
+from trikafka.server.replica.cluster_view import ReplicaPlacement
+from trikafka.server.replica.producer_state import ProducerIdManager, ProducerStateManager
+from trikafka.server.replica.topic_config import (
+    format_value,
+    resolve_topic_config,
+    validate_topic_configs,
+)
+from trikafka.server.replica.topics import TopicInfo, TopicStore, validate_topic_name
 
 __all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS", "check_assignment", "known_brokers"]
 
