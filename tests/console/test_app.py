@@ -91,7 +91,7 @@ async def test_the_record_browser_reads_past_transaction_markers():
 
     with trio.fail_after(30):
         async with open_broker(metrics_port=0) as broker:
-            bootstrap = broker.bootstrap_servers()
+            bootstrap = broker.bootstrap_servers
             async with open_admin(bootstrap) as admin:
                 await admin.create_topics(["txn"])
             async with open_producer(bootstrap, transactional_id="console-t") as producer:

@@ -8,8 +8,8 @@ the target assignment, revoke before assign, session expiry, static members, fen
 from __future__ import annotations
 
 import trio
-from kio.schema.errors import ErrorCode
 
+from trikafka.errors import ErrorCode
 from trikafka.protocol.entities import build
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.testing import open_test_broker

@@ -187,7 +187,7 @@ class Cluster(ClusterControls, AwaitableState):
             log.info(
                 "cluster %s started: %s",
                 self.cluster_id,
-                "; ".join(f"broker {i} at {self.nodes[i].bootstrap_server()}" for i in self.state.node_ids),
+                "; ".join(f"broker {i} at {self.nodes[i].bootstrap_servers}" for i in self.state.node_ids),
             )
             task_status.started(self)
             await trio.sleep_forever()

@@ -23,8 +23,6 @@ import collections
 import itertools
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from trikafka.client import (
     Admin,
     ConfigResource,
@@ -48,6 +46,7 @@ from trikafka.console.values import (
     TopicDetail,
     TopicRow,
 )
+from trikafka.errors import ErrorCode
 from trikafka.protocol.batch_records import decode_records
 from trikafka.protocol.records import BATCH_HEADER_SIZE, parse_batch_header
 from trikafka.protocol.registry import ApiKey

@@ -47,6 +47,7 @@ from typing import TypeVar
 
 import trio
 
+from trikafka.clock import Clock
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.classic.group_membership import (
     GroupMembership,
@@ -107,7 +108,7 @@ class GroupCoordinator:
         self,
         config: BrokerConfig,
         store: OffsetStore | None,
-        now_ms: Callable[[], float],
+        now_ms: Clock,
         *,
         on_state_change: Callable[[], None] = lambda: None,
         topic_partitions: Callable[[], Mapping[str, int]] = dict,

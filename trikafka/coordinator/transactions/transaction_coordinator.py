@@ -35,6 +35,7 @@ from typing import Any
 
 import trio
 
+from trikafka.clock import Clock
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.ports import (
     ProducerIdSource,
@@ -76,7 +77,7 @@ class TransactionCoordinator:
         producer_ids: ProducerIdSource,
         markers: TxnMarkerWriter,
         groups: TransactionalOffsetCommitter,
-        now_ms: Callable[[], float],
+        now_ms: Clock,
         on_state_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.config = config
