@@ -3,7 +3,7 @@
 ``async with open_cluster(brokers=3) as cluster`` runs N :class:`~trikafka.cluster.node.ClusterNode`
 s, each with its own listener (TCP on 127.0.0.1, free ports by default, or the in-memory
 transport), over one :class:`~trikafka.cluster.state.ClusterState`. The :class:`Cluster`
-is the ClusterView every node's request path asks (server/cluster_view.py) and the
+is the ClusterView every node's request path asks (server/replica/cluster_view.py) and the
 ReplicaPlacement of the one ReplicaManager they share.
 
 ::
