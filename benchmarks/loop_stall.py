@@ -64,7 +64,7 @@ async def main(messages: int, size: int, inline: bool) -> None:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(probe)
                 result = await trio.run_process(
-                    [sys.executable, "-c", PRODUCER, broker.bootstrap_servers(), str(messages), str(size)],
+                    [sys.executable, "-c", PRODUCER, broker.bootstrap_servers, str(messages), str(size)],
                     capture_stdout=True,
                 )
                 nursery.cancel_scope.cancel()

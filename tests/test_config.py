@@ -358,7 +358,7 @@ def test_readme_topic_table_is_generated_from_the_table() -> None:
 
 def test_log_config_broker_config_and_admin_apis_share_one_table() -> None:
     from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
-    from trikafka.server.topic_config import resolve_topic_config
+    from trikafka.server.replica.topic_config import resolve_topic_config
     from trikafka.topic_configs import TOPIC_CONFIGS
 
     assert set(TOPIC_CONFIG_KEYS) == set(TOPIC_CONFIGS)
@@ -380,7 +380,7 @@ def test_log_config_broker_config_and_admin_apis_share_one_table() -> None:
 )
 def test_one_range_refused_everywhere(key: str, bad: str) -> None:
     from trikafka.log.config import LogConfig
-    from trikafka.server.topic_config import validate_topic_configs
+    from trikafka.server.replica.topic_config import validate_topic_configs
     from trikafka.topic_configs import TOPIC_CONFIGS
 
     with pytest.raises(ConfigError, match=key):

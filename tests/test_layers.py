@@ -7,6 +7,12 @@ the protocol layer the check is transitive through trikafka's own modules: a pro
 may not reach trio by way of a helper module either. Parent packages' ``__init__`` files
 are not followed — ``trikafka/__init__.py`` re-exports the broker by design.
 
+Two checks work together: ``LAYERS`` orders every module (a module imports its own layer and
+the ones below, never one above: ``test_no_import_runs_up_a_layer``), and ``RULES`` keeps
+siblings apart and names what a package must never reach (for ``broker.py`` and ``web/``,
+transitively: the broker reaches its HTTP server and nothing above itself, not the console).
+``test_no_two_modules_import_each_other`` finds import circles.
+
 Packages that do not exist yet are simply empty here; the rules wait for them.
 """
 
@@ -25,13 +31,25 @@ ROOT = PACKAGE_DIR.parent
 #: Everything above the four lower layers: no lower layer may import these.
 UPPER = (
     "trikafka.server",
+    "trikafka.web",
     "trikafka.broker",
+    "trikafka.cluster",
     "trikafka.cli",
     "trikafka.testing",
     "trikafka.client",
     "trikafka.commands",
+    "trikafka.console",
     "trikafka.spark",
-    "trikafka.web",
+)
+
+#: The edges: how people and programs use the broker (DESIGN §2). Nothing below them imports one.
+EDGE_PACKAGES = (
+    "trikafka.cli",
+    "trikafka.client",
+    "trikafka.commands",
+    "trikafka.console",
+    "trikafka.spark",
+    "trikafka.testing",
 )
 
 #: package → imports it must never make (a prefix matches the module and its children).
@@ -60,13 +78,13 @@ RULES: dict[str, tuple[str, ...]] = {
     "trikafka.network.responses": ("trio", "trio_util", "socket", "outcome"),
     # The cluster builds brokers from the layers below (its in-memory transport is
     # trikafka.network.memory); it uses no edge: clients, the CLI, Spark, web, testing.
-    "trikafka.cluster": (
-        "trikafka.cli",
-        "trikafka.client",
-        "trikafka.spark",
-        "trikafka.web",
-        "trikafka.testing",
-    ),
+    "trikafka.cluster": ("trikafka.web", *EDGE_PACKAGES),
+    # The web layer is the broker's own HTTP server and /metrics, over the server's state:
+    # it knows neither the broker that runs it nor the console mounted on it from an edge.
+    "trikafka.web": ("trikafka.broker", "trikafka.cluster", *EDGE_PACKAGES),
+    # broker.py runs what server/wiring.py builds and the HTTP server it owns (web/); the
+    # console and every other edge are wired in from outside (the CLI, a test).
+    "trikafka.broker": ("trikafka.cluster", *EDGE_PACKAGES),
 }
 
 #: Rules that also hold for everything a module reaches through trikafka's own modules.
@@ -74,6 +92,8 @@ TRANSITIVE = {
     "trikafka.protocol",
     "trikafka.network.connection_state",
     "trikafka.network.responses",
+    "trikafka.web",
+    "trikafka.broker",
 }
 
 
@@ -176,6 +196,71 @@ def test_layers_import_only_downwards():
 def test_protocol_is_sans_io():
     """Nothing in protocol/ reaches trio or sockets, even through a helper module."""
     assert _violations("trikafka.protocol", ("trio", "socket", "select", "selectors")) == []
+
+
+# --- the layer order ---------------------------------------------------------------------------
+
+#: Every module's layer, lowest first (DESIGN §2, docs/architecture.md §1). A module may import
+#: its own layer and the ones below it, never one above; siblings in one layer are kept apart
+#: by RULES. The package root (``trikafka/__init__.py``, lazy re-exports) is outside the order.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("foundation", ("trikafka.errors", "trikafka.clock", "trikafka.properties", "trikafka.topic_configs", "trikafka.group_configs")),
+    ("protocol", ("trikafka.protocol",)),
+    ("security", ("trikafka.security",)),
+    ("configuration", ("trikafka.config", "trikafka.metrics")),
+    ("network, storage, coordination", ("trikafka.network", "trikafka.log", "trikafka.coordinator", "trikafka.registry")),
+    ("server", ("trikafka.server",)),
+    ("web", ("trikafka.web",)),
+    ("broker", ("trikafka.broker",)),
+    ("cluster", ("trikafka.cluster",)),
+    ("edges", (*EDGE_PACKAGES, "trikafka.output", "trikafka.__main__")),
+)
+
+
+def _rank(module: str) -> int | None:
+    for rank, (_, prefixes) in enumerate(LAYERS):
+        if any(_under(module, prefix) for prefix in prefixes):
+            return rank
+    return None
+
+
+def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """``importer imports imported (layer → higher layer)`` for each import that runs up."""
+    problems = []
+    for module, names in graph.items():
+        low = _rank(module)
+        for name in names:
+            high = _rank(name)
+            if low is not None and high is not None and high > low:
+                problems.append(f"{module} imports {name} ({LAYERS[low][0]} → {LAYERS[high][0]})")
+    return sorted(problems)
+
+
+def test_every_module_has_a_layer():
+    """A new top-level module or package must be placed in LAYERS, not slip past the order."""
+    assert [module for module in _modules() if module != "trikafka" and _rank(module) is None] == []
+
+
+def test_the_order_check_sees_an_import_running_up():
+    """Guard against a vacuous pass of the rule below."""
+    assert _upward_imports({"trikafka.broker": {"trikafka.console.app"}}) == [
+        "trikafka.broker imports trikafka.console.app (broker → edges)"
+    ]
+    assert _upward_imports({"trikafka.web.metrics": {"trikafka.server.kafka_apis"}}) == []
+    assert _rank("trikafka.server.replica.replica_manager") < _rank("trikafka.web.server") < _rank("trikafka.broker")
+
+
+def test_no_import_runs_up_a_layer():
+    assert _upward_imports(_graph()) == []
+
+
+def test_the_broker_imports_only_the_http_server_it_owns():
+    """broker.py reaches web/ (its HTTP server and /metrics) and nothing above itself, not
+    even through a module it imports; the console is mounted from an edge."""
+    imported = _imports("trikafka.broker")
+    assert any(_under(name, "trikafka.web") for name in imported)  # not vacuous
+    reached = {name for _, name in _reachable("trikafka.broker")}
+    assert sorted(n for n in reached if _under(n, "trikafka.console") or _rank(n) == len(LAYERS) - 1) == []
 
 
 def _binds_all(tree: ast.Module) -> bool:
@@ -331,7 +416,7 @@ def test_no_two_modules_import_each_other():
 
 #: The edge packages: how people and programs use the broker. Each uses the others only
 #: through their public names (the package itself), never a module inside them.
-EDGES = ("trikafka.client", "trikafka.testing", "trikafka.spark", "trikafka.cli", "trikafka.web", "trikafka.commands")
+EDGES = EDGE_PACKAGES
 
 
 def _edge_of(module: str) -> str | None:

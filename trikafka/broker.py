@@ -46,10 +46,10 @@ from trikafka.clock import Clock, now_ms
 from trikafka.config import BrokerConfig
 from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LoadProgress
-from trikafka.network.endpoints import BoundEndpoint
+from trikafka.network.endpoints import BoundEndpoint, endpoint_address
 from trikafka.server.awaitable import AwaitableState
 from trikafka.server.metadata_cache import MetadataCache
-from trikafka.server.replica_manager import ReplicaManager
+from trikafka.server.replica.replica_manager import ReplicaManager
 from trikafka.server.wiring import (
     API_FAMILIES,
     BrokerCore,
@@ -187,9 +187,14 @@ class Broker(AwaitableState):
         """The bound port of the first listener (handy with port 0)."""
         return next(iter(self.endpoints.values())).port
 
-    def bootstrap_servers(self, listener: str | None = None) -> str:
-        endpoint = self.endpoints[listener] if listener else next(iter(self.endpoints.values()))
-        return f"{endpoint.host}:{endpoint.port}"
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` of the first listener, as ``bootstrap.servers`` takes it."""
+        return self.address(next(iter(self.endpoints)))
+
+    def address(self, listener_name: str) -> str:
+        """``host:port`` of the named listener (``[host]:port`` for an IPv6 host)."""
+        return endpoint_address(self.endpoints[listener_name])
 
     def statistics(self) -> BrokerStatistics:
         processors = [p.statistics() for p in self.socket_server.all_processors()]

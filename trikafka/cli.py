@@ -263,7 +263,8 @@ async def _serve_cluster(
     import trio
 
     from trikafka.cluster import open_cluster
-    from trikafka.web import HttpServer, console_app, metrics_app
+    from trikafka.console import console_app
+    from trikafka.web import HttpServer, metrics_app
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_cluster(brokers, config) as cluster, trio.open_nursery() as nursery:
@@ -396,7 +397,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     async def serve() -> None:
         broker = Broker(config, load_progress=recovery_progress(shape))
         if args.ui:
-            from trikafka.web import console_app
+            from trikafka.console import console_app
 
             broker.http_server.mount("/ui", console_app(broker))
         async with trio.open_nursery() as nursery:

@@ -24,7 +24,7 @@ __all__ = [
     "InvalidRequestError",
     "KafkaProtocolError",
     "TooManyConnectionsError",
-    "UnsupportedVersionError",
+    "UnsupportedRequestVersionError",
 ]
 
 
@@ -51,8 +51,10 @@ class FrameSizeError(InvalidRequestError):
     """A size prefix above ``socket.request.max.bytes`` or below zero."""
 
 
-class UnsupportedVersionError(InvalidRequestError):
-    """An (api key, version) pair the broker does not implement."""
+class UnsupportedRequestVersionError(InvalidRequestError):
+    """A request at an (api key, version) pair the broker does not implement: answered
+    UNSUPPORTED_VERSION and the connection closed. (The client's
+    ``trikafka.client.UnsupportedVersionError`` is the other side's: no version in common.)"""
 
     error_code = ErrorCode.unsupported_version
 

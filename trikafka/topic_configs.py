@@ -7,7 +7,7 @@ allowed, Kafka's default and what it means. Everything else is derived from :dat
 * ``BrokerConfig``'s broker-level defaults (``config.py``: ``log_segment_bytes = ...``),
 * ``LogConfig`` (``log/config.py``: one frozen field per key),
 * CreateTopics / AlterConfigs / IncrementalAlterConfigs validation and DescribeConfigs entries
-  (``server/topic_config.py``, ``server/apis/configs.py``),
+  (``server/replica/topic_config.py``, ``server/apis/configs.py``),
 * README's topic-configuration table (:func:`readme_table`; ``tests/test_config.py`` checks
   that README shows exactly it).
 

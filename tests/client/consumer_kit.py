@@ -7,13 +7,12 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from trikafka.client.client import KafkaClient, open_client
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.config import ClientConfig
-from trikafka.client.versions import API
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import build_batch
+from trikafka.protocol.registry import ApiKey
 
 __all__ = ["Writer", "open_writer"]
 
@@ -25,7 +24,7 @@ class Writer:
     async def create_topic(self, name: str, partitions: int, **configs: str) -> None:
         node = self.client.least_loaded_node()
         answer = await self.client.send(
-            node, API.CREATE_TOPICS, timeout_ms=5000, validate_only=False,
+            node, ApiKey.CREATE_TOPICS, timeout_ms=5000, validate_only=False,
             topics=[{"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [],
                      "configs": [{"name": k.replace("_", "."), "value": v} for k, v in configs.items()]}],
         )
@@ -39,7 +38,7 @@ class Writer:
         await self.client.wait_for_topic(topic)
         node = self.client.cluster.leader_for(TopicPartition(topic, partition))
         answer = await self.client.send(
-            node, API.PRODUCE, transactional_id=None, acks=-1, timeout=5000,
+            node, ApiKey.PRODUCE, transactional_id=None, acks=-1, timeout=5000,
             topic_data=[{"name": topic, "partition_data": [{"index": partition, "records": records}]}],
         )
         part = answer.responses[0].partition_responses[0]

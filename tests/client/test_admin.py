@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from kio.schema.errors import ErrorCode
 
 from trikafka.client import (
     ConfigResource,
@@ -14,6 +13,7 @@ from trikafka.client import (
     open_admin,
     open_producer,
 )
+from trikafka.errors import ErrorCode
 from trikafka.testing import open_test_broker
 
 

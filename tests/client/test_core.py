@@ -7,7 +7,6 @@ import random
 import pytest
 import trio
 import trio.testing
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.backoff import ExponentialBackoff
 from trikafka.client.client import CoordinatorType, open_client
@@ -15,8 +14,9 @@ from trikafka.client.cluster import ClusterMetadata, TopicPartition
 from trikafka.client.config import ClientConfig
 from trikafka.client.errors import KafkaConnectionError, KafkaTimeoutError, error_for
 from trikafka.client.transport import memory_connector, parse_bootstrap
-from trikafka.client.versions import API, negotiate
-from trikafka.errors import ConfigError
+from trikafka.client.versions import negotiate
+from trikafka.errors import ConfigError, ErrorCode
+from trikafka.protocol.registry import ApiKey
 from trikafka.testing import open_test_broker
 
 from .faults import LosingConnector
@@ -24,9 +24,9 @@ from .faults import LosingConnector
 
 def test_negotiate_takes_the_highest_common_version():
     chosen = negotiate([(0, 3, 13), (3, 0, 9), (1, 13, 17), (999, 0, 1)])
-    assert chosen[API.PRODUCE] == 11  # capped: v12+ is KIP-890's implicit AddPartitionsToTxn
-    assert chosen[API.METADATA] == 9  # the broker's maximum
-    assert API.FETCH not in chosen  # no overlap: refused at use, not at connect
+    assert chosen[ApiKey.PRODUCE] == 11  # capped: v12+ is KIP-890's implicit AddPartitionsToTxn
+    assert chosen[ApiKey.METADATA] == 9  # the broker's maximum
+    assert ApiKey.FETCH not in chosen  # no overlap: refused at use, not at connect
     assert 999 not in chosen
 
 
@@ -83,12 +83,31 @@ def test_a_wrong_bootstrap_list_is_a_config_error_naming_it(servers, says):
 
 
 async def test_open_client_refuses_a_method_passed_for_its_value():
-    """``broker.bootstrap_servers`` is a method on a Broker: passing it uncalled says so at once,
-    instead of a TypeError from inside the client's nursery."""
-    async with open_test_broker() as broker:
-        method = broker.broker.bootstrap_servers
-        with pytest.raises(ConfigError, match=r"bootstrap.servers.*\(a method: call it\)"):
-            async with open_client(method, ClientConfig.for_role("producer")):
+    """A callable passed for the servers says so at once, instead of a TypeError from inside
+    the client's nursery."""
+    with pytest.raises(ConfigError, match=r"bootstrap.servers.*\(a method: call it\)"):
+        async with open_client(lambda: "127.0.0.1:9092", ClientConfig.for_role("producer")):
+            pass
+
+
+class _Servers:
+    def __init__(self, bootstrap_servers: object) -> None:
+        self.bootstrap_servers = bootstrap_servers
+
+
+async def test_open_client_takes_anything_with_a_bootstrap_servers_string(autojump_clock):
+    """``open_producer(broker)``: a Broker, Cluster, kafka_broker... is read duck-typed
+    through its ``bootstrap_servers`` property (the client imports no broker)."""
+    async with open_test_broker() as test_broker:
+        broker = test_broker.broker
+        assert broker.bootstrap_servers == broker.address("PLAINTEXT") == "memory:9092"
+        assert test_broker.bootstrap_servers == "memory:9092"
+        connector = memory_connector(test_broker.listener)
+        for given in (broker, _Servers("memory:9092")):
+            async with open_client(given, ClientConfig.for_role("producer"), connector) as client:
+                assert await client.wait_for_topic("duck") == 1
+        with pytest.raises(ConfigError, match="bootstrap.servers"):
+            async with open_client(_Servers(["not", "a", "str"]), ClientConfig.for_role("producer"), connector):
                 pass
 
 
@@ -99,7 +118,7 @@ async def test_metadata_leaders_versions_and_coordinators(autojump_clock):
             assert client.cluster.leader_for(TopicPartition("events", 2)) == 1
             assert client.cluster.broker(1).host == "memory"
             await client.connection(1)
-            assert client.version(1, API.METADATA) == 12
+            assert client.version(1, ApiKey.METADATA) == 12
             assert await client.find_coordinator("g", CoordinatorType.GROUP) == 1
             assert await client.find_coordinator("tx", CoordinatorType.TRANSACTION) == 1
 
@@ -157,9 +176,9 @@ async def test_a_lost_answer_fails_its_request_and_the_next_one_reconnects(autoj
         connector = LosingConnector(memory_connector(broker.listener))
         async with open_client(broker, ClientConfig.for_role("admin"), connector=connector) as client:
             await client.refresh_metadata()
-            connector.lose(API.METADATA)
+            connector.lose(ApiKey.METADATA)
             with pytest.raises(KafkaConnectionError):
-                await client.send(1, API.METADATA, topics=[])
+                await client.send(1, ApiKey.METADATA, topics=[])
             assert connector.lost == 1
-            answer = await client.send(1, API.METADATA, topics=[])
+            answer = await client.send(1, ApiKey.METADATA, topics=[])
             assert answer.brokers[0].node_id == 1

@@ -11,9 +11,9 @@ in order.
 from __future__ import annotations
 
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client import TopicPartition, open_admin, open_producer
+from trikafka.errors import ErrorCode
 from trikafka.protocol.entities import build
 from trikafka.protocol.registry import ApiVersionSpec
 from trikafka.testing import open_test_broker

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.assignors import CooperativeStickyAssignor, RangeAssignor
 from trikafka.client.consumer_protocol import (
@@ -14,6 +13,7 @@ from trikafka.client.consumer_protocol import (
     encode_subscription,
 )
 from trikafka.client.group_member import Action, GroupMember, MemberState
+from trikafka.errors import ErrorCode
 
 T0, T1, T2 = (TopicPartition("t", p) for p in range(3))
 

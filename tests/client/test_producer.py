@@ -11,8 +11,8 @@ from trikafka.client import NewTopic, open_admin, open_producer
 from trikafka.client.errors import KafkaError, KafkaTimeoutError
 from trikafka.client.partitioner import partition_for_key
 from trikafka.client.transport import memory_connector
-from trikafka.client.versions import API
 from trikafka.protocol.compression import CODECS
+from trikafka.protocol.registry import ApiKey
 from trikafka.testing import open_test_broker
 
 from .faults import CountingConnector, LosingConnector
@@ -78,7 +78,7 @@ async def test_lost_answer_is_retried_without_a_duplicate(autojump_clock):
         connector = LosingConnector(memory_connector(broker.listener))
         async with open_producer(broker, connector=connector, linger_ms=0) as producer:
             await producer.send("i", b"first")
-            connector.lose(API.PRODUCE)  # the broker writes "second"; its answer is lost
+            connector.lose(ApiKey.PRODUCE)  # the broker writes "second"; its answer is lost
             start = trio.current_time()
             metadata = await producer.send("i", b"second")
             assert connector.lost == 1
@@ -92,7 +92,7 @@ async def test_without_idempotence_the_same_loss_duplicates(autojump_clock):
     async with open_test_broker() as broker:
         connector = LosingConnector(memory_connector(broker.listener))
         async with open_producer(broker, connector=connector, linger_ms=0, enable_idempotence=False) as producer:
-            connector.lose(API.PRODUCE)
+            connector.lose(ApiKey.PRODUCE)
             await producer.send("i", b"once")
         assert values(await fetch(broker, "i")) == [b"once", b"once"]
 
@@ -103,7 +103,7 @@ async def test_delivery_timeout_fails_the_record(autojump_clock):
         config = dict(linger_ms=0, request_timeout_ms=1000, delivery_timeout_ms=5000, enable_idempotence=False, acks=1)
         async with open_producer(broker, connector=connector, **config) as producer:
             await producer.send("d", b"warm-up")
-            connector.lose(API.PRODUCE, times=1000)
+            connector.lose(ApiKey.PRODUCE, times=1000)
             start = trio.current_time()
             with pytest.raises(KafkaTimeoutError):
                 await producer.send("d", b"never acknowledged")
@@ -123,7 +123,7 @@ async def test_bad_input_is_refused_clearly(autojump_clock):
 @pytest.mark.parametrize("limit", [1, 3])
 async def test_in_flight_requests_per_connection_are_bounded(autojump_clock, limit):
     async with open_test_broker(num_partitions=6) as broker:
-        connector = CountingConnector(memory_connector(broker.listener), API.PRODUCE, answer_delay=1.0)
+        connector = CountingConnector(memory_connector(broker.listener), ApiKey.PRODUCE, answer_delay=1.0)
         config = dict(linger_ms=0, acks=1, max_in_flight_requests_per_connection=limit)
         async with open_producer(broker, connector=connector, **config) as producer:
             await producer.client.wait_for_topic("wide")
@@ -165,7 +165,7 @@ async def test_after_a_failed_numbered_batch_the_producer_starts_a_new_id(autoju
         async with open_producer(broker, connector=connector, **config) as producer:
             await producer.send("s", b"kept-1")
             first_id = producer.txn.producer_id
-            connector.drop(API.PRODUCE, times=1000)
+            connector.drop(ApiKey.PRODUCE, times=1000)
             with pytest.raises(KafkaTimeoutError):
                 await producer.send("s", b"never arrives")  # sequence 1, never written
             connector.unsent.clear()

@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.compat.support import TIMEOUT, Deadline
 from trikafka.protocol.records import iter_batches
-from trikafka.server.cluster_view import GROUP_KEY
+from trikafka.server.replica.cluster_view import GROUP_KEY
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, replication_factor: int = 3, **config: str) -> None:

@@ -5,10 +5,9 @@ are refused, the others served)."""
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
-
 from trikafka import open_cluster
-from trikafka.server.cluster_view import GROUP_KEY, TRANSACTION_KEY
+from trikafka.errors import ErrorCode
+from trikafka.server.replica.cluster_view import GROUP_KEY, TRANSACTION_KEY
 
 from .support import connected, create_topic, request
 

@@ -10,11 +10,11 @@ import math
 
 import trio
 import trio.testing
-from kio.schema.errors import ErrorCode
 
 from tests.log.test_cleaner import _read_all
 from tests.security.test_client_quotas import frame_size
 from trikafka import open_cluster
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import build_batch
 
 from .support import connected, fetch_request, request

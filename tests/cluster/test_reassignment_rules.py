@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from trikafka.cluster import reassignments
 from trikafka.cluster.state import ClusterState
-from trikafka.server.cluster_view import (
+from trikafka.server.replica.cluster_view import (
     ELECTION_NOT_NEEDED,
     PREFERRED,
     UNCLEAN,

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import pytest
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka import open_cluster
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import iter_batches
-from trikafka.server.cluster_view import GROUP_KEY, TRANSACTION_KEY
+from trikafka.server.replica.cluster_view import GROUP_KEY, TRANSACTION_KEY
 
 from .support import (
     batch,

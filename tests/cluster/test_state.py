@@ -7,7 +7,7 @@ import pytest
 from trikafka.cluster.cluster import Cluster
 from trikafka.cluster.state import OFFSETS_TOPIC, ClusterState, java_hash_code
 from trikafka.config import BrokerConfig
-from trikafka.server.cluster_view import GROUP_KEY, TRANSACTION_KEY
+from trikafka.server.replica.cluster_view import GROUP_KEY, TRANSACTION_KEY
 
 
 def test_java_hash_code_matches_java():

@@ -3,9 +3,8 @@ coordinators and stores for the process, a request path of its own per node."""
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
-
 from trikafka import open_cluster
+from trikafka.errors import ErrorCode
 from trikafka.server.wiring import API_FAMILIES
 
 from .support import connected, request

@@ -13,10 +13,10 @@ import subprocess
 import pytest
 import trio
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
-from kio.schema.errors import ErrorCode
 
 import trikafka
 from trikafka.client import open_connection
+from trikafka.errors import ErrorCode
 from trikafka.testing.frames import api_versions_frame, api_versions_response
 
 pytestmark = [

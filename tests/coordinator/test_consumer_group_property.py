@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from trikafka.config import BrokerConfig
-from trikafka.coordinator.consumer_group_machine import ConsumerGroupMachine
-from trikafka.coordinator.consumer_group_protocol import ConsumerGroupHeartbeat
+from trikafka.coordinator.consumer.consumer_group_machine import ConsumerGroupMachine
+from trikafka.coordinator.consumer.consumer_group_protocol import ConsumerGroupHeartbeat
 from trikafka.coordinator.group_metadata_manager import GroupMetadataManager
 from trikafka.errors import ErrorCode
 

@@ -8,8 +8,8 @@ the target assignment, revoke before assign, session expiry, static members, fen
 from __future__ import annotations
 
 import trio
-from kio.schema.errors import ErrorCode
 
+from trikafka.errors import ErrorCode
 from trikafka.protocol.entities import build
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.testing import open_test_broker
@@ -285,7 +285,7 @@ async def test_without_the_consumer_protocol_the_apis_are_not_served(autojump_cl
 
 
 def test_uniform_is_balanced_and_sticky_and_range_is_contiguous():
-    from trikafka.coordinator.consumer_assignors import assign
+    from trikafka.coordinator.consumer.consumer_assignors import assign
 
     subs = {m: frozenset({"t"}) for m in ("a", "b")}
     first = assign("uniform", subs, {"t": 6}, {})

@@ -13,10 +13,10 @@ from trikafka.client.consumer_protocol import (
     decode_assignment,
     encode_subscription,
 )
-from trikafka.coordinator.consumer_protocol_bytes import (
+from trikafka.coordinator.classic.consumer_protocol_bytes import (
     decode_assignment as coordinator_decode_assignment,
 )
-from trikafka.coordinator.consumer_protocol_bytes import (
+from trikafka.coordinator.classic.consumer_protocol_bytes import (
     decode_subscription,
     encode_assignment,
     protocol_version,

@@ -13,7 +13,6 @@ import contextlib
 
 import pytest
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.consumer_protocol import (
@@ -24,7 +23,7 @@ from trikafka.client.consumer_protocol import (
     encode_subscription,
 )
 from trikafka.config import BrokerConfig
-from trikafka.errors import ConfigError
+from trikafka.errors import ConfigError, ErrorCode
 from trikafka.testing import open_test_broker
 
 from .test_consumer_groups import Member, create_topic, describe, request

@@ -63,9 +63,10 @@ from hypothesis.stateful import (
 )
 
 from trikafka.config import BrokerConfig
+from trikafka.coordinator.classic.group_membership import GroupMembership
+from trikafka.coordinator.classic.group_metadata import GroupMetadata
+from trikafka.coordinator.classic.group_state import GroupState
 from trikafka.coordinator.group_coordinator import GroupCoordinator
-from trikafka.coordinator.group_membership import GroupMembership
-from trikafka.coordinator.group_metadata import GroupMetadata
 from trikafka.coordinator.group_metadata_manager import GroupMetadataManager
 from trikafka.coordinator.group_protocol import (
     CancelTimer,
@@ -78,7 +79,6 @@ from trikafka.coordinator.group_protocol import (
     ScheduleTimer,
     TimerKey,
 )
-from trikafka.coordinator.group_state import GroupState
 from trikafka.coordinator.timers import Waiter
 from trikafka.errors import ErrorCode
 

@@ -11,8 +11,8 @@ import json
 
 import pytest
 import trio
-from kio.schema.errors import ErrorCode
 
+from trikafka.errors import ErrorCode
 from trikafka.protocol.entities import build
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.testing import open_test_broker

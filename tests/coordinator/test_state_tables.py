@@ -6,8 +6,8 @@ import pytest
 import trio
 import trio.testing
 
-from trikafka.coordinator.group_metadata import GroupMetadata
-from trikafka.coordinator.group_state import GroupState, IllegalStateTransition
+from trikafka.coordinator.classic.group_metadata import GroupMetadata
+from trikafka.coordinator.classic.group_state import GroupState, IllegalStateTransition
 from trikafka.coordinator.timers import TimerQueue
 
 

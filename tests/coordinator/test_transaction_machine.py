@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from trikafka.config import BrokerConfig
-from trikafka.coordinator.transaction_machine import (
+from trikafka.coordinator.transactions.transaction_machine import (
     AbortTxn,
     CancelTxnTimer,
     StartTxnTimer,
     TransactionMachine,
 )
-from trikafka.coordinator.transaction_state import TransactionLog, TxnState
+from trikafka.coordinator.transactions.transaction_state import TransactionLog, TxnState
 from trikafka.errors import ErrorCode
 
 NOW = 1_700_000_000_000.0

@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from kio.schema.errors import ErrorCode
 
-from trikafka.errors import CorruptRecordError, InvalidRecordError, KafkaProtocolError
+from trikafka.errors import CorruptRecordError, ErrorCode, InvalidRecordError, KafkaProtocolError
 from trikafka.log import Log, LogConfig
 from trikafka.protocol.records import (
     BatchHeader,

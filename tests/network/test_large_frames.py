@@ -10,10 +10,10 @@ up as a CRC error or wrong records here.
 from __future__ import annotations
 
 import trio
-from kio.schema.errors import ErrorCode
 
 import trikafka
 from trikafka.client import connect_tcp
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import build_batch
 
 from ..server.test_topics_and_data import create_topic, fetch_request, produce, records_of

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 import trio
 import trio.testing
-from kio.schema.errors import ErrorCode
 
 from trikafka import BrokerConfig, ConfigError
+from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import RequestMemoryPool, frame_holding_api_keys
 from trikafka.protocol.entities import build
 from trikafka.protocol.headers import encode_request

@@ -7,10 +7,10 @@ import struct
 import pytest
 import trio
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
-from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.serial import entity_reader
 
+from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import IMPLEMENTED_APIS
 from trikafka.testing import open_test_broker
 from trikafka.testing.frames import (

@@ -19,10 +19,10 @@ import uuid
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
 from kio.serial import entity_writer
 
+from trikafka.errors import ErrorCode
 from trikafka.protocol.encoder import encode, encode_entity, encoder_for, uvarint
 from trikafka.protocol.entities import build, entity_fields
 from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiRegistry, api_name, kio_versions

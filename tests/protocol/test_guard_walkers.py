@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from trikafka.errors import InvalidRequestError
 from trikafka.protocol import guard
-from trikafka.protocol.headers import PRODUCE_KEY, encode_request
+from trikafka.protocol.headers import encode_request
+from trikafka.protocol.registry import ApiKey
 
 from .test_headers import (
     FUZZ,
@@ -31,7 +32,7 @@ from .test_headers import (
 
 
 def _outcome(frame: bytes, spec) -> tuple:
-    lift: list | None = [] if spec.api_key == PRODUCE_KEY else None
+    lift: list | None = [] if spec.api_key == ApiKey.PRODUCE else None
     try:
         checked, start = guard.check_request(spec.request_header_type.__flexible__, spec.request_type, frame, lift)
     except InvalidRequestError as exc:

@@ -29,7 +29,6 @@ import uuid
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
 from kio.serial._introspect import (
     EntityField,
@@ -41,11 +40,10 @@ from kio.serial._introspect import (
     is_optional,
 )
 
-from trikafka.errors import InvalidRequestError, UnsupportedVersionError
+from trikafka.errors import ErrorCode, InvalidRequestError, UnsupportedRequestVersionError
 from trikafka.protocol.entities import build, error_response
 from trikafka.protocol.guard import check_request
 from trikafka.protocol.headers import (
-    API_VERSIONS_KEY,
     DecodedRequest,
     LastRequest,
     decode_request,
@@ -54,7 +52,7 @@ from trikafka.protocol.headers import (
     encode_response,
     peek_api,
 )
-from trikafka.protocol.registry import ApiRegistry, ApiVersionSpec
+from trikafka.protocol.registry import ApiKey, ApiRegistry, ApiVersionSpec
 
 REGISTRY = ApiRegistry()
 SPECS: list[ApiVersionSpec] = [
@@ -62,7 +60,6 @@ SPECS: list[ApiVersionSpec] = [
     for key, lo, hi in REGISTRY.ranges()
     for version in range(lo, hi + 1)
 ]
-METADATA_KEY = 3
 
 DETERMINISTIC = settings(derandomize=True, database=None, deadline=None, max_examples=150)
 FUZZ = settings(derandomize=True, database=None, deadline=None, max_examples=400)
@@ -93,7 +90,7 @@ def _minimal_response(spec: ApiVersionSpec) -> object:
 @st.composite
 def request_bodies(draw: st.DrawFn, spec: ApiVersionSpec) -> object:
     """A valid request body for ``spec``, with some content where the API has any."""
-    if spec.api_key == METADATA_KEY:
+    if spec.api_key == ApiKey.METADATA:
         topics = draw(st.none() | st.lists(names, max_size=4))
         return build(
             spec.request_type,
@@ -104,7 +101,7 @@ def request_bodies(draw: st.DrawFn, spec: ApiVersionSpec) -> object:
             include_cluster_authorized_operations=draw(st.booleans()),
             include_topic_authorized_operations=draw(st.booleans()),
         )
-    if spec.api_key == API_VERSIONS_KEY:
+    if spec.api_key == ApiKey.API_VERSIONS:
         return build(
             spec.request_type,
             client_software_name=draw(names),
@@ -289,13 +286,13 @@ def test_request_header_version_follows_flexible_versions():
         flexible = spec.request_type.__flexible__
         module = spec.request_header_type.__module__
         assert module.endswith(".v2.header" if flexible else ".v1.header"), _spec_id(spec)
-    assert REGISTRY.get(API_VERSIONS_KEY, 3).request_type.__flexible__
-    assert not REGISTRY.get(METADATA_KEY, 8).request_type.__flexible__
-    assert REGISTRY.get(METADATA_KEY, 9).request_type.__flexible__
+    assert REGISTRY.get(ApiKey.API_VERSIONS, 3).request_type.__flexible__
+    assert not REGISTRY.get(ApiKey.METADATA, 8).request_type.__flexible__
+    assert REGISTRY.get(ApiKey.METADATA, 9).request_type.__flexible__
 
 
 def test_unicode_and_null_client_ids():
-    spec = REGISTRY.get(METADATA_KEY, 12)
+    spec = REGISTRY.get(ApiKey.METADATA, 12)
     body = _minimal_request(spec)
     for client_id in (None, "", "kafka-python-3.0", "клиент-🚀", "a" * 1000):
         frame = _strip_prefix(encode_request(spec, 1, body, client_id))
@@ -307,7 +304,7 @@ def test_unicode_and_null_client_ids():
 
 @st.composite
 def response_bodies(draw: st.DrawFn, spec: ApiVersionSpec) -> object:
-    if spec.api_key == METADATA_KEY:
+    if spec.api_key == ApiKey.METADATA:
         return build(
             spec.response_type,
             throttle_time=draw(st.integers(0, 2**31 - 1)),
@@ -325,7 +322,7 @@ def response_bodies(draw: st.DrawFn, spec: ApiVersionSpec) -> object:
             cluster_authorized_operations=-(2**31),
             error_code=ErrorCode.none,
         )
-    if spec.api_key == API_VERSIONS_KEY:
+    if spec.api_key == ApiKey.API_VERSIONS:
         return build(
             spec.response_type,
             error_code=draw(st.sampled_from([ErrorCode.none, ErrorCode.unsupported_version])),
@@ -358,8 +355,8 @@ def test_response_round_trips(data, correlation_id):
 def test_api_versions_responses_use_header_v0():
     """KIP-511: a client that cannot parse our ApiVersions must still read the correlation id,
     so every ApiVersions response header is v0 (no tagged fields), even for flexible versions."""
-    for version in range(REGISTRY.supported[API_VERSIONS_KEY][1] + 1):
-        spec = REGISTRY.get(API_VERSIONS_KEY, version)
+    for version in range(REGISTRY.supported[ApiKey.API_VERSIONS][1] + 1):
+        spec = REGISTRY.get(ApiKey.API_VERSIONS, version)
         frame = _strip_prefix(encode_response(spec, 0x01020304, _minimal_response(spec)))
         assert frame[:4] == b"\x01\x02\x03\x04"
         assert spec.response_header_type.__module__.endswith(".v0.header")
@@ -370,26 +367,26 @@ def test_api_versions_responses_use_header_v0():
 
 @DETERMINISTIC
 @given(
-    version=st.integers(REGISTRY.supported[API_VERSIONS_KEY][1] + 1, 2**15 - 1),
+    version=st.integers(REGISTRY.supported[ApiKey.API_VERSIONS][1] + 1, 2**15 - 1),
     correlation_id=correlation_ids,
     tail=st.binary(max_size=32),
 )
 def test_api_versions_at_an_unsupported_version_decodes_without_a_body(
     version, correlation_id, tail
 ):
-    frame = struct.pack(">hhi", API_VERSIONS_KEY, version, correlation_id) + tail
+    frame = struct.pack(">hhi", ApiKey.API_VERSIONS, version, correlation_id) + tail
     decoded = decode_request(frame, REGISTRY)
     assert decoded.body is None
     assert decoded.spec is None
     assert (decoded.api_key, decoded.api_version, decoded.correlation_id) == (
-        API_VERSIONS_KEY,
+        ApiKey.API_VERSIONS,
         version,
         correlation_id,
     )
 
 
 def test_api_versions_v99_decodes_without_a_body():
-    decoded = decode_request(struct.pack(">hhi", API_VERSIONS_KEY, 99, 12345), REGISTRY)
+    decoded = decode_request(struct.pack(">hhi", ApiKey.API_VERSIONS, 99, 12345), REGISTRY)
     assert decoded.body is None
     assert decoded.correlation_id == 12345
     assert decoded.api_version == 99
@@ -404,18 +401,18 @@ def test_unknown_api_key_is_an_invalid_request(api_key):
     frame = struct.pack(">hhi", api_key, 0, 1) + b"\x00" * 16
     with pytest.raises(InvalidRequestError) as info:
         decode_request(frame, REGISTRY)
-    assert not isinstance(info.value, UnsupportedVersionError)
+    assert not isinstance(info.value, UnsupportedRequestVersionError)
     assert info.value.error_code == ErrorCode.invalid_request
     assert info.value.close_connection
     assert str(api_key) in str(info.value)
 
 
 @pytest.mark.parametrize(
-    "version", [99, REGISTRY.supported[METADATA_KEY][1] + 1, -1], ids=["v99", "max+1", "v-1"]
+    "version", [99, REGISTRY.supported[ApiKey.METADATA][1] + 1, -1], ids=["v99", "max+1", "v-1"]
 )
 def test_supported_key_at_unsupported_version(version):
-    frame = struct.pack(">hhi", METADATA_KEY, version, 1) + b"\x00" * 16
-    with pytest.raises(UnsupportedVersionError) as info:
+    frame = struct.pack(">hhi", ApiKey.METADATA, version, 1) + b"\x00" * 16
+    with pytest.raises(UnsupportedRequestVersionError) as info:
         decode_request(frame, REGISTRY)
     assert info.value.error_code == ErrorCode.unsupported_version
     assert info.value.close_connection
@@ -426,7 +423,7 @@ def test_supported_key_at_unsupported_version(version):
 @pytest.mark.parametrize("size", range(8))
 def test_frame_shorter_than_a_header(size):
     with pytest.raises(InvalidRequestError):
-        decode_request(struct.pack(">hhi", METADATA_KEY, 12, 1)[:size], REGISTRY)
+        decode_request(struct.pack(">hhi", ApiKey.METADATA, 12, 1)[:size], REGISTRY)
 
 
 @pytest.mark.parametrize("spec", SPECS, ids=_spec_id)
@@ -616,7 +613,7 @@ def _decode_or_refuse(frame: bytes) -> None:
         correlation_id,
     )
     if decoded.spec is None:
-        assert api_key == API_VERSIONS_KEY and decoded.body is None
+        assert api_key == ApiKey.API_VERSIONS and decoded.body is None
     else:
         assert isinstance(decoded.body, decoded.spec.request_type)
 
@@ -675,15 +672,15 @@ def test_mutated_valid_frames_decode_or_raise_invalid_request(frame, edits, cut)
     "frame",
     [
         # Metadata v12, client id length says 0x7fff bytes but none follow.
-        struct.pack(">hhih", METADATA_KEY, 12, 1, 0x7FFF),
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, 0x7FFF),
         # A client id that is not UTF-8.
-        struct.pack(">hhih", METADATA_KEY, 4, 1, 2) + b"\xff\xfe" + b"\x00\x00\x00\x00\x01",
+        struct.pack(">hhih", ApiKey.METADATA, 4, 1, 2) + b"\xff\xfe" + b"\x00\x00\x00\x00\x01",
         # ApiVersions v3 with a null compact string where a name is required.
-        struct.pack(">hhih", API_VERSIONS_KEY, 3, 1, -1) + b"\x00" + b"\x00",
+        struct.pack(">hhih", ApiKey.API_VERSIONS, 3, 1, -1) + b"\x00" + b"\x00",
         # Metadata v4 with a negative (not -1) topics count.
-        struct.pack(">hhihi", METADATA_KEY, 4, 1, -1, -2),
+        struct.pack(">hhihi", ApiKey.METADATA, 4, 1, -1, -2),
         # Metadata v12: a topic count one more than the bytes can hold.
-        struct.pack(">hhih", METADATA_KEY, 12, 1, -1) + b"\x00" + b"\x03" + b"\x00" * 17,
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, -1) + b"\x00" + b"\x03" + b"\x00" * 17,
     ],
     ids=[
         "client-id-too-long",
@@ -702,9 +699,9 @@ def test_hostile_frames_are_invalid_requests(frame):
 def test_unknown_tagged_fields_are_skipped(where):
     """Kafka (KIP-482) skips a tag it does not know by its size; kio 0.6.5 alone would refuse
     it, closing the connection of any client newer than us."""
-    spec = REGISTRY.get(METADATA_KEY, 12)
+    spec = REGISTRY.get(ApiKey.METADATA, 12)
     unknown = b"\x01" + b"\x07" + b"\x02" + b"\xab\xcd"  # one field, tag 7, two bytes
-    header = struct.pack(">hhih", METADATA_KEY, 12, 5, -1)
+    header = struct.pack(">hhih", ApiKey.METADATA, 12, 5, -1)
     body = b"\x01" + b"\x00" + b"\x00"  # no topics, two false flags
     if where == "body":
         frame = header + b"\x00" + body + unknown
@@ -725,12 +722,12 @@ def test_impossible_count_behind_unknown_header_tags_is_refused_by_the_guard():
     """The guard drops unknown header tags so kio can read the body: the body it hands on
     must still have been bounds-checked."""
     frame = (
-        struct.pack(">hhih", METADATA_KEY, 12, 1, -1)
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, -1)
         + b"\x01\x05\x01\x00"  # header: one unknown tag (5) of one byte
         + b"\xff\xff\xff\xff\x0f"  # body: 2**32 - 2 topics, nothing after
     )
     assert _body_bombs(frame)[0]
-    spec = REGISTRY.get(METADATA_KEY, 12)
+    spec = REGISTRY.get(ApiKey.METADATA, 12)
     with pytest.raises(InvalidRequestError, match="cannot fit"):
         check_request(True, spec.request_type, frame)
 
@@ -763,9 +760,9 @@ def _limit_address_space() -> None:
     "frame",
     [
         # Metadata v4: topics count 2**31-1, nothing after: 16 GiB asked for.
-        struct.pack(">hhihi", METADATA_KEY, 4, 1, -1, 2**31 - 1),
+        struct.pack(">hhihi", ApiKey.METADATA, 4, 1, -1, 2**31 - 1),
         # Metadata v12: compact topics count 0xffffffff (varint), nothing after: 32 GiB.
-        struct.pack(">hhih", METADATA_KEY, 12, 1, -1) + b"\x00" + b"\xff\xff\xff\xff\x0f",
+        struct.pack(">hhih", ApiKey.METADATA, 12, 1, -1) + b"\x00" + b"\xff\xff\xff\xff\x0f",
     ],
     ids=["legacy-array", "compact-array"],
 )

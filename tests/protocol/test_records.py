@@ -13,9 +13,8 @@ import pytest
 from crc32c import crc32c
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from kio.schema.errors import ErrorCode
 
-from trikafka.errors import CorruptRecordError, InvalidRecordError, KafkaProtocolError
+from trikafka.errors import CorruptRecordError, ErrorCode, InvalidRecordError, KafkaProtocolError
 from trikafka.protocol import records as records_module
 from trikafka.protocol.records import (
     BATCH_HEADER_SIZE,

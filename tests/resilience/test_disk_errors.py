@@ -19,8 +19,8 @@ import os
 
 import pytest
 import trio
-from kio.schema.errors import ErrorCode
 
+from trikafka.errors import ErrorCode
 from trikafka.log import LogConfig, LogManager
 from trikafka.log.checkpoints import BULK_SYNC_SEGMENTS
 from trikafka.log.storage import FileIO, KafkaStorageError

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.connection import connect_tcp
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import build_batch
 from trikafka.testing.process import BrokerProcess
 

@@ -20,9 +20,9 @@ import random
 from pathlib import Path
 
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.connection import connect_tcp
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import build_batch, iter_batches, iter_records
 from trikafka.testing.process import BrokerProcess
 

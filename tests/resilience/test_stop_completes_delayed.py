@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import trio
 import trio.testing
-from kio.schema.errors import ErrorCode
 
+from trikafka.errors import ErrorCode
 from trikafka.testing import open_test_broker
 
 from ..server.test_topics_and_data import create_topic, fetch_request, request

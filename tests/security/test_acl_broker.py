@@ -12,9 +12,9 @@ import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kio.schema.errors import ErrorCode
 
 from trikafka.config import BrokerConfig
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import build_batch
 from trikafka.security.authorizer import (
     AclBinding,

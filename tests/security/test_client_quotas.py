@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 import trio
-from kio.schema.errors import ErrorCode
 
 from tests.server.test_topics_and_data import fetch_request
+from trikafka.errors import ErrorCode
 from trikafka.network.connection_state import MuteState
 from trikafka.protocol.entities import build
 from trikafka.protocol.headers import encode_request

@@ -3,8 +3,7 @@ the in-memory transport (MockClock), at every advertised version."""
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
-
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import build_batch
 from trikafka.testing import open_test_broker
 

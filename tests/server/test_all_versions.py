@@ -10,8 +10,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from kio.schema.errors import ErrorCode
 
+from trikafka.errors import ErrorCode
 from trikafka.protocol.entities import error_response
 from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiRegistry
 from trikafka.testing import open_test_broker

@@ -3,8 +3,7 @@ configs change."""
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
-
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import build_batch, iter_batches
 from trikafka.testing import open_test_broker
 

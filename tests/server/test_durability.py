@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client import connect_tcp
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import build_batch, iter_batches, iter_records
 from trikafka.testing.process import broker_process
 

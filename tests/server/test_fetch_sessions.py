@@ -12,8 +12,8 @@ from __future__ import annotations
 import random
 
 import pytest
-from kio.schema.errors import ErrorCode
 
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import build_batch
 from trikafka.server.fetch_sessions import (
     EVICTION_MS,

@@ -5,9 +5,9 @@ produce goes on, and Kafka's retention moves the log start offset."""
 from __future__ import annotations
 
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.cli import MEMORY_DEFAULTS
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import build_batch
 from trikafka.testing import open_test_broker
 

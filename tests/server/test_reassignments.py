@@ -9,11 +9,10 @@ progress (NO_REASSIGNMENT_IN_PROGRESS on cancel, an empty list).
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
-
 from tests.cluster.support import connected
 from tests.cluster.support import create_topic as create_replicated_topic
 from trikafka import open_cluster
+from trikafka.errors import ErrorCode
 from trikafka.testing import open_test_broker
 
 from .test_topics_and_data import create_topic, request, versions

@@ -11,8 +11,8 @@ import dataclasses
 import pytest
 import trio
 from crc32c import crc32c
-from kio.schema.errors import ErrorCode
 
+from trikafka.errors import ErrorCode
 from trikafka.protocol.entities import build
 from trikafka.protocol.records import build_batch, iter_batches, iter_records
 from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiRegistry

@@ -15,8 +15,8 @@ import json
 
 import trio
 import trio.testing
-from kio.schema.errors import ErrorCode
 
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import build_batch, build_control_batch, iter_batches, iter_records
 from trikafka.testing import open_test_broker
 

@@ -9,8 +9,7 @@ AddPartitionsToTxn v4+ (``verify_only``). ApiVersions finalizes ``transaction.ve
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
-
+from trikafka.errors import ErrorCode
 from trikafka.protocol.records import iter_batches
 from trikafka.testing import open_test_broker
 

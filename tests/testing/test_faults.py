@@ -10,9 +10,9 @@ import logging
 import pytest
 import trio
 import trio.testing
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.connection import ConnectionClosed
+from trikafka.errors import ErrorCode
 from trikafka.protocol.entities import build
 from trikafka.protocol.records import build_batch
 from trikafka.protocol.registry import ApiRegistry

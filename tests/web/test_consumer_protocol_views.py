@@ -20,7 +20,7 @@ import attrs
 import pytest
 
 from tests.commands.support import trikafka
-from tests.web.console.support import _chromium
+from tests.console.support import _chromium
 from tests.web.test_metrics_scrape import scrape, value
 from trikafka.testing.process import BrokerProcess
 

@@ -18,7 +18,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.admin_state import GroupOffsetsAndLogDirs
 from trikafka.client.admin_types import (
@@ -40,7 +39,8 @@ from trikafka.client.cluster import TopicPartition
 from trikafka.client.config import ClientConfig
 from trikafka.client.errors import KafkaError, UnsupportedVersionError, error_for
 from trikafka.client.transport import Connector
-from trikafka.client.versions import API
+from trikafka.errors import ErrorCode
+from trikafka.protocol.registry import ApiKey
 
 __all__ = ["Admin", "open_admin"]
 
@@ -83,7 +83,7 @@ class Admin(GroupOffsetsAndLogDirs):
     async def create_topics(self, topics: Iterable[NewTopic | str], *, validate_only: bool = False) -> dict[str, CreatedTopic]:
         new = [NewTopic(t) if isinstance(t, str) else t for t in topics]
         answer = await self._controller(
-            API.CREATE_TOPICS, lambda r: _retriable(t.error_code for t in r.topics), "CreateTopics",
+            ApiKey.CREATE_TOPICS, lambda r: _retriable(t.error_code for t in r.topics), "CreateTopics",
             topics=[
                 {"name": t.name, "num_partitions": t.num_partitions, "replication_factor": t.replication_factor,
                  "assignments": [], "configs": [{"name": k, "value": v} for k, v in t.configs.items()]}
@@ -99,7 +99,7 @@ class Admin(GroupOffsetsAndLogDirs):
 
     async def delete_topics(self, names: Iterable[str]) -> None:
         names = list(names)
-        answer = await self._controller(API.DELETE_TOPICS, lambda r: _retriable(t.error_code for t in r.responses), "DeleteTopics", topic_names=names, topics=[{"name": n} for n in names], timeout=self.timeout_ms)
+        answer = await self._controller(ApiKey.DELETE_TOPICS, lambda r: _retriable(t.error_code for t in r.responses), "DeleteTopics", topic_names=names, topics=[{"name": n} for n in names], timeout=self.timeout_ms)
         _raise_first([(f"topic {r.name!r}", r.error_code, getattr(r, "error_message", None)) for r in answer.responses])
         for name in names:
             self.client.cluster.forget(name)
@@ -107,7 +107,7 @@ class Admin(GroupOffsetsAndLogDirs):
     async def create_partitions(self, counts: Mapping[str, int], *, validate_only: bool = False) -> None:
         """Grow each topic to the given *total* partition count."""
         answer = await self._controller(
-            API.CREATE_PARTITIONS, lambda r: _retriable(t.error_code for t in r.results), "CreatePartitions",
+            ApiKey.CREATE_PARTITIONS, lambda r: _retriable(t.error_code for t in r.results), "CreatePartitions",
             topics=[{"name": name, "count": count, "assignments": None} for name, count in counts.items()],
             timeout=self.timeout_ms, validate_only=validate_only,
         )
@@ -129,7 +129,7 @@ class Admin(GroupOffsetsAndLogDirs):
     async def describe_configs(self, resources: Iterable[ConfigResource], keys: Iterable[str] | None = None) -> dict[ConfigResource, dict[str, ConfigEntry]]:
         resources = list(resources)
         answer = await self._controller(
-            API.DESCRIBE_CONFIGS, lambda r: [], "DescribeConfigs",
+            ApiKey.DESCRIBE_CONFIGS, lambda r: [], "DescribeConfigs",
             resources=[{"resource_type": int(r.type), "resource_name": r.name, "configuration_keys": None if keys is None else list(keys)} for r in resources],
             include_synonyms=False, include_documentation=False,
         )
@@ -153,7 +153,7 @@ class Admin(GroupOffsetsAndLogDirs):
                 "resource_type": int(resource.type), "resource_name": resource.name,
                 "configs": [{"name": op.name, "config_operation": int(op.op), "value": op.value} for op in ops],
             })
-        answer = await self._controller(API.INCREMENTAL_ALTER_CONFIGS, lambda r: [], "IncrementalAlterConfigs", resources=resources, validate_only=validate_only)
+        answer = await self._controller(ApiKey.INCREMENTAL_ALTER_CONFIGS, lambda r: [], "IncrementalAlterConfigs", resources=resources, validate_only=validate_only)
         _raise_first([(f"{r.resource_name!r}", r.error_code, r.error_message) for r in answer.responses])
 
     # --- groups ---------------------------------------------------------------------------
@@ -164,7 +164,7 @@ class Admin(GroupOffsetsAndLogDirs):
         listings = []
         for node_id in sorted(self.client.cluster.brokers):
             answer = await call_any_node(
-                self.client, API.LIST_GROUPS, lambda r: [r.error_code], what="ListGroups",
+                self.client, ApiKey.LIST_GROUPS, lambda r: [r.error_code], what="ListGroups",
                 deadline=self._deadline(), node_id=node_id, states_filter=[],
             )
             listings += [GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", "")) for g in answer.groups]
@@ -174,7 +174,7 @@ class Admin(GroupOffsetsAndLogDirs):
         out = {}
         for group_id in group_ids:
             answer = await call_coordinator(
-                self.client, group_id, CoordinatorType.GROUP, API.DESCRIBE_GROUPS,
+                self.client, group_id, CoordinatorType.GROUP, ApiKey.DESCRIBE_GROUPS,
                 lambda r: [g.error_code for g in r.groups], what=f"DescribeGroups({group_id!r})",
                 deadline=self._deadline(), groups=[group_id], include_authorized_operations=False,
             )
@@ -198,7 +198,7 @@ class Admin(GroupOffsetsAndLogDirs):
         for group_id in group_ids:
             try:
                 answer = await call_coordinator(
-                    self.client, group_id, CoordinatorType.GROUP, API.CONSUMER_GROUP_DESCRIBE,
+                    self.client, group_id, CoordinatorType.GROUP, ApiKey.CONSUMER_GROUP_DESCRIBE,
                     lambda r: _retriable(g.error_code for g in r.groups), what=f"ConsumerGroupDescribe({group_id!r})",
                     deadline=self._deadline(), group_ids=[group_id], include_authorized_operations=False,
                 )
@@ -232,7 +232,7 @@ class Admin(GroupOffsetsAndLogDirs):
         for group_id in group_ids:
             try:
                 await call_coordinator(
-                    self.client, group_id, CoordinatorType.GROUP, API.DELETE_GROUPS,
+                    self.client, group_id, CoordinatorType.GROUP, ApiKey.DELETE_GROUPS,
                     lambda r: [g.error_code for g in r.results], what=f"DeleteGroups({group_id!r})",
                     deadline=self._deadline(), groups_names=[group_id],
                 )
@@ -261,7 +261,7 @@ class Admin(GroupOffsetsAndLogDirs):
             for tp in tps:
                 by_topic[tp.topic].append({"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": int(specs[tp])})
             answer = await call_any_node(
-                self.client, API.LIST_OFFSETS, lambda r: _retriable(p.error_code for t in r.topics for p in t.partitions), what="ListOffsets", deadline=self._deadline(),
+                self.client, ApiKey.LIST_OFFSETS, lambda r: _retriable(p.error_code for t in r.topics for p in t.partitions), what="ListOffsets", deadline=self._deadline(),
                 node_id=leader, replica_id=-1, isolation_level=int(read_committed),
                 topics=[{"name": t, "partitions": p} for t, p in by_topic.items()],
             )
@@ -279,7 +279,7 @@ class Admin(GroupOffsetsAndLogDirs):
             for tp in tps:
                 by_topic[tp.topic].append({"partition_index": tp.partition, "offset": int(before[tp])})
             answer = await call_any_node(
-                self.client, API.DELETE_RECORDS, lambda r: _retriable(p.error_code for t in r.topics for p in t.partitions), what="DeleteRecords", deadline=self._deadline(),
+                self.client, ApiKey.DELETE_RECORDS, lambda r: _retriable(p.error_code for t in r.topics for p in t.partitions), what="DeleteRecords", deadline=self._deadline(),
                 node_id=leader, timeout=self.timeout_ms, topics=[{"name": t, "partitions": p} for t, p in by_topic.items()],
             )
             _raise_first([(f"{t.name}-{p.partition_index}", p.error_code, None) for t in answer.topics for p in t.partitions])

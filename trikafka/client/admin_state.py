@@ -10,13 +10,12 @@ import collections
 from collections.abc import Mapping
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from trikafka.client.calls import call_any_node, call_coordinator
 from trikafka.client.client import CoordinatorType, KafkaClient
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.errors import error_for
-from trikafka.client.versions import API
+from trikafka.errors import ErrorCode
+from trikafka.protocol.registry import ApiKey
 
 __all__ = ["GroupOffsetsAndLogDirs"]
 
@@ -36,7 +35,7 @@ class GroupOffsetsAndLogDirs:
     async def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         """Every offset the group committed (OffsetFetch for all topics); no entry: none."""
         answer = await call_coordinator(
-            self.client, group_id, CoordinatorType.GROUP, API.OFFSET_FETCH,
+            self.client, group_id, CoordinatorType.GROUP, ApiKey.OFFSET_FETCH,
             lambda r: [r.error_code], what=f"OffsetFetch({group_id!r})",
             deadline=self._deadline(), group_id=group_id, topics=None, require_stable=False,
         )
@@ -53,7 +52,7 @@ class GroupOffsetsAndLogDirs:
         for tp, offset in sorted(offsets.items()):
             by_topic[tp.topic].append({"partition_index": tp.partition, "committed_offset": int(offset), "committed_leader_epoch": -1, "committed_metadata": ""})
         answer = await call_coordinator(
-            self.client, group_id, CoordinatorType.GROUP, API.OFFSET_COMMIT, lambda r: [], what=f"OffsetCommit({group_id!r})",
+            self.client, group_id, CoordinatorType.GROUP, ApiKey.OFFSET_COMMIT, lambda r: [], what=f"OffsetCommit({group_id!r})",
             deadline=self._deadline(), group_id=group_id, generation_id_or_member_epoch=-1, generation_id=-1,
             member_id="", group_instance_id=None, retention_time_ms=-1,
             topics=[{"name": t, "partitions": p} for t, p in by_topic.items()],
@@ -66,7 +65,7 @@ class GroupOffsetsAndLogDirs:
         out: dict[int, dict[TopicPartition, int]] = {}
         for node_id in sorted(self.client.cluster.brokers):
             answer = await call_any_node(
-                self.client, API.DESCRIBE_LOG_DIRS, lambda r: [getattr(r, "error_code", 0)], what="DescribeLogDirs",
+                self.client, ApiKey.DESCRIBE_LOG_DIRS, lambda r: [getattr(r, "error_code", 0)], what="DescribeLogDirs",
                 deadline=self._deadline(), node_id=node_id, topics=None,
             )
             sizes = out[node_id] = {}

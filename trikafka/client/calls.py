@@ -17,10 +17,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.client import CoordinatorType, KafkaClient
 from trikafka.client.errors import KafkaError, KafkaTimeoutError, error_for
+from trikafka.errors import ErrorCode
 
 __all__ = ["call_any_node", "call_coordinator", "first_error"]
 

@@ -43,7 +43,6 @@ from typing import Any
 
 import attrs
 import trio
-from kio.schema.errors import ErrorCode
 
 import trikafka
 from trikafka.client.backoff import ExponentialBackoff
@@ -61,8 +60,9 @@ from trikafka.client.requests import make
 from trikafka.client.sasl import authenticate
 from trikafka.client.tls import TLS_PROTOCOLS, closed_during_api_versions, tls_connector
 from trikafka.client.transport import Connector, parse_bootstrap, resolve_bootstrap
-from trikafka.client.versions import API, negotiate
-from trikafka.protocol.registry import ApiVersionSpec
+from trikafka.client.versions import negotiate
+from trikafka.errors import ErrorCode
+from trikafka.protocol.registry import ApiKey, ApiVersionSpec
 
 __all__ = ["CoordinatorType", "KafkaClient", "NodeConnection", "open_client"]
 
@@ -324,7 +324,7 @@ class KafkaClient:
         node_id = self.least_loaded_node()
         answer = await self.send(
             node_id,
-            API.METADATA,
+            ApiKey.METADATA,
             topics=None
             if (topics := self.cluster.request_topics()) is None
             else [{"name": t, "topic_id": None} for t in topics],
@@ -400,7 +400,7 @@ class KafkaClient:
 def _api_name(api_key: int) -> str:
     """``api 16 (LIST_GROUPS)``: the number a packet capture shows, the name a person reads."""
     try:
-        return f"api {api_key} ({API(api_key).name})"
+        return f"api {api_key} ({ApiKey(api_key).name})"
     except ValueError:
         return f"api {api_key}"
 
@@ -426,7 +426,7 @@ async def _authenticate(connection: KafkaConnection, versions: dict[int, int], w
 async def _api_versions(connection: KafkaConnection, version: int) -> Any:
     """ApiVersions at ``version``; None when the answer does not parse at that version."""
     body = make(
-        request_spec(API.API_VERSIONS, version).request_type,
+        request_spec(ApiKey.API_VERSIONS, version).request_type,
         client_software_name="trikafka",
         client_software_version=trikafka.__version__,
     )
@@ -438,7 +438,7 @@ async def _api_versions(connection: KafkaConnection, version: int) -> Any:
 
 async def _find_coordinator_once(client: KafkaClient, key: str, key_type: CoordinatorType) -> int:
     node_id = client.least_loaded_node()
-    answer = await client.send(node_id, API.FIND_COORDINATOR, key=key, key_type=int(key_type), coordinator_keys=[key])
+    answer = await client.send(node_id, ApiKey.FIND_COORDINATOR, key=key, key_type=int(key_type), coordinator_keys=[key])
     entry = answer.coordinators[0] if hasattr(answer, "coordinators") else answer  # v4+ batches keys
     if entry.error_code != ErrorCode.none:
         raise error_for(entry.error_code, f"FindCoordinator({key!r}): {entry.error_message or ''}")

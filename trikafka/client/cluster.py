@@ -18,7 +18,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import attrs
-from kio.schema.errors import ErrorCode
+
+from trikafka.errors import ErrorCode
 
 __all__ = ["BrokerNode", "ClusterMetadata", "PartitionInfo", "TopicInfo", "TopicPartition"]
 

@@ -36,7 +36,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.client import KafkaClient, open_client
 from trikafka.client.config import ClientConfig
@@ -53,6 +52,7 @@ from trikafka.client.fetcher import ConsumerRecord
 from trikafka.client.group_offsets import CommitFailedError
 from trikafka.client.group_session import ConsumerGroupMetadata, GroupSession
 from trikafka.client.transport import Connector
+from trikafka.errors import ErrorCode
 
 __all__ = ["Consumer", "open_consumer"]
 
@@ -347,7 +347,7 @@ class Consumer:
 async def open_consumer(
     bootstrap: Any = None, *, connector: Connector | None = None, **config: Any
 ) -> AsyncIterator[Consumer]:
-    """Open a consumer; ``bootstrap`` is ``host:port[,…]`` or a ``TestBroker``; ``config``
+    """Open a consumer; ``bootstrap`` as for :func:`~trikafka.client.open_producer`; ``config``
     takes Kafka's consumer keys in either spelling (``group_id=``, ``**{"group.id": …}``)."""
     if isinstance(bootstrap, str | list | tuple):
         config["bootstrap.servers"] = bootstrap

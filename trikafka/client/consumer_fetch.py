@@ -16,14 +16,14 @@ from typing import Any
 
 import attrs
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.client import KafkaClient
 from trikafka.client.consumer_protocol import TopicPartition
 from trikafka.client.consumer_state import OffsetResetStrategy
 from trikafka.client.errors import STALE_METADATA, KafkaError, error_for
 from trikafka.client.fetcher import FetchedPartition, decode_partition
-from trikafka.client.versions import API
+from trikafka.errors import ErrorCode
+from trikafka.protocol.registry import ApiKey
 
 __all__ = ["FetchResult", "LeaderReader", "NoOffsetForPartitionError", "OffsetOutOfRangeError"]
 
@@ -122,7 +122,7 @@ class LeaderReader:
                 answer = await send(
                     self.client,
                     node_id,
-                    API.FETCH,
+                    ApiKey.FETCH,
                     replica_id=-1,
                     max_wait=max_wait_ms,
                     min_bytes=self.min_bytes,
@@ -194,7 +194,7 @@ class LeaderReader:
                     )
                 try:
                     answer = await send(
-                        self.client, node_id, API.LIST_OFFSETS, replica_id=-1,
+                        self.client, node_id, ApiKey.LIST_OFFSETS, replica_id=-1,
                         isolation_level=1 if self.read_committed else 0,
                         topics=[{"name": t, "partitions": p} for t, p in topics.items()],
                     )

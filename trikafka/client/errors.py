@@ -15,7 +15,7 @@ that got no answer in ``request.timeout.ms`` is :class:`KafkaTimeoutError` (retr
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
+from trikafka.errors import ErrorCode
 
 __all__ = [
     "COORDINATOR_MOVED",

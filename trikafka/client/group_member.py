@@ -37,7 +37,6 @@ import enum
 from collections.abc import Mapping, Sequence
 
 import attrs
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.assignors import PartitionAssignor
 from trikafka.client.consumer_protocol import (
@@ -51,6 +50,7 @@ from trikafka.client.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from trikafka.errors import ErrorCode
 
 __all__ = ["Action", "GroupMember", "GroupMemberError", "MemberState", "Step", "UNKNOWN_MEMBER_ID"]
 

@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.client import CoordinatorType, KafkaClient
 from trikafka.client.consumer_protocol import TopicPartition
 from trikafka.client.errors import KafkaError, error_for
 from trikafka.client.group_member import GroupMember, MemberState
-from trikafka.client.versions import API
+from trikafka.errors import ErrorCode
+from trikafka.protocol.registry import ApiKey
 
 __all__ = ["CommitFailedError", "CoordinatorLink", "GroupOffsets"]
 
@@ -97,7 +97,7 @@ class GroupOffsets:
             generation = self.member.generation_id
             try:
                 answer = await self.link.send(
-                    API.OFFSET_COMMIT,
+                    ApiKey.OFFSET_COMMIT,
                     group_id=group_id,
                     generation_id_or_member_epoch=generation,
                     generation_id=generation,
@@ -135,7 +135,7 @@ class GroupOffsets:
         while True:
             try:
                 answer = await self.link.send(
-                    API.OFFSET_FETCH,
+                    ApiKey.OFFSET_FETCH,
                     group_id=self.link.group_id,
                     topics=[{"name": t, "partition_indexes": p} for t, p in by_topic.items()],
                     require_stable=require_stable,

@@ -26,7 +26,6 @@ from typing import Any
 
 import attrs
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.assignors import assignor_for
 from trikafka.client.client import KafkaClient
@@ -35,7 +34,8 @@ from trikafka.client.consumer_protocol import TopicPartition
 from trikafka.client.errors import KafkaError
 from trikafka.client.group_member import Action, GroupMember, GroupMemberError, MemberState, Step
 from trikafka.client.group_offsets import CoordinatorLink, GroupOffsets
-from trikafka.client.versions import API
+from trikafka.errors import ErrorCode
+from trikafka.protocol.registry import ApiKey
 
 __all__ = ["ConsumerGroupMetadata", "GroupSession", "RebalanceListener"]
 
@@ -200,7 +200,7 @@ class GroupSession:
         try:
             fields = member.join_group_fields()
             answer = await self._send(
-                API.JOIN_GROUP,
+                ApiKey.JOIN_GROUP,
                 session_timeout=self.session_timeout_ms,
                 rebalance_timeout=self.rebalance_timeout_ms,
                 group_id=fields["group_id"],
@@ -227,7 +227,7 @@ class GroupSession:
             sync = member.sync_group_fields(assignments)
             try:
                 answer = await self._send(
-                    API.SYNC_GROUP,
+                    ApiKey.SYNC_GROUP,
                     **{k: v for k, v in sync.items() if k != "assignments"},
                     assignments=[{"member_id": m, "assignment": a} for m, a in sync["assignments"]],
                 )
@@ -291,7 +291,7 @@ class GroupSession:
     async def _heartbeat_once(self) -> None:
         generation = self.member.generation_id
         try:
-            answer = await self._send(API.HEARTBEAT, **self.member.heartbeat_fields())
+            answer = await self._send(ApiKey.HEARTBEAT, **self.member.heartbeat_fields())
         except KafkaError as exc:
             logger.info("group %s: heartbeat failed (%s)", self.group_id, exc)
             return
@@ -329,7 +329,7 @@ class GroupSession:
         try:
             with trio.move_on_after(self.client.request_timeout):
                 await self._send(
-                    API.LEAVE_GROUP,
+                    ApiKey.LEAVE_GROUP,
                     group_id=fields["group_id"],
                     member_id=fields["member_id"],
                     members=[{"member_id": fields["member_id"], "group_instance_id": None, "reason": reason}],

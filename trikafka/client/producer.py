@@ -29,7 +29,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.accumulator import (
     RECORD_OVERHEAD,
@@ -48,7 +47,8 @@ from trikafka.client.partitioner import StickyPartitioner, partition_for_key
 from trikafka.client.sender import Sender
 from trikafka.client.transactions import TransactionManager
 from trikafka.client.transport import Connector
-from trikafka.client.versions import API
+from trikafka.errors import ErrorCode
+from trikafka.protocol.registry import ApiKey
 
 __all__ = ["Producer", "open_producer"]
 
@@ -273,7 +273,7 @@ class Producer:
         if self.txn.partitions or self._txn_started:
             try:
                 await call_coordinator(
-                    self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION, API.END_TXN,
+                    self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION, ApiKey.END_TXN,
                     lambda r: [r.error_code], what="EndTxn", deadline=self._deadline(),
                     transactional_id=self.txn.transactional_id, producer_id=self.txn.producer_id,
                     producer_epoch=self.txn.epoch, committed=commit,
@@ -297,12 +297,12 @@ class Producer:
         txn_id = self.txn.transactional_id
         try:
             await call_coordinator(
-                self.client, txn_id, CoordinatorType.TRANSACTION, API.ADD_OFFSETS_TO_TXN,
+                self.client, txn_id, CoordinatorType.TRANSACTION, ApiKey.ADD_OFFSETS_TO_TXN,
                 lambda r: [r.error_code], what="AddOffsetsToTxn", deadline=self._deadline(), group_id=group_id, **ids,
             )
             self._txn_started = True
             await call_coordinator(
-                self.client, group_id, CoordinatorType.GROUP, API.TXN_OFFSET_COMMIT,
+                self.client, group_id, CoordinatorType.GROUP, ApiKey.TXN_OFFSET_COMMIT,
                 lambda r: [p.error_code for t in r.topics for p in t.partitions], what="TxnOffsetCommit", deadline=self._deadline(),
                 group_id=group_id, generation_id=getattr(group, "generation_id", -1),
                 member_id=getattr(group, "member_id", ""), group_instance_id=getattr(group, "group_instance_id", None),
@@ -351,8 +351,9 @@ def _offset_topics(offsets: Mapping[TopicPartition, Any]) -> list[dict[str, Any]
 async def open_producer(
     bootstrap: Any = None, *, connector: Connector | None = None, **config: Any
 ) -> AsyncIterator[Producer]:
-    """A running producer. ``bootstrap``: ``"host:port,…"``, a list of them, or a
-    ``TestBroker`` (in memory); ``config``: Kafka producer keys in either spelling."""
+    """A running producer. ``bootstrap``: ``"host:port,…"``, a list of them, or anything with
+    a ``bootstrap_servers`` string (a ``Broker``, a ``Cluster``, ``kafka_broker``; a
+    ``TestBroker`` is reached in memory); ``config``: Kafka producer keys in either spelling."""
     if isinstance(bootstrap, str | list | tuple):
         config["bootstrap.servers"] = bootstrap
     settings = ClientConfig.for_role("producer", config)

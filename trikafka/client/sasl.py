@@ -22,9 +22,8 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from trikafka.client.errors import KafkaError
+from trikafka.errors import ErrorCode
 from trikafka.security.jaas import parse_jaas_config
 
 __all__ = ["MECHANISMS", "PlainClient", "ScramClient", "authenticate", "credentials_from_jaas", "mechanism_client"]
@@ -119,16 +118,16 @@ def mechanism_client(mechanism: str, jaas: str | None) -> PlainClient | ScramCli
 async def authenticate(request: Callable[[int, dict[str, Any]], Awaitable[Any]], mechanism: str, jaas: str | None, where: str) -> None:
     """SaslHandshake + SaslAuthenticate rounds; ``request(api_key, fields)`` sends one request
     on the connection being opened. Raises a non-retriable :class:`KafkaError` on refusal."""
-    from trikafka.client.versions import API
+    from trikafka.protocol.registry import ApiKey
 
     client = mechanism_client(mechanism, jaas)
-    answer = await request(API.SASL_HANDSHAKE, {"mechanism": mechanism})
+    answer = await request(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism})
     if answer.error_code != ErrorCode.none:
         enabled = ", ".join(answer.mechanisms) or "none"
         raise KafkaError(answer.error_code, f"{where} does not enable SASL mechanism {mechanism} (it enables: {enabled})", retriable=False)
     token: bytes | None = client.first()
     while token is not None:
-        answer = await request(API.SASL_AUTHENTICATE, {"auth_bytes": token})
+        answer = await request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
         if answer.error_code != ErrorCode.none:
             raise KafkaError(answer.error_code, f"{where}: {answer.error_message or 'authentication failed'}", retriable=False)
         token = client.respond(bytes(answer.auth_bytes))

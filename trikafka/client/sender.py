@@ -27,7 +27,6 @@ import logging
 from typing import Any
 
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.accumulator import ProducerBatch, RecordAccumulator
 from trikafka.client.calls import call_any_node, call_coordinator
@@ -35,8 +34,9 @@ from trikafka.client.client import CoordinatorType, KafkaClient
 from trikafka.client.config import ClientConfig
 from trikafka.client.errors import KafkaError, KafkaTimeoutError, error_for
 from trikafka.client.transactions import TransactionManager
-from trikafka.client.versions import API
+from trikafka.errors import ErrorCode
 from trikafka.protocol.compression import CODECS
+from trikafka.protocol.registry import ApiKey
 
 __all__ = ["Sender"]
 
@@ -151,11 +151,11 @@ class Sender:
                 topic_data=[{"name": t, "partition_data": p} for t, p in topics.items()],
             )
             if self.acks == 0:
-                await self.client.send_no_response(node_id, API.PRODUCE, **fields)
+                await self.client.send_no_response(node_id, ApiKey.PRODUCE, **fields)
                 for batch in batches:
                     self._complete(batch, -1, -1)
                 return
-            answer = await self.client.send(node_id, API.PRODUCE, **fields)
+            answer = await self.client.send(node_id, ApiKey.PRODUCE, **fields)
         except KafkaError as exc:
             for batch in batches:
                 self._retry_or_fail(batch, exc)
@@ -241,10 +241,10 @@ class Sender:
         if self.txn.transactional:
             answer = await call_coordinator(
                 self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION,
-                API.INIT_PRODUCER_ID, lambda r: [r.error_code], what=what, **fields,
+                ApiKey.INIT_PRODUCER_ID, lambda r: [r.error_code], what=what, **fields,
             )
         else:
-            answer = await call_any_node(self.client, API.INIT_PRODUCER_ID, lambda r: [r.error_code], what=what, **fields)
+            answer = await call_any_node(self.client, ApiKey.INIT_PRODUCER_ID, lambda r: [r.error_code], what=what, **fields)
         self.txn.set_producer(int(answer.producer_id), int(answer.producer_epoch))
         self.reinit_producer = False
         for queue in self.accumulator.queues.values():
@@ -265,7 +265,7 @@ class Sender:
         try:
             await call_coordinator(
                 self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION,
-                API.ADD_PARTITIONS_TO_TXN, _add_partitions_errors, what="AddPartitionsToTxn",
+                ApiKey.ADD_PARTITIONS_TO_TXN, _add_partitions_errors, what="AddPartitionsToTxn",
                 deadline=trio.current_time() + self.max_block_ms / 1000,
                 **ids, topics=topics, **{f"v3_and_below_{k}": v for k, v in ids.items()},
                 v3_and_below_topics=topics,

@@ -22,11 +22,10 @@ import ssl
 from typing import Any
 
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.errors import KafkaConnectionError, KafkaError
 from trikafka.client.transport import Connector
-from trikafka.errors import ConfigError
+from trikafka.errors import ConfigError, ErrorCode
 
 __all__ = ["TLS_PROTOCOLS", "SslAuthenticationError", "client_ssl_context", "closed_during_api_versions", "handshake_failure", "tls_connector"]
 

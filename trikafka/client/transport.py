@@ -49,7 +49,7 @@ def memory_connector(*listeners: Any) -> Connector:
 
 
 _BOOTSTRAP = "bootstrap.servers"
-_BOOTSTRAP_FORM = "'host:port' entries, comma-separated or in a list"
+_BOOTSTRAP_FORM = "'host:port' entries, comma-separated or in a list, or an object with a bootstrap_servers string"
 
 
 def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
@@ -86,10 +86,17 @@ def resolve_bootstrap(
 ) -> tuple[str | Sequence[str], Connector]:
     """(bootstrap servers, connector) from what the user passed.
 
-    An object with a ``listener`` that has ``connect()`` (a ``TestBroker``) means "in memory,
-    to that broker"; a connector given as well wins.
+    A string or a list of ``host:port``; or any object with a ``bootstrap_servers`` string
+    (a ``Broker``, a ``Cluster`` or one of its nodes, the thread-hosted ``kafka_broker``, a
+    cluster handle), read duck-typed so that the client imports no broker. An object with a
+    ``listener`` that has ``connect()`` (a ``TestBroker``) means "in memory, to that
+    broker"; a connector given as well wins.
     """
     listener = getattr(bootstrap, "listener", None)
     if listener is not None and hasattr(listener, "connect"):
         return f"{listener.host}:{listener.port}", connector or memory_connector(listener)
+    if not isinstance(bootstrap, str | Sequence):
+        servers = getattr(bootstrap, "bootstrap_servers", None)
+        if isinstance(servers, str):
+            bootstrap = servers
     return bootstrap, connector or tcp_connector

@@ -24,49 +24,44 @@ from collections.abc import Iterable, Mapping
 
 from trikafka.protocol.registry import ApiKey
 
-__all__ = ["API", "CLIENT_API_VERSIONS", "negotiate"]
-
-
-#: Kafka's api keys by name, for readable call sites (``API.PRODUCE``): the protocol
-#: layer's one table, not a second one.
-API = ApiKey
+__all__ = ["CLIENT_API_VERSIONS", "negotiate"]
 
 
 #: api key → (lowest, highest) version the client can build and read.
 CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
-    API.PRODUCE: (3, 11),
-    API.FETCH: (4, 12),
-    API.LIST_OFFSETS: (1, 7),
-    API.METADATA: (1, 12),
-    API.OFFSET_COMMIT: (2, 8),
-    API.OFFSET_FETCH: (1, 7),
-    API.FIND_COORDINATOR: (1, 4),
-    API.JOIN_GROUP: (0, 5),
-    API.HEARTBEAT: (0, 4),
-    API.LEAVE_GROUP: (0, 3),
-    API.SYNC_GROUP: (0, 3),
-    API.DESCRIBE_GROUPS: (0, 5),
-    API.LIST_GROUPS: (0, 4),
-    API.API_VERSIONS: (0, 3),
-    API.CREATE_TOPICS: (2, 7),
-    API.DELETE_TOPICS: (1, 5),
-    API.DELETE_RECORDS: (0, 2),
-    API.INIT_PRODUCER_ID: (0, 4),
-    API.ADD_PARTITIONS_TO_TXN: (0, 3),
-    API.ADD_OFFSETS_TO_TXN: (0, 3),
-    API.END_TXN: (0, 3),
-    API.TXN_OFFSET_COMMIT: (0, 3),
-    API.DESCRIBE_CONFIGS: (1, 4),
-    API.ALTER_CONFIGS: (0, 2),
-    API.CREATE_PARTITIONS: (0, 3),
-    API.DELETE_GROUPS: (0, 2),
-    API.INCREMENTAL_ALTER_CONFIGS: (0, 1),
-    API.OFFSET_DELETE: (0, 0),
-    API.DESCRIBE_CLUSTER: (0, 1),
-    API.DESCRIBE_LOG_DIRS: (1, 4),
-    API.CONSUMER_GROUP_DESCRIBE: (0, 1),
-    API.SASL_HANDSHAKE: (1, 1),
-    API.SASL_AUTHENTICATE: (0, 2),
+    ApiKey.PRODUCE: (3, 11),
+    ApiKey.FETCH: (4, 12),
+    ApiKey.LIST_OFFSETS: (1, 7),
+    ApiKey.METADATA: (1, 12),
+    ApiKey.OFFSET_COMMIT: (2, 8),
+    ApiKey.OFFSET_FETCH: (1, 7),
+    ApiKey.FIND_COORDINATOR: (1, 4),
+    ApiKey.JOIN_GROUP: (0, 5),
+    ApiKey.HEARTBEAT: (0, 4),
+    ApiKey.LEAVE_GROUP: (0, 3),
+    ApiKey.SYNC_GROUP: (0, 3),
+    ApiKey.DESCRIBE_GROUPS: (0, 5),
+    ApiKey.LIST_GROUPS: (0, 4),
+    ApiKey.API_VERSIONS: (0, 3),
+    ApiKey.CREATE_TOPICS: (2, 7),
+    ApiKey.DELETE_TOPICS: (1, 5),
+    ApiKey.DELETE_RECORDS: (0, 2),
+    ApiKey.INIT_PRODUCER_ID: (0, 4),
+    ApiKey.ADD_PARTITIONS_TO_TXN: (0, 3),
+    ApiKey.ADD_OFFSETS_TO_TXN: (0, 3),
+    ApiKey.END_TXN: (0, 3),
+    ApiKey.TXN_OFFSET_COMMIT: (0, 3),
+    ApiKey.DESCRIBE_CONFIGS: (1, 4),
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.CREATE_PARTITIONS: (0, 3),
+    ApiKey.DELETE_GROUPS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    ApiKey.OFFSET_DELETE: (0, 0),
+    ApiKey.DESCRIBE_CLUSTER: (0, 1),
+    ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
+    ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.SASL_HANDSHAKE: (1, 1),
+    ApiKey.SASL_AUTHENTICATE: (0, 2),
 }
 
 

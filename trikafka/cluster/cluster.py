@@ -3,7 +3,7 @@
 ``async with open_cluster(brokers=3) as cluster`` runs N :class:`~trikafka.cluster.node.ClusterNode`
 s, each with its own listener (TCP on 127.0.0.1, free ports by default, or the in-memory
 transport), over one :class:`~trikafka.cluster.state.ClusterState`. The :class:`Cluster`
-is the ClusterView every node's request path asks (server/cluster_view.py) and the
+is the ClusterView every node's request path asks (server/replica/cluster_view.py) and the
 ReplicaPlacement of the one ReplicaManager they share.
 
 ::
@@ -35,9 +35,9 @@ from trikafka.config import BrokerConfig, ListenerSpec
 from trikafka.log.log import EndOffset
 from trikafka.network.memory import MemoryListener
 from trikafka.server.awaitable import AwaitableState
-from trikafka.server.cluster_view import PartitionLeadership
 from trikafka.server.metadata_cache import BrokerEndpoint
-from trikafka.server.replica_manager import ReplicaManager
+from trikafka.server.replica.cluster_view import PartitionLeadership
+from trikafka.server.replica.replica_manager import ReplicaManager
 from trikafka.server.wiring import BrokerCore, load_meta_properties, new_log_manager
 
 __all__ = ["Cluster", "open_cluster"]
@@ -187,7 +187,7 @@ class Cluster(ClusterControls, AwaitableState):
             log.info(
                 "cluster %s started: %s",
                 self.cluster_id,
-                "; ".join(f"broker {i} at {self.nodes[i].bootstrap_server()}" for i in self.state.node_ids),
+                "; ".join(f"broker {i} at {self.nodes[i].bootstrap_servers}" for i in self.state.node_ids),
             )
             task_status.started(self)
             await trio.sleep_forever()

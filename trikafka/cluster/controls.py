@@ -8,15 +8,16 @@ ever sees half of it. Mixed into :class:`~trikafka.cluster.cluster.Cluster`.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
+from trikafka.clock import Clock
 from trikafka.cluster import reassignments
 from trikafka.cluster.node import ClusterNode
 from trikafka.cluster.replication import ClusterLogManager, catch_up
 from trikafka.cluster.state import ClusterState
 from trikafka.config import BrokerConfig
-from trikafka.server.cluster_view import (
+from trikafka.server.replica.cluster_view import (
     GROUP_KEY,
     TRANSACTION_KEY,
     UNCLEAN,
@@ -40,7 +41,7 @@ class ClusterControls:
     config: BrokerConfig
     node_configs: dict[int, BrokerConfig]
     nodes: dict[int, ClusterNode]
-    now_ms: Callable[[], float]
+    now_ms: Clock
     _log_managers: dict[int, Any]
     _parked: dict[int, Any]
 

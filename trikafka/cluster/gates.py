@@ -21,8 +21,9 @@ import attrs
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import error_response
-from trikafka.server.cluster_view import GROUP_KEY, TRANSACTION_KEY, ClusterView
+from trikafka.protocol.registry import ApiKey
 from trikafka.server.kafka_apis import Answer
+from trikafka.server.replica.cluster_view import GROUP_KEY, TRANSACTION_KEY, ClusterView
 
 __all__ = ["gate_coordinator_apis"]
 
@@ -31,17 +32,17 @@ NOT_COORDINATOR = ErrorCode.not_coordinator
 
 # api key -> (key type, the request's one id)
 _SINGLE: dict[int, tuple[int, Callable[[Any], str | None]]] = {
-    8: (GROUP_KEY, lambda b: b.group_id),  # OffsetCommit
-    11: (GROUP_KEY, lambda b: b.group_id),  # JoinGroup
-    12: (GROUP_KEY, lambda b: b.group_id),  # Heartbeat
-    13: (GROUP_KEY, lambda b: b.group_id),  # LeaveGroup
-    14: (GROUP_KEY, lambda b: b.group_id),  # SyncGroup
-    47: (GROUP_KEY, lambda b: b.group_id),  # OffsetDelete
-    28: (GROUP_KEY, lambda b: b.group_id),  # TxnOffsetCommit: the group's coordinator
-    22: (TRANSACTION_KEY, lambda b: b.transactional_id),  # InitProducerId (transactional)
-    25: (TRANSACTION_KEY, lambda b: b.transactional_id),  # AddOffsetsToTxn
-    26: (TRANSACTION_KEY, lambda b: b.transactional_id),  # EndTxn
-    68: (GROUP_KEY, lambda b: b.group_id),  # ConsumerGroupHeartbeat (KIP-848)
+    ApiKey.OFFSET_COMMIT: (GROUP_KEY, lambda b: b.group_id),
+    ApiKey.JOIN_GROUP: (GROUP_KEY, lambda b: b.group_id),
+    ApiKey.HEARTBEAT: (GROUP_KEY, lambda b: b.group_id),
+    ApiKey.LEAVE_GROUP: (GROUP_KEY, lambda b: b.group_id),
+    ApiKey.SYNC_GROUP: (GROUP_KEY, lambda b: b.group_id),
+    ApiKey.OFFSET_DELETE: (GROUP_KEY, lambda b: b.group_id),
+    ApiKey.TXN_OFFSET_COMMIT: (GROUP_KEY, lambda b: b.group_id),  # the group's coordinator
+    ApiKey.INIT_PRODUCER_ID: (TRANSACTION_KEY, lambda b: b.transactional_id),  # when transactional
+    ApiKey.ADD_OFFSETS_TO_TXN: (TRANSACTION_KEY, lambda b: b.transactional_id),
+    ApiKey.END_TXN: (TRANSACTION_KEY, lambda b: b.transactional_id),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (GROUP_KEY, lambda b: b.group_id),  # KIP-848
 }
 
 
@@ -62,13 +63,13 @@ def _index(p: Any) -> int:
 def _refusal(request: Request) -> Any:
     """The API's answer when every id in it belongs to another coordinator."""
     body, key = request.body, request.api_key
-    if key in (8, 28):  # OffsetCommit, TxnOffsetCommit: per partition
-        by_id = key == 8 and request.api_version >= 10
+    if key in (ApiKey.OFFSET_COMMIT, ApiKey.TXN_OFFSET_COMMIT):  # per partition
+        by_id = key == ApiKey.OFFSET_COMMIT and request.api_version >= 10
         return Answer(
             throttle_time=0,
             topics=_partition_errors(body.topics, "topic_id" if by_id else "name", "partitions", NOT_COORDINATOR),
         )
-    if key == 24:
+    if key == ApiKey.ADD_PARTITIONS_TO_TXN:
         return Answer(
             throttle_time=0,
             results_by_topic_v3_and_below=[
@@ -79,7 +80,7 @@ def _refusal(request: Request) -> Any:
                 for t in body.v3_and_below_topics
             ],
         )
-    if key == 9:  # OffsetFetch before v8
+    if key == ApiKey.OFFSET_FETCH:  # before v8
         return Answer(throttle_time=0, topics=[], error_code=NOT_COORDINATOR)
     return error_response(request.spec.response_type, NOT_COORDINATOR)
 
@@ -197,14 +198,14 @@ def gate_coordinator_apis(handlers: dict[int, Handler], view: ClusterView, node_
         if key in handlers:
             handlers[key] = gate.single(handlers[key], key_type, key_of)
     wrappers = {
-        9: gate.offset_fetch,
-        24: gate.add_partitions,
-        15: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
-        69: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),  # ConsumerGroupDescribe
-        65: lambda h: gate.per_id(h, TRANSACTION_KEY, "transaction_states", "transactional_id"),
-        42: gate.delete_groups,
-        16: lambda h: gate.listed(h, GROUP_KEY, "groups", "group_id"),
-        66: lambda h: gate.listed(h, TRANSACTION_KEY, "transaction_states", "transactional_id"),
+        ApiKey.OFFSET_FETCH: gate.offset_fetch,
+        ApiKey.ADD_PARTITIONS_TO_TXN: gate.add_partitions,
+        ApiKey.DESCRIBE_GROUPS: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
+        ApiKey.CONSUMER_GROUP_DESCRIBE: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
+        ApiKey.DESCRIBE_TRANSACTIONS: lambda h: gate.per_id(h, TRANSACTION_KEY, "transaction_states", "transactional_id"),
+        ApiKey.DELETE_GROUPS: gate.delete_groups,
+        ApiKey.LIST_GROUPS: lambda h: gate.listed(h, GROUP_KEY, "groups", "group_id"),
+        ApiKey.LIST_TRANSACTIONS: lambda h: gate.listed(h, TRANSACTION_KEY, "transaction_states", "transactional_id"),
     }
     for key, wrap in wrappers.items():
         if key in handlers:

@@ -36,7 +36,7 @@ from trikafka.cluster.gates import gate_coordinator_apis
 from trikafka.config import BrokerConfig
 from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LogManager
-from trikafka.network.endpoints import BoundEndpoint
+from trikafka.network.endpoints import BoundEndpoint, endpoint_address
 from trikafka.server.metadata_cache import BrokerEndpoint, MetadataCache
 from trikafka.server.wiring import RequestPath
 
@@ -140,6 +140,11 @@ class ClusterNode:
             self._grace = grace_seconds
         self._stop_requested.set()
 
-    def bootstrap_server(self, listener: str | None = None) -> str:
-        endpoint = self.endpoints[listener] if listener else next(iter(self.endpoints.values()))
-        return f"{endpoint.host}:{endpoint.port}"
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port`` of this broker's first listener."""
+        return self.address(next(iter(self.endpoints)))
+
+    def address(self, listener_name: str) -> str:
+        """``host:port`` of the named listener (``[host]:port`` for an IPv6 host)."""
+        return endpoint_address(self.endpoints[listener_name])

@@ -26,7 +26,7 @@ Who catches the adding replicas up is the shell's business (cluster/controls.py)
 from __future__ import annotations
 
 from trikafka.cluster.state import ClusterState, PartitionState
-from trikafka.server.cluster_view import (
+from trikafka.server.replica.cluster_view import (
     ELECTION_NOT_NEEDED,
     PREFERRED,
     OngoingReassignment,

@@ -33,7 +33,7 @@ from typing import Any
 
 import attrs
 
-from trikafka.server.cluster_view import GROUP_KEY, PartitionLeadership
+from trikafka.server.replica.cluster_view import GROUP_KEY, PartitionLeadership
 
 __all__ = [
     "ClusterState",

@@ -10,8 +10,6 @@ import argparse
 from collections.abc import Iterable
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from trikafka.client import (
     Admin,
     ConfigResource,
@@ -29,6 +27,7 @@ from trikafka.commands.common import (
     client_settings,
     fail,
 )
+from trikafka.errors import ErrorCode
 
 __all__ = ["key_values", "partitions_of", "register", "watermarks"]
 

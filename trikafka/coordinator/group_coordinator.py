@@ -5,7 +5,7 @@ Theory of operation
 Kafka splits its group coordinator in two, and so does trikafka, with one more cut to keep
 trio out of the protocol:
 
-* :class:`~trikafka.coordinator.group_membership.GroupMembership` — the pure membership state
+* :class:`~trikafka.coordinator.classic.group_membership.GroupMembership` — the pure membership state
   machine (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, the member checks of OffsetCommit,
   and the rebalance and session timers as *requests*: it takes ``now_ms`` and returns
   answers plus effects);
@@ -19,7 +19,7 @@ trio out of the protocol:
   ``offsets.retention.check.interval.ms``.
 
 KIP-848 consumer groups are a second machine beside the classic one,
-:class:`~trikafka.coordinator.consumer_group_machine.ConsumerGroupMachine`, sharing the
+:class:`~trikafka.coordinator.consumer.consumer_group_machine.ConsumerGroupMachine`, sharing the
 offsets: a group id is either a classic group or a consumer group. Its committed offsets
 always live in the classic manager's :class:`GroupMetadata` (a memberless holder while the
 group is a consumer group), so converting a group from one type to the other keeps its
@@ -27,7 +27,7 @@ offsets. An empty group converts when a member of the other protocol arrives; a 
 members converts online as ``group.consumer.migration.policy`` allows
 (:mod:`~trikafka.coordinator.group_migration`). JoinGroup, SyncGroup, Heartbeat and LeaveGroup
 for a consumer group go to its classic members' handler
-(:mod:`~trikafka.coordinator.consumer_group_classic`), as in Kafka 4.
+(:mod:`~trikafka.coordinator.consumer.consumer_group_classic`), as in Kafka 4.
 
 Every API call is a synchronous method that answers at once or returns a Waiter that the
 API layer parks in the purgatory, so request handlers never wait on other clients. Trio
@@ -47,19 +47,23 @@ from typing import TypeVar
 
 import trio
 
+from trikafka.clock import Clock
 from trikafka.config import BrokerConfig
-from trikafka.coordinator import consumer_group_offsets
-from trikafka.coordinator import consumer_group_records as consumer_records
-from trikafka.coordinator.consumer_group import ConsumerGroup
-from trikafka.coordinator.consumer_group_classic import ClassicMembers
-from trikafka.coordinator.consumer_group_machine import ConsumerGroupMachine
-from trikafka.coordinator.consumer_group_protocol import (
+from trikafka.coordinator.classic.group_membership import (
+    GroupMembership,
+    check_transactional_member,
+)
+from trikafka.coordinator.classic.group_metadata import GroupMetadata, OffsetAndMetadata
+from trikafka.coordinator.consumer import consumer_group_offsets
+from trikafka.coordinator.consumer import consumer_group_records as consumer_records
+from trikafka.coordinator.consumer.consumer_group import ConsumerGroup
+from trikafka.coordinator.consumer.consumer_group_classic import ClassicMembers
+from trikafka.coordinator.consumer.consumer_group_machine import ConsumerGroupMachine
+from trikafka.coordinator.consumer.consumer_group_protocol import (
     ConsumerGroupHeartbeat,
     ConsumerTimerKey,
     HeartbeatResult,
 )
-from trikafka.coordinator.group_membership import GroupMembership, check_transactional_member
-from trikafka.coordinator.group_metadata import GroupMetadata, OffsetAndMetadata
 from trikafka.coordinator.group_metadata_manager import (
     GroupMetadataManager,
     OffsetCommit,
@@ -104,7 +108,7 @@ class GroupCoordinator:
         self,
         config: BrokerConfig,
         store: OffsetStore | None,
-        now_ms: Callable[[], float],
+        now_ms: Clock,
         *,
         on_state_change: Callable[[], None] = lambda: None,
         topic_partitions: Callable[[], Mapping[str, int]] = dict,

@@ -5,7 +5,7 @@ Theory of operation
 Kafka's GroupMetadataManager, sans-IO: it holds every :class:`GroupMetadata` by id and is the
 only code that writes ``__consumer_offsets`` (through the
 :class:`~trikafka.coordinator.offsets.OffsetStore`). It knows nothing of members' timers or
-of waiting requests — membership is :mod:`~trikafka.coordinator.group_membership`'s — and
+of waiting requests — membership is :mod:`~trikafka.coordinator.classic.group_membership`'s — and
 nothing of trio: every method that needs the time takes ``now_ms``.
 
 * **Commits** (:meth:`store_offsets`) are checked against the group by the membership
@@ -25,8 +25,12 @@ import logging
 from collections.abc import Callable, Iterable
 
 from trikafka.config import BrokerConfig
-from trikafka.coordinator.group_metadata import GroupMetadata, MemberMetadata, OffsetAndMetadata
-from trikafka.coordinator.group_state import GroupState
+from trikafka.coordinator.classic.group_metadata import (
+    GroupMetadata,
+    MemberMetadata,
+    OffsetAndMetadata,
+)
+from trikafka.coordinator.classic.group_state import GroupState
 from trikafka.coordinator.offsets import OffsetStore, group_key, offset_key
 from trikafka.errors import ErrorCode
 

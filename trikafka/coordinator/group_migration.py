@@ -15,7 +15,7 @@ by default; ``upgrade``, ``downgrade`` or ``disabled``):
   epoch = the generation. Parked JoinGroup/SyncGroup calls end with REBALANCE_IN_PROGRESS and
   the classic timers go. The new member then bumps the group epoch and the server-side
   assignor computes the first real target, reconciled revoke-before-assign for both kinds of
-  member (:mod:`~trikafka.coordinator.consumer_group_classic`).
+  member (:mod:`~trikafka.coordinator.consumer.consumer_group_classic`).
 * **Downgrade** — when the last consumer-protocol member of a group that still has classic
   members leaves or is fenced (Kafka's ``convertToClassicGroup``): the group becomes a classic
   group of the remaining members at generation = the group epoch, protocol chosen as a classic
@@ -34,20 +34,20 @@ from __future__ import annotations
 import logging
 
 from trikafka.config import BrokerConfig
-from trikafka.coordinator import consumer_group_records as rec
-from trikafka.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
-from trikafka.coordinator.consumer_group_classic import ClassicMembers
-from trikafka.coordinator.consumer_group_machine import ConsumerGroupMachine
-from trikafka.coordinator.consumer_protocol_bytes import (
+from trikafka.coordinator.classic.consumer_protocol_bytes import (
     decode_assignment,
     decode_subscription,
     encode_assignment,
     protocol_version,
 )
-from trikafka.coordinator.group_membership import GroupMembership
-from trikafka.coordinator.group_metadata import GroupMetadata, MemberMetadata
+from trikafka.coordinator.classic.group_membership import GroupMembership
+from trikafka.coordinator.classic.group_metadata import GroupMetadata, MemberMetadata
+from trikafka.coordinator.classic.group_state import GroupState
+from trikafka.coordinator.consumer import consumer_group_records as rec
+from trikafka.coordinator.consumer.consumer_group import ConsumerGroup, ConsumerGroupMember
+from trikafka.coordinator.consumer.consumer_group_classic import ClassicMembers
+from trikafka.coordinator.consumer.consumer_group_machine import ConsumerGroupMachine
 from trikafka.coordinator.group_protocol import CancelTimer, Effect, TimerKey, TimerKind
-from trikafka.coordinator.group_state import GroupState
 from trikafka.errors import ErrorCode, KafkaProtocolError
 
 __all__ = ["GroupMigration", "downgrade_enabled", "upgrade_enabled"]

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The membership state machine (:class:`~trikafka.coordinator.group_membership.GroupMembership`)
+The membership state machine (:class:`~trikafka.coordinator.classic.group_membership.GroupMembership`)
 never waits and never reads a clock. Every call takes ``now_ms`` and returns a :class:`Reply`:
 the answer, plus the *effects* the caller must carry out —
 

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trikafka.coordinator.ports import OffsetsPartitionLog
 from trikafka.protocol.records import build_batch, iter_batches, iter_records
+
+if TYPE_CHECKING:
+    from trikafka.clock import Clock
 
 __all__ = ["OffsetStore", "OFFSETS_TOPIC", "group_key", "java_string_hash", "offset_key"]
 
@@ -49,7 +52,7 @@ class OffsetStore:
         self,
         num_partitions: int,
         log_for: Callable[[int], OffsetsPartitionLog],
-        now_ms: Callable[[], float],
+        now_ms: Clock,
         exists: Callable[[], bool] = lambda: True,
     ) -> None:
         self.num_partitions = num_partitions

@@ -27,7 +27,7 @@ from trikafka.log.segment import Segment
 from trikafka.log.storage import FileIO, KafkaStorageError, storage_error
 
 if TYPE_CHECKING:
-    from trikafka.log.log import Clock
+    from trikafka.clock import Clock
 
 __all__ = [
     "LOG_START_OFFSET_CHECKPOINT",

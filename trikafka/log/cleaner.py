@@ -39,6 +39,7 @@ import attrs
 import trio
 from trio_util import AsyncValue
 
+from trikafka.clock import Clock
 from trikafka.log.cleaner_core import (
     CleanPlan,
     build_offset_map,
@@ -239,7 +240,7 @@ class LogCleaner:
         log_manager: Any,
         *,
         backoff_ms: int,
-        clock: Callable[[], float],
+        clock: Clock,
         dedupe_buffer_size: int = 134217728,
     ) -> None:
         self.log_manager = log_manager

@@ -20,6 +20,7 @@ from trikafka.log.segment import Segment, SyncHandle
 from trikafka.log.storage import storage_error
 
 if TYPE_CHECKING:
+    from trikafka.clock import Clock
     from trikafka.log.config import LogConfig
 
 __all__ = ["FlushJob", "LogDurability"]
@@ -55,7 +56,7 @@ class LogDurability:
     _unflushed_messages: int
     _rolled_since_flush: bool
     _last_flush_ms: float
-    _clock: Callable[[], float]
+    _clock: Clock
     _check_open: Callable[[], None]
 
     @property

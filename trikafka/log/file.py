@@ -44,10 +44,11 @@ import os
 from bisect import bisect_right
 from pathlib import Path
 
+from trikafka.clock import Clock
 from trikafka.log.cleaner_files import complete_swaps
 from trikafka.log.config import LogConfig
 from trikafka.log.index import IndexCorruptError, OffsetIndex, TimeIndex
-from trikafka.log.log import Clock, Log, wall_clock_ms
+from trikafka.log.log import Log, wall_clock_ms
 from trikafka.log.open_files import OpenFiles
 from trikafka.log.segment import Segment, SegmentStore, SyncHandle
 from trikafka.log.slices import FileSlice

@@ -41,11 +41,10 @@ from bisect import bisect_right
 from collections.abc import Callable
 
 import attrs
-from kio.schema.errors import ErrorCode
 from trio_util import AsyncValue
 
-from trikafka.clock import now_ms
-from trikafka.errors import InvalidRecordError, KafkaProtocolError
+from trikafka.clock import Clock, now_ms
+from trikafka.errors import ErrorCode, InvalidRecordError, KafkaProtocolError
 from trikafka.log.config import LogConfig
 from trikafka.log.durability import FlushJob, LogDurability
 from trikafka.log.retention import LogRetention
@@ -61,9 +60,8 @@ from trikafka.protocol.records import (
     rebase_batches,
 )
 
-__all__ = ["AppendInfo", "Clock", "EndOffset", "FetchData", "FlushJob", "Log", "wall_clock_ms"]
+__all__ = ["AppendInfo", "EndOffset", "FetchData", "FlushJob", "Log", "wall_clock_ms"]
 
-Clock = Callable[[], float]
 _OFFSET_LENGTH = struct.Struct(">qi")  # baseOffset, batchLength
 
 

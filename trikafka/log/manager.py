@@ -50,6 +50,7 @@ import attrs
 import trio
 from trio_util import AsyncValue
 
+from trikafka.clock import Clock
 from trikafka.log.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -64,7 +65,7 @@ from trikafka.log.checkpoints import (
 from trikafka.log.config import INT64_MAX, LogConfig
 from trikafka.log.file import FileLog, parse_partition_dir_name, partition_dir_name
 from trikafka.log.lock import LogDirLock
-from trikafka.log.log import Clock, Log, wall_clock_ms
+from trikafka.log.log import Log, wall_clock_ms
 from trikafka.log.memory import BLOCKS, MemoryLog
 from trikafka.log.open_files import OpenFiles
 from trikafka.log.storage import SYSTEM_IO, FileIO, KafkaStorageError, storage_error

@@ -12,9 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kio.schema.errors import ErrorCode
-
-from trikafka.errors import KafkaProtocolError
+from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.log.segment import Segment
 
 if TYPE_CHECKING:

@@ -32,9 +32,7 @@ import ctypes.util
 import errno
 import os
 
-from kio.schema.errors import ErrorCode
-
-from trikafka.errors import KafkaProtocolError
+from trikafka.errors import ErrorCode, KafkaProtocolError
 
 __all__ = ["FileIO", "KafkaStorageError", "SYSTEM_IO", "storage_error"]
 

@@ -35,8 +35,6 @@ from trikafka.protocol.registry import ApiKey
 from trikafka.security.listener import HANDSHAKE_TIMEOUT
 from trikafka.security.sasl.authenticator import (
     MAX_RECEIVE_SIZE,
-    SASL_AUTHENTICATE,
-    SASL_HANDSHAKE,
     SaslServerAuthenticator,
 )
 from trikafka.security.tls import principal_from_certificate
@@ -56,9 +54,9 @@ __all__ = [
 log = logging.getLogger("trikafka.network")
 
 #: What a SASL listener serves before authentication (Kafka's SaslServerAuthenticator).
-PRE_AUTH_APIS = frozenset({ApiKey.API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE})
+PRE_AUTH_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 #: What a connection may send while it re-authenticates (KIP-368).
-REAUTH_APIS = frozenset({SASL_HANDSHAKE, SASL_AUTHENTICATE})
+REAUTH_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 #: At most this long (and never past the handshake deadline) to hand a refused client its TLS
 #: alert: the alert is a few dozen bytes, so only a client that does not read waits it out.
 ALERT_GRACE = 1.0

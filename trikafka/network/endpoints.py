@@ -13,7 +13,7 @@ import trio
 
 from trikafka.config import ListenerSpec
 
-__all__ = ["BoundEndpoint", "stream_addresses", "apply_socket_options"]
+__all__ = ["BoundEndpoint", "endpoint_address", "stream_addresses", "apply_socket_options"]
 
 Address = tuple[str, int]
 
@@ -21,6 +21,12 @@ Address = tuple[str, int]
 #: A listener as bound: the name from ``listeners`` with the real host and port (port 0
 #: becomes the port the OS chose). The same value type as a ``listeners`` entry.
 BoundEndpoint = ListenerSpec
+
+
+def endpoint_address(endpoint: BoundEndpoint) -> str:
+    """``host:port`` as ``bootstrap.servers`` takes it (``[host]:port`` for an IPv6 host)."""
+    host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+    return f"{host}:{endpoint.port}"
 
 
 def _innermost(stream: trio.abc.Stream) -> object:

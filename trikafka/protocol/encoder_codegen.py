@@ -11,9 +11,9 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kio.schema.errors import ErrorCode
 from kio.serial._implicit_defaults import get_tagged_field_default
 
+from trikafka.errors import ErrorCode
 from trikafka.protocol.encoder_plans import (
     _FIXED,
     _INJECTIVE,

@@ -12,7 +12,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from kio.schema.errors import ErrorCode
+from trikafka.errors import ErrorCode
 
 __all__ = ["uvarint"]
 

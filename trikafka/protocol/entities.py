@@ -16,7 +16,7 @@ import typing
 from collections.abc import Mapping
 from typing import Any
 
-from kio.schema.errors import ErrorCode
+from trikafka.errors import ErrorCode
 
 __all__ = ["build", "entity_fields", "error_response"]
 

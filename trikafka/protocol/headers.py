@@ -8,7 +8,7 @@ read. Two Kafka rules live here:
   correlation id and answers with an ApiVersions v0 response (KIP-511), so the client can
   retry with a version we know. ``decode_request`` returns it with ``body=None``.
 * Any other unknown api key or unsupported version, or bytes that do not parse, raise
-  :class:`InvalidRequestError` / :class:`UnsupportedVersionError`, and the connection closes.
+  :class:`InvalidRequestError` / :class:`UnsupportedRequestVersionError`, and the connection closes.
 
 ApiVersions responses always use response header v0, whatever the version; kio's classes
 already say so through ``__header_schema__``.
@@ -23,13 +23,12 @@ import attrs
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.static.primitive import i16, i32
 
-from trikafka.errors import InvalidRequestError, UnsupportedVersionError
+from trikafka.errors import InvalidRequestError, UnsupportedRequestVersionError
 from trikafka.protocol.encoder import encoder_for, entity_encoder
 from trikafka.protocol.guard import check_request, put_back_records
-from trikafka.protocol.registry import ApiRegistry, ApiVersionSpec, api_name
+from trikafka.protocol.registry import ApiKey, ApiRegistry, ApiVersionSpec, api_name
 
 __all__ = [
-    "API_VERSIONS_KEY",
     "DecodedRequest",
     "LastRequest",
     "decode_request",
@@ -42,14 +41,11 @@ __all__ = [
     "peek_api",
 ]
 
-API_VERSIONS_KEY = 18
-PRODUCE_KEY = 0  # the one request with record batches: lifted out of the frame as views
-FETCH_KEY = 1
-METADATA_KEY = 3
+_PRODUCE = ApiKey.PRODUCE  # the one request with record batches: lifted out of the frame as views
 _API_HEAD = struct.Struct(">hhi")
 
 _REPEAT_MAX_FRAME = 1024
-_REPEAT_KEYS = frozenset({FETCH_KEY, METADATA_KEY, API_VERSIONS_KEY})
+_REPEAT_KEYS = frozenset({ApiKey.FETCH, ApiKey.METADATA, ApiKey.API_VERSIONS})
 
 
 class LastRequest:
@@ -139,7 +135,7 @@ def decode_request(frame: bytes, registry: ApiRegistry, last: LastRequest | None
         if repeat == last.key and last.spec is spec:
             return DecodedRequest(header=_renumbered(last.header, correlation_id), body=last.body, spec=spec)
     if spec is None:
-        if api_key == API_VERSIONS_KEY and api_version >= 0:
+        if api_key == ApiKey.API_VERSIONS and api_version >= 0:
             header = RequestHeaderV1(
                 request_api_key=i16(api_key),
                 request_api_version=i16(api_version),
@@ -149,13 +145,13 @@ def decode_request(frame: bytes, registry: ApiRegistry, last: LastRequest | None
             return DecodedRequest(header=header, body=None, spec=None)
         if api_key in registry.supported:
             lo, hi = registry.supported[api_key]
-            raise UnsupportedVersionError(
+            raise UnsupportedRequestVersionError(
                 f"{api_name(api_key)} v{api_version} is not supported (v{lo}-v{hi} are)"
             )
         raise InvalidRequestError(f"unknown api key {api_key} (version {api_version})")
     try:
         # Bounds and unknown tags first: kio allocates from wire counts and refuses unknown tags.
-        lift: list | None = [] if api_key == PRODUCE_KEY else None
+        lift: list | None = [] if api_key == _PRODUCE else None
         checked, body_start = check_request(
             spec.request_header_type.__flexible__, spec.request_type, frame, lift
         )

@@ -11,9 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
-from trikafka.errors import InvalidRecordError, KafkaProtocolError
+from trikafka.errors import ErrorCode, InvalidRecordError, KafkaProtocolError
 from trikafka.protocol.batch_layout import (
     BATCH_HEADER_SIZE,
     BatchHeader,

@@ -25,9 +25,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from crc32c import crc32c
-from kio.schema.errors import ErrorCode
 
-from trikafka.errors import CorruptRecordError, InvalidRecordError, KafkaProtocolError
+from trikafka.errors import CorruptRecordError, ErrorCode, InvalidRecordError, KafkaProtocolError
 from trikafka.protocol.batch_layout import (
     _ATTRIBUTES_AT,
     _CONTROL_KEY,

@@ -37,9 +37,9 @@ from typing import Any
 
 import attrs
 import trio
-from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map
 
+from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import CloseConnectionResponse, SendResponse
 from trikafka.protocol.entities import entity_fields, error_response
 from trikafka.protocol.registry import api_name

@@ -41,11 +41,14 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Hashable, Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 from trikafka.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from trikafka.clock import Clock
 
 __all__ = [
     "EVICTION_MS",
@@ -303,7 +306,7 @@ class _Incremental(FetchContext):
 class FetchManager:
     """Builds each Fetch's context from its session fields (Kafka's ``FetchManager``)."""
 
-    def __init__(self, cache: FetchSessionCache, now_ms: Callable[[], float]) -> None:
+    def __init__(self, cache: FetchSessionCache, now_ms: Clock) -> None:
         self.cache = cache
         self._now_ms = now_ms
 

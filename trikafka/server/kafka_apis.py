@@ -64,16 +64,16 @@ from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server import authorization
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.awaitable import StateChanges
-from trikafka.server.cluster_view import ClusterView
 from trikafka.server.faults import Faults
 from trikafka.server.metadata_cache import MetadataCache
 from trikafka.server.purgatory import Purgatory
+from trikafka.server.replica.cluster_view import ClusterView
 from trikafka.server.throttling import RequestThrottler
 
 if TYPE_CHECKING:
     from trikafka.coordinator.group_coordinator import GroupCoordinator
-    from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
-    from trikafka.server.replica_manager import ReplicaManager
+    from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
+    from trikafka.server.replica.replica_manager import ReplicaManager
 
 __all__ = ["Answer", "ApiContext", "ApiFamily", "ErrorsInto", "KafkaApis", "errors_into", "handles"]
 

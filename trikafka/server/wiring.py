@@ -32,8 +32,8 @@ from trikafka.config import BrokerConfig
 from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
 from trikafka.coordinator.ports import OffsetsPartitionLog
-from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
-from trikafka.coordinator.transaction_state import TransactionLog
+from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
+from trikafka.coordinator.transactions.transaction_state import TransactionLog
 from trikafka.log.manager import LoadProgress, LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.request_channel import RequestChannel
@@ -61,11 +61,11 @@ from trikafka.server.apis.topics import TopicAdminApis
 from trikafka.server.apis.transactions import TransactionApis
 from trikafka.server.apis.versions import ApiVersionsApis
 from trikafka.server.awaitable import StateChanges
-from trikafka.server.cluster_view import ClusterView
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
-from trikafka.server.replica_manager import ReplicaManager
+from trikafka.server.replica.cluster_view import ClusterView
+from trikafka.server.replica.replica_manager import ReplicaManager
 from trikafka.server.request_handler import RequestHandlerPool
 from trikafka.server.throttling import RequestThrottler
 

@@ -26,6 +26,12 @@ class TestBroker:
         self.listener = listener
 
     @property
+    def bootstrap_servers(self) -> str:
+        """The in-memory listener's ``host:port`` (``memory:9092``); the clients given this
+        TestBroker itself reach it in memory."""
+        return f"{self.listener.host}:{self.listener.port}"
+
+    @property
     def faults(self) -> Any:
         """The broker's injected faults and request recorder (``trikafka.server.faults``)."""
         return self.broker.faults

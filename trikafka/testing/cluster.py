@@ -8,7 +8,7 @@ works before and after it exists)::
                                       # request path (node.apis.faults: faults, recorder)
         cluster.wait_for_...          # AwaitableState over the cluster's shared state
                                       # (else each node's own is used)
-        cluster.bootstrap_servers     # "host:port,host:port,..." (attribute or method)
+        cluster.bootstrap_servers     # "host:port,host:port,..." (a str property)
         cluster.move_leader(...)      # any other control, sync or async, is passed through
 
 (a ``brokers`` list of Broker objects works in place of ``nodes``; see ``targets.py``).
@@ -70,11 +70,7 @@ class ClusterHandle:
 
     @property
     def bootstrap_servers(self) -> str:
-        def read() -> str:
-            value = self.cluster.bootstrap_servers
-            return value() if callable(value) else value
-
-        return self.thread.call(read)
+        return self.thread.call(lambda: self.cluster.bootstrap_servers)
 
     def __getattr__(self, name: str) -> Any:
         """The cluster's own controls (``move_leader``, ``stop_broker``, ...) as plain calls."""

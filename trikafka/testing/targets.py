@@ -10,7 +10,6 @@ HTTP control interface need not know which one they serve.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -23,7 +22,12 @@ class BrokerTarget:
     node_id: int
     faults: Any  # trikafka.server.faults.Faults
     state: Any  # has the wait_for_* methods of trikafka.server.awaitable.AwaitableState
-    bootstrap_servers: Callable[[], str]
+    node: Any  # the Broker or cluster node itself
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The broker's ``host:port`` (read in the Trio thread: it follows restarts)."""
+        return self.node.bootstrap_servers
 
 
 def _has_waits(obj: Any) -> bool:
@@ -35,23 +39,18 @@ def _faults_of(node: Any) -> Any:
     return faults if faults is not None else node.apis.faults
 
 
-def _bootstrap_of(node: Any) -> Callable[[], str]:
-    method = getattr(node, "bootstrap_servers", None) or node.bootstrap_server
-    return method if callable(method) else lambda: method
-
-
 def broker_targets(obj: Any) -> list[BrokerTarget]:
     """The brokers of a Broker, a ``trikafka.cluster`` cluster (``nodes``) or anything with a
     ``brokers`` list, in node id order."""
     if hasattr(obj, "nodes") and isinstance(obj.nodes, dict):
         shared = obj if _has_waits(obj) else None
         return [
-            BrokerTarget(node_id, _faults_of(node), shared or node, _bootstrap_of(node))
+            BrokerTarget(node_id, _faults_of(node), shared or node, node)
             for node_id, node in sorted(obj.nodes.items())
         ]
     if hasattr(obj, "brokers") and not hasattr(obj, "apis"):
         return [target for broker in obj.brokers for target in broker_targets(broker)]
-    return [BrokerTarget(obj.config.node_id, _faults_of(obj), obj, _bootstrap_of(obj))]
+    return [BrokerTarget(obj.config.node_id, _faults_of(obj), obj, obj)]
 
 
 def target_by_id(obj: Any, node_id: int) -> BrokerTarget:

@@ -162,7 +162,7 @@ class BrokerHandle:
 
     @property
     def bootstrap_servers(self) -> str:
-        return self.thread.call(lambda: self._target().bootstrap_servers())
+        return self.thread.call(lambda: self._target().bootstrap_servers)
 
     @property
     def node_id(self) -> int:

@@ -1,14 +1,16 @@
 """The broker's HTTP surfaces: one server (:class:`HttpServer`), ``/metrics``, mounted apps.
 
 Mount an ASGI app beside ``/metrics`` with ``broker.http_server.mount("/ui", app)`` (see
-:mod:`trikafka.web.server` for what the app receives).
+:mod:`trikafka.web.server` for what the app receives). The web console is not here: it is an
+edge of its own (:mod:`trikafka.console`), mounted by whoever runs the broker (the CLI, a
+test), so that the broker imports this server and nothing above it.
 """
 
 from typing import Any
 
 from trikafka.web.server import ASGIApp, HttpServer, Router
 
-__all__ = ["ASGIApp", "HttpServer", "Router", "console_app", "metrics_app"]
+__all__ = ["ASGIApp", "HttpServer", "Router", "metrics_app"]
 
 
 def metrics_app(broker: Any) -> ASGIApp:
@@ -18,11 +20,3 @@ def metrics_app(broker: Any) -> ASGIApp:
 
     return make(broker)
 
-
-def console_app(target: Any, **options: Any) -> ASGIApp:
-    """The web console of a running broker or in-process cluster, to mount at ``/ui``
-    (:func:`trikafka.web.console.console_app`). Imported on first use: the console's
-    templates and client load only when ``--ui`` asks for them, not with every broker."""
-    from trikafka.web.console import console_app as build
-
-    return build(target, **options)

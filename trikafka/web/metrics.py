@@ -29,8 +29,8 @@ from prometheus_client.core import (
 )
 
 from trikafka.metrics import TIME_PARTS
-from trikafka.server.cluster_view import cluster_view
 from trikafka.server.kafka_apis import ApiContext
+from trikafka.server.replica.cluster_view import cluster_view
 from trikafka.web.lag import lag_families
 
 __all__ = ["KafkaCollector", "metrics_app", "metrics_registry"]

@@ -39,13 +39,14 @@ import attrs
 from trikafka.errors import ErrorCode
 from trikafka.protocol.entities import build
 from trikafka.protocol.headers import DecodedRequest, encode_response
-from trikafka.protocol.registry import api_name
+from trikafka.protocol.registry import ApiKey, api_name
 from trikafka.security.sasl import SaslAuthenticationError, SaslError
 
 __all__ = ["SASL_AUTHENTICATE", "SASL_HANDSHAKE", "SaslServerAuthenticator", "SaslState", "SaslStep"]
 
-SASL_HANDSHAKE = 17
-SASL_AUTHENTICATE = 36
+#: The two SASL api keys, as ``network/connection.py`` imports them (ApiKey's members).
+SASL_HANDSHAKE = ApiKey.SASL_HANDSHAKE
+SASL_AUTHENTICATE = ApiKey.SASL_AUTHENTICATE
 #: Kafka's sasl.server.max.receive.size: the largest frame an unauthenticated client may send.
 MAX_RECEIVE_SIZE = 524288
 
@@ -110,13 +111,13 @@ class SaslServerAuthenticator:
     def receive(self, request: DecodedRequest) -> SaslStep:
         """A SaslHandshake or SaslAuthenticate request."""
         api_key = request.header.request_api_key  # type: ignore[attr-defined]
-        if api_key == SASL_HANDSHAKE and self.state is SaslState.HANDSHAKE:
+        if api_key == ApiKey.SASL_HANDSHAKE and self.state is SaslState.HANDSHAKE:
             return self._handshake(request)
-        if api_key == SASL_AUTHENTICATE and self.state is SaslState.AUTHENTICATE and not self.raw_tokens:
+        if api_key == ApiKey.SASL_AUTHENTICATE and self.state is SaslState.AUTHENTICATE and not self.raw_tokens:
             return self._authenticate(request)
         self.state = SaslState.FAILED
         name = api_name(api_key)
-        if api_key == SASL_HANDSHAKE:  # a second handshake: Kafka answers before closing
+        if api_key == ApiKey.SASL_HANDSHAKE:  # a second handshake: Kafka answers before closing
             return SaslStep(
                 self._answer(request, error_code=ErrorCode.illegal_sasl_state, mechanisms=list(self.enabled)),
                 f"Unexpected Kafka request of type {name} during SASL authentication",

@@ -27,7 +27,7 @@ from trikafka.security.authorizer import ResourceType as AclResource
 from trikafka.security.config import SECURITY_KEYS, SENSITIVE
 from trikafka.server.dynamic_broker_config import INERT_BROKER_KEYS, check_broker_overrides
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
-from trikafka.server.topic_config import (
+from trikafka.server.replica.topic_config import (
     TOPIC_CONFIGS,
     format_value,
     parse_value,

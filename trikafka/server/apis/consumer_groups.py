@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from trikafka.config import BrokerConfig
-from trikafka.coordinator.consumer_group import Assignment, ConsumerGroup
-from trikafka.coordinator.consumer_group_machine import new_member_id
-from trikafka.coordinator.consumer_group_protocol import ConsumerGroupHeartbeat
+from trikafka.coordinator.consumer.consumer_group import Assignment, ConsumerGroup
+from trikafka.coordinator.consumer.consumer_group_machine import new_member_id
+from trikafka.coordinator.consumer.consumer_group_protocol import ConsumerGroupHeartbeat
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey

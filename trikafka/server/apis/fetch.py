@@ -47,7 +47,6 @@ from trikafka.network.request_channel import Request
 from trikafka.protocol.records import next_offset_after
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
-from trikafka.server.cluster_view import cluster_view, leader_endpoints, leader_epoch_error
 from trikafka.server.fetch_sessions import (
     FINAL_EPOCH,
     FetchContext,
@@ -56,6 +55,7 @@ from trikafka.server.fetch_sessions import (
     PartitionRequest,
 )
 from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily, errors_into, handles
+from trikafka.server.replica.cluster_view import cluster_view, leader_endpoints, leader_epoch_error
 
 __all__ = ["FetchApis"]
 

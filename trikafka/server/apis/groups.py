@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 
 import attrs
 
+from trikafka.coordinator.classic.group_metadata import GroupMetadata
 from trikafka.coordinator.group_coordinator import GroupCoordinator
-from trikafka.coordinator.group_metadata import GroupMetadata
 from trikafka.coordinator.group_protocol import JoinGroupRequest, JoinGroupResult, SyncGroupResult
 from trikafka.coordinator.timers import Waiter
 from trikafka.errors import ErrorCode
@@ -23,8 +23,8 @@ from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import error_response
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
-from trikafka.server.cluster_view import cluster_view
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
+from trikafka.server.replica.cluster_view import cluster_view
 
 __all__ = ["GroupApis"]
 

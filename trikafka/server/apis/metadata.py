@@ -22,9 +22,9 @@ from trikafka.network.request_channel import Request, SendResponse
 from trikafka.protocol.headers import encode_response_body, frame_response
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
-from trikafka.server.cluster_view import ClusterView, cluster_view
 from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily, handles
-from trikafka.server.topics import validate_topic_name
+from trikafka.server.replica.cluster_view import ClusterView, cluster_view
+from trikafka.server.replica.topics import validate_topic_name
 
 __all__ = ["MetadataApis", "topic_metadata"]
 

@@ -15,8 +15,8 @@ from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
-from trikafka.server.cluster_view import cluster_view, leader_epoch_error
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
+from trikafka.server.replica.cluster_view import cluster_view, leader_epoch_error
 
 __all__ = ["OffsetApis"]
 

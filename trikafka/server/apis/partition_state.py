@@ -33,8 +33,8 @@ from trikafka.log.leader_epochs import LeaderEpochCache
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
-from trikafka.server.cluster_view import cluster_view, leader_epoch_error
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
+from trikafka.server.replica.cluster_view import cluster_view, leader_epoch_error
 
 __all__ = ["PartitionStateApis", "MAX_PARTITIONS_PER_DESCRIBE"]
 

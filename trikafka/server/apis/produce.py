@@ -21,8 +21,8 @@ from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import NoOpResponse, Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
-from trikafka.server.cluster_view import cluster_view, leader_endpoints
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
+from trikafka.server.replica.cluster_view import cluster_view, leader_endpoints
 
 __all__ = ["ProduceApis"]
 

@@ -2,7 +2,7 @@
 
 What ``kafka-leader-election`` and ``kafka-reassign-partitions`` send. The handlers check what
 the request names (the topic and partition exist: UNKNOWN_TOPIC_OR_PARTITION with Kafka's
-message otherwise) and ask the cluster view to act (server/cluster_view.py): a lone broker
+message otherwise) and ask the cluster view to act (server/replica/cluster_view.py): a lone broker
 answers as a one-broker Kafka does, an in-process cluster elects and moves replicas
 (cluster/reassignments.py). Every answer is per partition, as in Kafka, and immediate: the
 election or the first step of a reassignment has happened when the response is sent (Kafka's
@@ -26,14 +26,14 @@ from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation
-from trikafka.server.cluster_view import (
+from trikafka.server.kafka_apis import Answer, ApiFamily, handles
+from trikafka.server.replica.cluster_view import (
     ELECTION_NOT_NEEDED,
     PREFERRED,
     UNCLEAN,
     Outcome,
     cluster_view,
 )
-from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["ReassignmentApis"]
 

@@ -15,7 +15,7 @@ from trikafka.protocol.registry import ApiKey
 from trikafka.server.apis.configs import topic_config_entries
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
-from trikafka.server.replica_manager import check_assignment, known_brokers
+from trikafka.server.replica.replica_manager import check_assignment, known_brokers
 
 __all__ = ["TopicAdminApis"]
 

@@ -4,7 +4,7 @@ AddPartitionsToTxn v0–v5 (v0–v3 the client form; v4+ KIP-890's broker-to-bro
 transactions, each either added or, with ``verify_only``, only checked; it needs
 CLUSTER_ACTION, as in Kafka), AddOffsetsToTxn v0–v4, EndTxn v0–v5 (v5: transaction version 2,
 the epoch bumps as the transaction ends and the answer carries the producer id and epoch to
-use next — see ``coordinator/transaction_v2.py``), TxnOffsetCommit v0–v5 (v5: the group joins
+use next — see ``coordinator/transactions/transaction_v2.py``), TxnOffsetCommit v0–v5 (v5: the group joins
 the transaction implicitly, no AddOffsetsToTxn), DescribeTransactions v0 and ListTransactions
 v0–v1.
 InitProducerId lives with the idempotent producers (``producers.py``) and calls the same
@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
+from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build

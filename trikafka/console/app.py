@@ -31,13 +31,13 @@ import jinja2
 import trio
 
 from trikafka.client import KafkaError
-from trikafka.web.console.rates import ApiCounters, RateSampler
-from trikafka.web.console.reader import ClusterReader, GroupReads, NotFound
-from trikafka.web.console.render import format_bytes, format_timestamp
+from trikafka.console.rates import ApiCounters, RateSampler
+from trikafka.console.reader import ClusterReader, GroupReads, NotFound
+from trikafka.console.render import format_bytes, format_timestamp
 
 __all__ = ["MAX_RECORDS", "PAGE_TIMEOUT_S", "BadRequest", "ConsoleApp", "parse_timestamp"]
 
-log = logging.getLogger("trikafka.web.console")
+log = logging.getLogger("trikafka.console")
 
 #: The most records one page of the browser shows.
 MAX_RECORDS = 500
@@ -63,7 +63,7 @@ class BadRequest(ValueError):
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.PackageLoader("trikafka.web.console", "templates"),
+        loader=jinja2.PackageLoader("trikafka.console", "templates"),
         autoescape=True,  # every template, every value: the data is the users'
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
@@ -196,7 +196,7 @@ class ConsoleApp:
         suffix = name[name.rfind(".") :] if "." in name else ""
         if "/" in name or name.startswith(".") or suffix not in _STATIC_TYPES:
             return 404, b"not found\n", "text/plain; charset=utf-8"
-        resource = importlib.resources.files("trikafka.web.console").joinpath("static", name)
+        resource = importlib.resources.files("trikafka.console").joinpath("static", name)
         if not resource.is_file():
             return 404, b"not found\n", "text/plain; charset=utf-8"
         return 200, resource.read_bytes(), _STATIC_TYPES[suffix]

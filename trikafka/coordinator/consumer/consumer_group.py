@@ -11,7 +11,7 @@ Three epochs order everything (Kafka's ``ConsumerGroup``):
 * each member's **member epoch** is the target epoch it has reconciled to. A member moves to
   a new epoch only once the partitions it must give up are revoked, and it receives a
   partition only once no other member holds it (revoke before assign; see
-  :mod:`~trikafka.coordinator.consumer_reconciliation`).
+  :mod:`~trikafka.coordinator.consumer.consumer_reconciliation`).
 
 Members are frozen values replaced as a whole (``attrs.evolve``), so "did the heartbeat
 change this member?" is an equality test and every change is one record to persist.

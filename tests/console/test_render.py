@@ -7,9 +7,9 @@ import struct
 
 import pytest
 
-from trikafka.web.console.app import BadRequest, parse_timestamp
-from trikafka.web.console.rates import ApiCounters, RateSampler
-from trikafka.web.console.render import (
+from trikafka.console.app import BadRequest, parse_timestamp
+from trikafka.console.rates import ApiCounters, RateSampler
+from trikafka.console.render import (
     HEX_LIMIT,
     decode_assignment,
     format_bytes,

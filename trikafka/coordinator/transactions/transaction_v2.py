@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from trikafka.coordinator.transaction_state import (
+from trikafka.coordinator.transactions.transaction_state import (
     NO_EPOCH,
     TransactionMetadata,
     TxnState,

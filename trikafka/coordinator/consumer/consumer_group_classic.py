@@ -34,15 +34,19 @@ from collections.abc import Callable
 
 import attrs
 
-from trikafka.coordinator import consumer_group_records as rec
-from trikafka.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember, MemberState
-from trikafka.coordinator.consumer_group_machine import ConsumerGroupMachine, new_member_id
-from trikafka.coordinator.consumer_group_protocol import JOIN, SYNC, ConsumerTimerKey
-from trikafka.coordinator.consumer_protocol_bytes import (
+from trikafka.coordinator.classic.consumer_protocol_bytes import (
     decode_subscription,
     encode_assignment,
     protocol_version,
 )
+from trikafka.coordinator.consumer import consumer_group_records as rec
+from trikafka.coordinator.consumer.consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    MemberState,
+)
+from trikafka.coordinator.consumer.consumer_group_machine import ConsumerGroupMachine, new_member_id
+from trikafka.coordinator.consumer.consumer_group_protocol import JOIN, SYNC, ConsumerTimerKey
 from trikafka.coordinator.group_protocol import (
     UNKNOWN_MEMBER_ID,
     CancelTimer,

@@ -13,7 +13,7 @@ code transactional producers already handle as "fenced by a rebalance".
 
 from __future__ import annotations
 
-from trikafka.coordinator.consumer_group import ConsumerGroup
+from trikafka.coordinator.consumer.consumer_group import ConsumerGroup
 from trikafka.errors import ErrorCode
 
 __all__ = ["check_commit", "check_fetch", "check_transactional_commit"]

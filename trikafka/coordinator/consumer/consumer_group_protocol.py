@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import attrs
 
-from trikafka.coordinator.consumer_group import Assignment
+from trikafka.coordinator.consumer.consumer_group import Assignment
 from trikafka.errors import ErrorCode
 
 __all__ = ["ConsumerGroupHeartbeat", "ConsumerTimerKey", "HeartbeatResult", "JOIN", "REBALANCE", "SESSION", "SYNC"]

@@ -1,7 +1,7 @@
 """A group's members, generation and committed offsets — plain values, no timers, no trio.
 
 ``GroupMetadata`` holds what Kafka's class of that name holds; the membership state machine
-(:mod:`~trikafka.coordinator.group_membership`) decides when things change and this module
+(:mod:`~trikafka.coordinator.classic.group_membership`) decides when things change and this module
 only keeps them consistent (transitions are checked against ``group_state``'s table).
 
 Nothing here waits: a member parked in JoinGroup or SyncGroup holds an integer *ticket*
@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from trikafka.coordinator.group_state import GroupState, check_transition
+from trikafka.coordinator.classic.group_state import GroupState, check_transition
 
 __all__ = ["DelayedJoin", "GroupMetadata", "MemberMetadata", "OffsetAndMetadata", "consumer_topics"]
 

@@ -1,5 +1,5 @@
 """What the console's pages show: frozen values, read from the cluster by
-:mod:`~trikafka.web.console.reader` and rendered by the templates. Nothing here does I/O."""
+:mod:`~trikafka.console.reader` and rendered by the templates. Nothing here does I/O."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ live request rates, as an ASGI app the broker's HTTP server mounts (at ``/ui``).
 other wiring (any ``open_reader`` and request counters).
 """
 
-from trikafka.web.console.app import ConsoleApp
-from trikafka.web.console.wiring import CLIENT_ID, console_app
+from trikafka.console.app import ConsoleApp
+from trikafka.console.wiring import CLIENT_ID, console_app
 
 __all__ = ["CLIENT_ID", "ConsoleApp", "console_app"]

@@ -25,13 +25,18 @@ from trikafka.config import BrokerConfig
 from trikafka.coordinator.ports import TransactionVerifier
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError, RecordErrorsError
 from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
+from trikafka.log.partition_log import PartitionLog, PartitionLogs
 from trikafka.protocol.batch_records import keyless_records
 from trikafka.protocol.compression import codec_id, recompress_batches
 from trikafka.protocol.records import build_control_batch, iter_batches
-from trikafka.server.cluster_view import ReplicaPlacement
-from trikafka.server.producer_state import ProducerIdManager, ProducerStateManager
-from trikafka.server.topic_config import format_value, resolve_topic_config, validate_topic_configs
-from trikafka.server.topics import TopicInfo, TopicStore, validate_topic_name
+from trikafka.server.replica.cluster_view import ReplicaPlacement
+from trikafka.server.replica.producer_state import ProducerIdManager, ProducerStateManager
+from trikafka.server.replica.topic_config import (
+    format_value,
+    resolve_topic_config,
+    validate_topic_configs,
+)
+from trikafka.server.replica.topics import TopicInfo, TopicStore, validate_topic_name
 
 __all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS", "check_assignment", "known_brokers"]
 
@@ -50,11 +55,12 @@ def unknown_topic(name: str) -> KafkaProtocolError:
 
 
 class ReplicaManager:
-    def __init__(self, config: BrokerConfig, log_manager: Any) -> None:
+    def __init__(self, config: BrokerConfig, log_manager: PartitionLogs) -> None:
         self.static_config = config  # as started
         self.config = config  # with dynamic broker overrides applied
         self.dynamic_broker_configs: dict[str, str] = {}
-        self.log_manager = log_manager
+        #: A broker's LogManager, or an in-process cluster's view of its brokers' replicas.
+        self.log_manager: PartitionLogs = log_manager
         path = Path(config.log_dirs[0]) / "trikafka-topics.json" if config.log_dirs else None
         self.topics = TopicStore(path)
         self.producer_ids = ProducerIdManager(
@@ -340,7 +346,7 @@ class ReplicaManager:
     def topic_by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
         return self.topics.by_id(topic_id)
 
-    def get_log(self, topic: str, partition: int) -> Any:
+    def get_log(self, topic: str, partition: int) -> PartitionLog:
         info = self.topics.get(topic)
         if info is None or not 0 <= partition < info.partitions:
             raise unknown_topic(f"{topic}-{partition}")

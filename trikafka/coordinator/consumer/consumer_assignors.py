@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from trikafka.coordinator.consumer_group import Assignment
+from trikafka.coordinator.consumer.consumer_group import Assignment
 
 __all__ = ["ASSIGNORS", "assign"]
 

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Decisions are :class:`~trikafka.coordinator.transaction_machine.TransactionMachine`'s (see
+Decisions are :class:`~trikafka.coordinator.transactions.transaction_machine.TransactionMachine`'s (see
 its module for the states and the rules of each request); this shell owns what waits:
 
 * **Timeouts**: the machine asks for one timer per transactional id (``StartTxnTimer``,
@@ -35,6 +35,7 @@ from typing import Any
 
 import trio
 
+from trikafka.clock import Clock
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.ports import (
     ProducerIdSource,
@@ -42,7 +43,7 @@ from trikafka.coordinator.ports import (
     TxnMarkerWriter,
 )
 from trikafka.coordinator.timers import TimerQueue
-from trikafka.coordinator.transaction_machine import (
+from trikafka.coordinator.transactions.transaction_machine import (
     PREPARED,
     AbortTxn,
     CancelTxnTimer,
@@ -50,7 +51,7 @@ from trikafka.coordinator.transaction_machine import (
     StartTxnTimer,
     TransactionMachine,
 )
-from trikafka.coordinator.transaction_state import (
+from trikafka.coordinator.transactions.transaction_state import (
     NO_EPOCH,
     NO_PRODUCER_ID,
     PendingOffsets,
@@ -59,7 +60,7 @@ from trikafka.coordinator.transaction_state import (
     TransactionMetadata,
     TxnState,
 )
-from trikafka.coordinator.transaction_v2 import end_txn_v2
+from trikafka.coordinator.transactions.transaction_v2 import end_txn_v2
 from trikafka.errors import ErrorCode, KafkaProtocolError
 
 __all__ = ["PendingOffsets", "TransactionCoordinator", "TxnState"]
@@ -76,7 +77,7 @@ class TransactionCoordinator:
         producer_ids: ProducerIdSource,
         markers: TxnMarkerWriter,
         groups: TransactionalOffsetCommitter,
-        now_ms: Callable[[], float],
+        now_ms: Clock,
         on_state_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.config = config

@@ -23,8 +23,6 @@ import collections
 import itertools
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from trikafka.client import (
     Admin,
     ConfigResource,
@@ -33,11 +31,8 @@ from trikafka.client import (
     OffsetSpec,
     TopicPartition,
 )
-from trikafka.protocol.batch_records import decode_records
-from trikafka.protocol.records import BATCH_HEADER_SIZE, parse_batch_header
-from trikafka.protocol.registry import ApiKey
-from trikafka.web.console.render import decode_assignment, show_bytes
-from trikafka.web.console.values import (
+from trikafka.console.render import decode_assignment, show_bytes
+from trikafka.console.values import (
     BrokerRow,
     ConfigRow,
     GroupDetail,
@@ -51,6 +46,10 @@ from trikafka.web.console.values import (
     TopicDetail,
     TopicRow,
 )
+from trikafka.errors import ErrorCode
+from trikafka.protocol.batch_records import decode_records
+from trikafka.protocol.records import BATCH_HEADER_SIZE, parse_batch_header
+from trikafka.protocol.registry import ApiKey
 
 __all__ = ["FETCH_MAX_BYTES", "ClusterReader", "NotFound"]
 

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Each transactional id has a :class:`~trikafka.coordinator.transaction_state.TransactionMetadata`:
+Each transactional id has a :class:`~trikafka.coordinator.transactions.transaction_state.TransactionMetadata`:
 its producer id and epoch, the timeout the producer asked for, and a state::
 
     Empty ──AddPartitions/AddOffsets──► Ongoing ──EndTxn──► PrepareCommit ─markers─► CompleteCommit
@@ -11,7 +11,7 @@ its producer id and epoch, the timeout the producer asked for, and a state::
 
 :class:`TransactionMachine` makes every decision synchronously and takes ``now_ms``; what
 needs the clock or the partitions is an effect in its outbox, which the Trio shell
-(:class:`~trikafka.coordinator.transaction_coordinator.TransactionCoordinator`) drains
+(:class:`~trikafka.coordinator.transactions.transaction_coordinator.TransactionCoordinator`) drains
 after each call: :class:`StartTxnTimer` / :class:`CancelTxnTimer` (the transaction timeout)
 and :class:`AbortTxn` (a fenced transaction to abort: markers are the shell's, as they await
 the partitions). Ending a transaction is three steps — :meth:`TransactionMachine.prepare_end`,
@@ -39,7 +39,7 @@ import attrs
 
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.ports import ProducerIdSource
-from trikafka.coordinator.transaction_state import (
+from trikafka.coordinator.transactions.transaction_state import (
     NO_EPOCH,
     NO_PRODUCER_ID,
     TopicPartition,
@@ -48,7 +48,10 @@ from trikafka.coordinator.transaction_state import (
     TxnState,
     epoch_exhausted,
 )
-from trikafka.coordinator.transaction_v2 import bump_at_prepare, move_to_next_producer_id
+from trikafka.coordinator.transactions.transaction_v2 import (
+    bump_at_prepare,
+    move_to_next_producer_id,
+)
 from trikafka.errors import ErrorCode, KafkaProtocolError
 
 __all__ = ["AbortTxn", "CancelTxnTimer", "StartTxnTimer", "TransactionMachine", "TxnEffect"]

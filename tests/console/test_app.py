@@ -11,13 +11,11 @@ import logging
 
 import trio
 
+from tests.web.http import http_get
 from trikafka import open_broker
 from trikafka.client import open_admin
-from trikafka.web import console_app
-from trikafka.web.console import ConsoleApp
-from trikafka.web.console.reader import ClusterReader
-
-from ..http import http_get
+from trikafka.console import ConsoleApp, console_app
+from trikafka.console.reader import ClusterReader
 
 
 async def test_pages_headers_static_files_and_not_found():
@@ -78,12 +76,12 @@ async def test_a_cluster_that_does_not_answer_is_a_503_page_and_one_log_line(aut
         return reader()
 
     app = ConsoleApp(open_reader, dict, version="test", bootstrap=lambda: f"127.0.0.1:{port}")
-    with caplog.at_level(logging.WARNING, logger="trikafka.web.console"):
+    with caplog.at_level(logging.WARNING, logger="trikafka.console"):
         status, body, _ = await app.dispatch("/topics", {}, "/ui")
     assert status == 503
     assert "The cluster did not answer" in body.decode()
     assert f'id="error">no answer from the cluster at 127.0.0.1:{port} within 15 s<' in body.decode()
-    assert [r.getMessage().split(":")[0] for r in caplog.records if r.name == "trikafka.web.console"] == ["console"]
+    assert [r.getMessage().split(":")[0] for r in caplog.records if r.name == "trikafka.console"] == ["console"]
 
 
 async def test_the_record_browser_reads_past_transaction_markers():
@@ -93,7 +91,7 @@ async def test_the_record_browser_reads_past_transaction_markers():
 
     with trio.fail_after(30):
         async with open_broker(metrics_port=0) as broker:
-            bootstrap = broker.bootstrap_servers()
+            bootstrap = broker.bootstrap_servers
             async with open_admin(bootstrap) as admin:
                 await admin.create_topics(["txn"])
             async with open_producer(bootstrap, transactional_id="console-t") as producer:

@@ -24,7 +24,11 @@ from collections.abc import Callable
 
 import attrs
 
-from trikafka.coordinator.consumer_group import Assignment, ConsumerGroupMember, MemberState
+from trikafka.coordinator.consumer.consumer_group import (
+    Assignment,
+    ConsumerGroupMember,
+    MemberState,
+)
 
 __all__ = ["reconcile"]
 

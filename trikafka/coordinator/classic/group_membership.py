@@ -14,7 +14,7 @@ for a clock, inside the stateful test.
 
 The states (Empty, PreparingRebalance, CompletingRebalance, Stable, Dead) and their legal
 transitions are ``group_state``'s table; the timer half (delayed join, sessions, pending
-members) is :class:`~trikafka.coordinator.rebalance.Rebalancer`; groups and offsets are the
+members) is :class:`~trikafka.coordinator.classic.rebalance.Rebalancer`; groups and offsets are the
 :class:`~trikafka.coordinator.group_metadata_manager.GroupMetadataManager`'s.
 
 Static members (``group.instance.id``) that rejoin with a new member id while the group is
@@ -32,7 +32,9 @@ from typing import TypeVar
 import attrs
 
 from trikafka.config import BrokerConfig
-from trikafka.coordinator.group_metadata import GroupMetadata, MemberMetadata
+from trikafka.coordinator.classic.group_metadata import GroupMetadata, MemberMetadata
+from trikafka.coordinator.classic.group_state import GroupState
+from trikafka.coordinator.classic.rebalance import Rebalancer
 from trikafka.coordinator.group_metadata_manager import (
     GroupMetadataManager,
     OffsetCommit,
@@ -47,8 +49,6 @@ from trikafka.coordinator.group_protocol import (
     SyncGroupResult,
     TimerKey,
 )
-from trikafka.coordinator.group_state import GroupState
-from trikafka.coordinator.rebalance import Rebalancer
 from trikafka.errors import ErrorCode
 
 __all__ = ["GroupMembership", "check_member", "check_transactional_member"]

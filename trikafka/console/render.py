@@ -17,7 +17,7 @@ import datetime
 import json
 import struct
 
-from trikafka.web.console.values import Shown
+from trikafka.console.values import Shown
 
 __all__ = [
     "HEX_LIMIT",

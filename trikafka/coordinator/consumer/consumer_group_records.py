@@ -27,7 +27,7 @@ from typing import Any
 
 import attrs
 
-from trikafka.coordinator.consumer_group import (
+from trikafka.coordinator.consumer.consumer_group import (
     Assignment,
     ConsumerGroup,
     ConsumerGroupMember,

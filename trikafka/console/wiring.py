@@ -16,9 +16,9 @@ import trio
 
 import trikafka
 from trikafka.client import open_admin
-from trikafka.web.console.app import ConsoleApp
-from trikafka.web.console.rates import ApiCounters
-from trikafka.web.console.reader import ClusterReader
+from trikafka.console.app import ConsoleApp
+from trikafka.console.rates import ApiCounters
+from trikafka.console.reader import ClusterReader
 
 __all__ = ["CLIENT_ID", "console_app"]
 

@@ -14,7 +14,7 @@ Kafka's ``GroupMetadataManager.consumerGroupHeartbeat`` in three steps, each hea
    (``uniform`` or ``range``, the one most members ask for, else the first of
    ``group.consumer.assignors``) computes the new target for every member.
 3. **Reconcile** the member towards its target, revoke before assign
-   (:mod:`~trikafka.coordinator.consumer_reconciliation`).
+   (:mod:`~trikafka.coordinator.consumer.consumer_reconciliation`).
 
 Leaving (epoch -1), a session that ends (``group.consumer.session.timeout.ms`` without a
 heartbeat) and a revocation not done within the member's rebalance timeout all *fence* the
@@ -22,7 +22,7 @@ member: it is removed and the group epoch bumps, so the others rebalance. A stat
 leaving with epoch -2 keeps its place and partitions until its session ends.
 
 Members speaking the classic protocol share the same steps (:meth:`advance`) through their
-own handler (:mod:`~trikafka.coordinator.consumer_group_classic`); converting a group with
+own handler (:mod:`~trikafka.coordinator.consumer.consumer_group_classic`); converting a group with
 members from or to a classic group is :mod:`~trikafka.coordinator.group_migration`'s, called
 through the ``upgrade`` and ``downgrade`` hooks (a non-empty classic group met by a joining
 heartbeat; the last consumer-protocol member fenced while classic ones remain).
@@ -41,9 +41,9 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from trikafka.config import BrokerConfig
-from trikafka.coordinator import consumer_group_records as rec
-from trikafka.coordinator.consumer_assignors import assign
-from trikafka.coordinator.consumer_group import (
+from trikafka.coordinator.consumer import consumer_group_records as rec
+from trikafka.coordinator.consumer.consumer_assignors import assign
+from trikafka.coordinator.consumer.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
     ConsumerGroup,
@@ -52,7 +52,7 @@ from trikafka.coordinator.consumer_group import (
     member_topics,
     topic_pattern,
 )
-from trikafka.coordinator.consumer_group_protocol import (
+from trikafka.coordinator.consumer.consumer_group_protocol import (
     JOIN,
     REBALANCE,
     SESSION,
@@ -61,7 +61,7 @@ from trikafka.coordinator.consumer_group_protocol import (
     ConsumerTimerKey,
     HeartbeatResult,
 )
-from trikafka.coordinator.consumer_reconciliation import reconcile
+from trikafka.coordinator.consumer.consumer_reconciliation import reconcile
 from trikafka.coordinator.group_metadata_manager import GroupMetadataManager
 from trikafka.coordinator.group_protocol import CancelTimer, Effect, Reply, ScheduleTimer
 from trikafka.coordinator.offsets import OffsetStore

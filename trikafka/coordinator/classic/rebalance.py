@@ -31,7 +31,8 @@ import itertools
 import logging
 
 from trikafka.config import BrokerConfig
-from trikafka.coordinator.group_metadata import DelayedJoin, GroupMetadata, MemberMetadata
+from trikafka.coordinator.classic.group_metadata import DelayedJoin, GroupMetadata, MemberMetadata
+from trikafka.coordinator.classic.group_state import GroupState
 from trikafka.coordinator.group_metadata_manager import GroupMetadataManager
 from trikafka.coordinator.group_protocol import (
     CancelTimer,
@@ -46,7 +47,6 @@ from trikafka.coordinator.group_protocol import (
     TimerKey,
     TimerKind,
 )
-from trikafka.coordinator.group_state import GroupState
 from trikafka.errors import ErrorCode
 
 __all__ = ["Rebalancer"]
