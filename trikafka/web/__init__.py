@@ -8,7 +8,7 @@ from typing import Any
 
 from trikafka.web.server import ASGIApp, HttpServer, Router
 
-__all__ = ["ASGIApp", "HttpServer", "Router", "console_app", "metrics_app"]
+__all__ = ["ASGIApp", "HttpServer", "Router", "console_app", "metrics_app", "schema_registry_app"]
 
 
 def metrics_app(broker: Any) -> ASGIApp:
@@ -26,3 +26,11 @@ def console_app(target: Any, **options: Any) -> ASGIApp:
     from trikafka.web.console import console_app as build
 
     return build(target, **options)
+
+
+def schema_registry_app(registry: Any) -> ASGIApp:
+    """The Schema Registry's REST API over ``registry`` (a ``trikafka.registry.SchemaRegistry``),
+    to mount at ``/`` of its own server (see :mod:`trikafka.web.schema_registry`)."""
+    from trikafka.web.schema_registry import schema_registry_app as make
+
+    return make(registry)
