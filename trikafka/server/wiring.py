@@ -40,6 +40,7 @@ from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.registry import SCHEMAS_TOPIC, SchemaRegistry
+from trikafka.registry.validation import record_validator
 from trikafka.security.acl_store import AclStore
 from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
@@ -173,6 +174,7 @@ class BrokerCore:
         )
         #: The schema registry over ``_schemas`` (served over HTTP with schema.registry.port).
         self.schemas = SchemaRegistry(self._schemas_log, clock)
+        replicas.record_validator = record_validator(self.schemas)
 
     def _schemas_log(self, create: bool) -> Any:
         """Partition 0 of ``_schemas``, created (compacted, one partition, as Confluent's
