@@ -63,3 +63,18 @@ def test_consume_decode(kafka_broker):
     assert lines[2]["undecodable"].startswith("no schema id")
     with_json = trikafka("consume", "mixed", "-e", "--decode", "--json", "--registry", url, bootstrap=kafka_broker.bootstrap_servers)
     assert json.loads(with_json.out.splitlines()[0])["value"] == {"name": "ada"}
+
+
+def test_consume_decode_protobuf(kafka_broker):
+    from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
+
+    from tests.registry.test_serializers import _protobuf_classes
+
+    person, address = _protobuf_classes()
+    client = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})
+    serialize = ProtobufSerializer(person, client, {"use.deprecated.format": False})
+    producer = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    producer.produce("pb", serialize(person(name="ada", home=address(city="London")), SerializationContext("pb", MessageField.VALUE)))
+    assert producer.flush(30) == 0
+    run = trikafka("consume", "pb", "-e", "--decode", "--registry", kafka_broker.schema_registry_url, bootstrap=kafka_broker.bootstrap_servers)
+    assert json.loads(run.out) == {"name": "ada", "home": {"city": "London"}}, run

@@ -108,6 +108,16 @@ class RegistryState:
         self.configs: dict[str | None, dict[str, Any]] = {}
         self.modes: dict[str | None, str] = {}
         self.max_id = 0
+        #: id → the (subject, version) pairs holding it (Produce validation looks ids up).
+        self._ids: dict[int, set[tuple[str, int]]] = {}
+
+    def _unindex(self, subject: str, version: int) -> None:
+        stored = self.versions.get(subject, {}).get(version)
+        if stored is not None:
+            holders = self._ids.get(stored.id, set())
+            holders.discard((subject, version))
+            if not holders:
+                self._ids.pop(stored.id, None)
 
     # --- the fold --------------------------------------------------------------------
 
@@ -120,6 +130,7 @@ class RegistryState:
             version = key.get("version")
             if not isinstance(subject, str) or not isinstance(version, int):
                 raise ValueError(f"SCHEMA key without subject and version: {key}")
+            self._unindex(subject, version)
             if value is None:
                 self.versions.get(subject, {}).pop(version, None)
                 if not self.versions.get(subject, True):
@@ -128,6 +139,7 @@ class RegistryState:
             spec = _spec_from_value(value)
             stored = StoredSchema(subject, version, int(value["id"]), spec, bool(value.get("deleted")), schema_guid(spec))
             self.versions.setdefault(subject, {})[version] = stored
+            self._ids.setdefault(stored.id, set()).add((subject, version))
             self.max_id = max(self.max_id, stored.id)
         elif keytype == "CONFIG":
             if value is None:
@@ -145,7 +157,10 @@ class RegistryState:
                 if version <= upto:
                     stored.deleted = True
         elif keytype == "CLEAR_SUBJECT" and value is not None:
-            self.versions.pop(str(value.get("subject", subject)), None)
+            cleared = str(value.get("subject", subject))
+            for version in list(self.versions.get(cleared, {})):
+                self._unindex(cleared, version)
+            self.versions.pop(cleared, None)
 
     # --- reads -------------------------------------------------------------------------
 
@@ -158,7 +173,10 @@ class RegistryState:
             yield from self.subject_versions(subject, deleted=True)
 
     def by_id(self, schema_id: int, subject: str | None = None) -> list[StoredSchema]:
-        return [s for s in self.all_stored() if s.id == schema_id and (subject is None or s.subject == subject)]
+        return [
+            self.versions[s][v] for s, v in sorted(self._ids.get(schema_id, ()))
+            if subject is None or s == subject
+        ]
 
     def by_guid(self, guid: str) -> list[StoredSchema]:
         return [s for s in self.all_stored() if s.guid == guid]
