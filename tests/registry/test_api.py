@@ -161,3 +161,12 @@ async def test_metadata_and_rule_set_are_kept_not_run(app):
     assert (await call_app(app, "POST", "/subjects/s/versions", body))[0] == 200
     _, found = await call_app(app, "GET", "/subjects/s/metadata?key=owner&value=team-a")
     assert (found["metadata"], found["ruleSet"]) == (metadata, rule_set)
+
+
+async def test_import_refuses_a_taken_version_and_config_keeps_known_keys(app):
+    await call_app(app, "PUT", "/mode", {"mode": "IMPORT"})
+    await call_app(app, "POST", "/subjects/t/versions", {"schema": json.dumps(USER), "id": 7, "version": 1})
+    status, answer = await call_app(app, "POST", "/subjects/t/versions", {"schema": json.dumps(USER_V2), "id": 8, "version": 1})
+    assert (status, answer["error_code"]) == (422, 42205)
+    _, kept = await call_app(app, "PUT", "/config/t", {"compatibility": "FULL", "normalize": True, "junk": 1})
+    assert kept == {"compatibility": "FULL", "normalize": True}

@@ -35,6 +35,12 @@ from trikafka.registry.store import SchemasLog, SchemasStore
 __all__ = ["SchemaRegistry"]
 
 _PARSED_CACHE = 1024
+#: What ``PUT /config`` keeps besides the level (Confluent's ConfigUpdateRequest): stored and
+#: answered; only the level is acted on.
+_CONFIG_KEYS = frozenset({
+    "alias", "normalize", "validateFields", "validateRules", "compatibilityGroup", "compatibilityPolicy",
+    "defaultMetadata", "overrideMetadata", "defaultRuleSet", "overrideRuleSet",
+})
 
 
 class SchemaRegistry(RegistryReads):
@@ -95,7 +101,7 @@ class SchemaRegistry(RegistryReads):
     def set_config(self, subject: str | None, body: Any) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise errors.bad_request("the request body must be a JSON object")
-        value = {k: v for k, v in body.items() if k != "compatibility"}
+        value = {k: v for k, v in body.items() if k in _CONFIG_KEYS}  # Confluent ignores others
         if "compatibility" in body or "compatibilityLevel" in body:
             value["compatibilityLevel"] = level_of(body.get("compatibility", body.get("compatibilityLevel")))
         current = self.state.configs.get(subject, {})
@@ -178,6 +184,9 @@ class SchemaRegistry(RegistryReads):
             if isinstance(requested_version, bool) or not isinstance(requested_version, int) or requested_version < 1:
                 raise errors.invalid_version(requested_version)
             version = requested_version
+            taken = state.versions.get(subject, {}).get(version)
+            if taken is not None and taken.spec.identity() != spec.identity():
+                raise errors.operation_not_permitted(f"Version {version} of subject {subject} holds another schema")
         stored = StoredSchema(subject, version, schema_id, spec)
         state = self.store.write([(schema_key(subject, version), schema_value(stored))])
         return self._registered(state.versions[subject][version])
