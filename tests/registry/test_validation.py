@@ -49,7 +49,8 @@ async def test_the_refusal_lists_each_record_and_names_its_batch(autojump_clock)
     from kio.schema.errors import ErrorCode
 
     from tests.server.test_topics_and_data import create_topic, produce
-    from trikafka.protocol.records import build_batch
+    from trikafka.protocol.compression import recompress_batches
+    from trikafka.protocol.records import build_batch, iter_batches
     from trikafka.testing import open_test_broker
 
     async with open_test_broker() as tb, tb.client() as client:
@@ -57,13 +58,15 @@ async def test_the_refusal_lists_each_record_and_names_its_batch(autojump_clock)
         await create_topic(client, "named", configs={"confluent.value.schema.validation": "true"})
         records = [(None, _framed(good), [], 0), (None, b"nope", [], 0), (None, _framed(good), [], 0), (None, _framed(77), [], 0)]
         batches = build_batch(records[:2]) + build_batch(records[2:])
-        response = await produce(client, 9, "named", None, 0, batches)
-        part = response.responses[0].partition_responses[0]
-        assert part.error_code == ErrorCode.invalid_record
-        assert [e.batch_index for e in part.record_errors] == [1, 1]
-        messages = [e.batch_index_error_message for e in part.record_errors]
-        assert messages[0].startswith("batch 0 record 1: the value does not begin with a schema id")
-        assert messages[1].startswith("batch 1 record 1: the value has schema id 77, which is not registered")
+        compressed = bytes(recompress_batches(batches, list(iter_batches(batches)), 4))  # zstd
+        for data in (batches, compressed):
+            response = await produce(client, 9, "named", None, 0, data)
+            part = response.responses[0].partition_responses[0]
+            assert part.error_code == ErrorCode.invalid_record
+            assert [e.batch_index for e in part.record_errors] == [1, 1]
+            messages = [e.batch_index_error_message for e in part.record_errors]
+            assert messages[0].startswith("batch 0 record 1: the value does not begin with a schema id")
+            assert messages[1].startswith("batch 1 record 1: the value has schema id 77, which is not registered")
         assert tb.broker.replica_manager.get_log("named", 0).log_end_offset == 0, "nothing appended"
         response = await produce(client, 9, "named", None, 0, build_batch(records[:1]))
         assert response.responses[0].partition_responses[0].error_code == ErrorCode.none

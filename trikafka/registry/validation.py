@@ -24,7 +24,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from trikafka.errors import RecordErrorsError
+from trikafka.protocol.batch_layout import Compression
 from trikafka.protocol.batch_records import decode_records
+from trikafka.protocol.record_reader import record_tuples
 from trikafka.registry.service import SchemaRegistry
 from trikafka.registry.state import RegistryState, StoredSchema
 
@@ -46,12 +48,17 @@ def record_validator(registry: SchemaRegistry) -> RecordValidator:
             return
         state = registry.state
         errors: list[tuple[int, str]] = []
+        verdicts: dict[tuple[str, bytes | None], str | None] = {}  # (field, first 5 bytes) → problem
         for batch, header in enumerate(headers):
             if header.is_control:
                 continue
-            for index, record in enumerate(decode_records(data, header)):
+            for index, record in enumerate(_records(data, header)):
                 for field, strategy in checks:
-                    problem = _problem(state, topic, field, strategy, record.key if field == "key" else record.value)
+                    payload = record[2] if field == "key" else record[3]
+                    prefix = None if payload is None else bytes(payload[:5])
+                    if (field, prefix) not in verdicts:
+                        verdicts[field, prefix] = _problem(state, topic, field, strategy, prefix)
+                    problem = verdicts[field, prefix]
                     if problem:
                         errors.append((index, f"batch {batch} record {index}: the {field} {problem}"))
                         break
@@ -61,6 +68,14 @@ def record_validator(registry: SchemaRegistry) -> RecordValidator:
             )
 
     return validate
+
+
+def _records(data: bytearray, header: Any) -> Any:
+    """(offset, timestamp, key, value, headers) per record: the native decoder's tuples for
+    an uncompressed batch, the inflated records of a compressed one."""
+    if header.compression == Compression.NONE:
+        return record_tuples(data, header)
+    return [(r.offset, r.timestamp, r.key, r.value, r.headers) for r in decode_records(data, header)]
 
 
 def _problem(state: RegistryState, topic: str, field: str, strategy: str, payload: bytes | None) -> str | None:
