@@ -81,6 +81,9 @@ JSON_CASES = [
     ("string to integer", [jsons(**obj(a=STR))], jsons(**obj(a=INT)), dict(BACKWARD=False, FORWARD=False, FULL=False)),
     ("enum extended", [jsons(enum=["a", "b"])], jsons(enum=["a", "b", "c"]), dict(BACKWARD=True, FORWARD=False, FULL=False)),
     ("maxLength decreased", [jsons(type="string", maxLength=10)], jsons(type="string", maxLength=5), dict(BACKWARD=False, FORWARD=True, FULL=False)),
+    ("oneOf: a branch added", [jsons(oneOf=[STR, INT])], jsons(oneOf=[STR, INT, {"type": "boolean"}]), dict(BACKWARD=True, FORWARD=False, FULL=False)),
+    ("oneOf: a branch removed", [jsons(oneOf=[STR, INT])], jsons(oneOf=[STR]), dict(BACKWARD=False, FORWARD=True, FULL=False)),
+    ("a type into a oneOf", [jsons(**STR)], jsons(oneOf=[STR, INT]), dict(BACKWARD=True, FORWARD=False, FULL=False)),
     ("description changed", [jsons(type="string", description="x")], jsons(type="string", description="y"), dict(BACKWARD=True, FORWARD=True, FULL=True)),
 ]
 

@@ -18,6 +18,8 @@ new → old. What is covered here (the main rules; anything else is taken as com
 * bounds: ``maxLength``/``maximum``/``maxItems``/``maxProperties`` added or decreased and
   ``minLength``/``minimum``/``minItems``/``minProperties`` added or increased are incompatible
   (``..._DECREASED``/``..._INCREASED``/``..._ADDED``); ``pattern`` added or changed too;
+* ``oneOf``/``anyOf``: a branch added is compatible, one removed or changed is
+  ``SUM_TYPE_NARROWED``/``COMBINED_TYPE_SUBSCHEMAS_CHANGED``;
 * ``items``, nested ``properties`` and ``$ref`` (within the document, or to a reference)
   are followed recursively.
 """
@@ -150,8 +152,36 @@ class _Diff:
         self._bounds(original, update, path)
         self._enum(original, update, path)
         self._object(original, update, path, depth)
+        self._combined(original, update, path, depth)
         if isinstance(original.get("items"), dict | bool) and isinstance(update.get("items"), dict | bool):
             self.compare(original["items"], update["items"], f"{path}/items", depth + 1)
+
+    def _quiet(self, original: Any, update: Any, path: str, depth: int) -> bool:
+        held = len(self.found)
+        self.compare(original, update, path, depth + 1)
+        clean = len(self.found) == held
+        del self.found[held:]
+        return clean
+
+    def _combined(self, original: dict[str, Any], update: dict[str, Any], path: str, depth: int) -> None:
+        """``oneOf``/``anyOf`` (sum types): every original branch must be readable by some
+        update branch — a branch added is compatible (SUM_TYPE_EXTENDED), one removed or
+        changed is not; a plain schema turning into a sum must fit one of its branches."""
+        for key in ("oneOf", "anyOf"):
+            before, after = original.get(key), update.get(key)
+            if isinstance(before, list) and isinstance(after, list):
+                for i, branch in enumerate(before):
+                    if not any(self._quiet(branch, other, f"{path}/{key}/{i}", depth) for other in after):
+                        kind = "SUM_TYPE_NARROWED" if len(after) < len(before) else "COMBINED_TYPE_SUBSCHEMAS_CHANGED"
+                        self.found.append((kind, f"{path}/{key}/{i}"))
+            elif isinstance(before, list) and after is None:
+                plain = {k: v for k, v in update.items() if k not in ("oneOf", "anyOf")}
+                if not all(self._quiet(branch, plain, path, depth) for branch in before):
+                    self.found.append(("COMBINED_TYPE_CHANGED", path))
+            elif before is None and isinstance(after, list):
+                plain = {k: v for k, v in original.items() if k not in ("oneOf", "anyOf")}
+                if not any(self._quiet(plain, branch, path, depth) for branch in after):
+                    self.found.append(("COMBINED_TYPE_CHANGED", path))
 
     def _types(self, original: dict[str, Any], update: dict[str, Any], path: str) -> None:
         before, after = _types(original), _types(update)
