@@ -36,12 +36,18 @@ def _page(items: list[Any], offset: int, limit: int) -> list[Any]:
 
 
 class RegistryReads:
+    """The reads; what they need of the registry is declared here, defined by
+    :class:`~trikafka.registry.service.SchemaRegistry`."""
+
     state: RegistryState
 
     def parsed(self, spec: SchemaSpec, state: RegistryState) -> Any:  # pragma: no cover - SchemaRegistry's
         raise NotImplementedError
 
     def level(self, subject: str | None) -> str:  # pragma: no cover - SchemaRegistry's
+        raise NotImplementedError
+
+    def _spec(self, body: Any) -> SchemaSpec:  # pragma: no cover - SchemaRegistry's
         raise NotImplementedError
 
     def subjects(self, *, prefix: str = "", deleted: bool = False, deleted_only: bool = False, offset: int = 0, limit: int = -1) -> list[str]:
@@ -131,7 +137,7 @@ class RegistryReads:
     def check(self, subject: str, version: Any, body: Any, *, verbose: bool = False) -> dict[str, Any]:
         """POST /compatibility/subjects/{subject}/versions[/{version}]; ``version`` None is
         every version the subject's level checks against."""
-        spec = self._spec(body)  # type: ignore[attr-defined]
+        spec = self._spec(body)
         state = self.state
         parsed = self.parsed(spec, state)
         level = self.level(subject)
