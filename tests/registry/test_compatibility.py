@@ -103,6 +103,7 @@ PROTOBUF_CASES = [
     ("remove a message", [proto(ITEM + "\nmessage Other { int32 x = 1; }")], proto(ITEM), dict(BACKWARD=False, FORWARD=True, FULL=False)),
     ("package changed", [proto(ITEM)], proto(ITEM, package="store"), dict(BACKWARD=False, FORWARD=False, FULL=False)),
     ("two fields into a new oneof", [proto(ITEM)], proto("message Item { oneof k { string sku = 1; int32 count = 2; } }"), dict(BACKWARD=False, FORWARD=True, FULL=False)),
+    ("a well-known type imported", [proto(ITEM)], proto('import "google/protobuf/timestamp.proto";\nmessage Item { string sku = 1; int32 count = 2; google.protobuf.Timestamp at = 3; }'), dict(BACKWARD=True, FORWARD=True, FULL=True)),
     ("repeated numeric", [proto(ITEM)], proto("message Item { string sku = 1; repeated int32 count = 2; }"), dict(BACKWARD=False, FORWARD=False, FULL=False)),
 ]
 

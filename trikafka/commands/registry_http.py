@@ -125,16 +125,12 @@ def _varint(stream: io.BytesIO) -> int:
         shift += 7
 
 
-def _decode_protobuf(payload: io.BytesIO, parsed: tuple[Any, dict[str, Any]]) -> Any:
-    from google.protobuf import descriptor_pool, json_format, message_factory
+def _decode_protobuf(payload: io.BytesIO, parsed: tuple[Any, dict[str, Any], Any]) -> Any:
+    from google.protobuf import json_format, message_factory
 
-    proto, referenced = parsed
+    proto, _, pool = parsed
     count = _varint(payload)
     indexes = [_varint(payload) for _ in range(count)] if count else [0]
-    pool = descriptor_pool.DescriptorPool()
-    for dependency in referenced.values():
-        pool.Add(dependency)
-    pool.Add(proto)
     messages = proto.message_type
     name = proto.package
     for index in indexes:

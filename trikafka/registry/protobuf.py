@@ -63,11 +63,9 @@ def descriptor_of(text: str, name: str) -> Any:
     return proto_text_descriptor(text, name)
 
 
-def parse_protobuf(text: str, references: Mapping[str, str]) -> tuple[Any, dict[str, Any]]:
-    """(descriptor, referenced descriptors by import name), built in a descriptor pool so
-    that every import and every type name resolves."""
-    from google.protobuf import descriptor_pb2, descriptor_pool
-
+def parse_protobuf(text: str, references: Mapping[str, str]) -> tuple[Any, dict[str, Any], Any]:
+    """(descriptor, referenced descriptors by import name, the descriptor pool they were
+    built in): every import and every type name resolves, or 42201."""
     referenced = {name: descriptor_of(ref, name) for name, ref in references.items()}
     proto = descriptor_of(text, "schema.proto")
     for dependency in proto.dependency:
@@ -75,6 +73,28 @@ def parse_protobuf(text: str, references: Mapping[str, str]) -> tuple[Any, dict[
             raise invalid_schema(f"import {dependency!r} is not among the schema's references")
     if not (proto.message_type or proto.enum_type):
         raise invalid_schema("a Protobuf schema defines at least one message")
+    try:
+        pool = _build_pool(proto, referenced)
+    except RegistryError:
+        raise
+    except Exception as exc:  # the pool's TypeError/KeyError for what does not resolve
+        raise invalid_schema(f"{type(exc).__name__}: {exc}") from None
+    return proto, referenced, pool
+
+
+def _build_pool(proto: Any, referenced: Mapping[str, Any]) -> Any:
+    from google.protobuf import (  # noqa: F401 - the well-known types, into the default pool
+        any_pb2,
+        descriptor_pb2,
+        descriptor_pool,
+        duration_pb2,
+        empty_pb2,
+        field_mask_pb2,
+        struct_pb2,
+        timestamp_pb2,
+        wrappers_pb2,
+    )
+
     pool = descriptor_pool.DescriptorPool()
     added: set[str] = set()
 
@@ -95,14 +115,9 @@ def parse_protobuf(text: str, references: Mapping[str, str]) -> tuple[Any, dict[
                 add(builtin)
         pool.Add(file)
 
-    try:
-        add(proto)
-        pool.FindFileByName(proto.name)
-    except RegistryError:
-        raise
-    except Exception as exc:  # the pool's TypeError/KeyError for what does not resolve
-        raise invalid_schema(f"{type(exc).__name__}: {exc}") from None
-    return proto, referenced
+    add(proto)
+    pool.FindFileByName(proto.name)
+    return pool
 
 
 def proto_messages(proto: Any) -> dict[str, Any]:
@@ -138,7 +153,7 @@ def _fields(message: Any) -> dict[int, tuple[str, str, str, str | None]]:
     return found
 
 
-def check_protobuf(reader: tuple[Any, dict[str, Any]], writer: tuple[Any, dict[str, Any]]) -> list[str]:
+def check_protobuf(reader: tuple[Any, ...], writer: tuple[Any, ...]) -> list[str]:
     """Incompatible differences from ``writer`` (original) to ``reader`` (update)."""
     original, update = writer[0], reader[0]
     found: list[tuple[str, str]] = []
