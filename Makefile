@@ -48,7 +48,7 @@ $(KAFKAJS): tests/compat/kafkajs/package.json tests/compat/kafkajs/package-lock.
 	touch $(KAFKAJS)
 
 run: $(STAMP)
-	$(PY) -m trikafka --listeners PLAINTEXT://127.0.0.1:9092 --override metrics.port=9404 --ui
+	$(PY) -m trikafka --listeners PLAINTEXT://127.0.0.1:9092 --override metrics.port=9404 --override schema.registry.port=8081 --ui
 
 test: $(STAMP) system-deps $(KAFKAJS)
 	$(PY) -m pytest -q

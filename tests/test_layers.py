@@ -72,6 +72,13 @@ RULES: dict[str, tuple[str, ...]] = {
         "trio", "trio_util", "socket", "trikafka.network", "trikafka.log", "trikafka.coordinator",
         *UPPER,
     ),
+    # The schema registry's core: parsing, canonical forms, compatibility rules, the fold of
+    # ``_schemas`` — fed the log partition it stores in, like a coordinator, never importing
+    # the log; its HTTP routes are an edge (trikafka.web).
+    "trikafka.registry": (
+        "trio", "trio_util", "socket", "trikafka.network", "trikafka.log", "trikafka.coordinator",
+        "trikafka.security", *UPPER,
+    ),
     # The sans-IO halves of the network layer: the connection's state machine and the values
     # it answers with are fed bytes, never a stream.
     "trikafka.network.connection_state": ("trio", "trio_util", "socket", "outcome"),

@@ -9,7 +9,8 @@
     ├── TransactionCoordinator  recovery, transaction timeouts, fencing aborts (markers)
     ├── RequestHandlerPool      num.io.threads handler tasks  ◄── requests ── shared channel
     ├── SocketServer            Acceptors and Processors (see network/socket_server.py)
-    └── HttpServer              /metrics and mounted apps, when metrics.port is set (web/)
+    ├── HttpServer              /metrics and mounted apps, when metrics.port is set (web/)
+    └── HttpServer              the Schema Registry, when schema.registry.port is set (web/)
 
 Parts start in dependency order with ``nursery.start`` so that "ready" means ready: when
 ``run`` reports started, every listener is bound and every handler is waiting.
@@ -57,7 +58,7 @@ from trikafka.server.wiring import (
     load_meta_properties,
     new_log_manager,
 )
-from trikafka.web import HttpServer, metrics_app
+from trikafka.web import HttpServer, metrics_app, schema_registry_app
 
 __all__ = ["API_FAMILIES", "Broker", "BrokerStatistics", "open_broker", "load_meta_properties"]
 
@@ -114,6 +115,9 @@ class Broker(AwaitableState):
         #: ``/metrics`` and whatever else is mounted (``http_server.mount("/ui", app)``);
         #: it runs when ``metrics.port`` is not -1.
         self.http_server = HttpServer(self.config.metrics_host, max(self.config.metrics_port, 0))
+        #: The Schema Registry's REST API over ``core.schemas``, when ``schema.registry.port``
+        #: is not -1 (on ``metrics.host``).
+        self.schema_registry_server = HttpServer(self.config.metrics_host, max(self.config.schema_registry_port, 0))
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}
@@ -134,6 +138,9 @@ class Broker(AwaitableState):
                 if self.config.metrics_port >= 0:
                     self.http_server.mount("/metrics", metrics_app(self))
                     await nursery.start(self.http_server.run, name="http-server")
+                if self.config.schema_registry_port >= 0:
+                    self.schema_registry_server.mount("/", schema_registry_app(self.core.schemas))
+                    await nursery.start(self.schema_registry_server.run, name="schema-registry")
                 log.info(
                     "broker %d of cluster %s started: %s",
                     self.config.node_id,
@@ -149,6 +156,7 @@ class Broker(AwaitableState):
     async def _shutdown(self, nursery: trio.Nursery) -> None:
         log.info("broker %d shutting down", self.config.node_id)
         self.http_server.stop()  # it finishes in-flight scrapes while connections drain
+        self.schema_registry_server.stop()
         self.purgatory.complete_all()  # long polls and joins answer now, not after the grace
         self.socket_server.begin_shutdown(self.config.shutdown_grace_ms / 1000)
         await self.socket_server.stopped.wait()  # every connection answered or closed
@@ -195,6 +203,11 @@ class Broker(AwaitableState):
     def address(self, listener_name: str) -> str:
         """``host:port`` of the named listener (``[host]:port`` for an IPv6 host)."""
         return endpoint_address(self.endpoints[listener_name])
+
+    @property
+    def schema_registry_url(self) -> str | None:
+        """``http://host:port`` of the Schema Registry, or None without ``schema.registry.port``."""
+        return self.schema_registry_server.url if self.config.schema_registry_port >= 0 else None
 
     def statistics(self) -> BrokerStatistics:
         processors = [p.statistics() for p in self.socket_server.all_processors()]

@@ -84,7 +84,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m trikafka",
         description="A Kafka-wire-compatible broker on Trio.",
-        epilog="commands (each with --help): topics, produce, consume, groups, configs, cluster, top",
+        epilog="commands (each with --help): topics, produce, consume, groups, configs, cluster, top, schemas",
     )
     parser.add_argument("--config", metavar="FILE", help="a server.properties file")
     parser.add_argument(
@@ -202,6 +202,8 @@ def _startup_info(
     if broker.http_server.url is not None:
         for prefix in sorted(broker.http_server.router.routes):
             http[prefix.strip("/") or "http"] = broker.http_server.url + prefix
+    if broker.schema_registry_url is not None:
+        http["schema registry"] = broker.schema_registry_url
     notes = []
     if not NATIVE_RECORD_WALK:
         notes.append(
@@ -256,7 +258,8 @@ async def _serve_cluster(
 ) -> None:
     """``--brokers N``: an in-process cluster until SIGINT or SIGTERM (then a graceful stop).
     With ``metrics.port`` each broker serves its own /metrics: broker 1 on that port, the
-    others on the following ports (free ports when it is 0), as with the listeners. ``--ui``
+    others on the following ports (free ports when it is 0), as with the listeners; so with
+    ``schema.registry.port`` each serves the cluster's one Schema Registry. ``--ui``
     mounts the console (the whole cluster's) on broker 1's."""
     import signal
 
@@ -264,7 +267,7 @@ async def _serve_cluster(
 
     from trikafka.cluster import open_cluster
     from trikafka.console import console_app
-    from trikafka.web import HttpServer, metrics_app
+    from trikafka.web import HttpServer, metrics_app, schema_registry_app
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_cluster(brokers, config) as cluster, trio.open_nursery() as nursery:
@@ -292,6 +295,11 @@ async def _serve_cluster(
                     http["metrics"] = f"{web.url}/metrics"
                     if ui and i == 0:
                         http["ui"] = f"{web.url}/ui"
+                if config.schema_registry_port >= 0:  # every broker serves the cluster's registry
+                    port = config.schema_registry_port + i if config.schema_registry_port else 0
+                    registry = HttpServer(config.metrics_host, port, {"/": schema_registry_app(cluster.core.schemas)})
+                    await nursery.start(registry.run)
+                    http["schema registry"] = registry.url or ""
                 info = StartupInfo(
                     version=__version__,
                     node_id=node.node_id,

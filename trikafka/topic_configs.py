@@ -162,14 +162,24 @@ _VERSION = "(?:{})(?:\\.[^.].*)?".format(
 )
 _PATTERN_TEXT = {_REPLICAS: "partitionId:brokerId", _VERSION: "a Kafka version such as 3.0-IV1 or 0.10.0.0"}
 
+#: Confluent's subject name strategies (``confluent.*.subject.name.strategy``).
+_STRATEGIES = tuple(
+    f"io.confluent.kafka.serializers.subject.{name}" for name in ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
+)
 _CODECS = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
-#: Kafka's topic configs (``TopicConfig``), by key, in Kafka's alphabetical order.
+#: Kafka's topic configs (``TopicConfig``), by key, in Kafka's alphabetical order; and
+#: Confluent Server's ``confluent.*`` schema validation keys.
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     d.name: d
     for d in (
         TopicConfigDef("cleanup.policy", "list", ("delete",), "delete: retention removes old segments; compact: keep the last record per key.", allowed=("delete", "compact")),
         TopicConfigDef("compression.type", "string", "producer", "Codec batches are stored with; producer keeps what the producer sent.", "compression.type", allowed=_CODECS),
+        # Confluent Server's broker-side schema validation (the Schema Registry's; docs/schema-registry.md).
+        TopicConfigDef("confluent.key.schema.validation", "boolean", False, "Refuse a record whose key does not begin with a schema id registered under the key's subject.", applied=True),
+        TopicConfigDef("confluent.key.subject.name.strategy", "string", _STRATEGIES[0], "How the key's subject is named: topic-key, the record's name, or topic-record name.", allowed=_STRATEGIES),
+        TopicConfigDef("confluent.value.schema.validation", "boolean", False, "Refuse a record whose value does not begin with a schema id registered under the value's subject.", applied=True),
+        TopicConfigDef("confluent.value.subject.name.strategy", "string", _STRATEGIES[0], "How the value's subject is named: topic-value, the record's name, or topic-record name.", allowed=_STRATEGIES),
         _long("delete.retention.ms", 86400000, "How long compaction keeps a tombstone after first cleaning it (its delete horizon).", 0, "log.cleaner.delete.retention.ms"),
         _long("file.delete.delay.ms", 60000, "Delay before a deleted segment file is removed.", 0),
         _long("flush.messages", INT64_MAX, "fsync after this many messages, before acknowledging.", 1, "log.flush.interval.messages"),
@@ -213,6 +223,8 @@ def readme_table() -> str:
     """README's topic-configuration table, generated from :data:`TOPIC_CONFIGS`."""
     lines = ["| key | default | broker default from | allowed | meaning |", "|---|---|---|---|---|"]
     for d in TOPIC_CONFIGS.values():
+        if d.name.startswith("confluent."):
+            continue  # Confluent Server's keys: docs/schema-registry.md shows them
         if d.kind in _NUMBERS:
             allowed = f"{d.lo} … {d.hi}"
         elif d.kind == "boolean":

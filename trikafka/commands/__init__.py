@@ -1,7 +1,7 @@
 """``python -m trikafka <command>``: kcat/rpk-like commands on the Trio client.
 
 One module per command group (``topics``, ``produce``, ``consume``, ``groups``, ``configs``,
-``cluster``, ``top``); each ``register``s its argparse parser and sets ``run`` (an async
+``cluster``, ``top``, ``schemas``); each ``register``s its argparse parser and sets ``run`` (an async
 function ``(args, output) -> exit code``) and, for commands that follow until interrupted,
 ``bounded=False``. :func:`main` is ``main(argv) -> int`` so tests drive it like a subprocess.
 Without a command name ``python -m trikafka`` is the broker (:mod:`trikafka.cli`), which only
@@ -18,7 +18,7 @@ from typing import Any
 
 __all__ = ["COMMANDS", "main", "watch_broker"]
 
-COMMANDS = ("topics", "produce", "consume", "groups", "configs", "cluster", "top")
+COMMANDS = ("topics", "produce", "consume", "groups", "configs", "cluster", "top", "schemas")
 
 
 def main(argv: Sequence[str]) -> int:

@@ -187,7 +187,8 @@ def _explain(exc: BaseException, args: argparse.Namespace) -> tuple[int, str] | 
     if isinstance(exc, KafkaError):
         return EXIT_KAFKA, str(exc)
     if isinstance(exc, trio.TooSlowError):
-        return EXIT_KAFKA, f"no answer from {args.bootstrap_server} within {args.timeout:g} s (--timeout)"
+        where = getattr(args, "bootstrap_server", None) or getattr(args, "registry", "the server")
+        return EXIT_KAFKA, f"no answer from {where} within {args.timeout:g} s (--timeout)"
     if isinstance(exc, OSError):
         return EXIT_KAFKA, str(exc)
     return None
@@ -224,7 +225,8 @@ def run_command(
     output = Output(getattr(args, "json", False))
 
     async def main() -> int | None:
-        if not getattr(args, "live", False):  # `top --live` starts the broker it then reaches
+        # `top --live` starts the broker it then reaches; `schemas` talks to a registry only.
+        if not getattr(args, "live", False) and getattr(args, "bootstrap_server", None):
             await _check_reachable(args.bootstrap_server, args.timeout)
         if not bounded:
             return await command(args, output)

@@ -12,6 +12,9 @@ Without ``--group`` the consumer assigns itself every partition (or ``-p``) and 
 for partitions without a committed offset (kcat ``-G`` does the same); positions are committed
 as records are printed (auto-commit) and on exit.
 
+``--decode`` turns each Confluent-framed value (magic byte 0, a 4-byte schema id) into JSON by
+its writer's schema from the Schema Registry at ``--registry``.
+
 ``--count N`` stops after N records; ``-e``/``--exit`` stops once every partition reached the
 end it had when the command started (its high watermark then); otherwise it follows until
 interrupted.
@@ -165,6 +168,7 @@ async def _consume(args: argparse.Namespace, out: Output) -> int:
     fmt = args.format.encode() if args.format is not None else None
     if args.count is not None and args.count < 1:
         raise UsageError("--count must be at least 1")
+    decoder = _decoder(args, fmt)
     settings = client_settings(args, "consumer")
     with trio.fail_after(args.timeout * 2 + 1):  # finding the partitions is one-shot work
         info, tps, starts, ends = await _plan(args, where)
@@ -193,7 +197,9 @@ async def _consume(args: argparse.Namespace, out: Output) -> int:
             batches = await consumer.getmany(timeout_ms=500, max_records=remaining)
             for batch in batches.values():
                 for record in batch:
-                    if out.as_json:
+                    if decoder is not None:
+                        stdout.write(await _decoded(decoder, record, out.as_json))
+                    elif out.as_json:
                         stdout.write(json.dumps(record_json(record)).encode() + b"\n")
                     elif fmt is not None:
                         stdout.write(render(fmt, record))
@@ -213,6 +219,24 @@ async def _consume(args: argparse.Namespace, out: Output) -> int:
     return EXIT_OK
 
 
+def _decoder(args: argparse.Namespace, fmt: bytes | None) -> Any:
+    """``--decode``: values by their schema from the registry (``--registry``)."""
+    if not args.decode:
+        return None
+    if fmt is not None:
+        raise UsageError("--decode prints each value as JSON: use it without --format")
+    from trikafka.commands.registry_http import RecordDecoder, RegistryClient
+
+    return RecordDecoder(RegistryClient(args.registry, args.timeout))
+
+
+async def _decoded(decoder: Any, record: Any, as_json: bool) -> bytes:
+    value = await decoder.decode(record.value)
+    if as_json:
+        return json.dumps({**record_json(record), "value": value}, default=str).encode() + b"\n"
+    return json.dumps(value, default=str).encode() + b"\n"
+
+
 def _finished(consumer: Any, tps: list[TopicPartition], done: set[TopicPartition], group: str | None) -> bool:
     if group:
         assignment = consumer.assignment()
@@ -230,5 +254,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--format", "-F", metavar="FMT", help="kcat's tokens: %%s %%S %%R %%k %%K %%T %%h %%t %%p %%o, \\n \\t \\xXX")
     parser.add_argument("--count", "-c", type=int, metavar="N", help="stop after N records")
     parser.add_argument("-e", "--exit", action="store_true", help="stop at the end of every partition (the end it had at start)")
+    parser.add_argument("--decode", action="store_true", help="decode Confluent-framed values (Avro, JSON Schema, Protobuf) by their schema, as JSON")
+    parser.add_argument("--registry", default="http://127.0.0.1:8081", metavar="URL", help="the Schema Registry --decode asks (default http://127.0.0.1:8081)")
     add_connection_flags(parser)
     parser.set_defaults(run=_consume, bounded=False)

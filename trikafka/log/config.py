@@ -56,6 +56,10 @@ class LogConfig:
 
     cleanup_policy: tuple[str, ...] = _topic("cleanup.policy", converter=_cleanup_converter)
     compression_type: str = _topic("compression.type")
+    confluent_key_schema_validation: bool = _topic("confluent.key.schema.validation")
+    confluent_key_subject_name_strategy: str = _topic("confluent.key.subject.name.strategy")
+    confluent_value_schema_validation: bool = _topic("confluent.value.schema.validation")
+    confluent_value_subject_name_strategy: str = _topic("confluent.value.subject.name.strategy")
     delete_retention_ms: int = _topic("delete.retention.ms")
     file_delete_delay_ms: int = _topic("file.delete.delay.ms")
     flush_messages: int = _topic("flush.messages")

@@ -39,6 +39,8 @@ from trikafka.metrics import BrokerMetrics
 from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
+from trikafka.registry import SCHEMAS_TOPIC, SchemaRegistry
+from trikafka.registry.validation import record_validator
 from trikafka.security.acl_store import AclStore
 from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
@@ -170,6 +172,19 @@ class BrokerCore:
         self.client_quotas = ClientQuotas.in_data_dir(
             config.log_dirs, config.quota_window_num, config.quota_window_size_seconds
         )
+        #: The schema registry over ``_schemas`` (served over HTTP with schema.registry.port).
+        self.schemas = SchemaRegistry(self._schemas_log, clock)
+        replicas.record_validator = record_validator(self.schemas)
+
+    def _schemas_log(self, create: bool) -> Any:
+        """Partition 0 of ``_schemas``, created (compacted, one partition, as Confluent's
+        registry creates it) when ``create``; None while it does not exist."""
+        replicas = self.replicas
+        if replicas.topics.get(SCHEMAS_TOPIC) is None:
+            if not create:
+                return None
+            replicas.create_topic(SCHEMAS_TOPIC, 1, configs={"cleanup.policy": "compact"})
+        return replicas.get_log(SCHEMAS_TOPIC, 0)
 
     def _offset_store(self) -> OffsetStore:
         """``__consumer_offsets``: an internal, compacted topic, created — as in Kafka — the

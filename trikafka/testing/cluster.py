@@ -54,7 +54,29 @@ def _open_cluster(brokers: int, config: dict[str, Any]) -> Any:
         ) from None
     from trikafka.testing.thread import TEST_DEFAULTS
 
-    return open_cluster(brokers=brokers, **{**TEST_DEFAULTS, **config})
+    return _serving_registry(open_cluster(brokers=brokers, **{**TEST_DEFAULTS, **config}))
+
+
+@asynccontextmanager
+async def _serving_registry(opener: Any) -> AsyncIterator[Any]:
+    """The cluster, and with ``schema.registry.port`` one Schema Registry server per broker
+    over the cluster's one registry (free ports when the port is 0, else port + i); their
+    URLs in ``cluster.schema_registry_urls``."""
+    import trio
+
+    from trikafka.web import HttpServer, schema_registry_app
+
+    async with opener as cluster, trio.open_nursery() as nursery:
+        config = cluster.config
+        cluster.schema_registry_urls = []
+        if config.schema_registry_port >= 0:
+            for i, _ in enumerate(cluster.nodes):
+                port = config.schema_registry_port + i if config.schema_registry_port else 0
+                server = HttpServer(config.metrics_host, port, {"/": schema_registry_app(cluster.core.schemas)})
+                await nursery.start(server.run)
+                cluster.schema_registry_urls.append(server.url)
+        yield cluster
+        nursery.cancel_scope.cancel()
 
 
 class ClusterHandle:
@@ -71,6 +93,26 @@ class ClusterHandle:
     @property
     def bootstrap_servers(self) -> str:
         return self.thread.call(lambda: self.cluster.bootstrap_servers)
+
+    @property
+    def schema_registry_urls(self) -> list[str]:
+        """One Schema Registry URL per broker (all serve the cluster's one registry)."""
+        def read() -> list[str]:
+            urls = getattr(self.cluster, "schema_registry_urls", None)
+            if urls is None:  # a single Broker
+                urls = [self.cluster.schema_registry_url] if self.cluster.schema_registry_url else []
+            return list(urls)
+
+        return self.thread.call(read)
+
+    @property
+    def schema_registry_url(self) -> str:
+        """The first broker's Schema Registry URL (``schema.registry.port``; the
+        ``kafka_cluster`` fixture serves it on free ports)."""
+        urls = self.schema_registry_urls
+        if not urls:
+            raise RuntimeError("this cluster serves no Schema Registry: set schema.registry.port (0: free ports)")
+        return urls[0]
 
     def __getattr__(self, name: str) -> Any:
         """The cluster's own controls (``move_leader``, ``stop_broker``, ...) as plain calls."""

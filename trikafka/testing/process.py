@@ -120,11 +120,12 @@ class BrokerProcess:
         with self._lock:
             return "\n".join(self._lines)
 
-    def wait_for_output(self, text: str, timeout: float = READY_TIMEOUT) -> str:
-        """Block until a line containing ``text`` was printed; return that line."""
+    def wait_for_output(self, text: str, timeout: float = READY_TIMEOUT, *, count: int = 1) -> str:
+        """Block until ``count`` lines containing ``text`` were printed; return the last."""
 
         def found() -> str | None:
-            return next((line for line in self._lines if text in line), None)
+            lines = [line for line in self._lines if text in line]
+            return lines[count - 1] if len(lines) >= count else None
 
         with self._lock:
             if not self._lock.wait_for(lambda: found() or self.process.poll() is not None, timeout):

@@ -8,6 +8,10 @@ Installed with trikafka (entry point ``pytest11``), it gives every suite:
   plain calls — ``inject_error``, ``add_latency``, ``drop_connection``, ``hold_responses``,
   ``throttle``, ``recorded()``, ``wait_for_group_state(..., timeout=)`` and friends;
   ``kafka_broker.aio.<method>`` awaits the same from asyncio tests. Requests are recorded.
+* Both serve a Schema Registry on a free port of 127.0.0.1 (Confluent's REST API, for
+  confluent-kafka's serializers): ``kafka_broker.schema_registry_url``,
+  ``cluster.schema_registry_url`` (every broker of a cluster serves the same registry:
+  ``cluster.schema_registry_urls``).
 * ``kafka_cluster`` — a factory, ``kafka_cluster(brokers=1, **config)``; several brokers need
   ``trikafka.cluster.open_cluster`` (see :func:`start_cluster`).
 * ``trikafka_broker`` — for Trio tests (pytest-trio): a broker on the in-memory transport,
@@ -37,9 +41,12 @@ if TYPE_CHECKING:
     from trikafka.testing.cluster import ClusterHandle
     from trikafka.testing.thread import ThreadedBroker
 
-__all__ = ["kafka_broker", "kafka_cluster", "trikafka_broker", "marked_config"]
+__all__ = ["FIXTURE_DEFAULTS", "kafka_broker", "kafka_cluster", "trikafka_broker", "marked_config"]
 
 MARK = "trikafka"
+#: What the TCP fixtures serve beside Kafka: the Schema Registry, on a free port
+#: (``kafka_broker.schema_registry_url``); ``schema.registry.port: -1`` in a mark turns it off.
+FIXTURE_DEFAULTS = {"schema.registry.port": 0}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -79,7 +86,7 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
     """A fresh broker for this test on 127.0.0.1 (see the module docstring)."""
     from trikafka.testing.thread import ThreadedBroker
 
-    broker = ThreadedBroker(marked_config(request.node), record=True)
+    broker = ThreadedBroker({**FIXTURE_DEFAULTS, **marked_config(request.node)}, record=True)
     broker.start()
     try:
         yield broker
@@ -93,7 +100,7 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
     from trikafka.testing.cluster import start_cluster
 
     started: list[ClusterHandle] = []
-    base = marked_config(request.node)
+    base = {**FIXTURE_DEFAULTS, **marked_config(request.node)}
 
     def start(brokers: int = 1, **config: Any) -> ClusterHandle:
         cluster = start_cluster(brokers, {**base, **config})

@@ -311,6 +311,15 @@ class ThreadedBroker(BrokerHandle):
             self.thread.call(broker.faults.recorder.start)
         return self
 
+    @property
+    def schema_registry_url(self) -> str:
+        """``http://host:port`` of the broker's Schema Registry (``schema.registry.port``;
+        the ``kafka_broker`` fixture serves it on a free port)."""
+        url = self.thread.call(lambda: self.broker.schema_registry_url)
+        if url is None:
+            raise RuntimeError("this broker serves no Schema Registry: set schema.registry.port (0: a free port)")
+        return url
+
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
         """Clear the faults (held responses go out, so the graceful stop need not wait for
         them), then stop the broker and join its thread."""

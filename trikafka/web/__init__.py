@@ -10,7 +10,7 @@ from typing import Any
 
 from trikafka.web.server import ASGIApp, HttpServer, Router
 
-__all__ = ["ASGIApp", "HttpServer", "Router", "metrics_app"]
+__all__ = ["ASGIApp", "HttpServer", "Router", "metrics_app", "schema_registry_app"]
 
 
 def metrics_app(broker: Any) -> ASGIApp:
@@ -20,3 +20,10 @@ def metrics_app(broker: Any) -> ASGIApp:
 
     return make(broker)
 
+
+def schema_registry_app(registry: Any) -> ASGIApp:
+    """The Schema Registry's REST API over ``registry`` (a ``trikafka.registry.SchemaRegistry``),
+    to mount at ``/`` of its own server (see :mod:`trikafka.web.schema_registry`)."""
+    from trikafka.web.schema_registry import schema_registry_app as make
+
+    return make(registry)

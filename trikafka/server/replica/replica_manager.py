@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,9 @@ class ReplicaManager:
         #: (transactional id, producer id, epoch, topic, partition) → raises KafkaProtocolError
         #: unless the partition is in that producer's ongoing transaction.
         self.transaction_verifier: TransactionVerifier | None = None
+        #: Broker-side schema validation (topic, configs, batches, headers) → raises
+        #: RecordErrorsError; wired to the Schema Registry (trikafka.registry.validation).
+        self.record_validator: Callable[[str, Any, bytearray, list], None] | None = None
         #: Places new partitions' replicas (an in-process cluster); None: this broker alone.
         self.placement: ReplicaPlacement | None = None
         for topic in self.topics:
@@ -250,7 +253,9 @@ class ReplicaManager:
         # before the producer-state checks); Log.append takes the headers as they are.
         headers = list(iter_batches(data))
         if partition_log.config.compact_enabled:
-            self._check_keys(data, headers, f"{topic.name}-{partition}")
+            _check_keys(data, headers, f"{topic.name}-{partition}")
+        if self.record_validator is not None and topic.configs:  # confluent.*.schema.validation
+            self.record_validator(topic.name, topic.configs, data, headers)
         state = self._producer_states.setdefault((topic.name, partition), ProducerStateManager())
         duplicate_of = state.check(headers)
         if duplicate_of is not None:
@@ -271,20 +276,6 @@ class ReplicaManager:
         if partition_log.flush_messages_due:
             await self.log_manager.flush_log(partition_log)
         return info
-
-    @staticmethod
-    def _check_keys(data: bytearray, headers: list, partition: str) -> None:
-        """A compacted topic keeps the last record per key: a record without one has no
-        place in it and is refused (Kafka's LogValidator), each listed in record_errors."""
-        keyless = keyless_records(data, headers)
-        if keyless:
-            why = f"Compacted topic cannot accept message without key in topic partition {partition}."
-            errors = [(index, why) for index in keyless]
-            raise RecordErrorsError(
-                f"{len(errors)} record(s) refused, the first {min(3, len(errors))}: "
-                + ", ".join(f"record {i}: {m}" for i, m in errors[:3]),
-                errors,
-            )
 
     def _check_transactional(self, header: Any, transactional_id: str | None, topic: str, partition: int, add: bool) -> None:
         if header.is_control:
@@ -392,3 +383,17 @@ def check_assignment(
             ErrorCode.invalid_replica_assignment,
         )
     return checked
+
+
+def _check_keys(data: bytearray, headers: list, partition: str) -> None:
+    """A compacted topic keeps the last record per key: a record without one has no
+    place in it and is refused (Kafka's LogValidator), each listed in record_errors."""
+    keyless = keyless_records(data, headers)
+    if keyless:
+        why = f"Compacted topic cannot accept message without key in topic partition {partition}."
+        errors = [(index, why) for index in keyless]
+        raise RecordErrorsError(
+            f"{len(errors)} record(s) refused, the first {min(3, len(errors))}: "
+            + ", ".join(f"record {i}: {m}" for i, m in errors[:3]),
+            errors,
+        )
