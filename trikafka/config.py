@@ -17,7 +17,8 @@ from typing import Any
 
 import attrs
 
-from trikafka import group_configs
+from trikafka import group_configs, rack_configs
+from trikafka.config_aliases import TIME_ALIASES, resolve_time_aliases
 from trikafka.errors import ConfigError
 from trikafka.properties import read_properties_file
 from trikafka.security import config as security
@@ -247,6 +248,8 @@ class BrokerConfig:
             "doc": "Fixed cluster id; by default generated once and kept in meta.properties.",
         },
     )
+    broker_rack: str | None = rack_configs.rack_field("This broker's rack (KIP-36), in Metadata and DescribeCluster; with --brokers N a comma-separated list gives broker i entry i mod len.")
+    replica_selector_class: str | None = rack_configs.selector_field("KIP-392: org.apache.kafka.common.replica.RackAwareReplicaSelector sends a consumer with client.rack to an in-sync replica in its rack.")
     log_dirs: tuple[str, ...] | None = attrs.field(
         default=None,
         converter=_log_dirs_converter,
@@ -346,6 +349,7 @@ class BrokerConfig:
     group_consumer_min_session_timeout_ms: int = _int_field("group.consumer.min.session.timeout.ms", 45000, "Lower bound of group.consumer.session.timeout.ms.", 1, INT32_MAX)
     group_consumer_max_session_timeout_ms: int = attrs.field(default=60000, validator=[_int(1, INT32_MAX)[1], group_configs.check_consumer_group_keys], metadata={"key": "group.consumer.max.session.timeout.ms", "parse": _int(1, INT32_MAX)[0], "doc": "Upper bound of group.consumer.session.timeout.ms."})
     group_consumer_max_size: int = _int_field("group.consumer.max.size", INT32_MAX, "Members one consumer group may have.", 1, INT32_MAX)
+    group_consumer_regex_refresh_interval_ms: int = _int_field("group.consumer.regex.refresh.interval.ms", 600000, "How often a consumer group's subscribed regular expressions are resolved again (also when topics change).", 10000, INT32_MAX)
     group_consumer_migration_policy: str = group_configs.choice_field("group.consumer.migration.policy", "bidirectional", group_configs.MIGRATION_POLICIES, "Online conversion of non-empty groups: disabled, downgrade (consumer to classic), upgrade (classic to consumer) or bidirectional.")
     offsets_topic_num_partitions: int = _int_field(
         "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
@@ -396,7 +400,7 @@ class BrokerConfig:
     def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
         by_key = _fields_by_key()
         kwargs: dict[str, Any] = {}
-        items, kwargs["security"] = security.split_security_keys(_resolve_time_aliases(items))
+        items, kwargs["security"] = security.split_security_keys(resolve_time_aliases(items))
         for raw_key, value in items.items():
             key = raw_key.replace("_", ".")
             field = by_key.get(key)
@@ -409,7 +413,7 @@ class BrokerConfig:
 
     def with_overrides(self, **changes: Any) -> BrokerConfig:
         merged = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
-        changes, secure = security.split_security_keys(_resolve_time_aliases(changes))
+        changes, secure = security.split_security_keys(resolve_time_aliases(changes))
         merged["security"] = merged["security"].merged(secure)
         for raw_key, value in changes.items():
             key = raw_key.replace("_", ".")
@@ -443,40 +447,6 @@ class BrokerConfig:
                 text = str(value)
             out[field.metadata["key"]] = text
         return out
-
-
-# Kafka's coarser spellings of two time settings: (alias, the key it sets, ms per unit, least
-# allowed). The ms key wins over minutes, minutes over hours, as in Kafka's KafkaConfig; a
-# negative retention means unlimited (-1). Stock server.properties files use
-# log.retention.hours=168.
-TIME_ALIASES: tuple[tuple[str, str, int, int], ...] = (
-    ("log.retention.minutes", "log.retention.ms", 60_000, -(2**31)),
-    ("log.retention.hours", "log.retention.ms", 3_600_000, -(2**31)),
-    ("log.roll.hours", "log.roll.ms", 3_600_000, 1),
-)
-
-
-def _resolve_time_aliases(items: Mapping[str, Any]) -> dict[str, Any]:
-    """``items`` with Kafka's hour/minute aliases replaced by the millisecond key they set."""
-    spelled = {raw.replace("_", "."): raw for raw in items}
-    alias_keys = {alias for alias, *_ in TIME_ALIASES}
-    out = {raw: value for raw, value in items.items() if raw.replace("_", ".") not in alias_keys}
-    present = {raw.replace("_", ".") for raw in out}
-    for alias, target, unit, lo in TIME_ALIASES:  # in precedence order
-        raw = spelled.get(alias)
-        if raw is None:
-            continue
-        value = items[raw]
-        try:
-            number = int(value.strip()) if isinstance(value, str) else value
-        except ValueError:
-            number = None
-        if isinstance(number, bool) or not isinstance(number, int) or not lo <= number < 2**31:
-            raise ConfigError(raw, value, f"an integer in [{lo}, {2**31 - 1}] is required")
-        if target not in present:  # the millisecond key, or a finer alias, wins
-            out[target] = -1 if number < 0 else number * unit
-            present.add(target)
-    return out
 
 
 def _fields_by_key() -> dict[str, attrs.Attribute]:
