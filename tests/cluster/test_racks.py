@@ -48,6 +48,11 @@ async def test_every_broker_reports_its_rack_round_robin_from_the_list(autojump_
             described = await client.request(request(60, 1, include_cluster_authorized_operations=False,
                                                       endpoint_type=1))
             assert {b.broker_id: b.rack for b in described.brokers} == {1: "east", 2: "west", 3: "east"}
+            # DescribeConfigs on broker 2 (librdkafka's test 0101 counts the racks this way).
+            configs = await client.request(request(32, 4, include_synonyms=False, include_documentation=False,
+                                                   resources=[{"resource_type": 4, "resource_name": "2",
+                                                               "configuration_keys": ["broker.rack", "node.id"]}]))
+            assert {c.name: c.value for c in configs.results[0].configs} == {"broker.rack": "west", "node.id": "2"}
 
 
 async def test_the_leader_sends_a_consumer_to_the_in_sync_replica_in_its_rack(autojump_clock):
