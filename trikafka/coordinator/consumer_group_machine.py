@@ -389,7 +389,7 @@ class ConsumerGroupMachine:
             group.remove(member_id)
             records += rec.member_tombstones(group.group_id, member_id)
             effects += self.cancel_timers(group.group_id, member_id)
-        for regex in group.resolved_regexes.keys() - group.subscribed_regexes().keys():
+        for regex in group.resolved_regexes.keys() - group.subscribed_regexes().keys() if group.resolved_regexes else ():
             del group.resolved_regexes[regex]  # its last subscriber left (Kafka's tombstone)
         group.group_epoch += 1
         counts = self.topics()

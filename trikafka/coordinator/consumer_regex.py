@@ -62,6 +62,8 @@ def on_heartbeat(group: ConsumerGroup, member: ConsumerGroupMember, updated: Con
     group holds ``updated``); appends the resolution's timer to ``effects`` when one is due.
     Returns whether the group epoch must bump now."""
     old, new = member.subscribed_topic_regex, updated.subscribed_topic_regex
+    if not (old or new or group.resolved_regexes):
+        return False  # a group without regexes (a subscribed regex is resolved or pending)
     counts = group.subscribed_regexes()
     bump = require = False
     if old != new:
