@@ -107,3 +107,27 @@ async def test_another_group_machine_gets_its_keys_back_at_their_deadlines(autoj
         coordinator.apply(Reply(None, (ScheduleTimer(later, now + 45_000), ScheduleTimer(sooner, now + 1_500))), now)
         await trio.sleep(60)
     assert fired == [(sooner, start + 1.5), (later, start + 45)]
+
+
+async def test_an_offset_commit_restarts_a_classic_session_as_kafka_does(autojump_clock):
+    """librdkafka commits on close, so a closed static member's session ends one session
+    timeout after that commit (Kafka's OffsetMetadataManager reschedules it too); test 0081
+    deletes the groups exactly one session timeout (its harness sets 6000 ms) after the close."""
+    async with open_test_broker(group_initial_rebalance_delay_ms=0) as tb:
+        async with tb.client() as a, tb.client() as admin:
+            await kip848.create_topic(admin, "t", 1)
+            member = Member(a, "commit", instance_id="closing")
+            await join_all([member], partitions=1)
+            assert await member.heartbeat() == ErrorCode.none
+            await trio.sleep(3)
+            commit = await a.request(request(
+                8, 9, group_id="commit", generation_id_or_member_epoch=member.generation,
+                member_id=member.member_id, group_instance_id="closing", retention_time_ms=-1,
+                topics=[{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 100,
+                                                      "committed_leader_epoch": -1, "committed_metadata": None}]}]))
+            assert commit.topics[0].partitions[0].error_code == ErrorCode.none
+            deadline = trio.current_time() + SESSION_MS / 1000
+            await trio.sleep_until(deadline - EPSILON)
+            assert await delete_group(admin, "commit") == ErrorCode.non_empty_group
+            await trio.sleep_until(deadline)
+            assert await delete_group(admin, "commit") == ErrorCode.none
