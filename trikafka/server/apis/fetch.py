@@ -155,7 +155,7 @@ class FetchApis(ApiFamily):
                     item.current_leader = {"leader_id": lead.leader, "leader_epoch": lead.leader_epoch}
             else:
                 item.log = self.replicas.get_log(info.name, p.partition)
-                if lead.leader == me:
+                if selector and rack and lead.leader == me:
                     item.preferred = preferred_read_replica(selector, lead, rack, functools.partial(
                         self._rack_of, view, request.listener_name))
             wanted.append(item)
