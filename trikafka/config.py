@@ -17,7 +17,7 @@ from typing import Any
 
 import attrs
 
-from trikafka import group_configs
+from trikafka import group_configs, rack_configs
 from trikafka.errors import ConfigError
 from trikafka.properties import TIME_ALIASES, read_properties_file, resolve_time_aliases
 from trikafka.security import config as security
@@ -247,6 +247,8 @@ class BrokerConfig:
             "doc": "Fixed cluster id; by default generated once and kept in meta.properties.",
         },
     )
+    broker_rack: str | None = rack_configs.rack_field("This broker's rack (KIP-36), in Metadata and DescribeCluster; with --brokers N a comma-separated list gives broker i entry i mod len.")
+    replica_selector_class: str | None = rack_configs.selector_field("KIP-392: org.apache.kafka.common.replica.RackAwareReplicaSelector sends a consumer with client.rack to an in-sync replica in its rack.")
     log_dirs: tuple[str, ...] | None = attrs.field(
         default=None,
         converter=_log_dirs_converter,
@@ -346,6 +348,7 @@ class BrokerConfig:
     group_consumer_min_session_timeout_ms: int = _int_field("group.consumer.min.session.timeout.ms", 45000, "Lower bound of group.consumer.session.timeout.ms.", 1, INT32_MAX)
     group_consumer_max_session_timeout_ms: int = attrs.field(default=60000, validator=[_int(1, INT32_MAX)[1], group_configs.check_consumer_group_keys], metadata={"key": "group.consumer.max.session.timeout.ms", "parse": _int(1, INT32_MAX)[0], "doc": "Upper bound of group.consumer.session.timeout.ms."})
     group_consumer_max_size: int = _int_field("group.consumer.max.size", INT32_MAX, "Members one consumer group may have.", 1, INT32_MAX)
+    group_consumer_regex_refresh_interval_ms: int = _int_field("group.consumer.regex.refresh.interval.ms", 600000, "How often a consumer group's subscribed regular expressions are resolved again (also when topics change).", 10000, INT32_MAX)
     group_consumer_migration_policy: str = group_configs.choice_field("group.consumer.migration.policy", "bidirectional", group_configs.MIGRATION_POLICIES, "Online conversion of non-empty groups: disabled, downgrade (consumer to classic), upgrade (classic to consumer) or bidirectional.")
     offsets_topic_num_partitions: int = _int_field(
         "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000

@@ -62,6 +62,8 @@ async def test_a_broker_that_does_not_lead_says_who_does(autojump_clock):
         async with connected(cluster, 1) as client:
             await create_topic(client, "t")
         cluster.move_leader("t", 0, 2)
+        # Out of the ISR too: an in-sync follower would serve a consumer's Fetch v11+ (KIP-392).
+        cluster.shrink_isr("t", 0, [2, 3])
         async with connected(cluster, 1) as client:
             refused = await produce(client, "t", 0, batch(b"x"), version=10)
             assert refused.error_code == ErrorCode.not_leader_or_follower
@@ -365,7 +367,8 @@ async def test_a_long_poll_on_a_leader_that_loses_the_partition_ends_at_once(aut
     async with open_cluster(brokers=2, transport="memory") as cluster:
         async with connected(cluster, 1) as client:
             await create_topic(client, "poll", replication_factor=2)
-            long_poll = with_max_wait(fetch_request("poll", 0), 10_000)
+            # v10: leader only (from v11 an in-sync follower serves a consumer, KIP-392).
+            long_poll = with_max_wait(fetch_request("poll", 0, version=10), 10_000)
             answers = []
             start = trio.current_time()
 
@@ -406,7 +409,7 @@ async def test_a_fetch_without_wait_answers_for_the_leadership_after_its_second_
             log.read = read_and_tell
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(move_once_read)
-                response = await client.request(with_max_wait(fetch_request("moving", 0), 0))
+                response = await client.request(with_max_wait(fetch_request("moving", 0, version=10), 0))
             assert response.responses[0].partitions[0].error_code == ErrorCode.not_leader_or_follower
 
 

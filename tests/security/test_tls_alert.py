@@ -145,6 +145,53 @@ async def test_confluent_kafka_names_the_missing_certificate(ca, mtls_config, tl
     assert "tlsv13 alert certificate required" in line, line
 
 
+def confluent_kafka_error(port: int, ca_file: Path, client_files: dict[str, str]) -> tuple[int, str]:
+    """A confluent-kafka producer's first error event (error_cb): its code and message.
+
+    poll() waits on the client's own event queue; the deadline is only a safety limit."""
+    errors: list[confluent_kafka.KafkaError] = []
+    logger = logging.getLogger(f"test-tls-alert.errors.{port}")
+    logger.propagate = False
+    producer = confluent_kafka.Producer({
+        "bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SSL", "ssl.ca.location": str(ca_file),
+        "logger": logger, "error_cb": errors.append, **client_files,
+    })
+    deadline = time.monotonic() + TIMEOUT
+    while not errors and time.monotonic() < deadline:
+        producer.poll(0.1)
+    producer.flush(0)
+    assert errors, "no error event"
+    return errors[0].code(), errors[0].str()
+
+
+#: (listener's TLS versions, librdkafka's error code, what its message names). Under TLS 1.3 the
+#: client has finished its handshake when the broker refuses its certificate, so librdkafka
+#: reports the alert as a receive failure (_TRANSPORT); under TLS 1.2 the refusal comes inside
+#: its handshake (_SSL, "SSL handshake failed"). Either way the message is the alert — never
+#: a bare "Disconnected" or "Connection reset".
+UNTRUSTED = {
+    "TLSv1.3": (confluent_kafka.KafkaError._TRANSPORT, "Receive failed: "),
+    "TLSv1.2": (confluent_kafka.KafkaError._SSL, "SSL handshake failed: "),
+}
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize("version", list(UNTRUSTED))
+async def test_confluent_kafka_names_the_untrusted_certificate(version, ca, mtls_config, tls_files, tmp_path):
+    """librdkafka's test 0097 presents a certificate from a CA the broker does not trust."""
+    mallory = trustme.CA(organization_name="someone else").issue_cert("mallory@example.org")
+    mallory.cert_chain_pems[0].write_to_path(tmp_path / "mallory.pem")
+    mallory.private_key_pem.write_to_path(tmp_path / "mallory.key")
+    client = {"ssl.certificate.location": str(tmp_path / "mallory.pem"),
+              "ssl.key.location": str(tmp_path / "mallory.key")}
+    code, text = UNTRUSTED[version]
+    with trio.fail_after(TIMEOUT + 5):
+        async with open_broker({**mtls_config, "ssl.enabled.protocols": version}) as broker:
+            got = await trio.to_thread.run_sync(confluent_kafka_error, broker.port, tls_files["ca"], client)
+    assert got[0] == code, got
+    assert text in got[1] and "tlsv1 alert unknown ca" in got[1], got
+
+
 async def test_the_alert_is_within_the_brokers_reach(ca):
     """The broker reads the alert from trio's private outgoing buffer. If a trio release
     moves it, the broker closes silently as before — and this test fails, so CI notices."""

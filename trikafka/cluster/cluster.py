@@ -34,6 +34,7 @@ from trikafka.cluster.state import ClusterState
 from trikafka.config import BrokerConfig, ListenerSpec
 from trikafka.log.log import EndOffset
 from trikafka.network.memory import MemoryListener
+from trikafka.rack_configs import rack_of
 from trikafka.server.awaitable import AwaitableState
 from trikafka.server.metadata_cache import BrokerEndpoint
 from trikafka.server.replica.cluster_view import PartitionLeadership
@@ -119,7 +120,7 @@ class Cluster(ClusterControls, AwaitableState):
 
     def _node_config(self, node_id: int) -> BrokerConfig:
         offset = node_id - self.config.node_id
-        changes: dict[str, Any] = {"node_id": node_id}
+        changes: dict[str, Any] = {"node_id": node_id, "broker_rack": rack_of(self.config.broker_rack, offset)}
         if self.transport == "memory":
             changes["listeners"] = ",".join(
                 f"{s.name}://broker-{node_id}:9092" for s in self.config.listeners

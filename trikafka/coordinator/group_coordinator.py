@@ -42,8 +42,8 @@ trio time later.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from typing import TypeVar
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import trio
 
@@ -125,7 +125,11 @@ class GroupCoordinator:
         self.classic_members = ClassicMembers(self.consumer)
         self.migration = GroupMigration(config, self.membership, self.consumer, self.classic_members)
         self.manager.in_use = lambda group_id: bool(getattr(self.consumer.groups.get(group_id), "members", None))
-        self._timers: TimerQueue[TimerKey | ConsumerTimerKey] = TimerQueue()
+        self._timers: TimerQueue[Hashable] = TimerQueue()
+        #: timer key type → the machine's on_timer(key, now_ms) -> Reply (see register_timers)
+        self._timer_owners: dict[type, Callable[[Any, float], Reply[Any]]] = {
+            TimerKey: self.membership.on_timer, ConsumerTimerKey: self.consumer.on_timer,
+        }
         self._joins: dict[int, Waiter[JoinGroupResult]] = {}
         self._syncs: dict[int, Waiter[SyncGroupResult]] = {}
 
@@ -148,18 +152,26 @@ class GroupCoordinator:
             nursery.start_soon(self._expire_offsets_periodically, name="group-metadata-manager")
             task_status.started()
 
-    def _fire(self, key: TimerKey | ConsumerTimerKey) -> None:
+    def register_timers(self, key_type: type, on_timer: Callable[[Any, float], Reply[Any]]) -> None:
+        """Let another group machine (share groups, KIP-932) use this coordinator's deadlines:
+        its ``ScheduleTimer``/``CancelTimer`` effects, carried out by :meth:`apply`, put keys of
+        ``key_type`` in the one timer queue, and each is handed back to ``on_timer(key, now_ms)``
+        the instant its deadline passes (Kafka's heartbeat purgatory)."""
+        self._timer_owners[key_type] = on_timer
+
+    def _fire(self, key: Hashable) -> None:
         now = self.now_ms()
         try:
-            if isinstance(key, ConsumerTimerKey):
-                self._apply(self.consumer.on_timer(key, now), now)
-            else:
-                self._apply(self.membership.on_timer(key, now), now)
+            self._apply(self._timer_owners[type(key)](key, now), now)
         except (OSError, KafkaProtocolError) as exc:
             # A write to __consumer_offsets refused (a full disk: KAFKA_STORAGE_ERROR): one
             # line; the timer task, and with it the broker, must not die of it.
             log.error("group coordinator: timer %s failed: %s", key, exc)
         self.on_state_change()
+
+    def apply(self, reply: Reply[object], now_ms: float) -> None:
+        """Carry out a machine's effects (``now_ms``: what it was given)."""
+        self._apply(reply, now_ms)
 
     def _apply(self, reply: Reply[object], now_ms: float) -> None:
         """Carry out the machine's effects (``now_ms``: what it was given)."""

@@ -13,6 +13,7 @@ import attrs
 
 from trikafka.config import BrokerConfig, ListenerSpec
 from trikafka.network.endpoints import BoundEndpoint
+from trikafka.rack_configs import rack_of
 
 __all__ = ["MetadataCache", "BrokerEndpoint", "new_cluster_id"]
 
@@ -51,7 +52,7 @@ class MetadataCache:
                 host, port = bound.host, bound.port
                 if host in ("0.0.0.0", "::", ""):
                     host = "localhost"
-            self._advertised[name] = BrokerEndpoint(self.node_id, host, port)
+            self._advertised[name] = BrokerEndpoint(self.node_id, host, port, rack_of(self.config.broker_rack, 0))
 
     def alive_brokers(self, listener_name: str) -> list[BrokerEndpoint]:
         endpoint = self._advertised.get(listener_name)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import math
 import re
 from collections.abc import Iterable, Mapping
 
@@ -36,6 +37,7 @@ __all__ = [
     "LEAVE_GROUP_MEMBER_EPOCH",
     "LEAVE_GROUP_STATIC_MEMBER_EPOCH",
     "MemberState",
+    "ResolvedRegex",
     "freeze",
     "member_topics",
     "topic_pattern",
@@ -64,13 +66,25 @@ def topic_pattern(regex: str) -> re.Pattern[str]:
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
-def member_topics(member: ConsumerGroupMember, topic_names: Iterable[str]) -> set[str]:
-    """The existing topics a member subscribes to: its names, plus what its regex matches."""
+@attrs.frozen
+class ResolvedRegex:
+    """What a subscribed regex matched, among which topics, and when (Kafka's
+    ResolvedRegularExpression; the topic names stand for its metadata version)."""
+
+    topics: frozenset[str]
+    topic_names: frozenset[str]
+    resolved_ms: float
+
+
+def member_topics(member: ConsumerGroupMember, topic_names: Iterable[str],
+                  resolved: Mapping[str, ResolvedRegex] | None = None) -> set[str]:
+    """The existing topics a member subscribes to: its names, plus what its regex resolved to
+    (nothing while unresolved: :mod:`~trikafka.coordinator.consumer_regex`)."""
     names = set(topic_names)
     topics = set(member.subscribed_topic_names) & names
-    if member.subscribed_topic_regex:
-        pattern = topic_pattern(member.subscribed_topic_regex)
-        topics |= {name for name in names - INTERNAL_TOPICS if pattern.fullmatch(name)}
+    regex = member.subscribed_topic_regex
+    if regex and resolved is not None and regex in resolved:
+        topics |= resolved[regex].topics & names
     return topics
 
 
@@ -135,6 +149,9 @@ class ConsumerGroup:
     subscription_metadata: dict[str, int] = attrs.Factory(dict)
     #: classic members told to rejoin whose join timeout runs (soft state, as Kafka's timer)
     join_timeouts: set[str] = attrs.Factory(set)
+    #: subscribed regex → its last resolution; a resolution is under way (soft state)
+    resolved_regexes: dict[str, ResolvedRegex] = attrs.Factory(dict)
+    regex_refresh_pending: bool = False
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -188,8 +205,20 @@ class ConsumerGroup:
         names = list(topic_names)
         topics: set[str] = set()
         for member in self.members.values():
-            topics |= member_topics(member, names)
+            topics |= member_topics(member, names, self.resolved_regexes)
         return topics
+
+    def subscribed_regexes(self) -> dict[str, int]:
+        """Each regex some member subscribes with → how many do."""
+        counts: dict[str, int] = {}
+        for member in self.members.values():
+            if member.subscribed_topic_regex:
+                counts[member.subscribed_topic_regex] = counts.get(member.subscribed_topic_regex, 0) + 1
+        return counts
+
+    def last_regex_refresh_ms(self) -> float:
+        """When the regexes were last resolved (together); -inf when none is."""
+        return max((r.resolved_ms for r in self.resolved_regexes.values()), default=-math.inf)
 
     def all_classic_except(self, member_id: str) -> bool:
         """Whether every member but ``member_id`` uses the classic protocol and ``member_id``

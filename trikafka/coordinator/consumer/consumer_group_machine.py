@@ -42,6 +42,7 @@ import attrs
 
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.consumer import consumer_group_records as rec
+from trikafka.coordinator.consumer import consumer_regex
 from trikafka.coordinator.consumer.consumer_assignors import assign
 from trikafka.coordinator.consumer.consumer_group import (
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -55,6 +56,7 @@ from trikafka.coordinator.consumer.consumer_group import (
 from trikafka.coordinator.consumer.consumer_group_protocol import (
     JOIN,
     REBALANCE,
+    REGEX,
     SESSION,
     SYNC,
     ConsumerGroupHeartbeat,
@@ -139,6 +141,7 @@ class ConsumerGroupMachine:
         """Replay the groups; every member's session (and revocation deadline) starts anew."""
         if self.store is not None:
             self.groups = rec.replay(self.store.replay())
+            consumer_regex.resolve_all(self.groups.values(), self.topics(), now_ms)
         effects: list[Effect] = [self.session(g.group_id, m, now_ms) for g in self.groups.values() for m in g.members]
         effects += [  # a revocation in progress gets its whole rebalance timeout again
             ScheduleTimer(ConsumerTimerKey(REBALANCE, g.group_id, m.member_id), now_ms + max(m.rebalance_timeout_ms, 0))  # type: ignore[arg-type]
@@ -298,13 +301,14 @@ class ConsumerGroupMachine:
         member that must revoke gets its rebalance timeout (a classic one gets join/sync
         timeouts from its own handler instead)."""
         new_member = updated.member_id not in group.members
-        bump = new_member or (updated.subscribed_topic_names, updated.subscribed_topic_regex) != (
-            member.subscribed_topic_names, member.subscribed_topic_regex)
+        counts = self.topics()
+        bump = new_member or updated.subscribed_topic_names != member.subscribed_topic_names
+        bump = consumer_regex.on_heartbeat(group, member, updated, counts, now_ms,
+                                           self.config.group_consumer_regex_refresh_interval_ms, effects) or bump
         if new_member or updated != member:
             records.append(rec.member_metadata(group.group_id, updated))
         group.put(updated)
         # The subscribed topics' partition counts: a new topic or partition bumps the epoch too.
-        counts = self.topics()
         metadata = {t: counts[t] for t in sorted(group.subscribed_topics(counts))}
         if bump or metadata != group.subscription_metadata:
             group.group_epoch += 1
@@ -315,7 +319,7 @@ class ConsumerGroupMachine:
         target = group.target.get(updated.member_id, {})
         reconciled = reconcile(updated, group.assignment_epoch, target,
                                lambda t, p: group.partition_epoch(t, p, updated.member_id),
-                               owned, member_topics(updated, counts))
+                               owned, member_topics(updated, counts, group.resolved_regexes))
         if reconciled != updated or new_member:
             records.append(rec.current_assignment(group.group_id, reconciled))
         if (reconciled != updated or new_member) and not reconciled.uses_classic_protocol:
@@ -331,7 +335,8 @@ class ConsumerGroupMachine:
     def _update_target(self, group: ConsumerGroup) -> list[rec.Record]:
         """Run the group's assignor for its epoch; records for the members whose target changed."""
         counts = group.subscription_metadata
-        subscriptions = {m.member_id: frozenset(member_topics(m, counts)) for m in group.members.values()}
+        subscriptions = {m.member_id: frozenset(member_topics(m, counts, group.resolved_regexes))
+                         for m in group.members.values()}
         name = group.preferred_assignor(self.config.group_consumer_assignors[0])
         new = assign(name, subscriptions, counts, group.target)
         records = [rec.target_member(group.group_id, mid, a) for mid, a in new.items() if group.target.get(mid, {}) != a]
@@ -384,6 +389,8 @@ class ConsumerGroupMachine:
             group.remove(member_id)
             records += rec.member_tombstones(group.group_id, member_id)
             effects += self.cancel_timers(group.group_id, member_id)
+        for regex in group.resolved_regexes.keys() - group.subscribed_regexes().keys() if group.resolved_regexes else ():
+            del group.resolved_regexes[regex]  # its last subscriber left (Kafka's tombstone)
         group.group_epoch += 1
         counts = self.topics()
         group.subscription_metadata = {t: counts[t] for t in sorted(group.subscribed_topics(counts))}
@@ -394,6 +401,10 @@ class ConsumerGroupMachine:
 
     def on_timer(self, key: ConsumerTimerKey, now_ms: float) -> Reply[None]:
         group = self.groups.get(key.group_id)
+        if key.kind == REGEX:  # the background resolution's result (Kafka's handleRegularExpressionsResult)
+            if group is not None and consumer_regex.fold_in(group, self.topics(), now_ms):
+                self.write(group.group_id, [rec.group_metadata(group)])
+            return Reply(None)
         member = group.members.get(key.member_id) if group is not None else None
         if group is None or member is None:
             return Reply(None)

@@ -14,7 +14,7 @@ import attrs
 from trikafka.coordinator.consumer.consumer_group import Assignment
 from trikafka.errors import ErrorCode
 
-__all__ = ["ConsumerGroupHeartbeat", "ConsumerTimerKey", "HeartbeatResult", "JOIN", "REBALANCE", "SESSION", "SYNC"]
+__all__ = ["ConsumerGroupHeartbeat", "ConsumerTimerKey", "HeartbeatResult", "JOIN", "REBALANCE", "REGEX", "SESSION", "SYNC"]
 
 SESSION = "consumer-session"
 REBALANCE = "consumer-rebalance"
@@ -22,6 +22,8 @@ REBALANCE = "consumer-rebalance"
 JOIN = "consumer-join"
 #: a classic member of a consumer group: joined, it must send SyncGroup within its rebalance timeout
 SYNC = "consumer-sync"
+#: a group's regular expressions are resolved in the background (member id ""; see consumer_regex)
+REGEX = "consumer-regex"
 
 
 @attrs.frozen
@@ -57,6 +59,6 @@ class HeartbeatResult:
 
 @attrs.frozen
 class ConsumerTimerKey:
-    kind: str  # SESSION, REBALANCE, JOIN or SYNC
+    kind: str  # SESSION, REBALANCE, JOIN, SYNC or REGEX
     group_id: str
     member_id: str

@@ -106,8 +106,15 @@ def topic_config_entries(replicas: Any, topic: Any, keys: Any = None) -> list[di
     return entries
 
 
-def broker_config_entries(replicas: Any, keys: Any = None) -> list[dict[str, Any]]:
+#: Keys each broker of an in-process cluster has of its own (the rest are the cluster's).
+NODE_KEYS = ("node.id", "broker.rack", "listeners", "advertised.listeners", "log.dirs")
+
+
+def broker_config_entries(replicas: Any, keys: Any = None, node: BrokerConfig | None = None) -> list[dict[str, Any]]:
+    """The broker's entries; ``node``: the answering broker's own config (its NODE_KEYS)."""
     props = replicas.config.as_properties()
+    if node is not None:
+        props.update({key: value for key, value in node.as_properties().items() if key in NODE_KEYS})
     entries = []
     for field in attrs.fields(BrokerConfig):
         key = field.metadata["key"]
@@ -214,7 +221,8 @@ class ConfigApis(ApiFamily):
                     entries = topic_config_entries(self.replicas, topic, keys)
                 elif resource.resource_type == ResourceType.BROKER:
                     self._check_broker_name(resource.resource_name)
-                    entries = broker_config_entries(self.replicas, keys) + _inert_entries(self._inert, keys)
+                    entries = broker_config_entries(self.replicas, keys, self.context.config) + _inert_entries(
+                        self._inert, keys)
                 else:
                     raise KafkaProtocolError(f"Unsupported resource type {resource.resource_type}", ErrorCode.invalid_request)
                 if not body.include_synonyms:

@@ -56,6 +56,7 @@ from trikafka.server.fetch_sessions import (
 )
 from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily, errors_into, handles
 from trikafka.server.replica.cluster_view import cluster_view, leader_endpoints, leader_epoch_error
+from trikafka.server.replica.replica_selector import preferred_read_replica
 
 __all__ = ["FetchApis"]
 
@@ -74,6 +75,7 @@ class _Wanted:
     error: ErrorCode = ErrorCode.none
     current_leader: dict[str, int] | None = None
     read_bytes: int = 0  # record bytes of the last read, counted when it is the answer
+    preferred: int = -1  # KIP-392: the replica the consumer should fetch from instead
 
 
 class FetchApis(ApiFamily):
@@ -124,6 +126,12 @@ class FetchApis(ApiFamily):
         me = self.context.config.node_id
         wanted: list[_Wanted] = []
         may_read = self._reader(request) if self.context.acls is not None else None  # None: all
+        body = request.body
+        state = getattr(body, "replica_state", None)
+        # KIP-392: a consumer's Fetch v11+ may go to an in-sync follower, and carries its rack.
+        consumer = request.api_version >= 11 and (state.replica_id if state is not None else getattr(body, "replica_id", -1)) < 0
+        rack = getattr(body, "rack_id", None) if consumer else None
+        selector = self.context.config.replica_selector_class
         for p in context.partitions:
             if by_id:
                 info = self.replicas.topic_by_id(p.topic)
@@ -141,14 +149,22 @@ class FetchApis(ApiFamily):
                 item.error = unknown
             elif epoch_error := leader_epoch_error(p.current_leader_epoch, lead):
                 item.error = epoch_error
-            elif lead.leader != me:
+            elif lead.leader != me and not (consumer and me in lead.isr):
                 item.error = ErrorCode.not_leader_or_follower
                 if request.api_version >= 12:
                     item.current_leader = {"leader_id": lead.leader, "leader_epoch": lead.leader_epoch}
             else:
                 item.log = self.replicas.get_log(info.name, p.partition)
+                if selector and rack and lead.leader == me:
+                    item.preferred = preferred_read_replica(selector, lead, rack, functools.partial(
+                        self._rack_of, view, request.listener_name))
             wanted.append(item)
         return wanted
+
+    @staticmethod
+    def _rack_of(view: Any, listener_name: str, node_id: int) -> str | None:
+        endpoint = view.endpoint(node_id, listener_name)
+        return endpoint.rack if endpoint is not None else None
 
     def _replanned(
         self, request: Request, context: FetchContext, wanted: list[_Wanted], version: int | None
@@ -202,6 +218,11 @@ class FetchApis(ApiFamily):
                 "preferred_read_replica": -1,
                 "records": b"",
             }
+            if item.preferred >= 0:  # no records: the consumer goes to that replica (answered at once)
+                result["preferred_read_replica"] = item.preferred
+                errors = True
+                results.append(result)
+                continue
             budget = min(item.max_bytes, max_bytes - total)
             with errors_into(result) as outcome:
                 # File logs answer with file slices (sent with sendfile, or in bounded
