@@ -62,7 +62,6 @@ NOT_FOR_A_PLAIN_BROKER = (
     "hypercorn",
     "jinja2",
     "prometheus_client",
-    "trikafka.web.console",
     "trikafka.console",
     "trikafka.web.metrics",
     "trikafka.spark",

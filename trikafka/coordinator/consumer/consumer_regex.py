@@ -31,14 +31,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 
-from trikafka.coordinator.consumer_group import (
+from trikafka.coordinator.consumer.consumer_group import (
     INTERNAL_TOPICS,
     ConsumerGroup,
     ConsumerGroupMember,
     ResolvedRegex,
     topic_pattern,
 )
-from trikafka.coordinator.consumer_group_protocol import REGEX, ConsumerTimerKey
+from trikafka.coordinator.consumer.consumer_group_protocol import REGEX, ConsumerTimerKey
 from trikafka.coordinator.group_protocol import Effect, ScheduleTimer
 
 __all__ = ["REGEX_BATCH_REFRESH_MIN_INTERVAL_MS", "fold_in", "matching", "on_heartbeat", "resolve", "resolve_all"]
