@@ -121,6 +121,12 @@ class Broker(AwaitableState):
     # --- lifecycle ---------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
+        serve_http = self.config.metrics_port >= 0
+        if serve_http:
+            # Every port is bound before anything says it started: a taken metrics.port fails
+            # the start before the listeners log "listening on" (the socket server binds and
+            # logs in one step, so the HTTP server's port is taken first).
+            self.http_server.bind()
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.log_manager.run, name="log-manager")
@@ -131,9 +137,10 @@ class Broker(AwaitableState):
                 await nursery.start(self.handler_pool.run, name="request-handler-pool")
                 self.endpoints = await nursery.start(self.socket_server.run, name="socket-server")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)
-                if self.config.metrics_port >= 0:
+                if serve_http:
                     self.http_server.mount("/metrics", metrics_app(self))
                     await nursery.start(self.http_server.run, name="http-server")
+                    serve_http = False  # run() owns the socket now
                 log.info(
                     "broker %d of cluster %s started: %s",
                     self.config.node_id,
@@ -144,6 +151,8 @@ class Broker(AwaitableState):
                 await self._stop_requested.wait()
                 await self._shutdown(nursery)
         finally:
+            if serve_http:  # bound, never served: the start failed before
+                self.http_server.close()
             self.stopped.set()
 
     async def _shutdown(self, nursery: trio.Nursery) -> None:
