@@ -9,8 +9,9 @@ what kio has on purpose:
   versions belong to KIP-890 part 2 (the broker adds partitions to a transaction implicitly and
   bumps the epoch per transaction), a protocol this producer does not implement.
 * Fetch ≤ 12, DeleteTopics ≤ 5: later versions address topics by id only.
-* FindCoordinator ≤ 4, ListGroups ≤ 4: newer versions add share groups and type filters the
-  client does not send.
+* FindCoordinator ≤ 4: newer versions add share groups the client does not look up.
+  ListGroups goes to v5 for its ``group_type`` (classic, consumer, share: the admin's
+  :class:`GroupListing` ``type``); its type filter is sent empty.
 * JoinGroup ≤ 5, SyncGroup ≤ 3, LeaveGroup ≤ 3 (the last non-flexible versions; static
   membership is in all three): the flexible versions add only tagged fields, reasons and a
   protocol echo the consumer does not use, and librdkafka's mock cluster advertises them but
@@ -46,7 +47,7 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     API.LEAVE_GROUP: (0, 3),
     API.SYNC_GROUP: (0, 3),
     API.DESCRIBE_GROUPS: (0, 5),
-    API.LIST_GROUPS: (0, 4),
+    API.LIST_GROUPS: (0, 5),
     API.API_VERSIONS: (0, 3),
     API.CREATE_TOPICS: (2, 7),
     API.DELETE_TOPICS: (1, 5),
