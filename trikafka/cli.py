@@ -372,11 +372,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.list_config:
         return _list_config(args)
     try:
-        config, reasons = resolve_config(args)
-        control_at = parse_control_listener(args.control_listener) if args.control_listener else None
         level = args.log_level.upper()
         if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ConfigError("--log-level", args.log_level, "allowed values are DEBUG, INFO, WARNING, ERROR")
+        shape = setup_logging(level, args.log_format)  # first: reading the config may log (Kafka keys with no effect)
+        config, reasons = resolve_config(args)
+        control_at = parse_control_listener(args.control_listener) if args.control_listener else None
         if args.brokers < 1:
             raise ConfigError("--brokers", args.brokers, "a number of brokers >= 1")
         if args.live and args.brokers != 1:
@@ -386,7 +387,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, OSError, ValueError) as exc:
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2
-    shape = setup_logging(level, args.log_format)
     before, after = raise_open_file_limit()
     open_files = f"{after}" + (f" (raised from {before})" if after != before else "")
 
