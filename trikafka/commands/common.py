@@ -46,7 +46,9 @@ EXIT_OK = 0
 EXIT_KAFKA = 1
 EXIT_USAGE = 2
 
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+#: ``-b``'s default: ``TRIKAFKA_BOOTSTRAP_SERVERS`` when set (as rpk reads RPK_BROKERS), else the
+#: dev broker's address.
+DEFAULT_BOOTSTRAP = os.environ.get("TRIKAFKA_BOOTSTRAP_SERVERS") or "127.0.0.1:9092"
 DEFAULT_TIMEOUT_S = 10.0
 
 
