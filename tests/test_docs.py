@@ -124,3 +124,17 @@ def test_the_blocks_of_a_page_run(page, tmp_path):
             assert result.returncode == 0 and "no tests ran" not in result.stdout, f"{block} failed ({result.returncode}):\n{body}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
     finally:
         broker.stop(15)
+
+
+def test_the_site_builds_strictly(tmp_path):
+    """``mkdocs build --strict`` (what ``make docs`` runs): a broken link or anchor, a page on
+    disk missing from the nav, a generated table or an API reference that fails, fails here."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--quiet", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "PYTHONPATH": str(ROOT)},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    page = (tmp_path / "site" / "configuration" / "index.html").read_text()
+    assert "transaction.max.timeout.ms" in page and "retention.ms" in page  # the generated tables
+    assert "open_test_broker" in (tmp_path / "site" / "reference" / "testing" / "index.html").read_text()
