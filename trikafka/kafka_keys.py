@@ -9,7 +9,8 @@ Where the list comes from: the ``define()`` calls of the ConfigDefs that Kafka's
 ``QuotaConfig``, ``BrokerSecurityConfigs``, ``DelegationTokenManagerConfigs``,
 ``PasswordEncoderConfigs``, ``RemoteLogManagerConfig``, ``ZkConfigs``), their key constants
 resolved, read from apache/kafka at commit 1eb7644349c (trunk, ``version=4.0.0-SNAPSHOT``) by
-``tools/kafka_broker_keys.py``. The 4.4 tag itself was not reachable where this list was made;
+``tools/kafka_broker_keys.py``, plus the keys of a later ``GroupCoordinatorConfig.java`` (Kafka
+4.1 era: ``group.streams.*``). The 4.4 tag itself was not reachable where this list was made;
 keys added to the broker reference after that commit are missing here and are refused as
 unknown until they are added. The ZooKeeper keys (removed from Kafka in 4.0) are kept so that a
 3.x file still starts.
@@ -390,6 +391,19 @@ KAFKA_BROKER_KEYS: frozenset[str] = frozenset({
     "zookeeper.ssl.truststore.location",
     "zookeeper.ssl.truststore.password",
     "zookeeper.ssl.truststore.type",
+    # GroupCoordinatorConfig, a later stored version (Kafka 4.1 era: streams groups, KIP-1071)
+    "group.consumer.regex.refresh.interval.ms",
+    "group.share.assignors",
+    "group.share.initialize.retry.interval.ms",
+    "group.streams.heartbeat.interval.ms",
+    "group.streams.max.heartbeat.interval.ms",
+    "group.streams.max.session.timeout.ms",
+    "group.streams.max.size",
+    "group.streams.max.standby.replicas",
+    "group.streams.min.heartbeat.interval.ms",
+    "group.streams.min.session.timeout.ms",
+    "group.streams.num.standby.replicas",
+    "group.streams.session.timeout.ms",
 })
 
 #: Why a key has no effect, by prefix (the first match wins).
@@ -407,6 +421,7 @@ _REASONS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("sasl.kerberos.", "sasl.login.", "sasl.oauthbearer.", "sasl.server.", "delegation.token.",
       "password.encoder."), "a security feature trikafka does not have"),
     (("metric.", "metrics.", "kafka.metrics.", "auto.include.jmx"), "JMX and metrics reporters: trikafka serves /metrics"),
+    (("group.streams.",), "Kafka Streams groups (KIP-1071) are not served"),
 )
 
 
