@@ -9,8 +9,9 @@ Where the list comes from: the ``define()`` calls of the ConfigDefs that Kafka's
 ``QuotaConfig``, ``BrokerSecurityConfigs``, ``DelegationTokenManagerConfigs``,
 ``PasswordEncoderConfigs``, ``RemoteLogManagerConfig``, ``ZkConfigs``), their key constants
 resolved, read from apache/kafka at commit 1eb7644349c (trunk, ``version=4.0.0-SNAPSHOT``) by
-``tools/kafka_broker_keys.py``, plus the keys of a later ``GroupCoordinatorConfig.java`` (Kafka
-4.1 era: ``group.streams.*``). The 4.4 tag itself was not reachable where this list was made;
+``tools/kafka_broker_keys.py``, plus the keys of later ``GroupCoordinatorConfig.java`` and
+``ShareGroupConfig.java`` versions (Kafka 4.1 era: ``group.streams.*``, more ``group.share.*``).
+The 4.4 tag itself was not reachable where this list was made;
 keys added to the broker reference after that commit are missing here and are refused as
 unknown until they are added. The ZooKeeper keys (removed from Kafka in 4.0) are kept so that a
 3.x file still starts.
@@ -404,6 +405,11 @@ KAFKA_BROKER_KEYS: frozenset[str] = frozenset({
     "group.streams.min.session.timeout.ms",
     "group.streams.num.standby.replicas",
     "group.streams.session.timeout.ms",
+    # ShareGroupConfig, a later stored version (Kafka 4.1 era: share groups, KIP-932)
+    "group.share.max.delivery.count.limit",
+    "group.share.max.share.sessions",
+    "group.share.min.delivery.count.limit",
+    "group.share.persister.class.name",
 })
 
 #: Why a key has no effect, by prefix (the first match wins).
@@ -422,6 +428,7 @@ _REASONS: tuple[tuple[tuple[str, ...], str], ...] = (
       "password.encoder."), "a security feature trikafka does not have"),
     (("metric.", "metrics.", "kafka.metrics.", "auto.include.jmx"), "JMX and metrics reporters: trikafka serves /metrics"),
     (("group.streams.",), "Kafka Streams groups (KIP-1071) are not served"),
+    (("group.share.", "share."), "a share-group (KIP-932) setting this build does not read"),
 )
 
 
