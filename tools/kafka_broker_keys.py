@@ -1,5 +1,16 @@
+"""Print every broker key of a Kafka source tree, with the ConfigDef class that defines it.
+
+    python tools/kafka_broker_keys.py /path/to/kafka-checkout > keys.txt
+
+It reads the ``define()``/``defineInternal()`` calls of the ConfigDefs Kafka's
+``AbstractKafkaConfig.CONFIG_DEF`` merges (the classes listed below, and
+``LogConfig.SERVER_CONFIG_DEF``), resolving each key constant through the ``static final String``
+declarations of the tree (string concatenation and ``ServerTopicConfigSynonyms.serverSynonym``
+included). Its output is what ``trikafka/kafka_keys.py`` holds. Unresolvable keys are reported
+on stderr and skipped.
+"""
 import re, pathlib, sys
-root = pathlib.Path("/tmp/kafka-src")
+root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/kafka-src")
 consts = {}
 decl = re.compile(r'(?:public|private|protected)?\s*static\s+final\s+String\s+(\w+)\s*=\s*(.*?);', re.S)
 files = {}
@@ -12,7 +23,7 @@ for p in root.rglob("*.java"):
         consts.setdefault(name, expr)
 # imported static defs also in interfaces
 import glob
-_syn_src = open(glob.glob("/tmp/kafka-src/**/ServerTopicConfigSynonyms.java", recursive=True)[0]).read()
+_syn_src = open(glob.glob(f"{root}/**/ServerTopicConfigSynonyms.java", recursive=True)[0]).read()
 def synonym(topic_const):
     name = topic_const.split(".")[-1]
     m = re.search(r'(sameName|sameNameWithLogPrefix|sameNameWithLogCleanerPrefix|singleWithLogPrefix|singleWithLogCleanerPrefix|listWithLogPrefix|single)\(TopicConfig\.' + name + r'\b\s*(?:,\s*(?:new ConfigSynonym\()?"([^"]+)")?', _syn_src)
