@@ -10,7 +10,7 @@ ifneq ($(JAVA_HOME),)
 export JAVA_HOME
 endif
 
-.PHONY: run test install system-deps lint clean bench soak
+.PHONY: run test install system-deps lint clean bench soak docs docs-serve
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,7 +20,7 @@ $(PY):
 NATIVE := setup.py trikafka/protocol/_recordwalk.c
 
 $(STAMP): pyproject.toml $(NATIVE) | $(PY)
-	$(PY) -m pip install -q -e '.[test,spark]'
+	$(PY) -m pip install -q -e '.[test,spark,docs]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -50,8 +50,16 @@ $(KAFKAJS): tests/compat/kafkajs/package.json tests/compat/kafkajs/package-lock.
 run: $(STAMP)
 	$(PY) -m trikafka --listeners PLAINTEXT://127.0.0.1:9092 --override metrics.port=9404 --override schema.registry.port=8081 --ui
 
-test: $(STAMP) system-deps $(KAFKAJS)
+test: $(STAMP) system-deps $(KAFKAJS) docs
 	$(PY) -m pytest -q
+
+# The docs site (mkdocs.yml, docs/): built strictly — a broken link or anchor, or a page missing
+# from disk, fails the build. Its code blocks run in the suite (tests/test_docs.py).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet
+
+docs-serve: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve --dev-addr 127.0.0.1:8000
 
 # Benchmarks: trikafka beside librdkafka's mock cluster and a bare Trio server, all on 127.0.0.1
 # (benchmarks/run.py). BENCH_ARGS="--quick" for a seconds-long smoke run, "--rounds N" to vary.
@@ -83,4 +91,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check trikafka tests examples
 
 clean:
-	rm -rf $(VENV) build *.egg-info trikafka/protocol/*.so
+	rm -rf $(VENV) build site *.egg-info trikafka/protocol/*.so

@@ -117,7 +117,9 @@ class Broker(AwaitableState):
         self.http_server = HttpServer(self.config.metrics_host, max(self.config.metrics_port, 0))
         #: The Schema Registry's REST API over ``core.schemas``, when ``schema.registry.port``
         #: is not -1 (on ``metrics.host``).
-        self.schema_registry_server = HttpServer(self.config.metrics_host, max(self.config.schema_registry_port, 0))
+        self.schema_registry_server = HttpServer(
+            self.config.metrics_host, max(self.config.schema_registry_port, 0), key="schema.registry.port"
+        )
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}
@@ -125,6 +127,20 @@ class Broker(AwaitableState):
     # --- lifecycle ---------------------------------------------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[Broker] = trio.TASK_STATUS_IGNORED) -> None:
+        serve_http = self.config.metrics_port >= 0
+        if serve_http:
+            # Every port is bound before anything says it started: a taken metrics.port fails
+            # the start before the listeners log "listening on" (the socket server binds and
+            # logs in one step, so the HTTP server's port is taken first).
+            self.http_server.bind()
+        serve_registry = self.config.schema_registry_port >= 0
+        if serve_registry:
+            try:
+                self.schema_registry_server.bind()
+            except BaseException:
+                if serve_http:
+                    self.http_server.close()
+                raise
         try:
             async with trio.open_nursery() as nursery:
                 await nursery.start(self.log_manager.run, name="log-manager")
@@ -135,12 +151,14 @@ class Broker(AwaitableState):
                 await nursery.start(self.handler_pool.run, name="request-handler-pool")
                 self.endpoints = await nursery.start(self.socket_server.run, name="socket-server")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)
-                if self.config.metrics_port >= 0:
+                if serve_http:
                     self.http_server.mount("/metrics", metrics_app(self))
                     await nursery.start(self.http_server.run, name="http-server")
-                if self.config.schema_registry_port >= 0:
+                    serve_http = False  # run() owns the socket now
+                if serve_registry:
                     self.schema_registry_server.mount("/", schema_registry_app(self.core.schemas))
                     await nursery.start(self.schema_registry_server.run, name="schema-registry")
+                    serve_registry = False
                 log.info(
                     "broker %d of cluster %s started: %s",
                     self.config.node_id,
@@ -151,6 +169,10 @@ class Broker(AwaitableState):
                 await self._stop_requested.wait()
                 await self._shutdown(nursery)
         finally:
+            if serve_http:  # bound, never served: the start failed before
+                self.http_server.close()
+            if serve_registry:
+                self.schema_registry_server.close()
             self.stopped.set()
 
     async def _shutdown(self, nursery: trio.Nursery) -> None:

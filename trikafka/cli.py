@@ -269,6 +269,18 @@ async def _serve_cluster(
     from trikafka.console import console_app
     from trikafka.web import HttpServer, metrics_app, schema_registry_app
 
+    # Every port is bound before the brokers say they listen: the control listener and each
+    # broker's HTTP server (broker 1 on metrics.port, the others on the following ports).
+    control_server, control_bound, webs = None, [], []
+    if control_at is not None:
+        from trikafka.testing import ControlServer, broker_targets
+
+        control_server = ControlServer(lambda: broker_targets(cluster))
+        control_bound = await control_server.bind(*control_at)
+    if config.metrics_port >= 0:
+        for i in range(brokers):
+            webs.append(HttpServer(config.metrics_host, config.metrics_port + i if config.metrics_port else 0))
+            webs[-1].bind()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_cluster(brokers, config) as cluster, trio.open_nursery() as nursery:
             # First, so that whoever waits for the first "listening on" line has them too.
@@ -278,17 +290,14 @@ async def _serve_cluster(
             else:
                 print(header, file=sys.stderr, flush=True)
             control = None
-            if control_at is not None:
-                from trikafka.testing import ControlServer, broker_targets
-
-                server = ControlServer(lambda: broker_targets(cluster))
-                control = await nursery.start(server.serve, *control_at)
+            if control_server is not None:
+                control = await nursery.start(functools.partial(control_server.serve, *control_at, listeners=control_bound))
             nodes = list(cluster.nodes.values())
             for i, node in enumerate(nodes):
                 http = {"control": f"http://{control[0]}:{control[1]}"} if control and i == 0 else {}
-                if config.metrics_port >= 0:
-                    port = config.metrics_port + i if config.metrics_port else 0
-                    web = HttpServer(config.metrics_host, port, {"/metrics": metrics_app(node)})
+                if webs:
+                    web = webs[i]
+                    web.mount("/metrics", metrics_app(node))
                     if ui and i == 0:
                         web.mount("/ui", console_app(cluster))
                     await nursery.start(web.run)
@@ -380,11 +389,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.list_config:
         return _list_config(args)
     try:
-        config, reasons = resolve_config(args)
-        control_at = parse_control_listener(args.control_listener) if args.control_listener else None
         level = args.log_level.upper()
         if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
             raise ConfigError("--log-level", args.log_level, "allowed values are DEBUG, INFO, WARNING, ERROR")
+        shape = setup_logging(level, args.log_format)  # first: reading the config may log (Kafka keys with no effect)
+        config, reasons = resolve_config(args)
+        control_at = parse_control_listener(args.control_listener) if args.control_listener else None
         if args.brokers < 1:
             raise ConfigError("--brokers", args.brokers, "a number of brokers >= 1")
         if args.live and args.brokers != 1:
@@ -398,7 +408,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from trikafka.broker import Broker
 
-    shape = setup_logging(level, args.log_format)
     before, after = raise_open_file_limit()
     open_files = f"{after}" + (f" (raised from {before})" if after != before else "")
 
@@ -408,14 +417,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             from trikafka.console import console_app
 
             broker.http_server.mount("/ui", console_app(broker))
-        async with trio.open_nursery() as nursery:
-            await nursery.start(broker.serve)
-            http = {}
-            if control_at is not None:
-                from trikafka.testing import ControlServer, broker_targets
+        server = None
+        if control_at is not None:  # bound first: nothing is said to have started before it
+            from trikafka.testing import ControlServer, broker_targets
 
-                server = ControlServer(lambda: broker_targets(broker))
-                control = await nursery.start(server.serve, *control_at)
+            server = ControlServer(lambda: broker_targets(broker))
+            bound = await server.bind(*control_at)
+        async with trio.open_nursery() as nursery:
+            try:
+                await nursery.start(broker.serve)
+            except BaseException:
+                if server is not None:
+                    for listener in bound:
+                        await trio.aclose_forcefully(listener)
+                raise
+            http = {}
+            if server is not None:
+                control = await nursery.start(functools.partial(server.serve, *control_at, listeners=bound))
                 http["control"] = f"http://{control[0]}:{control[1]}"
             print_startup(_startup_info(broker, reasons, http, open_files), shape)
             _freeze_startup_objects()

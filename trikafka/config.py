@@ -2,14 +2,15 @@
 
 ``BrokerConfig`` is frozen; every field carries its Kafka key (``num.network.threads``), a
 parser for the string form found in ``server.properties`` and a validator. Python code may use
-either spelling (``num_network_threads=3`` or ``{"num.network.threads": "3"}``). An unknown key
-is refused with the closest known key suggested; a bad value names the key, the value and what
-is allowed.
+either spelling (``num_network_threads=3`` or ``{"num.network.threads": "3"}``). Kafka's keys it
+lacks are accepted with an INFO line (``kafka_keys``), others refused with the closest known key
+suggested; a bad value names the key, the value and what is allowed.
 """
 
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -19,6 +20,7 @@ import attrs
 
 from trikafka import group_configs, rack_configs
 from trikafka.errors import ConfigError
+from trikafka.kafka_keys import KAFKA_BROKER_KEYS, no_effect_reason
 from trikafka.properties import TIME_ALIASES, read_properties_file, resolve_time_aliases
 from trikafka.security import config as security
 from trikafka.topic_configs import INT32_MAX, INT64_MAX, TOPIC_CONFIGS
@@ -398,31 +400,14 @@ class BrokerConfig:
 
     @classmethod
     def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
-        by_key = _fields_by_key()
-        kwargs: dict[str, Any] = {}
-        items, kwargs["security"] = security.split_security_keys(resolve_time_aliases(items))
-        for raw_key, value in items.items():
-            key = raw_key.replace("_", ".")
-            field = by_key.get(key)
-            if field is None:
-                raise ConfigError(raw_key, value, _unknown_key_hint(raw_key))
-            if isinstance(value, str):
-                value = field.metadata["parse"](value.strip(), key)
-            kwargs[field.name] = value
-        return cls(**kwargs)
+        items, secure = security.split_security_keys(resolve_time_aliases(items))
+        return cls(security=secure, **_typed_fields(items))
 
     def with_overrides(self, **changes: Any) -> BrokerConfig:
         merged = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
         changes, secure = security.split_security_keys(resolve_time_aliases(changes))
         merged["security"] = merged["security"].merged(secure)
-        for raw_key, value in changes.items():
-            key = raw_key.replace("_", ".")
-            field = _fields_by_key().get(key)
-            if field is None:
-                raise ConfigError(raw_key, value, _unknown_key_hint(raw_key))
-            if isinstance(value, str):
-                value = field.metadata["parse"](value.strip(), key)
-            merged[field.name] = value
+        merged.update(_typed_fields(changes))
         return type(self)(**merged)
 
     def as_properties(self) -> dict[str, str]:
@@ -447,6 +432,21 @@ class BrokerConfig:
                 text = str(value)
             out[field.metadata["key"]] = text
         return out
+
+
+def _typed_fields(items: Mapping[str, Any]) -> dict[str, Any]:
+    """Field name → typed value for each key; Kafka's keys trikafka lacks: one INFO line each."""
+    by_key, typed = _fields_by_key(), {}
+    for raw_key, value in items.items():
+        key = raw_key.replace("_", ".")
+        field = by_key.get(key)
+        if field is None and raw_key in KAFKA_BROKER_KEYS:
+            logging.getLogger("trikafka.config").info("%s=%s: a Kafka broker key with no effect here (%s)", raw_key, value, no_effect_reason(raw_key))
+        elif field is None:
+            raise ConfigError(raw_key, value, _unknown_key_hint(raw_key))
+        else:
+            typed[field.name] = field.metadata["parse"](value.strip(), key) if isinstance(value, str) else value
+    return typed
 
 
 def _fields_by_key() -> dict[str, attrs.Attribute]:

@@ -23,7 +23,7 @@ import attrs
 
 from trikafka.errors import ConfigError
 
-__all__ = ["INT32_MAX", "INT64_MAX", "TOPIC_CONFIGS", "TopicConfigDef", "readme_table"]
+__all__ = ["INT32_MAX", "INT64_MAX", "TOPIC_CONFIGS", "TopicConfigDef", "readme_table", "unknown_topic_config"]
 
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
@@ -208,6 +208,15 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
         TopicConfigDef("unclean.leader.election.enable", "boolean", False, "Let an out-of-sync replica become leader.", applied=False),
     )
 }
+
+
+def unknown_topic_config(key: str) -> str:
+    """What is allowed instead of an unknown topic key: the closest known one, as broker and
+    client keys get (``retension.ms`` → ``did you mean 'retention.ms'?``)."""
+    import difflib
+
+    close = difflib.get_close_matches(key, list(TOPIC_CONFIGS), n=1)
+    return "unknown topic configuration" + (f"; did you mean {close[0]!r}?" if close else "")
 
 
 def format_value(value: Any) -> str:

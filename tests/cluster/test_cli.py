@@ -74,11 +74,11 @@ def test_a_three_broker_cluster_process_serves_kcat_and_confluent_kafka(tmp_path
     assert len(re.findall(r"broker \d ready", process.output)) == 3
 
 
-def test_the_readme_cluster_example_runs_as_written():
+def test_the_docs_cluster_example_runs_as_written():
     root = Path(trikafka.__file__).parent.parent
     example = (root / "examples" / "cluster.py").read_text()
-    readme = (root / "README.md").read_text()
-    assert example.split("\n", 1)[1].strip() in readme  # all but the docstring line
+    assert example.startswith('"""')
+    assert '--8<-- "examples/cluster.py"' in (root / "docs" / "clusters.md").read_text()  # shown whole
     result = subprocess.run(
         [sys.executable, str(root / "examples" / "cluster.py")],
         capture_output=True,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import socket
 
+import pytest
+
 from tests.commands.support import trikafka
 
 
@@ -59,3 +61,32 @@ def test_no_command_is_still_the_broker():
     assert run.code == 0 and "num.io.threads=" in run.out
     helped = trikafka("--help")
     assert "topics, produce, consume, groups, configs, cluster, top" in helped.out
+
+
+def test_a_topic_config_typo_gets_did_you_mean(kafka_broker):
+    b = kafka_broker.bootstrap_servers
+    created = trikafka("topics", "create", "typos", "--config", "retension.ms=1000", bootstrap=b)
+    assert created.code == 1 and "did you mean 'retention.ms'?" in created.err, created
+    assert trikafka("topics", "create", "typos", bootstrap=b).code == 0
+    altered = trikafka("configs", "alter", "topic", "typos", "--set", "cleanup.polcy=compact", bootstrap=b)
+    assert altered.code == 1 and "did you mean 'cleanup.policy'?" in altered.err, altered
+    assert len(altered.err.splitlines()) == 1
+
+
+@pytest.mark.trikafka(config={"auto.create.topics.enable": False})
+def test_produce_to_a_missing_topic_without_auto_creation_fails_at_once(kafka_broker):
+    b = kafka_broker.bootstrap_servers
+    produced = trikafka("produce", "nowhere", "--timeout", "30", bootstrap=b, input="x\n")
+    assert produced.code == 1, produced
+    assert produced.err.startswith("trikafka: UNKNOWN_TOPIC_OR_PARTITION: topic 'nowhere' does not exist"), produced
+    # at once: one Metadata request, not max.block.ms of retries
+    assert len(kafka_broker.recorded(api="Metadata")) <= 3, kafka_broker.recorded(api="Metadata")
+    consumed = trikafka("consume", "nowhere", "-e", bootstrap=b)
+    assert consumed.err.split(":")[1] == produced.err.split(":")[1]  # the same answer as consume
+
+
+def test_produce_to_a_missing_topic_with_auto_creation_creates_it(kafka_broker):
+    b = kafka_broker.bootstrap_servers
+    produced = trikafka("produce", "made-on-the-fly", bootstrap=b, input="x\n")
+    assert produced.code == 0, produced
+    assert trikafka("consume", "made-on-the-fly", "-e", bootstrap=b).out == "x\n"

@@ -33,7 +33,7 @@ def test_groups_list_describe_lag_reset_and_delete(kafka_broker):
     consumer = _member(b, "billing", "jobs", 4)
     try:
         listed = trikafka("groups", "list", "--json", bootstrap=b)
-        assert {"group": "billing", "protocol_type": "consumer", "state": "Stable"} in listed.json(), listed
+        assert {"group": "billing", "type": "classic", "protocol_type": "consumer", "state": "Stable"} in listed.json(), listed
         described = trikafka("groups", "describe", "billing", "--json", bootstrap=b)
         [group] = described.json()
         assert group["state"] == "Stable" and group["lag"] == 6

@@ -72,7 +72,7 @@ def test_cluster_shows_brokers_controller_and_cluster_id(kafka_broker):
     assert info["brokers"] == [{"node_id": 1, "host": host, "port": int(port), "rack": None, "leaders": info["partitions"]}]
     assert info["topics"] >= 1
     human = trikafka("cluster", bootstrap=b)
-    assert f"Cluster: {info['cluster_id']}  Controller: 1" in human.out and "controller" in human.out.splitlines()[-2]
+    assert f"Cluster: {info['cluster_id']}  Controller: 1" in human.out and "controller" in human.out.splitlines()[-1]
 
 
 def test_configs_describe_and_alter_a_topic_and_a_broker(kafka_broker):

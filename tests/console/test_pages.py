@@ -145,8 +145,8 @@ def test_records_binary_as_hex_from_a_timestamp(site, browser):
 
 def test_groups_list(site, browser):
     browser.get(site.url("/groups"))
-    assert row_of(browser, "groups", GROUP)[1:] == ["Stable", "consumer", "1", "10"]
-    assert row_of(browser, "groups", XSS_GROUP)[1:] == ["Empty", "—", "0", "25"]
+    assert row_of(browser, "groups", GROUP)[1:] == ["classic", "Stable", "consumer", "1", "10"]
+    assert row_of(browser, "groups", XSS_GROUP)[1:] == ["classic", "Empty", "—", "0", "25"]
     assert browser.execute_script("return document.querySelectorAll('#groups b').length") == 0
     follow(browser, browser.find_element("link text", XSS_GROUP))  # its '/' stays in one segment
     assert browser.find_element("tag name", "h1").text == f"Group {XSS_GROUP}"

@@ -165,9 +165,12 @@ class Admin(GroupOffsetsAndLogDirs):
         for node_id in sorted(self.client.cluster.brokers):
             answer = await call_any_node(
                 self.client, ApiKey.LIST_GROUPS, lambda r: [r.error_code], what="ListGroups",
-                deadline=self._deadline(), node_id=node_id, states_filter=[],
+                deadline=self._deadline(), node_id=node_id, states_filter=[], types_filter=[],
             )
-            listings += [GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", "")) for g in answer.groups]
+            listings += [
+                GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", ""), (getattr(g, "group_type", "") or "classic").lower())
+                for g in answer.groups
+            ]
         return sorted(listings, key=lambda g: g.group_id)
 
     async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:

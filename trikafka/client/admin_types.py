@@ -105,6 +105,9 @@ class GroupListing:
     group_id: str
     protocol_type: str
     state: str
+    #: Kafka's GroupType as ListGroups v5+ answers it (kafka-groups.sh's TYPE): "classic",
+    #: "consumer" (KIP-848) or "share" (KIP-932); "classic" from a broker older than v5.
+    type: str = "classic"
 
 
 @attrs.frozen

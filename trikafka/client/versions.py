@@ -9,8 +9,9 @@ what kio has on purpose:
   versions belong to KIP-890 part 2 (the broker adds partitions to a transaction implicitly and
   bumps the epoch per transaction), a protocol this producer does not implement.
 * Fetch ≤ 12, DeleteTopics ≤ 5: later versions address topics by id only.
-* FindCoordinator ≤ 4, ListGroups ≤ 4: newer versions add share groups and type filters the
-  client does not send.
+* FindCoordinator ≤ 4: newer versions add share groups the client does not look up.
+  ListGroups goes to v5 for its ``group_type`` (classic, consumer, share: the admin's
+  :class:`GroupListing` ``type``); its type filter is sent empty.
 * JoinGroup ≤ 5, SyncGroup ≤ 3, LeaveGroup ≤ 3 (the last non-flexible versions; static
   membership is in all three): the flexible versions add only tagged fields, reasons and a
   protocol echo the consumer does not use, and librdkafka's mock cluster advertises them but
@@ -41,7 +42,7 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.LEAVE_GROUP: (0, 3),
     ApiKey.SYNC_GROUP: (0, 3),
     ApiKey.DESCRIBE_GROUPS: (0, 5),
-    ApiKey.LIST_GROUPS: (0, 4),
+    ApiKey.LIST_GROUPS: (0, 5),
     ApiKey.API_VERSIONS: (0, 3),
     ApiKey.CREATE_TOPICS: (2, 7),
     ApiKey.DELETE_TOPICS: (1, 5),

@@ -28,13 +28,17 @@ async def _cluster(args: argparse.Namespace, out: Output) -> int:
             {"node_id": b.node_id, "host": b.host, "port": b.port, "rack": b.rack, "leaders": leaders.get(b.node_id, 0)}
             for b in brokers
         ],
-        "topics": len(topics),
+        # Counted as the console counts them: topics are yours, internal ones (__consumer_offsets,
+        # __transaction_state) beside them; partitions are every partition, internal included.
+        "topics": sum(not cluster.topics[name].is_internal for name in topics),
+        "internal_topics": sum(cluster.topics[name].is_internal for name in topics),
         "partitions": sum(topics.values()),
     }
     if out.as_json:
         out.json(result)
         return EXIT_OK
-    out.line(f"Cluster: {cluster_id}  Controller: {controller}  Topics: {result['topics']}  Partitions: {result['partitions']}")
+    out.line(f"Cluster: {cluster_id}  Controller: {controller}  Topics: {result['topics']} + {result['internal_topics']} internal  "
+             f"Partitions: {result['partitions']}")
     out.table(None, ["BROKER", "HOST", "PORT", "RACK", "LEADERS", ""], [
         (b["node_id"], b["host"], b["port"], b["rack"] or "", b["leaders"], "controller" if b["node_id"] == controller else "")
         for b in result["brokers"]

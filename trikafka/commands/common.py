@@ -37,6 +37,7 @@ __all__ = [
     "UsageError",
     "add_connection_flags",
     "client_settings",
+    "plain_table",
     "fail",
     "run_command",
 ]
@@ -45,7 +46,9 @@ EXIT_OK = 0
 EXIT_KAFKA = 1
 EXIT_USAGE = 2
 
-DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+#: ``-b``'s default: ``TRIKAFKA_BOOTSTRAP_SERVERS`` when set (as rpk reads RPK_BROKERS), else the
+#: dev broker's address.
+DEFAULT_BOOTSTRAP = os.environ.get("TRIKAFKA_BOOTSTRAP_SERVERS") or "127.0.0.1:9092"
 DEFAULT_TIMEOUT_S = 10.0
 
 
@@ -134,6 +137,23 @@ def _librdkafka_sasl(settings: dict[str, Any]) -> None:
         settings["sasl.jaas.config"] = f"{module} required username={quoted(username)} password={quoted(password)};"
 
 
+def plain_table(
+    columns: Sequence[str], rows: Iterable[Sequence[str]], *, title: str | None = None, right: Iterable[int] = (),
+) -> str:
+    """A table for a pipe or a file: a header row and the rows, columns padded to their widest
+    cell and two spaces apart, no box drawing, no width limit (a long name is never cut);
+    ``right`` are the indexes of right-aligned columns (numbers)."""
+    rows = [list(row) for row in rows]
+    widths = [max([len(c), *(len(row[i]) for row in rows)]) for i, c in enumerate(columns)]
+    right = set(right)
+
+    def line(cells: Sequence[str]) -> str:
+        padded = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))]
+        return "  ".join(padded).rstrip() + "\n"
+
+    return (f"{title}\n" if title else "") + line(columns) + "".join(line(row) for row in rows)
+
+
 class Output:
     """Tables by rich for people, JSON for scripts; stdout only carries the answer."""
 
@@ -142,21 +162,24 @@ class Output:
 
         self.as_json = as_json
         # Off a terminal rich would wrap at 80 columns; a pipe gets whole lines.
-        self.console = Console(soft_wrap=not sys.stdout.isatty(), width=None if sys.stdout.isatty() else 250)
+        self.console = Console(soft_wrap=not sys.stdout.isatty(), width=None if sys.stdout.isatty() else 100_000)
 
     def json(self, value: Any) -> None:
         sys.stdout.write(json.dumps(value, indent=None if not sys.stdout.isatty() else 2, default=str) + "\n")
 
     def table(self, title: str | None, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+        cells = [["" if v is None else str(v) for v in row] for row in rows]
+        if not sys.stdout.isatty():  # plain columns that grep and awk read, never cut
+            sys.stdout.write(plain_table(columns, cells, title=title))
+            return
         from rich import box
         from rich.table import Table
 
-        # Off a terminal: plain columns that grep and awk read (no box drawing).
-        table = Table(title=title, title_justify="left", header_style="bold", box=box.HEAVY_HEAD if sys.stdout.isatty() else box.SIMPLE)
+        table = Table(title=title, title_justify="left", header_style="bold", box=box.HEAVY_HEAD)
         for column in columns:
-            table.add_column(column, overflow="fold", no_wrap=not sys.stdout.isatty())
-        for row in rows:
-            table.add_row(*("" if v is None else str(v) for v in row))
+            table.add_column(column, overflow="fold")
+        for row in cells:
+            table.add_row(*row)
         self.console.print(table)
 
     def line(self, text: str) -> None:

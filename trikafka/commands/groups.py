@@ -54,11 +54,14 @@ async def group_lag(admin: Admin, group_id: str) -> tuple[Any, list[dict[str, An
 async def _list(args: argparse.Namespace, out: Output) -> int:
     async with open_admin(**client_settings(args, "admin")) as admin:
         groups = await admin.list_groups()
-    rows = [{"group": g.group_id, "protocol_type": g.protocol_type, "state": g.state} for g in groups]
+    # TYPE is Kafka's group type (kafka-groups.sh, ListGroups' group_type): classic, consumer
+    # or share — the word `describe`, the console and the metrics use; PROTOCOL-TYPE is what a
+    # classic group's members joined with ("consumer" for consumers, "connect", ...).
+    rows = [{"group": g.group_id, "type": g.type, "protocol_type": g.protocol_type, "state": g.state} for g in groups]
     if out.as_json:
         out.json(rows)
     else:
-        out.table(None, ["GROUP", "TYPE", "STATE"], [(r["group"], r["protocol_type"], r["state"]) for r in rows])
+        out.table(None, ["GROUP", "TYPE", "PROTOCOL-TYPE", "STATE"], [(r["group"], r["type"], r["protocol_type"] or "-", r["state"]) for r in rows])
     return EXIT_OK
 
 
@@ -143,7 +146,7 @@ async def _reset_offsets(args: argparse.Namespace, out: Output) -> int:
 def register(commands: Any) -> None:
     parser = commands.add_parser("groups", help="list, describe (lag), delete groups; reset their offsets")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = actions.add_parser("list", help="groups with protocol type and state")
+    p = actions.add_parser("list", help="groups with type (classic, consumer, share), protocol type and state")
     p.set_defaults(run=_list)
     p = actions.add_parser("describe", help="members, committed offsets, end offsets and lag per partition")
     p.add_argument("groups", nargs="+", metavar="GROUP")

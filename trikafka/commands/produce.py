@@ -28,6 +28,7 @@ from trikafka.commands.common import (
     UsageError,
     add_connection_flags,
     client_settings,
+    fail,
 )
 
 __all__ = ["read_lines", "register"]
@@ -59,6 +60,22 @@ def _open_input(path: str | None) -> tuple[BinaryIO, int | None]:
     if not os.path.isfile(path):
         raise UsageError(f"--file: {path!r} is not a readable file")
     return open(path, "rb"), os.path.getsize(path)  # noqa: SIM115 — closed by the caller
+
+
+async def _check_topic(producer: Any, topic: str) -> None:
+    """Fail at once when the topic does not exist and will not be created: one Metadata that
+    allows auto-creation answers UNKNOWN_TOPIC_OR_PARTITION only when the broker creates no
+    topics (``auto.create.topics.enable=false``); a broker that creates it answers the topic (or
+    LEADER_NOT_AVAILABLE while it is being made), which the producer then waits for as usual.
+    Without this the producer would retry until ``max.block.ms`` and report a timeout, where
+    ``consume`` says UNKNOWN_TOPIC_OR_PARTITION at once."""
+    from kio.schema.errors import ErrorCode
+
+    client = producer.client
+    client.cluster.add_interest([topic])
+    await client.refresh_metadata()
+    if client.cluster.topic_error(topic) == ErrorCode.unknown_topic_or_partition:
+        raise fail(f"UNKNOWN_TOPIC_OR_PARTITION: topic {topic!r} does not exist (and the broker does not create topics: auto.create.topics.enable=false)")
 
 
 def _progress() -> Any:
@@ -109,6 +126,7 @@ async def _produce(args: argparse.Namespace, out: Output) -> int:
         if progress:
             progress.start()
         async with open_producer(**settings) as producer:
+            await _check_topic(producer, args.topic)
             async for line in read_lines(stream, (lambda n: progress.advance(task, n)) if progress else None):
                 if not line:
                     continue

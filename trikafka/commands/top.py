@@ -29,11 +29,12 @@ from trikafka.commands.common import (
     UsageError,
     add_connection_flags,
     client_settings,
+    plain_table,
 )
 from trikafka.commands.top_model import TIME_SPLIT, TopView, View
 from trikafka.commands.top_sources import InProcessMetrics, PrometheusMetrics, protocol_snapshot
 
-__all__ = ["NO_METRICS", "human_bytes", "register", "render", "watch_broker"]
+__all__ = ["NO_METRICS", "Section", "human_bytes", "register", "render", "render_plain", "watch_broker"]
 
 NO_METRICS = (
     "Per-request metrics are not part of the Kafka protocol, and top has no metrics source for "
@@ -56,67 +57,83 @@ def _rate(value: float | None, unit: str = "/s") -> str:
     return "-" if value is None else f"{value:,.1f}{unit}"
 
 
-def _requests_panel(view: View) -> Any:
+@attrs.frozen
+class Section:
+    """One panel's content, drawn by rich on a terminal and as plain text elsewhere."""
+
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    right: tuple[int, ...] = ()  # right-aligned column indexes (numbers)
+    note: str | None = None  # shown instead of the table (no metrics source)
+
+
+def _requests_section(view: View) -> Section:
+    requests = view.snapshot.requests
+    columns = ("API", "req/s", "total", "p50 ms", "p99 ms", *(f"{label} ms" for label, _ in TIME_SPLIT))
+    if requests is None:
+        return Section("Requests", columns, (), note=NO_METRICS)
+    rows = sorted(requests.items(), key=lambda item: (-view.requests_per_s.get(item[0], 0.0), -item[1].requests, item[0]))
+    return Section(
+        f"Requests (p50/p99 of TotalTimeMs; mean of each part) · {view.snapshot.metrics_source}", columns,
+        tuple(
+            (api, _rate(view.requests_per_s.get(api), ""), f"{times.requests:,}", f"{times.p50:.2f}", f"{times.p99:.2f}",
+             *(f"{times.parts.get(label, 0.0):.2f}" for label, _ in TIME_SPLIT))
+            for api, times in rows
+        ),
+        right=tuple(range(1, len(columns))),
+    )
+
+
+def _traffic_section(view: View) -> Section:
+    s = view.snapshot
+    rows = [("(not exposed)", "-")] if s.connections is None else []
+    rows += [(listener, str(count)) for listener, count in sorted((s.connections or {}).items())]
+    rows += [
+        ("", ""),
+        ("bytes in", "-" if s.bytes_in is None else human_bytes(view.bytes_in_per_s) + "/s"),
+        ("bytes out", "-" if s.bytes_out is None else human_bytes(view.bytes_out_per_s) + "/s"),
+    ]
+    return Section("Connections · traffic", ("listener", "connections"), tuple(rows), right=(1,))
+
+
+def _topics_section(view: View) -> Section:
+    return Section(
+        f"Topics ({len(view.topics)})", ("topic", "partitions", "size", "end offsets", "msgs/s"),
+        tuple((t.name, str(t.partitions), human_bytes(t.size), f"{t.end_offset:,}", _rate(t.messages_per_s, "")) for t in view.topics),
+        right=(1, 2, 3, 4),
+    )
+
+
+def _groups_section(view: View) -> Section:
+    return Section(
+        f"Groups ({len(view.snapshot.groups)})", ("group", "state", "members", "lag"),
+        tuple((g.group, g.state, str(g.members), "-" if g.lag is None else f"{g.lag:,}") for g in view.snapshot.groups),
+        right=(2, 3),
+    )
+
+
+def _panel(section: Section) -> Any:
     from rich.panel import Panel
     from rich.table import Table
     from rich.text import Text
 
-    requests = view.snapshot.requests
-    if requests is None:
-        return Panel(Text(NO_METRICS), title="Requests", border_style="yellow")
+    if section.note is not None:
+        return Panel(Text(section.note), title=section.title, border_style="yellow")
     table = Table(expand=True, box=None, header_style="bold")
-    table.add_column("API")
-    for column in ("req/s", "total", "p50 ms", "p99 ms", *(f"{label} ms" for label, _ in TIME_SPLIT)):
-        table.add_column(column, justify="right")
-    rows = sorted(requests.items(), key=lambda item: (-view.requests_per_s.get(item[0], 0.0), -item[1].requests, item[0]))
-    for api, times in rows:
-        table.add_row(
-            api, _rate(view.requests_per_s.get(api), ""), f"{times.requests:,}", f"{times.p50:.2f}", f"{times.p99:.2f}",
-            *(f"{times.parts.get(label, 0.0):.2f}" for label, _ in TIME_SPLIT),
-        )
-    return Panel(table, title=f"Requests (p50/p99 of TotalTimeMs; mean of each part) · {view.snapshot.metrics_source}")
+    for i, column in enumerate(section.columns):
+        table.add_column(column, justify="right" if i in section.right else "left")
+    for row in section.rows:
+        table.add_row(*row)
+    return Panel(table, title=section.title)
 
 
-def _traffic_panel(view: View) -> Any:
-    from rich.panel import Panel
-    from rich.table import Table
-
+def _header(view: View, now: str | None) -> tuple[str, str]:
     s = view.snapshot
-    table = Table(expand=True, box=None, header_style="bold")
-    table.add_column("listener")
-    table.add_column("connections", justify="right")
-    if s.connections is None:
-        table.add_row("(not exposed)", "-")
-    for listener, count in sorted((s.connections or {}).items()):
-        table.add_row(listener, str(count))
-    table.add_row("", "")
-    table.add_row("bytes in", "-" if s.bytes_in is None else human_bytes(view.bytes_in_per_s) + "/s")
-    table.add_row("bytes out", "-" if s.bytes_out is None else human_bytes(view.bytes_out_per_s) + "/s")
-    return Panel(table, title="Connections · traffic")
-
-
-def _topics_panel(view: View) -> Any:
-    from rich.panel import Panel
-    from rich.table import Table
-
-    table = Table(expand=True, box=None, header_style="bold")
-    for column, justify in (("topic", "left"), ("partitions", "right"), ("size", "right"), ("end offsets", "right"), ("msgs/s", "right")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for t in view.topics:
-        table.add_row(t.name, str(t.partitions), human_bytes(t.size), f"{t.end_offset:,}", _rate(t.messages_per_s, ""))
-    return Panel(table, title=f"Topics ({len(view.topics)})")
-
-
-def _groups_panel(view: View) -> Any:
-    from rich.panel import Panel
-    from rich.table import Table
-
-    table = Table(expand=True, box=None, header_style="bold")
-    for column, justify in (("group", "left"), ("state", "left"), ("members", "right"), ("lag", "right")):
-        table.add_column(column, justify=justify)  # type: ignore[arg-type]
-    for g in view.snapshot.groups:
-        table.add_row(g.group, g.state, str(g.members), "-" if g.lag is None else f"{g.lag:,}")
-    return Panel(table, title=f"Groups ({len(view.snapshot.groups)})")
+    return "trikafka top", (
+        f" · cluster {s.cluster_id or '?'} · controller {s.controller} · {s.brokers} broker(s) · "
+        f"{now or time.strftime('%H:%M:%S')} · every 1 s · Ctrl-C quits"
+    )
 
 
 def render(view: View, now: str | None = None) -> Any:
@@ -124,17 +141,23 @@ def render(view: View, now: str | None = None) -> Any:
     from rich.layout import Layout
     from rich.text import Text
 
-    s = view.snapshot
-    header = Text.assemble(
-        ("trikafka top", "bold green"),
-        f" · cluster {s.cluster_id or '?'} · controller {s.controller} · {s.brokers} broker(s) · "
-        f"{now or time.strftime('%H:%M:%S')} · every 1 s · Ctrl-C quits",
-    )
+    name, rest = _header(view, now)
     layout = Layout()
-    layout.split_column(Layout(header, name="header", size=1), Layout(name="top", ratio=1), Layout(name="bottom", ratio=1))
-    layout["top"].split_row(Layout(_requests_panel(view), ratio=3), Layout(_traffic_panel(view), ratio=1))
-    layout["bottom"].split_row(Layout(_topics_panel(view), ratio=3), Layout(_groups_panel(view), ratio=2))
+    layout.split_column(Layout(Text.assemble((name, "bold green"), rest), name="header", size=1), Layout(name="top", ratio=1), Layout(name="bottom", ratio=1))
+    layout["top"].split_row(Layout(_panel(_requests_section(view)), ratio=3), Layout(_panel(_traffic_section(view)), ratio=1))
+    layout["bottom"].split_row(Layout(_panel(_topics_section(view)), ratio=3), Layout(_panel(_groups_section(view)), ratio=2))
     return layout
+
+
+def render_plain(view: View, now: str | None = None) -> str:
+    """One refresh for a pipe or a file: the same sections as plain tables, full width (names
+    are never cut), no box drawing; a blank line between sections."""
+    name, rest = _header(view, now)
+    parts = [name + rest + "\n"]
+    for section in (_requests_section(view), _traffic_section(view), _topics_section(view), _groups_section(view)):
+        body = f"{section.note}\n" if section.note is not None else plain_table(section.columns, section.rows, right=section.right)
+        parts.append(f"\n{section.title}\n{body}")
+    return "".join(parts)
 
 
 async def _start_live_broker(nursery: trio.Nursery, args: argparse.Namespace) -> Any:
@@ -184,7 +207,9 @@ async def _loop(args: argparse.Namespace, admin: Any, source: Any) -> None:
 
     model = TopView()
     console = Console()
-    live = None if args.json else Live(console=console, auto_refresh=False, screen=console.is_terminal, redirect_stderr=False)
+    # Off a terminal (a pipe, a file) each refresh is written as plain text: rich would draw at
+    # 80 columns and cut names.
+    live = None if args.json or not console.is_terminal else Live(console=console, auto_refresh=False, screen=True, redirect_stderr=False)
     refreshes = 0
     next_at = trio.current_time()
     view = None
@@ -200,7 +225,7 @@ async def _loop(args: argparse.Namespace, admin: Any, source: Any) -> None:
             if live is not None:
                 live.update(render(view), refresh=True)
             else:
-                sys.stdout.write(json.dumps(view.as_json()) + "\n")
+                sys.stdout.write(json.dumps(view.as_json()) + "\n" if args.json else render_plain(view) + "\n")
                 sys.stdout.flush()
             refreshes += 1
             if args.iterations is not None and refreshes >= args.iterations:

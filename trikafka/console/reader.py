@@ -294,6 +294,7 @@ class GroupReads:
             rows.append(GroupRow(
                 listing.group_id, group.state, group.protocol_type or listing.protocol_type,
                 len(group.members), sum(lag for _, lag in lags.values()) if lags else None,
+                type=listing.type,
             ))
         return tuple(rows)
 

@@ -121,6 +121,7 @@ class GroupRow:
     protocol_type: str
     members: int
     lag: int | None  # None: no committed offsets
+    type: str = "classic"  # Kafka's group type: classic, consumer (KIP-848) or share
 
 
 @attrs.frozen

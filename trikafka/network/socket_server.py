@@ -88,7 +88,10 @@ class SocketServer:
                     self.endpoints[spec.name] = BoundEndpoint(spec.name, spec.host, spec.port)
                     continue
                 host = spec.host or "0.0.0.0"
-                tcp = await trio.open_tcp_listeners(spec.port, host=host)
+                try:
+                    tcp = await trio.open_tcp_listeners(spec.port, host=host)
+                except OSError as exc:  # name the address: "Address already in use" alone does not
+                    raise OSError(exc.errno, f"{exc.strerror}: {host}:{spec.port} (listener {spec.name})") from exc
                 # One address per listener entry: a hostname that resolves to several
                 # addresses would give several ports for port 0; Kafka binds one.
                 for extra in tcp[1:]:

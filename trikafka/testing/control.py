@@ -140,8 +140,19 @@ class ControlServer:
     def __init__(self, targets: Callable[[], Sequence[BrokerTarget]]) -> None:
         self.targets = targets  # e.g. lambda: broker_targets(broker_or_cluster)
 
-    async def serve(self, host: str, port: int, *, task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED) -> None:
-        listeners = await trio.open_tcp_listeners(port, host=host)
+    async def bind(self, host: str, port: int) -> list[trio.SocketListener]:
+        """Bind the control listener (``serve`` binds it itself when not given one); a taken
+        port is an OSError naming the address."""
+        try:
+            return await trio.open_tcp_listeners(port, host=host)
+        except OSError as exc:
+            raise OSError(exc.errno, f"{exc.strerror}: {host}:{port} (--control-listener)") from exc
+
+    async def serve(
+        self, host: str, port: int, *, listeners: list[trio.SocketListener] | None = None,
+        task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        listeners = listeners or await self.bind(host, port)
         address = listeners[0].socket.getsockname()[:2]
         log.info("control interface on http://%s:%d", *address)
         task_status.started(address)

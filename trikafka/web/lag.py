@@ -133,6 +133,14 @@ def lag_families(
             by_state[state] = by_state.get(state, 0) + 1
             members.add_metric([cluster_name, group_id, state], len(consumer.members))
     yield from (offset, lag, max_lag, sum_lag, topic_sum_lag, members)
+    # Groups per type, in Kafka's vocabulary (ListGroups' group_type, kafka-groups.sh's TYPE):
+    # kafka.server:type=group-coordinator-metrics,name=group-count,protocol=classic|consumer.
+    count = GaugeMetricFamily(
+        "kafka_server_group_coordinator_metrics_group_count", "Groups per group type.", labels=["protocol"]
+    )
+    count.add_metric(["classic"], len(listed - set(consumer_groups)))
+    count.add_metric(["consumer"], len(consumer_groups))
+    yield count
     # The coordinator's own gauges (kafka.coordinator.group:type=GroupMetadataManager).
     stem = "kafka_coordinator_group_groupmetadatamanager_"
     yield GaugeMetricFamily(f"{stem}numgroups", "Groups on this coordinator.", value=sum(by_state.values()))

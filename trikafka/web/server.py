@@ -134,14 +134,18 @@ class HttpServer:
         routes: Mapping[str, ASGIApp] | None = None,
         *,
         graceful_timeout: float = 1.0,
+        key: str = "metrics.port",
     ) -> None:
         self.host = host
         self.port = port
+        #: The config key that chose ``port``, named when the port is taken.
+        self.key = key
         self.router = Router(routes)
         self.graceful_timeout = graceful_timeout
         #: (host, port) once bound; None before.
         self.bound: tuple[str, int] | None = None
         self._stop = trio.Event()
+        self._sockets: Any = None  # hypercorn's Sockets, once bound
 
     def mount(self, prefix: str, app: ASGIApp) -> None:
         """Serve ``app`` under ``prefix``; works before and after ``run`` started."""
@@ -157,6 +161,33 @@ class HttpServer:
     def stop(self) -> None:
         self._stop.set()
 
+    def bind(self) -> tuple[str, int]:
+        """Bind the listening socket now (``run`` serves on it later), so that a caller can
+        bind every port it needs before it says anything has started. A taken port is an
+        OSError naming the address; idempotent."""
+        if self._sockets is None:
+            from hypercorn.config import Config
+
+            config = Config()
+            config.bind = [f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"]
+            try:
+                sockets = config.create_sockets()
+            except OSError as exc:
+                raise OSError(exc.errno, f"{exc.strerror}: {self.host}:{self.port} (the HTTP server, {self.key})") from exc
+            sock = sockets.insecure_sockets[0]
+            sock.listen(config.backlog)
+            address = sock.getsockname()
+            self.bound = (address[0], address[1])
+            self._sockets = sockets
+        assert self.bound is not None
+        return self.bound
+
+    def close(self) -> None:
+        """Close a socket ``bind`` opened when ``run`` will not serve it (a start that failed)."""
+        if self._sockets is not None:
+            for sock in self._sockets.insecure_sockets:
+                sock.close()
+
     async def run(self, *, task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED) -> None:
         from hypercorn.config import Config
         from hypercorn.trio.run import worker_serve
@@ -168,13 +199,11 @@ class HttpServer:
         config.errorlog = _hypercorn_log
         config.graceful_timeout = self.graceful_timeout
         config.include_server_header = False
-        # Bound here, before hypercorn's nurseries, so that a taken port is a plain OSError
-        # for the broker's start-up (hypercorn.trio.serve would bind inside its nursery).
-        sockets = config.create_sockets()
-        sock = sockets.insecure_sockets[0]
-        sock.listen(config.backlog)
-        address = sock.getsockname()
-        self.bound = (address[0], address[1])
+        # Bound here (or by bind()), before hypercorn's nurseries, so that a taken port is a
+        # plain OSError for the broker's start-up (hypercorn.trio.serve would bind inside its
+        # nursery).
+        self.bind()
+        sockets = self._sockets
         async with trio.open_nursery() as nursery:
             await nursery.start(
                 functools.partial(

@@ -16,7 +16,7 @@ import attrs
 
 from trikafka.config import BrokerConfig
 from trikafka.errors import ConfigError
-from trikafka.topic_configs import TOPIC_CONFIGS, TopicConfigDef, format_value
+from trikafka.topic_configs import TOPIC_CONFIGS, TopicConfigDef, format_value, unknown_topic_config
 
 __all__ = [
     "TOPIC_CONFIGS",
@@ -43,7 +43,7 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Any]:
     for key, value in configs.items():
         definition = TOPIC_CONFIGS.get(key)
         if definition is None:
-            raise ConfigError(key, value, "unknown topic configuration")
+            raise ConfigError(key, value, unknown_topic_config(key))
         if value is None:
             raise ConfigError(key, value, "a value is required")
         typed[key] = definition.parse(value)

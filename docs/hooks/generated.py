@@ -1,0 +1,58 @@
+"""mkdocs hook: pages generated from the code when the site is built.
+
+* ``<!-- generated: broker-keys -->``: every broker key trikafka implements, with its default and
+  meaning, from :func:`trikafka.config.config_keys` (the one config table) and the dev broker's
+  own defaults (:data:`trikafka.cli.DEV_DEFAULTS`);
+* ``<!-- generated: topic-keys -->``: every topic key, from :func:`trikafka.topic_configs.readme_table`;
+* ``assets/bench-latest.png``: ``make bench``'s chart, served from ``benchmarks/results/``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+MARKERS = ("<!-- generated: broker-keys -->", "<!-- generated: topic-keys -->")
+
+
+def broker_table() -> str:
+    from trikafka.cli import DEV_DEFAULTS
+    from trikafka.config import config_keys
+
+    lines = ["| key | default | meaning |", "|---|---|---|"]
+    for key, default, doc in config_keys():
+        shown = f"`{default}`" if default != "" else "(none)"
+        if key in DEV_DEFAULTS:
+            shown += f" (CLI: `{DEV_DEFAULTS[key]}`)"
+        lines.append(f"| `{key}` | {shown} | {' '.join(doc.split()).replace('|', '&#124;')} |")
+    return "\n".join(lines) + "\n"
+
+
+def topic_table() -> str:
+    from trikafka.topic_configs import readme_table
+
+    return readme_table()
+
+
+def expand(markdown: str) -> str:
+    if MARKERS[0] in markdown:
+        markdown = markdown.replace(MARKERS[0], broker_table())
+    if MARKERS[1] in markdown:
+        markdown = markdown.replace(MARKERS[1], topic_table())
+    return markdown
+
+
+def on_page_markdown(markdown, page, config, files):  # noqa: ARG001 — mkdocs' hook signature
+    return expand(markdown)
+
+
+def on_files(files, config):  # noqa: ARG001
+    from mkdocs.structure.files import File
+
+    chart = ROOT / "benchmarks" / "results" / "latest.png"
+    if chart.exists():
+        files.append(File.generated(config, "assets/bench-latest.png", abs_src_path=str(chart)))
+    return files
