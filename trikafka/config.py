@@ -383,43 +383,27 @@ class BrokerConfig:
         cls, source: Mapping[str, Any] | str | os.PathLike | None = None, **overrides: Any
     ) -> BrokerConfig:
         """Build from a mapping or a ``server.properties`` file; ``overrides`` win."""
-        if source is None:
-            items: dict[str, Any] = {}
-        elif isinstance(source, Mapping):
-            items = dict(source)
-        else:
-            items = read_properties_file(source)
-        items.update(overrides)
-        return cls.from_mapping(items)
+        items = source if source is None or isinstance(source, Mapping) else read_properties_file(source)
+        return cls.from_mapping({**(items or {}), **overrides})
+
+    @classmethod
+    def coerce(cls, config: BrokerConfig | Mapping[str, Any] | None = None, **overrides: Any) -> BrokerConfig:
+        """What ``open_broker`` and ``open_cluster`` take: a BrokerConfig, Kafka keys, or None
+        (one listener on a free port of 127.0.0.1); overrides in either spelling win."""
+        if not isinstance(config, BrokerConfig):
+            config = cls.from_mapping(config or {"listeners": "PLAINTEXT://127.0.0.1:0"})
+        return config.with_overrides(**overrides) if overrides else config
 
     @classmethod
     def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
-        by_key = _fields_by_key()
-        kwargs: dict[str, Any] = {}
-        items, kwargs["security"] = security.split_security_keys(_resolve_time_aliases(items))
-        for raw_key, value in items.items():
-            key = raw_key.replace("_", ".")
-            field = by_key.get(key)
-            if field is None:
-                raise ConfigError(raw_key, value, _unknown_key_hint(raw_key))
-            if isinstance(value, str):
-                value = field.metadata["parse"](value.strip(), key)
-            kwargs[field.name] = value
-        return cls(**kwargs)
+        items, secure = security.split_security_keys(_resolve_time_aliases(items))
+        return cls(**_parsed(items), security=secure)
 
     def with_overrides(self, **changes: Any) -> BrokerConfig:
         merged = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
         changes, secure = security.split_security_keys(_resolve_time_aliases(changes))
         merged["security"] = merged["security"].merged(secure)
-        for raw_key, value in changes.items():
-            key = raw_key.replace("_", ".")
-            field = _fields_by_key().get(key)
-            if field is None:
-                raise ConfigError(raw_key, value, _unknown_key_hint(raw_key))
-            if isinstance(value, str):
-                value = field.metadata["parse"](value.strip(), key)
-            merged[field.name] = value
-        return type(self)(**merged)
+        return type(self)(**{**merged, **_parsed(changes)})
 
     def as_properties(self) -> dict[str, str]:
         """Kafka key → string value, as DescribeConfigs and the CLI banner show them."""
@@ -481,6 +465,18 @@ def _resolve_time_aliases(items: Mapping[str, Any]) -> dict[str, Any]:
 
 def _fields_by_key() -> dict[str, attrs.Attribute]:
     return {f.metadata["key"]: f for f in attrs.fields(BrokerConfig)}
+
+
+def _parsed(items: Mapping[str, Any]) -> dict[str, Any]:
+    """Field name → value for Kafka keys in either spelling; strings parsed, unknown keys refused."""
+    by_key = _fields_by_key()
+    out: dict[str, Any] = {}
+    for raw_key, value in items.items():
+        field = by_key.get(key := raw_key.replace("_", "."))
+        if field is None:
+            raise ConfigError(raw_key, value, _unknown_key_hint(raw_key))
+        out[field.name] = field.metadata["parse"](value.strip(), key) if isinstance(value, str) else value
+    return out
 
 
 def config_keys() -> Iterable[tuple[str, str, str]]:

@@ -3,12 +3,12 @@ thread for synchronous and asyncio suites, clusters, the HTTP control interface 
 pytest plugin's building blocks (the plugin itself is ``trikafka.testing.pytest_plugin``)."""
 
 from trikafka.server.awaitable import GroupSnapshot
-from trikafka.server.faults import Fault, Faults
-from trikafka.server.recorder import RecordedRequest
 from trikafka.testing.broker import TestBroker, open_test_broker
 from trikafka.testing.cluster import ClusterHandle, ClusterUnavailableError, start_cluster
 from trikafka.testing.control import ControlServer
+from trikafka.testing.faults import Fault, Faults
 from trikafka.testing.memory import MemoryListener, MemoryStream
+from trikafka.testing.recorder import RecordedRequest
 from trikafka.testing.targets import BrokerTarget, broker_targets
 from trikafka.testing.thread import BrokerHandle, ThreadedBroker, TrioThread
 
