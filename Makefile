@@ -79,6 +79,7 @@ bench: $(BENCH_STAMP) $(LOADGEN)
 	$(PY) -m benchmarks $(BENCH_ARGS)
 	$(PY) -m benchmarks.fetch_sessions --partitions 100
 	$(PY) -m benchmarks.request_cost
+	$(PY) -m benchmarks.card_hops
 
 # kill -9 durability, the long run: a broker process on a data directory is SIGKILLed at a
 # random moment of acks=all produce traffic, CYCLES times; every acknowledged record must

@@ -8,7 +8,7 @@ Produce v10, acks=1, one 100-byte record):
 
 warm
     ``decode_request`` and ``KafkaApis.handle`` (response encoded, handed to the connection's
-    slot) in a loop on the same request, in-process: the Python work of the codec and the
+    capacity-1 channel) in a loop on the same request, in-process: the Python work of the codec and the
     handler alone, with hot caches (the decoder with a connection's ``LastRequest``, so a
     repeated Fetch is decoded once; a Produce never is). Minimum over runs, in µs.
 on a socket
@@ -34,7 +34,7 @@ import uuid
 import trio
 
 from trikafka import open_broker
-from trikafka.network.request_channel import Request, ResponseSlot
+from trikafka.network.request_channel import Request, open_response_channel
 from trikafka.protocol.entities import build
 from trikafka.protocol.headers import LastRequest, decode_request, decode_response, encode_request
 from trikafka.protocol.records import build_batch
@@ -80,7 +80,7 @@ def _best(run, repeats: int = 7) -> float:
 
 
 async def _warm(broker, topic_id: uuid.UUID, topic: str, end: int, count: int) -> dict[str, float]:
-    apis = broker.apis
+    apis = broker.path.apis
     frames = {
         "Fetch v16, empty": fetch_frame(topic_id, end)[4:],
         "Fetch v16, 1 record": fetch_frame(topic_id, end - 1)[4:],
@@ -100,15 +100,16 @@ async def _warm(broker, topic_id: uuid.UUID, topic: str, end: int, count: int) -
         _check_answer(name, decoded.spec, await _answer(apis, decoded, len(frame)))
 
         async def handle(decoded=decoded, size: int = len(frame)) -> float:
+            send, receive = open_response_channel()
             requests = [
                 Request(0, "bench", "PLAINTEXT", "127.0.0.1", decoded.header, decoded.body,
-                        decoded.spec, size, ResponseSlot())
+                        decoded.spec, size, send)
                 for _ in range(count)
             ]
             start = time.perf_counter()
             for request in requests:
                 await apis.handle(request)
-                request.response_slot._value = None  # taken, as the connection would
+                receive.receive_nowait()  # taken, as the connection would
             return (time.perf_counter() - start) / count * 1e6
 
         out[f"handle {name}"] = min([await handle() for _ in range(7)])
@@ -116,10 +117,11 @@ async def _warm(broker, topic_id: uuid.UUID, topic: str, end: int, count: int) -
 
 
 async def _answer(apis, decoded, size: int) -> bytes:
+    send, receive = open_response_channel()
     request = Request(0, "bench", "PLAINTEXT", "127.0.0.1", decoded.header, decoded.body,
-                      decoded.spec, size, ResponseSlot())
+                      decoded.spec, size, send)
     await apis.handle(request)
-    return request.response_slot._value.data
+    return receive.receive_nowait().data
 
 
 def _check_answer(name: str, spec, frame: bytes) -> None:

@@ -45,7 +45,7 @@ __all__ = ["main", "run"]
 
 RESULTS = ROOT / "benchmarks" / "results"
 QUICK_RESULTS = ROOT / "benchmarks" / "build" / "quick"
-TARGET_ORDER = ("trikafka", "mock", "ceiling")  # trikafka-file stands in for trikafka
+TARGET_ORDER = ("trikafka", "mock", "ceiling", "card")  # trikafka-file stands in for trikafka
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -4,6 +4,8 @@
 ``trikafka-file``  the same with ``--data-dir`` on a temporary directory: the file log
 ``mock``      librdkafka's mock cluster (``benchmarks/mock_cluster.py``)
 ``ceiling``   the bare Trio frame server (``benchmarks/trio_ceiling.py``)
+``card``      the same frames through the card's tree of tasks and channels
+              (``benchmarks/trio_card_ceiling.py``): the ceiling of trikafka's shape
 
 Every helper gets PR_SET_PDEATHSIG, so a harness killed mid-run does not leave servers
 behind; a normal stop closes the helper's stdin (its "stop"), waits, then SIGTERM and
@@ -24,6 +26,7 @@ from pathlib import Path
 from trikafka.testing.process import BrokerProcess
 
 __all__ = [
+    "CardCeilingTarget",
     "CeilingTarget",
     "EmbeddedTrikafkaTarget",
     "MockTarget",
@@ -295,8 +298,15 @@ class CeilingTarget(_HelperTarget):
         """Any frame gets the fixed answer: there is nothing to create."""
 
 
+class CardCeilingTarget(CeilingTarget):
+    name = "card"
+    label = "Trio card ceiling"
+    module = "benchmarks.trio_card_ceiling"
+
+
 _TARGETS = {
-    cls.name: cls for cls in (TrikafkaTarget, TrikafkaFileTarget, MockTarget, CeilingTarget)
+    cls.name: cls
+    for cls in (TrikafkaTarget, TrikafkaFileTarget, MockTarget, CeilingTarget, CardCeilingTarget)
 }
 
 

@@ -389,6 +389,27 @@ def tiny(target: Target, settings: Settings, state: RoundState, *, api: str,
     return out
 
 
+def tiny_latency(target: Target, settings: Settings, state: RoundState) -> dict:
+    """One connection, one ApiVersions at a time: each round trip timed (the harness's
+    own blocking socket, the same client cost for every target), p50/p99/max in ms."""
+    frame = api_versions_request(target.api_versions_version)
+    samples = []
+    with socket.create_connection((target.host, target.port), timeout=30) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for i in range(settings.latency_samples + settings.latency_samples // 10):
+            start = time.perf_counter()
+            sock.sendall(frame)
+            recv_frame(sock)
+            if i >= settings.latency_samples // 10:  # the first tenth warms up
+                samples.append((time.perf_counter() - start) * 1000)
+    samples.sort()
+    return {
+        "p50_ms": samples[len(samples) // 2],
+        "p99_ms": samples[min(len(samples) - 1, int(len(samples) * 0.99))],
+        "max_ms": samples[-1],
+    }
+
+
 def tiny_split(name: str, settings: Settings) -> dict:
     """trikafka's own TotalTimeMs split for the tiny workloads at every connection count.
 
@@ -545,6 +566,8 @@ def startup_process(name: str, settings: Settings) -> dict:
 
 KAFKA = ("trikafka", "mock")
 ALL = ("trikafka", "mock", "ceiling")
+#: The tiny-request rows also run against the card-shaped ceiling (their reference).
+TINY = (*ALL, "card")
 _RATE = Metric("requests_per_s", "requests/s", "req/s", digits=0)
 
 
@@ -580,7 +603,7 @@ def broker_workloads(settings: Settings) -> list[Workload]:
                 Workload(
                     f"tiny_{api}_c{connections}",
                     f"{title}, {connections} conn",
-                    ALL,
+                    TINY,
                     (_RATE,),
                     partial(tiny, api=api, connections=connections),
                 )
@@ -589,6 +612,9 @@ def broker_workloads(settings: Settings) -> list[Workload]:
         Metric("p50_ms", "p50", "ms", False, 3),
         Metric("p99_ms", "p99", "ms", False, 3),
         Metric("max_ms", "max", "ms", False, 2),
+    )
+    items.append(
+        Workload("tiny_latency", "ApiVersions round trip, 1 conn, 1 in flight", TINY, lat, tiny_latency)
     )
     items.append(Workload("latency", "E2E latency, busy poll", KAFKA, lat, latency))
     items.append(

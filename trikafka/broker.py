@@ -4,21 +4,24 @@
 
     Broker.run                          (root nursery; stops everything on exit)
     ├── LogManager              retention, time-based flush, checkpoints; flush and close on exit
-    ├── Purgatory               one task per delayed operation (long-poll Fetch, JoinGroup, ...)
+    ├── LogCleaner              compaction, when log.cleaner.enable
     ├── GroupCoordinator        session and rebalance deadlines, offset expiry
     ├── TransactionCoordinator  recovery, transaction timeouts, fencing aborts (markers)
-    ├── RequestHandlerPool      num.io.threads handler tasks  ◄── requests ── shared channel
-    ├── SocketServer            Acceptors and Processors (see network/socket_server.py)
+    ├── RequestPath             broker.path (server/wiring.py), one lifecycle:
+    │   ├── Purgatory           one task per delayed operation (long-poll Fetch, JoinGroup, ...)
+    │   ├── RequestHandlerPool  num.io.threads handler tasks  ◄── requests ── shared channel
+    │   └── SocketServer        Acceptors and Processors (see network/socket_server.py)
     ├── HttpServer              /metrics and mounted apps, when metrics.port is set (web/)
     └── HttpServer              the Schema Registry, when schema.registry.port is set (web/)
 
 Parts start in dependency order with ``nursery.start`` so that "ready" means ready: when
 ``run`` reports started, every listener is bound and every handler is waiting.
 
-Graceful stop (``stop()``, SIGINT/SIGTERM in the CLI, leaving ``open_broker``): acceptors
-stop; processors stop reading, finish in-flight responses within ``shutdown.grace.ms`` and
-close their connections; then the request channel closes and everything else — handlers,
-purgatory, coordinators, the log manager — is cancelled. Requests still queued at that point
+Graceful stop (``stop()``, SIGINT/SIGTERM in the CLI, leaving ``open_broker``) is
+``RequestPath.stop``: delayed operations answer, acceptors stop; processors stop reading,
+finish in-flight responses within ``shutdown.grace.ms`` and close their connections; then
+the request channel closes and the handlers are cancelled; then everything else —
+coordinators, the log manager — is cancelled. Requests still queued at that point
 belong to connections that are already closed (their in-flight responses had the grace to
 finish), so no answer could reach their clients: they are dropped unprocessed rather than
 applied behind the client's back (a Produce nobody acknowledges would be retried and
@@ -100,18 +103,11 @@ class Broker(AwaitableState):
         self.replica_manager = ReplicaManager(self.config, self.log_manager)
         #: The coordinators and stores, and the request path over them (server/wiring.py).
         self.core = BrokerCore(self.config, self.replica_manager, self.now_ms)
-        path = RequestPath(self.config, self.core, self.metadata_cache, trio_listeners=trio_listeners)
+        #: The request path: registry, socket server, request channel, handler pool,
+        #: purgatory, KafkaApis, metrics — one lifecycle (``RequestPath.run``/``stop``).
+        self.path = RequestPath(self.config, self.core, self.metadata_cache, trio_listeners=trio_listeners)
         self.group_coordinator = self.core.groups
         self.transaction_coordinator = self.core.transactions
-        self.metrics = path.metrics
-        self.registry = path.registry
-        self.request_channel = path.request_channel
-        self.purgatory = path.purgatory
-        self.context = path.context
-        self.apis = path.apis
-        self.faults = self.apis.faults  # injected faults and the request recorder (tests)
-        self.handler_pool = path.handler_pool
-        self.socket_server = path.socket_server
         #: ``/metrics`` and whatever else is mounted (``http_server.mount("/ui", app)``);
         #: it runs when ``metrics.port`` is not -1.
         self.http_server = HttpServer(self.config.metrics_host, max(self.config.metrics_port, 0))
@@ -146,10 +142,8 @@ class Broker(AwaitableState):
                 await nursery.start(self.log_manager.run, name="log-manager")
                 if self.config.log_cleaner_enable:
                     await nursery.start(self.log_cleaner.run, name="log-cleaner")
-                await nursery.start(self.purgatory.run, name="purgatory")
                 await self.core.run_coordinators(nursery)
-                await nursery.start(self.handler_pool.run, name="request-handler-pool")
-                self.endpoints = await nursery.start(self.socket_server.run, name="socket-server")
+                self.endpoints = await nursery.start(self.path.run, name="request-path")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)
                 if serve_http:
                     self.http_server.mount("/metrics", metrics_app(self))
@@ -179,11 +173,8 @@ class Broker(AwaitableState):
         log.info("broker %d shutting down", self.config.node_id)
         self.http_server.stop()  # it finishes in-flight scrapes while connections drain
         self.schema_registry_server.stop()
-        self.purgatory.complete_all()  # long polls and joins answer now, not after the grace
-        self.socket_server.begin_shutdown(self.config.shutdown_grace_ms / 1000)
-        await self.socket_server.stopped.wait()  # every connection answered or closed
-        await self.request_channel.close()
-        nursery.cancel_scope.cancel()  # handlers (what is queued has no one to answer), the rest
+        await self.path.stop(self.config.shutdown_grace_ms / 1000)
+        nursery.cancel_scope.cancel()  # coordinators, the log manager, the rest
         log.info("broker %d stopped", self.config.node_id)
 
     def stop(self) -> None:
@@ -232,17 +223,18 @@ class Broker(AwaitableState):
         return self.schema_registry_server.url if self.config.schema_registry_port >= 0 else None
 
     def statistics(self) -> BrokerStatistics:
-        processors = [p.statistics() for p in self.socket_server.all_processors()]
+        path = self.path
+        processors = [p.statistics() for p in path.socket_server.all_processors()]
         idle = sum(p.idle_percent for p in processors) / len(processors) if processors else 1.0
         return BrokerStatistics(
-            request_queue_size=self.request_channel.statistics().queue_size,
+            request_queue_size=path.request_channel.statistics().queue_size,
             network_processor_avg_idle_percent=idle,
-            request_handler_avg_idle_percent=self.handler_pool.statistics().idle_percent,
+            request_handler_avg_idle_percent=path.handler_pool.statistics().idle_percent,
             connections={
-                name: attrs.asdict(m) for name, m in self.metrics.connections.items()
+                name: attrs.asdict(m) for name, m in path.metrics.connections.items()
             },
-            requests={name: m.snapshot() for name, m in self.metrics.requests.items()},
-            purgatory_size=self.purgatory.statistics().delayed,
+            requests={name: m.snapshot() for name, m in path.metrics.requests.items()},
+            purgatory_size=path.purgatory.statistics().delayed,
         )
 
 
@@ -261,13 +253,7 @@ async def open_broker(
     listener name to a ready ``trio.abc.Listener`` (the in-memory one, TLS) to use instead of
     binding a socket for it.
     """
-    if config is None:
-        config = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:0")
-    elif isinstance(config, Mapping):
-        config = BrokerConfig.from_mapping(config)
-    if overrides:
-        config = config.with_overrides(**overrides)
-    broker = Broker(config, trio_listeners=trio_listeners)
+    broker = Broker(BrokerConfig.coerce(config, **overrides), trio_listeners=trio_listeners)
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.run)
         try:

@@ -389,14 +389,16 @@ class BrokerConfig:
         cls, source: Mapping[str, Any] | str | os.PathLike | None = None, **overrides: Any
     ) -> BrokerConfig:
         """Build from a mapping or a ``server.properties`` file; ``overrides`` win."""
-        if source is None:
-            items: dict[str, Any] = {}
-        elif isinstance(source, Mapping):
-            items = dict(source)
-        else:
-            items = read_properties_file(source)
-        items.update(overrides)
-        return cls.from_mapping(items)
+        items = source if source is None or isinstance(source, Mapping) else read_properties_file(source)
+        return cls.from_mapping({**(items or {}), **overrides})
+
+    @classmethod
+    def coerce(cls, config: BrokerConfig | Mapping[str, Any] | None = None, **overrides: Any) -> BrokerConfig:
+        """What ``open_broker`` and ``open_cluster`` take: a BrokerConfig, Kafka keys, or None
+        (one listener on a free port of 127.0.0.1); overrides in either spelling win."""
+        if not isinstance(config, BrokerConfig):
+            config = cls.from_mapping(config or {"listeners": "PLAINTEXT://127.0.0.1:0"})
+        return config.with_overrides(**overrides) if overrides else config
 
     @classmethod
     def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:

@@ -76,10 +76,10 @@ async def test_a_producer_is_throttled_only_by_the_broker_it_overloads(autojump_
             assert trio.current_time() == start  # both answered at once (KIP-219)
         # The quota itself is the cluster's: every broker holds the client to it.
         for node_id in cluster.broker_ids():
-            quotas = cluster.broker(node_id).context.throttler.quotas
+            quotas = cluster.broker(node_id).path.context.throttler.quotas
             assert quotas.produce.quota("ANONYMOUS", CLIENT_ID) == quota
-        assert cluster.broker(1).context.throttler.quotas.produce.statistics().throttled == 1
-        assert cluster.broker(2).context.throttler.quotas.produce.statistics().throttled == 0
+        assert cluster.broker(1).path.context.throttler.quotas.produce.statistics().throttled == 1
+        assert cluster.broker(2).path.context.throttler.quotas.produce.statistics().throttled == 0
 
 
 async def test_a_compacted_topic_is_compacted_on_every_replica(autojump_clock):

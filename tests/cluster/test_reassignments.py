@@ -24,6 +24,7 @@ from kafka.errors import (
 )
 
 from tests.compat.support import TIMEOUT
+from trikafka.testing import Faults
 
 from .test_clients import consume_values, create_topic
 
@@ -218,7 +219,7 @@ def test_confluent_consumer_validates_its_position_with_offset_for_leader_epoch(
         assert seen == first
         old = lead(cluster, "epochs")
         new_leader = next(r for r in old.isr if r != old.leader)
-        recorders = [cluster.call(lambda n=n: cluster.cluster.broker(n).apis.faults.recorder) for n in (1, 2, 3)]
+        recorders = [cluster.call(lambda n=n: Faults.of(cluster.cluster.broker(n)).recorder) for n in (1, 2, 3)]
         for recorder in recorders:
             cluster.call(recorder.start)
         cluster.call(cluster.cluster.move_leader, "epochs", 0, new_leader)
@@ -233,7 +234,7 @@ def test_confluent_consumer_validates_its_position_with_offset_for_leader_epoch(
             if message is not None and not message.error():
                 seen.append(message.value())
         assert seen == first + second
-        asked = cluster.call(lambda: cluster.cluster.broker(new_leader).apis.faults.recorder.requests("OffsetForLeaderEpoch"))
+        asked = cluster.call(lambda: Faults.of(cluster.cluster.broker(new_leader)).recorder.requests("OffsetForLeaderEpoch"))
         assert asked, "the consumer did not validate its position with the new leader"
         for recorder in recorders:
             cluster.call(recorder.stop)

@@ -15,12 +15,12 @@ async def test_every_node_serves_the_one_core_through_its_own_request_path(autoj
         nodes = [cluster.broker(n) for n in (1, 2, 3)]
         core = cluster.core
         for node in nodes:
-            assert node.context.client_quotas is core.client_quotas
-            assert node.context.scram_credentials is core.scram_credentials
+            assert node.path.context.client_quotas is core.client_quotas
+            assert node.path.context.scram_credentials is core.scram_credentials
             # SASL listeners authenticate against the users AlterUserScramCredentials writes.
-            assert node.socket_server.scram_credentials is core.scram_credentials
-            assert {type(f) for f in node.apis._families.values()} == set(API_FAMILIES)
-        assert len({id(node.request_channel) for node in nodes}) == 3
+            assert node.path.socket_server.scram_credentials is core.scram_credentials
+            assert {type(f) for f in node.path.apis._families.values()} == set(API_FAMILIES)
+        assert len({id(node.path.request_channel) for node in nodes}) == 3
 
 
 async def test_a_client_quota_set_through_one_broker_is_the_clusters(autojump_clock):

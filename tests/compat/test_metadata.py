@@ -130,7 +130,7 @@ async def test_accepted_socket_has_nodelay_and_kafkas_buffer_sizes():
                 # The answer came back, so the server side has its connection registered.
                 connections = [
                     connection
-                    for processor in broker.socket_server.all_processors()
+                    for processor in broker.path.socket_server.all_processors()
                     for connection in processor.connections.values()
                 ]
                 assert len(connections) == 1

@@ -70,7 +70,7 @@ def test_confluent_producer_over_its_quota_sees_throttle_events():
         assert throttles, "no throttle event reached throttle_cb"
         assert all(event.throttle_time > 0 for event in throttles)
         assert {event.broker_id for event in throttles} == {broker.node_id}
-        assert broker.thread.call(lambda: broker.broker.context.client_quotas.produce.statistics().throttled) >= 1
+        assert broker.thread.call(lambda: broker.broker.path.context.client_quotas.produce.statistics().throttled) >= 1
 
 
 def test_confluent_re_authenticates_on_its_connection_before_the_session_ends():
@@ -94,7 +94,7 @@ def test_confluent_re_authenticates_on_its_connection_before_the_session_ends():
         topic = f"reauth-{uuid.uuid4().hex[:8]}"
         producer.produce(topic, b"before")
         assert producer.flush(TIMEOUT) == 0
-        processors = broker.thread.call(lambda: broker.broker.socket_server.processors["SASL_PLAINTEXT"])
+        processors = broker.thread.call(lambda: broker.broker.path.socket_server.processors["SASL_PLAINTEXT"])
 
         async def renewed() -> None:  # librdkafka renews at 85-95 % of the 3 s lifetime
             await wait_any(*[

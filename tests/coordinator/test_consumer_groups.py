@@ -382,7 +382,7 @@ async def test_acls_guard_the_consumer_group_apis_as_kafka_does(autojump_clock):
     config = BrokerConfig.from_mapping({"listeners": "PLAINTEXT://memory:9092",
                                         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
     async with open_test_broker(config) as tb, tb.client() as c:
-        tb.broker.context.acls.create([allow("kafka-cluster", AclOperation.CREATE, ResourceType.CLUSTER),
+        tb.broker.path.context.acls.create([allow("kafka-cluster", AclOperation.CREATE, ResourceType.CLUSTER),
                                        allow("g", AclOperation.READ, ResourceType.GROUP)])
         await create_topic(c, "t", 1)
         assert (await Member(c, "other", "m").heartbeat()).error_code == ErrorCode.group_authorization_failed

@@ -15,7 +15,6 @@ import pytest
 
 import trikafka
 from trikafka.network.connection_state import (
-    HOLD_LIMIT,
     NEED_DATA,
     TRANSITIONS,
     Closed,
@@ -47,7 +46,6 @@ def test_a_request_split_at_every_byte_decodes_once():
         state = _state()
         state.receive_data(frames[:cut])
         seen = []
-        held = 0
         for chunk in (b"", frames[cut:]):
             state.receive_data(chunk)
             while state.state is MuteState.NOT_MUTED:
@@ -57,16 +55,8 @@ def test_a_request_split_at_every_byte_decodes_once():
                 assert isinstance(event, DecodedRequest)
                 assert state.frame_size == len(api_versions_frame(0)) - 4
                 seen.append(event.correlation_id)
-                out = _answer(state)
-                # Held while the next request is already buffered whole; joined after.
-                if state.holding:
-                    assert out is None
-                    held += 1
-                else:
-                    assert out == b"answer" * (held + 1), cut
-                    held = 0
+                assert _answer(state) == b"answer", cut  # each answer on its own
         assert seen == [7, 8], cut
-        assert not state.holding
 
 
 def test_the_mute_cycle():
@@ -268,7 +258,7 @@ def test_discard_unread_drops_pipelined_requests_not_the_one_in_flight():
     assert state.next_event() is NEED_DATA
 
 
-# -- coalesced answers ---------------------------------------------------------------------
+# -- one answer, one write -----------------------------------------------------------------
 
 
 def _serve_next(state: ConnectionState, answer: object) -> object:
@@ -278,57 +268,25 @@ def _serve_next(state: ConnectionState, answer: object) -> object:
     return state.send_response(answer if not isinstance(answer, bytes) else SendResponse(answer))
 
 
-def test_a_lone_request_is_answered_at_once():
+def test_pipelined_answers_are_never_held_back():
+    """The next request is buffered whole, yet each answer is returned to be written now:
+    the mute reads the next frame only after the answer before it is out."""
     state = _state()
-    state.receive_data(api_versions_frame(1) + api_versions_frame(2)[:-1])  # the 2nd not whole
+    state.receive_data(b"".join(api_versions_frame(i) for i in range(1, 4)))
     assert _serve_next(state, b"one") == b"one"
-    assert not state.holding
+    assert _serve_next(state, NoOpResponse()) is None  # acks=0: nothing to write
+    assert _serve_next(state, b"three") == b"three"
 
 
-def test_answers_to_pipelined_requests_are_held_and_written_together_in_order():
+def test_an_answer_in_parts_is_returned_as_its_parts():
     state = _state()
-    state.receive_data(b"".join(api_versions_frame(i) for i in range(1, 4)))
-    assert _serve_next(state, b"one") is None
-    assert state.holding
-    assert _serve_next(state, NoOpResponse()) is None  # acks=0 behind a held answer
-    assert _serve_next(state, b"three") == b"onethree"  # nothing buffered behind it
-    assert not state.holding
-
-
-def test_an_answer_in_parts_goes_out_at_once_after_the_held_ones():
-    state = _state()
-    state.receive_data(b"".join(api_versions_frame(i) for i in range(1, 4)))
-    assert _serve_next(state, b"one") is None
+    state.receive_data(b"".join(api_versions_frame(i) for i in range(1, 3)))
     parts = (b"header", memoryview(b"records"))
-    assert _serve_next(state, SendResponse(parts)) == (b"one", *parts)  # never held
-    assert not state.holding
+    assert _serve_next(state, SendResponse(parts)) == parts
 
 
-def test_a_throttled_answer_is_never_held():
-    state = _state()
-    state.receive_data(b"".join(api_versions_frame(i) for i in range(1, 4)))
-    assert _serve_next(state, b"one") is None
-    state.next_event()
-    state.request_queued()
-    state.throttle_started()
-    assert state.send_response(SendResponse(b"two")) == b"onetwo"
-    assert state.state is MuteState.MUTED_AND_THROTTLED
-
-
-def test_held_answers_stop_at_the_hold_limit():
-    state = _state()
-    state.receive_data(b"".join(api_versions_frame(i) for i in range(1, 5)))
-    half = bytes(HOLD_LIMIT // 2)
-    assert _serve_next(state, half) is None
-    assert _serve_next(state, half) is None  # exactly the limit
-    assert _serve_next(state, b"x") == half + half + b"x"  # one byte over: written
-
-
-def test_held_answers_are_taken_before_a_close():
+def test_a_close_from_the_handler_closes():
     state = _state()
     state.receive_data(api_versions_frame(1) + api_versions_frame(2))
-    assert _serve_next(state, b"one") is None
     assert isinstance(_serve_next(state, CloseConnectionResponse()), Closed)
-    assert state.holding
-    assert state.take_held() == b"one"
-    assert not state.holding
+    assert state.state is MuteState.CLOSED

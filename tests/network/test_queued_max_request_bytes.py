@@ -44,14 +44,14 @@ def _produce_frame(correlation_id: int, topic_id, value_size: int) -> bytes:
 
 
 def _hold_produce(tb, release: trio.Event, entered: list[int]) -> None:
-    original = tb.broker.apis.handlers[0]
+    original = tb.broker.path.apis.handlers[0]
 
     async def held(request):
         entered.append(request.correlation_id)
         await release.wait()
         return await original(request)
 
-    tb.broker.apis.handlers[0] = held
+    tb.broker.path.apis.handlers[0] = held
 
 
 async def _two_held_produces(tb, release: trio.Event):
@@ -81,7 +81,7 @@ async def test_spent_budget_stops_reading_until_a_produce_is_answered(autojump_c
         if third_connects == "before":
             third = await tb.connect()
         first, second, size = await _two_held_produces(tb, release)
-        stats = tb.broker.request_channel.statistics()
+        stats = tb.broker.path.request_channel.statistics()
         # Non-strict: the second produce was read with 10000 - size > 0 left, and overdraws.
         assert stats.memory_pool_available == BUDGET - 2 * size < 0
         assert stats.memory_pool_used == 2 * size
@@ -90,7 +90,7 @@ async def test_spent_budget_stops_reading_until_a_produce_is_answered(autojump_c
             third = await tb.connect()
         await third.send_all(api_versions_frame(3))
         await trio.testing.wait_all_tasks_blocked()
-        stats = tb.broker.request_channel.statistics()
+        stats = tb.broker.path.request_channel.statistics()
         assert stats.tasks_waiting_memory == 1
         assert stats.queue_size == 0  # not read, not queued — two handlers are idle
         with trio.move_on_after(60):
@@ -102,7 +102,7 @@ async def test_spent_budget_stops_reading_until_a_produce_is_answered(autojump_c
             (frame,) = await read_frames(stream, 1)
         (frame,) = await read_frames(third, 1)
         assert api_versions_response(frame)[0] == 3
-        stats = tb.broker.request_channel.statistics()
+        stats = tb.broker.path.request_channel.statistics()
         assert (stats.memory_pool_available, stats.memory_pool_used) == (BUDGET, 0)
 
 
@@ -111,7 +111,7 @@ async def test_unbounded_by_default_reads_on(autojump_clock):
     release = trio.Event()
     async with open_test_broker(socket_request_max_bytes=BUDGET, num_io_threads=4) as tb:
         first, second, _size = await _two_held_produces(tb, release)
-        assert tb.broker.request_channel.statistics().memory_pool_available is None
+        assert tb.broker.path.request_channel.statistics().memory_pool_available is None
         third = await tb.connect()
         await third.send_all(api_versions_frame(3))
         (frame,) = await read_frames(third, 1)
@@ -145,7 +145,7 @@ async def test_other_requests_hold_no_bytes(autojump_clock):
         await stream.send_all(b"".join(api_versions_frame(i) for i in range(400)))  # 14 KB
         frames = await read_frames(stream, 400)
         assert [api_versions_response(f)[0] for f in frames] == list(range(400))
-        assert tb.broker.request_channel.statistics().memory_pool_available == BUDGET
+        assert tb.broker.path.request_channel.statistics().memory_pool_available == BUDGET
 
 
 async def test_pool_is_non_strict_and_wakes_waiters_when_budget_returns():

@@ -11,7 +11,8 @@ from kio.schema.metadata.v12.request import MetadataRequest
 from kio.serial import entity_reader
 
 from trikafka.errors import ErrorCode
-from trikafka.protocol.registry import IMPLEMENTED_APIS
+from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey
+from trikafka.server.request_handler import HANDLER_TASK_NAME
 from trikafka.testing import open_test_broker
 from trikafka.testing.frames import (
     api_versions_frame,
@@ -33,93 +34,119 @@ async def test_fifty_pipelined_requests_come_back_in_order(autojump_clock):
         await stream.aclose()
 
 
-async def test_one_request_in_flight_per_connection(autojump_clock):
-    """Mute: with eight handlers free, one connection still has one request at a time."""
+def _task() -> str:
+    return trio.lowlevel.current_task().name
+
+
+async def test_ten_pipelined_requests_one_in_flight_each_answer_through_the_capacity_1_channel(autojump_clock):
+    """Mute: with eight handlers free, one connection still has one request at a time, and
+    each answer goes back through that connection's ``trio.open_memory_channel(1)`` — the
+    connection is the one task waiting on it while the handler works."""
     in_flight = 0
     most = 0
+    seen: list[tuple] = []
     async with open_test_broker(num_io_threads=8) as tb:
-        original = tb.broker.apis.handlers[18]
+        path = tb.broker.path
+        original = path.apis.handlers[ApiKey.API_VERSIONS]
 
         async def counting(request):
             nonlocal in_flight, most
             in_flight += 1
             most = max(most, in_flight)
-            await trio.sleep(0.01)
+            await trio.sleep(0.01)  # any other request of this connection would come now
+            channel = request.response_channel
+            stats = channel.statistics()
+            seen.append((
+                request.correlation_id, channel, type(channel), stats.max_buffer_size,
+                stats.tasks_waiting_receive, stats.current_buffer_used,
+                path.request_channel.statistics().queue_size,
+            ))
             in_flight -= 1
             return await original(request)
 
-        tb.broker.apis.handlers[18] = counting
+        path.apis.handlers[ApiKey.API_VERSIONS] = counting
         stream = await tb.connect()
         await stream.send_all(b"".join(api_versions_frame(i) for i in range(10)))
-        await read_frames(stream, 10)
+        frames = await read_frames(stream, 10)
+    assert [api_versions_response(f)[0] for f in frames] == list(range(10))
     assert most == 1
+    assert [s[0] for s in seen] == list(range(10))
+    assert len({id(s[1]) for s in seen}) == 1  # the connection's one channel, every time
+    for _cid, _channel, kind, capacity, receivers, buffered, queued in seen:
+        assert kind is trio.MemorySendChannel and capacity == 1
+        assert receivers == 1  # the connection awaits its answer there: muted
+        assert buffered == 0 and queued == 0  # nothing else of it is anywhere in flight
 
 
 async def test_full_request_channel_pushes_back(autojump_clock):
-    """queued.max.requests=1: a held handler fills the channel; later requests wait."""
+    """queued.max.requests=2, the one handler held: two more requests fill the shared memory
+    channel and the next connection's request waits in its send."""
     release = trio.Event()
     entered = trio.Event()
-    async with open_test_broker(num_io_threads=1, queued_max_requests=1) as tb:
-        original = tb.broker.apis.handlers[18]
+    handled_in: list[str] = []
+    async with open_test_broker(num_io_threads=1, queued_max_requests=2) as tb:
+        channel = tb.broker.path.request_channel
+        assert isinstance(channel.send_channel, trio.MemorySendChannel)
+        assert channel.send_channel.statistics().max_buffer_size == 2
+        original = tb.broker.path.apis.handlers[ApiKey.API_VERSIONS]
 
         async def held(request):
+            handled_in.append(_task())
             if request.correlation_id == 1:
                 entered.set()
                 await release.wait()
             return await original(request)
 
-        tb.broker.apis.handlers[18] = held
-        first, second, third = [await tb.connect() for _ in range(3)]
-        await first.send_all(api_versions_frame(1))
+        tb.broker.path.apis.handlers[ApiKey.API_VERSIONS] = held
+        streams = [await tb.connect() for _ in range(4)]
+        await streams[0].send_all(api_versions_frame(1))
         await entered.wait()
-        await second.send_all(api_versions_frame(2))
-        await third.send_all(api_versions_frame(3))
+        for cid, stream in enumerate(streams[1:], start=2):
+            await stream.send_all(api_versions_frame(cid))
         await trio.testing.wait_all_tasks_blocked()
-        stats = tb.broker.request_channel.statistics()
-        assert stats.queue_size == 1  # the second request waits in the channel
-        assert stats.tasks_waiting_send == 1  # the third connection waits to enqueue
+        stats = channel.statistics()
+        assert stats.queue_size == 2  # the second and third requests wait in the channel
+        assert stats.tasks_waiting_send == 1  # the fourth connection waits in its send
         with trio.move_on_after(5):
-            await second.receive_some(1)
+            await streams[1].receive_some(1)
             pytest.fail("second connection answered while the handler was held")
         release.set()
-        for stream, cid in ((first, 1), (second, 2), (third, 3)):
+        for cid, stream in enumerate(streams, start=1):
             (frame,) = await read_frames(stream, 1)
             assert api_versions_response(frame)[0] == cid
+    assert handled_in == [HANDLER_TASK_NAME.format(0)] * 4
 
 
-async def test_an_idle_handler_lends_its_turn_to_the_connection(autojump_clock):
-    """While a handler is idle the connection answers in its own task (no trip to the
-    handler and back); with the only handler's turn taken, the next request waits in the
-    channel for that handler task, as before."""
-    entered = trio.Event()
-    ran_in: dict[int, str] = {}
-    async with open_test_broker(num_io_threads=1) as tb:
-        original = tb.broker.apis.handlers[18]
+async def test_handler_tasks_not_connection_tasks_run_kafka_apis_handle(autojump_clock):
+    """Lone requests, pipelined ones and several connections at once: every request is
+    handled in one of the num.io.threads handler tasks, never in a connection's task."""
+    ran_in: list[str] = []
+    async with open_test_broker(num_io_threads=2) as tb:
+        apis = tb.broker.path.apis
+        for key in (ApiKey.API_VERSIONS, ApiKey.METADATA):
+            original = apis.handlers[key]
 
-        async def noted(request):
-            ran_in[request.correlation_id] = trio.lowlevel.current_task().name
-            if request.correlation_id == 1:
-                entered.set()
-                await trio.sleep(1)  # the only turn is taken for a virtual second
-            return await original(request)
+            async def noted(request, original=original):
+                ran_in.append(_task())
+                return await original(request)
 
-        tb.broker.apis.handlers[18] = noted
-        first, second = [await tb.connect() for _ in range(2)]
-        await first.send_all(api_versions_frame(1))
-        await entered.wait()
-        await second.send_all(api_versions_frame(2))
-        await trio.testing.wait_all_tasks_blocked()
-        assert tb.broker.request_channel.statistics().queue_size == 1
-        for stream, cid in ((first, 1), (second, 2)):
-            (frame,) = await read_frames(stream, 1)
-            assert api_versions_response(frame)[0] == cid
-        assert "network-thread" in ran_in[1]  # the connection's task
-        assert ran_in[2] == "data-plane-kafka-request-handler-0"
+            apis.handlers[key] = noted
+        streams = [await tb.connect() for _ in range(3)]
+        await streams[0].send_all(api_versions_frame(1))  # a lone request, handlers idle
+        await read_frames(streams[0], 1)
+        async with tb.client() as client:
+            await client.request(
+                MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+            )
+        for stream in streams:
+            await stream.send_all(b"".join(api_versions_frame(i) for i in range(5)))
+        for stream in streams:
+            await read_frames(stream, 5)
         stats = tb.broker.statistics()
-        assert tb.broker.handler_pool.handled == 2
-        queue_time = stats.requests["ApiVersions"]["RequestQueueTimeMs"]
-        # The first never queued (0 ms); the second queued for the held second (1000 ms).
-        assert queue_time.count == 2 and queue_time.mean == pytest.approx(500, abs=1)
+        handled = tb.broker.path.handler_pool.handled
+    handlers = {HANDLER_TASK_NAME.format(i) for i in range(2)}
+    assert len(ran_in) >= 17 and set(ran_in) <= handlers, set(ran_in)
+    assert handled >= 17 and stats.request_handler_avg_idle_percent <= 1.0
 
 
 async def test_idle_connection_closes_at_exactly_max_idle_ms(autojump_clock):
@@ -154,13 +181,13 @@ async def test_a_connection_busy_past_max_idle_ms_expires_idle_ms_after_its_answ
     longer than connections.max.idle.ms is answered, then closes idle ms after the answer."""
     release = trio.Event()
     async with open_test_broker(connections_max_idle_ms=10_000) as tb:
-        original = tb.broker.apis.handlers[18]
+        original = tb.broker.path.apis.handlers[18]
 
         async def slow(request):
             await release.wait()
             return await original(request)
 
-        tb.broker.apis.handlers[18] = slow
+        tb.broker.path.apis.handlers[18] = slow
         stream = await tb.connect()
         other = await tb.connect()  # keeps the expiry task waking around the busy one
         await stream.send_all(api_versions_frame(1))
@@ -238,7 +265,7 @@ async def test_bad_frame_closes_only_its_connection(autojump_clock, bad, caplog)
         assert api_versions_response(frame)[0] == 2
         closing = [r for r in caplog.records if "closing connection" in r.getMessage()]
         assert len(closing) == 1
-        assert tb.broker.metrics.closed_by_error == 1
+        assert tb.broker.path.metrics.closed_by_error == 1
 
 
 async def test_oversized_frame_is_refused_before_its_body(autojump_clock):
@@ -296,7 +323,7 @@ async def test_handler_exception_becomes_error_response(autojump_clock, caplog):
         async def broken(request):
             raise RuntimeError("boom")
 
-        tb.broker.apis.handlers[3] = broken
+        tb.broker.path.apis.handlers[3] = broken
         response = await client.request(
             MetadataRequest(
                 topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
@@ -338,7 +365,7 @@ async def test_unencodable_response_is_an_error_not_a_dead_broker(autojump_clock
                 throttle_time=datetime.timedelta(0), brokers=("no broker",), cluster_id=None, controller_id=1, topics=()
             )
 
-        tb.broker.apis.handlers[3] = broken
+        tb.broker.path.apis.handlers[3] = broken
         response = await client.request(
             MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
         )

@@ -16,14 +16,14 @@ from trikafka.testing.frames import (
 
 
 def _hold(tb, release: trio.Event, entered: trio.Event) -> None:
-    original = tb.broker.apis.handlers[18]
+    original = tb.broker.path.apis.handlers[18]
 
     async def held(request):
         entered.set()
         await release.wait()
         return await original(request)
 
-    tb.broker.apis.handlers[18] = held
+    tb.broker.path.apis.handlers[18] = held
 
 
 async def test_in_flight_response_is_written_before_close(autojump_clock):

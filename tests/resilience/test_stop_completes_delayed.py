@@ -47,7 +47,7 @@ async def test_a_stop_answers_long_polls_and_joins_at_once(autojump_clock):
                 nursery.start_soon(long_poll)
                 nursery.start_soon(join)
                 await trio.testing.wait_all_tasks_blocked()
-                assert tb.broker.purgatory.statistics().delayed == 2
+                assert tb.broker.path.purgatory.statistics().delayed == 2
                 stop_at = trio.current_time()
                 tb.broker.stop()
             await tb.broker.stopped.wait()

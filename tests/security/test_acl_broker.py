@@ -86,7 +86,7 @@ async def test_acl_apis_need_the_cluster_and_validate(autojump_clock):
         assert described.error_code == ErrorCode.cluster_authorization_failed
         created = await client.request(request(30, 3, creations=[creation("t", Op.READ)] * 2))
         assert [r.error_code for r in created.results] == [ErrorCode.cluster_authorization_failed] * 2
-        tb.broker.context.acls.create([allow("kafka-cluster", Op.ALTER, Res.CLUSTER)])  # ALTER implies DESCRIBE
+        tb.broker.path.context.acls.create([allow("kafka-cluster", Op.ALTER, Res.CLUSTER)])  # ALTER implies DESCRIBE
         created = await client.request(request(30, 3, creations=[
             creation("t", Op.READ), creation("p-", Op.WRITE, pattern=Pat.PREFIXED, permission=Perm.DENY),
             creation("t", Op.READ),  # again: a success that changes nothing
@@ -112,7 +112,7 @@ async def test_acl_apis_need_the_cluster_and_validate(autojump_clock):
 
 async def test_what_each_api_checks(autojump_clock):
     async with open_test_broker(config()) as tb, tb.client() as client:
-        acls = tb.broker.context.acls
+        acls = tb.broker.path.context.acls
         acls.create([allow("kafka-cluster", Op.CREATE, Res.CLUSTER), allow("open", Op.READ), allow("open", Op.WRITE),
                      allow("auto-", Op.DESCRIBE, pattern=Pat.PREFIXED)])
         for name in ("open", "secret"):
@@ -177,7 +177,7 @@ async def test_hosts_and_super_users(autojump_clock):
     async with open_test_broker(config(**{"super.users": "User:nobody;User:ANONYMOUS"})) as tb, tb.client() as admin:
         assert (await create_topic(admin, "t")).error_code == ErrorCode.none  # a super user needs no ACL
     async with open_test_broker(config()) as tb:
-        tb.broker.context.acls.create([allow("*", Op.ALL), allow("t", Op.READ, host="10.0.0.66", permission=Perm.DENY),
+        tb.broker.path.context.acls.create([allow("*", Op.ALL), allow("t", Op.READ, host="10.0.0.66", permission=Perm.DENY),
                                        allow("kafka-cluster", Op.CREATE, Res.CLUSTER)])
         async with tb.client() as near, tb.client(client_host="10.0.0.66") as far:
             await create_topic(near, "t")
@@ -188,7 +188,7 @@ async def test_hosts_and_super_users(autojump_clock):
 
 async def test_groups_and_transactions(autojump_clock):
     async with open_test_broker(config()) as tb, tb.client() as client:
-        acls = tb.broker.context.acls
+        acls = tb.broker.path.context.acls
         acls.create([allow("kafka-cluster", Op.CREATE, Res.CLUSTER), allow("t", Op.READ), allow("g", Op.READ, Res.GROUP)])
         await create_topic(client, "t")
         await create_topic(client, "hidden")
@@ -232,7 +232,7 @@ async def test_groups_and_transactions(autojump_clock):
 async def test_acls_survive_a_restart(autojump_clock, tmp_path):
     settings_ = config(log_dirs=[str(tmp_path)])
     async with open_test_broker(settings_) as tb, tb.client() as client:
-        tb.broker.context.acls.create([allow("kafka-cluster", Op.ALTER, Res.CLUSTER)])
+        tb.broker.path.context.acls.create([allow("kafka-cluster", Op.ALTER, Res.CLUSTER)])
         created = await client.request(request(30, 3, creations=[creation("kept", Op.READ, pattern=Pat.PREFIXED)]))
         assert created.results[0].error_code == ErrorCode.none
     async with open_test_broker(settings_) as tb, tb.client() as client:
@@ -277,7 +277,7 @@ def test_no_bypass_by_topic_id_or_look_alike_names(grants):
             replicas = tb.broker.replica_manager
             for name in TOPICS:
                 replicas.create_topic(name, 1)
-            tb.broker.context.acls.create(grants)
+            tb.broker.path.context.acls.create(grants)
             async with tb.client() as client:
                 listed = await metadata(client, None)
                 assert sorted(t.name for t in listed.topics) == sorted(
@@ -303,7 +303,7 @@ async def test_a_transaction_step_by_step(autojump_clock):
     from ..server.test_transactions import Producer
 
     async with open_test_broker(config()) as tb, tb.client() as client:
-        acls = tb.broker.context.acls
+        acls = tb.broker.path.context.acls
         acls.create([allow("kafka-cluster", Op.CREATE, Res.CLUSTER), allow("tx", Op.WRITE, Res.TRANSACTIONAL_ID)])
         await create_topic(client, "t", partitions=1)
         producer = Producer(client, "tx")
@@ -333,7 +333,7 @@ async def test_a_transaction_step_by_step(autojump_clock):
 
 async def test_describe_topic_partitions_and_scram_apis(autojump_clock):
     async with open_test_broker(config()) as tb, tb.client() as client:
-        acls = tb.broker.context.acls
+        acls = tb.broker.path.context.acls
         acls.create([allow("kafka-cluster", Op.CREATE, Res.CLUSTER), allow("seen", Op.DESCRIBE)])
         for name in ("seen", "unseen"):
             await create_topic(client, name)
@@ -358,7 +358,7 @@ async def test_client_quota_apis_need_the_cluster_configs(autojump_clock):
         denied = await client.request(request(49, 0, entries=[alteration], validate_only=False))
         assert [e.error_code for e in denied.entries] == [ErrorCode.cluster_authorization_failed]
         assert (await client.request(describe)).error_code == ErrorCode.cluster_authorization_failed
-        tb.broker.context.acls.create([allow("kafka-cluster", Op.ALTER_CONFIGS, Res.CLUSTER)])
+        tb.broker.path.context.acls.create([allow("kafka-cluster", Op.ALTER_CONFIGS, Res.CLUSTER)])
         granted = await client.request(request(49, 0, entries=[alteration], validate_only=False))
         assert [e.error_code for e in granted.entries] == [ErrorCode.none]
         found = await client.request(describe)  # ALTER_CONFIGS implies DESCRIBE_CONFIGS

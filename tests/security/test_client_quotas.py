@@ -218,7 +218,7 @@ def frame_size(body, client_id) -> int:
 
 
 def connections(tb):
-    for processors in tb.broker.socket_server.processors.values():
+    for processors in tb.broker.path.socket_server.processors.values():
         for processor in processors:
             yield from processor.connections.values()
 
@@ -300,7 +300,7 @@ async def test_a_fetch_over_its_quota_is_answered_empty_and_its_bytes_not_counte
             throttle = round(first.throttle_time.total_seconds() * 1000)
             assert 0 < throttle < 9000
             assert first.responses == ()  # throttled: no records this time
-            assert tb.broker.context.client_quotas.fetch.statistics().throttled == 1
+            assert tb.broker.path.context.client_quotas.fetch.statistics().throttled == 1
             # Served when the throttle ends, ``throttle`` ms later. Had the empty answer's
             # bytes been counted, the rate would now hold twice the response; it holds it
             # once, over a window now ``throttle`` ms old and padded to whole seconds.
@@ -328,4 +328,4 @@ async def test_max_connection_creation_rate_makes_the_acceptor_wait(autojump_clo
                 await trio.testing.wait_all_tasks_blocked()
         assert sorted(served.values())[:20] == [0.0] * 20
         assert max(served.values()) == pytest.approx(0.5, abs=1e-9)
-        assert tb.broker.socket_server.acceptors["PLAINTEXT"].statistics().blocked_seconds == pytest.approx(0.5)
+        assert tb.broker.path.socket_server.acceptors["PLAINTEXT"].statistics().blocked_seconds == pytest.approx(0.5)

@@ -86,6 +86,6 @@ def test_confluent_kafka_with_an_unsecured_jwt():
         })
         producer.produce("oauth-topic", b"hello")
         assert producer.flush(30) == 0, errors
-        connections = [c.principal for p in broker.broker.socket_server.processors["SASL_PLAINTEXT"]
+        connections = [c.principal for p in broker.broker.path.socket_server.processors["SASL_PLAINTEXT"]
                        for c in p.connections.values()]
         assert "User:alice" in connections

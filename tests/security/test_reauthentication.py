@@ -29,7 +29,7 @@ REAUTH = {
 
 
 def connections(broker):
-    return [c for p in broker.socket_server.processors["SASL_PLAINTEXT"] for c in p.connections.values()]
+    return [c for p in broker.path.socket_server.processors["SASL_PLAINTEXT"] for c in p.connections.values()]
 
 
 async def plain(stream, user, password, correlation_id=2):

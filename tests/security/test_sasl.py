@@ -33,6 +33,7 @@ from trikafka.security.sasl import SaslAuthenticationError, SaslError
 from trikafka.security.sasl.authenticator import MAX_RECEIVE_SIZE
 from trikafka.security.sasl.plain import PlainServer
 from trikafka.security.sasl.scram import ScramServer, scram_credential
+from trikafka.testing import Faults
 from trikafka.testing.frames import (
     api_versions_frame,
     api_versions_response,
@@ -166,7 +167,7 @@ METADATA = MetadataRequest(topics=None, allow_auto_topic_creation=False, include
 
 
 def principals(broker) -> list[str]:
-    return [c.principal for p in broker.socket_server.processors["SASL_PLAINTEXT"] for c in p.connections.values()]
+    return [c.principal for p in broker.path.socket_server.processors["SASL_PLAINTEXT"] for c in p.connections.values()]
 
 
 # -- through a broker ----------------------------------------------------------------------
@@ -222,7 +223,7 @@ async def test_a_wrong_password_fails_with_kafkas_error_and_one_log_line(mechani
 async def test_other_apis_before_authentication_close_the_connection_unanswered(autojump_clock, caplog):
     listener = MemoryListener("memory", 9092)
     async with open_broker(CONFIG, trio_listeners={"SASL_PLAINTEXT": listener}) as broker:
-        broker.faults.recorder.start()
+        Faults.of(broker).recorder.start()
         stream = await listener.connect()
         await stream.send_all(frame(ApiKey.METADATA, 12, METADATA))
         assert await read_until_closed(stream) == b""
@@ -231,8 +232,8 @@ async def test_other_apis_before_authentication_close_the_connection_unanswered(
         await call(stream, ApiKey.SASL_HANDSHAKE, 1, SaslHandshakeRequest(mechanism="PLAIN"))
         await stream.send_all(frame(ApiKey.METADATA, 12, METADATA, 2))
         assert await read_until_closed(stream) == b""
-        assert broker.faults.recorder.requests("Metadata") == []
-        assert [r.api for r in broker.faults.recorder.requests()] == []  # not even to the recorder
+        assert Faults.of(broker).recorder.requests("Metadata") == []
+        assert [r.api for r in Faults.of(broker).recorder.requests()] == []  # not even to the recorder
 
 
 async def test_an_unsupported_mechanism_is_answered_with_the_enabled_ones(autojump_clock):

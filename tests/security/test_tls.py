@@ -54,7 +54,7 @@ async def api_versions_over(stream: trio.abc.Stream, correlation_id: int = 7) ->
 
 
 def connections(broker, listener: str = "SSL") -> list:
-    return [c for p in broker.socket_server.processors[listener] for c in p.connections.values()]
+    return [c for p in broker.path.socket_server.processors[listener] for c in p.connections.values()]
 
 
 async def test_a_client_speaks_kafka_over_tls(ca, ssl_config):

@@ -12,13 +12,13 @@ from trikafka.testing.frames import api_versions_frame, read_frames
 
 async def test_total_time_split_in_virtual_time(autojump_clock):
     async with open_test_broker() as tb:
-        original = tb.broker.apis.handlers[18]
+        original = tb.broker.path.apis.handlers[18]
 
         async def slow(request):
             await trio.sleep(0.25)  # 250 ms of local time, on the MockClock
             return await original(request)
 
-        tb.broker.apis.handlers[18] = slow
+        tb.broker.path.apis.handlers[18] = slow
         stream = await tb.connect()
         await stream.send_all(api_versions_frame(1))
         await read_frames(stream, 1)

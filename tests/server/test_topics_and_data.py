@@ -335,7 +335,7 @@ async def test_fetch_long_poll_returns_when_data_arrives(autojump_clock):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(poll)
             await trio.sleep(2)
-            assert tb.broker.purgatory.statistics().delayed == 1
+            assert tb.broker.path.purgatory.statistics().delayed == 1
             await produce(producer, 9, "events", created.topic_id, 0, build_batch([(b"k", b"hello", [], 1)]))
         assert result["at"] - start == pytest.approx(2.0)
         (partition,) = result["response"].responses[0].partitions
@@ -369,7 +369,7 @@ async def test_a_long_poll_over_several_partitions_wakes_on_any_of_them(autojump
         async with trio.open_nursery() as nursery:
             nursery.start_soon(poll)
             await trio.sleep(2)
-            assert tb.broker.purgatory.statistics().delayed == 1
+            assert tb.broker.path.purgatory.statistics().delayed == 1
             assert all(len(log.high_watermark.watchers) == 1 for log in logs)
             await produce(producer, 9, "several", created.topic_id, 2, build_batch([(b"k", b"third", [], 1)]))
         assert result["at"] - start == pytest.approx(2.0)  # woken by the produce, not max_wait
@@ -481,7 +481,7 @@ async def test_produce_between_first_read_and_purgatory_wakes_the_fetch(autojump
     delayed fetch starts waiting must answer the fetch at once, not after max_wait."""
     async with open_test_broker() as tb, tb.client() as client:
         created = await create_topic(client, "race")
-        purgatory = tb.broker.purgatory
+        purgatory = tb.broker.path.purgatory
         real_delay = purgatory.delay
         handed_over = []
         delayed = trio.Event()
@@ -606,13 +606,13 @@ async def test_recorded_produce_bodies_keep_their_records_after_the_frame_buffer
     frame buffer the next large request overwrites, so a recorded body must own its bytes."""
     async with open_test_broker() as tb, tb.client() as client:
         created = await create_topic(client, "rec", partitions=1)
-        tb.broker.faults.recorder.start()
+        tb.faults.recorder.start()
         sent = []
         for fill in (b"A", b"B", b"C"):
             batch = build_batch([(b"k", fill * 20_000, [], 1) for _ in range(4)])  # > 64 KiB frames
             sent.append(batch)
             response = await produce(client, 9, "rec", created.topic_id, 0, batch)
             assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
-        recorded = tb.broker.faults.recorder.requests("Produce")
+        recorded = tb.faults.recorder.requests("Produce")
         got = [bytes(r.body.topic_data[0].partition_data[0].records) for r in recorded]
         assert got == sent

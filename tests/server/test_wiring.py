@@ -26,14 +26,14 @@ def _broker() -> Broker:
 
 def test_every_advertised_api_has_exactly_one_handler() -> None:
     broker = _broker()
-    assert set(broker.apis.handlers) == set(IMPLEMENTED_APIS)
-    assert all(isinstance(key, ApiKey) for key in broker.apis.handlers)
+    assert set(broker.path.apis.handlers) == set(IMPLEMENTED_APIS)
+    assert all(isinstance(key, ApiKey) for key in broker.path.apis.handlers)
 
 
 def test_an_advertised_api_without_a_handler_is_refused_at_start() -> None:
     broker = _broker()
     with pytest.raises(RuntimeError, match="PRODUCE"):
-        KafkaApis(broker.context, [])
+        KafkaApis(broker.path.context, [])
 
 
 def test_two_families_claiming_one_api_are_refused() -> None:
@@ -43,7 +43,7 @@ def test_two_families_claiming_one_api_are_refused() -> None:
         pass
 
     with pytest.raises(RuntimeError, match="PRODUCE is handled by both"):
-        KafkaApis(broker.context, [ProduceApis(broker.context), Other(broker.context)])
+        KafkaApis(broker.path.context, [ProduceApis(broker.path.context), Other(broker.path.context)])
 
 
 def test_a_failing_handler_gets_its_family_error_answer() -> None:
@@ -56,9 +56,9 @@ def test_a_failing_handler_gets_its_family_error_answer() -> None:
         async def handle_produce_request(self, request: Request) -> Any:
             raise KafkaProtocolError("not today", ErrorCode.not_leader_or_follower)
 
-    others = {f for f in broker.apis._families.values() if not isinstance(f, ProduceApis)}
-    apis = KafkaApis(broker.context, [Refusing(broker.context), *others])
-    spec = broker.registry.get(ApiKey.PRODUCE, 9)
+    others = {f for f in broker.path.apis._families.values() if not isinstance(f, ProduceApis)}
+    apis = KafkaApis(broker.path.context, [Refusing(broker.path.context), *others])
+    spec = broker.path.registry.get(ApiKey.PRODUCE, 9)
     body = build(
         spec.request_type,
         transactional_id=None,
@@ -69,7 +69,7 @@ def test_a_failing_handler_gets_its_family_error_answer() -> None:
             {"index": 1, "records": build_batch([(None, b"w", [], 0)])},
         ]}],
     )
-    decoded = decode_request(encode_request(spec, 7, body, "c")[4:], broker.registry)
+    decoded = decode_request(encode_request(spec, 7, body, "c")[4:], broker.path.registry)
     request = Request(0, "c", "PLAINTEXT", "127.0.0.1", decoded.header, decoded.body, decoded.spec, 0, None)
     answer = apis._error_response(request, ErrorCode.not_leader_or_follower)
     (topic,) = answer.values["responses"]
@@ -82,7 +82,7 @@ def test_a_failing_handler_gets_its_family_error_answer() -> None:
 async def test_one_wall_clock_follows_trio(autojump_clock) -> None:
     """Epoch milliseconds that a MockClock moves: the broker, its APIs and its logs share it."""
     broker = _broker()
-    assert broker.now_ms is now_ms and broker.context.now_ms is now_ms
+    assert broker.now_ms is now_ms and broker.path.context.now_ms is now_ms
     assert broker.log_manager.clock is now_ms
     before = now_ms()
     await trio.sleep(3600)

@@ -68,7 +68,7 @@ async def test_latency_is_virtual_time_and_only_for_its_api(trikafka_broker, aut
         assert trio.current_time() == start
         await client.request(metadata("fast"))
         assert trio.current_time() - start == pytest.approx(5.0)
-    assert trikafka_broker.broker.metrics.injected_faults[("Metadata", "latency")] == 1
+    assert trikafka_broker.broker.path.metrics.injected_faults[("Metadata", "latency")] == 1
 
 
 async def test_error_for_one_topic_only_and_only_count_times(trikafka_broker, autojump_clock):

@@ -272,13 +272,7 @@ async def open_cluster(
     is 0, the default). ``transport="memory"`` puts every broker on the in-memory transport
     (``cluster.client(node_id)`` reaches it), for tests under trio's MockClock.
     """
-    if config is None:
-        config = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:0")
-    elif isinstance(config, Mapping):
-        config = BrokerConfig.from_mapping(config)
-    if overrides:
-        config = config.with_overrides(**overrides)
-    cluster = Cluster(config, brokers, transport=transport)
+    cluster = Cluster(BrokerConfig.coerce(config, **overrides), brokers, transport=transport)
     async with trio.open_nursery() as nursery:
         await nursery.start(cluster.run)
         try:

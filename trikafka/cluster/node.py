@@ -19,9 +19,10 @@ answers its delayed requests when it stops. Its request path is built by the sam
     ClusterNode.run
     ├── LogManager          this broker's replicas
     ├── LogCleaner          compacts them (each broker cleans its own replicas, as Kafka's)
-    ├── Purgatory
-    ├── RequestHandlerPool  ◄── requests ── its own channel
-    └── SocketServer        its own listener(s)
+    └── RequestPath         node.path, the same lifecycle as a Broker's (server/wiring.py)
+        ├── Purgatory
+        ├── RequestHandlerPool  ◄── requests ── its own channel
+        └── SocketServer        its own listener(s)
 """
 
 from __future__ import annotations
@@ -85,12 +86,13 @@ class ClusterNode:
         self._owns_log_manager = owns_log_manager
         #: The same request path a Broker has (server/wiring.py), over the cluster's core,
         #: seeing the cluster, its coordinator APIs gated to the coordinator.
-        path = RequestPath(
+        self.path = RequestPath(
             config, cluster.core, self.metadata_cache,
             trio_listeners=trio_listeners,
             cluster_view=cluster,
             gate=lambda handlers: gate_coordinator_apis(handlers, cluster, self.node_id),
             own_quota_rates=True,
+            task_suffix=f"-{self.node_id}",
         )
         #: Compacts this broker's own replicas, leader or follower: Kafka runs one cleaner
         #: per broker over its log dirs, never one for the cluster.
@@ -100,14 +102,6 @@ class ClusterNode:
             clock=cluster.now_ms,
             dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
         )
-        self.metrics = path.metrics
-        self.registry = path.registry
-        self.request_channel = path.request_channel
-        self.purgatory = path.purgatory
-        self.context = path.context
-        self.apis = path.apis
-        self.handler_pool = path.handler_pool
-        self.socket_server = path.socket_server
         self.endpoints: dict[str, BoundEndpoint] = {}
         self._stop_requested = trio.Event()
         self._grace = config.shutdown_grace_ms / 1000
@@ -120,16 +114,11 @@ class ClusterNode:
                     await nursery.start(self.log_manager.run, name=f"log-manager-{self.node_id}")
                 if self.config.log_cleaner_enable:
                     await nursery.start(self.log_cleaner.run, name=f"log-cleaner-{self.node_id}")
-                await nursery.start(self.purgatory.run, name=f"purgatory-{self.node_id}")
-                await nursery.start(self.handler_pool.run, name=f"request-handler-pool-{self.node_id}")
-                self.endpoints = await nursery.start(self.socket_server.run, name=f"socket-server-{self.node_id}")
+                self.endpoints = await nursery.start(self.path.run, name=f"request-path-{self.node_id}")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)
                 task_status.started(self)
                 await self._stop_requested.wait()
-                self.purgatory.complete_all()  # long polls and joins answer now, as a Broker's
-                self.socket_server.begin_shutdown(self._grace)
-                await self.socket_server.stopped.wait()
-                await self.request_channel.close()
+                await self.path.stop(self._grace)
                 nursery.cancel_scope.cancel()
         finally:
             self.stopped.set()

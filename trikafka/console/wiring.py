@@ -63,7 +63,7 @@ def console_app(target: Any, *, bootstrap: str | None = None, connector: Connect
     def counters() -> dict[str, ApiCounters]:
         if nodes is None:
             return _counters([target.statistics().requests])
-        return _counters([{api: m.snapshot() for api, m in list(node.metrics.requests.items())} for node in nodes.values()])
+        return _counters([{api: m.snapshot() for api, m in list(node.path.metrics.requests.items())} for node in nodes.values()])
 
     def listeners() -> tuple[str, ...]:
         if nodes is None:

@@ -29,7 +29,7 @@ from trikafka.network.connection_state import (
     ConnectionState,
     RawFrame,
 )
-from trikafka.network.request_channel import Request, ResponseSlot
+from trikafka.network.request_channel import Request
 from trikafka.network.transport import TRANSPORT_ERRORS, StreamTransport
 from trikafka.protocol.registry import ApiKey
 from trikafka.security.listener import HANDSHAKE_TIMEOUT
@@ -177,7 +177,7 @@ class ConnectionAuthentication:
         """A SaslHandshake on an authenticated connection: re-authenticate (KIP-368)?"""
         return now - self.reauthentication_started >= MIN_REAUTH_INTERVAL
 
-    async def reauthenticate(self, slot: ResponseSlot, handshake: Any) -> bool:
+    async def reauthenticate(self, responses: trio.MemorySendChannel[Any], handshake: Any) -> bool:
         """KIP-368: run the SASL exchange again, beginning with ``handshake`` (already
         received); same mechanism and principal, or the connection closes."""
         conn = self.connection
@@ -187,7 +187,7 @@ class ConnectionAuthentication:
             reauth_of=(previous.mechanism, conn.principal)
         )
         conn.protocol.reauthentication_started(REAUTH_APIS, MAX_RECEIVE_SIZE)
-        if not await self.authenticate(slot, authenticator, handshake):
+        if not await self.authenticate(responses, authenticator, handshake):
             return False
         conn.authenticator = authenticator
         if conn.hooks.reauthenticated is not None:
@@ -196,7 +196,7 @@ class ConnectionAuthentication:
         return True
 
     async def authenticate(
-        self, slot: ResponseSlot, authenticator: SaslServerAuthenticator, first: Any = None
+        self, responses: trio.MemorySendChannel[Any], authenticator: SaslServerAuthenticator, first: Any = None
     ) -> bool:
         """Kafka's SASL exchange, before the first ordinary request (or, KIP-368, from the
         ``first`` request of a re-authentication): True once authenticated.
@@ -218,7 +218,7 @@ class ConnectionAuthentication:
             if event.__class__ is RawFrame:
                 step = authenticator.receive_token(event.data)
             elif event.header.request_api_key == ApiKey.API_VERSIONS:
-                if not await self.exchange(slot, event, conn.last_activity):
+                if not await self.exchange(responses, event, conn.last_activity):
                     return False
                 continue
             else:
@@ -241,7 +241,7 @@ class ConnectionAuthentication:
             state.answered()
             state.raw_frames = authenticator.raw_tokens
 
-    async def exchange(self, slot: ResponseSlot, event: Any, start: float) -> bool:
+    async def exchange(self, responses: trio.MemorySendChannel[Any], event: Any, start: float) -> bool:
         """One request through the handlers and its answer written (the slow path of the
         connection's serve loop, for requests before authentication); False: it closed."""
         conn = self.connection
@@ -255,13 +255,13 @@ class ConnectionAuthentication:
             body=event.body,
             spec=event.spec,
             size=state.frame_size,
-            response_slot=slot,
+            response_channel=responses,
             principal=conn.principal,
             start_time=start,
         )
         await conn.hooks.submit(request)
         state.request_queued()
-        response = await slot.get()
+        response = await conn.responses.receive()
         request.response_dequeue_time = trio.current_time()
         out = state.send_response(response)
         if out.__class__ is Closed:

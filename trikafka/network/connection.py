@@ -15,23 +15,24 @@ Theory of operation — the mute cycle (Kafka's KafkaChannel states)::
 While muted the connection reads nothing from the socket, so a client that pipelines
 requests leaves them in the kernel's buffers (and in the frame decoder, if one read brought
 several): the broker answers strictly in order, one request in flight per connection. The
-response comes back through a capacity-1 slot owned by this connection. The states and
-their legal moves are the table in ``connection_state.py``.
+mute is a channel, as on the card: each connection owns ``trio.open_memory_channel(1)`` for
+its responses. It reads a frame, sends the request into the shared request channel (waiting
+there while it is full: backpressure), awaits the response on its receive end, writes it,
+and only then looks at the next frame. The states and their legal moves are the sans-IO
+table in ``connection_state.py``; this task only moves bytes and time, and never handles a
+request itself — the handler tasks do (``server/request_handler.py``).
 
-Coalesced writes: when a pipelining client's next request is already buffered whole, the
-answer just computed is held (by the sans-IO state, see ``connection_state.py``) and the next
-request served; the held answers go out joined with the next answer written, in one system
-call. A lone request's answer is written at once; held answers are written before any read,
-before a close, and as soon as the next request is left to the purgatory (the handler pool's
-``ResponseSlot.handled``), so a long poll never holds an earlier answer back. That relies on
-the rule that handlers never wait inside ``handle`` — waits belong to the purgatory.
+Every request passes two checkpoints here (the send and the receive), so a client that
+pipelines a buffer full of requests takes turns with everyone else; no streak counting.
 
 Throttling (KIP-219): an answer over a client quota carries a deadline on its request; the
 connection writes the answer at once, then reads nothing until the deadline passes
 (MUTED_AND_THROTTLED) — in its own task, so nobody else waits.
 
-Idle expiry (connections.max.idle.ms) is a deadline on the read, measured from the last
-activity — a byte received or a response written — on trio's clock.
+Idle expiry (connections.max.idle.ms) is the processor's, as in Kafka's Selector: one task
+cancels the read (``request_wait``, a cancel scope without a deadline) of a connection that
+waited that long for a request, measured from its last activity — a byte received or a
+response written — on trio's clock (``Processor._expire_idle_connections`` says why).
 
 Shutdown is cancellation, not a flag: ``stop_reading()`` cancels the read scope and makes
 every later read start past its deadline, so a connection waiting for its next request
@@ -58,7 +59,7 @@ import trio
 
 from trikafka.network.authentication import ConnectionAuthentication, new_connection_state
 from trikafka.network.connection_state import NEED_DATA, Closed, ConnectionStateError, MuteState
-from trikafka.network.request_channel import DELAYED, Request, RequestMemoryPool, ResponseSlot
+from trikafka.network.request_channel import Request, RequestMemoryPool, open_response_channel
 from trikafka.network.transport import TRANSPORT_ERRORS, Transport
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.security.listener import ListenerSecurity
@@ -70,8 +71,6 @@ __all__ = ["Connection", "ConnectionHooks", "ConnectionSettings", "RECEIVE_SIZE"
 log = logging.getLogger("trikafka.network")
 
 RECEIVE_SIZE = 256 * 1024
-#: Requests a connection serves from its buffer before it lets other tasks run (see _serve).
-FAIR_STREAK = 16
 
 
 @attrs.frozen
@@ -93,10 +92,8 @@ class ConnectionSettings:
 class ConnectionHooks:
     """Everything a connection tells the world, as callbacks; one per processor."""
 
-    #: Hand a request to the handlers: True when it was handled in the caller's task
-    #: (its answer, if any, is in its slot); else it was queued (waiting while the request
-    #: channel is full).
-    submit: Callable[[Request], Awaitable[bool | None]]
+    #: Send a request into the shared request channel (waiting while it is full).
+    submit: Callable[[Request], Awaitable[None]]
     #: The connection is gone (after its last response, before its stream closes).
     closed: Callable[[Connection], None]
     #: A connection closed because the client's bytes were bad (BrokerMetrics).
@@ -147,8 +144,9 @@ class Connection:
         self.principal = ANONYMOUS
         self.idle_seconds = settings.connections_max_idle_ms / 1000
         self._now = trio.current_time
-        #: Requests answered but not yet written: their answers are held in ``protocol``.
-        self._held: list[Request] = []
+        #: The mute (module docstring): the send end goes with each request to the handlers,
+        #: the receive end is where this task awaits the one response in flight.
+        self.response_channel, self.responses = open_response_channel()
 
     @property
     def state(self) -> str:
@@ -169,16 +167,16 @@ class Connection:
             self.read_scope.cancel()
 
     async def run(self) -> None:
-        slot = ResponseSlot()
+        responses = self.response_channel
         try:
             security = self.settings.security
             if security is not None and security.ssl_context is not None:
                 if not await self.authentication.tls_handshake(security.ssl_context):
                     return
             authenticator = self.authenticator
-            if authenticator is not None and not await self.authentication.authenticate(slot, authenticator):
+            if authenticator is not None and not await self.authentication.authenticate(responses, authenticator):
                 return
-            await self._serve(slot)
+            await self._serve(responses)
         except TRANSPORT_ERRORS as exc:
             self.close_reason = self.close_reason or f"transport: {type(exc).__name__}"
         except ConnectionStateError:
@@ -186,13 +184,14 @@ class Connection:
             log.exception("closing connection %s: illegal mute-cycle move", self.connection_id)
             self.close_reason = "internal error"
         finally:
-            slot.close()
+            self.responses.close()  # a handler answering now finds it gone (not an error)
+            responses.close()
             self.protocol.close()
             self.hooks.closed(self)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
 
-    async def _serve(self, slot: ResponseSlot) -> None:
+    async def _serve(self, responses: trio.MemorySendChannel[Any]) -> None:
         # trio's clock (the MockClock in tests) without trio.current_time()'s three layers
         # of calls; it is read several times per request.
         now = self._now = trio.lowlevel.current_clock().current_time
@@ -201,42 +200,28 @@ class Connection:
         settings = self.settings
         hooks = self.hooks
         submit = hooks.submit
+        receive_response = self.responses.receive
         pool = hooks.memory_pool
         processor_id = settings.processor_id
         listener_name = settings.listener_name
         held_api_keys = settings.held_api_keys
         sasl = self.authenticator is not None
-        unwritten = self._held  # requests whose answers the state holds (coalesced writes)
-        streak = 0  # requests served one after another without a checkpoint
         while True:
             if pool is None or pool.available > 0:
                 event = state.next_event()
             else:
                 event = NEED_DATA  # the read waits for memory first
             if event is NEED_DATA:
-                if unwritten:
-                    await self._write_held()
                 event = await self.receive_event()
                 if event is None:
                     return
                 start = self.last_activity  # the request's last byte arrived then
-                streak = 0
             else:
-                start = now()
-                # Served from bytes already read: no read, so no checkpoint, and answered in
-                # this task while a handler is idle — a client pipelining a buffer full of
-                # requests would hold the loop for all of them. Everyone else gets a turn
-                # every FAIR_STREAK such requests.
-                streak += 1
-                if streak >= FAIR_STREAK:
-                    streak = 0
-                    await trio.lowlevel.cancel_shielded_checkpoint()
+                start = now()  # pipelined: already read, after the previous answer went out
             if event.__class__ is Closed:
-                if unwritten:
-                    await self._write_held()
                 self.reject(event)  # type: ignore[arg-type]
                 return
-            if sasl and not await self._session_check(slot, event):
+            if sasl and not await self._session_check(responses, event):
                 if state.state is MuteState.NOT_MUTED:
                     continue  # re-authenticated
                 return
@@ -250,7 +235,7 @@ class Connection:
                 body=event.body,  # type: ignore[union-attr]
                 spec=event.spec,  # type: ignore[union-attr]
                 size=size,
-                response_slot=slot,
+                response_channel=responses,
                 principal=self.principal,
                 start_time=start,
             )
@@ -258,33 +243,17 @@ class Connection:
                 pool.allocate(size)
                 request.memory = size
             hooks.busy(now() - start)
-            handled = await submit(request)  # True: already, in this task
+            await submit(request)  # the shared request channel; waits while it is full
             state.request_queued()
-            if handled:
-                response = slot.take()
-                if response is None:  # left to the purgatory (a long poll, acks=all)
-                    if unwritten:
-                        await self._write_held()
-                    response = await slot.get()
-            elif unwritten:
-                response = await slot.get(wake_on_delay=True)
-                if response is DELAYED:  # a long poll: the held answers go out now
-                    await self._write_held()
-                    response = await slot.get()
-            else:
-                response = await slot.get()
+            response = await receive_response()  # muted until the one answer comes
             request.response_dequeue_time = now()
             throttled_until = request.throttle_deadline
             if throttled_until:
                 state.throttle_started()
             out = state.send_response(response)
             if out is None:
-                if state.holding:
-                    unwritten.append(request)  # written with a later answer
-                    continue
+                pass  # nothing to write (acks=0)
             elif out.__class__ is Closed:
-                if state.holding:
-                    await self._write_held()
                 self.close_reason = out.reason  # type: ignore[union-attr]
                 return
             elif out.__class__ is tuple:
@@ -293,26 +262,11 @@ class Connection:
                 await transport.send(out)  # type: ignore[arg-type]
             done = now()
             self.last_activity = done
-            if unwritten:
-                self._held_written(done)
             hooks.request_done(request, done)
             if throttled_until and not await self._throttled(throttled_until):
                 return
 
-    async def _write_held(self) -> None:
-        """Write the answers the state holds back (before a read, a close or a long poll)."""
-        await self.transport.send(self.protocol.take_held())
-        done = self._now()
-        self.last_activity = done
-        self._held_written(done)
-
-    def _held_written(self, done: float) -> None:
-        request_done = self.hooks.request_done
-        for request in self._held:
-            request_done(request, done)
-        self._held.clear()
-
-    async def _session_check(self, slot: ResponseSlot, event: Any) -> bool:
+    async def _session_check(self, responses: trio.MemorySendChannel[Any], event: Any) -> bool:
         """KIP-368, before a request on a SASL connection: True to serve it as usual.
 
         A SaslHandshake re-authenticates (False, and NOT_MUTED again if that worked); any
@@ -321,14 +275,10 @@ class Connection:
         now = self._now()
         api_key = event.header.request_api_key
         if api_key == SASL_HANDSHAKE and self.authentication.wants_reauthentication(now):
-            if self._held:
-                await self._write_held()
-            await self.authentication.reauthenticate(slot, event)
+            await self.authentication.reauthenticate(responses, event)
             return False
         expiry = self.session_expiry
         if expiry is not None and now >= expiry:
-            if self._held:
-                await self._write_held()
             self.protocol.close()
             self.close_reason = "SASL session expired (connections.max.reauth.ms)"
             if self.hooks.session_expired is not None:

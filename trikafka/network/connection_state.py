@@ -34,15 +34,10 @@ or an API we do not serve is the *client's* fault — ``next_event`` returns
 ``Closed(reason, client_fault=True)`` and the shell logs one line and closes. A
 ``CloseConnectionResponse`` from a handler is ``Closed(..., client_fault=False)``.
 
-Coalesced answers: while a whole request is already buffered behind the one just answered,
-a small answer (``bytes`` under :data:`HOLD_LIMIT` together with the ones before it) is
-*held* instead of written — ``send_response`` returns None and :attr:`holding` is true — and
-goes out joined with the next answer that is written: one system call for a pipelining
-client's burst instead of one per request, still strictly in order. Nothing is held for a
-lone request (no whole frame buffered), an answer with parts (a fetch; file regions are
-never kept), a throttled answer (muted after it) or during authentication. The shell writes
-what is held (:meth:`take_held`) before it reads, before it closes, and when the next
-request was left to the purgatory (so a long poll never holds an earlier answer back).
+One answer, one write: ``send_response`` turns each answer into what to write for it alone.
+Answers are never held back to be joined with the next one — that would mean reading the
+next request before this answer is out, which the mute forbids. A large answer may come as
+parts (a fetch's record sets), written in order by one scatter-gather call.
 
 Authentication (SASL listeners): Kafka's SASL states come *before* the mute cycle. Such a
 connection is built with :data:`SASL_TRANSITIONS` and starts AUTHENTICATING, where only
@@ -88,7 +83,6 @@ from trikafka.protocol.headers import DecodedRequest, LastRequest, decode_reques
 from trikafka.protocol.registry import ApiRegistry, api_name
 
 __all__ = [
-    "HOLD_LIMIT",
     "NEED_DATA",
     "SASL_TRANSITIONS",
     "TRANSITIONS",
@@ -100,11 +94,6 @@ __all__ = [
     "ConnectionStateError",
     "MuteState",
 ]
-
-
-#: Bytes of answers held back at most (see "Coalesced answers" above): a burst's answers go
-#: out in one write up to this size; Kafka's clients pipeline at most a few requests.
-HOLD_LIMIT = 64 * 1024
 
 
 class MuteState(enum.StrEnum):
@@ -210,8 +199,7 @@ class ConnectionState:
     __slots__ = (
         "connection_id", "state", "frame_size", "allowed_api_keys", "raw_frames",
         "receive_data", "unfilled", "received_into",
-        "_decoder", "_registry", "_transitions", "_max_request_size", "_held", "_held_bytes",
-        "_last",
+        "_decoder", "_registry", "_transitions", "_max_request_size", "_last",
     )
 
     def __init__(
@@ -231,8 +219,6 @@ class ConnectionState:
         self._max_request_size = max_request_size
         self._registry = registry
         self._transitions = transitions
-        self._held: list[bytes] = []  # answers not yet written, in order
-        self._held_bytes = 0
         self._last = LastRequest()  # this connection's last small repeatable request, decoded
         self._new_decoder(max_request_size)
 
@@ -306,53 +292,21 @@ class ConnectionState:
 
     def send_response(self, response: Response) -> bytes | tuple | Closed | None:
         """What to write for ``response``: bytes, a tuple of parts written in order without
-        joining, None (nothing to write now: acks=0, or the answer is held — see
-        :attr:`holding`), or :class:`Closed`. Held answers come first in what is returned.
-        Unmutes unless closing."""
+        joining, None (nothing to write: acks=0), or :class:`Closed`. Unmutes unless closing."""
         cls = response.__class__
         if cls is SendResponse or cls is NoOpResponse:
             try:
-                state = self.state = self._transitions[self.state][_SENT]
+                self.state = self._transitions[self.state][_SENT]
             except KeyError:
                 self._illegal(_SENT)
             if cls is NoOpResponse:
                 return None
-            data = response.data  # type: ignore[union-attr]
-            held = self._held
-            if data.__class__ is bytes:
-                size = self._held_bytes + len(data)
-                if state is _S.NOT_MUTED and size <= HOLD_LIMIT and self._decoder.has_frame():
-                    held.append(data)
-                    self._held_bytes = size
-                    return None
-                if held:
-                    held.append(data)
-                    return self.take_held()
-                return data
-            if held:
-                parts = (*held, *data)
-                held.clear()
-                self._held_bytes = 0
-                return parts
-            return data
+            return response.data  # type: ignore[union-attr]
         if cls is CloseConnectionResponse:
             if _SENT not in self._transitions[self.state]:
                 self._illegal(_SENT)
             return self._close("closed by the request handler", False)
         raise TypeError(f"connection {self.connection_id}: not a response: {response!r}")
-
-    @property
-    def holding(self) -> bool:
-        """Answers are held back, to be written with the next one (or by :meth:`take_held`)."""
-        return bool(self._held)
-
-    def take_held(self) -> bytes:
-        """Every held answer, joined, in order; nothing is held afterwards."""
-        held = self._held
-        data = held[0] if len(held) == 1 else b"".join(held)
-        held.clear()
-        self._held_bytes = 0
-        return data
 
     def close(self) -> None:
         self._move(ConnectionEvent.CLOSE)

@@ -1,13 +1,19 @@
-"""The hand-off between the network and the request handlers.
+"""The hand-off between the network and the request handlers (the card's two channels).
 
-One bounded queue (``queued.max.requests``, :class:`~trikafka.network.request_queue.RequestQueue`)
-carries :class:`Request` objects from every connection to the handler pool; when it is full,
-connections wait — the broker's backpressure, exactly as Kafka's ArrayBlockingQueue. Responses travel back through each
-connection's own capacity-1 slot, which is what keeps a connection muted: it cannot have a
-second request in flight while the slot is taken.
+One shared ``trio.open_memory_channel(queued.max.requests)`` carries :class:`Request` objects
+from every connection to the ``num.io.threads`` handler tasks; when it is full, the sending
+connection waits in ``send`` — the broker's backpressure, as Kafka's ArrayBlockingQueue.
+Responses travel back through each connection's own ``trio.open_memory_channel(1)``
+(:attr:`Request.response_channel`), which is what keeps a connection muted: it awaits its
+one response there, writes it, and only then reads its next frame.
 
-Closing the send side replaces Kafka's poison-pill ShutdownRequest: handlers drain what is
-queued, then their ``async for`` ends.
+A handler answers with ``send_nowait`` on the capacity-1 channel: with one request in flight
+per connection there is always room, so a handler never waits on a slow client (and a full
+channel would be our bug, raised as ``trio.WouldBlock``). A connection that went away closed
+its receive end; answering it is then not an error (Kafka drops those responses too).
+
+Closing the shared send side replaces Kafka's poison-pill ShutdownRequest: handlers drain
+what is queued, then their receive ends with ``trio.EndOfChannel``.
 
 ``queued.max.request.bytes`` (Kafka's request MemoryPool, off by default) bounds the *bytes*
 of requests read but not yet handled across the broker: :class:`RequestMemoryPool`. While it
@@ -17,17 +23,14 @@ is spent, connections read no new frames; a handler's response gives the bytes b
 from __future__ import annotations
 
 import dataclasses
-import enum
 import typing
 from typing import Any
 
 import attrs
-import outcome
 import trio
 
 # The answers a handler gives live in a trio-free module (the sans-IO ConnectionState reads
 # them); they are re-exported here, where the hand-off is.
-from trikafka.network.request_queue import RequestQueue
 from trikafka.network.responses import (
     CloseConnectionResponse,
     NoOpResponse,
@@ -37,17 +40,29 @@ from trikafka.network.responses import (
 
 __all__ = [
     "CloseConnectionResponse",
-    "DELAYED",
     "NoOpResponse",
     "Request",
     "RequestChannel",
     "RequestChannelStatistics",
     "RequestMemoryPool",
+    "ResponseSender",
     "frame_holding_api_keys",
     "Response",
-    "ResponseSlot",
     "SendResponse",
+    "open_response_channel",
 ]
+
+
+class ResponseSender(typing.Protocol):
+    """What a handler answers through: the send end of a connection's capacity-1 channel
+    (``trio.MemorySendChannel``), or a test kit's wrapper around one (injected faults)."""
+
+    def send_nowait(self, value: Response, /) -> None: ...
+
+
+def open_response_channel() -> tuple[trio.MemorySendChannel[Response], trio.MemoryReceiveChannel[Response]]:
+    """A connection's mute: ``trio.open_memory_channel(1)`` for its one response in flight."""
+    return trio.open_memory_channel[Response](1)
 
 
 @attrs.define(eq=False, slots=True)
@@ -62,7 +77,8 @@ class Request:
     body: Any  # kio request entity; None for an unsupported ApiVersions version
     spec: Any  # ApiVersionSpec or None
     size: int
-    response_slot: ResponseSlot = attrs.field(repr=False)
+    #: The send end of the connection's capacity-1 response channel (the mute).
+    response_channel: ResponseSender = attrs.field(repr=False)
     principal: str = "User:ANONYMOUS"
     start_time: float = 0.0  # frame received
     dequeue_time: float = 0.0  # taken by a handler
@@ -92,86 +108,6 @@ class Request:
         return self.header.client_id
 
 
-class _Delayed(enum.Enum):
-    DELAYED = "DELAYED"
-
-
-#: What ``ResponseSlot.get(wake_on_delay=True)`` returns for a request left to the purgatory.
-DELAYED = _Delayed.DELAYED
-
-
-class ResponseSlot:
-    """A connection's capacity-1 response channel: one waiter (the connection), any putter.
-
-    This is the mute: the connection waits here and reads no further frame until its one
-    response arrives. It does what ``trio.open_memory_channel(1)`` did, minus what the mute
-    cycle never uses (several waiters, statistics, clones) — the memory channel's bookkeeping
-    was a measurable share of a tiny request's cost. Closing the slot (the connection is
-    gone) makes ``put`` raise ``trio.ClosedResourceError``, as the channel's did.
-    """
-
-    __slots__ = ("_closed", "_value", "_waiter", "_wake_on_delay")
-
-    def __init__(self) -> None:
-        self._closed = False
-        self._value: Response | None = None
-        self._waiter: trio.lowlevel.Task | None = None
-        self._wake_on_delay = False
-
-    def put(self, response: Response) -> None:
-        if self._closed:
-            raise trio.ClosedResourceError("the connection is gone")
-        if self._value is not None:
-            raise trio.WouldBlock("a response is already waiting")  # two answers: our bug
-        waiter = self._waiter
-        if waiter is None:
-            self._value = response
-        else:
-            self._waiter = None
-            self._wake_on_delay = False
-            trio.lowlevel.reschedule(waiter, outcome.Value(response))
-
-    async def get(self, wake_on_delay: bool = False) -> Response | _Delayed:
-        """The response; or, with ``wake_on_delay``, :data:`DELAYED` as soon as the handler
-        is done with the request without answering it (the purgatory will): a connection
-        holding earlier answers then writes them instead of waiting for a long poll."""
-        value = self._value
-        if value is not None:
-            self._value = None
-            await trio.lowlevel.checkpoint()
-            return value
-        if self._waiter is not None:
-            raise trio.BusyResourceError("another task is already waiting for this response")
-        self._waiter = trio.lowlevel.current_task()
-        self._wake_on_delay = wake_on_delay
-
-        def abort(_raise_cancel: object) -> trio.lowlevel.Abort:
-            self._waiter = None
-            self._wake_on_delay = False
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        return await trio.lowlevel.wait_task_rescheduled(abort)
-
-    def take(self) -> Response | None:
-        """The response if it is here (None if not), without waiting or a checkpoint: for
-        a connection whose request was just handled in its own task (``send_request``)."""
-        value = self._value
-        self._value = None
-        return value
-
-    def handled(self) -> None:
-        """The request handler is done with this slot's request (answered or not)."""
-        waiter = self._waiter
-        if waiter is not None and self._wake_on_delay:
-            self._waiter = None
-            self._wake_on_delay = False
-            trio.lowlevel.reschedule(waiter, outcome.Value(DELAYED))
-
-    def close(self) -> None:
-        self._closed = True
-        self._value = None
-
-
 class RequestMemoryPool:
     """``queued.max.request.bytes``: a broker-wide budget of request bytes in flight.
 
@@ -189,14 +125,15 @@ class RequestMemoryPool:
     forwarded here.)
     """
 
-    __slots__ = ("size", "available", "_lot")
+    __slots__ = ("size", "available", "_room")
 
     def __init__(self, size: int) -> None:
         if size <= 0:
             raise ValueError(f"a request memory pool needs a positive size, not {size}")
         self.size = size
         self.available = size
-        self._lot = trio.lowlevel.ParkingLot()
+        #: Set (and replaced by a fresh one) when budget comes back: wakes every waiter.
+        self._room = trio.Event()
 
     def allocate(self, count: int) -> None:
         self.available -= count
@@ -205,16 +142,17 @@ class RequestMemoryPool:
         was_out = self.available <= 0
         self.available += count
         if was_out and self.available > 0:
-            self._lot.unpark_all()
+            self._room.set()  # set before it is replaced: no waiter is left behind
+            self._room = trio.Event()
 
     async def wait_for_memory(self) -> None:
         """Return once some budget is left (at once, without a checkpoint, if it is)."""
         while self.available <= 0:
-            await self._lot.park()
+            await self._room.wait()
 
     @property
     def waiting(self) -> int:
-        return len(self._lot)
+        return self._room.statistics().tasks_waiting
 
 
 def frame_holding_api_keys(registry: Any) -> frozenset[int]:
@@ -248,56 +186,42 @@ def frame_holding_api_keys(registry: Any) -> frozenset[int]:
     )
 
 
-class InlineHandlers(typing.Protocol):
-    """What the channel needs of the handler pool (``server/request_handler.py``) to let a
-    connection answer in its own task; the network layer does not import the server."""
-
-    async def handle(self, request: Request) -> None: ...
-
-
 @attrs.frozen
 class RequestChannelStatistics:
     queue_size: int  # Kafka's RequestQueueSize
     capacity: int
-    tasks_waiting_send: int
+    tasks_waiting_send: int  # connections waiting for room (backpressure)
+    tasks_waiting_receive: int = 0  # idle handlers
     memory_pool_available: int | None = None  # MemoryPoolAvailable; None: unbounded
     memory_pool_used: int = 0  # MemoryPoolUsed
     tasks_waiting_memory: int = 0
 
 
 class RequestChannel:
-    """The shared request queue between connections and the handler pool."""
+    """The shared request channel between connections and the handler pool."""
 
     def __init__(self, capacity: int, queued_max_bytes: int = -1) -> None:
+        if capacity < 1:
+            raise ValueError(f"queued.max.requests must be at least 1, not {capacity}")
         self.capacity = capacity
-        #: What the handler pool drains (``async for``); closing it is the shutdown pill.
-        self.queue: RequestQueue[Request] = RequestQueue(capacity)
+        #: ``trio.open_memory_channel(queued.max.requests)``: connections send, handlers receive.
+        self.send_channel, self.receive_channel = trio.open_memory_channel[Request](capacity)
+        self._send_nowait = self.send_channel.send_nowait
+        self._send = self.send_channel.send
         # queued.max.request.bytes <= 0 is unbounded, as in Kafka (MemoryPool.NONE).
         self.memory_pool = RequestMemoryPool(queued_max_bytes) if queued_max_bytes > 0 else None
-        #: The handler pool, while it runs (it sets this): an idle one lets the connection
-        #: answer in its own task (``RequestHandlerPool.handle``).
-        self.handlers: InlineHandlers | None = None
 
-    async def send_request(self, request: Request) -> bool:
-        """Hand ``request`` to the handlers; True when it was handled already, inline.
+    async def send_request(self, request: Request) -> None:
+        """A connection hands over ``request``, waiting only while the channel is full.
 
-        While a handler is idle the request is handled in the caller's task (its answer, if
-        any, is then in the request's slot); otherwise it is queued, and the caller waits
-        only when the queue is full (backpressure). No checkpoint when there is room: the
-        caller's next step is waiting for the response, which is one, and an extra trip
-        through the scheduler here cost ~10 % of a tiny request's time.
+        ``send_nowait`` first: ``send`` always passes through the scheduler once before the
+        connection goes on to await its answer — which is a checkpoint of its own, so the
+        extra pass bought nothing but a scheduler round per request.
         """
-        handlers = self.handlers
-        queue = self.queue
-        if handlers is not None and queue.reserve():  # an idle handler's turn, taken here
-            try:
-                await handlers.handle(request)
-            finally:
-                queue.release()
-            return True
-        if not queue.put_nowait(request):
-            await queue.put(request)
-        return False
+        try:
+            self._send_nowait(request)
+        except trio.WouldBlock:
+            await self._send(request)  # full: backpressure
 
     def send_response(self, request: Request, response: Response) -> None:
         """Hand a response to its connection; a connection that is gone is not an error."""
@@ -309,21 +233,22 @@ class RequestChannel:
             self.memory_pool.release(request.memory)  # type: ignore[union-attr]
             request.memory = 0
         try:
-            request.response_slot.put(response)
-        except trio.ClosedResourceError:
+            request.response_channel.send_nowait(response)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the connection closed while we worked; Kafka drops these too
 
     async def close(self) -> None:
-        self.queue.close()
-        await trio.lowlevel.checkpoint()
+        """No more requests: the handlers end once they have drained what is queued."""
+        await self.send_channel.aclose()
 
     def statistics(self) -> RequestChannelStatistics:
-        queue = self.queue
+        channel = self.send_channel.statistics()
         pool = self.memory_pool
         return RequestChannelStatistics(
-            queue_size=len(queue),
+            queue_size=channel.current_buffer_used,
             capacity=self.capacity,
-            tasks_waiting_send=queue.waiting_putters,
+            tasks_waiting_send=channel.tasks_waiting_send,
+            tasks_waiting_receive=channel.tasks_waiting_receive,
             memory_pool_available=None if pool is None else pool.available,
             memory_pool_used=0 if pool is None else pool.size - pool.available,
             tasks_waiting_memory=0 if pool is None else pool.waiting,

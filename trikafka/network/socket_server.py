@@ -1,6 +1,6 @@
 """SocketServer: binds the listeners and runs their Acceptors and Processors.
 
-Nursery shape (DESIGN §2)::
+Nursery shape (docs/architecture.md §2)::
 
     SocketServer.run
     ├── Processor[listener, i]   num.network.threads per listener, each owning its connections

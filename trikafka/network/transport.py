@@ -165,6 +165,9 @@ class SocketTransport:
 
     async def _sendfile_all(self, region: FileRegion) -> None:
         offset, size = 0, len(region)
+        # trio.lowlevel here: Trio has no public API for "wait until this fd is writable"
+        # (sendfile(2) and sendmsg(2) on the raw socket are not stream methods), nor for a
+        # cancellation check that does not also yield when the kernel took every byte.
         while offset < size:
             await trio.lowlevel.checkpoint_if_cancelled()
             try:

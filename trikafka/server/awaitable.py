@@ -61,7 +61,7 @@ class StateChanges:
     async def wait_until(self, predicate: Callable[[], bool]) -> None:
         """Return once ``predicate()`` is true: now, or after some later bump."""
         if predicate():
-            await trio.lowlevel.checkpoint()
+            await trio.lowlevel.checkpoint()  # a checkpoint, as the wait below would be
             return
         self._watchers += 1
         try:
@@ -101,13 +101,13 @@ class AwaitableState:
     replica_manager: Any
     group_coordinator: Any
     transaction_coordinator: Any
-    context: Any
+    path: Any  # the RequestPath (server/wiring.py), whose ApiContext bumps state_changes
 
     @property
     def state_changes(self) -> StateChanges:
         """The broker's (its ApiContext's); a cluster sets one that all its brokers bump."""
         own = self.__dict__.get("_state_changes")
-        return own if own is not None else self.context.state_changes
+        return own if own is not None else self.path.context.state_changes
 
     @state_changes.setter
     def state_changes(self, value: StateChanges) -> None:

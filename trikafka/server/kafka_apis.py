@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import struct
+import typing
 from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -64,7 +65,6 @@ from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server import authorization
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.awaitable import StateChanges
-from trikafka.server.faults import Faults
 from trikafka.server.metadata_cache import MetadataCache
 from trikafka.server.purgatory import Purgatory
 from trikafka.server.replica.cluster_view import ClusterView
@@ -75,11 +75,22 @@ if TYPE_CHECKING:
     from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
     from trikafka.server.replica.replica_manager import ReplicaManager
 
-__all__ = ["Answer", "ApiContext", "ApiFamily", "ErrorsInto", "KafkaApis", "errors_into", "handles"]
+__all__ = [
+    "Answer", "ApiContext", "ApiFamily", "ErrorsInto", "KafkaApis", "RequestInterceptor", "errors_into", "handles",
+]
 
 log = logging.getLogger("trikafka.server")
 
 Handler = Callable[[Request], Awaitable[Any]]
+
+
+class RequestInterceptor(typing.Protocol):
+    """Sees a request before its handler: the one hook the request path has for the test
+    kit (``trikafka.testing.faults``: injected faults, the request recorder). It handles the
+    request by awaiting ``handle(request)`` — now, later or never — or answers it itself.
+    ``KafkaApis.interceptor`` is None while nothing is attached: no such code runs then."""
+
+    async def intercept(self, request: Request, handle: Callable[[Request], Awaitable[None]]) -> None: ...
 
 #: Responses at least this big with several parts (record sets) are written scatter-gather,
 #: without joining them into one buffer first.
@@ -283,12 +294,24 @@ class KafkaApis:
         if missing:
             names = sorted(ApiKey(k).name if k in ApiKey._value2member_map_ else str(k) for k in missing)
             raise RuntimeError(f"registry advertises api keys with no handler: {names}")
-        self.faults = Faults(context, self._families)  # injected faults, request recorder
+        #: Sees every request first while set (RequestInterceptor); None: nothing attached.
+        self.interceptor: RequestInterceptor | None = None
 
-    async def handle(self, request: Request, intercept: bool = True) -> None:
-        if intercept and self.faults.active:
-            await self.faults.intercept(request, self.handle)
-            return
+    @property
+    def families(self) -> typing.Mapping[int, ApiFamily]:
+        """api key → the family that handles it."""
+        return self._families
+
+    async def handle(self, request: Request) -> None:
+        """Handle ``request`` (in a handler task): through the interceptor when one is set."""
+        interceptor = self.interceptor
+        if interceptor is not None:
+            await interceptor.intercept(request, self.dispatch)
+        else:
+            await self.dispatch(request)
+
+    async def dispatch(self, request: Request) -> None:
+        """Run the API's handler and send its answer (or leave it to the purgatory)."""
         context = self.context
         try:
             handler = self.handlers[request.api_key]

@@ -15,8 +15,18 @@ it. Two halves, split by lifetime:
   what differs for it: the metadata cache that sees the whole cluster, the cluster view, the
   NOT_COORDINATOR gate around the coordinator APIs.
 
-Neither starts anything: their owners (``Broker.run``, ``Cluster.run``, ``ClusterNode.run``)
-start the parts in their nurseries.
+The core's timers are started by its owner (``Broker.run``, ``Cluster.run``). The request
+path has one lifecycle of its own, the same for a Broker and a cluster node::
+
+    RequestPath.run                 (its nursery; ready once every listener is bound)
+    ├── Purgatory                   one task per delayed operation
+    ├── RequestHandlerPool          num.io.threads handler tasks ◄── the shared request channel
+    └── SocketServer                Acceptors ─newConnections─▶ Processors ─▶ connections
+
+``RequestPath.stop(grace)`` is the one stop sequence: delayed operations answer now, the
+socket server stops accepting and reading and gives in-flight responses ``grace`` seconds,
+the request channel closes, and the nursery is cancelled (what is still queued then belongs
+to connections already closed: nobody could read its answer, so it is not applied).
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from trikafka.coordinator.transactions.transaction_coordinator import Transactio
 from trikafka.coordinator.transactions.transaction_state import TransactionLog
 from trikafka.log.manager import LoadProgress, LogManager
 from trikafka.metrics import BrokerMetrics
+from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
@@ -229,7 +240,13 @@ class RequestPath:
         cluster_view: ClusterView | None = None,
         gate: Callable[[dict[int, Any]], None] | None = None,
         own_quota_rates: bool = False,
+        task_suffix: str = "",
     ) -> None:
+        #: Appended to the names of its tasks (a cluster node's ``-<node id>``).
+        self.task_suffix = task_suffix
+        #: The listeners bound, by listener name, once ``run`` reported started.
+        self.endpoints: dict[str, BoundEndpoint] = {}
+        self._nursery: trio.Nursery | None = None
         self.metrics = BrokerMetrics()
         self.registry = ApiRegistry(supported_apis(config))
         self.request_channel = RequestChannel(config.queued_max_requests, config.queued_max_request_bytes)
@@ -262,3 +279,25 @@ class RequestPath:
             config, self.registry, self.request_channel, self.metrics, trio_listeners,
             scram_credentials=core.scram_credentials,
         )
+
+    async def run(self, *, task_status: trio.TaskStatus[dict[str, BoundEndpoint]] = trio.TASK_STATUS_IGNORED) -> None:
+        """Start the purgatory, the handler pool and the socket server, in that order (each
+        ready before the next starts); report the bound endpoints; run until :meth:`stop`
+        (or until cancelled: cancelling skips the grace)."""
+        suffix = self.task_suffix
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            await nursery.start(self.purgatory.run, name=f"purgatory{suffix}")
+            await nursery.start(self.handler_pool.run, name=f"request-handler-pool{suffix}")
+            self.endpoints = await nursery.start(self.socket_server.run, name=f"socket-server{suffix}")
+            task_status.started(self.endpoints)
+
+    async def stop(self, grace: float) -> None:
+        """The one stop sequence (module docstring); returns once ``run``'s tasks are told to
+        end. ``grace`` bounds, in seconds, how long in-flight responses may take."""
+        self.purgatory.complete_all()  # long polls and joins answer now, not after the grace
+        self.socket_server.begin_shutdown(grace)
+        await self.socket_server.stopped.wait()  # every connection answered or closed
+        await self.request_channel.close()
+        if self._nursery is not None:
+            self._nursery.cancel_scope.cancel()  # handlers (what is queued has no one to answer)

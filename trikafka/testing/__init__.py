@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 #: Where each public name lives.
 _LAZY = {
     "GroupSnapshot": "trikafka.server.awaitable",
-    "Fault": "trikafka.server.faults",
-    "Faults": "trikafka.server.faults",
-    "RecordedRequest": "trikafka.server.recorder",
+    "Fault": "trikafka.testing.faults",
+    "Faults": "trikafka.testing.faults",
+    "RecordedRequest": "trikafka.testing.recorder",
     "TestBroker": "trikafka.testing.broker",
     "open_test_broker": "trikafka.testing.broker",
     "ClusterHandle": "trikafka.testing.cluster",
@@ -34,12 +34,12 @@ _LAZY = {
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ below
     from trikafka.server.awaitable import GroupSnapshot
-    from trikafka.server.faults import Fault, Faults
-    from trikafka.server.recorder import RecordedRequest
     from trikafka.testing.broker import TestBroker, open_test_broker
     from trikafka.testing.cluster import ClusterHandle, ClusterUnavailableError, start_cluster
     from trikafka.testing.control import ControlServer
+    from trikafka.testing.faults import Fault, Faults
     from trikafka.testing.memory import MemoryListener, MemoryStream
+    from trikafka.testing.recorder import RecordedRequest
     from trikafka.testing.targets import BrokerTarget, broker_targets
     from trikafka.testing.thread import BrokerHandle, ThreadedBroker, TrioThread
 

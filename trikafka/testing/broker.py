@@ -12,6 +12,7 @@ from trikafka.broker import Broker, open_broker
 from trikafka.client import KafkaConnection, open_connection
 from trikafka.config import BrokerConfig
 from trikafka.network.memory import MemoryListener, MemoryStream
+from trikafka.testing.faults import Faults
 
 __all__ = ["TestBroker", "open_test_broker"]
 
@@ -32,13 +33,13 @@ class TestBroker:
         return f"{self.listener.host}:{self.listener.port}"
 
     @property
-    def faults(self) -> Any:
-        """The broker's injected faults and request recorder (``trikafka.server.faults``)."""
-        return self.broker.faults
+    def faults(self) -> Faults:
+        """The broker's injected faults and request recorder (``trikafka.testing.faults``)."""
+        return Faults.of(self.broker)
 
     def recorded(self, api: str | int | None = None, *, client_id: str | None = None) -> list[Any]:
         """Requests received while recording, in order (the fixture records from the start)."""
-        return self.broker.faults.recorder.requests(api, client_id=client_id)
+        return Faults.of(self.broker).recorder.requests(api, client_id=client_id)
 
     def __getattr__(self, name: str) -> Any:
         """``wait_for_*`` and the state readers of the broker (``AwaitableState``)."""

@@ -5,7 +5,7 @@ works before and after it exists)::
 
     async with open_cluster(brokers=N, **config) as cluster:
         cluster.nodes                 # node id → running broker node, each with its own
-                                      # request path (node.apis.faults: faults, recorder)
+                                      # request path (Faults.of(node): faults, recorder)
         cluster.wait_for_...          # AwaitableState over the cluster's shared state
                                       # (else each node's own is used)
         cluster.bootstrap_servers     # "host:port,host:port,..." (a str property)

@@ -2,7 +2,7 @@
 
 A single :class:`~trikafka.broker.Broker` is all three at once. In a cluster from
 ``trikafka.cluster`` each broker (``cluster.nodes[node_id]``) has its own request path and
-so its own faults (``node.apis.faults``), while groups, offsets and transactions are the
+so its own faults (``Faults.of(node)``), while groups, offsets and transactions are the
 cluster's — its ``wait_for_*`` (``AwaitableState``) when it has them, else the node's.
 :func:`broker_targets` finds them for either shape, so the thread-hosted handles and the
 HTTP control interface need not know which one they serve.
@@ -14,13 +14,15 @@ from typing import Any
 
 import attrs
 
+from trikafka.testing.faults import Faults
+
 __all__ = ["BrokerTarget", "broker_targets"]
 
 
 @attrs.frozen
 class BrokerTarget:
     node_id: int
-    faults: Any  # trikafka.server.faults.Faults
+    faults: Faults
     state: Any  # has the wait_for_* methods of trikafka.server.awaitable.AwaitableState
     node: Any  # the Broker or cluster node itself
 
@@ -34,9 +36,8 @@ def _has_waits(obj: Any) -> bool:
     return callable(getattr(obj, "wait_for_high_watermark", None))
 
 
-def _faults_of(node: Any) -> Any:
-    faults = getattr(node, "faults", None)
-    return faults if faults is not None else node.apis.faults
+def _faults_of(node: Any) -> Faults:
+    return Faults.of(node)
 
 
 def broker_targets(obj: Any) -> list[BrokerTarget]:
@@ -48,7 +49,7 @@ def broker_targets(obj: Any) -> list[BrokerTarget]:
             BrokerTarget(node_id, _faults_of(node), shared or node, node)
             for node_id, node in sorted(obj.nodes.items())
         ]
-    if hasattr(obj, "brokers") and not hasattr(obj, "apis"):
+    if hasattr(obj, "brokers") and not hasattr(obj, "path"):
         return [target for broker in obj.brokers for target in broker_targets(broker)]
     return [BrokerTarget(obj.config.node_id, _faults_of(obj), obj, obj)]
 

@@ -26,6 +26,7 @@ import trio
 
 from trikafka.broker import Broker, open_broker
 from trikafka.config import BrokerConfig
+from trikafka.testing.faults import Faults
 from trikafka.testing.targets import BrokerTarget, broker_targets
 
 __all__ = ["BrokerHandle", "ThreadedBroker", "TrioThread", "test_broker_config"]
@@ -308,7 +309,7 @@ class ThreadedBroker(BrokerHandle):
     def start(self, timeout: float = START_TIMEOUT) -> ThreadedBroker:
         broker = self.thread.start(lambda: open_broker(self.config), timeout)
         if self.record:
-            self.thread.call(broker.faults.recorder.start)
+            self.thread.call(Faults.of(broker).recorder.start)
         return self
 
     @property

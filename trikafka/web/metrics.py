@@ -247,4 +247,4 @@ def metrics_app(broker: Any) -> Any:
     ``statistics()``): Prometheus text, or OpenMetrics when the scraper asks for it."""
     from prometheus_client import make_asgi_app
 
-    return make_asgi_app(metrics_registry(broker.context, getattr(broker, "statistics", None)))
+    return make_asgi_app(metrics_registry(broker.path.context, getattr(broker, "statistics", None)))

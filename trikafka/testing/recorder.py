@@ -10,7 +10,7 @@ pulled out of the body generically — topics, (topic, partition) pairs, group i
 transactional id — plus the decoded kio body itself for anything else.
 
 The same key fields let a fault apply to one topic, partition or group
-(:mod:`trikafka.server.faults`).
+(:mod:`trikafka.testing.faults`).
 """
 
 from __future__ import annotations

@@ -2,9 +2,11 @@
 
 Theory of operation
 -------------------
-A test adds *faults* to a broker (``broker.faults``); each names the requests it applies to
-(an API, optionally one topic, partition, group, client id or connection) and how many of
-them (``count``; ``None``: until removed). While any fault, mute or recording is active,
+A test adds *faults* to a broker (``Faults.of(broker)``, ``TestBroker.faults``); each names
+the requests it applies to (an API, optionally one topic, partition, group, client id or
+connection) and how many of them (``count``; ``None``: until removed). While any fault, mute
+or recording is active the faults are the broker's request interceptor
+(``KafkaApis.interceptor``, the one hook the request path has for the test kit), so
 ``KafkaApis.handle`` passes each request to :meth:`Faults.intercept` first, which in this
 order:
 
@@ -14,7 +16,7 @@ order:
 3. **drops the connection before** handling (the request is never applied), or answers an
    injected **error** without handling — the API's own error response, the code in every
    partition (or top-level) error field the response has;
-4. otherwise lets the request through with its response slot wrapped, so the answer can be
+4. otherwise lets the request through with its response channel wrapped, so the answer can be
    **dropped after** handling (applied, but the client sees its connection close),
    **throttled** (KIP-219: ``throttle_time_ms`` set in the response, sent at once, then the
    connection muted for that long — here its next request waits, which a client cannot tell
@@ -26,13 +28,15 @@ Every fault that fires logs one WARNING line starting ``injected`` and counts in
 MockClock test moves through them in no time.
 
 The faults are per broker: a cluster of in-process brokers has one ``Faults`` per broker.
+With nothing active the interceptor is unset and no code of this module runs per request.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import attrs
@@ -43,8 +47,9 @@ from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import CloseConnectionResponse, SendResponse
 from trikafka.protocol.entities import entity_fields, error_response
 from trikafka.protocol.registry import api_name
-from trikafka.server.recorder import RequestKeys, RequestRecorder, request_keys
+from trikafka.server.kafka_apis import KafkaApis
 from trikafka.server.throttling import with_throttle_time
+from trikafka.testing.recorder import RequestKeys, RequestRecorder, request_keys
 
 __all__ = ["Fault", "FaultKind", "Faults", "parse_api", "parse_error_code"]
 
@@ -174,21 +179,41 @@ class Fault:
         }
 
 
+#: Each KafkaApis's faults, made on first use and gone with it.
+_ATTACHED: weakref.WeakKeyDictionary[KafkaApis, Faults] = weakref.WeakKeyDictionary()
+
+
 class Faults:
     """A broker's injected faults and its request recorder (see the module docstring)."""
 
-    def __init__(self, context: Any, families: Mapping[int, Any], resolve_topic_id: Callable[[Any], str | None] | None = None) -> None:
-        self.context = context
-        self.families = families  # api key → its API family (``error_response``, when it has one)
+    def __init__(self, apis: KafkaApis, resolve_topic_id: Callable[[Any], str | None] | None = None) -> None:
+        self.apis = apis
+        self.context = apis.context
+        self.families = apis.families  # api key → its API family (``error_response``, when it has one)
         self.recorder = RequestRecorder(resolve_topic_id or self._topic_name, on_change=self._changed)
         self.faults: list[Fault] = []
         self._ids = itertools.count(1)
         self._muted_until: dict[str, float] = {}  # connection id → trio time (throttle)
-        #: Read by KafkaApis.handle for every request, so a plain attribute kept up to date.
         self.active = False
 
+    @classmethod
+    def of(cls, target: Any) -> Faults:
+        """The faults of a broker: a ``Broker``, a cluster node, their ``path`` or their
+        ``KafkaApis`` — made (inactive) the first time they are asked for."""
+        apis = target
+        for step in ("path", "apis"):
+            apis = getattr(apis, step, apis)
+        if not isinstance(apis, KafkaApis):
+            raise TypeError(f"no request path to attach faults to in {target!r}")
+        faults = _ATTACHED.get(apis)
+        if faults is None:
+            faults = _ATTACHED[apis] = cls(apis)
+        return faults
+
     def _changed(self) -> None:
+        """Attach as the interceptor while anything is active; detach when nothing is."""
         self.active = bool(self.faults or self._muted_until or self.recorder.recording)
+        self.apis.interceptor = self if self.active else None
 
     def _topic_name(self, topic_id: Any) -> str | None:
         """Fetch v13+ names topics by id only."""
@@ -310,10 +335,10 @@ class Faults:
                         fault.spent = True  # it keeps its responses until released
         return hit
 
-    async def intercept(self, request: Any, handle: Callable[[Any, bool], Awaitable[None]]) -> None:
-        """Run ``request`` through the faults; ``handle(request, False)`` handles it."""
+    async def intercept(self, request: Any, handle: Callable[[Any], Awaitable[None]]) -> None:
+        """Run ``request`` through the faults; ``handle(request)`` handles it."""
         if request.spec is None:  # an ApiVersions at a version we do not know
-            await handle(request, False)
+            await handle(request)
             return
         hit = self._take(request)
         now = trio.current_time()
@@ -350,8 +375,8 @@ class Faults:
             return
         after = [f for f in hit if f.kind in (FaultKind.DROP_AFTER, FaultKind.THROTTLE, FaultKind.HOLD)]
         if after:
-            request.response_slot = _FaultySlot(self, request, request.response_slot, after)
-        await handle(request, False)
+            request.response_channel = _FaultyResponses(self, request, request.response_channel, after)
+        await handle(request)
 
     def error_response(self, request: Any, code: ErrorCode) -> Any:
         """The API's answer carrying ``code``: its family's own error response when it has
@@ -385,15 +410,15 @@ class Faults:
         self._changed()
 
 
-class _FaultySlot:
-    """Stands in for a request's response slot to drop, throttle or hold its answer."""
+class _FaultyResponses:
+    """Stands in for a request's response channel to drop, throttle or hold its answer."""
 
     __slots__ = ("faults", "request", "slot", "hit")
 
     def __init__(self, faults: Faults, request: Any, slot: Any, hit: list[Fault]) -> None:
         self.faults, self.request, self.slot, self.hit = faults, request, slot, hit
 
-    def put(self, response: Any) -> None:
+    def send_nowait(self, response: Any) -> None:
         faults, request = self.faults, self.request
         kinds = {f.kind: f for f in self.hit}
         if (fault := kinds.get(FaultKind.DROP_AFTER)) is not None:
@@ -422,10 +447,10 @@ async def _put_later(slot: Any, response: Any, until: float) -> None:
     _put(slot, response)
 
 
-def _put(slot: Any, response: Any) -> int:
+def _put(channel: Any, response: Any) -> int:
     try:
-        slot.put(response)
-    except trio.ClosedResourceError:
+        channel.send_nowait(response)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
         return 0  # the client went away meanwhile
     return 1
 
