@@ -143,6 +143,27 @@ def test_sink_options():
         SinkOptions.parse({**BOOTSTRAP, "kafka.key.serializer": "x"})
 
 
+def test_sink_delivery_guarantee():
+    assert SinkOptions.parse(BOOTSTRAP).delivery_guarantee == "at-least-once"
+    assert SinkOptions.parse(BOOTSTRAP).exactly_once is False
+    options = SinkOptions.parse({**BOOTSTRAP, "DELIVERYGUARANTEE": "Exactly-Once", "transactionalIdPrefix": " jobs "})
+    assert options.exactly_once is True
+    assert options.transactional_id_prefix == "jobs"
+    with pytest.raises(KafkaOptionError) as bad:
+        SinkOptions.parse({**BOOTSTRAP, "deliveryGuarantee": "exactly_once"})
+    assert str(bad.value) == (
+        "option 'deliveryGuarantee' must be one of 'at-least-once', 'exactly-once', got 'exactly_once'"
+    )
+    with pytest.raises(KafkaOptionError, match="'transactionalIdPrefix' needs option 'deliveryGuarantee'"):
+        SinkOptions.parse({**BOOTSTRAP, "transactionalIdPrefix": "x"})
+    with pytest.raises(KafkaOptionError, match="'transactionalIdPrefix' is empty"):
+        SinkOptions.parse({**BOOTSTRAP, "deliveryGuarantee": "exactly-once", "transactionalIdPrefix": " "})
+    with pytest.raises(KafkaOptionError, match="'kafka.acks' must be 'all'.*got '1'"):
+        SinkOptions.parse({**BOOTSTRAP, "deliveryGuarantee": "exactly-once", "kafka.acks": "1"})
+    with pytest.raises(KafkaOptionError, match="'transactional.id' is not supported: set the sink option 'deliveryGuarantee'"):
+        SinkOptions.parse({**BOOTSTRAP, "kafka.transactional.id": "mine"})
+
+
 def _escape(text: str) -> str:
     import re
 

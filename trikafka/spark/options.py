@@ -12,7 +12,9 @@ source  ``kafka.bootstrap.servers``; exactly one of ``subscribe`` (comma list),
         ``endingTimestamp``, ``endingOffsetsByTimestamp``; ``maxOffsetsPerTrigger``;
         ``minPartitions``; ``includeHeaders``; ``failOnDataLoss`` (default true);
         ``groupIdPrefix``; ``kafkaConsumer.pollTimeoutMs``.
-sink    ``kafka.bootstrap.servers``; ``topic`` (else a ``topic`` column).
+sink    ``kafka.bootstrap.servers``; ``topic`` (else a ``topic`` column); trikafka's own
+        ``deliveryGuarantee`` (``at-least-once``, the default, or ``exactly-once``) and
+        ``transactionalIdPrefix`` (see :mod:`trikafka.spark.sink`).
 both    every other ``kafka.<key>`` goes to the Kafka client as ``<key>`` (security settings,
         ``isolation.level``, ``compression.type``, ``acks``, …). Keys Spark refuses are refused
         here with Spark's explanation.
@@ -34,6 +36,7 @@ from trikafka.spark.offsets import EARLIEST, LATEST, OffsetSpec, TopicPartition,
 
 __all__ = [
     "DEFAULT_CLIENTS",
+    "DELIVERY_GUARANTEES",
     "KafkaOptionError",
     "SinkOptions",
     "SourceOptions",
@@ -60,7 +63,13 @@ _CONSUMER_REFUSED = {
     "interceptor.classes": "Kafka option 'interceptor.classes' is not supported as it would "
     "change the records Spark reads.",
 }
+#: The sink's ``deliveryGuarantee`` values.
+DELIVERY_GUARANTEES = ("at-least-once", "exactly-once")
+
 _PRODUCER_REFUSED = {
+    "transactional.id": "Kafka option 'transactional.id' is not supported: set the sink option "
+    "'deliveryGuarantee' to 'exactly-once' (and optionally 'transactionalIdPrefix'); each task "
+    "then writes in a transaction of its own id.",
     "key.serializer": "Kafka option 'key.serializer' is not supported, as keys are always "
     "written as byte arrays. Use DataFrame operations to serialize the key column to string or "
     "binary.",
@@ -306,6 +315,12 @@ class SinkOptions:
     client_config: dict[str, str]
     topic: str | None = None
     clients: str = DEFAULT_CLIENTS
+    delivery_guarantee: str = "at-least-once"
+    transactional_id_prefix: str | None = None
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.delivery_guarantee == "exactly-once"
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -314,8 +329,30 @@ class SinkOptions:
         topic = opts.get("topic")
         if topic is not None and not topic.strip():
             raise KafkaOptionError("option 'topic' is empty; leave it out to use the topic column")
+        raw = opts.get("deliveryguarantee", "at-least-once")
+        guarantee = raw.strip().lower()
+        if guarantee not in DELIVERY_GUARANTEES:
+            raise KafkaOptionError(
+                f"option 'deliveryGuarantee' must be one of {', '.join(repr(g) for g in DELIVERY_GUARANTEES)}, "
+                f"got {raw!r}"
+            )
+        prefix = opts.get("transactionalidprefix")
+        if prefix is not None and not prefix.strip():
+            raise KafkaOptionError("option 'transactionalIdPrefix' is empty; leave it out for the default")
+        if prefix is not None and guarantee != "exactly-once":
+            raise KafkaOptionError(
+                "option 'transactionalIdPrefix' needs option 'deliveryGuarantee' set to 'exactly-once', "
+                f"got {raw!r}"
+            )
+        if guarantee == "exactly-once" and str(client_config.get("acks", "all")).strip() not in ("all", "-1"):
+            raise KafkaOptionError(
+                "option 'kafka.acks' must be 'all' (or '-1') with deliveryGuarantee 'exactly-once', "
+                f"got {client_config['acks']!r}"
+            )
         return cls(
             client_config=client_config,
             topic=topic.strip() if topic else None,
             clients=opts.get("trikafka.clients", DEFAULT_CLIENTS),
+            delivery_guarantee=guarantee,
+            transactional_id_prefix=prefix.strip() if prefix else None,
         )
