@@ -9,7 +9,8 @@ source  ``kafka.bootstrap.servers``; exactly one of ``subscribe`` (comma list),
         topic-partition; streaming default ``latest``, batch default ``earliest``);
         ``endingOffsets`` (batch only; ``latest`` or JSON); ``startingTimestamp``,
         ``startingOffsetsByTimestamp``, ``startingOffsetsByTimestampStrategy``,
-        ``endingTimestamp``, ``endingOffsetsByTimestamp``; ``maxOffsetsPerTrigger``;
+        ``endingTimestamp``, ``endingOffsetsByTimestamp``; ``maxOffsetsPerTrigger``,
+        ``minOffsetsPerTrigger`` and ``maxTriggerDelay`` (Spark's time string, default ``15m``);
         ``minPartitions``; ``includeHeaders``; ``failOnDataLoss`` (default true);
         ``groupIdPrefix``; ``kafkaConsumer.pollTimeoutMs``.
 sink    ``kafka.bootstrap.servers``; ``topic`` (else a ``topic`` column); trikafka's own
@@ -36,6 +37,7 @@ from trikafka.spark.offsets import EARLIEST, LATEST, OffsetSpec, TopicPartition,
 
 __all__ = [
     "DEFAULT_CLIENTS",
+    "DEFAULT_MAX_TRIGGER_DELAY_MS",
     "DELIVERY_GUARANTEES",
     "KafkaOptionError",
     "SinkOptions",
@@ -79,10 +81,13 @@ _PRODUCER_REFUSED = {
 }
 #: Spark Kafka options trikafka does not implement: refused rather than silently ignored.
 _NOT_SUPPORTED = {
-    "minoffsetspertrigger": "minOffsetsPerTrigger",
-    "maxtriggerdelay": "maxTriggerDelay",
     "maxrecordsperpartition": "maxRecordsPerPartition",
 }
+
+#: Spark's default ``maxTriggerDelay`` ("15m").
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
+#: Spark's time-string suffixes (``JavaUtils.timeStringAs``), in milliseconds.
+_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 class KafkaOptionError(ValueError):
@@ -113,6 +118,23 @@ def _positive_int(options: dict[str, str], name: str) -> int | None:
         value = 0
     if value <= 0:
         raise KafkaOptionError(f"option '{name}' must be a positive integer, got {raw!r}")
+    return value
+
+
+def _time_ms(options: dict[str, str], name: str, default: int) -> int:
+    """Spark's ``Utils.timeStringAsMs``: ``15m``, ``30s``, ``500ms``, ``2h``; a bare number is ms."""
+    raw = options.get(name.lower())
+    if raw is None:
+        return default
+    match = re.fullmatch(r"(-?[0-9]+)([a-z]+)?", raw.strip().lower())
+    if match is None or (match.group(2) or "ms") not in _TIME_UNITS_MS:
+        raise KafkaOptionError(
+            f"option '{name}' must be a time like '15m', '30s' or '500ms' (units us, ms, s, m, min, h, d), "
+            f"got {raw!r}"
+        )
+    value = int(int(match.group(1)) * _TIME_UNITS_MS[match.group(2) or "ms"])
+    if value < 0:
+        raise KafkaOptionError(f"option '{name}' must not be negative, got {raw!r}")
     return value
 
 
@@ -264,6 +286,8 @@ class SourceOptions:
     starting: OffsetSpec
     ending: OffsetSpec | None
     max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     min_partitions: int | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
@@ -299,6 +323,8 @@ class SourceOptions:
             ),
             ending=None if streaming else _offset_spec(opts, ending=True, default="latest", streaming=False),
             max_offsets_per_trigger=_positive_int(opts, "maxOffsetsPerTrigger"),
+            min_offsets_per_trigger=_positive_int(opts, "minOffsetsPerTrigger"),
+            max_trigger_delay_ms=_time_ms(opts, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS),
             min_partitions=_positive_int(opts, "minPartitions"),
             include_headers=_bool(opts, "includeHeaders", False),
             fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
