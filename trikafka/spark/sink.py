@@ -37,6 +37,7 @@ from pyspark.sql.types import BinaryType, DataType, IntegerType, StringType, Str
 from trikafka.spark.client import KafkaProduceError, KafkaWriter, load_clients
 from trikafka.spark.options import KafkaOptionError, SinkOptions
 from trikafka.spark.schema import HEADERS_TYPE
+from trikafka.spark.worker_input import input_complete
 
 __all__ = [
     "DEFAULT_TRANSACTIONAL_ID_PREFIX",
@@ -170,12 +171,29 @@ def write_exactly_once(
         writer.begin()
         for batch in itertools.chain([first], batches):
             _write_batch(writer, options, plan, batch)
+        _check_input_complete(transactional_id)
         return KafkaCommitMessage(writer.commit(batch_id, marker_topic))
     except BaseException:
         writer.abort()
         raise
     finally:
         writer.close()
+
+
+def _check_input_complete(transactional_id: str) -> None:
+    """Refuse to commit a partition whose rows stopped early (see :mod:`.worker_input`)."""
+    complete = input_complete()
+    if complete is None:
+        raise RuntimeError(
+            "deliveryGuarantee 'exactly-once' cannot tell whether this task received all of its "
+            "rows (pyspark's worker input stream was not found): not committing "
+            f"{transactional_id}'s transaction"
+        )
+    if not complete:
+        raise RuntimeError(
+            f"the task's input ended early (something before the sink failed): transaction of "
+            f"{transactional_id} aborted, nothing of it is visible to read_committed readers"
+        )
 
 
 def _task_context() -> TaskContext:
