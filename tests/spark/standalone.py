@@ -54,14 +54,16 @@ def _environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
 class SparkDaemon:
     """One ``spark-class`` process; its output is kept and watched for a line."""
 
-    def __init__(self, name: str, args: list[str], env: Mapping[str, str], cwd: Path, ready: str) -> None:
+    def __init__(
+        self, name: str, args: list[str], env: Mapping[str, str], cwd: Path, ready: str, script: str = "spark-class"
+    ) -> None:
         self.name = name
         self.lines: list[str] = []
         self._ready = re.compile(ready)
         self._found = threading.Event()
         self.match: re.Match[str] | None = None
         self.process = subprocess.Popen(
-            [str(spark_home() / "bin" / "spark-class"), *args],
+            [str(spark_home() / "bin" / script), *args],
             env=dict(env),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
@@ -82,6 +84,8 @@ class SparkDaemon:
                 if match:
                     self.match = match
                     self._found.set()
+                elif line.startswith('Exception in thread "main"'):
+                    self._found.set()  # failed to start (it may linger): stop waiting
         self._found.set()  # the process ended: wake the waiter
 
     def wait_ready(self, timeout: float = DAEMON_TIMEOUT) -> re.Match[str]:
@@ -154,8 +158,13 @@ def executor_conf(memory: str = "512m") -> dict[str, str]:
 
 
 def start_connect_server(work_dir: Path, master: str, conf: Mapping[str, str]) -> tuple[int, SparkDaemon]:
-    """A Spark Connect server on 127.0.0.1 (port 0), running its jobs on ``master``."""
-    args = ["org.apache.spark.sql.connect.service.SparkConnectServer", "--master", master]
+    """A Spark Connect server on 127.0.0.1 (port 0), running its jobs on ``master``.
+
+    Started as ``sbin/start-connect-server.sh`` does, without its daemon wrapper:
+    ``bin/spark-submit --class org.apache.spark.sql.connect.service.SparkConnectServer
+    spark-internal`` (the server reads its master and settings from spark-submit).
+    """
+    args = ["--class", "org.apache.spark.sql.connect.service.SparkConnectServer", "--master", master]
     settings = {
         "spark.connect.grpc.binding.address": "127.0.0.1",
         "spark.connect.grpc.binding.port": "0",
@@ -165,12 +174,14 @@ def start_connect_server(work_dir: Path, master: str, conf: Mapping[str, str]) -
     }
     for key, value in settings.items():
         args += ["--conf", f"{key}={value}"]
+    args += ["--name", "trikafka-connect", "--driver-memory", "1g", "spark-internal"]
     server = SparkDaemon(
         "connect-server",
         args,
         _environment({"SPARK_DAEMON_MEMORY": "1g"}),
         work_dir,
         r"Spark Connect server started at: [^\s]*:(\d+)",
+        script="spark-submit",
     )
     try:
         port = int(server.wait_ready().group(1))
