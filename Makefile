@@ -58,6 +58,8 @@ test: $(STAMP) system-deps $(KAFKAJS)
 BENCH_STAMP := $(VENV)/.bench-installed
 LOADGEN     := benchmarks/build/loadgen
 BENCH_ARGS  ?=
+# The Spark rows (benchmarks/spark.py): "--records 200000" on a busy machine.
+SPARK_BENCH_ARGS ?=
 
 $(BENCH_STAMP): pyproject.toml $(NATIVE) | $(PY)
 	$(PY) -m pip install -q -e '.[bench]'
@@ -71,6 +73,7 @@ bench: $(BENCH_STAMP) $(LOADGEN)
 	$(PY) -m benchmarks $(BENCH_ARGS)
 	$(PY) -m benchmarks.fetch_sessions --partitions 100
 	$(PY) -m benchmarks.request_cost
+	$(PY) -m benchmarks.spark $(SPARK_BENCH_ARGS)
 
 # kill -9 durability, the long run: a broker process on a data directory is SIGKILLed at a
 # random moment of acks=all produce traffic, CYCLES times; every acknowledged record must

@@ -10,6 +10,7 @@ the wire (``trikafka.spark.register``) and reads, writes and streams with it.
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any
 
@@ -19,6 +20,8 @@ import pytest
 
 from .conftest import QUERY_TIMEOUT
 from .standalone import start_connect_server
+
+_CONNECT_ENVIRONMENT = ("SPARK_CONNECT_MODE_ENABLED", "SPARK_REMOTE", "SPARK_LOCAL_REMOTE")
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +38,9 @@ def connect(tmp_path_factory: pytest.TempPathFactory) -> Any:
         "local[2]",
         {"spark.sql.shuffle.partitions": "2", "spark.pyspark.python": sys.executable},
     )
+    # A Connect session marks the whole process as a Connect client (os.environ); the other
+    # modules' classic SparkSession needs that undone afterwards.
+    saved = {k: os.environ.get(k) for k in _CONNECT_ENVIRONMENT}
     try:
         spark = SparkSession.builder.remote(f"sc://127.0.0.1:{port}").getOrCreate()
         try:
@@ -43,6 +49,11 @@ def connect(tmp_path_factory: pytest.TempPathFactory) -> Any:
         finally:
             spark.stop()
     finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         server.stop()
 
 

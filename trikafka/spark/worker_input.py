@@ -35,7 +35,11 @@ END_OF_STREAM_WAIT = 10.0
 def _worker_infile() -> Any:
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_name == "main" and frame.f_globals.get("__name__", "").startswith("pyspark."):
+        code = frame.f_code
+        if code.co_name == "main" and (
+            frame.f_globals.get("__name__", "").startswith("pyspark.")  # via pyspark.daemon
+            or code.co_filename.replace(os.sep, "/").endswith("/pyspark/worker.py")  # python -m pyspark.worker
+        ):
             infile = frame.f_locals.get("infile")
             if infile is not None and hasattr(infile, "peek") and hasattr(infile, "fileno"):
                 return infile
