@@ -52,6 +52,34 @@ def test_a_batch_write_run_again_with_the_same_prefix_writes_nothing(kafka, spar
     assert [(tp.topic, tp.partition, tp.offset) for tp in result.topic_partitions] == [(topic, 0, 1)]
 
 
+def test_with_a_topic_column_the_marker_is_the_smallest_topic_and_a_rerun_aborts(kafka, spark):
+    a, b = kafka.topic("eos-col-b"), kafka.topic("eos-col-a")
+    first, second = sorted([a, b])
+    df = spark.createDataFrame(
+        [(a if i % 3 else b, str(i)) for i in range(60)], "topic string, value string"
+    ).repartition(1)
+
+    def write():
+        (df.write.format("trikafka")
+         .option("kafka.bootstrap.servers", kafka.bootstrap)
+         .option("deliveryGuarantee", "exactly-once")
+         .option("transactionalIdPrefix", f"{a}-job")
+         .mode("append")
+         .save())
+
+    write()
+    write()  # the same write: the rows go into a transaction that is aborted
+    assert sorted(int(v) for v in _committed(spark, kafka, a) + _committed(spark, kafka, b)) == list(range(60))
+
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    futures = kafka.admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(f"{a}-job-0", [TopicPartition(first, 0), TopicPartition(second, 0)])]
+    )
+    (result,) = [f.result(timeout=30) for f in futures.values()]
+    assert sorted((tp.topic, tp.offset) for tp in result.topic_partitions) == [(first, 1), (second, -1001)]
+
+
 def test_a_bad_delivery_guarantee_is_refused_before_any_write(kafka, spark):
     topic = kafka.topic("eos-bad")
     df = spark.createDataFrame([("x",)], "value string")

@@ -26,6 +26,7 @@ from typing import Any
 
 import attrs
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
@@ -142,36 +143,43 @@ def write_exactly_once(
 ) -> KafkaCommitMessage:
     """One task's share of batch ``batch_id`` in one transaction of ``transactional_id``.
 
-    InitProducerId fences any earlier attempt of the task (and aborts what it left open);
-    then the marker group tells whether an attempt already committed this batch — if so
-    the task writes nothing. Otherwise the records and the marker (offset ``batch_id + 1``
-    for partition 0 of the first topic written) are committed in one transaction. A task
-    with no rows opens no transaction.
+    InitProducerId fences any earlier attempt of the task (and aborts what it left open).
+    The marker is the offset ``batch_id + 1`` committed for partition 0 of the ``topic``
+    option's topic — or, with a ``topic`` column, of the smallest topic name among the
+    task's rows (row order may differ in a replay; the set of rows may not). With the option
+    the marker is checked first, and a task whose batch is already committed writes nothing;
+    with a column it is checked once the rows are in the open transaction, which is then
+    aborted instead of committed. A task with no rows opens no transaction.
     """
     batches = iter(batches)
     first = next((b for b in batches if b.num_rows), None)
     if first is None:
         return KafkaCommitMessage(0)
-    if plan.topic is None:
-        marker_topic = options.topic
-    else:
-        marker_topic = first.column(plan.topic)[0].as_py()
-    if marker_topic is None:
-        raise KafkaProduceError(
-            "null topic present in the data. Use the topic option for setting a topic.", {"NULL_TOPIC": 1}
-        )
     writer = load_clients(options.clients).transactional_writer(options.client_config, transactional_id)
+
+    def committed(topic: str) -> bool:
+        done = writer.committed_batch(topic)
+        if done is not None and done >= batch_id:
+            log.info("%s: batch %d is already committed (up to batch %d): nothing written",
+                     transactional_id, batch_id, done)
+            return True
+        return False
+
     try:
         writer.init()
-        done = writer.committed_batch(marker_topic)
-        if done is not None and done >= batch_id:
-            log.info("%s: batch %d is already committed (up to batch %d): writing nothing",
-                     transactional_id, batch_id, done)
+        if options.topic is not None and committed(options.topic):
             return KafkaCommitMessage(0, skipped=True)
         writer.begin()
+        topics: set[str] = set()
         for batch in itertools.chain([first], batches):
             _write_batch(writer, options, plan, batch)
+            if plan.topic is not None:
+                topics.update(pc.unique(batch.column(plan.topic)).to_pylist())
         _check_input_complete(transactional_id)
+        marker_topic = options.topic if options.topic is not None else min(topics)
+        if options.topic is None and committed(marker_topic):
+            writer.abort()
+            return KafkaCommitMessage(0, skipped=True)
         return KafkaCommitMessage(writer.commit(batch_id, marker_topic))
     except BaseException:
         writer.abort()
