@@ -87,3 +87,27 @@ def test_a_bad_delivery_guarantee_is_refused_before_any_write(kafka, spark):
         (df.write.format("trikafka").option("kafka.bootstrap.servers", kafka.bootstrap)
          .option("topic", topic).option("deliveryGuarantee", "once").mode("append").save())
     assert _committed(spark, kafka, topic) == []
+
+
+def test_the_input_check_reads_the_bytes_after_the_data_without_consuming_them():
+    import socket
+    import struct
+
+    from trikafka.spark.worker_input import _peek, input_complete
+
+    assert input_complete(wait=0) is None  # not inside a pyspark worker: cannot tell
+
+    jvm, worker = socket.socketpair()
+    infile = worker.makefile("rb")
+    try:
+        assert _peek(infile, wait=0.05) == b""  # nothing yet, socket open: not complete
+        jvm.sendall(struct.pack(">i", -4))  # END_OF_STREAM, as the JVM sends after complete input
+        assert _peek(infile, wait=5) == struct.pack(">i", -4)
+        assert _peek(infile, wait=0) == struct.pack(">i", -4)  # buffered, still unread
+        assert infile.read(4) == struct.pack(">i", -4)  # pyspark reads it afterwards
+        jvm.shutdown(socket.SHUT_WR)  # cut off: end of file
+        assert _peek(infile, wait=5) == b""
+    finally:
+        infile.close()
+        worker.close()
+        jvm.close()
