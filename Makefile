@@ -66,6 +66,8 @@ docs-serve: $(STAMP)
 BENCH_STAMP := $(VENV)/.bench-installed
 LOADGEN     := benchmarks/build/loadgen
 BENCH_ARGS  ?=
+# The Spark rows (benchmarks/spark.py): "--records 200000" on a busy machine.
+SPARK_BENCH_ARGS ?=
 
 $(BENCH_STAMP): pyproject.toml $(NATIVE) | $(PY)
 	$(PY) -m pip install -q -e '.[bench]'
@@ -80,6 +82,7 @@ bench: $(BENCH_STAMP) $(LOADGEN)
 	$(PY) -m benchmarks.fetch_sessions --partitions 100
 	$(PY) -m benchmarks.request_cost
 	$(PY) -m benchmarks.card_hops
+	$(PY) -m benchmarks.spark $(SPARK_BENCH_ARGS)
 
 # kill -9 durability, the long run: a broker process on a data directory is SIGKILLed at a
 # random moment of acks=all produce traffic, CYCLES times; every acknowledged record must

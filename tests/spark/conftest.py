@@ -129,22 +129,55 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kafka]:
         broker.stop()
 
 
+class SparkSessions:
+    """The one SparkContext a process may have, handed to whichever module asks.
+
+    ``local[2]`` is shared by most modules; ``tests/spark/test_cluster.py`` needs a driver on
+    a standalone master. Asking for the other kind stops the current one first (a new one
+    costs 15-25 s, so the local one is kept for as long as nobody asks for another).
+    """
+
+    def __init__(self) -> None:
+        self.current: Any = None
+        self.key: tuple = ()
+
+    def get(self, master: str, conf: Mapping[str, str] | None = None) -> Any:
+        from trikafka.spark import configure_environment, spark_session
+
+        key = (master, tuple(sorted((conf or {}).items())))
+        if self.current is not None and (key != self.key or self.current.sparkContext._jsc is None):
+            self.close()
+        if self.current is None:
+            configure_environment()
+            if not os.environ.get("JAVA_HOME") and not shutil.which("java"):
+                pytest.fail("Spark 4 needs Java 17 or 21: install a JDK (make system-deps) or set JAVA_HOME")
+            self.current = spark_session("trikafka-tests", master, conf)
+            self.current.sparkContext.setLogLevel("ERROR")
+            self.key = key
+        return self.current
+
+    def close(self) -> None:
+        if self.current is not None:
+            self.current.stop()
+            self.current = None
+
+
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark_sessions() -> Iterator[SparkSessions]:
     import pyarrow  # noqa: F401 - installed by the spark extra; must not skip
     import pyspark  # noqa: F401
 
-    from trikafka.spark import configure_environment, spark_session
-
-    configure_environment()
-    if not os.environ.get("JAVA_HOME") and not shutil.which("java"):
-        pytest.fail("Spark 4 needs Java 17 or 21: install a JDK (make system-deps) or set JAVA_HOME")
-    session = spark_session("trikafka-tests", "local[2]")
-    session.sparkContext.setLogLevel("ERROR")
+    sessions = SparkSessions()
     try:
-        yield session
+        yield sessions
     finally:
-        session.stop()
+        sessions.close()
+
+
+@pytest.fixture
+def spark(spark_sessions: SparkSessions) -> Any:
+    """The shared ``local[2]`` SparkSession."""
+    return spark_sessions.get("local[2]")
 
 
 class Stream:

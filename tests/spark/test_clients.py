@@ -127,3 +127,75 @@ def test_writer_counts_deliveries_and_names_failures(kafka):
     writer.write([topic], [None], [b"ok"], None, [None])  # the failure was reported once
     assert writer.flush() == 1
     assert [m.value() for m in kafka.consume(topic)] == [b"small", b"also small", b"ok"]
+
+
+def _transactional(kafka, transactional_id, **config):
+    from trikafka.spark.producers import ConfluentTransactionalWriter
+
+    return ConfluentTransactionalWriter({"bootstrap.servers": kafka.bootstrap, **config}, transactional_id)
+
+
+def _committed_values(kafka, topic):
+    config = {"isolation.level": "read_committed"}
+    chunks = _reader(kafka, **config).read(
+        TopicPartition(topic, 0), 0, _reader(kafka, **config).watermarks(TopicPartition(topic, 0))[1], **READ
+    )
+    return [v for chunk in chunks for v in chunk.values]
+
+
+def test_transactional_writer_commits_records_and_marker_together(kafka):
+    topic = kafka.topic("txn-writer")
+    writer = _transactional(kafka, f"{topic}-p0")
+    assert writer._config["transaction.timeout.ms"] == 900_000
+    assert writer._config["enable.idempotence"] is True
+    writer.init()
+    assert writer.committed_batch(topic) is None
+    writer.begin()
+    writer.write([topic] * 3, [None] * 3, [b"a", b"b", b"c"], None, None)
+    assert writer.commit(7, topic) == 3
+    writer.close()
+
+    again = _transactional(kafka, f"{topic}-p0")
+    again.init()
+    assert again.committed_batch(topic) == 7
+    again.close()
+    assert _committed_values(kafka, topic) == [b"a", b"b", b"c"]
+
+
+def test_a_new_attempt_fences_the_old_one_and_aborts_its_transaction(kafka):
+    topic = kafka.topic("txn-fence")
+    old = _transactional(kafka, f"{topic}-p0")
+    old.init()
+    old.begin()
+    old.write([topic] * 2, [None] * 2, [b"zombie1", b"zombie2"], None, None)
+    old.flush()  # in the log, inside an open transaction
+
+    new = _transactional(kafka, f"{topic}-p0")
+    new.init()  # fences `old` and aborts its transaction
+    assert new.committed_batch(topic) is None
+    new.begin()
+    new.write([topic], [None], [b"fresh"], None, None)
+    assert new.commit(0, topic) == 1
+    new.close()
+
+    with pytest.raises(KafkaClientError, match="(FENCED|INVALID_PRODUCER_EPOCH)"):
+        old.commit(0, topic)
+    old.abort()
+    old.close()
+    assert _committed_values(kafka, topic) == [b"fresh"]
+
+
+def test_an_aborted_transaction_leaves_no_marker(kafka):
+    topic = kafka.topic("txn-abort")
+    writer = _transactional(kafka, f"{topic}-p0", **{"transaction.timeout.ms": "60000"})
+    assert writer._config["transaction.timeout.ms"] == "60000"
+    writer.init()
+    writer.begin()
+    writer.write([topic], [None], [b"gone"], None, None)
+    writer.abort()
+    writer.close()
+    check = _transactional(kafka, f"{topic}-p0")
+    check.init()
+    assert check.committed_batch(topic) is None
+    check.close()
+    assert _committed_values(kafka, topic) == []

@@ -115,7 +115,10 @@ def test_subscriptions():
         ({"subscribe": "a", "minPartitions": "many"}, True, "'minPartitions' must be a positive integer"),
         ({"subscribe": "a", "failOnDataLoss": "yes"}, True, "'failOnDataLoss' must be 'true' or 'false'"),
         ({"subscribe": "a", "startingTimestamp": "noon"}, True, "'startingTimestamp' must be milliseconds"),
-        ({"subscribe": "a", "minOffsetsPerTrigger": "5"}, True, "'minOffsetsPerTrigger' of Spark's Kafka source is not supported"),
+        ({"subscribe": "a", "minOffsetsPerTrigger": "-5"}, True, "'minOffsetsPerTrigger' must be a positive integer"),
+        ({"subscribe": "a", "maxTriggerDelay": "soon"}, True, "option 'maxTriggerDelay' must be a time like '15m', '30s' or '500ms' (units us, ms, s, m, min, h, d), got 'soon'"),
+        ({"subscribe": "a", "maxTriggerDelay": "5 weeks"}, True, "option 'maxTriggerDelay' must be a time like"),
+        ({"subscribe": "a", "maxRecordsPerPartition": "5"}, True, "'maxRecordsPerPartition' of Spark's Kafka source is not supported"),
         ({"subscribe": "a", "kafka.auto.offset.reset": "earliest"}, True, "'auto.offset.reset' is not supported. Instead set the source option 'startingOffsets'"),
         ({"subscribe": "a", "kafka.enable.auto.commit": "true"}, True, "'enable.auto.commit' is not supported"),
         ({"subscribe": "a", "kafka.value.deserializer": "x"}, True, "'value.deserializer' is not supported"),
@@ -125,6 +128,21 @@ def test_subscriptions():
 def test_bad_source_options(options, streaming, message):
     with pytest.raises(KafkaOptionError, match=_escape(message)):
         source(streaming=streaming, **options)
+
+
+@pytest.mark.parametrize(
+    ("raw", "ms"),
+    [("15m", 900_000), ("30s", 30_000), ("500ms", 500), ("2500", 2500), ("1h", 3_600_000), ("5min", 300_000), (" 1D ", 86_400_000)],
+)
+def test_max_trigger_delay_is_a_spark_time_string(raw, ms):
+    assert source(subscribe="a", maxTriggerDelay=raw).max_trigger_delay_ms == ms
+
+
+def test_min_offsets_per_trigger_and_its_delay_default():
+    options = source(subscribe="a", MINOFFSETSPERTRIGGER="50")
+    assert options.min_offsets_per_trigger == 50
+    assert options.max_trigger_delay_ms == 15 * 60 * 1000  # Spark's "15m"
+    assert source(subscribe="a").min_offsets_per_trigger is None
 
 
 def test_bootstrap_servers_are_required():
@@ -141,6 +159,27 @@ def test_sink_options():
     assert SinkOptions.parse(BOOTSTRAP).topic is None
     with pytest.raises(KafkaOptionError, match="'key.serializer' is not supported"):
         SinkOptions.parse({**BOOTSTRAP, "kafka.key.serializer": "x"})
+
+
+def test_sink_delivery_guarantee():
+    assert SinkOptions.parse(BOOTSTRAP).delivery_guarantee == "at-least-once"
+    assert SinkOptions.parse(BOOTSTRAP).exactly_once is False
+    options = SinkOptions.parse({**BOOTSTRAP, "DELIVERYGUARANTEE": "Exactly-Once", "transactionalIdPrefix": " jobs "})
+    assert options.exactly_once is True
+    assert options.transactional_id_prefix == "jobs"
+    with pytest.raises(KafkaOptionError) as bad:
+        SinkOptions.parse({**BOOTSTRAP, "deliveryGuarantee": "exactly_once"})
+    assert str(bad.value) == (
+        "option 'deliveryGuarantee' must be one of 'at-least-once', 'exactly-once', got 'exactly_once'"
+    )
+    with pytest.raises(KafkaOptionError, match="'transactionalIdPrefix' needs option 'deliveryGuarantee'"):
+        SinkOptions.parse({**BOOTSTRAP, "transactionalIdPrefix": "x"})
+    with pytest.raises(KafkaOptionError, match="'transactionalIdPrefix' is empty"):
+        SinkOptions.parse({**BOOTSTRAP, "deliveryGuarantee": "exactly-once", "transactionalIdPrefix": " "})
+    with pytest.raises(KafkaOptionError, match="'kafka.acks' must be 'all'.*got '1'"):
+        SinkOptions.parse({**BOOTSTRAP, "deliveryGuarantee": "exactly-once", "kafka.acks": "1"})
+    with pytest.raises(KafkaOptionError, match="'transactional.id' is not supported: set the sink option 'deliveryGuarantee'"):
+        SinkOptions.parse({**BOOTSTRAP, "kafka.transactional.id": "mine"})
 
 
 def _escape(text: str) -> str:

@@ -13,6 +13,7 @@ from trikafka.spark.offsets import (
     OffsetRange,
     OffsetSpec,
     TopicPartition,
+    delay_batch,
     offsets_from_json,
     offsets_to_json,
     plan_ranges,
@@ -65,6 +66,21 @@ def test_bad_json_names_the_problem(text, problem):
 
 
 # --- maxOffsetsPerTrigger -------------------------------------------------------------------
+
+
+def test_delay_batch_waits_for_min_offsets_until_max_trigger_delay():
+    start = {A0: 10, A1: 0}
+    few = {A0: 13, A1: 4}  # 7 new
+    enough = {A0: 15, A1: 5}  # 10 new
+    kwargs = {"max_delay_ms": 1000}
+    # The first trigger of a query runs whatever there is (Spark's lastTriggerMillis = 0).
+    assert delay_batch(10, start, few, now_ms=5, last_trigger_ms=None, **kwargs) is False
+    assert delay_batch(10, start, few, now_ms=500, last_trigger_ms=0, **kwargs) is True
+    assert delay_batch(10, start, enough, now_ms=500, last_trigger_ms=0, **kwargs) is False
+    assert delay_batch(10, start, few, now_ms=1000, last_trigger_ms=0, **kwargs) is False  # delay passed
+    assert delay_batch(10, start, start, now_ms=1000, last_trigger_ms=0, **kwargs) is False
+    # A partition new since the start counts from offset 0, as in Spark.
+    assert delay_batch(10, {A0: 10}, {A0: 10, B0: 10}, now_ms=1, last_trigger_ms=0, **kwargs) is False
 
 
 def test_rate_limit_spreads_the_limit_by_lag():

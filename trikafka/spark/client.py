@@ -5,7 +5,9 @@ Three roles, three objects, all built from a plain dict of Kafka client properti
 
 - :class:`KafkaAdmin` on the driver: topic metadata and offset look-ups, to plan batches;
 - :class:`KafkaReader` in Spark's Python workers: the records of one offset range;
-- :class:`KafkaWriter` in Spark's Python workers: produce, then flush and report failures.
+- :class:`KafkaWriter` in Spark's Python workers: produce, then flush and report failures;
+- :class:`KafkaTransactionalWriter` in Spark's Python workers: the same inside one Kafka
+  transaction per task, with the task's batch marker committed in it (exactly-once sink).
 
 :class:`KafkaClients` builds them. The implementation is chosen by a ``module:attribute``
 string (the source/sink option ``trikafka.clients``, default
@@ -30,6 +32,7 @@ __all__ = [
     "KafkaClients",
     "KafkaProduceError",
     "KafkaReader",
+    "KafkaTransactionalWriter",
     "KafkaWriter",
     "OffsetOutOfRangeError",
     "RecordChunk",
@@ -138,12 +141,45 @@ class KafkaWriter(Protocol):
         ...
 
 
+class KafkaTransactionalWriter(KafkaWriter, Protocol):
+    """One transactional producer (``transactional.id``) and its marker group.
+
+    The marker of a task is the offset ``batch_id + 1`` committed for partition 0 of a
+    topic it writes, in the consumer group named like the transactional id, inside the
+    transaction that carries the task's records (Kafka's TxnOffsetCommit): the records and
+    the marker become visible together or not at all.
+    """
+
+    def init(self) -> None:
+        """``InitProducerId`` for the id: fences every earlier producer of it and aborts (or
+        completes) the transaction it left open."""
+        ...
+
+    def committed_batch(self, marker_topic: str) -> int | None:
+        """The last batch id whose transaction committed under this id, ``None`` if none."""
+        ...
+
+    def begin(self) -> None: ...
+
+    def commit(self, batch_id: int, marker_topic: str) -> int:
+        """Flush, add the marker, commit the transaction; return how many records it holds.
+
+        Raises :class:`KafkaProduceError` (records refused) or :class:`KafkaClientError`
+        (the transaction could not commit: fenced, timed out, …) after aborting it.
+        """
+        ...
+
+    def close(self) -> None: ...
+
+
 class KafkaClients(Protocol):
     def admin(self, config: Mapping[str, str]) -> KafkaAdmin: ...
 
     def reader(self, config: Mapping[str, str]) -> KafkaReader: ...
 
     def writer(self, config: Mapping[str, str]) -> KafkaWriter: ...
+
+    def transactional_writer(self, config: Mapping[str, str], transactional_id: str) -> KafkaTransactionalWriter: ...
 
 
 def load_clients(name: str) -> KafkaClients:

@@ -25,23 +25,32 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from trikafka.spark.client import (
     KafkaClientError,
-    KafkaProduceError,
     OffsetOutOfRangeError,
     RecordChunk,
 )
 from trikafka.spark.offsets import Offsets, TopicPartition
+from trikafka.spark.producers import (
+    ConfluentTransactionalWriter,
+    ConfluentWriter,
+    kafka_error_name,
+    librdkafka_log,
+)
 
-__all__ = ["ConfluentAdmin", "ConfluentClients", "ConfluentReader", "ConfluentWriter", "kafka_error_name"]
+__all__ = [
+    "ConfluentAdmin",
+    "ConfluentClients",
+    "ConfluentReader",
+    "ConfluentTransactionalWriter",
+    "ConfluentWriter",
+    "kafka_error_name",
+]
 
 log = logging.getLogger(__name__)
-#: librdkafka's own log lines (connection trouble, shutdown notes) go to Python logging here.
-librdkafka_log = logging.getLogger("trikafka.spark.librdkafka")
 
 #: Seconds an admin request may take (the Java admin client's default.api.timeout.ms).
 ADMIN_TIMEOUT = 60.0
@@ -49,27 +58,6 @@ ADMIN_TIMEOUT = 60.0
 CONSUME_WAIT = 0.2
 
 _CONSUMER_ONLY = {"isolation.level", "group.id"}
-
-
-def kafka_error_name(error: Any) -> str:
-    """Kafka's name for a librdkafka error (``MESSAGE_TOO_LARGE``), with librdkafka's own.
-
-    Broker errors carry the Kafka protocol error code, so the name is the one Kafka's
-    documentation and the Java client use; librdkafka-local errors (negative codes such as
-    ``_MSG_TIMED_OUT``) keep librdkafka's name.
-    """
-    code = error.code()
-    name = error.name()
-    if code > 0:
-        try:
-            from trikafka.errors import ErrorCode
-
-            kafka_name = ErrorCode(code).name.upper()
-        except ValueError:
-            kafka_name = name
-        if kafka_name != name:
-            return f"{kafka_name} (librdkafka {name}: {error.str()})"
-    return f"{name} ({error.str()})"
 
 
 def _raise_for(error: Any, what: str) -> None:
@@ -267,114 +255,6 @@ class ConfluentReader:
         return low, high
 
 
-class ConfluentWriter:
-    """Produces with acks=all and retries; failures are counted and raised at flush."""
-
-    #: Records between two services of delivery reports (and checks for earlier failures).
-    POLL_EVERY = 1000
-
-    def __init__(self, config: Mapping[str, str]) -> None:
-        conf: dict[str, Any] = {
-            "acks": "all",
-            "delivery.timeout.ms": 120_000,
-            "linger.ms": 5,
-            "partitioner": "murmur2_random",
-            "logger": librdkafka_log,
-        }
-        conf.update(config)
-        if str(conf["acks"]) in ("all", "-1"):
-            conf.setdefault("enable.idempotence", True)
-        self._config = conf
-        self._producer: Any = None
-        self._reset()
-
-    def _reset(self) -> None:
-        self._errors: Counter[str] = Counter()
-        self._first_failure = ""
-        self._delivered = 0
-
-    def _on_delivery(self, error: Any, message: Any) -> None:
-        if error is None:
-            self._delivered += 1
-            return
-        name = kafka_error_name(error)
-        self._errors[name.split(" ", 1)[0]] += 1
-        if not self._first_failure:
-            self._first_failure = f"topic {message.topic()!r} partition {message.partition()}: {name}"
-
-    def _check(self) -> None:
-        if self._errors:
-            failed = sum(self._errors.values())
-            errors = dict(self._errors)
-            message = (
-                f"KAFKA_PRODUCE_FAILED: {failed} record(s) could not be written to Kafka "
-                f"({', '.join(f'{n} x{c}' for n, c in errors.items())}); first: {self._first_failure}"
-            )
-            self._reset()
-            raise KafkaProduceError(message, errors)
-
-    def write(
-        self,
-        topics: Sequence[str],
-        keys: Sequence[bytes | str | None],
-        values: Sequence[bytes | str | None],
-        headers: Sequence[Sequence[tuple[str, bytes | None]] | None] | None,
-        partitions: Sequence[int | None] | None,
-    ) -> None:
-        from confluent_kafka import KafkaException, Producer
-
-        if self._producer is None:
-            self._producer = Producer(self._config)
-        producer = self._producer
-        on_delivery = self._on_delivery
-        for i, value in enumerate(values):
-            kwargs: dict[str, Any] = {"on_delivery": on_delivery}
-            if headers is not None and headers[i]:
-                kwargs["headers"] = list(headers[i])  # type: ignore[arg-type]
-            if partitions is not None and partitions[i] is not None:
-                kwargs["partition"] = partitions[i]
-            while True:
-                try:
-                    producer.produce(topics[i], value, keys[i], **kwargs)
-                    break
-                except BufferError:  # the local queue is full: let deliveries drain it
-                    producer.poll(0.1)
-                except KafkaException as exc:  # refused before sending (e.g. too large)
-                    error = exc.args[0]
-                    self._errors[kafka_error_name(error).split(" ", 1)[0]] += 1
-                    if not self._first_failure:
-                        self._first_failure = f"topic {topics[i]!r}: {kafka_error_name(error)}"
-                    break
-            if i % self.POLL_EVERY == 0:
-                producer.poll(0)
-                self._check()
-
-    def close(self) -> None:
-        if self._producer is not None:
-            self._producer.flush(30)
-            self._producer = None
-
-    def abort(self) -> None:
-        if self._producer is not None:
-            self._producer.purge()
-            self._producer.flush(30)  # serves the purged records' reports, then forgets them
-        self._reset()
-
-    def flush(self) -> int:
-        if self._producer is None:
-            self._check()
-            return 0
-        timeout = float(self._config.get("delivery.timeout.ms", 120_000)) / 1000 + 30
-        left = self._producer.flush(timeout)
-        if left:
-            self._errors["_MSG_TIMED_OUT"] += left
-            self._first_failure = self._first_failure or f"{left} record(s) still queued after {timeout:.0f} s"
-        self._check()
-        delivered = self._delivered
-        self._reset()
-        return delivered
-
-
 class ConfluentClients:
     """:class:`~trikafka.spark.client.KafkaClients` on confluent-kafka, cached per process.
 
@@ -395,6 +275,10 @@ class ConfluentClients:
 
     def writer(self, config: Mapping[str, str]) -> ConfluentWriter:
         return self._cached(self._writers, config, ConfluentWriter)
+
+    def transactional_writer(self, config: Mapping[str, str], transactional_id: str) -> ConfluentTransactionalWriter:
+        """A new producer per task: a cached one could have been fenced by another worker."""
+        return ConfluentTransactionalWriter(config, transactional_id)
 
     def _cached(self, cache: dict, config: Mapping[str, str], factory: Any) -> Any:
         key = tuple(sorted((k, str(v)) for k, v in config.items()))

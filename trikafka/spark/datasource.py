@@ -56,12 +56,11 @@ class KafkaDataSource(DataSource):
         return KafkaStreamReader(options, f"{options.group_id_prefix}-{uuid.uuid4()}-executor")
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-
         options = SinkOptions.parse(self.options)
-        return KafkaBatchWriter(options, WritePlan.of(schema, options))
+        prefix = options.transactional_id_prefix or f"trikafka-spark-batch-{uuid.uuid4()}"
+        return KafkaBatchWriter(options, WritePlan.of(schema, options), prefix)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
-
         options = SinkOptions.parse(self.options)
         return KafkaStreamWriter(options, WritePlan.of(schema, options))
 

@@ -15,6 +15,8 @@ The rules follow Spark's ``KafkaMicroBatchStream`` / ``KafkaOffsetReader``:
 
 - ``maxOffsetsPerTrigger`` is spread over partitions in proportion to their lag, a partition
   with any lag gets at least one offset, none goes past its latest offset (:func:`rate_limit`);
+- ``minOffsetsPerTrigger`` holds a trigger back while fewer offsets than that are new,
+  unless ``maxTriggerDelay`` has passed since the last batch that ran (:func:`delay_batch`);
 - partitions discovered since the last batch start at their earliest offset, and a new
   partition whose earliest offset is not 0 has already lost data;
 - a partition present at the start of a batch and gone at its end, or whose offset went
@@ -48,6 +50,7 @@ __all__ = [
     "TopicPartition",
     "offsets_from_json",
     "offsets_to_json",
+    "delay_batch",
     "plan_ranges",
     "rate_limit",
     "resolve_offsets",
@@ -281,6 +284,28 @@ def rate_limit(
         take = math.ceil(share) if share < 1 else math.floor(share)
         result[tp] = min(end, begin + take)
     return result
+
+
+def delay_batch(
+    min_offsets: int,
+    start: Mapping[TopicPartition, int],
+    latest: Mapping[TopicPartition, int],
+    *,
+    now_ms: float,
+    last_trigger_ms: float | None,
+    max_delay_ms: int,
+) -> bool:
+    """Whether to skip this trigger for ``minOffsetsPerTrigger`` (Spark's ``delayBatch``).
+
+    A batch runs once ``max_delay_ms`` has passed since the last batch that ran (the first
+    trigger of a query always runs), or when at least ``min_offsets`` offsets are new (a
+    partition absent from ``start`` counts from 0). The caller records ``now_ms`` as the
+    last trigger whenever this returns ``False``.
+    """
+    if last_trigger_ms is None or now_ms - last_trigger_ms >= max_delay_ms:
+        return False
+    new = sum(offset - start.get(tp, 0) for tp, offset in latest.items())
+    return new < min_offsets
 
 
 # --- partitions -------------------------------------------------------------------------------

@@ -9,10 +9,13 @@ source  ``kafka.bootstrap.servers``; exactly one of ``subscribe`` (comma list),
         topic-partition; streaming default ``latest``, batch default ``earliest``);
         ``endingOffsets`` (batch only; ``latest`` or JSON); ``startingTimestamp``,
         ``startingOffsetsByTimestamp``, ``startingOffsetsByTimestampStrategy``,
-        ``endingTimestamp``, ``endingOffsetsByTimestamp``; ``maxOffsetsPerTrigger``;
+        ``endingTimestamp``, ``endingOffsetsByTimestamp``; ``maxOffsetsPerTrigger``,
+        ``minOffsetsPerTrigger`` and ``maxTriggerDelay`` (Spark's time string, default ``15m``);
         ``minPartitions``; ``includeHeaders``; ``failOnDataLoss`` (default true);
         ``groupIdPrefix``; ``kafkaConsumer.pollTimeoutMs``.
-sink    ``kafka.bootstrap.servers``; ``topic`` (else a ``topic`` column).
+sink    ``kafka.bootstrap.servers``; ``topic`` (else a ``topic`` column); trikafka's own
+        ``deliveryGuarantee`` (``at-least-once``, the default, or ``exactly-once``) and
+        ``transactionalIdPrefix`` (see :mod:`trikafka.spark.sink`).
 both    every other ``kafka.<key>`` goes to the Kafka client as ``<key>`` (security settings,
         ``isolation.level``, ``compression.type``, ``acks``, …). Keys Spark refuses are refused
         here with Spark's explanation.
@@ -34,6 +37,8 @@ from trikafka.spark.offsets import EARLIEST, LATEST, OffsetSpec, TopicPartition,
 
 __all__ = [
     "DEFAULT_CLIENTS",
+    "DEFAULT_MAX_TRIGGER_DELAY_MS",
+    "DELIVERY_GUARANTEES",
     "KafkaOptionError",
     "SinkOptions",
     "SourceOptions",
@@ -60,7 +65,13 @@ _CONSUMER_REFUSED = {
     "interceptor.classes": "Kafka option 'interceptor.classes' is not supported as it would "
     "change the records Spark reads.",
 }
+#: The sink's ``deliveryGuarantee`` values.
+DELIVERY_GUARANTEES = ("at-least-once", "exactly-once")
+
 _PRODUCER_REFUSED = {
+    "transactional.id": "Kafka option 'transactional.id' is not supported: set the sink option "
+    "'deliveryGuarantee' to 'exactly-once' (and optionally 'transactionalIdPrefix'); each task "
+    "then writes in a transaction of its own id.",
     "key.serializer": "Kafka option 'key.serializer' is not supported, as keys are always "
     "written as byte arrays. Use DataFrame operations to serialize the key column to string or "
     "binary.",
@@ -70,10 +81,13 @@ _PRODUCER_REFUSED = {
 }
 #: Spark Kafka options trikafka does not implement: refused rather than silently ignored.
 _NOT_SUPPORTED = {
-    "minoffsetspertrigger": "minOffsetsPerTrigger",
-    "maxtriggerdelay": "maxTriggerDelay",
     "maxrecordsperpartition": "maxRecordsPerPartition",
 }
+
+#: Spark's default ``maxTriggerDelay`` ("15m").
+DEFAULT_MAX_TRIGGER_DELAY_MS = 15 * 60 * 1000
+#: Spark's time-string suffixes (``JavaUtils.timeStringAs``), in milliseconds.
+_TIME_UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
 class KafkaOptionError(ValueError):
@@ -104,6 +118,23 @@ def _positive_int(options: dict[str, str], name: str) -> int | None:
         value = 0
     if value <= 0:
         raise KafkaOptionError(f"option '{name}' must be a positive integer, got {raw!r}")
+    return value
+
+
+def _time_ms(options: dict[str, str], name: str, default: int) -> int:
+    """Spark's ``Utils.timeStringAsMs``: ``15m``, ``30s``, ``500ms``, ``2h``; a bare number is ms."""
+    raw = options.get(name.lower())
+    if raw is None:
+        return default
+    match = re.fullmatch(r"(-?[0-9]+)([a-z]+)?", raw.strip().lower())
+    if match is None or (match.group(2) or "ms") not in _TIME_UNITS_MS:
+        raise KafkaOptionError(
+            f"option '{name}' must be a time like '15m', '30s' or '500ms' (units us, ms, s, m, min, h, d), "
+            f"got {raw!r}"
+        )
+    value = int(int(match.group(1)) * _TIME_UNITS_MS[match.group(2) or "ms"])
+    if value < 0:
+        raise KafkaOptionError(f"option '{name}' must not be negative, got {raw!r}")
     return value
 
 
@@ -255,6 +286,8 @@ class SourceOptions:
     starting: OffsetSpec
     ending: OffsetSpec | None
     max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     min_partitions: int | None = None
     include_headers: bool = False
     fail_on_data_loss: bool = True
@@ -290,6 +323,8 @@ class SourceOptions:
             ),
             ending=None if streaming else _offset_spec(opts, ending=True, default="latest", streaming=False),
             max_offsets_per_trigger=_positive_int(opts, "maxOffsetsPerTrigger"),
+            min_offsets_per_trigger=_positive_int(opts, "minOffsetsPerTrigger"),
+            max_trigger_delay_ms=_time_ms(opts, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_MS),
             min_partitions=_positive_int(opts, "minPartitions"),
             include_headers=_bool(opts, "includeHeaders", False),
             fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
@@ -306,6 +341,12 @@ class SinkOptions:
     client_config: dict[str, str]
     topic: str | None = None
     clients: str = DEFAULT_CLIENTS
+    delivery_guarantee: str = "at-least-once"
+    transactional_id_prefix: str | None = None
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.delivery_guarantee == "exactly-once"
 
     @classmethod
     def parse(cls, options: Mapping[str, str]) -> SinkOptions:
@@ -314,8 +355,30 @@ class SinkOptions:
         topic = opts.get("topic")
         if topic is not None and not topic.strip():
             raise KafkaOptionError("option 'topic' is empty; leave it out to use the topic column")
+        raw = opts.get("deliveryguarantee", "at-least-once")
+        guarantee = raw.strip().lower()
+        if guarantee not in DELIVERY_GUARANTEES:
+            raise KafkaOptionError(
+                f"option 'deliveryGuarantee' must be one of {', '.join(repr(g) for g in DELIVERY_GUARANTEES)}, "
+                f"got {raw!r}"
+            )
+        prefix = opts.get("transactionalidprefix")
+        if prefix is not None and not prefix.strip():
+            raise KafkaOptionError("option 'transactionalIdPrefix' is empty; leave it out for the default")
+        if prefix is not None and guarantee != "exactly-once":
+            raise KafkaOptionError(
+                "option 'transactionalIdPrefix' needs option 'deliveryGuarantee' set to 'exactly-once', "
+                f"got {raw!r}"
+            )
+        if guarantee == "exactly-once" and str(client_config.get("acks", "all")).strip() not in ("all", "-1"):
+            raise KafkaOptionError(
+                "option 'kafka.acks' must be 'all' (or '-1') with deliveryGuarantee 'exactly-once', "
+                f"got {client_config['acks']!r}"
+            )
         return cls(
             client_config=client_config,
             topic=topic.strip() if topic else None,
             clients=opts.get("trikafka.clients", DEFAULT_CLIENTS),
+            delivery_guarantee=guarantee,
+            transactional_id_prefix=prefix.strip() if prefix else None,
         )

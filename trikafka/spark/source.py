@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -34,6 +35,7 @@ from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadLimit,
     ReadMaxRows,
+    ReadMinRows,
     SupportsTriggerAvailableNow,
 )
 
@@ -42,6 +44,7 @@ from trikafka.spark.offsets import (
     OffsetRange,
     Offsets,
     TopicPartition,
+    delay_batch,
     offsets_from_json,
     offsets_to_json,
     plan_ranges,
@@ -254,18 +257,30 @@ class KafkaBatchReader(_Planner, DataSourceReader):
 
 
 class KafkaStreamReader(_Planner, DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """``spark.readStream.format("trikafka")``: micro-batches of offset ranges."""
+    """``spark.readStream.format("trikafka")``: micro-batches of offset ranges.
+
+    ``minOffsetsPerTrigger``: PySpark's :class:`ReadMinRows` has no delay and there is no
+    composite limit, so the limits are applied here from the options, as Spark's
+    ``KafkaMicroBatchStream`` does; Spark hands back what :meth:`getDefaultReadLimit` said,
+    or ``ReadAllAvailable`` (which wins, as in Spark). With ``availableNow`` the minimum is
+    not applied: the query is to read what is there and stop, not to wait for more.
+    """
 
     def __init__(self, options: SourceOptions, group_id: str) -> None:
         super().__init__(options, group_id)
         self._available_now: Offsets | None = None
         self._latest: Offsets | None = None
+        self._last_trigger_ms: float | None = None
+        #: Milliseconds, for ``maxTriggerDelay`` (monotonic: a wall clock may step back).
+        self.clock = lambda: time.monotonic() * 1000
 
     def initialOffset(self) -> dict:
         partitions = self.current_partitions()
         return offsets_to_json(self.resolve(self.options.starting, partitions))
 
     def getDefaultReadLimit(self) -> ReadLimit:
+        if self.options.min_offsets_per_trigger is not None:
+            return ReadMinRows(self.options.min_offsets_per_trigger)
         limit = self.options.max_offsets_per_trigger
         return ReadAllAvailable() if limit is None else ReadMaxRows(limit)
 
@@ -278,11 +293,27 @@ class KafkaStreamReader(_Planner, DataSourceStreamReader, SupportsTriggerAvailab
         else:
             latest = self.admin.latest(self.current_partitions())
         self._latest = latest
-        if isinstance(limit, ReadMaxRows):
-            end = rate_limit(limit.max_rows, offsets_from_json(start), latest, self.admin.earliest)
-        else:
-            end = latest
-        return offsets_to_json(end)
+        if isinstance(limit, ReadAllAvailable):
+            return offsets_to_json(latest)
+        begin = offsets_from_json(start)
+        minimum = self.options.min_offsets_per_trigger
+        if minimum is not None and self._available_now is None:
+            now = self.clock()
+            if delay_batch(
+                minimum,
+                begin,
+                latest,
+                now_ms=now,
+                last_trigger_ms=self._last_trigger_ms,
+                max_delay_ms=self.options.max_trigger_delay_ms,
+            ):
+                log.debug("fewer than minOffsetsPerTrigger=%d new offsets: delaying the batch", minimum)
+                return start
+            self._last_trigger_ms = now
+        maximum = limit.max_rows if isinstance(limit, ReadMaxRows) else self.options.max_offsets_per_trigger
+        if maximum is not None:
+            return offsets_to_json(rate_limit(maximum, begin, latest, self.admin.earliest))
+        return offsets_to_json(latest)
 
     def reportLatestOffset(self) -> dict | None:
         return None if self._latest is None else offsets_to_json(self._latest)
