@@ -19,7 +19,7 @@ import attrs
 
 from trikafka import group_configs
 from trikafka.errors import ConfigError
-from trikafka.properties import read_properties_file
+from trikafka.properties import TIME_ALIASES, read_properties_file, resolve_time_aliases
 from trikafka.security import config as security
 from trikafka.topic_configs import INT32_MAX, INT64_MAX, TOPIC_CONFIGS
 
@@ -306,6 +306,7 @@ class BrokerConfig:
     quota_window_num: int = _int_field("quota.window.num", 11, "Samples a client quota's rate is measured over.", 1, INT32_MAX)
     quota_window_size_seconds: int = _int_field("quota.window.size.seconds", 1, "Seconds each quota sample spans.", 1, INT32_MAX)
     max_incremental_fetch_session_cache_slots: int = _int_field("max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX)
+    max_broker_partitions: int = _int_field("max.broker.partitions", 200_000, "Partitions of all topics together (internal ones too) this broker holds; CreateTopics and CreatePartitions beyond it get POLICY_VIOLATION (trikafka's; KIP-578's proposed name).", 1, INT32_MAX)
     # --- topics and logs (Kafka's broker-level defaults for topic configs) -----------------
     auto_create_topics_enable: bool = _bool_field("auto.create.topics.enable", True, "Metadata and Produce create unknown topics.")
     num_partitions: int = _int_field("num.partitions", 1, "Partitions of auto-created topics.", 1, 1_000_000)
@@ -396,7 +397,7 @@ class BrokerConfig:
     def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
         by_key = _fields_by_key()
         kwargs: dict[str, Any] = {}
-        items, kwargs["security"] = security.split_security_keys(_resolve_time_aliases(items))
+        items, kwargs["security"] = security.split_security_keys(resolve_time_aliases(items))
         for raw_key, value in items.items():
             key = raw_key.replace("_", ".")
             field = by_key.get(key)
@@ -409,7 +410,7 @@ class BrokerConfig:
 
     def with_overrides(self, **changes: Any) -> BrokerConfig:
         merged = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
-        changes, secure = security.split_security_keys(_resolve_time_aliases(changes))
+        changes, secure = security.split_security_keys(resolve_time_aliases(changes))
         merged["security"] = merged["security"].merged(secure)
         for raw_key, value in changes.items():
             key = raw_key.replace("_", ".")
@@ -443,40 +444,6 @@ class BrokerConfig:
                 text = str(value)
             out[field.metadata["key"]] = text
         return out
-
-
-# Kafka's coarser spellings of two time settings: (alias, the key it sets, ms per unit, least
-# allowed). The ms key wins over minutes, minutes over hours, as in Kafka's KafkaConfig; a
-# negative retention means unlimited (-1). Stock server.properties files use
-# log.retention.hours=168.
-TIME_ALIASES: tuple[tuple[str, str, int, int], ...] = (
-    ("log.retention.minutes", "log.retention.ms", 60_000, -(2**31)),
-    ("log.retention.hours", "log.retention.ms", 3_600_000, -(2**31)),
-    ("log.roll.hours", "log.roll.ms", 3_600_000, 1),
-)
-
-
-def _resolve_time_aliases(items: Mapping[str, Any]) -> dict[str, Any]:
-    """``items`` with Kafka's hour/minute aliases replaced by the millisecond key they set."""
-    spelled = {raw.replace("_", "."): raw for raw in items}
-    alias_keys = {alias for alias, *_ in TIME_ALIASES}
-    out = {raw: value for raw, value in items.items() if raw.replace("_", ".") not in alias_keys}
-    present = {raw.replace("_", ".") for raw in out}
-    for alias, target, unit, lo in TIME_ALIASES:  # in precedence order
-        raw = spelled.get(alias)
-        if raw is None:
-            continue
-        value = items[raw]
-        try:
-            number = int(value.strip()) if isinstance(value, str) else value
-        except ValueError:
-            number = None
-        if isinstance(number, bool) or not isinstance(number, int) or not lo <= number < 2**31:
-            raise ConfigError(raw, value, f"an integer in [{lo}, {2**31 - 1}] is required")
-        if target not in present:  # the millisecond key, or a finer alias, wins
-            out[target] = -1 if number < 0 else number * unit
-            present.add(target)
-    return out
 
 
 def _fields_by_key() -> dict[str, attrs.Attribute]:

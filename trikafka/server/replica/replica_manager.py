@@ -38,7 +38,7 @@ from trikafka.server.replica.topic_config import (
 )
 from trikafka.server.replica.topics import TopicInfo, TopicStore, validate_topic_name
 
-__all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS", "check_assignment", "known_brokers"]
+__all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS", "check_assignment", "check_keys", "known_brokers"]
 
 log = logging.getLogger("trikafka.server")
 
@@ -117,6 +117,7 @@ class ReplicaManager:
                 f"Number of partitions was set to an invalid non-positive value: {num_partitions}.",
                 ErrorCode.invalid_partitions,
             )
+        self.check_partition_cap(num_partitions)
         factor = self.config.default_replication_factor if replication_factor == -1 else replication_factor
         available = self.placement.live_brokers() if self.placement is not None else 1
         if not 1 <= factor <= available:
@@ -131,6 +132,10 @@ class ReplicaManager:
         except ConfigError as exc:
             raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
         return num_partitions, typed
+
+    def check_partition_cap(self, adding: int) -> None:
+        """POLICY_VIOLATION unless ``adding`` partitions fit under ``max.broker.partitions``."""
+        self.topics.check_room(adding, self.config.max_broker_partitions)
 
     def create_topic(
         self,
@@ -195,6 +200,7 @@ class ReplicaManager:
             )
         if count > MAX_PARTITIONS:
             raise KafkaProtocolError(f"{count} partitions is too many", ErrorCode.invalid_partitions)
+        self.check_partition_cap(count - topic.partitions)
         checked = None
         if assignment is not None:
             if len(assignment) != count - topic.partitions:
@@ -208,8 +214,7 @@ class ReplicaManager:
         if validate_only:
             return
         self._open_logs(topic, range(topic.partitions, count), -1, checked)
-        topic.partitions = count
-        self.topics.save()
+        self.topics.set_partitions(topic, count)
 
     def alter_topic_config(self, name: str, overrides: dict[str, Any], *, validate_only: bool = False) -> None:
         topic = self.topics.get(name)
@@ -250,7 +255,7 @@ class ReplicaManager:
         # before the producer-state checks); Log.append takes the headers as they are.
         headers = list(iter_batches(data))
         if partition_log.config.compact_enabled:
-            self._check_keys(data, headers, f"{topic.name}-{partition}")
+            check_keys(data, headers, f"{topic.name}-{partition}")
         state = self._producer_states.setdefault((topic.name, partition), ProducerStateManager())
         duplicate_of = state.check(headers)
         if duplicate_of is not None:
@@ -271,20 +276,6 @@ class ReplicaManager:
         if partition_log.flush_messages_due:
             await self.log_manager.flush_log(partition_log)
         return info
-
-    @staticmethod
-    def _check_keys(data: bytearray, headers: list, partition: str) -> None:
-        """A compacted topic keeps the last record per key: a record without one has no
-        place in it and is refused (Kafka's LogValidator), each listed in record_errors."""
-        keyless = keyless_records(data, headers)
-        if keyless:
-            why = f"Compacted topic cannot accept message without key in topic partition {partition}."
-            errors = [(index, why) for index in keyless]
-            raise RecordErrorsError(
-                f"{len(errors)} record(s) refused, the first {min(3, len(errors))}: "
-                + ", ".join(f"record {i}: {m}" for i, m in errors[:3]),
-                errors,
-            )
 
     def _check_transactional(self, header: Any, transactional_id: str | None, topic: str, partition: int, add: bool) -> None:
         if header.is_control:
@@ -392,3 +383,17 @@ def check_assignment(
             ErrorCode.invalid_replica_assignment,
         )
     return checked
+
+
+def check_keys(data: bytearray, headers: list, partition: str) -> None:
+    """A compacted topic keeps the last record per key: a record without one has no
+    place in it and is refused (Kafka's LogValidator), each listed in record_errors."""
+    keyless = keyless_records(data, headers)
+    if keyless:
+        why = f"Compacted topic cannot accept message without key in topic partition {partition}."
+        errors = [(index, why) for index in keyless]
+        raise RecordErrorsError(
+            f"{len(errors)} record(s) refused, the first {min(3, len(errors))}: "
+            + ", ".join(f"record {i}: {m}" for i, m in errors[:3]),
+            errors,
+        )
