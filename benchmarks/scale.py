@@ -8,7 +8,11 @@
                 (1k → 100k, capped by ``--scale-max``). At each size: VmRSS growth per
                 partition, CreateTopics time per partition of the step, and the latency of a
                 Metadata request for all topics on a raw socket (the first after the step —
-                the answer is not cached yet — and the median of the next ``METADATA_SAMPLES``).
+                the answer is not cached yet — and the median of the next ``METADATA_SAMPLES``),
+                and the first Metadata after one more topic is created (what a small change
+                costs: the other topics' entries are reused).
+``goals``       issue 36's goals read from the curves (benchmarks.scale_report.GOALS):
+                reported, never asserted.
 ``restart``     the file-backed broker at each size: stopped cleanly (SIGTERM) and started
                 again on its directory, then killed (SIGKILL) and started again; the figure is
                 spawn → the first ApiVersions answered, beside the same for an empty directory.
@@ -36,7 +40,7 @@ from trikafka.testing.process import BrokerProcess
 
 __all__ = ["SIZES", "main_scale", "partition_curve", "run_scale"]
 
-SIZES = (1_000, 3_000, 10_000, 30_000, 100_000)
+SIZES = (1_000, 3_000, 10_000, 20_000, 30_000, 100_000)
 TOPIC_PARTITIONS = 10
 TOPICS_PER_REQUEST = 100
 METADATA_SAMPLES = 5
@@ -60,7 +64,7 @@ def _metadata_ms(host: str, port: int, samples: int) -> tuple[float, float, int]
             sock.sendall(metadata_request(i + 1))
             size = len(recv_frame(sock))
             times.append((time.perf_counter() - start) * 1000)
-    rest = sorted(times[1:])
+    rest = sorted(times[1:]) or times
     return times[0], rest[len(rest) // 2], size
 
 
@@ -106,6 +110,12 @@ class _Broker:
                 future.result(timeout=600)
         return time.perf_counter() - started
 
+    def create_named(self, name: str) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        futures = self.admin().create_topics([NewTopic(name, TOPIC_PARTITIONS, 1)], request_timeout=600)
+        futures[name].result(timeout=600)
+
     def stop(self) -> float:
         self._admin = None
         started = time.perf_counter()
@@ -141,6 +151,8 @@ def partition_curve(backend: str, sizes: tuple[int, ...], log: Callable[[str], N
             topics = wanted
             rss = _settled_rss(broker.pid)
             first, warm, size_bytes = _metadata_ms(broker.process.host, broker.process.port, METADATA_SAMPLES)
+            broker.create_named(f"scale-extra-{size}")  # one more topic: what a small change costs
+            after_one, _, _ = _metadata_ms(broker.process.host, broker.process.port, 0)
             point = {
                 "backend": backend,
                 "partitions": size,
@@ -151,6 +163,7 @@ def partition_curve(backend: str, sizes: tuple[int, ...], log: Callable[[str], N
                 "kb_per_partition": (rss - base) * 1024 / size / 1000,
                 "metadata_first_ms": first,
                 "metadata_ms": warm,
+                "metadata_after_one_ms": after_one,
                 "metadata_bytes": size_bytes,
             }
             if tmp:
@@ -186,6 +199,7 @@ PARTITION_LABELS = {
     "create_s": "CreateTopics s (step)",
     "metadata_first_ms": "Metadata all, first ms",
     "metadata_ms": "Metadata all, ms",
+    "metadata_after_one_ms": "Metadata all after 1 new topic, ms",
     "metadata_bytes": "Metadata bytes",
     "clean_restart_ms": "clean restart ms",
     "kill9_restart_ms": "kill -9 restart ms",
@@ -203,10 +217,10 @@ def partition_curves(sizes: tuple[int, ...], log: Callable[[str], None]) -> list
                      f"topics of {TOPIC_PARTITIONS}, {TOPICS_PER_REQUEST} per CreateTopics",
             "x": "partitions",
             "columns": ["rss_growth_mb", "kb_per_partition", "create_ms_per_partition", "metadata_first_ms",
-                        "metadata_ms", "metadata_bytes"]
+                        "metadata_ms", "metadata_after_one_ms", "metadata_bytes"]
                        + (["clean_restart_ms", "kill9_restart_ms", "restart_rss_mb"] if backend == "file" else []),
             "labels": PARTITION_LABELS,
-            "plot": ["rss_growth_mb", "create_s", "metadata_first_ms"]
+            "plot": ["rss_growth_mb", "create_s", "metadata_after_one_ms"]
                     + (["clean_restart_ms", "kill9_restart_ms"] if backend == "file" else []),
             "points": [],
         }
@@ -218,7 +232,8 @@ def partition_curves(sizes: tuple[int, ...], log: Callable[[str], None]) -> list
         curve["verdicts"] = {
             "rss_growth_mb": scale_report.growth_verdict(pts, "partitions", "rss_growth_mb", "total", 0.5e-3),
             "create_s": scale_report.growth_verdict(pts, "partitions", "create_s", "total", 0.05e-3),
-            "metadata_first_ms": scale_report.growth_verdict(pts, "partitions", "metadata_first_ms", "total", 0.002),
+            "metadata_ms": scale_report.growth_verdict(pts, "partitions", "metadata_ms", "total", 0.002),
+            "metadata_after_one_ms": scale_report.growth_verdict(pts, "partitions", "metadata_after_one_ms", "total", 0.002),
         }
         if backend == "file":
             for key in ("clean_restart_ms", "kill9_restart_ms"):
@@ -240,14 +255,16 @@ def run_scale(max_partitions: int | None = None, log: Callable[[str], None] = pr
         from benchmarks import scale_more
 
         curves += scale_more.more_curves(max_partitions, log, only)
-    return {"seconds": time.perf_counter() - started, "sizes": list(sizes), "curves": curves}
+    return {"seconds": time.perf_counter() - started, "sizes": list(sizes), "curves": curves,
+            "goals": scale_report.evaluate_goals(curves)}
 
 
 def write_scale(data: dict, output: Path) -> list[Path]:
     output.mkdir(parents=True, exist_ok=True)
     paths = [output / "scale.json", output / "scale.md"]
     paths[0].write_text(json.dumps(data, indent=1) + "\n")
-    paths[1].write_text("## Scale\n\n" + scale_report.markdown(data["curves"]))
+    goals = "\n".join(["### Goals (reported, never asserted)\n", *scale_report.goals_text(data["goals"])])
+    paths[1].write_text("## Scale\n\n" + scale_report.markdown(data["curves"]) + "\n" + goals + "\n")
     for curve in data["curves"]:
         png = output / f"scale-{curve['id']}.png"
         if scale_report.render_png(curve, png):
@@ -268,5 +285,7 @@ def main_scale(max_partitions: int | None, output: Path, log: Callable[[str], No
     for curve_id, metric, verdict in faster:
         curve = next(c for c in data["curves"] if c["id"] == curve_id)
         log(f"GROWS FASTER: {curve_id}: {scale_report.verdict_text(curve, metric, verdict)}")
+    for line in scale_report.goals_text(data["goals"]):
+        log(line)
     log(f"wrote {', '.join(str(p) for p in paths)} in {data['seconds']:.0f} s")
     return 1 if any(c.get("error") for c in data["curves"]) else 0

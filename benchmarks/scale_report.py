@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FASTER", "Curve", "growth_verdict", "markdown", "render_png"]
+__all__ = ["FASTER", "GOALS", "Curve", "evaluate_goals", "growth_verdict", "markdown", "render_png"]
 
 FASTER = 2.0  # a step whose marginal cost is more than this times the first one's grows faster
 
@@ -40,7 +40,7 @@ def growth_verdict(points: list[dict], x: str, metric: str, kind: str, slack: fl
             {"from": pts[0][0], "to": n, "ratio": value / base if base else None}
             for n, value in pts[1:] if value > FASTER * base + slack
         ]
-        return {"linear": not faster, "faster": faster}
+        return {"linear": not faster, "faster": faster, "kind": "flat"}
     steps = _steps(points, x, metric)
     if not steps:
         return {"linear": None, "faster": []}
@@ -50,6 +50,41 @@ def growth_verdict(points: list[dict], x: str, metric: str, kind: str, slack: fl
         for n1, n2, marginal in steps[1:] if marginal > FASTER * first + slack
     ]
     return {"linear": not faster, "faster": faster}
+
+
+#: (name, curve id, x at which it is read, metric, op, threshold, unit) — issue 36's goals,
+#: reported by the run (never asserted).
+GOALS = (
+    ("in-memory partition RSS", "partitions-memory", 100_000, "kb_per_partition", "<=", 2.5, "KB"),
+    ("100k in-memory partitions RSS", "partitions-memory", 100_000, "rss_growth_mb", "<=", 300, "MB"),
+    ("Metadata all, 100k partitions, after a change", "partitions-memory", 100_000, "metadata_after_one_ms", "<=", 100, "ms"),
+    ("file-backed CreateTopics per partition", "partitions-file", 100_000, "create_ms_per_partition", "<=", 0.3, "ms"),
+    ("clean restart, 20k file-backed partitions", "partitions-file", 20_000, "clean_restart_ms", "<=", 1000, "ms"),
+)
+
+
+def evaluate_goals(curves: list[dict]) -> list[dict[str, Any]]:
+    """Each goal with the figure it is read from (None when that point was not measured)."""
+    out = []
+    by_id = {c["id"]: c for c in curves}
+    for name, curve_id, x, metric, op, threshold, unit in GOALS:
+        point = next((p for p in by_id.get(curve_id, {}).get("points", []) if p.get(by_id[curve_id]["x"]) == x), None)
+        value = None if point is None else point.get(metric)
+        met = None if value is None else (value <= threshold if op == "<=" else value >= threshold)
+        out.append({"name": name, "at": x, "value": value, "goal": f"{'≤' if op == '<=' else '≥'} {threshold:g} {unit}",
+                    "met": met})
+    return out
+
+
+def goals_text(goals: list[dict]) -> list[str]:
+    lines = []
+    for goal in goals:
+        if goal["value"] is None:
+            verdict = "not measured in this run"
+        else:
+            verdict = f"{_fmt(goal['value'])} ({goal['goal']}): {'met' if goal['met'] else 'missed'}"
+        lines.append(f"- {goal['name']} (at {goal['at']:,}): {verdict}")
+    return lines
 
 
 def _fmt(value: Any) -> str:
@@ -90,6 +125,8 @@ def verdict_text(curve: dict, metric: str, verdict: dict) -> str:
     label = curve.get("labels", {}).get(metric, metric)
     if verdict["linear"] is None:
         return f"{label}: too few points to tell"
+    if verdict["linear"] and verdict.get("kind") == "flat":
+        return f"{label}: stays flat (no point above {FASTER:g}× the first)"
     if verdict["linear"]:
         return f"{label}: grows linearly (no step's marginal cost above {FASTER:g}× the first's)"
     steps = ", ".join(

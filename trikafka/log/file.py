@@ -121,19 +121,17 @@ class FileStore:
 
     def __init__(
         self,
-        directory: Path,
+        directory: Path | str,
         base_offset: int,
         io: FileIO = SYSTEM_IO,
         open_files: OpenFiles | None = None,
         *,
         lazy: bool = False,
     ) -> None:
-        self.directory = directory
+        self._directory: Path | str = directory  # a Path when first asked for (directory)
+        self.base_offset = base_offset
         self.io = io
-        self.paths = {
-            suffix: directory / segment_file_name(base_offset, suffix)
-            for suffix in (LOG_SUFFIX, *_INDEX_SUFFIXES)
-        }
+        self._paths: dict[str, Path] | None = None
         self._open_files = open_files
         self._fd = -1
         self._closed = False
@@ -151,6 +149,23 @@ class FileStore:
             self._descriptor()  # create the file now: the segment exists from here on
         else:
             self._size = os.stat(self.paths[LOG_SUFFIX]).st_size  # opened on first use
+
+    @property
+    def directory(self) -> Path:
+        if not isinstance(self._directory, Path):
+            self._directory = Path(self._directory)
+        return self._directory
+
+    @property
+    def paths(self) -> dict[str, Path]:
+        """Suffix (``.log``, ``.index``, ``.timeindex``) → the file's path (made on first use:
+        a broker of many idle partitions builds none)."""
+        if self._paths is None:
+            self._paths = {
+                suffix: self.directory / segment_file_name(self.base_offset, suffix)
+                for suffix in (LOG_SUFFIX, *_INDEX_SUFFIXES)
+            }
+        return self._paths
 
     # Descriptors are opened lazily and may be closed for room by OpenFiles at any time
     # between two calls; every use asks for one afresh.
@@ -299,14 +314,15 @@ class FileLog(Log):
     ) -> None:
         self.io = io
         self.open_files = open_files
-        self.directory = Path(directory)
+        # A str until a Path is asked for (directory): most partitions of a big broker never are.
+        self._directory: Path | str = directory if isinstance(directory, Path) else os.fspath(directory)
         self.config = config or LogConfig()
         clock = clock or wall_clock_ms
         self.recovered_bytes_cut = 0
         # A partition without a directory is new: its directory and first segment are made
         # when its first record is appended (a broker of many idle partitions creates no
         # files for them; the topic store is what says the partition exists).
-        self._lazy = not self.directory.is_dir()
+        self._lazy = not os.path.isdir(self._directory)
         segments = [] if self._lazy else self._load(topic, partition, clock, recovery_point, clean_shutdown)
         super().__init__(
             topic,
@@ -317,8 +333,8 @@ class FileLog(Log):
             log_start_offset=log_start_offset,
             recovery_point=recovery_point,
         )
+        self._transactional = not self._lazy and (self.directory / TRANSACTIONAL_MARKER).exists()
         self._lazy = False  # later segments are created at once, as before
-        self._transactional = (self.directory / TRANSACTIONAL_MARKER).exists()
         if self._transactional:
             self.rebuild_transactions()
 
@@ -345,7 +361,7 @@ class FileLog(Log):
     ) -> FileLog:
         """Open (or create) ``topic``-``partition`` under the log directory ``log_dir``."""
         return cls(
-            Path(log_dir) / partition_dir_name(topic, partition),
+            os.path.join(os.fspath(log_dir), partition_dir_name(topic, partition)),
             topic,
             partition,
             config,
@@ -358,12 +374,19 @@ class FileLog(Log):
         )
 
     @property
+    def directory(self) -> Path:
+        """``<log dir>/<topic>-<partition>``."""
+        if not isinstance(self._directory, Path):
+            self._directory = Path(self._directory)
+        return self._directory
+
+    @property
     def on_disk(self) -> bool:
         """Whether the partition's directory exists (it appears with the first record)."""
         return not (len(self._segments) == 1 and not self._segments[0].store.on_disk)
 
     def _new_store(self, base_offset: int) -> SegmentStore:
-        return FileStore(self.directory, base_offset, self.io, self.open_files, lazy=self._lazy)
+        return FileStore(self._directory, base_offset, self.io, self.open_files, lazy=self._lazy)
 
     def _load(
         self,

@@ -24,6 +24,7 @@ import enum
 import functools
 import re
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 
 import attrs
 
@@ -66,11 +67,11 @@ INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 def member_topics(member: ConsumerGroupMember, topic_names: Iterable[str]) -> set[str]:
     """The existing topics a member subscribes to: its names, plus what its regex matches."""
-    names = set(topic_names)
-    topics = set(member.subscribed_topic_names) & names
+    names = topic_names if isinstance(topic_names, AbstractSet | Mapping) else set(topic_names)
+    topics = {name for name in member.subscribed_topic_names if name in names}  # O(its names)
     if member.subscribed_topic_regex:
         pattern = topic_pattern(member.subscribed_topic_regex)
-        topics |= {name for name in names - INTERNAL_TOPICS if pattern.fullmatch(name)}
+        topics |= {name for name in names if name not in INTERNAL_TOPICS and pattern.fullmatch(name)}
     return topics
 
 
@@ -135,6 +136,10 @@ class ConsumerGroup:
     subscription_metadata: dict[str, int] = attrs.Factory(dict)
     #: classic members told to rejoin whose join timeout runs (soft state, as Kafka's timer)
     join_timeouts: set[str] = attrs.Factory(set)
+    #: (the members' subscribed names together, their regexes), kept until a member's
+    #: subscription changes: a heartbeat asks for the group's topics, and walking every member
+    #: each time made a round of heartbeats O(members²).
+    _subscriptions: tuple[frozenset[str], frozenset[str]] | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -147,12 +152,17 @@ class ConsumerGroup:
         return ConsumerGroupState.STABLE
 
     def put(self, member: ConsumerGroupMember) -> None:
+        before = self.members.get(member.member_id)
+        if before is None or (before.subscribed_topic_names, before.subscribed_topic_regex) != (
+                member.subscribed_topic_names, member.subscribed_topic_regex):
+            self._subscriptions = None
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
 
     def remove(self, member_id: str) -> ConsumerGroupMember | None:
         member = self.members.pop(member_id, None)
+        self._subscriptions = None
         self.target.pop(member_id, None)
         self.join_timeouts.discard(member_id)
         if member is not None and member.instance_id is not None:
@@ -185,10 +195,17 @@ class ConsumerGroup:
 
     def subscribed_topics(self, topic_names: Iterable[str]) -> set[str]:
         """Every topic some member subscribes to, by name or by regex, among ``topic_names``."""
-        names = list(topic_names)
-        topics: set[str] = set()
-        for member in self.members.values():
-            topics |= member_topics(member, names)
+        names = topic_names if isinstance(topic_names, AbstractSet | Mapping) else set(topic_names)
+        if self._subscriptions is None:
+            self._subscriptions = (
+                frozenset(n for m in self.members.values() for n in m.subscribed_topic_names),
+                frozenset(m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex),
+            )
+        subscribed, regexes = self._subscriptions
+        topics = {name for name in subscribed if name in names}
+        for regex in regexes:
+            pattern = topic_pattern(regex)
+            topics |= {name for name in names if name not in INTERNAL_TOPICS and pattern.fullmatch(name)}
         return topics
 
     def all_classic_except(self, member_id: str) -> bool:

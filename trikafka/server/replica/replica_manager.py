@@ -24,7 +24,7 @@ from typing import Any
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.ports import TransactionVerifier
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError, RecordErrorsError
-from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
+from trikafka.log.config import LogConfig
 from trikafka.log.partition_log import PartitionLog, PartitionLogs
 from trikafka.protocol.batch_records import keyless_records
 from trikafka.protocol.compression import codec_id, recompress_batches
@@ -32,7 +32,7 @@ from trikafka.protocol.records import build_control_batch, iter_batches
 from trikafka.server.replica.cluster_view import ReplicaPlacement
 from trikafka.server.replica.producer_state import ProducerIdManager, ProducerStateManager
 from trikafka.server.replica.topic_config import (
-    format_value,
+    LogConfigs,
     resolve_topic_config,
     validate_topic_configs,
 )
@@ -72,6 +72,7 @@ class ReplicaManager:
         self.transaction_verifier: TransactionVerifier | None = None
         #: Places new partitions' replicas (an in-process cluster); None: this broker alone.
         self.placement: ReplicaPlacement | None = None
+        self._log_configs = LogConfigs()
         for topic in self.topics:
             self._open_logs(topic, range(topic.partitions))
 
@@ -81,10 +82,8 @@ class ReplicaManager:
         return resolve_topic_config(topic.configs, self.config)
 
     def log_config(self, topic: TopicInfo) -> LogConfig:
-        effective = self.effective_config(topic)
-        return LogConfig.from_properties(
-            {key: format_value(effective[key]) for key in TOPIC_CONFIG_KEYS if key in effective}
-        )
+        """The topic's LogConfig; topics with the same overrides share one (most have none)."""
+        return self._log_configs.get(topic.configs, self.config)
 
     def _open_logs(
         self, topic: TopicInfo, partitions: range, replication_factor: int = -1, assignment: Any = None
@@ -233,6 +232,7 @@ class ReplicaManager:
         if validate_only:
             return
         self.config = new_config
+        self._log_configs.clear()
         self.dynamic_broker_configs = cleaned
         for topic in self.topics:
             self.log_manager.update_topic_config(topic.name, self.log_config(topic))
