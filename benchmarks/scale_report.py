@@ -4,8 +4,9 @@ A curve is a list of points ``{x_key: n, metric: value, ...}``. For a *total* co
 RSS, seconds of creation) linear growth means a constant cost per unit: each step's marginal
 cost ``(c(n2) - c(n1)) / (n2 - n1)`` stays near the first step's. For a cost that should stay
 *flat* (a produce's p99 whatever the idle connections) it means no growth at all. A step is
-flagged when its marginal cost is more than ``FASTER`` times the curve's first step's (plus a
-small absolute slack, so noise on tiny figures is not called growth).
+flagged when its marginal cost is more than ``FASTER`` times the median step's (plus a small
+absolute slack, so noise on tiny figures is not called growth); a flat cost when a point is
+more than ``FASTER`` times the first.
 """
 
 from __future__ import annotations
@@ -42,14 +43,17 @@ def growth_verdict(points: list[dict], x: str, metric: str, kind: str, slack: fl
         ]
         return {"linear": not faster, "faster": faster, "kind": "flat"}
     steps = _steps(points, x, metric)
-    if not steps:
+    if len(steps) < 2:
         return {"linear": None, "faster": []}
-    first = max(steps[0][2], 0.0)
+    # The typical step's marginal cost (the median: the small first steps are the noisiest on
+    # a shared machine) is the baseline; a step costing more than FASTER times it grows faster.
+    marginals = sorted(marginal for *_, marginal in steps)
+    base = max(marginals[(len(marginals) - 1) // 2], 0.0)  # the lower median
     faster = [
-        {"from": n1, "to": n2, "ratio": marginal / first if first else None}
-        for n1, n2, marginal in steps[1:] if marginal > FASTER * first + slack
+        {"from": n1, "to": n2, "ratio": marginal / base if base else None}
+        for n1, n2, marginal in steps if marginal > FASTER * base + slack
     ]
-    return {"linear": not faster, "faster": faster}
+    return {"linear": not faster, "faster": faster, "kind": "total"}
 
 
 #: (name, curve id, x at which it is read, metric, op, threshold, unit) — issue 36's goals,
@@ -128,7 +132,7 @@ def verdict_text(curve: dict, metric: str, verdict: dict) -> str:
     if verdict["linear"] and verdict.get("kind") == "flat":
         return f"{label}: stays flat (no point above {FASTER:g}× the first)"
     if verdict["linear"]:
-        return f"{label}: grows linearly (no step's marginal cost above {FASTER:g}× the first's)"
+        return f"{label}: grows linearly (no step's marginal cost above {FASTER:g}× the median step's)"
     steps = ", ".join(
         f"{s['from']:,}→{s['to']:,}" + (f" ({s['ratio']:.1f}×)" if s["ratio"] else "") for s in verdict["faster"]
     )
