@@ -1,4 +1,4 @@
-"""``python -m benchmarks [--quick] [--rounds N] [--output DIR] [--only ids]``."""
+"""``python -m benchmarks [--quick] [--rounds N] [--output DIR] [--only ids] [--scale [--scale-max N]]``."""
 
 import sys
 

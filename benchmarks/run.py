@@ -54,6 +54,13 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, help="rounds (default 3; --quick: 1)")
     parser.add_argument("--output", type=Path, help="directory for latest.json/.md/.png")
     parser.add_argument("--only", help="comma-separated workload ids (prefixes match)")
+    parser.add_argument("--scale", action="store_true",
+                        help="only the scale section (benchmarks/scale.py): cost vs partitions, "
+                             "connections, group size")
+    parser.add_argument("--scale-max", type=int, metavar="N",
+                        help="the scale section's largest partition count (default 100,000)")
+    parser.add_argument("--scale-only", help="comma-separated scale curves: partitions, connections, "
+                                             "groups, sessions")
     return parser.parse_args(argv)
 
 
@@ -206,10 +213,15 @@ def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     args = _parse_args(argv)
+    output = args.output or (QUICK_RESULTS if args.quick else RESULTS)
+    scale_only = tuple(args.scale_only.split(",")) if args.scale_only else ()
+    if args.scale:
+        from benchmarks.scale import main_scale
+
+        return main_scale(args.scale_max, output, print, scale_only)
     settings = Settings.quick() if args.quick else Settings()
     if args.rounds:
         settings = dataclasses.replace(settings, rounds=args.rounds)
-    output = args.output or (QUICK_RESULTS if args.quick else RESULTS)
     signal.signal(signal.SIGTERM, _terminate)
     signal.signal(signal.SIGHUP, _terminate)
     console = Console() if sys.stdout.isatty() else Console(width=200)
@@ -238,7 +250,12 @@ def main(argv: list[str] | None = None) -> int:
         (w["id"], t) for w in data["workloads"] for t, rs in w["rounds"].items()
         if any("error" in r for r in rs)
     ]
+    code = 0
     if errors:
         console.print(f"[red]{len(errors)} workload/target pairs had errors: {errors}")
-        return 1
-    return 0
+        code = 1
+    if not args.quick and not args.only:  # a full `make bench` ends with the scale section
+        from benchmarks.scale import main_scale
+
+        code |= main_scale(args.scale_max, output, log, scale_only)
+    return code

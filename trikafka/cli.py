@@ -220,6 +220,7 @@ def _startup_info(
         http=http,
         notes=notes,
         open_files=open_files,
+        partition_cap=config.max_broker_partitions,
     )
 
 
@@ -318,6 +319,7 @@ async def _serve_cluster(
                     changed=changed_from_defaults(config, reasons) if i == 0 else {},
                     http=http,
                     open_files=open_files if i == 0 else None,
+                    partition_cap=node.config.max_broker_partitions,
                 )
                 print_startup(info, shape, closing=i == len(nodes) - 1)
             _freeze_startup_objects()

@@ -310,6 +310,7 @@ class BrokerConfig:
     quota_window_num: int = _int_field("quota.window.num", 11, "Samples a client quota's rate is measured over.", 1, INT32_MAX)
     quota_window_size_seconds: int = _int_field("quota.window.size.seconds", 1, "Seconds each quota sample spans.", 1, INT32_MAX)
     max_incremental_fetch_session_cache_slots: int = _int_field("max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX)
+    max_broker_partitions: int = _int_field("max.broker.partitions", 200_000, "Partitions of all topics together (internal ones too) this broker holds; CreateTopics and CreatePartitions beyond it get POLICY_VIOLATION (trikafka's; KIP-578's proposed name).", 1, INT32_MAX)
     # --- topics and logs (Kafka's broker-level defaults for topic configs) -----------------
     auto_create_topics_enable: bool = _bool_field("auto.create.topics.enable", True, "Metadata and Produce create unknown topics.")
     num_partitions: int = _int_field("num.partitions", 1, "Partitions of auto-created topics.", 1, 1_000_000)

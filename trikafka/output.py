@@ -105,6 +105,8 @@ class StartupInfo:
     http: Mapping[str, str] = attrs.field(factory=dict)
     notes: Sequence[str] = ()
     open_files: str | None = None
+    #: ``max.broker.partitions``: partitions of all topics together this broker may hold.
+    partition_cap: int | None = None
 
     def as_fields(self) -> dict[str, Any]:
         return {
@@ -117,6 +119,7 @@ class StartupInfo:
             "config_changed": {key: value for key, (value, _) in self.changed.items()},
             "http": dict(self.http),
             "open_files": self.open_files,
+            "max_broker_partitions": self.partition_cap,
             "notes": list(self.notes),
         }
 
@@ -131,6 +134,8 @@ class StartupInfo:
             out += [f"    {key}={value}" + (f"  ({why})" if why else "") for key, (value, why) in self.changed.items()]
         if self.open_files is not None:
             out.append(f"  open file limit (RLIMIT_NOFILE): {self.open_files}")
+        if self.partition_cap is not None:
+            out.append(f"  partitions: at most {self.partition_cap:,} on this broker (max.broker.partitions)")
         out += [f"  {note}" for note in self.notes]
         out += [f"  listening on {bold}{listener}{end}" for listener in self.listeners]
         out.append(f"  data: {self.data}")

@@ -4,7 +4,8 @@
   meaning, from :func:`trikafka.config.config_keys` (the one config table) and the dev broker's
   own defaults (:data:`trikafka.cli.DEV_DEFAULTS`);
 * ``<!-- generated: topic-keys -->``: every topic key, from :func:`trikafka.topic_configs.readme_table`;
-* ``assets/bench-latest.png``: ``make bench``'s chart, served from ``benchmarks/results/``.
+* ``assets/bench-latest.png``: ``make bench``'s chart, and ``assets/scale-*.png``, the scale
+  section's curves, served from ``benchmarks/results/``.
 """
 
 from __future__ import annotations
@@ -52,7 +53,10 @@ def on_page_markdown(markdown, page, config, files):  # noqa: ARG001 — mkdocs'
 def on_files(files, config):  # noqa: ARG001
     from mkdocs.structure.files import File
 
-    chart = ROOT / "benchmarks" / "results" / "latest.png"
+    results = ROOT / "benchmarks" / "results"
+    chart = results / "latest.png"
     if chart.exists():
         files.append(File.generated(config, "assets/bench-latest.png", abs_src_path=str(chart)))
+    for curve in sorted(results.glob("scale-*.png")):  # `python -m benchmarks --scale`'s curves
+        files.append(File.generated(config, f"assets/{curve.name}", abs_src_path=str(curve)))
     return files

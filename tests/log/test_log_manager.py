@@ -81,10 +81,10 @@ def test_file_manager_spreads_logs_and_reloads_them(tmp_path, caplog):
     manager = LogManager(dirs, LogConfig(segment_bytes=300))
     logs = [manager.get_or_create_log("t", p) for p in range(4)]
     assert all(isinstance(log, FileLog) for log in logs)
-    assert sorted(len([e for e in d.iterdir() if e.is_dir()]) for d in dirs) == [2, 2]
     for p, log in enumerate(logs):
         for _ in range(p + 5):
             log.append(batch(1), leader_epoch=0)
+    assert sorted(len([e for e in d.iterdir() if e.is_dir()]) for d in dirs) == [2, 2]
     logs[1].delete_records_before(3)
     manager.close()
     for d in dirs:
@@ -125,7 +125,7 @@ def test_an_unclean_restart_recovers_from_the_checkpoint(tmp_path):
 def test_deleted_logs_are_renamed_then_removed(tmp_path):
     manager = LogManager([tmp_path])
     manager.get_or_create_log("gone", 0).append(batch(1), leader_epoch=0)
-    manager.get_or_create_log("kept", 0)
+    manager.get_or_create_log("kept", 0).append(batch(1), leader_epoch=0)
     assert manager.delete_log("gone", 0)
     (doomed,) = [p for p in tmp_path.iterdir() if p.name.endswith("-delete")]
     assert doomed.name.startswith("gone-0.")
@@ -230,3 +230,23 @@ async def test_fetchers_wait_on_the_high_watermark(autojump_clock):
         assert seen == []
         log.append(batch(2), leader_epoch=0)
     assert seen == [4]
+
+
+def test_a_new_file_log_is_on_disk_only_from_its_first_record(tmp_path):
+    manager = LogManager([tmp_path])
+    log = manager.get_or_create_log("idle", 0)
+    assert not log.on_disk and not (tmp_path / "idle-0").exists()
+    log.flush()
+    assert log.read(0, 1000).chunks == () and not (tmp_path / "idle-0").exists()
+    log.append(batch(1), leader_epoch=0)
+    assert log.on_disk and (tmp_path / "idle-0" / "00000000000000000000.log").stat().st_size > 0
+    manager.get_or_create_log("never", 0)
+    manager.get_or_create_log("dropped", 0)
+    assert manager.delete_log("dropped", 0)
+    manager.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["idle-0"]
+    again = LogManager([tmp_path])
+    assert again.get_log("idle", 0).log_end_offset == 1
+    assert again.get_log("never", 0) is None  # the topic store, not the disk, knows it exists
+    assert again.get_or_create_log("never", 0).log_end_offset == 0
+    again.close()

@@ -9,8 +9,9 @@ progress (NO_REASSIGNMENT_IN_PROGRESS on cancel, an empty list).
 
 from __future__ import annotations
 
-from tests.cluster.support import connected
+from tests.cluster.support import batch, connected
 from tests.cluster.support import create_topic as create_replicated_topic
+from tests.cluster.support import produce as produce_replicated
 from trikafka import open_cluster
 from trikafka.errors import ErrorCode
 from trikafka.testing import open_test_broker
@@ -85,6 +86,8 @@ async def test_a_replica_reassigned_away_from_a_stopped_broker_is_deleted_when_i
     async with open_cluster(3, transport="memory", log_dirs=str(tmp_path)) as cluster, connected(cluster) as client:
         await create_replicated_topic(client, "away", replication_factor=2)
         keep, gone = cluster.leadership("away", 0).replicas
+        async with connected(cluster, keep) as leader_client:  # files appear with the first record
+            assert (await produce_replicated(leader_client, "away", 0, batch(b"x"))).error_code == ErrorCode.none
         (spare,) = {1, 2, 3} - {keep, gone}
         await cluster.stop_broker(gone)
         async with connected(cluster, keep) as leader_client:

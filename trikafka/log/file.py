@@ -121,33 +121,60 @@ class FileStore:
 
     def __init__(
         self,
-        directory: Path,
+        directory: Path | str,
         base_offset: int,
         io: FileIO = SYSTEM_IO,
         open_files: OpenFiles | None = None,
+        *,
+        lazy: bool = False,
     ) -> None:
-        self.directory = directory
+        self._directory: Path | str = directory  # a Path when first asked for (directory)
+        self.base_offset = base_offset
         self.io = io
-        self.paths = {
-            suffix: directory / segment_file_name(base_offset, suffix)
-            for suffix in (LOG_SUFFIX, *_INDEX_SUFFIXES)
-        }
-        self._new = not self.paths[LOG_SUFFIX].exists()
+        self._paths: dict[str, Path] | None = None
         self._open_files = open_files
         self._fd = -1
         self._closed = False
-        if self._new:
+        self._indexes_written = False
+        #: Not on disk yet: the first segment of a new partition, whose directory and file
+        #: appear with its first record (see FileLog).
+        self._pending = lazy
+        #: Created by this store (its name, and for a pending one its directory's, must be
+        #: synced before it is durable).
+        self._new = lazy or not self.paths[LOG_SUFFIX].exists()
+        if lazy:
+            self._size = 0
+        elif self._new:
             self._size = 0
             self._descriptor()  # create the file now: the segment exists from here on
         else:
             self._size = os.stat(self.paths[LOG_SUFFIX]).st_size  # opened on first use
-        self._indexes_written = False
+
+    @property
+    def directory(self) -> Path:
+        if not isinstance(self._directory, Path):
+            self._directory = Path(self._directory)
+        return self._directory
+
+    @property
+    def paths(self) -> dict[str, Path]:
+        """Suffix (``.log``, ``.index``, ``.timeindex``) → the file's path (made on first use:
+        a broker of many idle partitions builds none)."""
+        if self._paths is None:
+            self._paths = {
+                suffix: self.directory / segment_file_name(self.base_offset, suffix)
+                for suffix in (LOG_SUFFIX, *_INDEX_SUFFIXES)
+            }
+        return self._paths
 
     # Descriptors are opened lazily and may be closed for room by OpenFiles at any time
     # between two calls; every use asks for one afresh.
 
     def _open_fd(self) -> int:
+        if self._pending:  # the partition's first record: its directory, then the file
+            self.directory.mkdir(parents=True, exist_ok=True)
         self._fd = self.io.open(self.paths[LOG_SUFFIX], os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._pending = False
         return self._fd
 
     def _close_fd(self) -> None:
@@ -188,6 +215,11 @@ class FileStore:
     def read(self, position: int, size: int) -> list[bytes | memoryview]:
         return [self.pread(position, size)]
 
+    @property
+    def on_disk(self) -> bool:
+        """Whether the segment's file exists (a new partition's appears with its first record)."""
+        return not self._pending
+
     def slice(self, position: int, size: int) -> FileSlice:
         """A reference to ``[position, position + size)``, read only when sent (slices.py)."""
         size = max(min(size, self._size - position), 0)
@@ -198,6 +230,8 @@ class FileStore:
         return os.pread(self._descriptor(), size, position) if size > 0 else b""
 
     def truncate(self, size: int) -> None:
+        if self._pending and size == 0:
+            return  # nothing on disk to cut
         self.io.ftruncate(self._descriptor(), size)
         self._size = size
 
@@ -214,6 +248,8 @@ class FileStore:
         return offsets, times
 
     def persist_indexes(self, offset_index: OffsetIndex, time_index: TimeIndex) -> None:
+        if self._pending:
+            return  # no records, so no index entries, and no directory to write them in
         for index in (offset_index, time_index):
             if self._indexes_written and index.dirty_from == len(index):
                 continue
@@ -228,11 +264,12 @@ class FileStore:
         self._indexes_written = True
 
     def sync_handle(self) -> SyncHandle | None:
-        if self._closed:
+        if self._closed or self._pending:
             return None
         paths = [self.paths[s] for s in (LOG_SUFFIX, *_INDEX_SUFFIXES)]
         if self._new:  # a new file's name is durable only once its directory is synced
             paths.append(self.directory)
+            paths.append(self.directory.parent)  # and a new directory's, once its parent is
             self._new = False
         return _FileSync(paths, self.io)
 
@@ -277,12 +314,16 @@ class FileLog(Log):
     ) -> None:
         self.io = io
         self.open_files = open_files
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        # A str until a Path is asked for (directory): most partitions of a big broker never are.
+        self._directory: Path | str = directory if isinstance(directory, Path) else os.fspath(directory)
         self.config = config or LogConfig()
         clock = clock or wall_clock_ms
         self.recovered_bytes_cut = 0
-        segments = self._load(topic, partition, clock, recovery_point, clean_shutdown)
+        # A partition without a directory is new: its directory and first segment are made
+        # when its first record is appended (a broker of many idle partitions creates no
+        # files for them; the topic store is what says the partition exists).
+        self._lazy = not os.path.isdir(self._directory)
+        segments = [] if self._lazy else self._load(topic, partition, clock, recovery_point, clean_shutdown)
         super().__init__(
             topic,
             partition,
@@ -292,12 +333,14 @@ class FileLog(Log):
             log_start_offset=log_start_offset,
             recovery_point=recovery_point,
         )
-        self._transactional = (self.directory / TRANSACTIONAL_MARKER).exists()
+        self._transactional = not self._lazy and (self.directory / TRANSACTIONAL_MARKER).exists()
+        self._lazy = False  # later segments are created at once, as before
         if self._transactional:
             self.rebuild_transactions()
 
     def _note_transactional(self) -> None:
         if not self._transactional:
+            self.directory.mkdir(parents=True, exist_ok=True)
             (self.directory / TRANSACTIONAL_MARKER).touch()
             self._transactional = True
 
@@ -318,7 +361,7 @@ class FileLog(Log):
     ) -> FileLog:
         """Open (or create) ``topic``-``partition`` under the log directory ``log_dir``."""
         return cls(
-            Path(log_dir) / partition_dir_name(topic, partition),
+            os.path.join(os.fspath(log_dir), partition_dir_name(topic, partition)),
             topic,
             partition,
             config,
@@ -330,8 +373,20 @@ class FileLog(Log):
             open_files=open_files,
         )
 
+    @property
+    def directory(self) -> Path:
+        """``<log dir>/<topic>-<partition>``."""
+        if not isinstance(self._directory, Path):
+            self._directory = Path(self._directory)
+        return self._directory
+
+    @property
+    def on_disk(self) -> bool:
+        """Whether the partition's directory exists (it appears with the first record)."""
+        return not (len(self._segments) == 1 and not self._segments[0].store.on_disk)
+
     def _new_store(self, base_offset: int) -> SegmentStore:
-        return FileStore(self.directory, base_offset, self.io, self.open_files)
+        return FileStore(self._directory, base_offset, self.io, self.open_files, lazy=self._lazy)
 
     def _load(
         self,

@@ -16,10 +16,10 @@ suite against both.
   its sparse index. It returns whole batches, and at least one when ``min_one_batch`` (KIP-74).
 * **Offsets**: ``log_start_offset`` rises through DeleteRecords and retention;
   ``log_end_offset`` is the next offset to assign. With one replica the high watermark is the
-  log end offset. Both are also :class:`trio_util.AsyncValue` s, so a long-poll Fetch waits on
-  ``high_watermark.wait_value(...)`` instead of polling.
+  log end offset. Both are :class:`EndOffset` s, so a long-poll Fetch waits on
+  ``high_watermark.wait_value(...)`` (or a watcher) instead of polling.
 * **Transactions** (:mod:`trikafka.log.transactions`): the log tracks the open transactions
-  of its producers and the aborted ones; ``last_stable_offset`` (an ``AsyncValue`` too) is
+  of its producers and the aborted ones; ``last_stable_offset`` (an ``EndOffset`` too) is
   the first offset of the oldest open transaction, else the high watermark.
   ``read(..., max_offset=lso)`` serves ``read_committed`` fetches.
 * **Time** comes in as arguments (milliseconds) or from the injected ``clock``, never from a
@@ -38,15 +38,14 @@ from __future__ import annotations
 
 import struct
 from bisect import bisect_right
-from collections.abc import Callable
 
 import attrs
-from trio_util import AsyncValue
 
 from trikafka.clock import Clock, now_ms
 from trikafka.errors import ErrorCode, InvalidRecordError, KafkaProtocolError
 from trikafka.log.config import LogConfig
 from trikafka.log.durability import FlushJob, LogDurability
+from trikafka.log.offsets import EndOffset, LogOffsets
 from trikafka.log.retention import LogRetention
 from trikafka.log.segment import Segment, SegmentStore
 from trikafka.log.slices import FileSlice, materialize
@@ -68,33 +67,6 @@ _OFFSET_LENGTH = struct.Struct(">qi")  # baseOffset, batchLength
 def wall_clock_ms() -> float:
     """The default clock: wall time in milliseconds."""
     return now_ms()  # the broker's one wall clock (trikafka/clock.py)
-
-
-class EndOffset(AsyncValue[int]):
-    """An ``AsyncValue`` of an offset that also calls its watchers when it changes.
-
-    A long poll over several partitions waits for any of their ends to move. Through
-    ``AsyncValue`` alone that takes a task per partition (``trio_util.wait_any``: a nursery,
-    and on waking a cancellation of every sibling); a watcher — Kafka's watcher lists in its
-    purgatory — is one callback here, run where the offset moves, so the waiting fetch is
-    one task with one wake-up.
-    """
-
-    def __init__(self, value: int) -> None:
-        super().__init__(value)
-        self.watchers: set[Callable[[], None]] = set()
-
-    @property
-    def value(self) -> int:
-        return self._value  # type: ignore[no-any-return]
-
-    @value.setter
-    def value(self, x: int) -> None:
-        changed = self._value != x
-        AsyncValue.value.fset(self, x)  # type: ignore[attr-defined]
-        if changed:
-            for watcher in tuple(self.watchers):
-                watcher()
 
 
 @attrs.frozen
@@ -127,7 +99,7 @@ class FetchData:
         return b"".join(map(materialize, self.chunks))
 
 
-class Log(LogRetention, LogDurability, LogTransactions):
+class Log(LogOffsets, LogRetention, LogDurability, LogTransactions):
     """A partition's log. Subclasses provide :meth:`_new_store`; see the module docstring.
 
     Retention (:mod:`trikafka.log.retention`), durability (:mod:`trikafka.log.durability`)
@@ -154,7 +126,6 @@ class Log(LogRetention, LogDurability, LogTransactions):
         self._log_start_offset = min(max(log_start_offset, self._segments[0].base_offset), end)
         self.recovery_point = min(recovery_point, end)
         self.high_watermark: EndOffset = EndOffset(end)
-        self.log_end_offset_value: AsyncValue[int] = AsyncValue(end)
         self.transactions = TransactionTracker()
         self.last_stable_offset: EndOffset = EndOffset(end)
         self._unflushed_messages = 0
@@ -225,11 +196,6 @@ class Log(LogRetention, LogDurability, LogTransactions):
         if best.max_timestamp == NO_TIMESTAMP:
             return -1
         return best.exact_offset_of_max_timestamp()
-
-    def _set_end(self, offset: int) -> None:
-        self.log_end_offset_value.value = offset
-        self.high_watermark.value = offset
-        self._update_lso()
 
     def _check_open(self) -> None:
         if self._closed:

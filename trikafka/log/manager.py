@@ -163,6 +163,8 @@ class LogManager(LogMaintenance):
         self.flush_start_offset_checkpoint_interval_ms = flush_start_offset_checkpoint_interval_ms
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        self._dir_counts: dict[Path, int] = {d: 0 for d in self.log_dirs or ()}
+        self._partitions_of: dict[str, set[int]] = {}  # topic → its partitions with a log
         self._topic_configs: dict[str, LogConfig] = {}
         self._doomed_dirs: list[Path] = []
         self._closed = False
@@ -220,7 +222,7 @@ class LogManager(LogMaintenance):
                 io=self.io,
                 open_files=self.open_files,
             )
-            self._dir_of[parsed] = log_dir
+            self._placed(parsed, log_dir)
             done += count
             progress(done, total, str(log_dir))
         # From here on a crash must be noticed at the next start.
@@ -251,9 +253,7 @@ class LogManager(LogMaintenance):
         if self.log_dirs is None:
             log = MemoryLog(topic, partition, config, clock=self.clock)
         else:
-            counts = {d: 0 for d in self.log_dirs}
-            for d in self._dir_of.values():
-                counts[d] += 1
+            counts = self._dir_counts
             log_dir = min(self.log_dirs, key=lambda d: counts[d])
             try:
                 log = FileLog.open(
@@ -262,9 +262,15 @@ class LogManager(LogMaintenance):
                 )
             except OSError as exc:
                 raise _creation_error(f"creating {topic}-{partition} in {log_dir}", exc) from None
-            self._dir_of[key] = log_dir
         self._logs[key] = log
+        self._placed(key, log_dir if self.log_dirs is not None else None)
         return log
+
+    def _placed(self, key: TopicPartition, log_dir: Path | None) -> None:
+        self._partitions_of.setdefault(key[0], set()).add(key[1])
+        if log_dir is not None:
+            self._dir_of[key] = log_dir
+            self._dir_counts[log_dir] += 1
 
     def create_logs(self, topic: str, partitions: Iterable[int], config: LogConfig | None = None) -> None:
         """Create the partitions' logs, all or none: CreateTopics and CreatePartitions fail
@@ -285,9 +291,8 @@ class LogManager(LogMaintenance):
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         """Apply ``config`` to the topic's logs now and to its partitions created later."""
         self._topic_configs[topic] = config
-        for (name, _), log in self._logs.items():
-            if name == topic:
-                log.config = config
+        for partition in self._partitions_of.get(topic, ()):
+            self._logs[(topic, partition)].config = config
 
     def delete_log(self, topic: str, partition: int) -> bool:
         """Close and remove a partition's log; False if there was none.
@@ -300,8 +305,15 @@ class LogManager(LogMaintenance):
         if log is None:
             return False
         log.close()
+        partitions = self._partitions_of.get(topic)
+        if partitions is not None:
+            partitions.discard(partition)
+            if not partitions:
+                del self._partitions_of[topic]
         log_dir = self._dir_of.pop(key, None)
-        if isinstance(log, FileLog) and log_dir is not None:
+        if log_dir is not None:
+            self._dir_counts[log_dir] -= 1
+        if isinstance(log, FileLog) and log_dir is not None and log.directory.is_dir():
             doomed = log.directory.with_name(
                 f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
             )

@@ -20,6 +20,7 @@ deterministic (members are ordered by id), so a replayed group computes what it 
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping
 
 from trikafka.coordinator.consumer.consumer_group import Assignment
@@ -51,29 +52,47 @@ def uniform(subscriptions: Subscriptions, topics: Mapping[str, int], previous: M
                     owned[member].append((topic, partition))
     eligible = {t: [m for m in members if t in subscriptions[m]] for t in sorted(topics)}
     for topic, candidates in eligible.items():
+        # The least-loaded candidate (then the first by id) for each free partition, from a
+        # heap: O(log members) a partition, where a scan of the candidates made a rebalance
+        # O(partitions × members).
+        heap = [(len(owned[m]), m) for m in candidates]
+        heapq.heapify(heap)
         for partition in range(topics[topic] if candidates else 0):
             if (topic, partition) not in owner:
-                chosen = min(candidates, key=lambda m: (len(owned[m]), m))
+                load, chosen = heapq.heappop(heap)
                 owner[(topic, partition)] = chosen
                 owned[chosen].append((topic, partition))
-    # Balance: each move lowers the sum of squared loads, so this ends.
-    moved = True
-    while moved:
-        moved = False
-        for heavy in sorted(members, key=lambda m: (-len(owned[m]), m)):
-            load = len(owned[heavy])
-            for tp in reversed(owned[heavy]):
-                lighter = [m for m in eligible[tp[0]] if len(owned[m]) < load - 1]
-                if lighter:
-                    chosen = min(lighter, key=lambda m: (len(owned[m]), m))
-                    owned[heavy].remove(tp)
-                    owned[chosen].append(tp)
-                    owner[tp] = chosen
-                    moved = True
-                    break
-            if moved:
-                break
+                heapq.heappush(heap, (load + 1, chosen))
+    # Balance: each move lowers the sum of squared loads, so this ends. A partition of a topic
+    # can move off ``heavy`` when the topic's least-loaded candidate holds fewer than its load
+    # less one; that least-loaded one (then the first by id) takes it.
+    while True:
+        least = {t: min(len(owned[m]) for m in c) for t, c in eligible.items() if c}
+        move = _first_move(members, owned, least)
+        if move is None:
+            break
+        heavy, tp = move
+        chosen = min(eligible[tp[0]], key=lambda m: (len(owned[m]), m))
+        owned[heavy].remove(tp)
+        owned[chosen].append(tp)
+        owner[tp] = chosen
     return _group(owner, members)
+
+
+def _first_move(
+    members: list[str], owned: Mapping[str, list[TopicPartition]], least: Mapping[str, int]
+) -> tuple[str, TopicPartition] | None:
+    """The first (heavy member, partition) that can move to a lighter member: members by
+    load, heaviest first (then by id), each one's partitions last-assigned first."""
+    floor = min(least.values(), default=0)
+    for heavy in sorted(members, key=lambda m: (-len(owned[m]), m)):
+        load = len(owned[heavy])
+        if floor >= load - 1:
+            return None  # no lighter member anywhere for this one or any lighter one
+        for tp in reversed(owned[heavy]):
+            if least[tp[0]] < load - 1:
+                return heavy, tp
+    return None
 
 
 def range_(subscriptions: Subscriptions, topics: Mapping[str, int], previous: Mapping[str, Assignment]) -> dict[str, dict[str, frozenset[int]]]:

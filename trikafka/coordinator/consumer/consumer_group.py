@@ -25,6 +25,7 @@ import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 
 import attrs
 
@@ -79,12 +80,12 @@ class ResolvedRegex:
 def member_topics(member: ConsumerGroupMember, topic_names: Iterable[str],
                   resolved: Mapping[str, ResolvedRegex] | None = None) -> set[str]:
     """The existing topics a member subscribes to: its names, plus what its regex resolved to
-    (nothing while unresolved: :mod:`~trikafka.coordinator.consumer_regex`)."""
-    names = set(topic_names)
-    topics = set(member.subscribed_topic_names) & names
+    (nothing while unresolved: :mod:`~trikafka.coordinator.consumer.consumer_regex`)."""
+    names = topic_names if isinstance(topic_names, AbstractSet | Mapping) else set(topic_names)
+    topics = {name for name in member.subscribed_topic_names if name in names}  # O(its names)
     regex = member.subscribed_topic_regex
     if regex and resolved is not None and regex in resolved:
-        topics |= resolved[regex].topics & names
+        topics |= {name for name in resolved[regex].topics if name in names}
     return topics
 
 
@@ -152,6 +153,10 @@ class ConsumerGroup:
     #: subscribed regex → its last resolution; a resolution is under way (soft state)
     resolved_regexes: dict[str, ResolvedRegex] = attrs.Factory(dict)
     regex_refresh_pending: bool = False
+    #: (the members' subscribed names together, their regexes), kept until a member's
+    #: subscription changes: a heartbeat asks for the group's topics, and walking every member
+    #: each time made a round of heartbeats O(members²).
+    _subscriptions: tuple[frozenset[str], frozenset[str]] | None = attrs.field(default=None, init=False, repr=False)
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -164,12 +169,17 @@ class ConsumerGroup:
         return ConsumerGroupState.STABLE
 
     def put(self, member: ConsumerGroupMember) -> None:
+        before = self.members.get(member.member_id)
+        if before is None or (before.subscribed_topic_names, before.subscribed_topic_regex) != (
+                member.subscribed_topic_names, member.subscribed_topic_regex):
+            self._subscriptions = None
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
 
     def remove(self, member_id: str) -> ConsumerGroupMember | None:
         member = self.members.pop(member_id, None)
+        self._subscriptions = None
         self.target.pop(member_id, None)
         self.join_timeouts.discard(member_id)
         if member is not None and member.instance_id is not None:
@@ -202,10 +212,18 @@ class ConsumerGroup:
 
     def subscribed_topics(self, topic_names: Iterable[str]) -> set[str]:
         """Every topic some member subscribes to, by name or by regex, among ``topic_names``."""
-        names = list(topic_names)
-        topics: set[str] = set()
-        for member in self.members.values():
-            topics |= member_topics(member, names, self.resolved_regexes)
+        names = topic_names if isinstance(topic_names, AbstractSet | Mapping) else set(topic_names)
+        if self._subscriptions is None:
+            self._subscriptions = (
+                frozenset(n for m in self.members.values() for n in m.subscribed_topic_names),
+                frozenset(m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex),
+            )
+        subscribed, regexes = self._subscriptions
+        topics = {name for name in subscribed if name in names}
+        for regex in regexes:  # what each regex resolved to; nothing while unresolved
+            resolution = self.resolved_regexes.get(regex)
+            if resolution is not None:
+                topics |= {name for name in resolution.topics if name in names}
         return topics
 
     def subscribed_regexes(self) -> dict[str, int]:

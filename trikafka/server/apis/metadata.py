@@ -11,14 +11,23 @@ and over. The cache key holds everything the answer depends on — version, list
 each topic asked about its name, id and partition count — so a created, deleted, recreated or
 grown topic misses. A question naming a topic that does not exist is never cached (it may
 create the topic).
+
+A question for every topic is keyed by the topic store's ``version`` (bumped by every change)
+rather than by the topics themselves, and when it misses, each topic's entry is taken encoded
+from :class:`TopicEntries` — re-encoded only when that topic's id, partition count or the
+cluster's leadership changed — and spliced into the answer: after a CreateTopics on a broker
+of 100,000 partitions the next Metadata encodes the new topics only.
 """
 
 from __future__ import annotations
 
+import struct
+import typing
 from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request, SendResponse
+from trikafka.protocol.encoder import encoder_for, uvarint
 from trikafka.protocol.headers import encode_response_body, frame_response
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
@@ -26,7 +35,7 @@ from trikafka.server.kafka_apis import Answer, ApiContext, ApiFamily, handles
 from trikafka.server.replica.cluster_view import ClusterView, cluster_view
 from trikafka.server.replica.topics import validate_topic_name
 
-__all__ = ["MetadataApis", "topic_metadata"]
+__all__ = ["MetadataApis", "TopicEntries", "topic_metadata"]
 
 CACHED_ANSWERS = 256  # distinct questions remembered; the cache is emptied when full
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
@@ -69,10 +78,59 @@ def _error_topic(name: str | None, code: ErrorCode, topic_id: Any = None) -> dic
     }
 
 
+class TopicEntries:
+    """Each topic's Metadata entry, encoded once per response version, and answers built
+    around them: the answer without topics, with the encoded entries put in its topic array.
+
+    An entry is valid while its topic's id and partition count and the cluster view's version
+    (leaders, replicas, ISR) are what they were when it was encoded; entries of deleted topics
+    are dropped once the cache holds twice as many entries as there are topics.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[type, str], tuple[tuple, bytes]] = {}
+        self._topic_types: dict[type, type] = {}
+
+    def _topic_type(self, response_type: type) -> type:
+        cls = self._topic_types.get(response_type)
+        if cls is None:
+            cls = typing.get_args(typing.get_type_hints(response_type)["topics"])[0]
+            self._topic_types[response_type] = cls
+        return cls
+
+    def entry(self, cls: type, topic: Any, view: ClusterView) -> bytes:
+        state = (topic.topic_id, topic.partitions, view.version)
+        cached = self._entries.get((cls, topic.name))
+        if cached is not None and cached[0] == state:
+            return cached[1]
+        parts: list = []
+        encoder_for(cls)(parts, topic_metadata(topic, view))
+        encoded = b"".join(parts)
+        self._entries[(cls, topic.name)] = (state, encoded)
+        return encoded
+
+    def encode(self, spec: Any, values: dict[str, Any], topics: list[Any], view: ClusterView, known: int) -> bytes:
+        """The body of ``values`` (an answer whose ``topics`` are ignored) with ``topics``'
+        entries; ``known`` is how many topics exist, for pruning."""
+        if len(self._entries) > 2 * known + 64:
+            self._entries.clear()
+        cls = self._topic_type(spec.response_type)
+        flexible = bool(spec.response_type.__flexible__)
+        # Where the topic array goes: the one place an empty array and a null one differ.
+        empty = encode_response_body(spec, {**values, "topics": []}, values=True)
+        null = encode_response_body(spec, {**values, "topics": None}, values=True)
+        at = next(i for i, (a, b) in enumerate(zip(empty, null, strict=True)) if a != b)
+        width = 1 if flexible else 4
+        count = uvarint(len(topics) + 1) if flexible else struct.pack(">i", len(topics))
+        entries = [self.entry(cls, topic, view) for topic in topics]
+        return b"".join((empty[:at], count, *entries, empty[at + width:]))
+
+
 class MetadataApis(ApiFamily):
     def __init__(self, context: ApiContext) -> None:
         super().__init__(context)
         self._answers: dict[tuple, bytes] = {}
+        self._entries = TopicEntries()
 
     @handles(ApiKey.METADATA)
     async def handle_topic_metadata_request(self, request: Request) -> Any:
@@ -83,9 +141,23 @@ class MetadataApis(ApiFamily):
         if encoded is None:
             if len(self._answers) >= CACHED_ANSWERS:
                 self._answers.clear()
-            encoded = encode_response_body(request.spec, self._answer(request).values, values=True)
+            encoded = self._encode(request)
             self._answers[key] = encoded
         return SendResponse(frame_response(request.spec, request.correlation_id, encoded))
+
+    def _encode(self, request: Request) -> bytes:
+        body = request.body
+        replicas = self.replicas
+        all_topics = body.topics is None or (request.api_version == 0 and not body.topics)
+        if all_topics and replicas is not None and not getattr(body, "include_topic_authorized_operations", False):
+            view = cluster_view(self.context)
+            topics = [
+                t for t in replicas.topics
+                if self.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, t.name)
+            ]
+            values = self._answer(request, with_topics=False).values
+            return self._entries.encode(request.spec, values, topics, view, len(replicas.topics))
+        return encode_response_body(request.spec, self._answer(request).values, values=True)
 
     def _cache_key(self, request: Request) -> tuple | None:
         """What the answer depends on, or None when it must not be cached."""
@@ -95,7 +167,7 @@ class MetadataApis(ApiFamily):
         body = request.body
         topics = replicas.topics
         if body.topics is None or (request.api_version == 0 and not body.topics):
-            state = tuple((t.name, t.topic_id, t.partitions) for t in topics)
+            state = ("all", topics.version)  # bumped by every change to the topics
         else:
             parts = []
             for wanted in body.topics:
@@ -117,7 +189,7 @@ class MetadataApis(ApiFamily):
         return (request.api_version, request.listener_name, cluster_view(self.context).version, state,
                 who, flags)
 
-    def _answer(self, request: Request) -> Answer:
+    def _answer(self, request: Request, with_topics: bool = True) -> Answer:
         cache = self.context.metadata_cache
         body = request.body
         view = cluster_view(self.context)
@@ -125,7 +197,9 @@ class MetadataApis(ApiFamily):
         all_topics = body.topics is None or (request.api_version == 0 and not body.topics)
         auto_create = getattr(body, "allow_auto_topic_creation", True)
         topics: list[dict[str, Any]] = []
-        if replicas is not None and all_topics:
+        if not with_topics:
+            pass
+        elif replicas is not None and all_topics:
             # Topics the principal may not describe are left out, never reported.
             topics = [
                 topic_metadata(t, view) for t in replicas.topics

@@ -24,7 +24,7 @@ from typing import Any
 from trikafka.config import BrokerConfig
 from trikafka.coordinator.ports import TransactionVerifier
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError, RecordErrorsError
-from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
+from trikafka.log.config import LogConfig
 from trikafka.log.partition_log import PartitionLog, PartitionLogs
 from trikafka.protocol.batch_records import keyless_records
 from trikafka.protocol.compression import codec_id, recompress_batches
@@ -32,13 +32,13 @@ from trikafka.protocol.records import build_control_batch, iter_batches
 from trikafka.server.replica.cluster_view import ReplicaPlacement
 from trikafka.server.replica.producer_state import ProducerIdManager, ProducerStateManager
 from trikafka.server.replica.topic_config import (
-    format_value,
+    LogConfigs,
     resolve_topic_config,
     validate_topic_configs,
 )
 from trikafka.server.replica.topics import TopicInfo, TopicStore, validate_topic_name
 
-__all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS", "check_assignment", "known_brokers"]
+__all__ = ["ReplicaManager", "LEADER_EPOCH", "MAX_PARTITIONS", "check_assignment", "check_keys", "known_brokers"]
 
 log = logging.getLogger("trikafka.server")
 
@@ -75,6 +75,7 @@ class ReplicaManager:
         self.record_validator: Callable[[str, Any, bytearray, list], None] | None = None
         #: Places new partitions' replicas (an in-process cluster); None: this broker alone.
         self.placement: ReplicaPlacement | None = None
+        self._log_configs = LogConfigs()
         for topic in self.topics:
             self._open_logs(topic, range(topic.partitions))
 
@@ -84,10 +85,8 @@ class ReplicaManager:
         return resolve_topic_config(topic.configs, self.config)
 
     def log_config(self, topic: TopicInfo) -> LogConfig:
-        effective = self.effective_config(topic)
-        return LogConfig.from_properties(
-            {key: format_value(effective[key]) for key in TOPIC_CONFIG_KEYS if key in effective}
-        )
+        """The topic's LogConfig; topics with the same overrides share one (most have none)."""
+        return self._log_configs.get(topic.configs, self.config)
 
     def _open_logs(
         self, topic: TopicInfo, partitions: range, replication_factor: int = -1, assignment: Any = None
@@ -120,6 +119,7 @@ class ReplicaManager:
                 f"Number of partitions was set to an invalid non-positive value: {num_partitions}.",
                 ErrorCode.invalid_partitions,
             )
+        self.check_partition_cap(num_partitions)
         factor = self.config.default_replication_factor if replication_factor == -1 else replication_factor
         available = self.placement.live_brokers() if self.placement is not None else 1
         if not 1 <= factor <= available:
@@ -134,6 +134,10 @@ class ReplicaManager:
         except ConfigError as exc:
             raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
         return num_partitions, typed
+
+    def check_partition_cap(self, adding: int) -> None:
+        """POLICY_VIOLATION unless ``adding`` partitions fit under ``max.broker.partitions``."""
+        self.topics.check_room(adding, self.config.max_broker_partitions)
 
     def create_topic(
         self,
@@ -198,6 +202,7 @@ class ReplicaManager:
             )
         if count > MAX_PARTITIONS:
             raise KafkaProtocolError(f"{count} partitions is too many", ErrorCode.invalid_partitions)
+        self.check_partition_cap(count - topic.partitions)
         checked = None
         if assignment is not None:
             if len(assignment) != count - topic.partitions:
@@ -211,8 +216,7 @@ class ReplicaManager:
         if validate_only:
             return
         self._open_logs(topic, range(topic.partitions, count), -1, checked)
-        topic.partitions = count
-        self.topics.save()
+        self.topics.set_partitions(topic, count)
 
     def alter_topic_config(self, name: str, overrides: dict[str, Any], *, validate_only: bool = False) -> None:
         topic = self.topics.get(name)
@@ -231,6 +235,7 @@ class ReplicaManager:
         if validate_only:
             return
         self.config = new_config
+        self._log_configs.clear()
         self.dynamic_broker_configs = cleaned
         for topic in self.topics:
             self.log_manager.update_topic_config(topic.name, self.log_config(topic))
@@ -253,7 +258,7 @@ class ReplicaManager:
         # before the producer-state checks); Log.append takes the headers as they are.
         headers = list(iter_batches(data))
         if partition_log.config.compact_enabled:
-            _check_keys(data, headers, f"{topic.name}-{partition}")
+            check_keys(data, headers, f"{topic.name}-{partition}")
         if self.record_validator is not None and topic.configs:  # confluent.*.schema.validation
             self.record_validator(topic.name, topic.configs, data, headers)
         state = self._producer_states.setdefault((topic.name, partition), ProducerStateManager())
@@ -385,7 +390,7 @@ def check_assignment(
     return checked
 
 
-def _check_keys(data: bytearray, headers: list, partition: str) -> None:
+def check_keys(data: bytearray, headers: list, partition: str) -> None:
     """A compacted topic keeps the last record per key: a record without one has no
     place in it and is refused (Kafka's LogValidator), each listed in record_errors."""
     keyless = keyless_records(data, headers)

@@ -16,9 +16,11 @@ import attrs
 
 from trikafka.config import BrokerConfig
 from trikafka.errors import ConfigError
+from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
 from trikafka.topic_configs import TOPIC_CONFIGS, TopicConfigDef, format_value, unknown_topic_config
 
 __all__ = [
+    "LogConfigs",
     "TOPIC_CONFIGS",
     "TopicConfigDef",
     "broker_default",
@@ -69,3 +71,38 @@ def resolve_topic_config(overrides: Mapping[str, Any], broker: BrokerConfig) -> 
         name: overrides[name] if name in overrides else broker_default(d, broker)
         for name, d in TOPIC_CONFIGS.items()
     }
+
+
+class LogConfigs:
+    """The LogConfig of each distinct set of topic overrides, built once: a broker reopening
+    100,000 partitions of topics without overrides builds one, not one per topic. Emptied when
+    the broker's config changes (:meth:`get` is given it each time)."""
+
+    MAX = 1024
+
+    def __init__(self) -> None:
+        self._built: dict[tuple, LogConfig] = {}
+        self._broker: BrokerConfig | None = None
+
+    def clear(self) -> None:
+        self._built.clear()
+
+    def get(self, overrides: Mapping[str, Any], broker: BrokerConfig) -> LogConfig:
+        if broker is not self._broker:
+            self._built.clear()
+            self._broker = broker
+        try:
+            key: tuple | None = tuple(sorted(overrides.items()))
+            built = self._built.get(key)  # type: ignore[arg-type]
+        except TypeError:  # an unhashable override value: built afresh
+            key, built = None, None
+        if built is None:
+            effective = resolve_topic_config(overrides, broker)
+            built = LogConfig.from_properties(
+                {k: format_value(effective[k]) for k in TOPIC_CONFIG_KEYS if k in effective}
+            )
+            if key is not None:
+                if len(self._built) >= self.MAX:
+                    self._built.clear()
+                self._built[key] = built
+        return built
