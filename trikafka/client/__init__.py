@@ -25,11 +25,14 @@ from trikafka.client.connection import (
     open_connection,
 )
 from trikafka.client.errors import (
+    BrokerUnreachableError,
+    KafkaClientError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     ProducerFencedError,
     TransactionAbortedError,
+    UnknownTopicOrPartitionError,
 )
 from trikafka.client.producer import Producer, open_producer
 from trikafka.client.transport import memory_connector, tcp_connector
@@ -37,6 +40,7 @@ from trikafka.client.transport import memory_connector, tcp_connector
 __all__ = [
     "Admin",
     "AlterConfigOp",
+    "BrokerUnreachableError",
     "ConfigResource",
     "ConfigResourceType",
     "NewTopic",
@@ -47,6 +51,7 @@ __all__ = [
     "ConnectionClosed",
     "CoordinatorType",
     "KafkaClient",
+    "KafkaClientError",
     "KafkaConnection",
     "KafkaConnectionError",
     "KafkaError",
@@ -57,6 +62,7 @@ __all__ = [
     "RecordMetadata",
     "TopicPartition",
     "TransactionAbortedError",
+    "UnknownTopicOrPartitionError",
     "connect_tcp",
     "memory_connector",
     "open_client",

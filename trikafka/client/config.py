@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from trikafka.client.transport import parse_bootstrap
 from trikafka.errors import ConfigError
 
 __all__ = ["CLIENT_KEYS", "ClientConfig", "ConfigKey", "ROLES", "client_config_keys"]
@@ -110,18 +111,12 @@ def _acks(value: Any, key: str) -> int:
 
 
 def _servers(value: Any, key: str) -> tuple[str, ...]:
-    """``host:port[,host:port]`` or a sequence of them."""
-    items = value.split(",") if isinstance(value, str) else value
-    if not isinstance(items, list | tuple):
+    """``host:port[,host:port]`` or a sequence of them, checked by the one bootstrap parser."""
+    if not isinstance(value, str | list | tuple):
         raise ConfigError(key, value, "host:port entries, comma-separated or as a list")
-    servers = tuple(str(item).strip() for item in items if str(item).strip())
-    for server in servers:
-        host, sep, port = server.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConfigError(key, value, f"{server!r} is not host:port")
-    if not servers:
-        raise ConfigError(key, value, "at least one host:port is required")
-    return servers
+    parse_bootstrap(value)  # raises ConfigError naming the entry and what is allowed
+    items = value.split(",") if isinstance(value, str) else value
+    return tuple(str(item).strip() for item in items if str(item).strip())
 
 
 def _security_protocol(value: Any, key: str) -> str:

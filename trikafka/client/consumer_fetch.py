@@ -21,8 +21,14 @@ from kio.schema.errors import ErrorCode
 from trikafka.client.client import KafkaClient
 from trikafka.client.consumer_protocol import TopicPartition
 from trikafka.client.consumer_state import OffsetResetStrategy
-from trikafka.client.errors import STALE_METADATA, KafkaError, error_for
+from trikafka.client.errors import (
+    STALE_METADATA,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+    error_for,
+)
 from trikafka.client.fetcher import FetchedPartition, decode_partition
+from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.versions import API
 
 __all__ = ["FetchResult", "LeaderReader", "NoOffsetForPartitionError", "OffsetOutOfRangeError"]
@@ -141,7 +147,7 @@ class LeaderReader:
                 return
             self._absorb(answer, positions, result)
 
-        async with trio.open_nursery() as nursery:
+        async with open_service_nursery("the consumer's fetch") as nursery:
             for node_id, tps in by_leader.items():
                 nursery.start_soon(one, node_id, tps)
         return result
@@ -216,5 +222,11 @@ class LeaderReader:
             if wanted:
                 await self.client.retry_sleep(attempt)
         if wanted:
-            raise KafkaError(ErrorCode.leader_not_available, f"no offsets for {sorted(map(str, wanted))}")
+            cluster = self.client.cluster
+            missing = sorted({tp.topic for tp in wanted if cluster.topic_error(tp.topic) == ErrorCode.unknown_topic_or_partition})
+            if missing:
+                raise UnknownTopicOrPartitionError(
+                    f"no offsets for {sorted(map(str, wanted))}: the cluster has no topic {', '.join(map(repr, missing))}"
+                )
+            raise KafkaError(ErrorCode.leader_not_available, f"no offsets for {sorted(map(str, wanted))}: no leader known")
         return found

@@ -43,7 +43,9 @@ from trikafka.client.calls import call_coordinator
 from trikafka.client.client import CoordinatorType, KafkaClient, open_client
 from trikafka.client.cluster import TopicInfo, TopicPartition
 from trikafka.client.config import ClientConfig
-from trikafka.client.errors import KafkaError, TransactionAbortedError
+from trikafka.client.deadlines import bounded, bounded_call
+from trikafka.client.errors import KafkaError, KafkaTimeoutError, TransactionAbortedError
+from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.partitioner import StickyPartitioner, partition_for_key
 from trikafka.client.sender import Sender
 from trikafka.client.transactions import TransactionManager
@@ -178,8 +180,7 @@ class Producer:
             partition = self.partitioner.partition(topic, size, route.available, route.count)
         accumulator = self.accumulator
         if accumulator.queued_bytes >= self.buffer_memory:
-            while accumulator.queued_bytes >= self.buffer_memory:
-                await self.sender.wait_progress()
+            await self._wait_for_room()
             txn.check_can_send()  # a transaction may have ended while we waited
         stamp = _time_ns() // 1_000_000 if timestamp is None else int(timestamp)
         queue = route.queues[partition]
@@ -187,6 +188,18 @@ class Producer:
             queue = route.queues[partition] = accumulator.queue(TopicPartition(topic, partition))
         size += record_size(None, None, record_headers) if record_headers else RECORD_OVERHEAD
         return accumulator.append(queue, (key_bytes, value_bytes, record_headers, stamp), size)
+
+    async def _wait_for_room(self) -> None:
+        """Buffer full: wait (at most ``max.block.ms``, as Java's send()) for batches to finish."""
+        limit = self.config["max.block.ms"] / 1000
+        with trio.move_on_after(limit) as scope:
+            while self.accumulator.queued_bytes >= self.buffer_memory:
+                await self.sender.wait_progress()
+        if scope.cancelled_caught:
+            raise KafkaTimeoutError(
+                f"Producer.send(): {self.accumulator.queued_bytes} bytes still queued, over buffer.memory "
+                f"({self.buffer_memory}), after {limit:.1f} s (max.block.ms); last seen: {self.client.seen.last or 'nothing wrong'}"
+            )
 
     async def _route(self, topic: str) -> _TopicRoute:
         """The topic's route from the current metadata, waiting for the topic if it is not
@@ -251,6 +264,7 @@ class Producer:
         self.txn.begin()
         self._txn_started = False
 
+    @bounded_call("max.block.ms")
     async def commit_transaction(self) -> None:
         """Flush, then EndTxn(commit). A failed send makes this raise; abort afterwards."""
         await self.flush()
@@ -260,6 +274,7 @@ class Producer:
         with trio.CancelScope(shield=True):  # half a commit is worse than a late one
             await self._end_transaction(commit=True)
 
+    @bounded_call("max.block.ms")
     async def abort_transaction(self) -> None:
         """Drop unsent records, wait for those in flight, then EndTxn(abort)."""
         self.txn.transition("ABORTING_TRANSACTION", "abort")
@@ -285,6 +300,7 @@ class Producer:
         if self.sender.reinit_producer:
             await self.sender.init_producer_id()
 
+    @bounded_call("max.block.ms")
     async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Any], group: Any) -> None:
         """Commit consumer offsets as part of the transaction (AddOffsetsToTxn, then
         TxnOffsetCommit to the group coordinator). ``group`` is a group id or the consumer's
@@ -361,12 +377,13 @@ async def open_producer(
         if bootstrap is None:
             raise KafkaError(ErrorCode.invalid_config, "open_producer needs bootstrap servers", retriable=False)
     async with open_client(bootstrap, settings, connector) as client:
-        async with trio.open_nursery() as nursery:
+        async with open_service_nursery("the producer") as nursery:
             producer = Producer(client, settings)
             nursery.start_soon(producer.sender.run)
             try:
                 if producer.txn.transactional:
-                    await producer.sender.init_producer_id()  # Java's initTransactions()
+                    with bounded(client, "open_producer(): initTransactions", "max.block.ms"):
+                        await producer.sender.init_producer_id()  # Java's initTransactions()
                 yield producer
             except BaseException:
                 with trio.CancelScope(shield=True):
