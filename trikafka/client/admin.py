@@ -102,7 +102,7 @@ class Admin(GroupOffsetsAndLogDirs):
     @bounded_call("default.api.timeout.ms")
     async def delete_topics(self, names: Iterable[str]) -> None:
         names = list(names)
-        answer = await self._controller(API.DELETE_TOPICS, lambda r: _retriable(t.error_code for t in r.responses), "DeleteTopics", topic_names=names, topics=[{"name": n} for n in names], timeout=self.timeout_ms)
+        answer = await self._controller(API.DELETE_TOPICS, lambda r: _retriable(t.error_code for t in r.responses), f"DeleteTopics of {', '.join(map(repr, names))}", topic_names=names, topics=[{"name": n} for n in names], timeout=self.timeout_ms)
         _raise_first([(f"topic {r.name!r}", r.error_code, getattr(r, "error_message", None)) for r in answer.responses])
         for name in names:
             self.client.cluster.forget(name)

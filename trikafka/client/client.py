@@ -109,7 +109,7 @@ class KafkaClient(MetadataRefresh):
         self.nursery = nursery
         self.client_id = config["client.id"]
         self.request_timeout = config["request.timeout.ms"] / 1000
-        self.cluster = ClusterMetadata(config["metadata.max.age.ms"])
+        self.cluster = ClusterMetadata(config["metadata.max.age.ms"], config["retry.backoff.ms"])
         self.allow_auto_topic_creation = config.role != "admin"
         self.bootstrap = [
             BrokerNode(-(index + 1), host, port)

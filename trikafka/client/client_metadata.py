@@ -130,6 +130,8 @@ class MetadataRefresh:
                 error = self.cluster.topic_error(topic)
                 if error is not None and not error.retriable:
                     raise error_for(error, f"topic {topic!r}")
+                if error == ErrorCode.unknown_topic_or_partition:  # what a bounded caller reports
+                    self.seen.saw_error(f"Metadata of topic {topic!r}", UnknownTopicOrPartitionError(f"topic {topic!r}"))
                 await self.refresh_metadata()
         what = f"metadata of topic {topic!r}"
         error = self.cluster.topic_error(topic)

@@ -80,7 +80,7 @@ class Sightings:
 
     def saw_error(self, what: str, error: KafkaError) -> None:
         """A retriable error code a broker answered ``what`` with (retried until the deadline)."""
-        self.saw(f"{what} answered {error}")
+        self.saw(f"the cluster answered {error}" if what in str(error) else f"the cluster answered {what}: {error}")
         self.last_error = error
 
 
