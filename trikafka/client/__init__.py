@@ -78,6 +78,7 @@ from trikafka.client.fetcher import ConsumerRecord  # noqa: E402
 from trikafka.client.group_member import GroupMemberError  # noqa: E402
 from trikafka.client.group_offsets import CommitFailedError  # noqa: E402
 from trikafka.client.group_session import ConsumerGroupMetadata, RebalanceListener  # noqa: E402
+from trikafka.client.serialization import RecordDeserializationError, SerializationContext  # noqa: E402
 
 __all__ += [
     "CommitFailedError",
@@ -88,5 +89,7 @@ __all__ += [
     "NoOffsetForPartitionError",
     "OffsetOutOfRangeError",
     "RebalanceListener",
+    "RecordDeserializationError",
+    "SerializationContext",
     "open_consumer",
 ]

@@ -54,6 +54,7 @@ from trikafka.client.fetcher import ConsumerRecord
 from trikafka.client.group_offsets import CommitFailedError
 from trikafka.client.group_session import ConsumerGroupMetadata, GroupSession
 from trikafka.client.lifetime import open_service_nursery
+from trikafka.client.serialization import record_decoder
 from trikafka.client.transport import Connector
 
 __all__ = ["Consumer", "open_consumer"]
@@ -64,8 +65,12 @@ logger = logging.getLogger(__name__)
 class Consumer(ConsumerPositions):
     """Use through :func:`open_consumer`; its nursery bounds the heartbeat task."""
 
-    def __init__(self, client: KafkaClient, config: ClientConfig, nursery: trio.Nursery) -> None:
+    def __init__(
+        self, client: KafkaClient, config: ClientConfig, nursery: trio.Nursery,
+        key_deserializer: Any = None, value_deserializer: Any = None,
+    ) -> None:
         self.client = client
+        self._decode = record_decoder(key_deserializer, value_deserializer)
         self.config = config
         self.subscriptions = SubscriptionState(OffsetResetStrategy(config["auto.offset.reset"]))
         self.reader = LeaderReader(client, config)
@@ -316,10 +321,14 @@ class Consumer(ConsumerPositions):
 
 @asynccontextmanager
 async def open_consumer(
-    bootstrap: Any = None, *, connector: Connector | None = None, **config: Any
+    bootstrap: Any = None, *, connector: Connector | None = None,
+    key_deserializer: Any = None, value_deserializer: Any = None, **config: Any,
 ) -> AsyncIterator[Consumer]:
     """Open a consumer; ``bootstrap`` is ``host:port[,…]`` or a ``TestBroker``; ``config``
-    takes Kafka's consumer keys in either spelling (``group_id=``, ``**{"group.id": …}``)."""
+    takes Kafka's consumer keys in either spelling (``group_id=``, ``**{"group.id": …}``).
+    ``key_deserializer``/``value_deserializer``: callables ``(bytes)`` or ``(bytes, ctx)``
+    (see :mod:`trikafka.client.serialization`)."""
+    record_decoder(key_deserializer, value_deserializer)  # a wrong one: refused before connecting
     if isinstance(bootstrap, str | list | tuple):
         config["bootstrap.servers"] = bootstrap
     settings = ClientConfig.for_role("consumer", config)
@@ -329,7 +338,7 @@ async def open_consumer(
             raise KafkaError(ErrorCode.invalid_config, "open_consumer needs bootstrap servers", retriable=False)
     async with open_client(bootstrap, settings, connector) as client:
         async with open_service_nursery("the consumer") as nursery:
-            consumer = Consumer(client, settings, nursery)
+            consumer = Consumer(client, settings, nursery, key_deserializer, value_deserializer)
             try:
                 yield consumer
             finally:

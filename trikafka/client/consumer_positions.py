@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from trikafka.client.consumer_fetch import (
     LeaderReader,
@@ -23,6 +23,7 @@ from trikafka.client.consumer_protocol import TopicPartition
 from trikafka.client.consumer_state import OffsetResetStrategy, SubscriptionState
 from trikafka.client.fetcher import ConsumerRecord
 from trikafka.client.group_session import GroupSession
+from trikafka.client.serialization import RecordDeserializationError
 
 __all__ = ["ConsumerPositions"]
 
@@ -34,6 +35,7 @@ class ConsumerPositions:
     reader: LeaderReader
     group: GroupSession | None
     _buffers: dict[TopicPartition, tuple[deque[ConsumerRecord], int]]
+    _decode: Callable[[ConsumerRecord], ConsumerRecord] | None  # the deserializers, if any
 
     async def _update_positions(self) -> None:
         missing = self.subscriptions.missing_positions()
@@ -67,6 +69,7 @@ class ConsumerPositions:
 
     def _drain(self, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         out: dict[TopicPartition, list[ConsumerRecord]] = {}
+        decode = self._decode
         taken = 0
         for tp in list(self._buffers):
             if taken >= limit:
@@ -80,6 +83,16 @@ class ConsumerPositions:
                 record = records.popleft()
                 if record.offset < state.position:  # type: ignore[operator]
                     continue
+                if decode is not None:
+                    try:
+                        record = decode(raw := record)
+                    except RecordDeserializationError:
+                        records.appendleft(raw)  # the position stays on it (serialization.py)
+                        if batch:
+                            out[tp] = batch
+                        if out:
+                            return out  # the records before it first; the next poll raises
+                        raise
                 batch.append(record)
                 taken += 1
                 state.position = record.offset + 1

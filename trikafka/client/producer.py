@@ -48,6 +48,7 @@ from trikafka.client.errors import KafkaError, KafkaTimeoutError, TransactionAbo
 from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.partitioner import StickyPartitioner, partition_for_key
 from trikafka.client.sender import Sender
+from trikafka.client.serialization import codec
 from trikafka.client.transactions import TransactionManager
 from trikafka.client.transport import Connector
 from trikafka.client.versions import API
@@ -108,8 +109,10 @@ class _TopicRoute:
 
 
 class Producer:
-    def __init__(self, client: KafkaClient, config: ClientConfig) -> None:
+    def __init__(self, client: KafkaClient, config: ClientConfig, key_serializer: Any = None, value_serializer: Any = None) -> None:
         self.client = client
+        self._key_codec = codec(key_serializer, "key_serializer")
+        self._value_codec = codec(value_serializer, "value_serializer")
         self.config = config
         self.txn = TransactionManager(config["transactional.id"], config["enable.idempotence"])
         self.accumulator = RecordAccumulator(config["batch.size"], config["linger.ms"], config["delivery.timeout.ms"])
@@ -162,6 +165,10 @@ class Producer:
         state = txn.state
         if state != "IN_TRANSACTION" and (self._transactional or state == "FATAL_ERROR"):
             txn.check_can_send()
+        if self._key_codec is not None:  # serialized first: the key's bytes choose the partition
+            key = self._key_codec(key, topic, "key", headers)
+        if self._value_codec is not None:
+            value = self._value_codec(value, topic, "value", headers)
         key_bytes = key if key is None or type(key) is bytes else _as_bytes(key, "key")
         value_bytes = value if value is None or type(value) is bytes else _as_bytes(value, "value")
         record_headers = _headers(headers) if headers else ()
@@ -365,10 +372,15 @@ def _offset_topics(offsets: Mapping[TopicPartition, Any]) -> list[dict[str, Any]
 
 @asynccontextmanager
 async def open_producer(
-    bootstrap: Any = None, *, connector: Connector | None = None, **config: Any
+    bootstrap: Any = None, *, connector: Connector | None = None,
+    key_serializer: Any = None, value_serializer: Any = None, **config: Any,
 ) -> AsyncIterator[Producer]:
     """A running producer. ``bootstrap``: ``"host:port,…"``, a list of them, or a
-    ``TestBroker`` (in memory); ``config``: Kafka producer keys in either spelling."""
+    ``TestBroker`` (in memory); ``config``: Kafka producer keys in either spelling.
+    ``key_serializer``/``value_serializer``: callables ``(value)`` or ``(value, ctx)`` (see
+    :mod:`trikafka.client.serialization`)."""
+    codec(key_serializer, "key_serializer")  # a wrong one: refused before connecting
+    codec(value_serializer, "value_serializer")
     if isinstance(bootstrap, str | list | tuple):
         config["bootstrap.servers"] = bootstrap
     settings = ClientConfig.for_role("producer", config)
@@ -378,7 +390,7 @@ async def open_producer(
             raise KafkaError(ErrorCode.invalid_config, "open_producer needs bootstrap servers", retriable=False)
     async with open_client(bootstrap, settings, connector) as client:
         async with open_service_nursery("the producer") as nursery:
-            producer = Producer(client, settings)
+            producer = Producer(client, settings, key_serializer, value_serializer)
             nursery.start_soon(producer.sender.run)
             try:
                 if producer.txn.transactional:
