@@ -55,5 +55,8 @@ def test_readme_shows_both_shapes_and_every_client_key():
     loop = pipeline[pipeline.index("async def run_pipeline(") : pipeline.index("    return done\n")]
     for line in [text.strip() for text in loop.splitlines() if text.strip()] + _code_lines(ROOT / "examples" / "test_trio_pipeline.py"):
         assert line in section, f"README's Trio client section lacks {line!r} of the pipeline example"
+    # README is being rewritten into a docs site: a key documented in docs/trio-client.md's
+    # table (added while README was frozen) counts too.
+    page = (ROOT / "docs" / "trio-client.md").read_text()
     for key, _default, _roles, _doc in client_config_keys():
-        assert f"| `{key}` |" in section, f"README's client config table lacks {key}"
+        assert f"| `{key}` |" in section or f"| `{key}` |" in page, f"README's client config table lacks {key}"

@@ -198,6 +198,8 @@ CLIENT_KEYS: dict[str, ConfigKey] = {
         # consumer
         _row("group.id", None, _optional_string, CONSUMER, "Consumer group; needed for subscribe() and commits."),
         _row("group.instance.id", None, _optional_string, CONSUMER, "Static membership: a restart within the session keeps the assignment."),
+        _row("group.protocol", "classic", _choice("classic", "consumer"), CONSUMER, "classic: JoinGroup/SyncGroup, the client assigns; consumer: KIP-848, the coordinator assigns (ConsumerGroupHeartbeat)."),
+        _row("group.remote.assignor", None, _optional_string, CONSUMER, "With group.protocol=consumer: the coordinator's assignor (uniform, range); unset: the broker's default."),
         _row("session.timeout.ms", 45000, _int(1, INT32_MAX), CONSUMER, "A member without heartbeats this long is removed from the group."),
         _row("heartbeat.interval.ms", 3000, _int(1, INT32_MAX), CONSUMER, "Heartbeat period; below session.timeout.ms."),
         _row("max.poll.interval.ms", 300000, _int(1, INT32_MAX), CONSUMER, "Longest gap between polls before the member leaves; also the rebalance timeout."),
@@ -280,6 +282,10 @@ class ClientConfig:
                     "heartbeat.interval.ms", self["heartbeat.interval.ms"],
                     f"must be lower than session.timeout.ms ({self['session.timeout.ms']})",
                 )
+            if self["group.protocol"] == "classic" and self["group.remote.assignor"] is not None:
+                raise ConfigError("group.remote.assignor", self["group.remote.assignor"], "is for group.protocol=consumer (KIP-848); the classic protocol assigns with partition.assignment.strategy")
+            if self["group.protocol"] == "consumer" and "partition.assignment.strategy" in self.explicit:
+                raise ConfigError("partition.assignment.strategy", ",".join(self["partition.assignment.strategy"]), "is for group.protocol=classic; with consumer the coordinator assigns (group.remote.assignor)")
             if self["group.id"] is None and self["enable.auto.commit"]:
                 if "enable.auto.commit" in self.explicit:
                     raise ConfigError("enable.auto.commit", True, "needs a group.id")

@@ -38,7 +38,7 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     API.FETCH: (4, 12),
     API.LIST_OFFSETS: (1, 7),
     API.METADATA: (1, 12),
-    API.OFFSET_COMMIT: (2, 8),
+    API.OFFSET_COMMIT: (2, 9),  # v9: a KIP-848 member commits with its member epoch
     API.OFFSET_FETCH: (1, 7),
     API.FIND_COORDINATOR: (1, 4),
     API.JOIN_GROUP: (0, 5),
@@ -65,6 +65,7 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     API.DESCRIBE_CLUSTER: (0, 1),
     API.DESCRIBE_LOG_DIRS: (1, 4),
     API.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    API.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     API.SASL_HANDSHAKE: (1, 1),
     API.SASL_AUTHENTICATE: (0, 2),
 }
