@@ -132,3 +132,40 @@ async def test_a_fenced_member_loses_its_partitions_and_joins_again(autojump_clo
             ("c", "assigned", frozenset(ALL)), ("c", "lost", frozenset(ALL)), ("c", "assigned", frozenset(ALL)),
             ("c", "revoked", frozenset(ALL)),  # the close
         ]
+
+
+async def test_consume_transform_produce_exactly_once_with_kip848_membership(autojump_clock):
+    """The pipeline shape of examples/trio_pipeline.py with a KIP-848 member: offsets go into
+    the transaction with the member epoch (TxnOffsetCommit), the output is read once."""
+    async with open_test_broker() as tb:
+        await setup(tb)
+        async with open_admin(tb) as admin:
+            await admin.create_topics([NewTopic("out", 1, 1)])
+        async with (
+            open_consumer(tb, group_id="eos", group_protocol="consumer", isolation_level="read_committed",
+                          enable_auto_commit=False, auto_offset_reset="earliest") as consumer,
+            open_producer(tb, transactional_id="eos-848") as producer,
+        ):
+            consumer.subscribe(["t"])
+            done = 0
+            with trio.fail_after(120):
+                while done < 8:
+                    batches = await consumer.getmany(timeout_ms=500)
+                    if not batches:
+                        continue
+                    async with producer.transaction():
+                        for records in batches.values():
+                            for record in records:
+                                await producer.send("out", record.value.upper(), partition=0)
+                        offsets = {tp: records[-1].offset + 1 for tp, records in batches.items()}
+                        await producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
+                    done += sum(len(r) for r in batches.values())
+        async with open_consumer(tb, group_id="eos", group_protocol="consumer", enable_auto_commit=False) as again:
+            assert await again.committed(sorted(ALL)) == {tp: 2 for tp in ALL}
+        async with open_consumer(tb, isolation_level="read_committed", auto_offset_reset="earliest") as reader:
+            reader.assign([TopicPartition("out", 0)])
+            out = []
+            for _ in range(4):
+                batches = await reader.getmany(timeout_ms=500)
+                out += [r.value for rs in batches.values() for r in rs]
+        assert sorted(out) == sorted(b"V%d" % i for i in range(8))
