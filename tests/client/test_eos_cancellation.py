@@ -46,9 +46,11 @@ async def pipeline(tb) -> None:
         open_producer(tb, transactional_id="eos-1", client_id="eos-producer") as producer,
     ):
         consumer.subscribe(["in"])
-        idle_since = trio.current_time()
-        while trio.current_time() - idle_since < 3:
+        idle_since = None  # idle is counted from the first assignment (the join takes 3 s)
+        while idle_since is None or trio.current_time() - idle_since < 3:
             batches = await consumer.getmany(timeout_ms=500, max_records=3)
+            if idle_since is None and consumer.assignment():
+                idle_since = trio.current_time()
             if not batches:
                 continue
             idle_since = trio.current_time()

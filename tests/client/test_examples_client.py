@@ -53,5 +53,8 @@ def test_the_docs_show_both_shapes_and_every_client_key():
     loop = pipeline[pipeline.index("async def run_pipeline(") : pipeline.index("    return done\n")]
     for line in [text.strip() for text in loop.splitlines() if text.strip()]:
         assert line in section, f"docs/client.md lacks {line!r} of the pipeline example"
+    # The client's keys are tabled on docs/client.md, or on docs/trio-client.md beside the
+    # calls they bound (group.protocol, group.remote.assignor: KIP-848 membership).
+    tables = section + (ROOT / "docs" / "trio-client.md").read_text()
     for key, _default, _roles, _doc in client_config_keys():
-        assert f"| `{key}` |" in section, f"docs/client.md's client config table lacks {key}"
+        assert f"| `{key}` |" in tables, f"docs/client.md's (or trio-client.md's) client config table lacks {key}"

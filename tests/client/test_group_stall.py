@@ -78,6 +78,7 @@ async def test_stalled_member_loses_its_partitions_and_nothing_is_lost_or_read_t
             async with open_consumer(
                 tb, connector=connector, group_id="g", client_id=name,
                 auto_offset_reset="earliest", enable_auto_commit=False,
+                default_api_timeout_ms=120_000,  # c's commit waits out its 60 s stall, not a timeout
             ) as consumer:
                 consumer.subscribe(["t"])
                 task_status.started()

@@ -25,11 +25,14 @@ from trikafka.client.connection import (
     open_connection,
 )
 from trikafka.client.errors import (
+    BrokerUnreachableError,
+    KafkaClientError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
     ProducerFencedError,
     TransactionAbortedError,
+    UnknownTopicOrPartitionError,
 )
 from trikafka.client.producer import Producer, open_producer
 from trikafka.client.transport import memory_connector, tcp_connector
@@ -37,6 +40,7 @@ from trikafka.client.transport import memory_connector, tcp_connector
 __all__ = [
     "Admin",
     "AlterConfigOp",
+    "BrokerUnreachableError",
     "ConfigResource",
     "ConfigResourceType",
     "NewTopic",
@@ -47,6 +51,7 @@ __all__ = [
     "ConnectionClosed",
     "CoordinatorType",
     "KafkaClient",
+    "KafkaClientError",
     "KafkaConnection",
     "KafkaConnectionError",
     "KafkaError",
@@ -57,6 +62,7 @@ __all__ = [
     "RecordMetadata",
     "TopicPartition",
     "TransactionAbortedError",
+    "UnknownTopicOrPartitionError",
     "connect_tcp",
     "memory_connector",
     "open_client",
@@ -72,6 +78,7 @@ from trikafka.client.fetcher import ConsumerRecord  # noqa: E402
 from trikafka.client.group_member import GroupMemberError  # noqa: E402
 from trikafka.client.group_offsets import CommitFailedError  # noqa: E402
 from trikafka.client.group_session import ConsumerGroupMetadata, RebalanceListener  # noqa: E402
+from trikafka.client.serialization import RecordDeserializationError, SerializationContext  # noqa: E402
 
 __all__ += [
     "CommitFailedError",
@@ -82,5 +89,7 @@ __all__ += [
     "NoOffsetForPartitionError",
     "OffsetOutOfRangeError",
     "RebalanceListener",
+    "RecordDeserializationError",
+    "SerializationContext",
     "open_consumer",
 ]

@@ -37,6 +37,7 @@ from trikafka.client.calls import call_any_node, call_coordinator
 from trikafka.client.client import CoordinatorType, KafkaClient, open_client
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.config import ClientConfig
+from trikafka.client.deadlines import bounded_call
 from trikafka.client.errors import KafkaError, UnsupportedVersionError, error_for
 from trikafka.client.transport import Connector
 from trikafka.errors import ErrorCode
@@ -80,6 +81,7 @@ class Admin(GroupOffsetsAndLogDirs):
 
     # --- topics ---------------------------------------------------------------------------
 
+    @bounded_call("default.api.timeout.ms")
     async def create_topics(self, topics: Iterable[NewTopic | str], *, validate_only: bool = False) -> dict[str, CreatedTopic]:
         new = [NewTopic(t) if isinstance(t, str) else t for t in topics]
         answer = await self._controller(
@@ -97,13 +99,15 @@ class Admin(GroupOffsetsAndLogDirs):
             for t in answer.topics
         }
 
+    @bounded_call("default.api.timeout.ms")
     async def delete_topics(self, names: Iterable[str]) -> None:
         names = list(names)
-        answer = await self._controller(ApiKey.DELETE_TOPICS, lambda r: _retriable(t.error_code for t in r.responses), "DeleteTopics", topic_names=names, topics=[{"name": n} for n in names], timeout=self.timeout_ms)
+        answer = await self._controller(ApiKey.DELETE_TOPICS, lambda r: _retriable(t.error_code for t in r.responses), f"DeleteTopics of {', '.join(map(repr, names))}", topic_names=names, topics=[{"name": n} for n in names], timeout=self.timeout_ms)
         _raise_first([(f"topic {r.name!r}", r.error_code, getattr(r, "error_message", None)) for r in answer.responses])
         for name in names:
             self.client.cluster.forget(name)
 
+    @bounded_call("default.api.timeout.ms")
     async def create_partitions(self, counts: Mapping[str, int], *, validate_only: bool = False) -> None:
         """Grow each topic to the given *total* partition count."""
         answer = await self._controller(
@@ -114,6 +118,7 @@ class Admin(GroupOffsetsAndLogDirs):
         _raise_first([(f"topic {r.name!r}", r.error_code, r.error_message) for r in answer.results])
         self.client.request_metadata_update()
 
+    @bounded_call("default.api.timeout.ms")
     async def list_topics(self, *, internal: bool = False) -> dict[str, int]:
         """Topic name → partition count, from a fresh all-topics Metadata."""
         self.client.cluster.all_topics = True
@@ -126,6 +131,7 @@ class Admin(GroupOffsetsAndLogDirs):
 
     # --- configs --------------------------------------------------------------------------
 
+    @bounded_call("default.api.timeout.ms")
     async def describe_configs(self, resources: Iterable[ConfigResource], keys: Iterable[str] | None = None) -> dict[ConfigResource, dict[str, ConfigEntry]]:
         resources = list(resources)
         answer = await self._controller(
@@ -143,6 +149,7 @@ class Admin(GroupOffsetsAndLogDirs):
             }
         return out
 
+    @bounded_call("default.api.timeout.ms")
     async def incremental_alter_configs(self, changes: Mapping[ConfigResource, Iterable[AlterConfigOp] | Mapping[str, str | None]], *, validate_only: bool = False) -> None:
         """Per resource, ops — or a mapping key → value (None deletes the override)."""
         resources = []
@@ -158,6 +165,7 @@ class Admin(GroupOffsetsAndLogDirs):
 
     # --- groups ---------------------------------------------------------------------------
 
+    @bounded_call("default.api.timeout.ms")
     async def list_groups(self) -> list[GroupListing]:
         """Groups of every broker (each broker lists the groups it coordinates)."""
         await self.client.refresh_metadata()
@@ -173,6 +181,7 @@ class Admin(GroupOffsetsAndLogDirs):
             ]
         return sorted(listings, key=lambda g: g.group_id)
 
+    @bounded_call("default.api.timeout.ms")
     async def describe_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
         out = {}
         for group_id in group_ids:
@@ -191,6 +200,7 @@ class Admin(GroupOffsetsAndLogDirs):
             )
         return out
 
+    @bounded_call("default.api.timeout.ms")
     async def describe_consumer_groups(self, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
         """Every group, whichever protocol it speaks, as Kafka's ``describeConsumerGroups``
         (kafka-consumer-groups --describe): ConsumerGroupDescribe (API 69) first, and
@@ -230,6 +240,7 @@ class Admin(GroupOffsetsAndLogDirs):
         out.update(await self.describe_groups(classic))
         return out
 
+    @bounded_call("default.api.timeout.ms")
     async def delete_groups(self, group_ids: Iterable[str]) -> None:
         errors = []
         for group_id in group_ids:
@@ -256,6 +267,7 @@ class Admin(GroupOffsetsAndLogDirs):
             grouped[leader].append(tp)
         return grouped
 
+    @bounded_call("default.api.timeout.ms")
     async def list_offsets(self, specs: Mapping[TopicPartition, int], *, read_committed: bool = False) -> dict[TopicPartition, ListedOffset]:
         """``specs``: partition → OffsetSpec (LATEST, EARLIEST, MAX_TIMESTAMP) or a timestamp."""
         out = {}
@@ -274,6 +286,7 @@ class Admin(GroupOffsetsAndLogDirs):
                     out[TopicPartition(topic.name, int(p.partition_index))] = ListedOffset(int(p.offset), int(p.timestamp), int(getattr(p, "leader_epoch", -1)))
         return out
 
+    @bounded_call("default.api.timeout.ms")
     async def delete_records(self, before: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Delete records below each offset (-1: the high watermark); returns the new low watermarks."""
         out = {}

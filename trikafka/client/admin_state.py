@@ -13,6 +13,7 @@ from typing import Any
 from trikafka.client.calls import call_any_node, call_coordinator
 from trikafka.client.client import CoordinatorType, KafkaClient
 from trikafka.client.cluster import TopicPartition
+from trikafka.client.deadlines import bounded_call
 from trikafka.client.errors import error_for
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey
@@ -32,6 +33,7 @@ class GroupOffsetsAndLogDirs:
     def _deadline(self) -> float:
         raise NotImplementedError
 
+    @bounded_call("default.api.timeout.ms")
     async def list_group_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         """Every offset the group committed (OffsetFetch for all topics); no entry: none."""
         answer = await call_coordinator(
@@ -45,6 +47,7 @@ class GroupOffsetsAndLogDirs:
             for t in answer.topics for p in t.partitions if p.committed_offset >= 0
         }
 
+    @bounded_call("default.api.timeout.ms")
     async def alter_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:
         """Commit ``offsets`` for a group without members (generation -1): the coordinator
         refuses it while the group is active, as Kafka's alterConsumerGroupOffsets."""
@@ -59,6 +62,7 @@ class GroupOffsetsAndLogDirs:
         )
         _raise_first([(f"group {group_id!r} {t.name}-{p.partition_index}", p.error_code) for t in answer.topics for p in t.partitions])
 
+    @bounded_call("default.api.timeout.ms")
     async def describe_log_dirs(self) -> dict[int, dict[TopicPartition, int]]:
         """Broker id → partition → bytes on that broker (DescribeLogDirs, every broker)."""
         await self.client.refresh_metadata()

@@ -59,6 +59,7 @@ async def call_coordinator(
                 client.coordinator_dead(key, key_type)
             if not exc.retriable:
                 raise
+            client.seen.saw_error(what, exc)
             if trio.current_time() >= deadline:
                 raise KafkaTimeoutError(f"{what}: gave up after {attempt + 1} tries ({exc})") from exc
             await client.retry_sleep(attempt)
@@ -89,6 +90,7 @@ async def call_any_node(
                 client.request_metadata_update()
             if not exc.retriable:
                 raise
+            client.seen.saw_error(what, exc)
             if trio.current_time() >= deadline:
                 raise KafkaTimeoutError(f"{what}: gave up after {attempt + 1} tries ({exc})") from exc
             await client.retry_sleep(attempt)

@@ -46,9 +46,11 @@ import trio
 
 import trikafka
 from trikafka.client.backoff import ExponentialBackoff
+from trikafka.client.client_metadata import MetadataRefresh
 from trikafka.client.cluster import BrokerNode, ClusterMetadata
 from trikafka.client.config import ClientConfig
 from trikafka.client.connection import ConnectionClosed, KafkaConnection, ResponseDecodeError
+from trikafka.client.deadlines import Sightings, connect_reason
 from trikafka.client.errors import (
     KafkaConnectionError,
     KafkaError,
@@ -56,6 +58,7 @@ from trikafka.client.errors import (
     UnsupportedVersionError,
     error_for,
 )
+from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.requests import make
 from trikafka.client.sasl import authenticate
 from trikafka.client.tls import TLS_PROTOCOLS, closed_during_api_versions, tls_connector
@@ -97,7 +100,7 @@ class _NodeState:
     retry_at: float = 0.0
 
 
-class KafkaClient:
+class KafkaClient(MetadataRefresh):
     def __init__(
         self, config: ClientConfig, bootstrap: list[tuple[str, int]], connector: Connector, nursery: trio.Nursery
     ) -> None:
@@ -106,7 +109,7 @@ class KafkaClient:
         self.nursery = nursery
         self.client_id = config["client.id"]
         self.request_timeout = config["request.timeout.ms"] / 1000
-        self.cluster = ClusterMetadata(config["metadata.max.age.ms"])
+        self.cluster = ClusterMetadata(config["metadata.max.age.ms"], config["retry.backoff.ms"])
         self.allow_auto_topic_creation = config.role != "admin"
         self.bootstrap = [
             BrokerNode(-(index + 1), host, port)
@@ -118,9 +121,8 @@ class KafkaClient:
         self.retry_backoff = ExponentialBackoff(config["retry.backoff.ms"], config["retry.backoff.max.ms"])
         self._nodes: dict[int, _NodeState] = {}
         self._coordinators: dict[tuple[int, str], int] = {}
-        self._metadata_wakeup = trio.Event()
-        self._metadata_updated = trio.Event()
-        self.metadata_error: KafkaError | None = None
+        self._init_metadata()
+        self.seen = Sightings()  # what a call that runs out of time reports (deadlines.py)
         self.closed = False
 
     # --- connections ----------------------------------------------------------------------
@@ -172,7 +174,8 @@ class KafkaClient:
                 stream = await self.connector(node.host, node.port)
             except OSError as exc:
                 self.cluster.request_update()
-                raise KafkaConnectionError(f"cannot connect to {where}: {exc}") from exc
+                self.seen.connect_failed(f"{node.host}:{node.port}", reason := connect_reason(exc))
+                raise KafkaConnectionError(f"cannot connect to {where}: {reason}") from exc
             connection = KafkaConnection(stream, self.client_id)
             await self.nursery.start(self._serve, node_id, connection)
             try:
@@ -185,7 +188,9 @@ class KafkaClient:
         if scope.cancelled_caught:
             if stream is not None:
                 await trio.aclose_forcefully(stream)
+            self.seen.connect_failed(f"{node.host}:{node.port}", "no connection within request.timeout.ms")
             raise KafkaTimeoutError(f"no connection to {where} within request.timeout.ms")
+        self.seen.connected(f"{node.host}:{node.port}")
         if answer is None or answer.error_code != ErrorCode.none:
             await trio.aclose_forcefully(stream)
             if answer is None:
@@ -226,6 +231,9 @@ class KafkaClient:
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(connection.connection.stream)
 
+    def live_connections(self) -> int:
+        return sum(1 for s in self._nodes.values() if s.connection is not None and not s.connection.connection.closed)
+
     def version(self, node_id: int, api_key: int) -> int:
         state = self._nodes.get(node_id)
         if state is None or state.connection is None:
@@ -253,7 +261,8 @@ class KafkaClient:
             assert scope.cancelled_caught
             await self.disconnect(node_id)
             self.cluster.request_update()
-            raise KafkaTimeoutError(f"no answer from broker {node_id} to api {api_key} within request.timeout.ms")
+            self.seen.saw(text := f"no answer from broker {node_id} to {_api_name(api_key)} within request.timeout.ms")
+            raise KafkaTimeoutError(text)
         finally:
             node.in_flight -= 1
 
@@ -291,86 +300,6 @@ class KafkaClient:
 
     async def retry_sleep(self, attempt: int) -> None:
         await trio.sleep(self.retry_backoff.delay(attempt))
-
-    # --- metadata -------------------------------------------------------------------------
-
-    async def run_metadata_refresh(self) -> None:
-        """Refresh metadata whenever it is due; failed refreshes back off (retry.backoff.ms)."""
-        attempt = 0
-        while True:
-            due = self.cluster.next_refresh(trio.current_time())
-            with trio.move_on_at(due):
-                await self._metadata_wakeup.wait()
-            self._metadata_wakeup = trio.Event()
-            if self.cluster.next_refresh(trio.current_time()) > trio.current_time():
-                continue
-            try:
-                await self._refresh_once()
-                attempt = 0
-                self.metadata_error = None
-            except KafkaError as exc:
-                if not exc.retriable:
-                    # Java's Metadata keeps a fatal error (a refused SASL login, an
-                    # unsupported version) for the callers waiting on metadata to throw.
-                    self.metadata_error = exc
-                    self._metadata_updated.set()
-                    self._metadata_updated = trio.Event()
-                if attempt == 0:  # one line per outage, not per retry
-                    log.warning("metadata refresh failed (%s); retrying with backoff", exc)
-                await self.retry_sleep(attempt)
-                attempt += 1
-
-    async def _refresh_once(self) -> None:
-        node_id = self.least_loaded_node()
-        answer = await self.send(
-            node_id,
-            ApiKey.METADATA,
-            topics=None
-            if (topics := self.cluster.request_topics()) is None
-            else [{"name": t, "topic_id": None} for t in topics],
-            allow_auto_topic_creation=self.allow_auto_topic_creation,
-        )
-        self.cluster.update(answer, trio.current_time())
-        self._metadata_updated.set()
-        self._metadata_updated = trio.Event()
-
-    def request_metadata_update(self) -> None:
-        """Mark metadata stale and wake the refresher (after NOT_LEADER_OR_FOLLOWER & co)."""
-        self.cluster.request_update()
-        self._metadata_wakeup.set()
-
-    async def refresh_metadata(self) -> None:
-        """Ask for a refresh now and wait until one has completed."""
-        version = self.cluster.version
-        self.request_metadata_update()
-        while self.cluster.version == version:
-            await self._metadata_updated.wait()
-            error = self.metadata_error
-            if error is not None and self.cluster.version == version:
-                raise KafkaError(error.error_code, str(error).partition(": ")[2], retriable=False)
-
-    async def wait_for_topic(self, topic: str, limit_s: float | None = None) -> int:
-        """The topic's partition count, refreshing metadata until it is known.
-
-        UNKNOWN_TOPIC_OR_PARTITION is retried (the broker may be auto-creating it) until
-        ``limit_s`` (default ``max.block.ms`` / ``default.api.timeout.ms``); then, or on a
-        non-retriable topic error, the error is raised.
-        """
-        if limit_s is None:
-            key = "max.block.ms" if "max.block.ms" in self.config.values else "default.api.timeout.ms"
-            limit_s = self.config[key] / 1000
-        self.cluster.add_interest([topic])
-        with trio.move_on_after(limit_s):
-            while True:
-                count = self.cluster.partition_count(topic)
-                if count is not None and len(self.cluster.available_partitions(topic)) == count:
-                    return count
-                error = self.cluster.topic_error(topic)
-                if error is not None and not error.retriable:
-                    raise error_for(error, f"topic {topic!r}")
-                await self.refresh_metadata()
-        error = self.cluster.topic_error(topic) or ErrorCode.unknown_topic_or_partition
-        raise KafkaTimeoutError(f"topic {topic!r} not available after {limit_s} s ({error.name})")
 
     # --- coordinators ---------------------------------------------------------------------
 
@@ -457,7 +386,7 @@ async def open_client(
     bootstrap_nodes = parse_bootstrap(servers)  # a wrong list: the caller's ConfigError, not a nursery's group
     if config["security.protocol"] in TLS_PROTOCOLS:
         connector = tls_connector(connector, config)
-    async with trio.open_nursery() as nursery:
+    async with open_service_nursery("the client core") as nursery:
         client = KafkaClient(config, bootstrap_nodes, connector, nursery)
         nursery.start_soon(client.run_metadata_refresh)
         try:

@@ -62,8 +62,10 @@ class TopicInfo:
 class ClusterMetadata:
     """What the client knows of brokers, topics and leaders; refresh policy on a given clock."""
 
-    def __init__(self, metadata_max_age_ms: int = 300_000) -> None:
+    def __init__(self, metadata_max_age_ms: int = 300_000, retry_backoff_ms: int = 0) -> None:
         self.max_age = metadata_max_age_ms / 1000
+        self.refresh_backoff = retry_backoff_ms / 1000
+        self.retry_streak = 0  # refreshes in a row whose answer asked for another
         self.brokers: dict[int, BrokerNode] = {}
         self.topics: dict[str, TopicInfo] = {}
         self.controller_id: int = -1
@@ -89,8 +91,17 @@ class ClusterMetadata:
         self.update_requested = True
 
     def next_refresh(self, now: float) -> float:
-        """Trio time at which the next refresh is due (``now`` when it is due already)."""
-        if self.update_requested or self.last_refresh is None:
+        """Trio time at which the next refresh is due (``now`` when it is due already).
+
+        A topic that stays missing or leaderless (each answer asks for another) is asked for
+        again at once the first time (a topic being auto-created has its leader a moment
+        later), then ``retry.backoff.ms`` after the last refresh, as Java's
+        ``Metadata.timeToNextUpdate`` — not in a busy loop."""
+        if self.last_refresh is None:
+            return now
+        if self.update_requested:
+            if self.retry_streak >= 2:
+                return max(now, self.last_refresh + self.refresh_backoff)
             return now
         return self.last_refresh + self.max_age
 
@@ -135,6 +146,7 @@ class ClusterMetadata:
         self._available.clear()
         self.last_refresh = now
         self.update_requested = retry
+        self.retry_streak = self.retry_streak + 1 if retry else 0
         self.version += 1
 
     def forget(self, topic: str) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 
 import attrs
 
+from trikafka.client.transport import parse_bootstrap
 from trikafka.errors import ConfigError
 
 __all__ = ["CLIENT_KEYS", "ClientConfig", "ConfigKey", "ROLES", "client_config_keys"]
@@ -110,18 +111,12 @@ def _acks(value: Any, key: str) -> int:
 
 
 def _servers(value: Any, key: str) -> tuple[str, ...]:
-    """``host:port[,host:port]`` or a sequence of them."""
-    items = value.split(",") if isinstance(value, str) else value
-    if not isinstance(items, list | tuple):
+    """``host:port[,host:port]`` or a sequence of them, checked by the one bootstrap parser."""
+    if not isinstance(value, str | list | tuple):
         raise ConfigError(key, value, "host:port entries, comma-separated or as a list")
-    servers = tuple(str(item).strip() for item in items if str(item).strip())
-    for server in servers:
-        host, sep, port = server.rpartition(":")
-        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ConfigError(key, value, f"{server!r} is not host:port")
-    if not servers:
-        raise ConfigError(key, value, "at least one host:port is required")
-    return servers
+    parse_bootstrap(value)  # raises ConfigError naming the entry and what is allowed
+    items = value.split(",") if isinstance(value, str) else value
+    return tuple(str(item).strip() for item in items if str(item).strip())
 
 
 def _security_protocol(value: Any, key: str) -> str:
@@ -203,6 +198,8 @@ CLIENT_KEYS: dict[str, ConfigKey] = {
         # consumer
         _row("group.id", None, _optional_string, CONSUMER, "Consumer group; needed for subscribe() and commits."),
         _row("group.instance.id", None, _optional_string, CONSUMER, "Static membership: a restart within the session keeps the assignment."),
+        _row("group.protocol", "classic", _choice("classic", "consumer"), CONSUMER, "classic: JoinGroup/SyncGroup, the client assigns; consumer: KIP-848, the coordinator assigns (ConsumerGroupHeartbeat)."),
+        _row("group.remote.assignor", None, _optional_string, CONSUMER, "With group.protocol=consumer: the coordinator's assignor (uniform, range); unset: the broker's default."),
         _row("session.timeout.ms", 45000, _int(1, INT32_MAX), CONSUMER, "A member without heartbeats this long is removed from the group."),
         _row("heartbeat.interval.ms", 3000, _int(1, INT32_MAX), CONSUMER, "Heartbeat period; below session.timeout.ms."),
         _row("max.poll.interval.ms", 300000, _int(1, INT32_MAX), CONSUMER, "Longest gap between polls before the member leaves; also the rebalance timeout."),
@@ -285,6 +282,10 @@ class ClientConfig:
                     "heartbeat.interval.ms", self["heartbeat.interval.ms"],
                     f"must be lower than session.timeout.ms ({self['session.timeout.ms']})",
                 )
+            if self["group.protocol"] == "classic" and self["group.remote.assignor"] is not None:
+                raise ConfigError("group.remote.assignor", self["group.remote.assignor"], "is for group.protocol=consumer (KIP-848); the classic protocol assigns with partition.assignment.strategy")
+            if self["group.protocol"] == "consumer" and "partition.assignment.strategy" in self.explicit:
+                raise ConfigError("partition.assignment.strategy", ",".join(self["partition.assignment.strategy"]), "is for group.protocol=classic; with consumer the coordinator assigns (group.remote.assignor)")
             if self["group.id"] is None and self["enable.auto.commit"]:
                 if "enable.auto.commit" in self.explicit:
                     raise ConfigError("enable.auto.commit", True, "needs a group.id")

@@ -21,6 +21,7 @@ from typing import Any
 
 import trio
 
+from trikafka.client.lifetime import open_service_nursery
 from trikafka.protocol.framing import NEED_DATA, FrameDecoder
 from trikafka.protocol.headers import decode_response, encode_request
 from trikafka.protocol.registry import ApiVersionSpec
@@ -63,13 +64,14 @@ class KafkaConnection:
         spec = _spec_for(body)
         if self.closed:
             raise ConnectionClosed(f"connection closed before sending {spec.name}")
-        correlation_id = next(self._correlation)
         send, receive = trio.open_memory_channel(1)
-        self._pending[correlation_id] = (spec, send)
-        self._order.append(correlation_id)
-        frame = encode_request(spec, correlation_id, body, self.client_id)
         async with self._send_lock:
-            await self._write(frame, spec)
+            # Registered only once the lock is ours: a caller cancelled while waiting for it
+            # must leave no correlation id behind, or the next answer would look out of order.
+            correlation_id = next(self._correlation)
+            self._pending[correlation_id] = (spec, send)
+            self._order.append(correlation_id)
+            await self._write(encode_request(spec, correlation_id, body, self.client_id), spec)
         try:
             result = await receive.receive()
         except trio.EndOfChannel:
@@ -144,7 +146,7 @@ async def open_connection(
     stream: trio.abc.Stream, client_id: str | None = "trikafka-client"
 ) -> AsyncIterator[KafkaConnection]:
     connection = KafkaConnection(stream, client_id)
-    async with trio.open_nursery() as nursery:
+    async with open_service_nursery("the connection") as nursery:
         await nursery.start(connection._reader)
         try:
             yield connection

@@ -27,11 +27,12 @@ at-least-once processing tolerates (and exactly-once uses transactions for).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -42,15 +43,17 @@ from trikafka.client.config import ClientConfig
 from trikafka.client.consumer_coordinator import ConsumerCoordinator
 from trikafka.client.consumer_fetch import (
     LeaderReader,
-    NoOffsetForPartitionError,
-    OffsetOutOfRangeError,
 )
+from trikafka.client.consumer_positions import ConsumerPositions
 from trikafka.client.consumer_protocol import TopicPartition
 from trikafka.client.consumer_state import OffsetResetStrategy, SubscriptionState
+from trikafka.client.deadlines import bounded_call
 from trikafka.client.errors import KafkaError
 from trikafka.client.fetcher import ConsumerRecord
 from trikafka.client.group_offsets import CommitFailedError
 from trikafka.client.group_session import ConsumerGroupMetadata, GroupSession
+from trikafka.client.lifetime import open_service_nursery
+from trikafka.client.serialization import record_decoder
 from trikafka.client.transport import Connector
 from trikafka.errors import ErrorCode
 
@@ -59,11 +62,15 @@ __all__ = ["Consumer", "open_consumer"]
 logger = logging.getLogger(__name__)
 
 
-class Consumer:
+class Consumer(ConsumerPositions):
     """Use through :func:`open_consumer`; its nursery bounds the heartbeat task."""
 
-    def __init__(self, client: KafkaClient, config: ClientConfig, nursery: trio.Nursery) -> None:
+    def __init__(
+        self, client: KafkaClient, config: ClientConfig, nursery: trio.Nursery,
+        key_deserializer: Any = None, value_deserializer: Any = None,
+    ) -> None:
         self.client = client
+        self._decode = record_decoder(key_deserializer, value_deserializer)
         self.config = config
         self.subscriptions = SubscriptionState(OffsetResetStrategy(config["auto.offset.reset"]))
         self.reader = LeaderReader(client, config)
@@ -76,6 +83,22 @@ class Consumer:
             self.group = self.coordinator.group
         self.closed = False
         self._polling = False
+        self._poll_scope: trio.CancelScope | None = None  # a getmany's hard stop, while one runs
+        if self.group is not None:
+            self.group.hold_poll_deadline = self._hold_poll_deadline
+
+    @contextlib.contextmanager
+    def _hold_poll_deadline(self) -> Iterator[None]:
+        """Suspend the running poll's hard stop (a rebalance the coordinator is answering)."""
+        scope = self._poll_scope
+        if scope is None:
+            yield
+            return
+        saved, scope.deadline = scope.deadline, math.inf
+        try:
+            yield
+        finally:
+            scope.deadline = saved
 
     def _drop_buffers(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
@@ -159,6 +182,7 @@ class Consumer:
             self.subscriptions.request_reset(tp, OffsetResetStrategy.LATEST)
             self._buffers.pop(tp, None)
 
+    @bounded_call("default.api.timeout.ms")
     async def position(self, tp: TopicPartition) -> int:
         """The offset of the next record this consumer will return for ``tp``."""
         self.subscriptions.position(tp)  # raises if not assigned
@@ -167,6 +191,7 @@ class Consumer:
         assert position is not None
         return position
 
+    @bounded_call("default.api.timeout.ms")
     async def committed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int | None]:
         return await self._need_group("committed()").group.offsets.committed(partitions)
 
@@ -179,62 +204,7 @@ class Consumer:
     def paused(self) -> set[TopicPartition]:
         return self.subscriptions.paused()
 
-    async def _update_positions(self) -> None:
-        missing = self.subscriptions.missing_positions()
-        if not missing:
-            return
-        resets: dict[TopicPartition, OffsetResetStrategy] = {}
-        need_committed = [tp for tp in missing if self.subscriptions.assignment[tp].reset is None]
-        committed: Mapping[TopicPartition, int | None] = {}
-        if need_committed and self.group is not None:
-            committed = await self.group.offsets.committed(need_committed)
-        for tp in missing:
-            state = self.subscriptions.assignment.get(tp)
-            if state is None or state.position is not None:
-                continue  # revoked or seeked meanwhile
-            if state.reset is not None:
-                resets[tp] = state.reset
-            elif committed.get(tp) is not None:
-                state.position = committed[tp]
-            else:
-                resets[tp] = self.subscriptions.default_reset
-        refused = [tp for tp, strategy in resets.items() if strategy is OffsetResetStrategy.NONE]
-        if refused:
-            raise NoOffsetForPartitionError(refused)
-        if resets:
-            offsets = await self.reader.list_offsets(resets)
-            for tp, offset in offsets.items():
-                state = self.subscriptions.assignment.get(tp)
-                if state is not None and state.position is None:
-                    state.position = offset
-                    state.reset = None
-
     # --- polling -----------------------------------------------------------------------------
-
-    def _drain(self, limit: int) -> dict[TopicPartition, list[ConsumerRecord]]:
-        out: dict[TopicPartition, list[ConsumerRecord]] = {}
-        taken = 0
-        for tp in list(self._buffers):
-            if taken >= limit:
-                break
-            if not self.subscriptions.is_fetchable(tp):
-                continue
-            records, next_offset = self._buffers[tp]
-            state = self.subscriptions.assignment[tp]
-            batch: list[ConsumerRecord] = []
-            while records and taken < limit:
-                record = records.popleft()
-                if record.offset < state.position:  # type: ignore[operator]
-                    continue
-                batch.append(record)
-                taken += 1
-                state.position = record.offset + 1
-            if not records:
-                del self._buffers[tp]
-                state.position = max(state.position or 0, next_offset)
-            if batch:
-                out[tp] = batch
-        return out
 
     async def _poll_once(self, deadline: float, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
         if self.closed:
@@ -284,16 +254,6 @@ class Consumer:
         self._reset_out_of_range(result.out_of_range)
         return self._drain(max_records)
 
-    def _reset_out_of_range(self, refused: Mapping[TopicPartition, int]) -> None:
-        if not refused:
-            return
-        if self.subscriptions.default_reset is OffsetResetStrategy.NONE:
-            raise OffsetOutOfRangeError(refused)
-        for tp in refused:
-            if tp in self.subscriptions.assignment:
-                logger.info("%s: position %d out of range; resetting to %s", tp, refused[tp], self.subscriptions.default_reset.value)
-                self.subscriptions.request_reset(tp, self.subscriptions.default_reset)
-
     async def _wait_for_change(self) -> None:
         """Nothing to fetch (all paused, or no assignment yet): wait a heartbeat's time so
         a rebalance or a resume is noticed by the next round."""
@@ -303,15 +263,29 @@ class Consumer:
         self, timeout_ms: float = 0, max_records: int | None = None
     ) -> dict[TopicPartition, list[ConsumerRecord]]:
         """Records by partition, waiting up to ``timeout_ms`` for at least one (aiokafka's
-        shape; Java's ``poll``). Bounded by ``max_records`` (default ``max.poll.records``)."""
+        shape; Java's ``poll``). Bounded by ``max_records`` (default ``max.poll.records``).
+
+        Returns at ``timeout_ms`` (at least ``retry.backoff.ms``) whatever the cluster does: a
+        join, a position look-up or a fetch still out then is cancelled (nothing moved) and
+        ``{}`` returned; the next call takes it up again. Errors the cluster *answered* (a
+        missing topic) are raised."""
         limit = max_records or self.config["max.poll.records"]
-        deadline = trio.current_time() + timeout_ms / 1000
-        while True:
-            records = await self._poll_once(deadline, limit)
-            if records or trio.current_time() >= deadline:
-                if not records:
-                    await trio.lowlevel.checkpoint()
-                return records
+        now = trio.current_time()
+        deadline = now + timeout_ms / 1000
+        # The hard stop: the timeout, but never less than one retry.backoff.ms, so that a
+        # poll with timeout 0 still completes the round trips a live cluster answers at once
+        # (an auto-commit, a fetch with max_wait 0) instead of being cancelled at its first await.
+        with trio.move_on_at(max(deadline, now + self.config["retry.backoff.ms"] / 1000)) as self._poll_scope:
+            try:
+                while True:
+                    records = await self._poll_once(deadline, limit)
+                    if records or trio.current_time() >= deadline:
+                        if not records:
+                            await trio.lowlevel.checkpoint()
+                        return records
+            finally:
+                self._poll_scope = None
+        return {}
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self._iterate()
@@ -325,11 +299,13 @@ class Consumer:
 
     # --- commits -----------------------------------------------------------------------------
 
+    @bounded_call("default.api.timeout.ms")
     async def commit(self, offsets: Mapping[TopicPartition, int] | None = None) -> None:
         """Commit ``offsets`` (partition → next offset to read), or every position. Raises
         :class:`CommitFailedError` when a rebalance took the partitions away."""
         await self._need_group("commit()").commit(offsets)
 
+    @bounded_call("default.api.timeout.ms")
     async def aclose(self) -> None:
         """Commit (auto-commit), revoke, LeaveGroup (dynamic members). Idempotent."""
         if self.closed:
@@ -345,10 +321,14 @@ class Consumer:
 
 @asynccontextmanager
 async def open_consumer(
-    bootstrap: Any = None, *, connector: Connector | None = None, **config: Any
+    bootstrap: Any = None, *, connector: Connector | None = None,
+    key_deserializer: Any = None, value_deserializer: Any = None, **config: Any,
 ) -> AsyncIterator[Consumer]:
     """Open a consumer; ``bootstrap`` as for :func:`~trikafka.client.open_producer`; ``config``
-    takes Kafka's consumer keys in either spelling (``group_id=``, ``**{"group.id": …}``)."""
+    takes Kafka's consumer keys in either spelling (``group_id=``, ``**{"group.id": …}``).
+    ``key_deserializer``/``value_deserializer``: callables ``(bytes)`` or ``(bytes, ctx)``
+    (see :mod:`trikafka.client.serialization`)."""
+    record_decoder(key_deserializer, value_deserializer)  # a wrong one: refused before connecting
     if isinstance(bootstrap, str | list | tuple):
         config["bootstrap.servers"] = bootstrap
     settings = ClientConfig.for_role("consumer", config)
@@ -357,14 +337,13 @@ async def open_consumer(
         if bootstrap is None:
             raise KafkaError(ErrorCode.invalid_config, "open_consumer needs bootstrap servers", retriable=False)
     async with open_client(bootstrap, settings, connector) as client:
-        async with trio.open_nursery() as nursery:
-            consumer = Consumer(client, settings, nursery)
+        async with open_service_nursery("the consumer") as nursery:
+            consumer = Consumer(client, settings, nursery, key_deserializer, value_deserializer)
             try:
                 yield consumer
             finally:
-                with trio.CancelScope(shield=True) as scope:
-                    scope.deadline = trio.current_time() + settings["request.timeout.ms"] / 1000
-                    try:
+                with trio.CancelScope(shield=True):
+                    try:  # bounded by default.api.timeout.ms, as Java's close()
                         await consumer.aclose()
                     except (KafkaError, CommitFailedError) as exc:
                         logger.warning("closing the consumer: %s", exc)

@@ -24,6 +24,7 @@ from trikafka.client.config import ClientConfig
 from trikafka.client.consumer_protocol import TopicPartition
 from trikafka.client.consumer_state import SubscriptionMode, SubscriptionState
 from trikafka.client.errors import KafkaError
+from trikafka.client.group_consumer import ConsumerGroupSession
 from trikafka.client.group_session import GroupSession, RebalanceListener, _call
 
 __all__ = ["ConsumerCoordinator"]
@@ -47,7 +48,8 @@ class ConsumerCoordinator:
         self.subscriptions = subscriptions
         self._drop = drop
         self.listener: Any = RebalanceListener()
-        self.group = GroupSession(
+        session = ConsumerGroupSession if config["group.protocol"] == "consumer" else GroupSession
+        self.group = session(
             client, config, on_revoke=self.on_revoke, on_assign=self.on_assign, on_lost=self.on_lost
         )
         nursery.start_soon(self.group.run_heartbeats, name=f"consumer-heartbeat-{config['group.id']}")

@@ -1,7 +1,8 @@
 """The consumer's reads from partition leaders: Fetch and ListOffsets (a thin Trio shell).
 
-One Fetch per leader per round, sent concurrently, each a full fetch (no incremental fetch
-session: ``session_id`` 0, epoch -1 — always correct, a little more bytes per request). The
+One Fetch per leader per round, sent concurrently, in an incremental fetch session per broker
+(KIP-227, :mod:`~trikafka.client.fetch_session`): only partitions whose position moved are
+named, and the broker answers only partitions with news. The
 answers go through :func:`~trikafka.client.fetcher.decode_partition`; partition errors are
 the Java consumer's: NOT_LEADER_OR_FOLLOWER and friends refresh metadata and retry,
 OFFSET_OUT_OF_RANGE resets the position by ``auto.offset.reset`` (``none`` raises
@@ -20,8 +21,15 @@ import trio
 from trikafka.client.client import KafkaClient
 from trikafka.client.consumer_protocol import TopicPartition
 from trikafka.client.consumer_state import OffsetResetStrategy
-from trikafka.client.errors import STALE_METADATA, KafkaError, error_for
+from trikafka.client.errors import (
+    STALE_METADATA,
+    KafkaError,
+    UnknownTopicOrPartitionError,
+    error_for,
+)
+from trikafka.client.fetch_session import FetchSessionHandler
 from trikafka.client.fetcher import FetchedPartition, decode_partition
+from trikafka.client.lifetime import open_service_nursery
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey
 
@@ -80,6 +88,7 @@ class LeaderReader:
         self.max_bytes = config["fetch.max.bytes"]
         self.partition_max_bytes = config["max.partition.fetch.bytes"]
         self.check_crcs = True
+        self.sessions: dict[int, FetchSessionHandler] = {}  # KIP-227, per broker
 
     async def _leaders(self, partitions: Iterable[TopicPartition]) -> dict[int, list[TopicPartition]]:
         """Partitions grouped by leader; unknown leaders trigger a metadata refresh."""
@@ -106,8 +115,10 @@ class LeaderReader:
             return result
 
         async def one(node_id: int, tps: list[TopicPartition]) -> None:
+            session = self.sessions.setdefault(node_id, FetchSessionHandler())
+            session_id, epoch, named, forgotten = session.build({tp: positions[tp] for tp in tps})
             topics: dict[str, list[dict]] = {}
-            for tp in tps:
+            for tp in named:
                 topics.setdefault(tp.topic, []).append(
                     {
                         "partition": tp.partition,
@@ -118,6 +129,10 @@ class LeaderReader:
                         "last_fetched_epoch": -1,
                     }
                 )
+            forget: dict[str, list[int]] = {}
+            for tp in forgotten:
+                forget.setdefault(tp.topic, []).append(tp.partition)
+            answer = None
             try:
                 answer = await send(
                     self.client,
@@ -128,10 +143,10 @@ class LeaderReader:
                     min_bytes=self.min_bytes,
                     max_bytes=self.max_bytes,
                     isolation_level=1 if self.read_committed else 0,
-                    session_id=0,
-                    session_epoch=-1,
+                    session_id=session_id,
+                    session_epoch=epoch,
                     topics=[{"topic": t, "partitions": p} for t, p in topics.items()],
-                    forgotten_topics_data=[],
+                    forgotten_topics_data=[{"topic": t, "partitions": p} for t, p in forget.items()],
                     rack_id="",
                 )
             except KafkaError as exc:
@@ -139,9 +154,15 @@ class LeaderReader:
                     raise
                 logger.info("fetch from broker %d failed (%s); retrying", node_id, exc)
                 return
+            finally:
+                if answer is None:  # failed or cancelled after sending: the epochs may differ
+                    session.reset()
+            if not session.handle_response(getattr(answer, "error_code", 0), getattr(answer, "session_id", 0)):
+                logger.info("fetch session with broker %d reset (%s)", node_id, ErrorCode(answer.error_code).name.upper())
+                return
             self._absorb(answer, positions, result)
 
-        async with trio.open_nursery() as nursery:
+        async with open_service_nursery("the consumer's fetch") as nursery:
             for node_id, tps in by_leader.items():
                 nursery.start_soon(one, node_id, tps)
         return result
@@ -216,5 +237,11 @@ class LeaderReader:
             if wanted:
                 await self.client.retry_sleep(attempt)
         if wanted:
-            raise KafkaError(ErrorCode.leader_not_available, f"no offsets for {sorted(map(str, wanted))}")
+            cluster = self.client.cluster
+            missing = sorted({tp.topic for tp in wanted if cluster.topic_error(tp.topic) == ErrorCode.unknown_topic_or_partition})
+            if missing:
+                raise UnknownTopicOrPartitionError(
+                    f"no offsets for {sorted(map(str, wanted))}: the cluster has no topic {', '.join(map(repr, missing))}"
+                )
+            raise KafkaError(ErrorCode.leader_not_available, f"no offsets for {sorted(map(str, wanted))}: no leader known")
         return found

@@ -20,11 +20,14 @@ from trikafka.errors import ErrorCode
 __all__ = [
     "COORDINATOR_MOVED",
     "STALE_METADATA",
+    "BrokerUnreachableError",
+    "KafkaClientError",
     "KafkaConnectionError",
     "KafkaError",
     "KafkaTimeoutError",
     "ProducerFencedError",
     "TransactionAbortedError",
+    "UnknownTopicOrPartitionError",
     "UnsupportedVersionError",
     "error_for",
     "raise_for",
@@ -90,6 +93,31 @@ class KafkaTimeoutError(KafkaError):
         super().__init__(ErrorCode.request_timed_out, message, retriable=True)
 
 
+class BrokerUnreachableError(KafkaConnectionError, KafkaTimeoutError):
+    """A call ran out of its deadline without reaching any broker. The message names the
+    addresses tried and what each connection attempt met ("connection refused"). Both a
+    connection error and a timeout: ``except`` either catches it."""
+
+    def __init__(self, message: str) -> None:
+        KafkaError.__init__(self, ErrorCode.network_exception, message, retriable=True)
+
+
+class UnknownTopicOrPartitionError(KafkaError):
+    """The cluster does not have the topic (or the partition), as a broker answered."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.unknown_topic_or_partition, message)
+
+
+class KafkaClientError(KafkaError):
+    """The client itself failed: one of its background tasks raised something that is not a
+    Kafka error (a bug, or a broker answer it could not handle). The original is the
+    ``__cause__``; the message names the task and it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(ErrorCode.unknown_server_error, message, retriable=False)
+
+
 class UnsupportedVersionError(KafkaError):
     """The broker supports no version of an API that this client can speak."""
 
@@ -113,6 +141,8 @@ def error_for(code: int | ErrorCode, message: str = "") -> KafkaError:
         return ProducerFencedError(code, message)
     if code == ErrorCode.unsupported_version:
         return UnsupportedVersionError(message)
+    if code == ErrorCode.unknown_topic_or_partition:
+        return UnknownTopicOrPartitionError(message)
     return KafkaError(code, message)
 
 

@@ -19,9 +19,11 @@ that make progress; ``retry.backoff.ms`` between retries.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 import attrs
@@ -115,6 +117,10 @@ class GroupSession:
         self._changed = trio.Event()
         self.closed = False
         self._partition_counts: Callable[[set[str]], Any] = partition_counts_unset
+        #: Set by the consumer: held around a JoinGroup/SyncGroup that a connected coordinator
+        #: is answering, so a poll's timeout does not cut a rebalance in the middle (the
+        #: coordinator holds a JoinGroup until the group's members have joined).
+        self.hold_poll_deadline: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
         self._next_heartbeat = trio.current_time()
         #: Commits and committed offsets, with this member's generation.
         self.offsets = GroupOffsets(self.link, self.member, self._handle_group_error)
@@ -124,6 +130,13 @@ class GroupSession:
 
     async def _send(self, api_key: int, **fields: Any) -> Any:
         return await self.link.send(api_key, **fields)
+
+    async def _exchange(self, api_key: int, **fields: Any) -> Any:
+        """A JoinGroup or SyncGroup: finding and connecting the coordinator is bounded by the
+        poll's timeout; the exchange itself by ``request.timeout.ms`` only."""
+        await self.client.connection(await self.link.coordinator())
+        with self.hold_poll_deadline():
+            return await self._send(api_key, **fields)
 
     def group_metadata(self) -> ConsumerGroupMetadata:
         return ConsumerGroupMetadata(
@@ -199,7 +212,7 @@ class GroupSession:
         member = self.member
         try:
             fields = member.join_group_fields()
-            answer = await self._send(
+            answer = await self._exchange(
                 ApiKey.JOIN_GROUP,
                 session_timeout=self.session_timeout_ms,
                 rebalance_timeout=self.rebalance_timeout_ms,
@@ -226,7 +239,7 @@ class GroupSession:
                 assignments = member.assign(counts)
             sync = member.sync_group_fields(assignments)
             try:
-                answer = await self._send(
+                answer = await self._exchange(
                     ApiKey.SYNC_GROUP,
                     **{k: v for k, v in sync.items() if k != "assignments"},
                     assignments=[{"member_id": m, "assignment": a} for m, a in sync["assignments"]],

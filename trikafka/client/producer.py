@@ -42,9 +42,12 @@ from trikafka.client.calls import call_coordinator
 from trikafka.client.client import CoordinatorType, KafkaClient, open_client
 from trikafka.client.cluster import TopicInfo, TopicPartition
 from trikafka.client.config import ClientConfig
-from trikafka.client.errors import KafkaError, TransactionAbortedError
+from trikafka.client.deadlines import bounded, bounded_call
+from trikafka.client.errors import KafkaError, KafkaTimeoutError, TransactionAbortedError
+from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.partitioner import StickyPartitioner, partition_for_key
 from trikafka.client.sender import Sender
+from trikafka.client.serialization import codec
 from trikafka.client.transactions import TransactionManager
 from trikafka.client.transport import Connector
 from trikafka.errors import ErrorCode
@@ -106,8 +109,10 @@ class _TopicRoute:
 
 
 class Producer:
-    def __init__(self, client: KafkaClient, config: ClientConfig) -> None:
+    def __init__(self, client: KafkaClient, config: ClientConfig, key_serializer: Any = None, value_serializer: Any = None) -> None:
         self.client = client
+        self._key_codec = codec(key_serializer, "key_serializer")
+        self._value_codec = codec(value_serializer, "value_serializer")
         self.config = config
         self.txn = TransactionManager(config["transactional.id"], config["enable.idempotence"])
         self.accumulator = RecordAccumulator(config["batch.size"], config["linger.ms"], config["delivery.timeout.ms"])
@@ -160,6 +165,10 @@ class Producer:
         state = txn.state
         if state != "IN_TRANSACTION" and (self._transactional or state == "FATAL_ERROR"):
             txn.check_can_send()
+        if self._key_codec is not None:  # serialized first: the key's bytes choose the partition
+            key = self._key_codec(key, topic, "key", headers)
+        if self._value_codec is not None:
+            value = self._value_codec(value, topic, "value", headers)
         key_bytes = key if key is None or type(key) is bytes else _as_bytes(key, "key")
         value_bytes = value if value is None or type(value) is bytes else _as_bytes(value, "value")
         record_headers = _headers(headers) if headers else ()
@@ -178,8 +187,7 @@ class Producer:
             partition = self.partitioner.partition(topic, size, route.available, route.count)
         accumulator = self.accumulator
         if accumulator.queued_bytes >= self.buffer_memory:
-            while accumulator.queued_bytes >= self.buffer_memory:
-                await self.sender.wait_progress()
+            await self._wait_for_room()
             txn.check_can_send()  # a transaction may have ended while we waited
         stamp = _time_ns() // 1_000_000 if timestamp is None else int(timestamp)
         queue = route.queues[partition]
@@ -187,6 +195,18 @@ class Producer:
             queue = route.queues[partition] = accumulator.queue(TopicPartition(topic, partition))
         size += record_size(None, None, record_headers) if record_headers else RECORD_OVERHEAD
         return accumulator.append(queue, (key_bytes, value_bytes, record_headers, stamp), size)
+
+    async def _wait_for_room(self) -> None:
+        """Buffer full: wait (at most ``max.block.ms``, as Java's send()) for batches to finish."""
+        limit = self.config["max.block.ms"] / 1000
+        with trio.move_on_after(limit) as scope:
+            while self.accumulator.queued_bytes >= self.buffer_memory:
+                await self.sender.wait_progress()
+        if scope.cancelled_caught:
+            raise KafkaTimeoutError(
+                f"Producer.send(): {self.accumulator.queued_bytes} bytes still queued, over buffer.memory "
+                f"({self.buffer_memory}), after {limit:.1f} s (max.block.ms); last seen: {self.client.seen.last or 'nothing wrong'}"
+            )
 
     async def _route(self, topic: str) -> _TopicRoute:
         """The topic's route from the current metadata, waiting for the topic if it is not
@@ -251,6 +271,7 @@ class Producer:
         self.txn.begin()
         self._txn_started = False
 
+    @bounded_call("max.block.ms")
     async def commit_transaction(self) -> None:
         """Flush, then EndTxn(commit). A failed send makes this raise; abort afterwards."""
         await self.flush()
@@ -260,6 +281,7 @@ class Producer:
         with trio.CancelScope(shield=True):  # half a commit is worse than a late one
             await self._end_transaction(commit=True)
 
+    @bounded_call("max.block.ms")
     async def abort_transaction(self) -> None:
         """Drop unsent records, wait for those in flight, then EndTxn(abort)."""
         self.txn.transition("ABORTING_TRANSACTION", "abort")
@@ -285,6 +307,7 @@ class Producer:
         if self.sender.reinit_producer:
             await self.sender.init_producer_id()
 
+    @bounded_call("max.block.ms")
     async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Any], group: Any) -> None:
         """Commit consumer offsets as part of the transaction (AddOffsetsToTxn, then
         TxnOffsetCommit to the group coordinator). ``group`` is a group id or the consumer's
@@ -349,11 +372,16 @@ def _offset_topics(offsets: Mapping[TopicPartition, Any]) -> list[dict[str, Any]
 
 @asynccontextmanager
 async def open_producer(
-    bootstrap: Any = None, *, connector: Connector | None = None, **config: Any
+    bootstrap: Any = None, *, connector: Connector | None = None,
+    key_serializer: Any = None, value_serializer: Any = None, **config: Any,
 ) -> AsyncIterator[Producer]:
     """A running producer. ``bootstrap``: ``"host:port,…"``, a list of them, or anything with
     a ``bootstrap_servers`` string (a ``Broker``, a ``Cluster``, ``kafka_broker``; a
-    ``TestBroker`` is reached in memory); ``config``: Kafka producer keys in either spelling."""
+    ``TestBroker`` is reached in memory); ``config``: Kafka producer keys in either spelling.
+    ``key_serializer``/``value_serializer``: callables ``(value)`` or ``(value, ctx)`` (see
+    :mod:`trikafka.client.serialization`)."""
+    codec(key_serializer, "key_serializer")  # a wrong one: refused before connecting
+    codec(value_serializer, "value_serializer")
     if isinstance(bootstrap, str | list | tuple):
         config["bootstrap.servers"] = bootstrap
     settings = ClientConfig.for_role("producer", config)
@@ -362,12 +390,13 @@ async def open_producer(
         if bootstrap is None:
             raise KafkaError(ErrorCode.invalid_config, "open_producer needs bootstrap servers", retriable=False)
     async with open_client(bootstrap, settings, connector) as client:
-        async with trio.open_nursery() as nursery:
-            producer = Producer(client, settings)
+        async with open_service_nursery("the producer") as nursery:
+            producer = Producer(client, settings, key_serializer, value_serializer)
             nursery.start_soon(producer.sender.run)
             try:
                 if producer.txn.transactional:
-                    await producer.sender.init_producer_id()  # Java's initTransactions()
+                    with bounded(client, "open_producer(): initTransactions", "max.block.ms"):
+                        await producer.sender.init_producer_id()  # Java's initTransactions()
                 yield producer
             except BaseException:
                 with trio.CancelScope(shield=True):

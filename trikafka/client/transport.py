@@ -56,7 +56,9 @@ def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
     """``"h1:9092,h2:9092"`` or ``["h1:9092", …]`` → [(host, port), …]; ``[::1]:9092`` too.
 
     Anything else is a :class:`ConfigError` naming the value, before a connection is tried:
-    the Java client refuses such a list when it is constructed, not at its first request.
+    the Java client refuses such a list when it is constructed, not at its first request. A
+    scheme (``PLAINTEXT://h:9092``, ``http://h:9092``) is refused too, saying what to write:
+    otherwise it would be looked up as a host name until ``max.block.ms``.
     """
     if isinstance(servers, str):
         items: list[object] = servers.split(",")
@@ -72,6 +74,13 @@ def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
         item = item.strip()
         if not item:
             continue
+        scheme, found, rest = item.partition("://")
+        if found:
+            raise ConfigError(
+                _BOOTSTRAP, servers,
+                f"{_BOOTSTRAP_FORM}, without a scheme: {item!r} should be {rest.rstrip('/')!r} "
+                f"({scheme}:// names a listener or a URL; the protocol is security.protocol's)",
+            )
         host, _, port = item.rpartition(":")
         if not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ConfigError(_BOOTSTRAP, servers, f"{_BOOTSTRAP_FORM}; {item!r} has no port 1..65535")

@@ -34,7 +34,7 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.FETCH: (4, 12),
     ApiKey.LIST_OFFSETS: (1, 7),
     ApiKey.METADATA: (1, 12),
-    ApiKey.OFFSET_COMMIT: (2, 8),
+    ApiKey.OFFSET_COMMIT: (2, 9),  # v9: a KIP-848 member commits with its member epoch
     ApiKey.OFFSET_FETCH: (1, 7),
     ApiKey.FIND_COORDINATOR: (1, 4),
     ApiKey.JOIN_GROUP: (0, 5),
@@ -61,6 +61,7 @@ CLIENT_API_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_CLUSTER: (0, 1),
     ApiKey.DESCRIBE_LOG_DIRS: (1, 4),
     ApiKey.CONSUMER_GROUP_DESCRIBE: (0, 1),
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: (0, 1),
     ApiKey.SASL_HANDSHAKE: (1, 1),
     ApiKey.SASL_AUTHENTICATE: (0, 2),
 }

@@ -69,7 +69,7 @@ async def _check_topic(producer: Any, topic: str) -> None:
     LEADER_NOT_AVAILABLE while it is being made), which the producer then waits for as usual.
     Without this the producer would retry until ``max.block.ms`` and report a timeout, where
     ``consume`` says UNKNOWN_TOPIC_OR_PARTITION at once."""
-    from kio.schema.errors import ErrorCode
+    from trikafka.errors import ErrorCode
 
     client = producer.client
     client.cluster.add_interest([topic])

@@ -62,7 +62,7 @@ def kafka_error_name(error: Any) -> str:
     name = error.name()
     if code > 0:
         try:
-            from kio.schema.errors import ErrorCode
+            from trikafka.errors import ErrorCode
 
             kafka_name = ErrorCode(code).name.upper()
         except ValueError:
