@@ -72,7 +72,7 @@ async def test_latency_is_virtual_time_and_only_for_its_api(trikafka_broker, aut
 
 
 async def test_error_for_one_topic_only_and_only_count_times(trikafka_broker, autojump_clock):
-    fault = trikafka_broker.faults.inject_error("CreateTopics", "POLICY_VIOLATION", topic="refused")
+    fault = trikafka_broker.faults.inject_error("CreateTopics", "POLICY_VIOLATION", topic="refused", count=1)
     async with trikafka_broker.client() as client:
         other = await client.request(create_topics("other"))
         assert other.topics[0].error_code == ErrorCode.none
@@ -98,7 +98,7 @@ async def test_produce_error_names_every_partition_and_is_not_applied(trikafka_b
 
 @pytest.mark.parametrize("after", [False, True])
 async def test_drop_before_or_after_the_broker_applies(trikafka_broker, autojump_clock, after):
-    trikafka_broker.faults.drop_connection("CreateTopics", after=after)
+    trikafka_broker.faults.drop_connection("CreateTopics", after=after, count=1)
     async with trikafka_broker.client() as client:
         with pytest.raises(ConnectionClosed):
             await client.request(create_topics("maybe"))
@@ -126,7 +126,7 @@ async def test_held_responses_wait_for_release(trikafka_broker, autojump_clock):
 
 
 async def test_throttle_sets_throttle_time_and_mutes_the_connection(trikafka_broker, autojump_clock):
-    trikafka_broker.faults.throttle("Metadata", 2500)
+    trikafka_broker.faults.throttle("Metadata", 2500, count=1)
     async with trikafka_broker.client() as client:
         start = trio.current_time()
         first = await client.request(metadata())
@@ -206,7 +206,7 @@ async def test_faults_switch_themselves_off_when_spent(trikafka_broker, autojump
     faults = trikafka_broker.faults
     faults.recorder.stop()
     assert not faults.active  # the request path is back to one attribute check
-    faults.throttle("Metadata", 100)
+    faults.throttle("Metadata", 100, count=1)
     assert faults.active
     async with trikafka_broker.client() as client:
         await client.request(metadata())  # the throttle is spent; the connection is muted

@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 A test adds *faults* to a broker (``Faults.of(broker)``, ``TestBroker.faults``); each names
 the requests it applies to (an API, optionally one topic, partition, group, client id or
-connection) and how many of them (``count``; ``None``: until removed). While any fault, mute
+connection) and how many of them (``count``; by default, :data:`DEFAULT_COUNT`, every
+matching request until the fault is removed — the same for every kind). While any fault, mute
 or recording is active the faults are the broker's request interceptor
 (``KafkaApis.interceptor``, the one hook the request path has for the test kit), so
 ``KafkaApis.handle`` passes each request to :meth:`Faults.intercept` first, which in this
@@ -51,7 +52,7 @@ from trikafka.server.kafka_apis import KafkaApis
 from trikafka.server.throttling import with_throttle_time
 from trikafka.testing.recorder import RequestKeys, RequestRecorder, request_keys
 
-__all__ = ["Fault", "FaultKind", "Faults", "parse_api", "parse_error_code"]
+__all__ = ["DEFAULT_COUNT", "Fault", "FaultKind", "Faults", "parse_api", "parse_error_code"]
 
 log = logging.getLogger("trikafka.faults")
 
@@ -62,6 +63,10 @@ KIP_219_VERSIONS = {
     18: 2, 19: 3, 20: 2, 21: 1, 22: 1, 24: 1, 25: 1, 26: 1, 28: 1, 32: 2, 33: 1, 37: 1, 42: 1,
 }  # fmt: skip
 
+
+#: How many requests a fault hits when no ``count`` is given, for every kind: all that match,
+#: until it is removed (a dropped heartbeat stays dropped, so the member's session expires).
+DEFAULT_COUNT: int | None = None
 
 #: What a fault can be narrowed to, and the type of each filter.
 WHERE = {"topic": str, "partition": int, "group": str, "client_id": str, "connection_id": str}
@@ -239,8 +244,8 @@ class Faults:
         log.info("fault added: #%d %s (%s)", fault.id, fault.describe(), _times(count))
         return fault
 
-    def inject_error(self, api: str | int, error: ErrorCode | str | int, *, count: int | None = 1, **where: Any) -> Fault:
-        """Answer the next ``count`` matching requests with ``error`` instead of handling them.
+    def inject_error(self, api: str | int, error: ErrorCode | str | int, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+        """Answer matching requests (``count`` of them; default all) with ``error`` instead of handling them.
 
         ``where`` narrows the requests: ``topic``, ``partition`` (with its topic), ``group``,
         ``client_id``, ``connection_id``. A request naming several partitions gets the
@@ -248,25 +253,25 @@ class Faults:
         """
         return self._add(FaultKind.ERROR, api, count, where, error=parse_error_code(error))
 
-    def add_latency(self, seconds: float, *, api: str | int | None = None, count: int | None = None, **where: Any) -> Fault:
+    def add_latency(self, seconds: float, *, api: str | int | None = None, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
         """Delay matching requests (every API unless ``api``; a connection with
         ``connection_id=`` or ``client_id=``) by ``seconds`` on trio's clock before handling."""
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < 1e9:
             raise ValueError(f"latency must be a non-negative number of seconds, not {seconds!r}")
         return self._add(FaultKind.LATENCY, api, count, where, delay=float(seconds))
 
-    def drop_connection(self, api: str | int | None, *, after: bool = False, count: int | None = 1, **where: Any) -> Fault:
-        """Close the connection of the next ``count`` matching requests: before the broker
+    def drop_connection(self, api: str | int | None, *, after: bool = False, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+        """Close the connection of matching requests (``count``; default all): before the broker
         handles them (not applied) or, with ``after=True``, once it has (applied, unanswered)."""
         kind = FaultKind.DROP_AFTER if after else FaultKind.DROP_BEFORE
         return self._add(kind, api, count, where)
 
-    def hold_responses(self, api: str | int | None = None, *, count: int | None = None, **where: Any) -> Fault:
+    def hold_responses(self, api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
         """Handle matching requests but keep their responses until :meth:`release`."""
         return self._add(FaultKind.HOLD, api, count, where)
 
-    def throttle(self, api: str | int | None, throttle_time_ms: int, *, count: int | None = 1, **where: Any) -> Fault:
-        """Throttle the next ``count`` matching requests as a quota violation would (KIP-219)."""
+    def throttle(self, api: str | int | None, throttle_time_ms: int, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+        """Throttle matching requests (``count``; default all) as a quota violation would (KIP-219)."""
         if isinstance(throttle_time_ms, bool) or not isinstance(throttle_time_ms, int) or throttle_time_ms < 0:
             raise ValueError(f"throttle_time_ms must be a non-negative int, not {throttle_time_ms!r}")
         return self._add(FaultKind.THROTTLE, api, count, where, throttle_time_ms=throttle_time_ms)
