@@ -207,6 +207,8 @@ class BrokerControls:
     def transaction_state(self, transactional_id: str) -> str | None:
         return self._state.transaction_state(transactional_id)
 
+    # The waits take ``timeout`` (ASYNC109 prefers the caller's cancel scope): every handle's
+    # waits share one signature and one default, and a timeout says what the state was.
     async def _wait(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None) -> Any:
         state = self._state
         with trio.move_on_after(WAIT_TIMEOUT if timeout is None else timeout):
@@ -214,19 +216,19 @@ class BrokerControls:
         shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
         raise TimeoutError(f"{method}({shown}) not reached within {timeout or WAIT_TIMEOUT:g} s; {_describe(state, method, args)}")
 
-    async def wait_for_high_watermark(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:
+    async def wait_for_high_watermark(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:  # noqa: ASYNC109
         return await self._wait("wait_for_high_watermark", (topic, partition), {"at_least": at_least}, timeout)
 
-    async def wait_for_last_stable_offset(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:
+    async def wait_for_last_stable_offset(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:  # noqa: ASYNC109
         return await self._wait("wait_for_last_stable_offset", (topic, partition), {"at_least": at_least}, timeout)
 
-    async def wait_for_group_state(self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT) -> Any:
+    async def wait_for_group_state(self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT) -> Any:  # noqa: ASYNC109
         return await self._wait("wait_for_group_state", (group_id, state), {"members": members}, timeout)
 
-    async def wait_for_committed(self, group_id: str, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:
+    async def wait_for_committed(self, group_id: str, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:  # noqa: ASYNC109
         return await self._wait("wait_for_committed", (group_id, topic, partition), {"at_least": at_least}, timeout)
 
-    async def wait_for_transaction_state(self, transactional_id: str, state: str, *, timeout: float = WAIT_TIMEOUT) -> str:
+    async def wait_for_transaction_state(self, transactional_id: str, state: str, *, timeout: float = WAIT_TIMEOUT) -> str:  # noqa: ASYNC109
         return await self._wait("wait_for_transaction_state", (transactional_id, state), {}, timeout)
 
 
