@@ -209,7 +209,7 @@ class BrokerControls:
 
     # The waits take ``timeout`` (ASYNC109 prefers the caller's cancel scope): every handle's
     # waits share one signature and one default, and a timeout says what the state was.
-    async def _wait(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None) -> Any:
+    async def _wait(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None) -> Any:  # noqa: ASYNC109
         state = self._state
         with trio.move_on_after(WAIT_TIMEOUT if timeout is None else timeout):
             return await getattr(state, method)(*args, **kwargs)
