@@ -41,6 +41,7 @@ expect 408 GET '/wait/high-watermark?topic=shell-topic&partition=0&at_least=99&t
 expect 400 POST /faults '{"kind": "error", "api": "Produse", "error": 6}' | grep -q "unknown api"
 expect 400 POST /faults '{"kind": "teleport"}' | grep -q "kind"
 expect 404 GET /nothing-here > /dev/null
+expect 404 POST /brokers/1/stop | grep -q "start the broker with --brokers N"
 expect 404 DELETE /faults/999 | grep -q "no fault #999"
 
 # A hold, removed again.

@@ -22,6 +22,10 @@ client. Routes (``?broker=<node id>`` picks a broker of a cluster; the first by 
     GET    /wait/committed?group=g&topic=t&partition=0&at_least=5&timeout_ms=...
     GET    /wait/transaction-state?transactional_id=x&state=CompleteCommit&timeout_ms=...
 
+A ``--brokers N`` process also serves the cluster's controls (stop and start a broker, move
+a leader or a coordinator, shrink and expand an ISR, a broker's round-trip time): see
+:mod:`trikafka.testing.control_cluster`.
+
 A wait answers 200 when the state is reached, 408 when ``timeout_ms`` (default 10000, on
 trio's clock) passes first. Bad input answers 400 with {"error": "..."} naming the field.
 
@@ -42,6 +46,7 @@ from urllib.parse import parse_qsl, urlsplit
 import attrs
 import trio
 
+from trikafka.testing.control_cluster import RouteError, cluster_route
 from trikafka.testing.targets import BrokerTarget
 
 __all__ = ["ControlServer", "HttpError", "HttpRequest", "parse_head"]
@@ -137,8 +142,9 @@ def add_fault(faults: Any, spec: dict[str, Any]) -> Any:
 class ControlServer:
     """Serves the routes above for the brokers ``brokers()`` returns (a cluster's, or one)."""
 
-    def __init__(self, targets: Callable[[], Sequence[BrokerTarget]]) -> None:
+    def __init__(self, targets: Callable[[], Sequence[BrokerTarget]], cluster: Callable[[], Any] | None = None) -> None:
         self.targets = targets  # e.g. lambda: broker_targets(broker_or_cluster)
+        self.cluster = cluster  # the cluster of a --brokers N process (control_cluster.py)
 
     async def bind(self, host: str, port: int) -> list[trio.SocketListener]:
         """Bind the control listener (``serve`` binds it itself when not given one); a taken
@@ -225,9 +231,15 @@ class ControlServer:
         raise HttpError(404, f"no broker {node_id}; brokers: {[t.node_id for t in targets]}")
 
     async def dispatch(self, request: HttpRequest, payload: dict[str, Any]) -> tuple[int, Any]:
+        method, parts = request.method, request.path.strip("/").split("/")
+        try:
+            answer = await cluster_route(self.cluster and self.cluster(), method, parts, payload)
+        except RouteError as exc:
+            raise HttpError(exc.status, str(exc)) from None
+        if answer is not None:
+            return answer
         target = self._target(request)
         faults = target.faults
-        method, parts = request.method, request.path.strip("/").split("/")
         if parts[0] == "faults":
             if len(parts) == 1 and method == "GET":
                 return 200, {"faults": [f.to_json() for f in faults.faults]}
