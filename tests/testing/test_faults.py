@@ -213,3 +213,35 @@ async def test_faults_switch_themselves_off_when_spent(trikafka_broker, autojump
         assert faults.active
         await client.request(metadata())  # the mute is served
     assert not faults.active
+
+
+async def test_an_error_sequence_answers_one_step_per_request_with_its_round_trip_time(trikafka_broker, autojump_clock):
+    """librdkafka's mock push_request_errors: codes, each with an optional round-trip time,
+    consumed one per matching request; requests that do not match take no step."""
+    fault = trikafka_broker.push_request_errors(
+        "CreateTopics", ["POLICY_VIOLATION", ("NONE", 2.0), ("INVALID_REPLICATION_FACTOR", 0.5)], topic="seq"
+    )
+    async with trikafka_broker.client() as client:
+        answers = []
+        for name in ("seq", "other", "seq", "seq", "seq"):
+            start = trio.current_time()
+            answer = await client.request(create_topics(name))
+            answers.append((name, answer.topics[0].error_code, trio.current_time() - start))
+    assert answers == [
+        ("seq", ErrorCode.policy_violation, 0.0),
+        ("other", ErrorCode.none, 0.0),  # not matching: no step taken
+        ("seq", ErrorCode.none, pytest.approx(2.0)),  # handled, 2 s later: created
+        ("seq", ErrorCode.invalid_replication_factor, pytest.approx(0.5)),
+        ("seq", ErrorCode.topic_already_exists, 0.0),  # the sequence is spent
+    ]
+    assert fault.applied == 3 and trikafka_broker.active_faults() == []
+
+
+@pytest.mark.parametrize(
+    ("errors", "message"),
+    [([], "at least one error"), (["NOT_A_CODE"], "unknown error code"), ([("NONE", -1)], "non-negative")],
+)
+async def test_an_error_sequence_refuses_bad_steps(trikafka_broker, errors, message):
+    with pytest.raises(ValueError, match=message):
+        trikafka_broker.push_request_errors("Produce", errors)
+    assert trikafka_broker.active_faults() == []

@@ -7,11 +7,12 @@ client. Routes (``?broker=<node id>`` picks a broker of a cluster; the first by 
 
     GET    /faults                       the active faults
     POST   /faults                       add one: {"kind": "error"|"latency"|"drop"|"hold"|
-                                         "throttle", "api": "Produce", "error": "NOT_LEADER_OR_
+                                         "throttle"|"sequence", "api": "Produce", "error": "NOT_LEADER_OR_
                                          FOLLOWER", "count": 2, "after": true, "latency_ms":
                                          100, "throttle_time_ms": 500, "topic": "t",
                                          "partition": 0, "group": "g", "client_id": "c",
-                                         "connection_id": "..."}   → 201 {"fault": {...}}
+                                         "connection_id": "...", "errors": ["NONE",
+                                         ["NOT_LEADER_OR_FOLLOWER", 250]]}  → 201 {"fault": {...}}
     DELETE /faults                       remove every fault (held responses are released)
     DELETE /faults/<id>                  remove one
     POST   /faults/<id>/release          send a hold's responses   → {"released": n}
@@ -115,7 +116,7 @@ def _arg(values: dict[str, Any], name: str, kind: type = str, default: Any = ...
         raise HttpError(400, f"{name}={value!r} is not a {kind.__name__}") from None
 
 
-_FAULT_KINDS = ("error", "latency", "drop", "hold", "throttle")
+_FAULT_KINDS = ("error", "latency", "drop", "hold", "throttle", "sequence")
 _WHERE = ("topic", "partition", "group", "client_id", "connection_id")
 
 
@@ -136,6 +137,12 @@ def add_fault(faults: Any, spec: dict[str, Any]) -> Any:
         return faults.drop_connection(api, after=bool(spec.get("after", False)), **count, **where)
     if kind == "hold":
         return faults.hold_responses(api, **count, **where)
+    if kind == "sequence":  # "errors": ["NOT_LEADER_OR_FOLLOWER", ["NONE", 250], ...] (rtt in ms)
+        errors = spec.get("errors")
+        if not isinstance(errors, list):
+            raise HttpError(400, "a sequence needs 'errors': a list of codes or [code, rtt_ms] pairs")
+        steps = [(e[0], _arg({"rtt_ms": e[1]}, "rtt_ms", float) / 1000) if isinstance(e, list) and len(e) == 2 else e for e in errors]
+        return faults.push_request_errors(_arg(spec, "api"), steps, **where)
     return faults.throttle(api, _arg(spec, "throttle_time_ms", int), **count, **where)
 
 

@@ -42,14 +42,14 @@ from typing import Any
 
 import attrs
 import trio
-from kio.schema.index import api_key_map
 
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import CloseConnectionResponse, SendResponse
-from trikafka.protocol.entities import entity_fields, error_response
+from trikafka.protocol.entities import error_response
 from trikafka.protocol.registry import api_name
 from trikafka.server.kafka_apis import KafkaApis
 from trikafka.server.throttling import with_throttle_time
+from trikafka.testing.fault_codes import mirror_topics, parse_api, parse_error_code
 from trikafka.testing.recorder import RequestKeys, RequestRecorder, request_keys
 
 __all__ = ["DEFAULT_COUNT", "Fault", "FaultKind", "Faults", "parse_api", "parse_error_code"]
@@ -79,39 +79,8 @@ class FaultKind:
     DROP_AFTER = "drop-after"
     HOLD = "hold"
     THROTTLE = "throttle"
-    ALL = (ERROR, LATENCY, DROP_BEFORE, DROP_AFTER, HOLD, THROTTLE)
-
-
-def parse_api(api: str | int) -> int:
-    """An api key from a key or Kafka's name in any case (``"Produce"``, ``"produce"``,
-    ``"INIT_PRODUCER_ID"``); a clear error naming the known names otherwise."""
-    if isinstance(api, int) and not isinstance(api, bool):
-        if api in api_key_map:
-            return api
-    elif isinstance(api, str):
-        wanted = api.replace("_", "").replace("-", "").lower()
-        for key in api_key_map:
-            if api_name(key).lower() == wanted:
-                return key
-    known = ", ".join(sorted(api_name(k) for k in api_key_map))
-    raise ValueError(f"unknown api {api!r}: give an api key or one of {known}")
-
-
-def parse_error_code(error: ErrorCode | str | int) -> ErrorCode:
-    """An ErrorCode from itself, its number or its name (``"NOT_LEADER_OR_FOLLOWER"``)."""
-    if isinstance(error, ErrorCode):
-        return error
-    try:
-        if isinstance(error, int) and not isinstance(error, bool):
-            return ErrorCode(error)
-        if isinstance(error, str):
-            return ErrorCode[error.strip().lower()]
-    except (KeyError, ValueError):
-        pass
-    raise ValueError(
-        f"unknown error code {error!r}: give a Kafka error name such as "
-        "'NOT_LEADER_OR_FOLLOWER' or its number"
-    )
+    SEQUENCE = "sequence"  # one (error, round-trip time) step per matching request
+    ALL = (ERROR, LATENCY, DROP_BEFORE, DROP_AFTER, HOLD, THROTTLE, SEQUENCE)
 
 
 @attrs.define(eq=False)
@@ -133,6 +102,20 @@ class Fault:
     applied: int = 0
     spent: bool = False  # a HOLD that has taken its count: it matches nothing more
     held: list[tuple[Any, Any]] = attrs.Factory(list)  # (slot, response) for HOLD
+    steps: list[tuple[ErrorCode, float]] = attrs.Factory(list)  # SEQUENCE: (code, seconds) each
+
+    def take(self) -> list[Fault]:
+        """What this fault does to the request it just matched: itself, or for a SEQUENCE
+        its next step as a latency (the round-trip time) and an error (not NONE)."""
+        if self.kind != FaultKind.SEQUENCE:
+            return [self]
+        code, rtt = self.steps.pop(0)
+        step = []
+        if rtt:
+            step.append(Fault(self.id, FaultKind.LATENCY, self.api, 0, delay=rtt))
+        if code != ErrorCode.none:
+            step.append(Fault(self.id, FaultKind.ERROR, self.api, 0, error=code))
+        return step
 
     @property
     def needs_keys(self) -> bool:
@@ -170,6 +153,8 @@ class Fault:
             parts.append(f"{self.delay * 1000:g} ms")
         if self.throttle_time_ms:
             parts.append(f"throttle {self.throttle_time_ms} ms")
+        for code, rtt in self.steps:
+            parts.append(code.name.upper() + (f"+{rtt * 1000:g}ms" if rtt else ""))
         return " ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -276,6 +261,21 @@ class Faults:
             raise ValueError(f"throttle_time_ms must be a non-negative int, not {throttle_time_ms!r}")
         return self._add(FaultKind.THROTTLE, api, count, where, throttle_time_ms=throttle_time_ms)
 
+    def push_request_errors(self, api: str | int, errors: Any, **where: Any) -> Fault:
+        """Answer the next matching requests one step each, in order, as librdkafka's mock
+        ``push_request_errors``: each step an error (``NONE``: handled normally) or an
+        ``(error, rtt)`` pair, the request then handled ``rtt`` seconds later. The fault
+        ends with its last step."""
+        steps = []
+        for step in errors:
+            code, rtt = step if isinstance(step, tuple | list) else (step, 0.0)
+            if isinstance(rtt, bool) or not isinstance(rtt, int | float) or not 0 <= rtt < 1e9:
+                raise ValueError(f"round-trip time {rtt!r} must be a non-negative number of seconds")
+            steps.append((parse_error_code(code), float(rtt)))
+        if not steps:
+            raise ValueError("push_request_errors needs at least one error")
+        return self._add(FaultKind.SEQUENCE, api, len(steps), where, steps=steps)
+
     def get(self, fault_id: int) -> Fault:
         for fault in self.faults:
             if fault.id == fault_id:
@@ -330,7 +330,7 @@ class Faults:
         hit = []
         for fault in list(self.faults):
             if fault.matches(request, keys):
-                hit.append(fault)
+                hit.extend(fault.take())
                 fault.applied += 1
                 if fault.remaining is not None:
                     fault.remaining -= 1
@@ -392,7 +392,7 @@ class Faults:
         if answer is not None:
             return answer
         response_type = request.spec.response_type
-        mirrored = _mirror_topics(request.body, response_type, code)
+        mirrored = mirror_topics(request.body, response_type, code)
         return mirrored if mirrored is not None else error_response(response_type, code)
 
     def note(self, fault: Fault, request: Any) -> None:
@@ -462,32 +462,3 @@ def _put(channel: Any, response: Any) -> int:
 
 def _times(count: int | None) -> str:
     return "until removed" if count is None else f"next {count} request(s)"
-
-
-def _mirror_topics(body: Any, response_type: type, code: ErrorCode) -> Any:
-    """The request's ``topics[]`` (and their ``partitions[]``) answered with ``code`` in
-    every error field — for responses shaped that way (CreateTopics, OffsetCommit,
-    ListOffsets, TxnOffsetCommit, ...); None for any other shape."""
-    topic_cls = entity_fields(response_type).get("topics", (None, None, None))[2]
-    if topic_cls is None or not isinstance(getattr(body, "topics", None), tuple):
-        return None
-    topic_fields = entity_fields(topic_cls)
-    if "name" not in topic_fields:
-        return None
-    partition_cls = topic_fields.get("partitions", (None, None, None))[2]
-    topics = []
-    for topic in body.topics:
-        name = getattr(topic, "name", None)
-        if not isinstance(name, str):
-            return None
-        values: dict[str, Any] = {"name": name}
-        if partition_cls is not None:
-            indexes = [
-                p if isinstance(p, int) else getattr(p, "partition_index", None)
-                for p in getattr(topic, "partitions", None) or ()
-            ]
-            values["partitions"] = [
-                error_response(partition_cls, code, partition_index=i) for i in indexes if i is not None
-            ]
-        topics.append(error_response(topic_cls, code, **values))
-    return error_response(response_type, code, topics=topics)

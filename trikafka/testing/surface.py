@@ -47,7 +47,7 @@ WAIT_TIMEOUT = 10.0
 #: The plain (non-waiting) controls, in every handle.
 CONTROL_METHODS = (
     "inject_error", "add_latency", "drop_connection", "hold_responses", "throttle",
-    "set_round_trip_time", "release", "remove_fault", "clear_faults", "active_faults",
+    "push_request_errors", "set_round_trip_time", "release", "remove_fault", "clear_faults", "active_faults",
     "start_recording", "stop_recording", "recorded", "clear_recorded",
     "high_watermark", "committed", "transaction_state",
 )  # fmt: skip
@@ -136,6 +136,12 @@ class BrokerControls:
     def throttle(self, api: str | int | None, throttle_time_ms: int, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
         """Throttle matching requests as a quota violation would (KIP-219)."""
         return self._each("throttle", api, throttle_time_ms, count=count, **where)
+
+    def push_request_errors(self, api: str | int, errors: Any, **where: Any) -> Fault | FaultSet:
+        """The next matching requests answered one step each: an error or ``(error, rtt)``
+        (``NONE``: handled). On a cluster each broker gets the sequence (per broker, as
+        librdkafka's ``broker_push_request_error_rtts``)."""
+        return self._each("push_request_errors", api, list(errors), **where)
 
     def set_round_trip_time(self, seconds: float) -> None:
         """Every request to the broker (each broker, on a cluster) is handled ``seconds``
