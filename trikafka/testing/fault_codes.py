@@ -11,7 +11,18 @@ from trikafka.errors import ErrorCode
 from trikafka.protocol.entities import entity_fields, error_response
 from trikafka.protocol.registry import api_name
 
-__all__ = ["mirror_topics", "parse_api", "parse_error_code"]
+__all__ = ["FaultKind", "mirror_topics", "parse_api", "parse_error_code"]
+
+
+class FaultKind:
+    ERROR = "error"
+    LATENCY = "latency"
+    DROP_BEFORE = "drop-before"
+    DROP_AFTER = "drop-after"
+    HOLD = "hold"
+    THROTTLE = "throttle"
+    SEQUENCE = "sequence"  # one (error, round-trip time) step per matching request
+    ALL = (ERROR, LATENCY, DROP_BEFORE, DROP_AFTER, HOLD, THROTTLE, SEQUENCE)
 
 
 def parse_api(api: str | int) -> int:

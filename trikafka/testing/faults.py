@@ -44,24 +44,18 @@ import attrs
 import trio
 
 from trikafka.errors import ErrorCode
-from trikafka.network.request_channel import CloseConnectionResponse, SendResponse
+from trikafka.network.request_channel import CloseConnectionResponse
 from trikafka.protocol.entities import error_response
 from trikafka.protocol.registry import api_name
 from trikafka.server.kafka_apis import KafkaApis
-from trikafka.server.throttling import with_throttle_time
-from trikafka.testing.fault_codes import mirror_topics, parse_api, parse_error_code
+from trikafka.testing.fault_codes import FaultKind, mirror_topics, parse_api, parse_error_code
+from trikafka.testing.fault_responses import FaultyResponses, put
 from trikafka.testing.recorder import RequestKeys, RequestRecorder, request_keys
 
 __all__ = ["DEFAULT_COUNT", "Fault", "FaultKind", "Faults", "parse_api", "parse_error_code"]
 
 log = logging.getLogger("trikafka.faults")
 
-#: The first version of each API whose throttled responses are sent at once, with the
-#: client expected to back off (KIP-219); before it the broker delays the response.
-KIP_219_VERSIONS = {
-    0: 6, 1: 8, 2: 3, 3: 6, 8: 4, 9: 4, 10: 2, 11: 3, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2,
-    18: 2, 19: 3, 20: 2, 21: 1, 22: 1, 24: 1, 25: 1, 26: 1, 28: 1, 32: 2, 33: 1, 37: 1, 42: 1,
-}  # fmt: skip
 
 
 #: How many requests a fault hits when no ``count`` is given, for every kind: all that match,
@@ -70,17 +64,6 @@ DEFAULT_COUNT: int | None = None
 
 #: What a fault can be narrowed to, and the type of each filter.
 WHERE = {"topic": str, "partition": int, "group": str, "client_id": str, "connection_id": str}
-
-
-class FaultKind:
-    ERROR = "error"
-    LATENCY = "latency"
-    DROP_BEFORE = "drop-before"
-    DROP_AFTER = "drop-after"
-    HOLD = "hold"
-    THROTTLE = "throttle"
-    SEQUENCE = "sequence"  # one (error, round-trip time) step per matching request
-    ALL = (ERROR, LATENCY, DROP_BEFORE, DROP_AFTER, HOLD, THROTTLE, SEQUENCE)
 
 
 @attrs.define(eq=False)
@@ -293,7 +276,7 @@ class Faults:
             self._remove(hold)
             pending, hold.held = hold.held, []
             for slot, response in pending:
-                released += _put(slot, response)
+                released += put(slot, response)
         if released:
             log.info("released %d held response(s)", released)
         return released
@@ -380,7 +363,7 @@ class Faults:
             return
         after = [f for f in hit if f.kind in (FaultKind.DROP_AFTER, FaultKind.THROTTLE, FaultKind.HOLD)]
         if after:
-            request.response_channel = _FaultyResponses(self, request, request.response_channel, after)
+            request.response_channel = FaultyResponses(self, request, request.response_channel, after)
         await handle(request)
 
     def error_response(self, request: Any, code: ErrorCode) -> Any:
@@ -413,51 +396,6 @@ class Faults:
     def mute(self, connection_id: str, until: float) -> None:
         self._muted_until[connection_id] = max(until, self._muted_until.get(connection_id, 0.0))
         self._changed()
-
-
-class _FaultyResponses:
-    """Stands in for a request's response channel to drop, throttle or hold its answer."""
-
-    __slots__ = ("faults", "request", "slot", "hit")
-
-    def __init__(self, faults: Faults, request: Any, slot: Any, hit: list[Fault]) -> None:
-        self.faults, self.request, self.slot, self.hit = faults, request, slot, hit
-
-    def send_nowait(self, response: Any) -> None:
-        faults, request = self.faults, self.request
-        kinds = {f.kind: f for f in self.hit}
-        if (fault := kinds.get(FaultKind.DROP_AFTER)) is not None:
-            faults.note(fault, request)
-            response = CloseConnectionResponse()
-        elif (fault := kinds.get(FaultKind.THROTTLE)) is not None and isinstance(response, SendResponse):
-            faults.note(fault, request)
-            seconds = fault.throttle_time_ms / 1000
-            if request.api_version >= KIP_219_VERSIONS.get(request.api_key, 0):
-                response = with_throttle_time(request, response, fault.throttle_time_ms)
-                faults.mute(request.connection_id, trio.current_time() + seconds)
-            else:  # before KIP-219 the broker held the response for the throttle time
-                faults.context.purgatory.delay(
-                    _put_later, self.slot, response, trio.current_time() + seconds, name="fault-throttle"
-                )
-                return
-        if (fault := kinds.get(FaultKind.HOLD)) is not None and fault in faults.faults:
-            faults.note(fault, request)
-            fault.held.append((self.slot, response))
-            return
-        _put(self.slot, response)
-
-
-async def _put_later(slot: Any, response: Any, until: float) -> None:
-    await trio.sleep_until(until)
-    _put(slot, response)
-
-
-def _put(channel: Any, response: Any) -> int:
-    try:
-        channel.send_nowait(response)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        return 0  # the client went away meanwhile
-    return 1
 
 
 def _times(count: int | None) -> str:
