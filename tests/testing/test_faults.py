@@ -245,3 +245,48 @@ async def test_an_error_sequence_refuses_bad_steps(trikafka_broker, errors, mess
     with pytest.raises(ValueError, match=message):
         trikafka_broker.push_request_errors("Produce", errors)
     assert trikafka_broker.active_faults() == []
+
+
+def _high_watermark_at_least(n: int):
+    def condition(state) -> bool:
+        log = state.partition_log("gate", 0)
+        return log is not None and log.high_watermark.value >= n
+
+    return condition
+
+
+async def test_hold_until_parks_requests_until_the_broker_state_holds(trikafka_broker, autojump_clock):
+    """kfake's SleepControl: a Metadata request waits, holding no handler, until a record is
+    on gate-0; other APIs and other connections go on meanwhile."""
+    fault = trikafka_broker.hold_until(_high_watermark_at_least(1), api="Metadata")
+    answered: list[float] = []
+    async with trikafka_broker.client() as parked, trikafka_broker.client() as writer:
+        async with trio.open_nursery() as nursery:
+
+            async def ask() -> None:
+                await parked.request(metadata("gate"))
+                answered.append(trio.current_time())
+
+            nursery.start_soon(ask)
+            await trio.sleep(60)
+            assert answered == [] and fault.applied == 1
+            await writer.request(create_topics("gate"))
+            await trio.sleep(60)
+            assert answered == []  # created, but no record yet
+            written = trio.current_time()
+            await writer.request(produce("gate", 0, b"x"))
+        assert answered == [written]  # handled as soon as the record was on the log
+    assert fault in trikafka_broker.active_faults()  # the default count: until removed
+    async with trikafka_broker.client() as client:
+        await client.request(metadata("gate"))  # the condition holds: not parked
+
+
+async def test_removing_a_hold_until_lets_its_requests_go(trikafka_broker, autojump_clock):
+    fault = trikafka_broker.hold_until(lambda state: False, api="Metadata", count=1)
+    async with trikafka_broker.client() as client:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.request, metadata())
+            await trio.sleep(30)
+            assert fault.applied == 1 and fault.spent
+            trikafka_broker.remove_fault(fault)
+        assert trikafka_broker.active_faults() == []

@@ -22,7 +22,8 @@ class FaultKind:
     HOLD = "hold"
     THROTTLE = "throttle"
     SEQUENCE = "sequence"  # one (error, round-trip time) step per matching request
-    ALL = (ERROR, LATENCY, DROP_BEFORE, DROP_AFTER, HOLD, THROTTLE, SEQUENCE)
+    HOLD_UNTIL = "hold-until"  # requests parked until a condition holds, then handled
+    ALL = (ERROR, LATENCY, DROP_BEFORE, DROP_AFTER, HOLD, THROTTLE, SEQUENCE, HOLD_UNTIL)
 
 
 def parse_api(api: str | int) -> int:

@@ -86,6 +86,8 @@ class Fault:
     spent: bool = False  # a HOLD that has taken its count: it matches nothing more
     held: list[tuple[Any, Any]] = attrs.Factory(list)  # (slot, response) for HOLD
     steps: list[tuple[ErrorCode, float]] = attrs.Factory(list)  # SEQUENCE: (code, seconds) each
+    condition: Callable[[], bool] | None = None  # HOLD_UNTIL
+    ended: bool = False  # removed: requests it parked go on
 
     def take(self) -> list[Fault]:
         """What this fault does to the request it just matched: itself, or for a SEQUENCE
@@ -259,6 +261,14 @@ class Faults:
             raise ValueError("push_request_errors needs at least one error")
         return self._add(FaultKind.SEQUENCE, api, len(steps), where, steps=steps)
 
+    def hold_until(self, condition: Callable[[], bool], api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+        """Park matching requests (no handler held) until ``condition()`` is true — checked
+        now and after every response the broker sends — then handle them, as kfake's
+        ``SleepControl``. Removing the fault lets the parked requests go on."""
+        if not callable(condition):
+            raise ValueError(f"hold_until needs a callable condition, not {condition!r}")
+        return self._add(FaultKind.HOLD_UNTIL, api, count, where, condition=condition)
+
     def get(self, fault_id: int) -> Fault:
         for fault in self.faults:
             if fault.id == fault_id:
@@ -292,11 +302,17 @@ class Faults:
     def clear(self) -> None:
         """End every fault (held responses are released) and every throttle mute."""
         self.release()
+        for fault in self.faults:
+            fault.ended = True
         self.faults.clear()
         self._muted_until.clear()
         self._changed()
+        self.context.state_changes.bump()  # parked requests see their fault gone
 
     def _remove(self, fault: Fault) -> None:
+        fault.ended = True
+        if fault.kind == FaultKind.HOLD_UNTIL:
+            self.context.state_changes.bump()
         if fault in self.faults:
             self.faults.remove(fault)
             self._changed()
@@ -317,7 +333,7 @@ class Faults:
                 fault.applied += 1
                 if fault.remaining is not None:
                     fault.remaining -= 1
-                    if fault.remaining == 0 and fault.kind != FaultKind.HOLD:
+                    if fault.remaining == 0 and fault.kind not in (FaultKind.HOLD, FaultKind.HOLD_UNTIL):
                         self._remove(fault)
                     elif fault.remaining == 0:
                         fault.spent = True  # it keeps its responses until released
@@ -353,6 +369,10 @@ class Faults:
 
     async def _apply(self, request: Any, handle: Any, hit: list[Fault]) -> None:
         kinds = {f.kind: f for f in hit}
+        if (fault := kinds.get(FaultKind.HOLD_UNTIL)) is not None and not self._holds(fault):
+            self.note(fault, request)
+            self.context.purgatory.delay(self._after_condition, request, handle, hit, fault, name="fault-hold-until")
+            return
         if (fault := kinds.get(FaultKind.DROP_BEFORE)) is not None:
             self.note(fault, request)
             self.context.respond(request, CloseConnectionResponse())
@@ -365,6 +385,21 @@ class Faults:
         if after:
             request.response_channel = FaultyResponses(self, request, request.response_channel, after)
         await handle(request)
+
+    def _holds(self, fault: Fault) -> bool:
+        """Whether a HOLD_UNTIL lets its requests go: ended, or its condition true (a
+        condition that raises is logged and lets them go)."""
+        try:
+            return fault.ended or bool(fault.condition and fault.condition())
+        except Exception:
+            log.exception("hold_until condition of fault #%d failed: its requests go on", fault.id)
+            return True
+
+    async def _after_condition(self, request: Any, handle: Any, hit: list[Fault], fault: Fault) -> None:
+        await self.context.state_changes.wait_until(lambda: self._holds(fault))
+        if fault.spent:
+            self._remove(fault)
+        await self._apply(request, handle, [f for f in hit if f is not fault])
 
     def error_response(self, request: Any, code: ErrorCode) -> Any:
         """The API's answer carrying ``code``: its family's own error response when it has

@@ -47,7 +47,7 @@ WAIT_TIMEOUT = 10.0
 #: The plain (non-waiting) controls, in every handle.
 CONTROL_METHODS = (
     "inject_error", "add_latency", "drop_connection", "hold_responses", "throttle",
-    "push_request_errors", "set_round_trip_time", "release", "remove_fault", "clear_faults", "active_faults",
+    "push_request_errors", "hold_until", "set_round_trip_time", "release", "remove_fault", "clear_faults", "active_faults",
     "start_recording", "stop_recording", "recorded", "clear_recorded",
     "high_watermark", "committed", "transaction_state",
 )  # fmt: skip
@@ -142,6 +142,13 @@ class BrokerControls:
         (``NONE``: handled). On a cluster each broker gets the sequence (per broker, as
         librdkafka's ``broker_push_request_error_rtts``)."""
         return self._each("push_request_errors", api, list(errors), **where)
+
+    def hold_until(self, condition: Callable[[Any], bool], api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+        """Park matching requests until ``condition(state)`` is true, then handle them:
+        ``state`` is what the waits read (the broker, or the cluster), and the condition
+        runs in the broker's thread, after every response the broker sends."""
+        state = self._state
+        return self._each("hold_until", lambda: condition(state), api, count=count, **where)
 
     def set_round_trip_time(self, seconds: float) -> None:
         """Every request to the broker (each broker, on a cluster) is handled ``seconds``
