@@ -185,3 +185,20 @@ def test_without_pytest_trio_the_fixture_says_what_to_install(tmp_path):
     result = _fresh_project(tmp_path, "-p", "no:trio")
     assert result.returncode != 0
     assert TRIO_MISSING in result.stdout and "pip install 'trikafka[pytest]'" in result.stdout
+
+
+async def test_the_same_controls_on_an_open_cluster_and_each_of_its_brokers(autojump_clock):
+    from trikafka.cluster import open_cluster
+
+    async with open_cluster(brokers=3, transport="memory") as cluster:
+        everywhere, second = controls(cluster), controls(cluster, broker=2)
+        fault = everywhere.inject_error("Metadata", "REQUEST_TIMED_OUT")
+        assert isinstance(fault, FaultSet) and len(fault.faults) == 3
+        second.set_round_trip_time(0.5)
+        assert len(second.active_faults()) == 2 and len(everywhere.active_faults()) == 4
+        with pytest.raises(TimeoutError, match=r"within 1 s; no such partition"):
+            await second.wait_for_high_watermark("nothing", 0, at_least=1, timeout=1)
+        everywhere.clear_faults()
+        assert everywhere.active_faults() == []
+        await cluster.stop_broker(2)  # in Trio, the cluster's own waits are coroutines too
+        assert 2 not in cluster.state.alive

@@ -249,13 +249,17 @@ def _owns(faults: Faults, fault: Fault | int) -> bool:
     return any(f is fault or f.id == fault for f in faults.faults)
 
 
-def controls(target: Any) -> BrokerControls:
-    """The controls of a Broker, a cluster node, or (cluster-wide) an ``open_cluster``
-    cluster, for Trio code."""
-    from trikafka.testing.targets import broker_targets
+def controls(target: Any, broker: int | None = None) -> BrokerControls:
+    """The controls of a Broker, or of an ``open_cluster`` cluster: cluster-wide, or of its
+    broker ``broker`` (whose waits read the cluster's state), for Trio code."""
+    from trikafka.testing.targets import broker_targets, target_by_id
 
     if hasattr(target, "nodes") and isinstance(target.nodes, dict):
+        if broker is not None:
+            return BrokerControls(lambda: [target_by_id(target, broker).faults], lambda: target)
         return BrokerControls(lambda: [t.faults for t in broker_targets(target)], lambda: target)
+    if broker is not None:
+        raise ValueError(f"broker={broker!r} picks a broker of a cluster; {target!r} is one broker")
     return BrokerControls(lambda: [Faults.of(target)], lambda: target)
 
 
