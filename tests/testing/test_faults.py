@@ -290,3 +290,15 @@ async def test_removing_a_hold_until_lets_its_requests_go(trikafka_broker, autoj
             assert fault.applied == 1 and fault.spent
             trikafka_broker.remove_fault(fault)
         assert trikafka_broker.active_faults() == []
+
+
+async def test_rebootstrap_required_only_where_the_version_carries_it(trikafka_broker, autojump_clock):
+    """KIP-1102: Metadata v13 has a top-level error code for REBOOTSTRAP_REQUIRED; an older
+    version cannot say it, so the fault passes it by and waits for one that can."""
+    fault = trikafka_broker.inject_error("Metadata", "REBOOTSTRAP_REQUIRED", count=1)
+    async with trikafka_broker.client() as client:
+        old = await client.request(metadata(version=12))
+        assert fault.applied == 0 and old.brokers  # answered as usual
+        new = await client.request(metadata(version=13))
+        assert new.error_code == ErrorCode.rebootstrap_required
+    assert fault.applied == 1

@@ -45,7 +45,7 @@ import trio
 
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import CloseConnectionResponse
-from trikafka.protocol.entities import error_response
+from trikafka.protocol.entities import entity_fields, error_response
 from trikafka.protocol.registry import api_name
 from trikafka.server.kafka_apis import KafkaApis
 from trikafka.testing.fault_codes import FaultKind, mirror_topics, parse_api, parse_error_code
@@ -111,6 +111,8 @@ class Fault:
             return False
         if self.api is not None and request.api_key != self.api:
             return False
+        if self.error == ErrorCode.rebootstrap_required and not _top_level_error(request):
+            return False  # KIP-1102: only versions with a top-level error code carry it
         if self.client_id is not None and request.client_id != self.client_id:
             return False
         if self.connection_id is not None and request.connection_id != self.connection_id:
@@ -431,6 +433,11 @@ class Faults:
     def mute(self, connection_id: str, until: float) -> None:
         self._muted_until[connection_id] = max(until, self._muted_until.get(connection_id, 0.0))
         self._changed()
+
+
+def _top_level_error(request: Any) -> bool:
+    spec = request.spec
+    return spec is not None and "error_code" in entity_fields(spec.response_type)
 
 
 def _times(count: int | None) -> str:
