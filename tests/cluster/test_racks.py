@@ -19,9 +19,9 @@ from kio.schema.errors import ErrorCode
 from tests.compat.support import TIMEOUT, Deadline
 from trikafka import open_cluster
 from trikafka.config import BrokerConfig
-from trikafka.testing.faults import Faults
 from trikafka.errors import ConfigError
 from trikafka.rack_configs import RACK_AWARE_SELECTOR
+from trikafka.testing.faults import Faults
 
 from .support import batch, connected, metadata, produce, records_of, request
 from .test_per_broker import create_placed_topic
