@@ -44,7 +44,7 @@ expect 200 POST /recorder/start > /dev/null
 echo "two" | kcat -P -b "$BOOTSTRAP" -t shell-topic
 expect 200 GET '/recorder?api=Produce' | grep -q '"topics": \["shell-topic"\]'
 expect 200 GET '/wait/high-watermark?topic=shell-topic&partition=0&at_least=2&timeout_ms=10000' | grep -q '"reached": 2'
-expect 408 GET '/wait/high-watermark?topic=shell-topic&partition=0&at_least=99&timeout_ms=50' > /dev/null
+expect 408 GET '/wait/high-watermark?topic=shell-topic&partition=0&at_least=99&timeout_ms=50' | grep -q '"saw": "high watermark is 2"'
 
 # Bad input is refused with a reason.
 expect 400 POST /faults '{"kind": "error", "api": "Produse", "error": 6}' | grep -q "unknown api"

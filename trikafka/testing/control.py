@@ -28,7 +28,7 @@ a leader or a coordinator, shrink and expand an ISR, a broker's round-trip time)
 :mod:`trikafka.testing.control_cluster`.
 
 A wait answers 200 when the state is reached, 408 when ``timeout_ms`` (default 10000, on
-trio's clock) passes first. Bad input answers 400 with {"error": "..."} naming the field.
+trio's clock) passes first, with what it saw (``"saw": "high watermark is 2"``). Bad input answers 400 with {"error": "..."} naming the field.
 
 Why hand-written HTTP: the control surface is a dozen JSON routes on a loopback port; the
 subset needed (request line, headers, a Content-Length body, ``Connection: close``) is a
@@ -48,6 +48,7 @@ import attrs
 import trio
 
 from trikafka.testing.control_cluster import RouteError, cluster_route
+from trikafka.testing.surface import describe_state
 from trikafka.testing.targets import BrokerTarget
 
 __all__ = ["ControlServer", "HttpError", "HttpRequest", "parse_head"]
@@ -279,16 +280,18 @@ class ControlServer:
     async def _wait(self, broker: Any, what: str, q: dict[str, str]) -> tuple[int, Any]:
         timeout = _arg(q, "timeout_ms", int, DEFAULT_WAIT_MS) / 1000
         if what == "high-watermark":
-            call = broker.wait_for_high_watermark(_arg(q, "topic"), _arg(q, "partition", int), at_least=_arg(q, "at_least", int))
+            method, args, kwargs = "wait_for_high_watermark", (_arg(q, "topic"), _arg(q, "partition", int)), {"at_least": _arg(q, "at_least", int)}
         elif what == "group-state":
-            call = broker.wait_for_group_state(_arg(q, "group"), _arg(q, "state"), members=_arg(q, "members", int, None))
+            method, args, kwargs = "wait_for_group_state", (_arg(q, "group"), _arg(q, "state")), {"members": _arg(q, "members", int, None)}
         elif what == "committed":
-            call = broker.wait_for_committed(_arg(q, "group"), _arg(q, "topic"), _arg(q, "partition", int), at_least=_arg(q, "at_least", int))
+            method, args, kwargs = "wait_for_committed", (_arg(q, "group"), _arg(q, "topic"), _arg(q, "partition", int)), {"at_least": _arg(q, "at_least", int)}
         elif what == "transaction-state":
-            call = broker.wait_for_transaction_state(_arg(q, "transactional_id"), _arg(q, "state"))
+            method, args, kwargs = "wait_for_transaction_state", (_arg(q, "transactional_id"), _arg(q, "state")), {}
         else:
             raise HttpError(404, f"no wait {what!r}; waits: high-watermark, group-state, committed, transaction-state")
+        call = getattr(broker, method)(*args, **kwargs)
         with trio.move_on_after(timeout):
             result = await call
             return 200, {"reached": attrs.asdict(result) if attrs.has(type(result)) else result}
-        return 408, {"error": f"{what} not reached within {timeout * 1000:g} ms"}
+        saw = describe_state(broker, method, args)
+        return 408, {"error": f"{what} not reached within {timeout * 1000:g} ms; {saw}", "saw": saw}

@@ -38,6 +38,7 @@ __all__ = [
     "WAIT_TIMEOUT",
     "asyncio_hosted",
     "controls",
+    "describe_state",
     "refuse_in_event_loop",
     "thread_hosted",
 ]
@@ -81,7 +82,7 @@ class FaultSet:
 _RTT: weakref.WeakKeyDictionary[Faults, Fault] = weakref.WeakKeyDictionary()
 
 
-def _describe(state: Any, method: str, args: tuple[Any, ...]) -> str:
+def describe_state(state: Any, method: str, args: tuple[Any, ...]) -> str:
     """What the state is now, for a wait's timeout message."""
     if method in ("wait_for_high_watermark", "wait_for_last_stable_offset"):
         log = state.partition_log(*args[:2])
@@ -227,7 +228,7 @@ class BrokerControls:
         with trio.move_on_after(WAIT_TIMEOUT if timeout is None else timeout):
             return await getattr(state, method)(*args, **kwargs)
         shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-        raise TimeoutError(f"{method}({shown}) not reached within {timeout or WAIT_TIMEOUT:g} s; {_describe(state, method, args)}")
+        raise TimeoutError(f"{method}({shown}) not reached within {timeout or WAIT_TIMEOUT:g} s; {describe_state(state, method, args)}")
 
     async def wait_for_high_watermark(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:  # noqa: ASYNC109
         return await self._wait("wait_for_high_watermark", (topic, partition), {"at_least": at_least}, timeout)
