@@ -8,7 +8,7 @@ from kio.schema.metadata.v12.request import MetadataRequest
 
 
 async def test_a_slow_broker_in_virtual_time(trikafka_broker, autojump_clock):
-    trikafka_broker.faults.add_latency(30.0, api="Metadata")  # 30 s, on trio's clock
+    trikafka_broker.add_latency(30.0, api="Metadata")  # 30 s, on trio's clock
     async with trikafka_broker.client() as client:
         start = trio.current_time()
         await client.request(MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False))

@@ -276,7 +276,7 @@ async def _serve_cluster(
     if control_at is not None:
         from trikafka.testing import ControlServer, broker_targets
 
-        control_server = ControlServer(lambda: broker_targets(cluster))
+        control_server = ControlServer(lambda: broker_targets(cluster), cluster=lambda: cluster)
         control_bound = await control_server.bind(*control_at)
     if config.metrics_port >= 0:
         for i in range(brokers):

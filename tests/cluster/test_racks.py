@@ -21,6 +21,7 @@ from trikafka import open_cluster
 from trikafka.config import BrokerConfig
 from trikafka.errors import ConfigError
 from trikafka.rack_configs import RACK_AWARE_SELECTOR
+from trikafka.testing.faults import Faults
 
 from .support import batch, connected, metadata, produce, records_of, request
 from .test_per_broker import create_placed_topic
@@ -109,7 +110,7 @@ def test_confluent_kafka_sees_the_racks_and_fetches_from_its_racks_follower(star
     for i in range(20):
         producer.produce("racked", b"%02d" % i, partition=0)
     assert producer.flush(TIMEOUT) == 0
-    follower = cluster.cluster.broker(2).apis.faults.recorder
+    follower = Faults.of(cluster.cluster.broker(2)).recorder
     cluster.call(follower.start)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "racked-reader", "client.id": "in-r2",
                          "client.rack": "r2", "enable.auto.commit": False})

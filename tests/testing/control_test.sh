@@ -30,17 +30,27 @@ fi
 rm -f /tmp/kcat-err.$$
 expect 200 GET /faults | grep -q '"faults": \[\]'
 
+# An error sequence: the first Produce refused, the next handled 10 ms later; then it is spent.
+expect 201 POST /faults '{"kind": "sequence", "api": "Produce", "errors": ["INVALID_REQUIRED_ACKS", ["NONE", 10]]}' | grep -q '"kind": "sequence"'
+echo "refused" | kcat -P -b "$BOOTSTRAP" -t shell-topic -X message.send.max.retries=0 2>/tmp/kcat-err.$$ || true
+grep -q -i "required acks" /tmp/kcat-err.$$ || { echo "FAIL: the sequence's first error did not reach kcat" >&2; exit 1; }
+rm -f /tmp/kcat-err.$$
+echo "accepted" | kcat -P -b "$BOOTSTRAP" -t shell-topic
+expect 200 GET /faults | grep -q '"faults": \[\]'
+expect 400 POST /faults '{"kind": "sequence", "api": "Produce", "errors": "NONE"}' | grep -q "list of codes"
+
 # The recorder saw kcat's requests; a record goes through now.
 expect 200 POST /recorder/start > /dev/null
 echo "two" | kcat -P -b "$BOOTSTRAP" -t shell-topic
 expect 200 GET '/recorder?api=Produce' | grep -q '"topics": \["shell-topic"\]'
-expect 200 GET '/wait/high-watermark?topic=shell-topic&partition=0&at_least=1&timeout_ms=10000' | grep -q '"reached": 1'
-expect 408 GET '/wait/high-watermark?topic=shell-topic&partition=0&at_least=99&timeout_ms=50' > /dev/null
+expect 200 GET '/wait/high-watermark?topic=shell-topic&partition=0&at_least=2&timeout_ms=10000' | grep -q '"reached": 2'
+expect 408 GET '/wait/high-watermark?topic=shell-topic&partition=0&at_least=99&timeout_ms=50' | grep -q '"saw": "high watermark is 2"'
 
 # Bad input is refused with a reason.
 expect 400 POST /faults '{"kind": "error", "api": "Produse", "error": 6}' | grep -q "unknown api"
 expect 400 POST /faults '{"kind": "teleport"}' | grep -q "kind"
 expect 404 GET /nothing-here > /dev/null
+expect 404 POST /brokers/1/stop | grep -q "start the broker with --brokers N"
 expect 404 DELETE /faults/999 | grep -q "no fault #999"
 
 # A hold, removed again.

@@ -72,7 +72,7 @@ async def test_latency_is_virtual_time_and_only_for_its_api(trikafka_broker, aut
 
 
 async def test_error_for_one_topic_only_and_only_count_times(trikafka_broker, autojump_clock):
-    fault = trikafka_broker.faults.inject_error("CreateTopics", "POLICY_VIOLATION", topic="refused")
+    fault = trikafka_broker.faults.inject_error("CreateTopics", "POLICY_VIOLATION", topic="refused", count=1)
     async with trikafka_broker.client() as client:
         other = await client.request(create_topics("other"))
         assert other.topics[0].error_code == ErrorCode.none
@@ -98,7 +98,7 @@ async def test_produce_error_names_every_partition_and_is_not_applied(trikafka_b
 
 @pytest.mark.parametrize("after", [False, True])
 async def test_drop_before_or_after_the_broker_applies(trikafka_broker, autojump_clock, after):
-    trikafka_broker.faults.drop_connection("CreateTopics", after=after)
+    trikafka_broker.faults.drop_connection("CreateTopics", after=after, count=1)
     async with trikafka_broker.client() as client:
         with pytest.raises(ConnectionClosed):
             await client.request(create_topics("maybe"))
@@ -126,7 +126,7 @@ async def test_held_responses_wait_for_release(trikafka_broker, autojump_clock):
 
 
 async def test_throttle_sets_throttle_time_and_mutes_the_connection(trikafka_broker, autojump_clock):
-    trikafka_broker.faults.throttle("Metadata", 2500)
+    trikafka_broker.faults.throttle("Metadata", 2500, count=1)
     async with trikafka_broker.client() as client:
         start = trio.current_time()
         first = await client.request(metadata())
@@ -206,10 +206,99 @@ async def test_faults_switch_themselves_off_when_spent(trikafka_broker, autojump
     faults = trikafka_broker.faults
     faults.recorder.stop()
     assert not faults.active  # the request path is back to one attribute check
-    faults.throttle("Metadata", 100)
+    faults.throttle("Metadata", 100, count=1)
     assert faults.active
     async with trikafka_broker.client() as client:
         await client.request(metadata())  # the throttle is spent; the connection is muted
         assert faults.active
         await client.request(metadata())  # the mute is served
     assert not faults.active
+
+
+async def test_an_error_sequence_answers_one_step_per_request_with_its_round_trip_time(trikafka_broker, autojump_clock):
+    """librdkafka's mock push_request_errors: codes, each with an optional round-trip time,
+    consumed one per matching request; requests that do not match take no step."""
+    fault = trikafka_broker.push_request_errors(
+        "CreateTopics", ["POLICY_VIOLATION", ("NONE", 2.0), ("INVALID_REPLICATION_FACTOR", 0.5)], topic="seq"
+    )
+    async with trikafka_broker.client() as client:
+        answers = []
+        for name in ("seq", "other", "seq", "seq", "seq"):
+            start = trio.current_time()
+            answer = await client.request(create_topics(name))
+            answers.append((name, answer.topics[0].error_code, trio.current_time() - start))
+    assert answers == [
+        ("seq", ErrorCode.policy_violation, 0.0),
+        ("other", ErrorCode.none, 0.0),  # not matching: no step taken
+        ("seq", ErrorCode.none, pytest.approx(2.0)),  # handled, 2 s later: created
+        ("seq", ErrorCode.invalid_replication_factor, pytest.approx(0.5)),
+        ("seq", ErrorCode.topic_already_exists, 0.0),  # the sequence is spent
+    ]
+    assert fault.applied == 3 and trikafka_broker.active_faults() == []
+
+
+@pytest.mark.parametrize(
+    ("errors", "message"),
+    [([], "at least one error"), (["NOT_A_CODE"], "unknown error code"), ([("NONE", -1)], "non-negative")],
+)
+async def test_an_error_sequence_refuses_bad_steps(trikafka_broker, errors, message):
+    with pytest.raises(ValueError, match=message):
+        trikafka_broker.push_request_errors("Produce", errors)
+    assert trikafka_broker.active_faults() == []
+
+
+def _high_watermark_at_least(n: int):
+    def condition(state) -> bool:
+        log = state.partition_log("gate", 0)
+        return log is not None and log.high_watermark.value >= n
+
+    return condition
+
+
+async def test_hold_until_parks_requests_until_the_broker_state_holds(trikafka_broker, autojump_clock):
+    """kfake's SleepControl: a Metadata request waits, holding no handler, until a record is
+    on gate-0; other APIs and other connections go on meanwhile."""
+    fault = trikafka_broker.hold_until(_high_watermark_at_least(1), api="Metadata")
+    answered: list[float] = []
+    async with trikafka_broker.client() as parked, trikafka_broker.client() as writer:
+        async with trio.open_nursery() as nursery:
+
+            async def ask() -> None:
+                await parked.request(metadata("gate"))
+                answered.append(trio.current_time())
+
+            nursery.start_soon(ask)
+            await trio.sleep(60)
+            assert answered == [] and fault.applied == 1
+            await writer.request(create_topics("gate"))
+            await trio.sleep(60)
+            assert answered == []  # created, but no record yet
+            written = trio.current_time()
+            await writer.request(produce("gate", 0, b"x"))
+        assert answered == [written]  # handled as soon as the record was on the log
+    assert fault in trikafka_broker.active_faults()  # the default count: until removed
+    async with trikafka_broker.client() as client:
+        await client.request(metadata("gate"))  # the condition holds: not parked
+
+
+async def test_removing_a_hold_until_lets_its_requests_go(trikafka_broker, autojump_clock):
+    fault = trikafka_broker.hold_until(lambda state: False, api="Metadata", count=1)
+    async with trikafka_broker.client() as client:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(client.request, metadata())
+            await trio.sleep(30)
+            assert fault.applied == 1 and fault.spent
+            trikafka_broker.remove_fault(fault)
+        assert trikafka_broker.active_faults() == []
+
+
+async def test_rebootstrap_required_only_where_the_version_carries_it(trikafka_broker, autojump_clock):
+    """KIP-1102: Metadata v13 has a top-level error code for REBOOTSTRAP_REQUIRED; an older
+    version cannot say it, so the fault passes it by and waits for one that can."""
+    fault = trikafka_broker.inject_error("Metadata", "REBOOTSTRAP_REQUIRED", count=1)
+    async with trikafka_broker.client() as client:
+        old = await client.request(metadata(version=12))
+        assert fault.applied == 0 and old.brokers  # answered as usual
+        new = await client.request(metadata(version=13))
+        assert new.error_code == ErrorCode.rebootstrap_required
+    assert fault.applied == 1

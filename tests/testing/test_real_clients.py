@@ -82,7 +82,7 @@ def test_idempotent_producer_writes_once_when_the_connection_drops_after_apply(k
         }
     )
     assert _produce(producer, "payments", [b"first"]) == [None]
-    fault = kafka_broker.drop_connection("Produce", after=True, topic="payments")
+    fault = kafka_broker.drop_connection("Produce", after=True, topic="payments", count=1)
 
     assert _produce(producer, "payments", [b"second"]) == [None]
 
@@ -95,7 +95,7 @@ def test_idempotent_producer_writes_once_when_the_connection_drops_after_apply(k
 
 
 def test_dropped_before_apply_is_retried_and_written_once(kafka_broker):
-    fault = kafka_broker.drop_connection("Produce", topic="refunds")
+    fault = kafka_broker.drop_connection("Produce", topic="refunds", count=1)
     producer = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers, "enable.idempotence": True})
     assert _produce(producer, "refunds", [b"r1", b"r2"]) == [None, None]
     assert fault.applied == 1

@@ -29,6 +29,9 @@ _LAZY = {
     "broker_targets": "trikafka.testing.targets",
     "BrokerHandle": "trikafka.testing.thread",
     "ThreadedBroker": "trikafka.testing.thread",
+    "BrokerControls": "trikafka.testing.surface",
+    "FaultSet": "trikafka.testing.surface",
+    "controls": "trikafka.testing.surface",
     "TrioThread": "trikafka.testing.thread",
 }
 
@@ -40,6 +43,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
     from trikafka.testing.faults import Fault, Faults
     from trikafka.testing.memory import MemoryListener, MemoryStream
     from trikafka.testing.recorder import RecordedRequest
+    from trikafka.testing.surface import BrokerControls, FaultSet, controls
     from trikafka.testing.targets import BrokerTarget, broker_targets
     from trikafka.testing.thread import BrokerHandle, ThreadedBroker, TrioThread
 
@@ -60,12 +64,14 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "BrokerControls",
     "BrokerHandle",
     "BrokerTarget",
     "ClusterHandle",
     "ClusterUnavailableError",
     "ControlServer",
     "Fault",
+    "FaultSet",
     "Faults",
     "GroupSnapshot",
     "MemoryListener",
@@ -75,6 +81,7 @@ __all__ = [
     "ThreadedBroker",
     "TrioThread",
     "broker_targets",
+    "controls",
     "open_test_broker",
     "start_cluster",
 ]

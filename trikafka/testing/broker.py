@@ -13,16 +13,20 @@ from trikafka.client import KafkaConnection, open_connection
 from trikafka.config import BrokerConfig
 from trikafka.network.memory import MemoryListener, MemoryStream
 from trikafka.testing.faults import Faults
+from trikafka.testing.surface import BrokerControls
 
 __all__ = ["TestBroker", "open_test_broker"]
 
 
-class TestBroker:
-    """A running broker plus the in-memory listener that reaches it."""
+class TestBroker(BrokerControls):
+    """A running broker plus the in-memory listener that reaches it, with every control of
+    :class:`~trikafka.testing.surface.BrokerControls` (``inject_error``, ...; the
+    ``wait_for_*`` are coroutines with a 10 s default ``timeout``)."""
 
     __test__ = False  # not a pytest class
 
     def __init__(self, broker: Broker, listener: MemoryListener) -> None:
+        super().__init__(lambda: [Faults.of(broker)], lambda: broker)
         self.broker = broker
         self.listener = listener
 
@@ -37,15 +41,11 @@ class TestBroker:
         """The broker's injected faults and request recorder (``trikafka.testing.faults``)."""
         return Faults.of(self.broker)
 
-    def recorded(self, api: str | int | None = None, *, client_id: str | None = None) -> list[Any]:
-        """Requests received while recording, in order (the fixture records from the start)."""
-        return Faults.of(self.broker).recorder.requests(api, client_id=client_id)
+    def group_snapshot(self, group_id: str) -> Any:
+        return self.broker.group_snapshot(group_id)
 
-    def __getattr__(self, name: str) -> Any:
-        """``wait_for_*`` and the state readers of the broker (``AwaitableState``)."""
-        if name.startswith("wait_for_") or name in ("committed", "transaction_state", "group_snapshot", "partition_log"):
-            return getattr(self.broker, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    def partition_log(self, topic: str, partition: int) -> Any:
+        return self.broker.partition_log(topic, partition)
 
     async def connect(self, client_host: str = "127.0.0.1") -> MemoryStream:
         """A raw client stream, for tests that write bytes themselves."""

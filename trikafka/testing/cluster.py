@@ -26,10 +26,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from trikafka.broker import open_broker
+from trikafka.testing.surface import BrokerControls, asyncio_hosted, thread_hosted
 from trikafka.testing.targets import broker_targets, target_by_id
 from trikafka.testing.thread import BrokerHandle, TrioThread, test_broker_config
 
-__all__ = ["ClusterHandle", "ClusterUnavailableError", "start_cluster"]
+__all__ = ["AsyncClusterHandle", "ClusterHandle", "ClusterUnavailableError", "start_cluster"]
 
 
 class ClusterUnavailableError(RuntimeError):
@@ -80,7 +81,10 @@ async def _serving_registry(opener: Any) -> AsyncIterator[Any]:
 
 
 class ClusterHandle:
-    """A cluster on a background Trio thread; ``brokers[i]`` controls broker ``i``."""
+    """A cluster on a background Trio thread: the controls of
+    :class:`~trikafka.testing.surface.BrokerControls` cluster-wide (a fault goes to every
+    broker), the cluster's own controls as plain calls, ``brokers[i]`` for broker ``i``
+    and ``.aio`` for all of it as coroutines."""
 
     def __init__(self, thread: TrioThread, cluster: Any) -> None:
         self.thread = thread
@@ -89,6 +93,11 @@ class ClusterHandle:
         self.brokers = [
             BrokerHandle(thread, lambda i=i: target_by_id(self.cluster, i)) for i in node_ids
         ]
+        self.aio = AsyncClusterHandle(self)
+
+    def _controls(self) -> BrokerControls:
+        targets = broker_targets(self.cluster)
+        return BrokerControls(lambda: [t.faults for t in targets], lambda: targets[0].state)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -114,23 +123,63 @@ class ClusterHandle:
             raise RuntimeError("this cluster serves no Schema Registry: set schema.registry.port (0: free ports)")
         return urls[0]
 
+    # --- the cluster's own controls (trikafka.cluster.controls), as plain calls -------------
+
+    def _cluster_call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        method = self.thread.call(lambda: getattr(self.cluster, name, None))
+        if method is None:
+            raise ClusterUnavailableError(f"{name}() needs a cluster from trikafka.cluster; this is one broker")
+        if inspect.iscoroutinefunction(method):
+            return self.thread.run(method, *args, **kwargs)
+        return self.thread.call(method, *args, **kwargs)
+
+    def stop_broker(self, node_id: int) -> None:
+        """Stop broker ``node_id`` (its partitions lead elsewhere); back with :meth:`start_broker`."""
+        self._cluster_call("stop_broker", node_id)
+
+    def start_broker(self, node_id: int) -> None:
+        """Start a stopped broker again, on its old address."""
+        self._cluster_call("start_broker", node_id)
+
+    def move_leader(self, topic: str, partition: int, to: int) -> None:
+        self._cluster_call("move_leader", topic, partition, to)
+
+    def move_coordinator(self, key: str, to: int, *, key_type: str | None = None) -> None:
+        self._cluster_call("move_coordinator", key, to, key_type=key_type)
+
+    def shrink_isr(self, topic: str, partition: int, to: Any) -> None:
+        self._cluster_call("shrink_isr", topic, partition, to)
+
+    def expand_isr(self, topic: str, partition: int, to: Any = None) -> None:
+        self._cluster_call("expand_isr", topic, partition, to)
+
+    def leader(self, topic: str, partition: int) -> int:
+        return self._cluster_call("leader", topic, partition)
+
     def __getattr__(self, name: str) -> Any:
-        """The cluster's own controls (``move_leader``, ``stop_broker``, ...) as plain calls."""
+        """Any other attribute of the cluster: values as they are, methods as plain calls."""
         if name.startswith("_"):
             raise AttributeError(name)
         target = self.thread.call(lambda: getattr(self.cluster, name))
         if not callable(target):
             return target
-
-        def call(*args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
-            if inspect.iscoroutinefunction(target):
-                return self.thread.run(target, *args, timeout=timeout, **kwargs)
-            return self.thread.call(target, *args, **kwargs)
-
-        return call
+        return lambda *args, **kwargs: self._cluster_call(name, *args, **kwargs)
 
     def stop(self) -> None:
         self.thread.stop()
+
+
+thread_hosted(ClusterHandle)
+
+
+class AsyncClusterHandle:
+    """``cluster.aio``: the cluster handle's methods as coroutines, for asyncio tests."""
+
+    def __init__(self, handle: ClusterHandle) -> None:
+        self._handle = handle
+
+
+asyncio_hosted(AsyncClusterHandle, ClusterHandle)
 
 
 def start_cluster(brokers: int = 1, config: dict[str, Any] | None = None, *, record: bool = True) -> ClusterHandle:

@@ -7,11 +7,12 @@ client. Routes (``?broker=<node id>`` picks a broker of a cluster; the first by 
 
     GET    /faults                       the active faults
     POST   /faults                       add one: {"kind": "error"|"latency"|"drop"|"hold"|
-                                         "throttle", "api": "Produce", "error": "NOT_LEADER_OR_
+                                         "throttle"|"sequence", "api": "Produce", "error": "NOT_LEADER_OR_
                                          FOLLOWER", "count": 2, "after": true, "latency_ms":
                                          100, "throttle_time_ms": 500, "topic": "t",
                                          "partition": 0, "group": "g", "client_id": "c",
-                                         "connection_id": "..."}   → 201 {"fault": {...}}
+                                         "connection_id": "...", "errors": ["NONE",
+                                         ["NOT_LEADER_OR_FOLLOWER", 250]]}  → 201 {"fault": {...}}
     DELETE /faults                       remove every fault (held responses are released)
     DELETE /faults/<id>                  remove one
     POST   /faults/<id>/release          send a hold's responses   → {"released": n}
@@ -22,8 +23,12 @@ client. Routes (``?broker=<node id>`` picks a broker of a cluster; the first by 
     GET    /wait/committed?group=g&topic=t&partition=0&at_least=5&timeout_ms=...
     GET    /wait/transaction-state?transactional_id=x&state=CompleteCommit&timeout_ms=...
 
+A ``--brokers N`` process also serves the cluster's controls (stop and start a broker, move
+a leader or a coordinator, shrink and expand an ISR, a broker's round-trip time): see
+:mod:`trikafka.testing.control_cluster`.
+
 A wait answers 200 when the state is reached, 408 when ``timeout_ms`` (default 10000, on
-trio's clock) passes first. Bad input answers 400 with {"error": "..."} naming the field.
+trio's clock) passes first, with what it saw (``"saw": "high watermark is 2"``). Bad input answers 400 with {"error": "..."} naming the field.
 
 Why hand-written HTTP: the control surface is a dozen JSON routes on a loopback port; the
 subset needed (request line, headers, a Content-Length body, ``Connection: close``) is a
@@ -42,6 +47,8 @@ from urllib.parse import parse_qsl, urlsplit
 import attrs
 import trio
 
+from trikafka.testing.control_cluster import RouteError, cluster_route
+from trikafka.testing.surface import describe_state
 from trikafka.testing.targets import BrokerTarget
 
 __all__ = ["ControlServer", "HttpError", "HttpRequest", "parse_head"]
@@ -110,7 +117,7 @@ def _arg(values: dict[str, Any], name: str, kind: type = str, default: Any = ...
         raise HttpError(400, f"{name}={value!r} is not a {kind.__name__}") from None
 
 
-_FAULT_KINDS = ("error", "latency", "drop", "hold", "throttle")
+_FAULT_KINDS = ("error", "latency", "drop", "hold", "throttle", "sequence")
 _WHERE = ("topic", "partition", "group", "client_id", "connection_id")
 
 
@@ -131,14 +138,21 @@ def add_fault(faults: Any, spec: dict[str, Any]) -> Any:
         return faults.drop_connection(api, after=bool(spec.get("after", False)), **count, **where)
     if kind == "hold":
         return faults.hold_responses(api, **count, **where)
+    if kind == "sequence":  # "errors": ["NOT_LEADER_OR_FOLLOWER", ["NONE", 250], ...] (rtt in ms)
+        errors = spec.get("errors")
+        if not isinstance(errors, list):
+            raise HttpError(400, "a sequence needs 'errors': a list of codes or [code, rtt_ms] pairs")
+        steps = [(e[0], _arg({"rtt_ms": e[1]}, "rtt_ms", float) / 1000) if isinstance(e, list) and len(e) == 2 else e for e in errors]
+        return faults.push_request_errors(_arg(spec, "api"), steps, **where)
     return faults.throttle(api, _arg(spec, "throttle_time_ms", int), **count, **where)
 
 
 class ControlServer:
     """Serves the routes above for the brokers ``brokers()`` returns (a cluster's, or one)."""
 
-    def __init__(self, targets: Callable[[], Sequence[BrokerTarget]]) -> None:
+    def __init__(self, targets: Callable[[], Sequence[BrokerTarget]], cluster: Callable[[], Any] | None = None) -> None:
         self.targets = targets  # e.g. lambda: broker_targets(broker_or_cluster)
+        self.cluster = cluster  # the cluster of a --brokers N process (control_cluster.py)
 
     async def bind(self, host: str, port: int) -> list[trio.SocketListener]:
         """Bind the control listener (``serve`` binds it itself when not given one); a taken
@@ -225,9 +239,15 @@ class ControlServer:
         raise HttpError(404, f"no broker {node_id}; brokers: {[t.node_id for t in targets]}")
 
     async def dispatch(self, request: HttpRequest, payload: dict[str, Any]) -> tuple[int, Any]:
+        method, parts = request.method, request.path.strip("/").split("/")
+        try:
+            answer = await cluster_route(self.cluster and self.cluster(), method, parts, payload)
+        except RouteError as exc:
+            raise HttpError(exc.status, str(exc)) from None
+        if answer is not None:
+            return answer
         target = self._target(request)
         faults = target.faults
-        method, parts = request.method, request.path.strip("/").split("/")
         if parts[0] == "faults":
             if len(parts) == 1 and method == "GET":
                 return 200, {"faults": [f.to_json() for f in faults.faults]}
@@ -260,16 +280,18 @@ class ControlServer:
     async def _wait(self, broker: Any, what: str, q: dict[str, str]) -> tuple[int, Any]:
         timeout = _arg(q, "timeout_ms", int, DEFAULT_WAIT_MS) / 1000
         if what == "high-watermark":
-            call = broker.wait_for_high_watermark(_arg(q, "topic"), _arg(q, "partition", int), at_least=_arg(q, "at_least", int))
+            method, args, kwargs = "wait_for_high_watermark", (_arg(q, "topic"), _arg(q, "partition", int)), {"at_least": _arg(q, "at_least", int)}
         elif what == "group-state":
-            call = broker.wait_for_group_state(_arg(q, "group"), _arg(q, "state"), members=_arg(q, "members", int, None))
+            method, args, kwargs = "wait_for_group_state", (_arg(q, "group"), _arg(q, "state")), {"members": _arg(q, "members", int, None)}
         elif what == "committed":
-            call = broker.wait_for_committed(_arg(q, "group"), _arg(q, "topic"), _arg(q, "partition", int), at_least=_arg(q, "at_least", int))
+            method, args, kwargs = "wait_for_committed", (_arg(q, "group"), _arg(q, "topic"), _arg(q, "partition", int)), {"at_least": _arg(q, "at_least", int)}
         elif what == "transaction-state":
-            call = broker.wait_for_transaction_state(_arg(q, "transactional_id"), _arg(q, "state"))
+            method, args, kwargs = "wait_for_transaction_state", (_arg(q, "transactional_id"), _arg(q, "state")), {}
         else:
             raise HttpError(404, f"no wait {what!r}; waits: high-watermark, group-state, committed, transaction-state")
+        call = getattr(broker, method)(*args, **kwargs)
         with trio.move_on_after(timeout):
             result = await call
             return 200, {"reached": attrs.asdict(result) if attrs.has(type(result)) else result}
-        return 408, {"error": f"{what} not reached within {timeout * 1000:g} ms"}
+        saw = describe_state(broker, method, args)
+        return 408, {"error": f"{what} not reached within {timeout * 1000:g} ms; {saw}", "saw": saw}

@@ -4,7 +4,8 @@ Theory of operation
 -------------------
 A test adds *faults* to a broker (``Faults.of(broker)``, ``TestBroker.faults``); each names
 the requests it applies to (an API, optionally one topic, partition, group, client id or
-connection) and how many of them (``count``; ``None``: until removed). While any fault, mute
+connection) and how many of them (``count``; by default, :data:`DEFAULT_COUNT`, every
+matching request until the fault is removed — the same for every kind). While any fault, mute
 or recording is active the faults are the broker's request interceptor
 (``KafkaApis.interceptor``, the one hook the request path has for the test kit), so
 ``KafkaApis.handle`` passes each request to :meth:`Faults.intercept` first, which in this
@@ -41,72 +42,28 @@ from typing import Any
 
 import attrs
 import trio
-from kio.schema.index import api_key_map
 
 from trikafka.errors import ErrorCode
-from trikafka.network.request_channel import CloseConnectionResponse, SendResponse
+from trikafka.network.request_channel import CloseConnectionResponse
 from trikafka.protocol.entities import entity_fields, error_response
 from trikafka.protocol.registry import api_name
 from trikafka.server.kafka_apis import KafkaApis
-from trikafka.server.throttling import with_throttle_time
+from trikafka.testing.fault_codes import FaultKind, mirror_topics, parse_api, parse_error_code
+from trikafka.testing.fault_responses import FaultyResponses, put
 from trikafka.testing.recorder import RequestKeys, RequestRecorder, request_keys
 
-__all__ = ["Fault", "FaultKind", "Faults", "parse_api", "parse_error_code"]
+__all__ = ["DEFAULT_COUNT", "Fault", "FaultKind", "Faults", "parse_api", "parse_error_code"]
 
 log = logging.getLogger("trikafka.faults")
 
-#: The first version of each API whose throttled responses are sent at once, with the
-#: client expected to back off (KIP-219); before it the broker delays the response.
-KIP_219_VERSIONS = {
-    0: 6, 1: 8, 2: 3, 3: 6, 8: 4, 9: 4, 10: 2, 11: 3, 12: 2, 13: 2, 14: 2, 15: 2, 16: 2,
-    18: 2, 19: 3, 20: 2, 21: 1, 22: 1, 24: 1, 25: 1, 26: 1, 28: 1, 32: 2, 33: 1, 37: 1, 42: 1,
-}  # fmt: skip
 
+
+#: How many requests a fault hits when no ``count`` is given, for every kind: all that match,
+#: until it is removed (a dropped heartbeat stays dropped, so the member's session expires).
+DEFAULT_COUNT: int | None = None
 
 #: What a fault can be narrowed to, and the type of each filter.
 WHERE = {"topic": str, "partition": int, "group": str, "client_id": str, "connection_id": str}
-
-
-class FaultKind:
-    ERROR = "error"
-    LATENCY = "latency"
-    DROP_BEFORE = "drop-before"
-    DROP_AFTER = "drop-after"
-    HOLD = "hold"
-    THROTTLE = "throttle"
-    ALL = (ERROR, LATENCY, DROP_BEFORE, DROP_AFTER, HOLD, THROTTLE)
-
-
-def parse_api(api: str | int) -> int:
-    """An api key from a key or Kafka's name in any case (``"Produce"``, ``"produce"``,
-    ``"INIT_PRODUCER_ID"``); a clear error naming the known names otherwise."""
-    if isinstance(api, int) and not isinstance(api, bool):
-        if api in api_key_map:
-            return api
-    elif isinstance(api, str):
-        wanted = api.replace("_", "").replace("-", "").lower()
-        for key in api_key_map:
-            if api_name(key).lower() == wanted:
-                return key
-    known = ", ".join(sorted(api_name(k) for k in api_key_map))
-    raise ValueError(f"unknown api {api!r}: give an api key or one of {known}")
-
-
-def parse_error_code(error: ErrorCode | str | int) -> ErrorCode:
-    """An ErrorCode from itself, its number or its name (``"NOT_LEADER_OR_FOLLOWER"``)."""
-    if isinstance(error, ErrorCode):
-        return error
-    try:
-        if isinstance(error, int) and not isinstance(error, bool):
-            return ErrorCode(error)
-        if isinstance(error, str):
-            return ErrorCode[error.strip().lower()]
-    except (KeyError, ValueError):
-        pass
-    raise ValueError(
-        f"unknown error code {error!r}: give a Kafka error name such as "
-        "'NOT_LEADER_OR_FOLLOWER' or its number"
-    )
 
 
 @attrs.define(eq=False)
@@ -128,6 +85,22 @@ class Fault:
     applied: int = 0
     spent: bool = False  # a HOLD that has taken its count: it matches nothing more
     held: list[tuple[Any, Any]] = attrs.Factory(list)  # (slot, response) for HOLD
+    steps: list[tuple[ErrorCode, float]] = attrs.Factory(list)  # SEQUENCE: (code, seconds) each
+    condition: Callable[[], bool] | None = None  # HOLD_UNTIL
+    ended: bool = False  # removed: requests it parked go on
+
+    def take(self) -> list[Fault]:
+        """What this fault does to the request it just matched: itself, or for a SEQUENCE
+        its next step as a latency (the round-trip time) and an error (not NONE)."""
+        if self.kind != FaultKind.SEQUENCE:
+            return [self]
+        code, rtt = self.steps.pop(0)
+        step = []
+        if rtt:
+            step.append(Fault(self.id, FaultKind.LATENCY, self.api, 0, delay=rtt))
+        if code != ErrorCode.none:
+            step.append(Fault(self.id, FaultKind.ERROR, self.api, 0, error=code))
+        return step
 
     @property
     def needs_keys(self) -> bool:
@@ -138,6 +111,8 @@ class Fault:
             return False
         if self.api is not None and request.api_key != self.api:
             return False
+        if self.error == ErrorCode.rebootstrap_required and not _top_level_error(request):
+            return False  # KIP-1102: only versions with a top-level error code carry it
         if self.client_id is not None and request.client_id != self.client_id:
             return False
         if self.connection_id is not None and request.connection_id != self.connection_id:
@@ -165,6 +140,8 @@ class Fault:
             parts.append(f"{self.delay * 1000:g} ms")
         if self.throttle_time_ms:
             parts.append(f"throttle {self.throttle_time_ms} ms")
+        for code, rtt in self.steps:
+            parts.append(code.name.upper() + (f"+{rtt * 1000:g}ms" if rtt else ""))
         return " ".join(parts)
 
     def to_json(self) -> dict[str, Any]:
@@ -239,8 +216,8 @@ class Faults:
         log.info("fault added: #%d %s (%s)", fault.id, fault.describe(), _times(count))
         return fault
 
-    def inject_error(self, api: str | int, error: ErrorCode | str | int, *, count: int | None = 1, **where: Any) -> Fault:
-        """Answer the next ``count`` matching requests with ``error`` instead of handling them.
+    def inject_error(self, api: str | int, error: ErrorCode | str | int, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+        """Answer matching requests (``count`` of them; default all) with ``error`` instead of handling them.
 
         ``where`` narrows the requests: ``topic``, ``partition`` (with its topic), ``group``,
         ``client_id``, ``connection_id``. A request naming several partitions gets the
@@ -248,28 +225,51 @@ class Faults:
         """
         return self._add(FaultKind.ERROR, api, count, where, error=parse_error_code(error))
 
-    def add_latency(self, seconds: float, *, api: str | int | None = None, count: int | None = None, **where: Any) -> Fault:
+    def add_latency(self, seconds: float, *, api: str | int | None = None, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
         """Delay matching requests (every API unless ``api``; a connection with
         ``connection_id=`` or ``client_id=``) by ``seconds`` on trio's clock before handling."""
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < 1e9:
             raise ValueError(f"latency must be a non-negative number of seconds, not {seconds!r}")
         return self._add(FaultKind.LATENCY, api, count, where, delay=float(seconds))
 
-    def drop_connection(self, api: str | int | None, *, after: bool = False, count: int | None = 1, **where: Any) -> Fault:
-        """Close the connection of the next ``count`` matching requests: before the broker
+    def drop_connection(self, api: str | int | None, *, after: bool = False, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+        """Close the connection of matching requests (``count``; default all): before the broker
         handles them (not applied) or, with ``after=True``, once it has (applied, unanswered)."""
         kind = FaultKind.DROP_AFTER if after else FaultKind.DROP_BEFORE
         return self._add(kind, api, count, where)
 
-    def hold_responses(self, api: str | int | None = None, *, count: int | None = None, **where: Any) -> Fault:
+    def hold_responses(self, api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
         """Handle matching requests but keep their responses until :meth:`release`."""
         return self._add(FaultKind.HOLD, api, count, where)
 
-    def throttle(self, api: str | int | None, throttle_time_ms: int, *, count: int | None = 1, **where: Any) -> Fault:
-        """Throttle the next ``count`` matching requests as a quota violation would (KIP-219)."""
+    def throttle(self, api: str | int | None, throttle_time_ms: int, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+        """Throttle matching requests (``count``; default all) as a quota violation would (KIP-219)."""
         if isinstance(throttle_time_ms, bool) or not isinstance(throttle_time_ms, int) or throttle_time_ms < 0:
             raise ValueError(f"throttle_time_ms must be a non-negative int, not {throttle_time_ms!r}")
         return self._add(FaultKind.THROTTLE, api, count, where, throttle_time_ms=throttle_time_ms)
+
+    def push_request_errors(self, api: str | int, errors: Any, **where: Any) -> Fault:
+        """Answer the next matching requests one step each, in order, as librdkafka's mock
+        ``push_request_errors``: each step an error (``NONE``: handled normally) or an
+        ``(error, rtt)`` pair, the request then handled ``rtt`` seconds later. The fault
+        ends with its last step."""
+        steps = []
+        for step in errors:
+            code, rtt = step if isinstance(step, tuple | list) else (step, 0.0)
+            if isinstance(rtt, bool) or not isinstance(rtt, int | float) or not 0 <= rtt < 1e9:
+                raise ValueError(f"round-trip time {rtt!r} must be a non-negative number of seconds")
+            steps.append((parse_error_code(code), float(rtt)))
+        if not steps:
+            raise ValueError("push_request_errors needs at least one error")
+        return self._add(FaultKind.SEQUENCE, api, len(steps), where, steps=steps)
+
+    def hold_until(self, condition: Callable[[], bool], api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+        """Park matching requests (no handler held) until ``condition()`` is true — checked
+        now and after every response the broker sends — then handle them, as kfake's
+        ``SleepControl``. Removing the fault lets the parked requests go on."""
+        if not callable(condition):
+            raise ValueError(f"hold_until needs a callable condition, not {condition!r}")
+        return self._add(FaultKind.HOLD_UNTIL, api, count, where, condition=condition)
 
     def get(self, fault_id: int) -> Fault:
         for fault in self.faults:
@@ -288,7 +288,7 @@ class Faults:
             self._remove(hold)
             pending, hold.held = hold.held, []
             for slot, response in pending:
-                released += _put(slot, response)
+                released += put(slot, response)
         if released:
             log.info("released %d held response(s)", released)
         return released
@@ -304,11 +304,17 @@ class Faults:
     def clear(self) -> None:
         """End every fault (held responses are released) and every throttle mute."""
         self.release()
+        for fault in self.faults:
+            fault.ended = True
         self.faults.clear()
         self._muted_until.clear()
         self._changed()
+        self.context.state_changes.bump()  # parked requests see their fault gone
 
     def _remove(self, fault: Fault) -> None:
+        fault.ended = True
+        if fault.kind == FaultKind.HOLD_UNTIL:
+            self.context.state_changes.bump()
         if fault in self.faults:
             self.faults.remove(fault)
             self._changed()
@@ -325,11 +331,11 @@ class Faults:
         hit = []
         for fault in list(self.faults):
             if fault.matches(request, keys):
-                hit.append(fault)
+                hit.extend(fault.take())
                 fault.applied += 1
                 if fault.remaining is not None:
                     fault.remaining -= 1
-                    if fault.remaining == 0 and fault.kind != FaultKind.HOLD:
+                    if fault.remaining == 0 and fault.kind not in (FaultKind.HOLD, FaultKind.HOLD_UNTIL):
                         self._remove(fault)
                     elif fault.remaining == 0:
                         fault.spent = True  # it keeps its responses until released
@@ -365,6 +371,10 @@ class Faults:
 
     async def _apply(self, request: Any, handle: Any, hit: list[Fault]) -> None:
         kinds = {f.kind: f for f in hit}
+        if (fault := kinds.get(FaultKind.HOLD_UNTIL)) is not None and not self._holds(fault):
+            self.note(fault, request)
+            self.context.purgatory.delay(self._after_condition, request, handle, hit, fault, name="fault-hold-until")
+            return
         if (fault := kinds.get(FaultKind.DROP_BEFORE)) is not None:
             self.note(fault, request)
             self.context.respond(request, CloseConnectionResponse())
@@ -375,8 +385,23 @@ class Faults:
             return
         after = [f for f in hit if f.kind in (FaultKind.DROP_AFTER, FaultKind.THROTTLE, FaultKind.HOLD)]
         if after:
-            request.response_channel = _FaultyResponses(self, request, request.response_channel, after)
+            request.response_channel = FaultyResponses(self, request, request.response_channel, after)
         await handle(request)
+
+    def _holds(self, fault: Fault) -> bool:
+        """Whether a HOLD_UNTIL lets its requests go: ended, or its condition true (a
+        condition that raises is logged and lets them go)."""
+        try:
+            return fault.ended or bool(fault.condition and fault.condition())
+        except Exception:
+            log.exception("hold_until condition of fault #%d failed: its requests go on", fault.id)
+            return True
+
+    async def _after_condition(self, request: Any, handle: Any, hit: list[Fault], fault: Fault) -> None:
+        await self.context.state_changes.wait_until(lambda: self._holds(fault))
+        if fault.spent:
+            self._remove(fault)
+        await self._apply(request, handle, [f for f in hit if f is not fault])
 
     def error_response(self, request: Any, code: ErrorCode) -> Any:
         """The API's answer carrying ``code``: its family's own error response when it has
@@ -387,7 +412,7 @@ class Faults:
         if answer is not None:
             return answer
         response_type = request.spec.response_type
-        mirrored = _mirror_topics(request.body, response_type, code)
+        mirrored = mirror_topics(request.body, response_type, code)
         return mirrored if mirrored is not None else error_response(response_type, code)
 
     def note(self, fault: Fault, request: Any) -> None:
@@ -410,79 +435,10 @@ class Faults:
         self._changed()
 
 
-class _FaultyResponses:
-    """Stands in for a request's response channel to drop, throttle or hold its answer."""
-
-    __slots__ = ("faults", "request", "slot", "hit")
-
-    def __init__(self, faults: Faults, request: Any, slot: Any, hit: list[Fault]) -> None:
-        self.faults, self.request, self.slot, self.hit = faults, request, slot, hit
-
-    def send_nowait(self, response: Any) -> None:
-        faults, request = self.faults, self.request
-        kinds = {f.kind: f for f in self.hit}
-        if (fault := kinds.get(FaultKind.DROP_AFTER)) is not None:
-            faults.note(fault, request)
-            response = CloseConnectionResponse()
-        elif (fault := kinds.get(FaultKind.THROTTLE)) is not None and isinstance(response, SendResponse):
-            faults.note(fault, request)
-            seconds = fault.throttle_time_ms / 1000
-            if request.api_version >= KIP_219_VERSIONS.get(request.api_key, 0):
-                response = with_throttle_time(request, response, fault.throttle_time_ms)
-                faults.mute(request.connection_id, trio.current_time() + seconds)
-            else:  # before KIP-219 the broker held the response for the throttle time
-                faults.context.purgatory.delay(
-                    _put_later, self.slot, response, trio.current_time() + seconds, name="fault-throttle"
-                )
-                return
-        if (fault := kinds.get(FaultKind.HOLD)) is not None and fault in faults.faults:
-            faults.note(fault, request)
-            fault.held.append((self.slot, response))
-            return
-        _put(self.slot, response)
-
-
-async def _put_later(slot: Any, response: Any, until: float) -> None:
-    await trio.sleep_until(until)
-    _put(slot, response)
-
-
-def _put(channel: Any, response: Any) -> int:
-    try:
-        channel.send_nowait(response)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        return 0  # the client went away meanwhile
-    return 1
+def _top_level_error(request: Any) -> bool:
+    spec = request.spec
+    return spec is not None and "error_code" in entity_fields(spec.response_type)
 
 
 def _times(count: int | None) -> str:
     return "until removed" if count is None else f"next {count} request(s)"
-
-
-def _mirror_topics(body: Any, response_type: type, code: ErrorCode) -> Any:
-    """The request's ``topics[]`` (and their ``partitions[]``) answered with ``code`` in
-    every error field — for responses shaped that way (CreateTopics, OffsetCommit,
-    ListOffsets, TxnOffsetCommit, ...); None for any other shape."""
-    topic_cls = entity_fields(response_type).get("topics", (None, None, None))[2]
-    if topic_cls is None or not isinstance(getattr(body, "topics", None), tuple):
-        return None
-    topic_fields = entity_fields(topic_cls)
-    if "name" not in topic_fields:
-        return None
-    partition_cls = topic_fields.get("partitions", (None, None, None))[2]
-    topics = []
-    for topic in body.topics:
-        name = getattr(topic, "name", None)
-        if not isinstance(name, str):
-            return None
-        values: dict[str, Any] = {"name": name}
-        if partition_cls is not None:
-            indexes = [
-                p if isinstance(p, int) else getattr(p, "partition_index", None)
-                for p in getattr(topic, "partitions", None) or ()
-            ]
-            values["partitions"] = [
-                error_response(partition_cls, code, partition_index=i) for i in indexes if i is not None
-            ]
-        topics.append(error_response(topic_cls, code, **values))
-    return error_response(response_type, code, topics=topics)

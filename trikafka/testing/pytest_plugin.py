@@ -14,8 +14,10 @@ Installed with trikafka (entry point ``pytest11``), it gives every suite:
   ``cluster.schema_registry_urls``).
 * ``kafka_cluster`` — a factory, ``kafka_cluster(brokers=1, **config)``; several brokers need
   ``trikafka.cluster.open_cluster`` (see :func:`start_cluster`).
-* ``trikafka_broker`` — for Trio tests (pytest-trio): a broker on the in-memory transport,
-  under the test's own clock (``autojump_clock`` works), as ``trikafka.testing.TestBroker``.
+* ``trikafka_broker`` — for Trio tests (pytest-trio, from ``pip install trikafka[pytest]``):
+  a broker on the in-memory transport, under the test's own clock (``autojump_clock``
+  works), as ``trikafka.testing.TestBroker``. A coroutine test asking for it is run by
+  pytest-trio without trio_mode or a mark.
 
 ``@pytest.mark.trikafka(config={...})`` (on a test, class or module; the closest wins key by
 key) sets broker configuration for all three.
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     from trikafka.testing.cluster import ClusterHandle
     from trikafka.testing.thread import ThreadedBroker
 
-__all__ = ["FIXTURE_DEFAULTS", "kafka_broker", "kafka_cluster", "trikafka_broker", "marked_config"]
+__all__ = ["FIXTURE_DEFAULTS", "TRIO_MISSING", "kafka_broker", "kafka_cluster", "trikafka_broker", "marked_config"]
 
 MARK = "trikafka"
 #: What the TCP fixtures serve beside Kafka: the Schema Registry, on a free port
@@ -57,13 +59,41 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+#: What a Trio test needs beside trikafka, and how to get it.
+TRIO_MISSING = (
+    "the trikafka_broker fixture runs under pytest-trio, which is not installed (or was "
+    "disabled with -p no:trio): pip install 'trikafka[pytest]' (or pytest-trio)"
+)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """pytest-trio's trio_mode marks every coroutine test as a Trio test; one marked for
-    asyncio belongs to pytest-asyncio, so the Trio mark comes off again."""
+    asyncio belongs to pytest-asyncio, so the Trio mark comes off again. A coroutine test
+    that asks for ``trikafka_broker`` is a Trio test without trio_mode or a mark."""
     for item in items:
         if item.get_closest_marker("asyncio") is not None and item.get_closest_marker("trio"):
             item.own_markers[:] = [m for m in item.own_markers if m.name != "trio"]
+        elif (
+            "trikafka_broker" in getattr(item, "fixturenames", ())
+            and item.get_closest_marker("trio") is None
+            and config.pluginmanager.has_plugin("trio")
+            and _is_coroutine_test(item)
+        ):
+            item.add_marker(pytest.mark.trio)
+
+
+def _is_coroutine_test(item: pytest.Item) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(getattr(item, "obj", None))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A clear error, not pytest's "async fixture" one, when pytest-trio is missing."""
+    if "trikafka_broker" in getattr(item, "fixturenames", ()) and not item.config.pluginmanager.has_plugin("trio"):
+        pytest.fail(TRIO_MISSING, pytrace=False)
 
 
 def marked_config(node: Any) -> dict[str, Any]:

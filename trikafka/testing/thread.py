@@ -16,7 +16,6 @@ broker thread's trio clock.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -27,13 +26,13 @@ import trio
 from trikafka.broker import Broker, open_broker
 from trikafka.config import BrokerConfig
 from trikafka.testing.faults import Faults
+from trikafka.testing.surface import WAIT_TIMEOUT, BrokerControls, asyncio_hosted, thread_hosted
 from trikafka.testing.targets import BrokerTarget, broker_targets
 
-__all__ = ["BrokerHandle", "ThreadedBroker", "TrioThread", "test_broker_config"]
+__all__ = ["AsyncBrokerHandle", "BrokerHandle", "ThreadedBroker", "TrioThread", "WAIT_TIMEOUT", "test_broker_config"]
 
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
-WAIT_TIMEOUT = 10.0
 
 #: What a test broker is unless the test says otherwise: in memory, a free port on
 #: 127.0.0.1, and a lone consumer's group forms at once (Kafka's 3 s delay suits big groups).
@@ -136,30 +135,21 @@ class TrioThread:
             raise RuntimeError(f"{self.name} did not stop within {timeout} s")
 
 
-class AsyncHandle:
-    """The same calls as a handle, awaitable from asyncio (each runs in a worker thread, so
-    the event loop keeps serving the client while a wait waits)."""
-
-    def __init__(self, handle: Any) -> None:
-        self._handle = handle
-
-    def __getattr__(self, name: str) -> Any:
-        method = getattr(self._handle, name)
-
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            return await asyncio.to_thread(method, *args, **kwargs)
-
-        return call
-
-
 class BrokerHandle:
-    """One broker of a :class:`TrioThread`, controlled from another thread. ``target``
-    finds it at each call (a broker a cluster restarted is a new object)."""
+    """One broker of a :class:`TrioThread`, controlled from another thread: every method
+    of :class:`~trikafka.testing.surface.BrokerControls` as a plain call (``.aio``: the
+    same as coroutines). ``target`` finds the broker at each call (a broker a cluster
+    restarted is a new object)."""
 
     def __init__(self, thread: TrioThread, target: Callable[[], BrokerTarget]) -> None:
         self.thread = thread
         self._target = target
-        self.aio = AsyncHandle(self)
+        self.aio = AsyncBrokerHandle(self)
+
+    def _controls(self) -> BrokerControls:
+        """This broker's controls (in the Trio thread only)."""
+        target = self._target()
+        return BrokerControls(lambda: [target.faults], lambda: target.state)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -170,122 +160,23 @@ class BrokerHandle:
         return self._target().node_id
 
     @property
-    def _state(self) -> Any:
-        """The broker state this handle's waits read (in the Trio thread only)."""
-        state = self._target().state
-        if not callable(getattr(state, "wait_for_high_watermark", None)):
-            raise TypeError(f"{state!r} has no wait_for_* methods (trikafka.server.awaitable)")
-        return state
-
-    # --- faults --------------------------------------------------------------------------
-
-    def _faults(self, method: str, *args: Any, **kwargs: Any) -> Any:
-        return self.thread.call(lambda: getattr(self._target().faults, method)(*args, **kwargs))
-
-    def inject_error(self, api: str | int, error: Any, *, count: int | None = 1, **where: Any) -> Any:
-        """Answer the next ``count`` requests of ``api`` with ``error`` (see ``Faults``)."""
-        return self._faults("inject_error", api, error, count=count, **where)
-
-    def add_latency(self, seconds: float, *, api: str | int | None = None, count: int | None = None, **where: Any) -> Any:
-        return self._faults("add_latency", seconds, api=api, count=count, **where)
-
-    def drop_connection(self, api: str | int | None, *, after: bool = False, count: int | None = 1, **where: Any) -> Any:
-        return self._faults("drop_connection", api, after=after, count=count, **where)
-
-    def hold_responses(self, api: str | int | None = None, *, count: int | None = None, **where: Any) -> Any:
-        return self._faults("hold_responses", api, count=count, **where)
-
-    def throttle(self, api: str | int | None, throttle_time_ms: int, *, count: int | None = 1, **where: Any) -> Any:
-        return self._faults("throttle", api, throttle_time_ms, count=count, **where)
-
-    def release(self, fault: Any = None) -> int:
-        return self._faults("release", fault)
-
-    def remove_fault(self, fault: Any) -> None:
-        self._faults("remove", fault)
-
-    def clear_faults(self) -> None:
-        self._faults("clear")
-
-    @property
     def faults(self) -> list[Any]:
+        """The active faults."""
         return self.thread.call(lambda: list(self._target().faults.faults))
 
-    # --- the recorder --------------------------------------------------------------------
 
-    def start_recording(self) -> None:
-        self.thread.call(lambda: self._target().faults.recorder.start())
+thread_hosted(BrokerHandle)
 
-    def stop_recording(self) -> None:
-        self.thread.call(lambda: self._target().faults.recorder.stop())
 
-    def recorded(self, api: str | int | None = None, *, client_id: str | None = None) -> list[Any]:
-        """The requests received since recording started, in order (``RecordedRequest``)."""
-        return self.thread.call(lambda: self._target().faults.recorder.requests(api, client_id=client_id))
+class AsyncBrokerHandle:
+    """``handle.aio``: the handle's methods as coroutines, for asyncio tests (each runs in a
+    worker thread, so the event loop keeps serving its clients while a wait waits)."""
 
-    def clear_recorded(self) -> None:
-        self.thread.call(lambda: self._target().faults.recorder.clear())
+    def __init__(self, handle: Any) -> None:
+        self._handle = handle
 
-    # --- state ---------------------------------------------------------------------------
 
-    def _wait(self, method: str, describe: Callable[[], str], *args: Any, timeout: float, **kwargs: Any) -> Any:
-        async def wait() -> Any:
-            return await getattr(self._state, method)(*args, **kwargs)
-
-        try:
-            return self.thread.run(wait, timeout=timeout)
-        except TimeoutError:
-            shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-            now = self.thread.call(describe)
-            raise TimeoutError(f"{method}({shown}) not reached within {timeout} s; {now}") from None
-
-    def high_watermark(self, topic: str, partition: int) -> int | None:
-        def read() -> int | None:
-            log = self._state.partition_log(topic, partition)
-            return None if log is None else log.high_watermark.value
-
-        return self.thread.call(read)
-
-    def wait_for_high_watermark(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:
-        def now() -> str:
-            log = self._state.partition_log(topic, partition)
-            return "no such partition" if log is None else f"high watermark is {log.high_watermark.value}"
-
-        return self._wait("wait_for_high_watermark", now, topic, partition, at_least=at_least, timeout=timeout)
-
-    def wait_for_last_stable_offset(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:
-        def now() -> str:
-            log = self._state.partition_log(topic, partition)
-            return "no such partition" if log is None else f"last stable offset is {log.last_stable_offset.value}"
-
-        return self._wait("wait_for_last_stable_offset", now, topic, partition, at_least=at_least, timeout=timeout)
-
-    def wait_for_group_state(self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT) -> Any:
-        def now() -> str:
-            snapshot = self._state.group_snapshot(group_id)
-            if snapshot is None:
-                return "the group does not exist"
-            return f"the group is {snapshot.state} with {len(snapshot.members)} member(s)"
-
-        return self._wait("wait_for_group_state", now, group_id, state, members=members, timeout=timeout)
-
-    def committed(self, group_id: str, topic: str, partition: int) -> int | None:
-        return self.thread.call(lambda: self._state.committed(group_id, topic, partition))
-
-    def wait_for_committed(self, group_id: str, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:
-        def now() -> str:
-            return f"committed offset is {self._state.committed(group_id, topic, partition)}"
-
-        return self._wait("wait_for_committed", now, group_id, topic, partition, at_least=at_least, timeout=timeout)
-
-    def transaction_state(self, transactional_id: str) -> str | None:
-        return self.thread.call(lambda: self._state.transaction_state(transactional_id))
-
-    def wait_for_transaction_state(self, transactional_id: str, state: str, *, timeout: float = WAIT_TIMEOUT) -> str:
-        def now() -> str:
-            return f"the transaction is {self._state.transaction_state(transactional_id)}"
-
-        return self._wait("wait_for_transaction_state", now, transactional_id, state, timeout=timeout)
+asyncio_hosted(AsyncBrokerHandle, BrokerHandle)
 
 
 class ThreadedBroker(BrokerHandle):

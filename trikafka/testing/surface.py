@@ -1,0 +1,322 @@
+"""The one shape of every test handle: the same control methods, whatever hosts the broker.
+
+:class:`BrokerControls` is that shape, in the Trio thread that runs the broker: faults,
+the recorder, state readers and waits over one broker (a ``Broker``, a cluster node) or a
+whole cluster (a fault added there is added to every broker; its waits read the cluster's
+shared state). Who sees it how:
+
+* Trio code (``trikafka_broker``, which *is* one; ``controls(broker_or_cluster)``): faults
+  and readers are plain calls (they take effect at once), waits are coroutines.
+* Thread-hosted handles (``kafka_broker``, ``kafka_cluster(...)`` and its ``brokers[i]``):
+  every method is a plain call, made in the broker's thread (:func:`thread_hosted`).
+* ``handle.aio``: every method is a coroutine for asyncio tests (:func:`asyncio_hosted`).
+
+Defaults shared by all: a fault hits every matching request until removed
+(:data:`DEFAULT_COUNT`; give ``count=n`` for n); every wait gives up after
+:data:`WAIT_TIMEOUT` seconds (on the broker's trio clock) with a ``TimeoutError`` saying
+what it saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import attrs
+import trio
+
+from trikafka.testing.faults import DEFAULT_COUNT, Fault, Faults
+
+__all__ = [
+    "BrokerControls",
+    "CONTROL_METHODS",
+    "FaultSet",
+    "WAIT_METHODS",
+    "WAIT_TIMEOUT",
+    "asyncio_hosted",
+    "controls",
+    "describe_state",
+    "refuse_in_event_loop",
+    "thread_hosted",
+]
+
+WAIT_TIMEOUT = 10.0
+
+#: The plain (non-waiting) controls, in every handle.
+CONTROL_METHODS = (
+    "inject_error", "add_latency", "drop_connection", "hold_responses", "throttle",
+    "push_request_errors", "hold_until", "set_round_trip_time", "release", "remove_fault", "clear_faults", "active_faults",
+    "start_recording", "stop_recording", "recorded", "clear_recorded",
+    "high_watermark", "committed", "transaction_state",
+)  # fmt: skip
+#: The waits: coroutines in Trio, plain blocking calls on thread-hosted handles.
+WAIT_METHODS = (
+    "wait_for_high_watermark", "wait_for_last_stable_offset", "wait_for_group_state",
+    "wait_for_committed", "wait_for_transaction_state",
+)  # fmt: skip
+
+
+@attrs.define(eq=False)
+class FaultSet:
+    """A fault added cluster-wide: one :class:`Fault` per broker."""
+
+    faults: tuple[Fault, ...]
+
+    @property
+    def applied(self) -> int:
+        """Requests hit so far, on every broker together."""
+        return sum(f.applied for f in self.faults)
+
+    @property
+    def kind(self) -> str:
+        return self.faults[0].kind
+
+    def describe(self) -> str:
+        return f"{self.faults[0].describe()} on {len(self.faults)} brokers"
+
+
+#: Each broker's round-trip-time fault (set_round_trip_time replaces it).
+_RTT: weakref.WeakKeyDictionary[Faults, Fault] = weakref.WeakKeyDictionary()
+
+
+def describe_state(state: Any, method: str, args: tuple[Any, ...]) -> str:
+    """What the state is now, for a wait's timeout message."""
+    if method in ("wait_for_high_watermark", "wait_for_last_stable_offset"):
+        log = state.partition_log(*args[:2])
+        if log is None:
+            return "no such partition"
+        if method == "wait_for_high_watermark":
+            return f"high watermark is {log.high_watermark.value}"
+        return f"last stable offset is {log.last_stable_offset.value}"
+    if method == "wait_for_group_state":
+        snapshot = state.group_snapshot(args[0])
+        if snapshot is None:
+            return "the group does not exist"
+        return f"the group is {snapshot.state} with {len(snapshot.members)} member(s)"
+    if method == "wait_for_committed":
+        return f"committed offset is {state.committed(*args[:3])}"
+    return f"the transaction is {state.transaction_state(args[0])}"
+
+
+class BrokerControls:
+    """Faults, recorder, readers and waits over ``faults()`` (one broker's, or every
+    broker's) and ``state()`` (what the waits read). See the module docstring."""
+
+    def __init__(self, faults: Callable[[], Sequence[Faults]], state: Callable[[], Any]) -> None:
+        self._faults_now = faults
+        self._state_now = state
+
+    def _all(self) -> list[Faults]:
+        return list(self._faults_now())
+
+    def _each(self, method: str, *args: Any, **kwargs: Any) -> Fault | FaultSet:
+        made = tuple(getattr(f, method)(*args, **kwargs) for f in self._all())
+        return made[0] if len(made) == 1 else FaultSet(made)
+
+    # --- faults (count: every matching request until removed, unless given) ----------------
+
+    def inject_error(self, api: str | int, error: Any, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+        """Answer matching requests of ``api`` with ``error`` instead of handling them."""
+        return self._each("inject_error", api, error, count=count, **where)
+
+    def add_latency(self, seconds: float, *, api: str | int | None = None, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+        """Handle matching requests ``seconds`` later (trio's clock)."""
+        return self._each("add_latency", seconds, api=api, count=count, **where)
+
+    def drop_connection(self, api: str | int | None, *, after: bool = False, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+        """Close the connection of matching requests, before handling them or (``after``) once handled."""
+        return self._each("drop_connection", api, after=after, count=count, **where)
+
+    def hold_responses(self, api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+        """Handle matching requests but keep their responses until :meth:`release`."""
+        return self._each("hold_responses", api, count=count, **where)
+
+    def throttle(self, api: str | int | None, throttle_time_ms: int, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+        """Throttle matching requests as a quota violation would (KIP-219)."""
+        return self._each("throttle", api, throttle_time_ms, count=count, **where)
+
+    def push_request_errors(self, api: str | int, errors: Any, **where: Any) -> Fault | FaultSet:
+        """The next matching requests answered one step each: an error or ``(error, rtt)``
+        (``NONE``: handled). On a cluster each broker gets the sequence (per broker, as
+        librdkafka's ``broker_push_request_error_rtts``)."""
+        return self._each("push_request_errors", api, list(errors), **where)
+
+    def hold_until(self, condition: Callable[[Any], bool], api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+        """Park matching requests until ``condition(state)`` is true, then handle them:
+        ``state`` is what the waits read (the broker, or the cluster), and the condition
+        runs in the broker's thread, after every response the broker sends."""
+        state = self._state
+        return self._each("hold_until", lambda: condition(state), api, count=count, **where)
+
+    def set_round_trip_time(self, seconds: float) -> None:
+        """Every request to the broker (each broker, on a cluster) is handled ``seconds``
+        later, as librdkafka's mock ``set_rtt``; 0 removes it. Replaces an earlier one."""
+        for faults in self._all():
+            old = _RTT.pop(faults, None)
+            if old is not None and old in faults.faults:
+                faults.remove(old)
+            if seconds:
+                _RTT[faults] = faults.add_latency(seconds, count=None)
+
+    def release(self, fault: Fault | FaultSet | int | None = None) -> int:
+        """Send the responses a hold (or every hold) kept, and end it; how many were sent."""
+        if fault is None:
+            return sum(f.release() for f in self._all())
+        ones = fault.faults if isinstance(fault, FaultSet) else (fault,)
+        return sum(f.release(one) for one in ones for f in self._all() if _owns(f, one))
+
+    def remove_fault(self, fault: Fault | FaultSet | int) -> None:
+        """End a fault (a hold's kept responses are released)."""
+        for one in fault.faults if isinstance(fault, FaultSet) else (fault,):
+            for faults in self._all():
+                if _owns(faults, one):
+                    faults.remove(one)
+
+    def clear_faults(self) -> None:
+        """End every fault and throttle mute (held responses are released)."""
+        for faults in self._all():
+            faults.clear()
+
+    def active_faults(self) -> list[Fault]:
+        return [fault for faults in self._all() for fault in faults.faults]
+
+    # --- the recorder ------------------------------------------------------------------------
+
+    def start_recording(self) -> None:
+        for faults in self._all():
+            faults.recorder.start()
+
+    def stop_recording(self) -> None:
+        for faults in self._all():
+            faults.recorder.stop()
+
+    def recorded(self, api: str | int | None = None, *, client_id: str | None = None) -> list[Any]:
+        """The requests received while recording, in order (``RecordedRequest``; a
+        cluster's brokers one after another)."""
+        return [r for faults in self._all() for r in faults.recorder.requests(api, client_id=client_id)]
+
+    def clear_recorded(self) -> None:
+        for faults in self._all():
+            faults.recorder.clear()
+
+    # --- state -------------------------------------------------------------------------------
+
+    @property
+    def _state(self) -> Any:
+        state = self._state_now()
+        if not callable(getattr(state, "wait_for_high_watermark", None)):
+            raise TypeError(f"{state!r} has no wait_for_* methods (trikafka.server.awaitable)")
+        return state
+
+    def high_watermark(self, topic: str, partition: int) -> int | None:
+        log = self._state.partition_log(topic, partition)
+        return None if log is None else log.high_watermark.value
+
+    def committed(self, group_id: str, topic: str, partition: int) -> int | None:
+        return self._state.committed(group_id, topic, partition)
+
+    def transaction_state(self, transactional_id: str) -> str | None:
+        return self._state.transaction_state(transactional_id)
+
+    # The waits take ``timeout`` (ASYNC109 prefers the caller's cancel scope): every handle's
+    # waits share one signature and one default, and a timeout says what the state was.
+    async def _wait(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None) -> Any:  # noqa: ASYNC109
+        state = self._state
+        with trio.move_on_after(WAIT_TIMEOUT if timeout is None else timeout):
+            return await getattr(state, method)(*args, **kwargs)
+        shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
+        raise TimeoutError(f"{method}({shown}) not reached within {timeout or WAIT_TIMEOUT:g} s; {describe_state(state, method, args)}")
+
+    async def wait_for_high_watermark(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:  # noqa: ASYNC109
+        return await self._wait("wait_for_high_watermark", (topic, partition), {"at_least": at_least}, timeout)
+
+    async def wait_for_last_stable_offset(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:  # noqa: ASYNC109
+        return await self._wait("wait_for_last_stable_offset", (topic, partition), {"at_least": at_least}, timeout)
+
+    async def wait_for_group_state(self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT) -> Any:  # noqa: ASYNC109
+        return await self._wait("wait_for_group_state", (group_id, state), {"members": members}, timeout)
+
+    async def wait_for_committed(self, group_id: str, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:  # noqa: ASYNC109
+        return await self._wait("wait_for_committed", (group_id, topic, partition), {"at_least": at_least}, timeout)
+
+    async def wait_for_transaction_state(self, transactional_id: str, state: str, *, timeout: float = WAIT_TIMEOUT) -> str:  # noqa: ASYNC109
+        return await self._wait("wait_for_transaction_state", (transactional_id, state), {}, timeout)
+
+
+def _owns(faults: Faults, fault: Fault | int) -> bool:
+    return any(f is fault or f.id == fault for f in faults.faults)
+
+
+def controls(target: Any, broker: int | None = None) -> BrokerControls:
+    """The controls of a Broker, or of an ``open_cluster`` cluster: cluster-wide, or of its
+    broker ``broker`` (whose waits read the cluster's state), for Trio code."""
+    from trikafka.testing.targets import broker_targets, target_by_id
+
+    if hasattr(target, "nodes") and isinstance(target.nodes, dict):
+        if broker is not None:
+            return BrokerControls(lambda: [target_by_id(target, broker).faults], lambda: target)
+        return BrokerControls(lambda: [t.faults for t in broker_targets(target)], lambda: target)
+    if broker is not None:
+        raise ValueError(f"broker={broker!r} picks a broker of a cluster; {target!r} is one broker")
+    return BrokerControls(lambda: [Faults.of(target)], lambda: target)
+
+
+def refuse_in_event_loop(name: str) -> None:
+    """A blocking wait from a running asyncio loop would stall the client it waits for."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        f"{name}() blocks, and it was called inside a running asyncio event loop (it would "
+        f"stall the clients of that loop until it timed out): use `await handle.aio.{name}(...)`"
+    )
+
+
+def thread_hosted(cls: type) -> type:
+    """Give ``cls`` (which has ``thread`` and ``_controls()``) every control as a plain call
+    made in the broker's thread, with the signature and docs of :class:`BrokerControls`."""
+    for name in CONTROL_METHODS:
+        setattr(cls, name, _plain(name))
+    for name in WAIT_METHODS:
+        setattr(cls, name, _blocking(name))
+    return cls
+
+
+def _plain(name: str) -> Any:
+    @functools.wraps(getattr(BrokerControls, name))
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.thread.call(lambda: getattr(self._controls(), name)(*args, **kwargs))
+
+    return call
+
+
+def _blocking(name: str) -> Any:
+    @functools.wraps(getattr(BrokerControls, name))
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        refuse_in_event_loop(name)
+        return self.thread.run(lambda: getattr(self._controls(), name)(*args, **kwargs))
+
+    return call
+
+
+def asyncio_hosted(cls: type, source: type) -> type:
+    """Give ``cls`` (which has ``_handle``) each public method of ``source`` as a coroutine
+    that runs the plain call in a worker thread (the loop keeps serving its clients)."""
+    for name in dir(source):
+        method = getattr(source, name)
+        if name.startswith("_") or not callable(method) or isinstance(method, type):
+            continue
+        setattr(cls, name, _awaitable(name, method))
+    return cls
+
+
+def _awaitable(name: str, method: Any) -> Any:
+    @functools.wraps(method)
+    async def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(getattr(self._handle, name), *args, **kwargs)
+
+    return call
