@@ -133,7 +133,7 @@ async def test_member_that_stops_polling_leaves_after_max_poll_interval(autojump
             returned = trio.current_time()
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(poll_until, b, lambda: b.assignment() == ALL)  # b polls; a is busy
-                await tb.wait_for_group_state("g", "PreparingRebalance", members=1)  # a left
+                await tb.wait_for_group_state("g", "PreparingRebalance", members=1, timeout=60)  # a left
                 left = trio.current_time()
             assert polled + 20 <= left <= returned + 20  # exactly max.poll.interval.ms after the poll
             lost = []
