@@ -17,7 +17,8 @@ from typing import Any
 
 import attrs
 
-from trikafka import group_configs
+from trikafka import group_configs, share_configs
+from trikafka.config_aliases import TIME_ALIASES, _resolve_time_aliases
 from trikafka.errors import ConfigError
 from trikafka.properties import read_properties_file
 from trikafka.security import config as security
@@ -347,6 +348,20 @@ class BrokerConfig:
     group_consumer_max_session_timeout_ms: int = attrs.field(default=60000, validator=[_int(1, INT32_MAX)[1], group_configs.check_consumer_group_keys], metadata={"key": "group.consumer.max.session.timeout.ms", "parse": _int(1, INT32_MAX)[0], "doc": "Upper bound of group.consumer.session.timeout.ms."})
     group_consumer_max_size: int = _int_field("group.consumer.max.size", INT32_MAX, "Members one consumer group may have.", 1, INT32_MAX)
     group_consumer_migration_policy: str = group_configs.choice_field("group.consumer.migration.policy", "bidirectional", group_configs.MIGRATION_POLICIES, "Online conversion of non-empty groups: disabled, downgrade (consumer to classic), upgrade (classic to consumer) or bidirectional.")
+    group_share_session_timeout_ms: int = _int_field("group.share.session.timeout.ms", 45000, "A share-group member missing heartbeats this long is removed.", 1, INT32_MAX)
+    group_share_min_session_timeout_ms: int = _int_field("group.share.min.session.timeout.ms", 45000, "Lower bound of share.session.timeout.ms.", 1, INT32_MAX)
+    group_share_max_session_timeout_ms: int = _int_field("group.share.max.session.timeout.ms", 60000, "Upper bound of share.session.timeout.ms.", 1, INT32_MAX)
+    group_share_heartbeat_interval_ms: int = _int_field("group.share.heartbeat.interval.ms", 5000, "Heartbeat interval given to share-group members.", 1, INT32_MAX)
+    group_share_min_heartbeat_interval_ms: int = _int_field("group.share.min.heartbeat.interval.ms", 5000, "Lower bound of share.heartbeat.interval.ms.", 1, INT32_MAX)
+    group_share_max_heartbeat_interval_ms: int = _int_field("group.share.max.heartbeat.interval.ms", 15000, "Upper bound of share.heartbeat.interval.ms.", 1, INT32_MAX)
+    group_share_record_lock_duration_ms: int = _int_field("group.share.record.lock.duration.ms", 30000, "How long a record acquired by a share consumer stays locked to it.", 1, INT32_MAX)
+    group_share_min_record_lock_duration_ms: int = _int_field("group.share.min.record.lock.duration.ms", 15000, "Lower bound of share.record.lock.duration.ms.", 1, INT32_MAX)
+    group_share_max_record_lock_duration_ms: int = attrs.field(default=60000, validator=[_int(1, INT32_MAX)[1], share_configs.check_share_group_keys], metadata={"key": "group.share.max.record.lock.duration.ms", "parse": _int(1, INT32_MAX)[0], "doc": "Upper bound of share.record.lock.duration.ms."})
+    group_share_delivery_count_limit: int = _int_field("group.share.delivery.count.limit", 5, "Deliveries after which an unaccepted record is archived.", 2, 10)
+    group_share_partition_max_record_locks: int = _int_field("group.share.partition.max.record.locks", 2000, "In-flight records per share partition.", 100, 10000)
+    group_share_max_size: int = _int_field("group.share.max.size", 200, "Members one share group may have.", 10, 1000)
+    group_share_assignment_interval_ms: int = _int_field("group.share.assignment.interval.ms", 1000, "Least time between two target assignments of a share group (Kafka 4.3).", 0, INT32_MAX)
+    group_share_max_share_sessions: int = _int_field("group.share.max.share.sessions", 2000, "Share sessions this broker keeps open.", 1, INT32_MAX)
     offsets_topic_num_partitions: int = _int_field(
         "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
     )
@@ -443,40 +458,6 @@ class BrokerConfig:
                 text = str(value)
             out[field.metadata["key"]] = text
         return out
-
-
-# Kafka's coarser spellings of two time settings: (alias, the key it sets, ms per unit, least
-# allowed). The ms key wins over minutes, minutes over hours, as in Kafka's KafkaConfig; a
-# negative retention means unlimited (-1). Stock server.properties files use
-# log.retention.hours=168.
-TIME_ALIASES: tuple[tuple[str, str, int, int], ...] = (
-    ("log.retention.minutes", "log.retention.ms", 60_000, -(2**31)),
-    ("log.retention.hours", "log.retention.ms", 3_600_000, -(2**31)),
-    ("log.roll.hours", "log.roll.ms", 3_600_000, 1),
-)
-
-
-def _resolve_time_aliases(items: Mapping[str, Any]) -> dict[str, Any]:
-    """``items`` with Kafka's hour/minute aliases replaced by the millisecond key they set."""
-    spelled = {raw.replace("_", "."): raw for raw in items}
-    alias_keys = {alias for alias, *_ in TIME_ALIASES}
-    out = {raw: value for raw, value in items.items() if raw.replace("_", ".") not in alias_keys}
-    present = {raw.replace("_", ".") for raw in out}
-    for alias, target, unit, lo in TIME_ALIASES:  # in precedence order
-        raw = spelled.get(alias)
-        if raw is None:
-            continue
-        value = items[raw]
-        try:
-            number = int(value.strip()) if isinstance(value, str) else value
-        except ValueError:
-            number = None
-        if isinstance(number, bool) or not isinstance(number, int) or not lo <= number < 2**31:
-            raise ConfigError(raw, value, f"an integer in [{lo}, {2**31 - 1}] is required")
-        if target not in present:  # the millisecond key, or a finer alias, wins
-            out[target] = -1 if number < 0 else number * unit
-            present.add(target)
-    return out
 
 
 def _fields_by_key() -> dict[str, attrs.Attribute]:

@@ -32,6 +32,7 @@ from trikafka.config import BrokerConfig
 from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
 from trikafka.coordinator.ports import OffsetsPartitionLog
+from trikafka.coordinator.share.coordinator import ShareCoordinator
 from trikafka.coordinator.transaction_coordinator import TransactionCoordinator
 from trikafka.coordinator.transaction_state import TransactionLog
 from trikafka.log.manager import LoadProgress, LogManager
@@ -57,6 +58,8 @@ from trikafka.server.apis.quotas import ClientQuotaApis
 from trikafka.server.apis.reassignments import ReassignmentApis
 from trikafka.server.apis.sasl import SaslApis
 from trikafka.server.apis.scram import ScramApis
+from trikafka.server.apis.share_fetch import ShareFetchApis
+from trikafka.server.apis.share_groups import ShareGroupApis
 from trikafka.server.apis.topics import TopicAdminApis
 from trikafka.server.apis.transactions import TransactionApis
 from trikafka.server.apis.versions import ApiVersionsApis
@@ -84,6 +87,8 @@ API_FAMILIES = (
     ClusterApis,
     GroupApis,
     ConsumerGroupApis,
+    ShareGroupApis,
+    ShareFetchApis,
     GroupOffsetApis,
     TransactionApis,
     PartitionStateApis,
@@ -160,6 +165,11 @@ class BrokerCore:
             on_state_change=self.state_changes.bump,
         )
         replicas.transaction_verifier = self.transactions.verify_produce
+        #: Share groups (KIP-932): membership, share partitions, share sessions.
+        self.shares = ShareCoordinator(
+            config, lambda: {t.name: t.partitions for t in replicas.topics},
+            on_state_change=self.state_changes.bump,
+        )
         #: SCRAM users: AlterUserScramCredentials writes them, every SASL listener reads them.
         self.scram_credentials = ScramCredentials.from_config(
             config.security, [s.name for s in config.listeners], config.log_dirs
@@ -194,6 +204,7 @@ class BrokerCore:
         """Start the coordinators' timers (recovery, session and transaction timeouts)."""
         await nursery.start(self.groups.run, name=f"group-coordinator{suffix}")
         await nursery.start(self.transactions.run, name=f"transaction-coordinator{suffix}")
+        await nursery.start(self.shares.run, name=f"share-coordinator{suffix}")
 
 
 class RequestPath:
@@ -229,6 +240,7 @@ class RequestPath:
             replicas=core.replicas,
             groups=core.groups,
             transactions=core.transactions,
+            shares=core.shares,
             cluster_view=cluster_view,
             now_ms=core.now_ms,
             state_changes=core.state_changes,
