@@ -134,8 +134,14 @@ class ShareCoordinator:
             self.groups[group_id] = group
             self.store.write_group(group_id, self.group_configs.get(group_id), True)
         if result.member_epoch < 0:
-            self._member_gone(group_id, member_id)
+            # A leaving client closes its share sessions right after (librdkafka leaves first,
+            # then sends its final ShareAcknowledge): its records stay with the session until
+            # then, or until a lock duration has passed.
+            self._timers.cancel(("member", group_id, member_id))
+            lock_s = configs["share.record.lock.duration.ms"] / 1000
+            self._timers.schedule(("left", group_id, member_id), trio.current_time() + lock_s)
         else:
+            self._timers.cancel(("left", group_id, member_id))
             timeout = configs["share.session.timeout.ms"] / 1000
             self._timers.schedule(("member", group_id, member_id), trio.current_time() + timeout)
         self.on_state_change()
@@ -212,6 +218,12 @@ class ShareCoordinator:
             self.released.value += 1
 
     def _fire(self, key: tuple[Any, ...]) -> None:
+        if key[0] == "left":
+            _, group_id, member_id = key
+            group = self.groups.get(group_id)
+            if group is None or member_id not in group.members:
+                self._member_gone(group_id, member_id)
+            return
         if key[0] == "member":
             _, group_id, member_id = key
             group = self.groups.get(group_id)
