@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -26,6 +26,7 @@ from confluent_kafka.admin import (
 )
 
 from tests.compat.support import Deadline
+from trikafka.testing import ThreadedBroker
 
 pytestmark = [
     pytest.mark.compat,
@@ -220,3 +221,81 @@ def test_a_group_without_the_config_starts_at_the_end(kafka_broker):
         assert sorted(m.offset() for m in got) == [5, 6]
     finally:
         c.close()
+
+
+def test_the_delivery_count_limit_archives_and_copies_to_the_dead_letter_queue(kafka_broker):
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = new_topic(bootstrap), "dlq-group"
+    dlq = "dlq." + topic
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(dlq, 1, 1)])[dlq].result(TIMEOUT)
+    set_group_configs(bootstrap, group, {
+        "share.auto.offset.reset": "earliest", "share.delivery.count.limit": "2",
+        "errors.deadletterqueue.topic.name": dlq, "errors.deadletterqueue.copy.record.enable": "true",
+    })
+    produce(bootstrap, topic, range(2))
+    c = consumer(bootstrap, group, topic, explicit=True)
+    try:
+        for delivery in (1, 2):  # released twice: the limit (2) is reached, the record archived
+            got = poll_until(c, lambda got: any(m.offset() == 0 for m in got), f"delivery {delivery}")
+            for m in got:
+                if m.offset() == 0:
+                    assert m.delivery_count() == delivery
+                    c.acknowledge(m, AcknowledgeType.RELEASE)
+                else:
+                    c.acknowledge(m, AcknowledgeType.ACCEPT)
+            c.commit_sync(TIMEOUT)
+        produce(bootstrap, topic, range(2, 3))
+        later = poll_until(c, lambda got: any(m.offset() == 2 for m in got), "the next record")
+        assert 0 not in {m.offset() for m in later}
+        for m in later:
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+        c.commit_sync(TIMEOUT)
+    finally:
+        c.close()
+    kafka_broker.wait_for_high_watermark(dlq, 0, at_least=1)
+    reader = Consumer({"bootstrap.servers": bootstrap, "group.id": "dlq-reader", "auto.offset.reset": "earliest"})
+    try:
+        reader.subscribe([dlq])
+        deadline = Deadline(TIMEOUT)
+        message = None
+        while message is None or message.error() is not None:
+            assert deadline, "no dead letter read"
+            message = reader.poll(0.5)
+        headers = {k: v.decode() for k, v in message.headers()}
+        assert message.value() == b"0"
+        assert headers == {
+            "__dlq.errors.topic": topic, "__dlq.errors.partition": "0", "__dlq.errors.offset": "0",
+            "__dlq.errors.group": group, "__dlq.errors.delivery.count": "2",
+            "__dlq.errors.message": "Offset delivery count exceeded the threshold.",
+        }
+    finally:
+        reader.close()
+
+
+def test_a_restart_on_a_data_dir_keeps_what_was_acknowledged(tmp_path):
+    config = {"log.dirs": str(tmp_path), "group.share.heartbeat.interval.ms": 500,
+              "group.share.min.heartbeat.interval.ms": 500, "group.share.assignment.interval.ms": 0}
+    with ThreadedBroker(config) as first:
+        bootstrap = first.bootstrap_servers
+        topic, group = new_topic(bootstrap), "durable"
+        set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
+        produce(bootstrap, topic, range(5))
+        c = consumer(bootstrap, group, topic, explicit=True)
+        try:
+            got = poll_until(c, lambda got: len(got) >= 5, "five records")
+            for m in got:
+                c.acknowledge(m, AcknowledgeType.ACCEPT if m.offset() < 3 else AcknowledgeType.RELEASE)
+            c.commit_sync(TIMEOUT)
+        finally:
+            c.close()
+    with ThreadedBroker(config) as second:
+        c = consumer(second.bootstrap_servers, group, topic, explicit=True)
+        try:
+            got = poll_until(c, lambda got: len(got) >= 2, "the two released records")
+            assert sorted((m.offset(), m.delivery_count()) for m in got) == [(3, 2), (4, 2)]
+            for m in got:
+                c.acknowledge(m, AcknowledgeType.ACCEPT)
+            c.commit_sync(TIMEOUT)
+        finally:
+            c.close()

@@ -85,13 +85,14 @@ class ShareCoordinator:
         self.sessions = ShareSessionCache(config.group_share_max_share_sessions)
         self.released = EndOffset(0)  # bumped when records become available again
         self._timers: TimerQueue[tuple[Any, ...]] = TimerQueue()
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Replay the stored state, then serve the timers until cancelled."""
         configs, partitions, groups = self.store.load()
         self.group_configs.update(configs)
         self.partitions.update(partitions)
         for group_id in groups:
             self.groups.setdefault(group_id, ShareGroup(group_id))
-
-    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         await self._timers.run(self._fire)
 
@@ -175,6 +176,15 @@ class ShareCoordinator:
         self.on_state_change()
 
     # --- share partitions ----------------------------------------------------------------
+
+    def forget_topic(self, group_id: str, topic: str) -> None:
+        """DeleteShareGroupOffsets: the group's share partitions of ``topic`` are gone."""
+        for key in [k for k in self.partitions if k[0] == group_id and k[1] == topic]:
+            self._timers.cancel(("locks", *key))
+            sp = self.partitions.pop(key)
+            sp.start_offset = -1
+            self.store.write_partition(sp)
+        self.on_state_change()
 
     def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartition:
         key = (group_id, topic, partition)
