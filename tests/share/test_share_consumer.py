@@ -299,3 +299,21 @@ def test_a_restart_on_a_data_dir_keeps_what_was_acknowledged(tmp_path):
             c.commit_sync(TIMEOUT)
         finally:
             c.close()
+
+
+def test_a_three_broker_cluster_serves_each_share_partition_at_its_leader(kafka_cluster):
+    cluster = kafka_cluster(brokers=3)
+    bootstrap = cluster.bootstrap_servers
+    topic, group = new_topic(bootstrap, partitions=3), "cluster-share"
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(30):
+        producer.produce(topic, value=str(i).encode(), partition=i % 3)
+    assert producer.flush(TIMEOUT) == 0
+    c = consumer(bootstrap, group, topic)
+    try:
+        got = poll_until(c, lambda got: len(got) >= 30, "every record of the three partitions")
+        assert sorted(int(m.value()) for m in got) == list(range(30))
+        c.commit_sync(TIMEOUT)
+    finally:
+        c.close()

@@ -42,6 +42,9 @@ _SINGLE: dict[int, tuple[int, Callable[[Any], str | None]]] = {
     25: (TRANSACTION_KEY, lambda b: b.transactional_id),  # AddOffsetsToTxn
     26: (TRANSACTION_KEY, lambda b: b.transactional_id),  # EndTxn
     68: (GROUP_KEY, lambda b: b.group_id),  # ConsumerGroupHeartbeat (KIP-848)
+    76: (GROUP_KEY, lambda b: b.group_id),  # ShareGroupHeartbeat (KIP-932)
+    91: (GROUP_KEY, lambda b: b.group_id),  # AlterShareGroupOffsets
+    92: (GROUP_KEY, lambda b: b.group_id),  # DeleteShareGroupOffsets
 }
 
 
@@ -201,6 +204,8 @@ def gate_coordinator_apis(handlers: dict[int, Handler], view: ClusterView, node_
         24: gate.add_partitions,
         15: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
         69: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),  # ConsumerGroupDescribe
+        77: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),  # ShareGroupDescribe
+        90: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),  # DescribeShareGroupOffsets
         65: lambda h: gate.per_id(h, TRANSACTION_KEY, "transaction_states", "transactional_id"),
         42: gate.delete_groups,
         16: lambda h: gate.listed(h, GROUP_KEY, "groups", "group_id"),

@@ -150,10 +150,11 @@ class ShareCoordinator:
 
     def _member_gone(self, group_id: str, member_id: str) -> None:
         self._timers.cancel(("member", group_id, member_id))
-        session = self.sessions.close(group_id, member_id)
-        self._release_member(group_id, member_id, session)
+        for session in self.sessions.of_member(group_id, member_id):
+            self.sessions.close(group_id, member_id, session.node_id)
+        self._release_member(group_id, member_id)
 
-    def _release_member(self, group_id: str, member_id: str, session: ShareSession | None) -> None:
+    def _release_member(self, group_id: str, member_id: str) -> None:
         limits = self.limits(group_id)
         released = 0
         for (g, _topic, _partition), sp in self.partitions.items():

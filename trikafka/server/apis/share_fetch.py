@@ -136,11 +136,11 @@ class ShareFetchApis(ApiFamily):
             if any(p.acknowledgement_batches for t in body.topics for p in t.partitions):
                 raise KafkaProtocolError("Acknowledgements are not allowed when opening a share session.",
                                          ErrorCode.invalid_request)
-            session, old = shares.sessions.open(body.group_id, body.member_id, named)
+            session, old = shares.sessions.open(body.group_id, body.member_id, named, self.context.config.node_id)
             if old is not None:
                 shares.release_session(old)
             return session, unknown
-        session = shares.sessions.get(body.group_id, body.member_id, epoch)
+        session = shares.sessions.get(body.group_id, body.member_id, epoch, self.context.config.node_id)
         if epoch == FINAL_EPOCH:
             return session, unknown
         forgotten = set()
@@ -212,7 +212,7 @@ class ShareFetchApis(ApiFamily):
         self._acknowledge(request, body.group_id, body.member_id, body.topics, results, "acknowledge_error_code")
         lock_ms = self.shares.configs(body.group_id)["share.record.lock.duration.ms"]
         if body.share_session_epoch == FINAL_EPOCH:
-            self.shares.sessions.close(body.group_id, body.member_id)
+            self.shares.sessions.close(body.group_id, body.member_id, session.node_id)
             self.shares.release_session(session)
             return self._respond(request, results, acquisition_lock_timeout=lock_ms)
         total, errors = self._acquire(request, session, results)
@@ -274,14 +274,15 @@ class ShareFetchApis(ApiFamily):
         if body.share_session_epoch == INITIAL_EPOCH:
             raise KafkaProtocolError("ShareAcknowledge cannot open a share session.",
                                      ErrorCode.invalid_share_session_epoch)
-        session = self.shares.sessions.get(body.group_id, body.member_id, body.share_session_epoch)
+        session = self.shares.sessions.get(body.group_id, body.member_id, body.share_session_epoch,
+                                           self.context.config.node_id)
         results: dict[TopicPartition, dict[str, Any]] = {}
         self._acknowledge(request, body.group_id, body.member_id, body.topics, results, "error_code")
         for result in results.values():
             for key in ("acknowledge_error_code", "acknowledge_error_message", "records", "acquired_records"):
                 result.pop(key, None)
         if body.share_session_epoch == FINAL_EPOCH:
-            self.shares.sessions.close(body.group_id, body.member_id)
+            self.shares.sessions.close(body.group_id, body.member_id, session.node_id)
             self.shares.release_session(session)
         else:
             session.next_epoch()
