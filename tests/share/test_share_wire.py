@@ -1,0 +1,181 @@
+"""Share-group APIs on the wire, over the in-memory transport in virtual time: what a client
+sends that no ShareConsumer test drives — wrong epochs, the wrong kind of group, the admin
+APIs (90–92), a bad group config — and the long poll woken by a produce.
+"""
+
+from __future__ import annotations
+
+import trio
+from kio.schema.errors import ErrorCode
+
+from tests.server.test_topics_and_data import create_topic, metadata, produce, request
+from trikafka.protocol.records import build_batch
+from trikafka.testing import open_test_broker
+
+MEMBER = "7TqKaOJVQ6u0LPRj4sfKzA"
+GROUP_RESOURCE = 32
+
+
+def heartbeat(group: str, member: str = MEMBER, epoch: int = 0, topics=("t",)):
+    return request(76, 1, group_id=group, member_id=member, member_epoch=epoch, rack_id=None,
+                   subscribed_topic_names=list(topics) if topics is not None else None)
+
+
+def share_fetch(group: str, topic_id, *, epoch: int, partitions=(0,), acks=None, max_wait: int = 0,
+                member: str = MEMBER, version: int = 1):
+    return request(78, version, group_id=group, member_id=member, share_session_epoch=epoch,
+                   max_wait=max_wait, min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
+                   topics=[{"topic_id": topic_id, "partitions": [
+                       {"partition_index": p, "acknowledgement_batches": (acks or {}).get(p, [])} for p in partitions]}],
+                   forgotten_topics_data=[])
+
+
+def share_ack(group: str, topic_id, *, epoch: int, acks, member: str = MEMBER):
+    return request(79, 1, group_id=group, member_id=member, share_session_epoch=epoch, topics=[
+        {"topic_id": topic_id, "partitions": [{"partition_index": p, "acknowledgement_batches": b}
+                                              for p, b in acks.items()]}])
+
+
+def set_group_config(group: str, key: str, value: str):
+    return request(44, 1, resources=[{"resource_type": GROUP_RESOURCE, "resource_name": group, "configs": [
+        {"name": key, "config_operation": 0, "value": value}]}], validate_only=False)
+
+
+async def setup(client, group: str = "g", earliest: bool = True):
+    await create_topic(client, "t")
+    topic_id = (await metadata(client, ["t"])).topics[0].topic_id
+    if earliest:
+        answer = await client.request(set_group_config(group, "share.auto.offset.reset", "earliest"))
+        assert answer.responses[0].error_code == ErrorCode.none
+    joined = await client.request(heartbeat(group))
+    assert joined.error_code == ErrorCode.none and joined.member_epoch >= 1
+    return topic_id
+
+
+def acquired(response) -> list[tuple[int, int, int]]:
+    return [(r.first_offset, r.last_offset, r.delivery_count)
+            for t in response.responses for p in t.partitions for r in p.acquired_records]
+
+
+async def test_the_share_apis_are_advertised(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        versions = await client.request(request(18, 3, client_software_name="t", client_software_version="1"))
+        ranges = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+        assert {k: ranges[k] for k in (76, 77, 78, 79, 90, 91, 92)} == {
+            76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2), 90: (0, 1), 91: (0, 0), 92: (0, 0)}
+
+
+async def test_share_session_epochs_are_checked(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        topic_id = await setup(client)
+        await produce(client, 9, "t", None, 0, build_batch([(None, b"a", [], 0), (None, b"b", [], 0)]))
+        batch = [{"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]
+        opening_with_acks = await client.request(share_fetch("g", topic_id, epoch=0, acks={0: batch}))
+        assert opening_with_acks.error_code == ErrorCode.invalid_request
+        unknown = await client.request(share_fetch("g", topic_id, epoch=3))
+        assert unknown.error_code == ErrorCode.share_session_not_found
+        first = await client.request(share_fetch("g", topic_id, epoch=0))
+        assert acquired(first) == [(0, 1, 1)]
+        wrong = await client.request(share_fetch("g", topic_id, epoch=5))
+        assert wrong.error_code == ErrorCode.invalid_share_session_epoch
+        ack_at_zero = await client.request(share_ack("g", topic_id, epoch=0, acks={0: batch}))
+        assert ack_at_zero.error_code == ErrorCode.invalid_share_session_epoch
+        acked = await client.request(share_ack("g", topic_id, epoch=1, acks={0: batch}))
+        assert acked.error_code == ErrorCode.none
+        assert acked.responses[0].partitions[0].error_code == ErrorCode.none
+        # Offset 0 is done; acknowledging it again is INVALID_RECORD_STATE for that partition.
+        again = await client.request(share_fetch("g", topic_id, epoch=2, acks={0: batch}))
+        assert again.responses[0].partitions[0].acknowledge_error_code == ErrorCode.invalid_record_state
+        # The final ShareAcknowledge closes the session and releases offset 1.
+        closed = await client.request(share_ack("g", topic_id, epoch=-1, acks={}))
+        assert closed.error_code == ErrorCode.none
+        reopened = await client.request(share_fetch("g", topic_id, epoch=0))
+        assert acquired(reopened) == [(1, 1, 2)]
+
+
+async def test_a_group_id_is_one_kind_of_group(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        await setup(client, "shared")
+        join = await client.request(request(
+            11, 5, group_id="shared", session_timeout=10_000, rebalance_timeout=10_000, member_id="",
+            group_instance_id=None, protocol_type="consumer", protocols=[{"name": "range", "metadata": b""}]))
+        assert join.error_code == ErrorCode.inconsistent_group_protocol
+        consumer = await client.request(request(
+            68, 0, group_id="shared", member_id="", member_epoch=0, instance_id=None, rack_id=None,
+            rebalance_timeout=10_000, subscribed_topic_names=["t"], server_assignor=None, topic_partitions=[]))
+        assert consumer.error_code == ErrorCode.group_id_not_found
+        await client.request(request(8, 8, group_id="classic", generation_id_or_member_epoch=-1, member_id="",
+                                     group_instance_id=None, topics=[{"name": "t", "partitions": [
+                                         {"partition_index": 0, "committed_offset": 0, "committed_leader_epoch": -1,
+                                          "committed_metadata": None}]}]))
+        refused = await client.request(heartbeat("classic"))
+        assert (refused.error_code, refused.error_message) == (ErrorCode.group_id_not_found,
+                                                               "Group classic is not a share group.")
+        listed = await client.request(request(16, 5, states_filter=[], types_filter=["share"]))
+        assert [(g.group_id, g.group_type, g.group_state) for g in listed.groups] == [("shared", "share", "Stable")]
+        described = await client.request(request(77, 1, group_ids=["shared", "classic"],
+                                                 include_authorized_operations=False))
+        shared, classic = described.groups
+        assert (shared.group_state, shared.assignor_name, len(shared.members)) == ("Stable", "simple", 1)
+        assert shared.members[0].assignment.topic_partitions[0].partitions == (0,)
+        assert classic.error_code == ErrorCode.group_id_not_found
+        busy = await client.request(request(42, 2, groups_names=["shared"]))
+        assert busy.results[0].error_code == ErrorCode.non_empty_group
+        left = await client.request(heartbeat("shared", epoch=-1, topics=None))
+        assert left.member_epoch == -1
+        deleted = await client.request(request(42, 2, groups_names=["shared"]))
+        assert deleted.results[0].error_code == ErrorCode.none
+
+
+async def test_share_group_offsets_are_described_altered_and_deleted(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        topic_id = await setup(client)
+        await produce(client, 9, "t", None, 0, build_batch([(None, b"%d" % i, [], 0) for i in range(5)]))
+        await client.request(share_fetch("g", topic_id, epoch=0))
+        await client.request(share_ack("g", topic_id, epoch=1, acks={
+            0: [{"first_offset": 0, "last_offset": 1, "acknowledge_types": [1]}]}))
+        described = await client.request(request(90, 1, groups=[{"group_id": "g", "topics": None}]))
+        part = described.groups[0].topics[0].partitions[0]
+        assert (part.start_offset, part.lag) == (2, 3)
+        busy = await client.request(request(91, 0, group_id="g", topics=[
+            {"topic_name": "t", "partitions": [{"partition_index": 0, "start_offset": 4}]}]))
+        assert busy.error_code == ErrorCode.non_empty_group
+        await client.request(share_ack("g", topic_id, epoch=-1, acks={}))
+        await client.request(heartbeat("g", epoch=-1, topics=None))
+        altered = await client.request(request(91, 0, group_id="g", topics=[
+            {"topic_name": "t", "partitions": [{"partition_index": 0, "start_offset": 4}]}]))
+        assert altered.error_code == ErrorCode.none
+        described = await client.request(request(90, 1, groups=[{"group_id": "g", "topics": None}]))
+        assert described.groups[0].topics[0].partitions[0].start_offset == 4
+        deleted = await client.request(request(92, 0, group_id="g", topics=[{"topic_name": "t"}]))
+        assert deleted.error_code == ErrorCode.none and deleted.responses[0].error_code == ErrorCode.none
+        described = await client.request(request(90, 1, groups=[{"group_id": "g", "topics": None}]))
+        assert described.groups[0].topics == ()
+
+
+async def test_a_bad_group_config_names_the_key_and_what_is_allowed(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        for key, value in (("share.auto.offset.reset", "sometimes"), ("share.record.lock.duration.ms", "5"),
+                           ("share.delivery.count.limit", "11"), ("consumer.session.timeout.ms", "50000")):
+            answer = await client.request(set_group_config("g", key, value))
+            assert answer.responses[0].error_code == ErrorCode.invalid_config, key
+            assert key in answer.responses[0].error_message and value in answer.responses[0].error_message
+        ok = await client.request(set_group_config("g", "share.auto.offset.reset", "by_duration:PT1H"))
+        assert ok.responses[0].error_code == ErrorCode.none
+
+
+async def test_a_share_fetch_long_poll_wakes_on_a_produce(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client, tb.client() as producer:
+        topic_id = await setup(client)
+        await client.request(share_fetch("g", topic_id, epoch=0))  # opens the session, nothing yet
+
+        async def later():
+            await trio.sleep(1)
+            await produce(producer, 9, "t", None, 0, build_batch([(None, b"late", [], 0)]))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(later)
+            start = trio.current_time()
+            woken = await client.request(share_fetch("g", topic_id, epoch=1, max_wait=30_000))
+            assert acquired(woken) == [(0, 0, 1)]
+            assert trio.current_time() - start < 30
