@@ -317,3 +317,29 @@ def test_a_three_broker_cluster_serves_each_share_partition_at_its_leader(kafka_
         c.commit_sync(TIMEOUT)
     finally:
         c.close()
+
+
+def test_read_committed_delivers_no_aborted_records(kafka_broker):
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = new_topic(bootstrap), "committed-only"
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest",
+                                         "share.isolation.level": "read_committed"})
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "share-txn"})
+    producer.init_transactions(TIMEOUT)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"aborted", partition=0)
+    producer.flush(TIMEOUT)
+    producer.abort_transaction(TIMEOUT)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"committed", partition=0)
+    producer.commit_transaction(TIMEOUT)
+    c = consumer(bootstrap, group, topic)
+    try:
+        got = poll_until(c, lambda got: got, "the committed record")
+        assert [m.value() for m in got] == [b"committed"]
+        c.commit_sync(TIMEOUT)
+    finally:
+        c.close()
+    # Every offset is done: the aborted record and both markers archived, the committed one accepted.
+    sp = kafka_broker.thread.call(lambda: kafka_broker.broker.core.shares.partitions[(group, topic, 0)])
+    assert (sp.start_offset, sp.in_flight) == (4, {})
