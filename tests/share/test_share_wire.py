@@ -179,3 +179,34 @@ async def test_a_share_fetch_long_poll_wakes_on_a_produce(autojump_clock):
             woken = await client.request(share_fetch("g", topic_id, epoch=1, max_wait=30_000))
             assert acquired(woken) == [(0, 0, 1)]
             assert trio.current_time() - start < 30
+
+
+async def test_acls_as_kafka_checks_them(autojump_clock):
+    from trikafka.config import BrokerConfig
+    from trikafka.security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+
+    def allow(name, operation, resource):
+        return AclBinding(resource, name, PatternType.LITERAL, "User:ANONYMOUS", "*", operation, AclPermissionType.ALLOW)
+
+    config = BrokerConfig.from_mapping({"listeners": "PLAINTEXT://memory:9092",
+                                        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    async with open_test_broker(config) as tb, tb.client() as client:
+        tb.broker.context.acls.create([
+            allow("kafka-cluster", AclOperation.CREATE, ResourceType.CLUSTER),
+            allow("t", AclOperation.DESCRIBE, ResourceType.TOPIC),
+            allow("g", AclOperation.READ, ResourceType.GROUP),
+        ])
+        await create_topic(client, "t")
+        topic_id = (await metadata(client, ["t"])).topics[0].topic_id
+        refused = await client.request(heartbeat("other"))
+        assert refused.error_code == ErrorCode.group_authorization_failed
+        hidden = await client.request(heartbeat("g", topics=("t", "secret")))
+        assert (hidden.error_code, hidden.error_message) == (ErrorCode.topic_authorization_failed,
+                                                             "Unauthorized topics: secret")
+        # DESCRIBE on "t" but not READ: joined and assigned, but a fetch of it is refused.
+        joined = await client.request(heartbeat("g"))
+        assert joined.error_code == ErrorCode.none and joined.assignment.topic_partitions[0].partitions == (0,)
+        fetched = await client.request(share_fetch("g", topic_id, epoch=0))
+        assert fetched.responses[0].partitions[0].error_code == ErrorCode.topic_authorization_failed
+        not_ours = await client.request(share_fetch("other", topic_id, epoch=0))
+        assert not_ours.error_code == ErrorCode.group_authorization_failed

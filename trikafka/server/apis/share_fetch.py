@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import attrs
 import trio
 
 from trikafka.coordinator.share.coordinator import ShareCoordinator
@@ -151,6 +152,8 @@ class ShareFetchApis(ApiFamily):
         for tp in named:
             if tp not in session.partitions:
                 session.partitions.append(tp)
+        if forgotten:  # what the member holds on a partition it forgets goes back
+            shares.release_session(attrs.evolve(session, partitions=[tp for tp in session.partitions if tp in forgotten]))
         session.partitions = [tp for tp in session.partitions if tp not in forgotten]
         session.next_epoch()
         return session, unknown
@@ -162,7 +165,7 @@ class ShareFetchApis(ApiFamily):
         configs = shares.configs(body.group_id)
         limits = shares.limits(body.group_id)
         committed = configs["share.isolation.level"] == "read_committed"
-        budget_records = body.max_records if body.max_records > 0 else 500
+        budget_records = body.max_records  # 0: acknowledgements only, nothing acquired
         budget_bytes = body.max_bytes
         total, errors = 0, False
         for name, partition in session.partitions:

@@ -5,8 +5,9 @@ coordinator, and the rule that a group id names one kind of group. A heartbeat f
 that is a classic or consumer group is GROUP_ID_NOT_FOUND ("Group x is not a share group."),
 as Kafka answers; the other way round is answered in ``groups.py``/``consumer_groups.py``
 through :func:`share_group_exists`. ACLs as Kafka checks them: READ on the group for the
-heartbeat (and READ on each subscribed topic: the topics one may not read are left out of
-the subscription, so nothing of them is assigned), DESCRIBE on the group to describe it.
+heartbeat and DESCRIBE on each subscribed topic (TOPIC_AUTHORIZATION_FAILED naming those one may
+not describe), DESCRIBE on the group to describe it; READ on a topic is checked when it is
+fetched.
 """
 
 from __future__ import annotations
@@ -77,8 +78,12 @@ class ShareGroupApis(ApiFamily):
             if kind is not None and body.group_id not in self.shares.groups:
                 raise KafkaProtocolError(f"Group {body.group_id} is not a share group.", ErrorCode.group_id_not_found)
             names = body.subscribed_topic_names
-            if names is not None and self.context.acls is not None:
-                names = tuple(sorted(self.authorized_names(request, AclOperation.READ, ResourceType.TOPIC, names)))
+            if names and self.context.acls is not None:
+                allowed = self.authorized_names(request, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+                refused = sorted(set(names) - allowed)
+                if refused:
+                    raise KafkaProtocolError(f"Unauthorized topics: {', '.join(refused)}",
+                                             ErrorCode.topic_authorization_failed)
             result = self.shares.heartbeat(
                 body.group_id, body.member_id, body.member_epoch,
                 rack_id=body.rack_id, subscribed=tuple(names) if names is not None else None,
