@@ -183,7 +183,13 @@ async def test_a_share_fetch_long_poll_wakes_on_a_produce(autojump_clock):
 
 async def test_acls_as_kafka_checks_them(autojump_clock):
     from trikafka.config import BrokerConfig
-    from trikafka.security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+    from trikafka.security.authorizer import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        PatternType,
+        ResourceType,
+    )
 
     def allow(name, operation, resource):
         return AclBinding(resource, name, PatternType.LITERAL, "User:ANONYMOUS", "*", operation, AclPermissionType.ALLOW)
