@@ -102,8 +102,15 @@ def test_records_of_one_partition_go_to_one_member_each(kafka_broker):
         held_by_b = poll_until(b, lambda got: got, "b's first records")
         # Both members hold partition 0; what a holds is locked to a, so b gets other records.
         assert {m.offset() for m in held_by_a}.isdisjoint(m.offset() for m in held_by_b)
+        kafka_broker.wait_for_share_group_state(group, "Stable", members=2)
         described = kafka_broker.thread.call(lambda: kafka_broker.broker.core.shares.groups[group])
         assert [m.assignment for m in described.members.values()] == [{topic: frozenset({0})}] * 2
+        by_member: dict[str, set[int]] = {}
+        for record in kafka_broker.share_partition(group, topic, 0).records:
+            if record.state == "Acquired":
+                by_member.setdefault(record.member_id, set()).add(record.offset)
+        assert sorted(by_member.values(), key=min) == sorted(
+            [{m.offset() for m in held_by_a}, {m.offset() for m in held_by_b}], key=min)
         seen = [m.offset() for m in held_by_a + held_by_b]
         for c, held in ((a, held_by_a), (b, held_by_b)):
             for m in held:
@@ -121,8 +128,8 @@ def test_records_of_one_partition_go_to_one_member_each(kafka_broker):
     finally:
         a.close()
         b.close()
-    sp = kafka_broker.thread.call(lambda: kafka_broker.broker.core.shares.partitions[(group, topic, 0)])
-    assert sp.start_offset == 30 and not sp.in_flight
+    done = kafka_broker.wait_for_share_records(group, topic, 0, state="Acknowledged", at_least=30)
+    assert done.start_offset == 30 and done.records == ()
 
 
 def test_release_redelivers_with_the_delivery_count_one_higher(kafka_broker):
@@ -166,8 +173,8 @@ def test_reject_is_never_delivered_again(kafka_broker):
         c.commit_sync(TIMEOUT)
     finally:
         c.close()
-    sp = kafka_broker.thread.call(lambda: kafka_broker.broker.core.shares.partitions[(group, topic, 0)])
-    assert sp.start_offset == 5
+    done = kafka_broker.wait_for_share_records(group, topic, 0, state="Acknowledged", at_least=4)
+    assert (done.start_offset, done.count("Archived")) == (5, 1)
 
 
 def test_an_unacknowledged_record_comes_back_when_its_lock_expires(kafka_broker):
@@ -341,5 +348,5 @@ def test_read_committed_delivers_no_aborted_records(kafka_broker):
     finally:
         c.close()
     # Every offset is done: the aborted record and both markers archived, the committed one accepted.
-    sp = kafka_broker.thread.call(lambda: kafka_broker.broker.core.shares.partitions[(group, topic, 0)])
-    assert (sp.start_offset, sp.in_flight) == (4, {})
+    done = kafka_broker.wait_for_share_records(group, topic, 0, state="Acknowledged", at_least=1)
+    assert (done.start_offset, done.records, done.totals) == (4, (), {"Acknowledged": 1, "Archived": 3})

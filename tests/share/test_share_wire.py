@@ -216,3 +216,17 @@ async def test_acls_as_kafka_checks_them(autojump_clock):
         assert fetched.responses[0].partitions[0].error_code == ErrorCode.topic_authorization_failed
         not_ours = await client.request(share_fetch("other", topic_id, epoch=0))
         assert not_ours.error_code == ErrorCode.group_authorization_failed
+
+
+async def test_a_lock_expires_in_virtual_time_and_the_record_is_redelivered(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        topic_id = await setup(client)
+        await produce(client, 9, "t", None, 0, build_batch([(None, b"x", [], 0)]))
+        start = trio.current_time()
+        assert acquired(await client.request(share_fetch("g", topic_id, epoch=0))) == [(0, 0, 1)]
+        snapshot = await tb.broker.wait_for_share_records("g", "t", 0, state="Available", at_least=1)
+        assert trio.current_time() - start == 30  # group.share.record.lock.duration.ms, on trio's clock
+        assert [(r.offset, r.state, r.delivery_count) for r in snapshot.records] == [(0, "Available", 1)]
+        assert acquired(await client.request(share_fetch("g", topic_id, epoch=1))) == [(0, 0, 2)]
+        group = await tb.broker.wait_for_share_group_state("g", "Empty", members=0)  # no heartbeats: expired
+        assert group.members == () and trio.current_time() - start >= 45

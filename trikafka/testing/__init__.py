@@ -5,6 +5,11 @@ pytest plugin's building blocks (the plugin itself is ``trikafka.testing.pytest_
 from trikafka.server.awaitable import GroupSnapshot
 from trikafka.server.faults import Fault, Faults
 from trikafka.server.recorder import RecordedRequest
+from trikafka.server.share_awaitable import (
+    ShareGroupSnapshot,
+    SharePartitionSnapshot,
+    ShareRecordSnapshot,
+)
 from trikafka.testing.broker import TestBroker, open_test_broker
 from trikafka.testing.cluster import ClusterHandle, ClusterUnavailableError, start_cluster
 from trikafka.testing.control import ControlServer
@@ -24,6 +29,9 @@ __all__ = [
     "MemoryListener",
     "MemoryStream",
     "RecordedRequest",
+    "ShareGroupSnapshot",
+    "SharePartitionSnapshot",
+    "ShareRecordSnapshot",
     "TestBroker",
     "ThreadedBroker",
     "TrioThread",

@@ -277,6 +277,27 @@ class BrokerHandle:
 
         return self._wait("wait_for_committed", now, group_id, topic, partition, at_least=at_least, timeout=timeout)
 
+    def share_partition(self, group_id: str, topic: str, partition: int) -> Any:
+        """A snapshot of a share partition: SPSO, end offset, records, states, delivery counts."""
+        return self.thread.call(lambda: self._state.share_partition_snapshot(group_id, topic, partition))
+
+    def wait_for_share_group_state(self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT) -> Any:
+        def now() -> str:
+            snapshot = self._state.share_group_snapshot(group_id)
+            return "the share group does not exist" if snapshot is None else \
+                f"the share group is {snapshot.state} with {len(snapshot.members)} member(s)"
+
+        return self._wait("wait_for_share_group_state", now, group_id, state, members=members, timeout=timeout)
+
+    def wait_for_share_records(self, group_id: str, topic: str, partition: int, *, state: str = "Acknowledged",
+                               at_least: int, timeout: float = WAIT_TIMEOUT) -> Any:
+        def now() -> str:
+            snapshot = self._state.share_partition_snapshot(group_id, topic, partition)
+            return "no such share partition" if snapshot is None else f"{snapshot.count(state)} record(s) {state}"
+
+        return self._wait("wait_for_share_records", now, group_id, topic, partition, state=state,
+                          at_least=at_least, timeout=timeout)
+
     def transaction_state(self, transactional_id: str) -> str | None:
         return self.thread.call(lambda: self._state.transaction_state(transactional_id))
 

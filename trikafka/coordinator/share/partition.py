@@ -87,6 +87,9 @@ class SharePartition:
     #: Records archived because their delivery count reached the limit or they were rejected,
     #: as (offset, delivery count, reason), for the dead-letter queue; drained by the manager.
     archived_for_dlq: list[tuple[int, int, str]] = attrs.Factory(list)
+    #: Records that became ACKNOWLEDGED / ARCHIVED since the broker started (they leave
+    #: ``in_flight`` once the SPSO passes them): what the test kit's waits count.
+    totals: dict[str, int] = attrs.Factory(lambda: {"Acknowledged": 0, "Archived": 0})
 
     @property
     def initialized(self) -> bool:
@@ -149,13 +152,14 @@ class SharePartition:
                     if offset > self.end_offset:  # compacted away, or a gap: nothing to deliver
                         for gap in range(self.end_offset, offset):
                             self.in_flight[gap] = InFlight(RecordState.ARCHIVED)
+                            self.totals["Archived"] += 1
                         self.end_offset = offset
                     if offset - self.start_offset >= limits.max_record_locks:
                         break
                     record = self.in_flight[offset] = InFlight(RecordState.AVAILABLE)
                     self.end_offset = offset + 1
                     if is_control or offset in skipped:
-                        record.state = RecordState.ARCHIVED
+                        self._finish(record, RecordState.ARCHIVED)
                         continue
                 if record.state is not RecordState.AVAILABLE:
                     continue
@@ -259,8 +263,8 @@ class SharePartition:
             record.member_id = None
             record.deadline = math.inf
 
-    @staticmethod
-    def _finish(record: InFlight, state: RecordState) -> None:
+    def _finish(self, record: InFlight, state: RecordState) -> None:
+        self.totals[state.value] += 1
         record.state = state
         record.member_id = None
         record.deadline = math.inf
