@@ -143,3 +143,19 @@ async def test_a_silent_member_is_removed_after_the_session_timeout(autojump_clo
         assert trio.current_time() - start == pytest.approx(45.0)  # group.share.session.timeout.ms
         assert shares.groups["g"].state == "Empty"
         nursery.cancel_scope.cancel()
+
+
+def test_a_new_target_assignment_waits_for_the_assignment_interval():
+    from trikafka.coordinator.share.group import ShareGroup
+
+    group = ShareGroup("g")
+    common = dict(rack_id=None, client_id="c", client_host="/h", topics={"t": 2}, max_size=10,
+                  heartbeat_interval_ms=5000, assignment_interval_ms=1000)
+    a = group.heartbeat("a", 0, subscribed=("t",), now=0.0, **common)
+    assert a.assignment == {"t": frozenset({0, 1})}
+    b = group.heartbeat("b", 0, subscribed=("t",), now=0.5, **common)
+    assert b.assignment == {} and group.group_epoch > group.assignment_epoch  # within the interval
+    b = group.heartbeat("b", b.member_epoch, subscribed=None, now=1.0, **common)
+    assert b.assignment == {"t": frozenset({1})}
+    a = group.heartbeat("a", a.member_epoch, subscribed=None, now=1.1, **common)
+    assert a.assignment == {"t": frozenset({0})} and a.member_epoch == b.member_epoch == group.assignment_epoch

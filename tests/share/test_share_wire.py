@@ -230,3 +230,26 @@ async def test_a_lock_expires_in_virtual_time_and_the_record_is_redelivered(auto
         assert acquired(await client.request(share_fetch("g", topic_id, epoch=1))) == [(0, 0, 2)]
         group = await tb.broker.wait_for_share_group_state("g", "Empty", members=0)  # no heartbeats: expired
         assert group.members == () and trio.current_time() - start >= 45
+
+
+async def test_member_epochs_are_fenced_and_the_group_size_is_bounded(autojump_clock):
+    async with open_test_broker(**{"group.share.max.size": 10, "group.share.assignment.interval.ms": 0}) as tb, \
+            tb.client() as client:
+        await create_topic(client, "t")
+        joined = await client.request(heartbeat("g"))
+        stale = await client.request(heartbeat("g", epoch=joined.member_epoch + 1, topics=None))
+        assert stale.error_code == ErrorCode.fenced_member_epoch
+        stranger = await client.request(heartbeat("g", member="nobody-knows-me-at-all", epoch=3, topics=None))
+        assert stranger.error_code == ErrorCode.unknown_member_id
+        no_topics = await client.request(heartbeat("g", member="joins-without-topics", topics=None))
+        assert no_topics.error_code == ErrorCode.invalid_request
+        for i in range(9):
+            assert (await client.request(heartbeat("g", member=f"member-{i:02d}-padding"))).error_code == ErrorCode.none
+        full = await client.request(heartbeat("g", member="one-too-many-members"))
+        assert full.error_code == ErrorCode.group_max_size_reached
+        # Every member shares the one partition: the simple assignor gives it to all of them.
+        again = await client.request(heartbeat("g", epoch=joined.member_epoch, topics=None))
+        assert again.error_code == ErrorCode.none
+        described = await client.request(request(77, 1, group_ids=["g"], include_authorized_operations=False))
+        assert len(described.groups[0].members) == 10
+        assert all(m.assignment.topic_partitions[0].partitions == (0,) for m in described.groups[0].members)
