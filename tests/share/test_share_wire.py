@@ -253,3 +253,33 @@ async def test_member_epochs_are_fenced_and_the_group_size_is_bounded(autojump_c
         described = await client.request(request(77, 1, group_ids=["g"], include_authorized_operations=False))
         assert len(described.groups[0].members) == 10
         assert all(m.assignment.topic_partitions[0].partitions == (0,) for m in described.groups[0].members)
+
+
+async def test_share_state_survives_a_restart_and_a_deleted_group_stays_deleted(tmp_path, autojump_clock):
+    config = {"log_dirs": str(tmp_path)}
+    async with open_test_broker(**config) as tb, tb.client() as client:
+        topic_id = await setup(client, "kept")
+        await produce(client, 9, "t", None, 0, build_batch([(None, b"%d" % i, [], 0) for i in range(3)]))
+        await client.request(share_fetch("kept", topic_id, epoch=0))
+        await client.request(share_ack("kept", topic_id, epoch=-1, acks={
+            0: [{"first_offset": 0, "last_offset": 0, "acknowledge_types": [1]}]}))
+        await client.request(heartbeat("kept", epoch=-1, topics=None))
+        await setup_group(client, "gone", topic_id)
+        deleted = await client.request(request(42, 2, groups_names=["gone"]))
+        assert deleted.results[0].error_code == ErrorCode.none
+    async with open_test_broker(**config) as tb, tb.client() as client:
+        snapshot = tb.broker.share_partition_snapshot("kept", "t", 0)
+        assert (snapshot.start_offset, [(r.offset, r.state, r.delivery_count) for r in snapshot.records]) == (
+            1, [(1, "Available", 1), (2, "Available", 1)])
+        assert tb.broker.share_partition_snapshot("gone", "t", 0) is None
+        assert tb.broker.share_group_snapshot("gone") is None
+        listed = await client.request(request(16, 5, states_filter=[], types_filter=["share"]))
+        assert [(g.group_id, g.group_state) for g in listed.groups] == [("kept", "Empty")]
+
+
+async def setup_group(client, group: str, topic_id) -> None:
+    await client.request(set_group_config(group, "share.auto.offset.reset", "earliest"))
+    await client.request(heartbeat(group))
+    await client.request(share_fetch(group, topic_id, epoch=0))
+    await client.request(share_ack(group, topic_id, epoch=-1, acks={}))
+    await client.request(heartbeat(group, epoch=-1, topics=None))

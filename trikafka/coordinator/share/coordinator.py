@@ -172,7 +172,9 @@ class ShareCoordinator:
         self.group_configs.pop(group_id, None)
         for key in [k for k in self.partitions if k[0] == group_id]:
             self._timers.cancel(("locks", *key))
-            del self.partitions[key]
+            sp = self.partitions.pop(key)
+            sp.start_offset = -1  # written as a tombstone
+            self.store.write_partition(sp)
         self.store.write_group(group_id, None, False)
         self.on_state_change()
 
