@@ -350,3 +350,22 @@ def test_read_committed_delivers_no_aborted_records(kafka_broker):
     # Every offset is done: the aborted record and both markers archived, the committed one accepted.
     done = kafka_broker.wait_for_share_records(group, topic, 0, state="Acknowledged", at_least=1)
     assert (done.start_offset, done.records, done.totals) == (4, (), {"Acknowledged": 1, "Archived": 3})
+
+
+def test_a_lost_share_session_is_opened_again(kafka_broker):
+    """A fault on ShareFetch (SHARE_SESSION_NOT_FOUND, as after a broker restart): the consumer
+    opens a new session and the records still arrive, each once."""
+    bootstrap = kafka_broker.bootstrap_servers
+    topic, group = new_topic(bootstrap), "session-lost"
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    produce(bootstrap, topic, range(3))
+    kafka_broker.inject_error("ShareFetch", "SHARE_SESSION_NOT_FOUND", count=1)
+    c = consumer(bootstrap, group, topic)
+    try:
+        got = poll_until(c, lambda got: len(got) >= 3, "three records")
+        assert sorted(m.offset() for m in got) == [0, 1, 2]
+        c.commit_sync(TIMEOUT)
+    finally:
+        c.close()
+    assert kafka_broker.faults == []  # the fault was used
+    kafka_broker.wait_for_share_records(group, topic, 0, state="Acknowledged", at_least=3)
