@@ -338,7 +338,7 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = _int_field("group.min.session.timeout.ms", 6000, "Smallest session timeout a member may ask for.", 0, INT32_MAX)
     group_max_session_timeout_ms: int = _int_field("group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for.", 0, INT32_MAX)
     group_max_size: int = _int_field("group.max.size", INT32_MAX, "Members one group may have.", 1, INT32_MAX)
-    group_coordinator_rebalance_protocols: tuple[str, ...] = group_configs.list_field("group.coordinator.rebalance.protocols", group_configs.REBALANCE_PROTOCOLS, {p: p for p in group_configs.REBALANCE_PROTOCOLS}, "Group protocols served: classic (JoinGroup...) and consumer (KIP-848).", ("classic",))
+    group_coordinator_rebalance_protocols: tuple[str, ...] = group_configs.list_field("group.coordinator.rebalance.protocols", group_configs.REBALANCE_PROTOCOLS, {p: p for p in group_configs.ACCEPTED_PROTOCOLS}, "Group protocols served: classic (JoinGroup...) and consumer (KIP-848).", ("classic",))
     group_consumer_assignors: tuple[str, ...] = group_configs.list_field("group.consumer.assignors", ("uniform", "range"), {**{n: n for n in group_configs.ASSIGNOR_CLASSES}, **{c: n for n, c in group_configs.ASSIGNOR_CLASSES.items()}}, "Server-side assignors of consumer groups; the first is the default.")
     group_consumer_heartbeat_interval_ms: int = _int_field("group.consumer.heartbeat.interval.ms", 5000, "Heartbeat interval given to consumer-protocol members.", 1, INT32_MAX)
     group_consumer_min_heartbeat_interval_ms: int = _int_field("group.consumer.min.heartbeat.interval.ms", 5000, "Lower bound of group.consumer.heartbeat.interval.ms.", 1, INT32_MAX)
