@@ -283,3 +283,18 @@ async def setup_group(client, group: str, topic_id) -> None:
     await client.request(share_fetch(group, topic_id, epoch=0))
     await client.request(share_ack(group, topic_id, epoch=-1, acks={}))
     await client.request(heartbeat(group, epoch=-1, topics=None))
+
+
+async def test_a_topic_created_again_under_its_name_starts_a_fresh_share_partition(autojump_clock):
+    async with open_test_broker() as tb, tb.client() as client:
+        topic_id = await setup(client)
+        await produce(client, 9, "t", None, 0, build_batch([(None, b"old", [], 0)]))
+        assert acquired(await client.request(share_fetch("g", topic_id, epoch=0))) == [(0, 0, 1)]
+        await client.request(share_ack("g", topic_id, epoch=-1, acks={}))  # released: count 1 kept
+        deleted = await client.request(request(20, 6, topics=[{"name": "t", "topic_id": None}], timeout=1000))
+        assert deleted.responses[0].error_code == ErrorCode.none
+        await create_topic(client, "t")
+        new_id = (await metadata(client, ["t"])).topics[0].topic_id
+        assert new_id != topic_id
+        await produce(client, 9, "t", None, 0, build_batch([(None, b"new", [], 0)]))
+        assert acquired(await client.request(share_fetch("g", new_id, epoch=0))) == [(0, 0, 1)]

@@ -189,11 +189,18 @@ class ShareCoordinator:
             self.store.write_partition(sp)
         self.on_state_change()
 
-    def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartition:
+    def share_partition(self, group_id: str, topic: str, partition: int, topic_id: str | None = None) -> SharePartition:
+        """The group's share partition of ``topic`` (created empty); one of an earlier topic of
+        that name (another ``topic_id``) is replaced by a fresh one."""
         key = (group_id, topic, partition)
         sp = self.partitions.get(key)
+        if sp is not None and topic_id is not None and sp.topic_id not in (None, topic_id):
+            self._timers.cancel(("locks", *key))
+            sp = None
         if sp is None:
             sp = self.partitions[key] = SharePartition(group_id, topic, partition)
+        if sp.topic_id is None:
+            sp.topic_id = topic_id
         if group_id not in self.groups:
             self.groups[group_id] = ShareGroup(group_id)
         return sp

@@ -83,6 +83,9 @@ class SharePartition:
     partition: int
     start_offset: int = -1  # -1: not initialized (share.auto.offset.reset decides)
     end_offset: int = -1
+    #: The topic's id when this state was made: a topic deleted and created again under the
+    #: same name is another topic (Kafka keys share partitions by topic id).
+    topic_id: str | None = None
     in_flight: dict[int, InFlight] = attrs.Factory(dict)
     #: Records archived because their delivery count reached the limit or they were rejected,
     #: as (offset, delivery count, reason), for the dead-letter queue; drained by the manager.

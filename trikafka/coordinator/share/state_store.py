@@ -5,7 +5,8 @@ written by its share coordinator) and share-group metadata in ``__consumer_offse
 keeps both in one compacted internal topic, ``__share_group_state`` (one partition), as JSON:
 
 * key ``["share-partition", group, topic, partition]`` → value
-  ``{"start": SPSO, "end": end offset, "records": [[offset, state, delivery count], ...]}`` —
+  ``{"start": SPSO, "end": end offset, "topic_id": id, "records": [[offset, state, delivery
+  count], ...]}`` —
   the in-flight records as they are, except ACQUIRED, written as AVAILABLE (a restart ends
   every acquisition lock, as in Kafka); a null value (tombstone): the share partition is gone;
 * key ``["share-group", group]`` → value ``{"configs": {...}}`` (the group's GROUP config
@@ -59,7 +60,7 @@ class ShareStateLog:
             [offset, (RecordState.AVAILABLE if r.state is RecordState.ACQUIRED else r.state).value, r.delivery_count]
             for offset, r in sorted(sp.in_flight.items())
         ]
-        self._append(key, {"start": sp.start_offset, "end": sp.end_offset, "records": records})
+        self._append(key, {"start": sp.start_offset, "end": sp.end_offset, "topic_id": sp.topic_id, "records": records})
 
     def write_group(self, group_id: str, configs: Mapping[str, str] | None, exists: bool) -> None:
         self._append(["share-group", group_id], {"configs": dict(configs or {})} if exists else None)
@@ -101,7 +102,7 @@ class ShareStateLog:
                 if value is None:
                     partitions.pop((group_id, topic, partition), None)
                     continue
-                sp = SharePartition(group_id, topic, partition, value["start"], value["end"])
+                sp = SharePartition(group_id, topic, partition, value["start"], value["end"], value.get("topic_id"))
                 for offset, state, count in value["records"]:
                     sp.in_flight[offset] = InFlight(RecordState(state), count)
                 partitions[(group_id, topic, partition)] = sp

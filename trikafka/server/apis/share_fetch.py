@@ -95,7 +95,7 @@ class ShareFetchApis(ApiFamily):
                 if code != ErrorCode.none:
                     result[field] = code
                     continue
-                sp = shares.share_partition(group_id, name, p.partition_index)
+                sp = shares.share_partition(group_id, name, p.partition_index, str(topic.topic_id))
                 try:
                     for batch in p.acknowledgement_batches:
                         if AckType.RENEW in batch.acknowledge_types and request.api_version < 2:
@@ -182,7 +182,7 @@ class ShareFetchApis(ApiFamily):
             if budget_records <= 0 or budget_bytes <= 0:
                 continue
             partition_log = self.replicas.get_log(name, partition)
-            sp = shares.share_partition(body.group_id, name, partition)
+            sp = shares.share_partition(body.group_id, name, partition, str(info.topic_id))
             if not sp.initialized:
                 sp.initialize(initial_offset(partition_log, configs["share.auto.offset.reset"], self.context.now_ms()))
             read = read_and_acquire(sp, partition_log, body.member_id, max_records=budget_records,

@@ -76,8 +76,8 @@ class ShareOffsetApis(ApiFamily):
             out["error_code"] = ErrorCode.unknown_topic_or_partition
             return out
         sp = self.shares.partitions.get((group_id, topic, partition))
-        if sp is None or not sp.initialized:
-            return out
+        if sp is None or not sp.initialized or sp.topic_id not in (None, str(info.topic_id)):
+            return out  # never read, or state of an earlier topic of that name
         hw = self.replicas.get_log(topic, partition).high_watermark.value
         done = sum(1 for r in sp.in_flight.values() if r.state in DONE)
         out.update(start_offset=sp.start_offset, leader_epoch=0, lag=max(hw - sp.start_offset - done, 0))
@@ -118,7 +118,8 @@ class ShareOffsetApis(ApiFamily):
                     result.update(error_code=ErrorCode.invalid_request, error_message="StartOffset must be >= 0.")
                 else:
                     log = self.replicas.get_log(topic.topic_name, p.partition_index)
-                    sp = self.shares.share_partition(body.group_id, topic.topic_name, p.partition_index)
+                    sp = self.shares.share_partition(body.group_id, topic.topic_name, p.partition_index,
+                                                     str(info.topic_id))
                     sp.reset_to(min(max(p.start_offset, log.log_start_offset), log.high_watermark.value))
                     self.shares.changed(sp)
         return Answer(throttle_time=0, error_code=ErrorCode.none, error_message=None, responses=responses)
