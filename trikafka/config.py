@@ -18,7 +18,8 @@ from typing import Any
 import attrs
 
 from trikafka import group_configs, share_configs
-from trikafka.config_aliases import TIME_ALIASES, _resolve_time_aliases
+from trikafka.config_aliases import TIME_ALIASES
+from trikafka.config_aliases import resolve_time_aliases as _resolve_time_aliases
 from trikafka.errors import ConfigError
 from trikafka.properties import read_properties_file
 from trikafka.security import config as security

@@ -9,7 +9,7 @@ from typing import Any
 
 from trikafka.errors import ConfigError
 
-__all__ = ["TIME_ALIASES", "_resolve_time_aliases"]
+__all__ = ["TIME_ALIASES", "resolve_time_aliases"]
 
 
 # Kafka's coarser spellings of two time settings: (alias, the key it sets, ms per unit, least
@@ -23,7 +23,7 @@ TIME_ALIASES: tuple[tuple[str, str, int, int], ...] = (
 )
 
 
-def _resolve_time_aliases(items: Mapping[str, Any]) -> dict[str, Any]:
+def resolve_time_aliases(items: Mapping[str, Any]) -> dict[str, Any]:
     """``items`` with Kafka's hour/minute aliases replaced by the millisecond key they set."""
     spelled = {raw.replace("_", "."): raw for raw in items}
     alias_keys = {alias for alias, *_ in TIME_ALIASES}
