@@ -25,6 +25,20 @@ $(STAMP): pyproject.toml $(NATIVE) | $(PY)
 
 install: $(STAMP)
 
+# The stream processors (quixstreams, faust) in a venv of their own: quixstreams caps
+# confluent-kafka below 2.13, the main venv tests the newest (docs/testing-environments.md).
+STREAMS_VENV  := .venv-streams
+STREAMS_PY    := $(STREAMS_VENV)/bin/python
+STREAMS_STAMP := $(STREAMS_VENV)/.installed
+
+$(STREAMS_PY):
+	$(PYTHON) -m venv $(STREAMS_VENV)
+	$(STREAMS_PY) -m pip install -q --upgrade pip
+
+$(STREAMS_STAMP): pyproject.toml $(NATIVE) | $(STREAMS_PY)
+	$(STREAMS_PY) -m pip install -q -e '.[streams]'
+	touch $(STREAMS_STAMP)
+
 # System tools the compat tests drive. CI runs as root; elsewhere sudo is used when present.
 system-deps:
 	@command -v kcat >/dev/null 2>&1 || { \
@@ -50,8 +64,11 @@ $(KAFKAJS): tests/compat/kafkajs/package.json tests/compat/kafkajs/package-lock.
 run: $(STAMP)
 	$(PY) -m trikafka --listeners PLAINTEXT://127.0.0.1:9092 --override metrics.port=9404 --override schema.registry.port=8081 --ui
 
-test: $(STAMP) system-deps $(KAFKAJS) docs
-	$(PY) -m pytest -q
+# The main suite, then the stream processors' tests in their own venv; one command, and it
+# fails if either does.
+test: $(STAMP) $(STREAMS_STAMP) system-deps $(KAFKAJS) docs
+	$(PY) -m pytest -q -m "not streams"
+	$(STREAMS_PY) -m pytest -q -m streams tests/compat/test_stream_changelogs.py
 
 # The docs site (mkdocs.yml, docs/): built strictly — a broken link or anchor, or a page missing
 # from disk, fails the build. Its code blocks run in the suite (tests/test_docs.py).
@@ -95,4 +112,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check trikafka tests examples
 
 clean:
-	rm -rf $(VENV) build site *.egg-info trikafka/protocol/*.so
+	rm -rf $(VENV) $(STREAMS_VENV) build site *.egg-info trikafka/protocol/*.so

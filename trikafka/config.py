@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from trikafka import group_configs, rack_configs
+from trikafka import group_configs, rack_configs, share_configs
 from trikafka.errors import ConfigError
 from trikafka.kafka_keys import KAFKA_BROKER_KEYS, no_effect_reason
 from trikafka.properties import TIME_ALIASES, read_properties_file, resolve_time_aliases
@@ -342,7 +342,7 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = _int_field("group.min.session.timeout.ms", 6000, "Smallest session timeout a member may ask for.", 0, INT32_MAX)
     group_max_session_timeout_ms: int = _int_field("group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for.", 0, INT32_MAX)
     group_max_size: int = _int_field("group.max.size", INT32_MAX, "Members one group may have.", 1, INT32_MAX)
-    group_coordinator_rebalance_protocols: tuple[str, ...] = group_configs.list_field("group.coordinator.rebalance.protocols", group_configs.REBALANCE_PROTOCOLS, {p: p for p in group_configs.REBALANCE_PROTOCOLS}, "Group protocols served: classic (JoinGroup...) and consumer (KIP-848).", ("classic",))
+    group_coordinator_rebalance_protocols: tuple[str, ...] = group_configs.list_field("group.coordinator.rebalance.protocols", group_configs.REBALANCE_PROTOCOLS, {p: p for p in group_configs.ACCEPTED_PROTOCOLS}, "Group protocols served: classic (JoinGroup...) and consumer (KIP-848).", ("classic",))
     group_consumer_assignors: tuple[str, ...] = group_configs.list_field("group.consumer.assignors", ("uniform", "range"), {**{n: n for n in group_configs.ASSIGNOR_CLASSES}, **{c: n for n, c in group_configs.ASSIGNOR_CLASSES.items()}}, "Server-side assignors of consumer groups; the first is the default.")
     group_consumer_heartbeat_interval_ms: int = _int_field("group.consumer.heartbeat.interval.ms", 5000, "Heartbeat interval given to consumer-protocol members.", 1, INT32_MAX)
     group_consumer_min_heartbeat_interval_ms: int = _int_field("group.consumer.min.heartbeat.interval.ms", 5000, "Lower bound of group.consumer.heartbeat.interval.ms.", 1, INT32_MAX)
@@ -353,6 +353,20 @@ class BrokerConfig:
     group_consumer_max_size: int = _int_field("group.consumer.max.size", INT32_MAX, "Members one consumer group may have.", 1, INT32_MAX)
     group_consumer_regex_refresh_interval_ms: int = _int_field("group.consumer.regex.refresh.interval.ms", 600000, "How often a consumer group's subscribed regular expressions are resolved again (also when topics change).", 10000, INT32_MAX)
     group_consumer_migration_policy: str = group_configs.choice_field("group.consumer.migration.policy", "bidirectional", group_configs.MIGRATION_POLICIES, "Online conversion of non-empty groups: disabled, downgrade (consumer to classic), upgrade (classic to consumer) or bidirectional.")
+    group_share_session_timeout_ms: int = _int_field("group.share.session.timeout.ms", 45000, "A share-group member missing heartbeats this long is removed.", 1, INT32_MAX)
+    group_share_min_session_timeout_ms: int = _int_field("group.share.min.session.timeout.ms", 45000, "Lower bound of share.session.timeout.ms.", 1, INT32_MAX)
+    group_share_max_session_timeout_ms: int = _int_field("group.share.max.session.timeout.ms", 60000, "Upper bound of share.session.timeout.ms.", 1, INT32_MAX)
+    group_share_heartbeat_interval_ms: int = _int_field("group.share.heartbeat.interval.ms", 5000, "Heartbeat interval given to share-group members.", 1, INT32_MAX)
+    group_share_min_heartbeat_interval_ms: int = _int_field("group.share.min.heartbeat.interval.ms", 5000, "Lower bound of share.heartbeat.interval.ms.", 1, INT32_MAX)
+    group_share_max_heartbeat_interval_ms: int = _int_field("group.share.max.heartbeat.interval.ms", 15000, "Upper bound of share.heartbeat.interval.ms.", 1, INT32_MAX)
+    group_share_record_lock_duration_ms: int = _int_field("group.share.record.lock.duration.ms", 30000, "How long a record acquired by a share consumer stays locked to it.", 1, INT32_MAX)
+    group_share_min_record_lock_duration_ms: int = _int_field("group.share.min.record.lock.duration.ms", 15000, "Lower bound of share.record.lock.duration.ms.", 1, INT32_MAX)
+    group_share_max_record_lock_duration_ms: int = attrs.field(default=60000, validator=[_int(1, INT32_MAX)[1], share_configs.check_share_group_keys], metadata={"key": "group.share.max.record.lock.duration.ms", "parse": _int(1, INT32_MAX)[0], "doc": "Upper bound of share.record.lock.duration.ms."})
+    group_share_delivery_count_limit: int = _int_field("group.share.delivery.count.limit", 5, "Deliveries after which an unaccepted record is archived.", 2, 10)
+    group_share_partition_max_record_locks: int = _int_field("group.share.partition.max.record.locks", 2000, "In-flight records per share partition.", 100, 10000)
+    group_share_max_size: int = _int_field("group.share.max.size", 200, "Members one share group may have.", 10, 1000)
+    group_share_assignment_interval_ms: int = _int_field("group.share.assignment.interval.ms", 1000, "Least time between two target assignments of a share group (Kafka 4.3).", 0, INT32_MAX)
+    group_share_max_share_sessions: int = _int_field("group.share.max.share.sessions", 2000, "Share sessions this broker keeps open.", 1, INT32_MAX)
     offsets_topic_num_partitions: int = _int_field(
         "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
     )

@@ -17,15 +17,17 @@ import attrs
 
 from trikafka.errors import ConfigError
 
-__all__ = ["ASSIGNOR_CLASSES", "MIGRATION_POLICIES", "REBALANCE_PROTOCOLS", "check_consumer_group_keys", "choice_field",
+__all__ = ["ACCEPTED_PROTOCOLS", "ASSIGNOR_CLASSES", "MIGRATION_POLICIES", "REBALANCE_PROTOCOLS", "check_consumer_group_keys", "choice_field",
            "list_field"]
 
 _ASSIGNOR_PACKAGE = "org.apache.kafka.coordinator.group.assignor."
 #: Kafka's server-side assignors: short name → class name.
 ASSIGNOR_CLASSES = {"uniform": _ASSIGNOR_PACKAGE + "UniformAssignor", "range": _ASSIGNOR_PACKAGE + "RangeAssignor"}
-#: What ``group.coordinator.rebalance.protocols`` may list here (Kafka also knows ``share``
-#: and ``streams``, which trikafka does not implement: refused, never silently ignored).
+#: What ``group.coordinator.rebalance.protocols`` lists by default. ``share`` is accepted too
+#: (Kafka 4.0's switch for share groups; trikafka serves them either way, as Kafka 4.1+ does);
+#: Kafka's ``streams`` is not implemented: refused, never silently ignored.
 REBALANCE_PROTOCOLS = ("classic", "consumer")
+ACCEPTED_PROTOCOLS = (*REBALANCE_PROTOCOLS, "share")
 #: ``group.consumer.migration.policy`` (Kafka's ConsumerGroupMigrationPolicy, case-insensitive):
 #: which online conversions of a group *with members* between classic and consumer are allowed.
 MIGRATION_POLICIES = ("disabled", "downgrade", "upgrade", "bidirectional")

@@ -72,3 +72,43 @@ def test_reset_offsets_needs_one_target(kafka_broker):
     b = kafka_broker.bootstrap_servers
     run = trikafka("groups", "reset-offsets", "g", "--topic", "t", bootstrap=b)
     assert run.code == 2 and "exactly one of --to-earliest" in run.err
+
+
+def test_a_share_group_is_listed_described_and_reset(kafka_broker):
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+
+    b = kafka_broker.bootstrap_servers
+    assert trikafka("topics", "create", "queue", "--partitions", "1", bootstrap=b).code == 0
+    confluent_produce(b, "queue", [(None, b"q%d" % i, 0) for i in range(5)])
+    admin = AdminClient({"bootstrap.servers": b})
+    resource = ConfigResource(ConfigResource.Type.GROUP, "workers", incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    consumer = ShareConsumer({"bootstrap.servers": b, "group.id": "workers", "client.id": "worker-1",
+                              "share.acknowledgement.mode": "explicit"})
+    consumer.subscribe(["queue"])
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < 5 and time.monotonic() < deadline:
+        got += [m for m in consumer.poll(0.5) if m.error() is None]
+    for m in got[:2]:
+        consumer.acknowledge(m, AcknowledgeType.ACCEPT)
+    for m in got[2:]:
+        consumer.acknowledge(m, AcknowledgeType.RELEASE)
+    consumer.commit_sync(30)
+    try:
+        listed = trikafka("groups", "list", "--json", bootstrap=b)
+        assert {"group": "workers", "protocol_type": "share", "state": "Stable"} in listed.json(), listed
+        [group] = trikafka("groups", "describe", "workers", "--json", bootstrap=b).json()
+        assert (group["type"], group["state"], group["lag"]) == ("share", "Stable", 3)
+        assert [m["client_id"] for m in group["members"]] == ["worker-1"]
+        assert group["offsets"] == [{"topic": "queue", "partition": 0, "start_offset": 2, "end": 5, "lag": 3,
+                                     "members": ["worker-1"]}]
+        assert "Type: share" in trikafka("groups", "describe", "workers", bootstrap=b).out
+    finally:
+        consumer.close()
+    kafka_broker.wait_for_share_group_state("workers", "Empty", members=0)
+    done = trikafka("groups", "reset-offsets", "workers", "--topic", "queue", "--to-latest", "--execute", bootstrap=b)
+    assert done.code == 0, done
+    assert kafka_broker.share_partition("workers", "queue", 0).start_offset == 5

@@ -37,6 +37,7 @@ from .support import TIMEOUT, Deadline
 
 pytestmark = [
     pytest.mark.compat,
+    pytest.mark.streams,  # run in .venv-streams (`make test`): quixstreams pins confluent-kafka < 2.13
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
 ]

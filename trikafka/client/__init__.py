@@ -93,3 +93,8 @@ __all__ += [
     "SerializationContext",
     "open_consumer",
 ]
+
+# The share consumer (KIP-932).
+from trikafka.client.share_consumer import ShareConsumer, ShareRecord, open_share_consumer  # noqa: E402
+
+__all__ += ["ShareConsumer", "ShareRecord", "open_share_consumer"]

@@ -19,6 +19,7 @@ from typing import Any
 
 import trio
 
+from trikafka.client.admin_share import ShareGroupAdmin
 from trikafka.client.admin_state import GroupOffsetsAndLogDirs
 from trikafka.client.admin_types import (
     AlterConfigOp,
@@ -58,7 +59,7 @@ def _raise_first(errors: list[tuple[str, Any, str | None]]) -> None:
             raise error_for(code, f"{item}: {message}" if message else item)
 
 
-class Admin(GroupOffsetsAndLogDirs):
+class Admin(GroupOffsetsAndLogDirs, ShareGroupAdmin):
     def __init__(self, client: KafkaClient, config: ClientConfig) -> None:
         self.client = client
         self.config = config

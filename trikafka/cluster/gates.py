@@ -43,6 +43,9 @@ _SINGLE: dict[int, tuple[int, Callable[[Any], str | None]]] = {
     ApiKey.ADD_OFFSETS_TO_TXN: (TRANSACTION_KEY, lambda b: b.transactional_id),
     ApiKey.END_TXN: (TRANSACTION_KEY, lambda b: b.transactional_id),
     ApiKey.CONSUMER_GROUP_HEARTBEAT: (GROUP_KEY, lambda b: b.group_id),  # KIP-848
+    ApiKey.SHARE_GROUP_HEARTBEAT: (GROUP_KEY, lambda b: b.group_id),  # KIP-932
+    ApiKey.ALTER_SHARE_GROUP_OFFSETS: (GROUP_KEY, lambda b: b.group_id),
+    ApiKey.DELETE_SHARE_GROUP_OFFSETS: (GROUP_KEY, lambda b: b.group_id),
 }
 
 
@@ -202,6 +205,8 @@ def gate_coordinator_apis(handlers: dict[int, Handler], view: ClusterView, node_
         ApiKey.ADD_PARTITIONS_TO_TXN: gate.add_partitions,
         ApiKey.DESCRIBE_GROUPS: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
         ApiKey.CONSUMER_GROUP_DESCRIBE: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
+        ApiKey.SHARE_GROUP_DESCRIBE: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
         ApiKey.DESCRIBE_TRANSACTIONS: lambda h: gate.per_id(h, TRANSACTION_KEY, "transaction_states", "transactional_id"),
         ApiKey.DELETE_GROUPS: gate.delete_groups,
         ApiKey.LIST_GROUPS: lambda h: gate.listed(h, GROUP_KEY, "groups", "group_id"),

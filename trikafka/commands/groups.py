@@ -5,6 +5,11 @@ for a KIP-848 ``consumer`` group, DescribeGroups for a classic one, as kafka-con
 the committed offsets (OffsetFetch) and the log end offsets (ListOffsets); lag is end minus
 committed, per partition, as kafka-consumer-groups prints it.
 
+A share group (KIP-932) is described as kafka-share-groups.sh does: its members and their
+assignment (ShareGroupDescribe), and per partition the share-partition start offset, the end
+offset and the lag (DescribeShareGroupOffsets); ``reset-offsets`` moves its start offsets
+(AlterShareGroupOffsets). A broker without share groups answers those as a classic group.
+
 ``reset-offsets`` is a dry run unless ``--execute`` (kafka-consumer-groups' rule): it prints the
 offsets it would commit. It only acts on an inactive group (Empty or Dead), as Kafka does: a
 live member would overwrite the reset with its next commit.
@@ -15,7 +20,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from trikafka.client import Admin, OffsetSpec, TopicPartition, open_admin
+from trikafka.client import Admin, KafkaError, OffsetSpec, TopicPartition, open_admin
 from trikafka.commands.common import (
     EXIT_OK,
     Output,
@@ -51,6 +56,37 @@ async def group_lag(admin: Admin, group_id: str) -> tuple[Any, list[dict[str, An
     return description, rows
 
 
+async def share_group_view(admin: Admin, group_id: str) -> dict[str, Any] | None:
+    """A share group as ``describe`` prints it; None when ``group_id`` is no share group."""
+    try:
+        description = (await admin.describe_share_groups([group_id]))[group_id]
+    except KafkaError:  # a broker without share groups
+        return None
+    if description.state == "Dead":
+        return None
+    offsets = await admin.list_share_group_offsets(group_id)
+    ends = await admin.list_offsets({tp: OffsetSpec.LATEST for tp in offsets}) if offsets else {}
+    owners: dict[TopicPartition, list[str]] = {}
+    for m in description.members:
+        for tp in m.partitions:
+            owners.setdefault(tp, []).append(m.client_id)
+    rows = [{"topic": tp.topic, "partition": tp.partition, "start_offset": o.start_offset, "end": ends[tp].offset,
+             "lag": o.lag, "members": sorted(owners.get(tp, []))} for tp, o in sorted(offsets.items())]
+    return {"group": group_id, "state": description.state, "type": "share", "assignor": description.assignor,
+            "members": [{"member_id": m.member_id, "client_id": m.client_id, "host": m.client_host,
+                         "member_epoch": m.member_epoch, "partitions": [[tp.topic, tp.partition] for tp in m.partitions]}
+                        for m in description.members],
+            "offsets": rows, "lag": sum(max(r["lag"], 0) for r in rows)}
+
+
+def _print_share(out: Output, group: dict[str, Any]) -> None:
+    out.line(f"Group: {group['group']}  Type: share  State: {group['state']}  Assignor: {group['assignor']}  "
+             f"Members: {len(group['members'])}  Lag: {group['lag']}")
+    out.table(None, ["TOPIC", "PARTITION", "START-OFFSET", "LOG-END-OFFSET", "LAG", "MEMBERS"], [
+        (r["topic"], r["partition"], "-" if r["start_offset"] < 0 else r["start_offset"], r["end"],
+         "-" if r["lag"] < 0 else r["lag"], ",".join(r["members"]) or "-") for r in group["offsets"]])
+
+
 async def _list(args: argparse.Namespace, out: Output) -> int:
     async with open_admin(**client_settings(args, "admin")) as admin:
         groups = await admin.list_groups()
@@ -70,6 +106,9 @@ async def _describe(args: argparse.Namespace, out: Output) -> int:
     async with open_admin(**client_settings(args, "admin")) as admin:
         for group_id in args.groups:
             description, rows = await group_lag(admin, group_id)
+            if description.state == "Dead" and not rows and (share := await share_group_view(admin, group_id)):
+                result.append(share)
+                continue
             if description.state == "Dead" and not rows:
                 raise fail(f"GROUP_ID_NOT_FOUND: group {group_id!r} does not exist")
             result.append({
@@ -87,6 +126,9 @@ async def _describe(args: argparse.Namespace, out: Output) -> int:
         out.json(result)
         return EXIT_OK
     for group in result:
+        if group["type"] == "share":
+            _print_share(out, group)
+            continue
         out.line(f"Group: {group['group']}  Type: {group['type']}  State: {group['state']}  "
                  f"{'Assignor' if group['type'] == 'consumer' else 'Protocol'}: {group['protocol'] or '-'}  "
                  f"Members: {len(group['members'])}  Lag: {group['lag']}")
@@ -113,9 +155,15 @@ async def _reset_offsets(args: argparse.Namespace, out: Output) -> int:
         raise UsageError("reset-offsets needs --topic TOPIC (repeatable) or --all-topics")
     async with open_admin(**client_settings(args, "admin")) as admin:
         description = (await admin.describe_consumer_groups([args.group]))[args.group]
-        if description.state not in ("Empty", "Dead"):
-            raise fail(f"group {args.group!r} is {description.state}: offsets can only be reset while it has no members (stop its consumers)")
-        committed = await admin.list_group_offsets(args.group)
+        share = await share_group_view(admin, args.group) if description.state == "Dead" else None
+        state = share["state"] if share else description.state
+        if state not in ("Empty", "Dead"):
+            raise fail(f"group {args.group!r} is {state}: offsets can only be reset while it has no members (stop its consumers)")
+        if share:  # kafka-share-groups.sh --reset-offsets: the share-partition start offsets
+            committed = {TopicPartition(r["topic"], r["partition"]): r["start_offset"] for r in share["offsets"]
+                         if r["start_offset"] >= 0}
+        else:
+            committed = await admin.list_group_offsets(args.group)
         if args.all_topics:
             tps = sorted(committed)
         else:
@@ -132,7 +180,7 @@ async def _reset_offsets(args: argparse.Namespace, out: Output) -> int:
             else:  # kafka-consumer-groups clamps an offset outside the log to its nearest end
                 plan[tp] = min(max(args.to_offset, low[tp].offset), high[tp].offset)
         if args.execute and plan:
-            await admin.alter_group_offsets(args.group, plan)
+            await (admin.alter_share_group_offsets if share else admin.alter_group_offsets)(args.group, plan)
     rows = [{"topic": tp.topic, "partition": tp.partition, "current": committed.get(tp), "new": offset} for tp, offset in plan.items()]
     if out.as_json:
         out.json({"group": args.group, "executed": args.execute, "offsets": rows})

@@ -28,6 +28,8 @@ import attrs
 import trio
 from trio_util import AsyncValue
 
+from trikafka.server.share_awaitable import ShareAwaitableState
+
 __all__ = ["AwaitableState", "GroupSnapshot", "StateChanges", "GROUP_STATES", "TRANSACTION_STATES"]
 
 #: Classic groups' states, then KIP-848 consumer groups' own (Assigning, Reconciling).
@@ -87,7 +89,7 @@ def _check_choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{what} {value!r} is not one of Kafka's: {', '.join(allowed)}")
 
 
-class AwaitableState:
+class AwaitableState(ShareAwaitableState):
     """The ``wait_for_*`` methods of a broker (mixed into :class:`~trikafka.broker.Broker`).
 
     Reads only what the broker's parts answer to their APIs: a partition's log, the group

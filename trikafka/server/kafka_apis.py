@@ -72,6 +72,7 @@ from trikafka.server.throttling import RequestThrottler
 
 if TYPE_CHECKING:
     from trikafka.coordinator.group_coordinator import GroupCoordinator
+    from trikafka.coordinator.share.coordinator import ShareCoordinator
     from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
     from trikafka.server.replica.replica_manager import ReplicaManager
 
@@ -176,6 +177,8 @@ class ApiContext:
     scram_credentials: ScramCredentials | None = None
     #: The ACLs; None: no authorizer, everything allowed.
     acls: AclStore | None = None
+    #: Share groups (KIP-932): membership and share partitions; None: not served.
+    shares: ShareCoordinator | None = None
     #: Client quotas (AlterClientQuotas) and their enforcement on every answer (KIP-219).
     client_quotas: ClientQuotas = attrs.Factory(ClientQuotas)
     throttler: RequestThrottler = attrs.Factory(

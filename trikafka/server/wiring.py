@@ -42,6 +42,8 @@ from trikafka.config import BrokerConfig
 from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
 from trikafka.coordinator.ports import OffsetsPartitionLog
+from trikafka.coordinator.share.coordinator import ShareCoordinator
+from trikafka.coordinator.share.state_store import SHARE_STATE_TOPIC, ShareStateLog
 from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
 from trikafka.coordinator.transactions.transaction_state import TransactionLog
 from trikafka.log.manager import LoadProgress, LogManager
@@ -70,6 +72,9 @@ from trikafka.server.apis.quotas import ClientQuotaApis
 from trikafka.server.apis.reassignments import ReassignmentApis
 from trikafka.server.apis.sasl import SaslApis
 from trikafka.server.apis.scram import ScramApis
+from trikafka.server.apis.share_fetch import ShareFetchApis
+from trikafka.server.apis.share_groups import ShareGroupApis
+from trikafka.server.apis.share_offsets import ShareOffsetApis
 from trikafka.server.apis.topics import TopicAdminApis
 from trikafka.server.apis.transactions import TransactionApis
 from trikafka.server.apis.versions import ApiVersionsApis
@@ -80,6 +85,7 @@ from trikafka.server.purgatory import Purgatory
 from trikafka.server.replica.cluster_view import ClusterView
 from trikafka.server.replica.replica_manager import ReplicaManager
 from trikafka.server.request_handler import RequestHandlerPool
+from trikafka.server.share_dlq import DeadLetterWriter
 from trikafka.server.throttling import RequestThrottler
 
 __all__ = ["API_FAMILIES", "BrokerCore", "RequestPath", "load_meta_properties", "new_log_manager"]
@@ -97,6 +103,9 @@ API_FAMILIES = (
     ClusterApis,
     GroupApis,
     ConsumerGroupApis,
+    ShareGroupApis,
+    ShareFetchApis,
+    ShareOffsetApis,
     GroupOffsetApis,
     TransactionApis,
     PartitionStateApis,
@@ -173,6 +182,14 @@ class BrokerCore:
             on_state_change=self.state_changes.bump,
         )
         replicas.transaction_verifier = self.transactions.verify_produce
+        #: Share groups (KIP-932): membership, share partitions, share sessions.
+        self.dead_letters = DeadLetterWriter(replicas, clock)
+        self.shares = ShareCoordinator(
+            config, lambda: {t.name: t.partitions for t in replicas.topics},
+            store=self._share_state_store(), on_state_change=self.state_changes.bump,
+            on_archived=self.dead_letters.archived,
+        )
+        self.dead_letters.shares = self.shares
         #: SCRAM users: AlterUserScramCredentials writes them, every SASL listener reads them.
         self.scram_credentials = ScramCredentials.from_config(
             config.security, [s.name for s in config.listeners], config.log_dirs
@@ -216,10 +233,26 @@ class BrokerCore:
 
         return OffsetStore(partitions, log_for, self.now_ms, exists=lambda: OFFSETS_TOPIC in replicas.topics)
 
+    def _share_state_store(self) -> ShareStateLog | None:
+        """``__share_group_state`` (coordinator/share/state_store.py) with a data directory;
+        in memory the share state lives as long as the broker."""
+        replicas = self.replicas
+        if not self.config.log_dirs:
+            return None
+
+        def log() -> OffsetsPartitionLog:
+            if replicas.topics.get(SHARE_STATE_TOPIC) is None:
+                replicas.create_topic(SHARE_STATE_TOPIC, 1, configs={"cleanup.policy": "compact"}, is_internal=True)
+            return replicas.get_log(SHARE_STATE_TOPIC, 0)
+
+        return ShareStateLog(log, self.now_ms, exists=lambda: SHARE_STATE_TOPIC in replicas.topics)
+
     async def run_coordinators(self, nursery: trio.Nursery, suffix: str = "") -> None:
         """Start the coordinators' timers (recovery, session and transaction timeouts)."""
         await nursery.start(self.groups.run, name=f"group-coordinator{suffix}")
         await nursery.start(self.transactions.run, name=f"transaction-coordinator{suffix}")
+        await nursery.start(self.shares.run, name=f"share-coordinator{suffix}")
+        await nursery.start(self.dead_letters.run, name=f"share-dead-letters{suffix}")
 
 
 class RequestPath:
@@ -261,6 +294,7 @@ class RequestPath:
             replicas=core.replicas,
             groups=core.groups,
             transactions=core.transactions,
+            shares=core.shares,
             cluster_view=cluster_view,
             now_ms=core.now_ms,
             state_changes=core.state_changes,

@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING
 #: Where each public name lives.
 _LAZY = {
     "GroupSnapshot": "trikafka.server.awaitable",
+    "ShareGroupSnapshot": "trikafka.server.share_awaitable",
+    "SharePartitionSnapshot": "trikafka.server.share_awaitable",
+    "ShareRecordSnapshot": "trikafka.server.share_awaitable",
     "Fault": "trikafka.testing.faults",
     "Faults": "trikafka.testing.faults",
     "RecordedRequest": "trikafka.testing.recorder",
@@ -37,6 +40,11 @@ _LAZY = {
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ below
     from trikafka.server.awaitable import GroupSnapshot
+    from trikafka.server.share_awaitable import (
+        ShareGroupSnapshot,
+        SharePartitionSnapshot,
+        ShareRecordSnapshot,
+    )
     from trikafka.testing.broker import TestBroker, open_test_broker
     from trikafka.testing.cluster import ClusterHandle, ClusterUnavailableError, start_cluster
     from trikafka.testing.control import ControlServer
@@ -77,6 +85,9 @@ __all__ = [
     "MemoryListener",
     "MemoryStream",
     "RecordedRequest",
+    "ShareGroupSnapshot",
+    "SharePartitionSnapshot",
+    "ShareRecordSnapshot",
     "TestBroker",
     "ThreadedBroker",
     "TrioThread",

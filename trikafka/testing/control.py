@@ -22,6 +22,8 @@ client. Routes (``?broker=<node id>`` picks a broker of a cluster; the first by 
     GET    /wait/group-state?group=g&state=Stable&members=2&timeout_ms=...
     GET    /wait/committed?group=g&topic=t&partition=0&at_least=5&timeout_ms=...
     GET    /wait/transaction-state?transactional_id=x&state=CompleteCommit&timeout_ms=...
+    GET    /wait/share-group-state?group=g&state=Stable&members=2&timeout_ms=...
+    GET    /wait/share-records?group=g&topic=t&partition=0&state=Acknowledged&at_least=5&timeout_ms=...
 
 A ``--brokers N`` process also serves the cluster's controls (stop and start a broker, move
 a leader or a coordinator, shrink and expand an ISR, a broker's round-trip time): see
@@ -287,8 +289,14 @@ class ControlServer:
             method, args, kwargs = "wait_for_committed", (_arg(q, "group"), _arg(q, "topic"), _arg(q, "partition", int)), {"at_least": _arg(q, "at_least", int)}
         elif what == "transaction-state":
             method, args, kwargs = "wait_for_transaction_state", (_arg(q, "transactional_id"), _arg(q, "state")), {}
+        elif what == "share-group-state":
+            method, args, kwargs = "wait_for_share_group_state", (_arg(q, "group"), _arg(q, "state")), {"members": _arg(q, "members", int, None)}
+        elif what == "share-records":
+            method, args = "wait_for_share_records", (_arg(q, "group"), _arg(q, "topic"), _arg(q, "partition", int))
+            kwargs = {"state": _arg(q, "state", str, "Acknowledged"), "at_least": _arg(q, "at_least", int)}
         else:
-            raise HttpError(404, f"no wait {what!r}; waits: high-watermark, group-state, committed, transaction-state")
+            raise HttpError(404, f"no wait {what!r}; waits: high-watermark, group-state, committed, transaction-state, "
+                                 "share-group-state, share-records")
         call = getattr(broker, method)(*args, **kwargs)
         with trio.move_on_after(timeout):
             result = await call

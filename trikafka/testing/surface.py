@@ -50,12 +50,13 @@ CONTROL_METHODS = (
     "inject_error", "add_latency", "drop_connection", "hold_responses", "throttle",
     "push_request_errors", "hold_until", "set_round_trip_time", "release", "remove_fault", "clear_faults", "active_faults",
     "start_recording", "stop_recording", "recorded", "clear_recorded",
-    "high_watermark", "committed", "transaction_state",
+    "high_watermark", "committed", "transaction_state", "share_partition",
 )  # fmt: skip
 #: The waits: coroutines in Trio, plain blocking calls on thread-hosted handles.
 WAIT_METHODS = (
     "wait_for_high_watermark", "wait_for_last_stable_offset", "wait_for_group_state",
-    "wait_for_committed", "wait_for_transaction_state",
+    "wait_for_committed", "wait_for_transaction_state", "wait_for_share_group_state",
+    "wait_for_share_records",
 )  # fmt: skip
 
 
@@ -98,6 +99,17 @@ def describe_state(state: Any, method: str, args: tuple[Any, ...]) -> str:
         return f"the group is {snapshot.state} with {len(snapshot.members)} member(s)"
     if method == "wait_for_committed":
         return f"committed offset is {state.committed(*args[:3])}"
+    if method == "wait_for_share_group_state":
+        snapshot = state.share_group_snapshot(args[0])
+        if snapshot is None:
+            return "the share group does not exist"
+        return f"the share group is {snapshot.state} with {len(snapshot.members)} member(s)"
+    if method == "wait_for_share_records":
+        snapshot = state.share_partition_snapshot(*args[:3])
+        if snapshot is None:
+            return "no such share partition"
+        states = ("Available", "Acquired", "Acknowledged", "Archived")
+        return "records: " + ", ".join(f"{snapshot.count(s)} {s}" for s in states)
     return f"the transaction is {state.transaction_state(args[0])}"
 
 
@@ -221,6 +233,10 @@ class BrokerControls:
     def transaction_state(self, transactional_id: str) -> str | None:
         return self._state.transaction_state(transactional_id)
 
+    def share_partition(self, group_id: str, topic: str, partition: int) -> Any:
+        """A snapshot of a share partition: SPSO, end offset, records, states, delivery counts."""
+        return self._state.share_partition_snapshot(group_id, topic, partition)
+
     # The waits take ``timeout`` (ASYNC109 prefers the caller's cancel scope): every handle's
     # waits share one signature and one default, and a timeout says what the state was.
     async def _wait(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], timeout: float | None) -> Any:  # noqa: ASYNC109
@@ -244,6 +260,12 @@ class BrokerControls:
 
     async def wait_for_transaction_state(self, transactional_id: str, state: str, *, timeout: float = WAIT_TIMEOUT) -> str:  # noqa: ASYNC109
         return await self._wait("wait_for_transaction_state", (transactional_id, state), {}, timeout)
+
+    async def wait_for_share_group_state(self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT) -> Any:  # noqa: ASYNC109
+        return await self._wait("wait_for_share_group_state", (group_id, state), {"members": members}, timeout)
+
+    async def wait_for_share_records(self, group_id: str, topic: str, partition: int, *, state: str = "Acknowledged", at_least: int, timeout: float = WAIT_TIMEOUT) -> Any:  # noqa: ASYNC109
+        return await self._wait("wait_for_share_records", (group_id, topic, partition), {"state": state, "at_least": at_least}, timeout)
 
 
 def _owns(faults: Faults, fault: Fault | int) -> bool:

@@ -25,6 +25,12 @@ from trikafka.protocol.registry import ApiKey
 from trikafka.security.authorizer import AclOperation
 from trikafka.security.authorizer import ResourceType as AclResource
 from trikafka.security.config import SECURITY_KEYS, SENSITIVE
+from trikafka.server.apis.group_config_resources import (
+    GROUP_RESOURCE,
+    alter_group_configs,
+    group_config_entries,
+    group_overrides,
+)
 from trikafka.server.dynamic_broker_config import INERT_BROKER_KEYS, check_broker_overrides
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 from trikafka.server.replica.topic_config import (
@@ -183,6 +189,9 @@ class ConfigApis(ApiFamily):
         if resource.resource_type == ResourceType.TOPIC:
             if not self.authorize(request, operation, AclResource.TOPIC, resource.resource_name):
                 raise KafkaProtocolError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
+        elif resource.resource_type == GROUP_RESOURCE:
+            if not self.authorize(request, operation, AclResource.GROUP, resource.resource_name):
+                raise KafkaProtocolError("Group authorization failed.", ErrorCode.group_authorization_failed)
         elif resource.resource_type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
             if not self.authorize(request, operation, AclResource.CLUSTER):
                 raise KafkaProtocolError("Cluster authorization failed.", ErrorCode.cluster_authorization_failed)
@@ -223,6 +232,8 @@ class ConfigApis(ApiFamily):
                     self._check_broker_name(resource.resource_name)
                     entries = broker_config_entries(self.replicas, keys, self.context.config) + _inert_entries(
                         self._inert, keys)
+                elif resource.resource_type == GROUP_RESOURCE:
+                    entries = group_config_entries(self.context, resource.resource_name, keys)
                 else:
                     raise KafkaProtocolError(f"Unsupported resource type {resource.resource_type}", ErrorCode.invalid_request)
                 if not body.include_synonyms:
@@ -254,6 +265,8 @@ class ConfigApis(ApiFamily):
                 raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
             if not validate_only:
                 self._inert = inert
+        elif resource.resource_type == GROUP_RESOURCE:
+            alter_group_configs(self.context, resource.resource_name, new_overrides, validate_only)
         else:
             raise KafkaProtocolError(f"Unsupported resource type {resource.resource_type}", ErrorCode.invalid_request)
 
@@ -263,6 +276,8 @@ class ConfigApis(ApiFamily):
             if topic is None:
                 raise KafkaProtocolError(f"Topic {resource.resource_name} does not exist", ErrorCode.unknown_topic_or_partition)
             return {k: format_value(v) for k, v in topic.configs.items()}
+        if resource.resource_type == GROUP_RESOURCE:
+            return group_overrides(self.context, resource.resource_name)
         return {**self.replicas.dynamic_broker_configs, **self._inert}
 
     @handles(ApiKey.ALTER_CONFIGS)

@@ -19,6 +19,7 @@ from trikafka.coordinator.consumer.consumer_group_protocol import ConsumerGroupH
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey
+from trikafka.server.apis.share_groups import share_group_exists
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
@@ -69,6 +70,10 @@ class ConsumerGroupApis(ApiFamily):
     async def handle_consumer_group_heartbeat_request(self, request: Request) -> Any:
         body = request.body
         self.require(request, AclOperation.READ, ResourceType.GROUP, body.group_id)  # as Kafka
+        if share_group_exists(self.context, body.group_id):
+            return Answer(throttle_time=0, error_code=ErrorCode.group_id_not_found,
+                          error_message=f"Group {body.group_id} is not a consumer group.", member_id=None,
+                          member_epoch=-1, heartbeat_interval=0, assignment=None)
         member_id = body.member_id
         if request.api_version == 0 and not member_id and body.member_epoch == 0:
             member_id = new_member_id()

@@ -18,10 +18,11 @@ from trikafka.coordinator.classic.group_metadata import GroupMetadata
 from trikafka.coordinator.group_coordinator import GroupCoordinator
 from trikafka.coordinator.group_protocol import JoinGroupRequest, JoinGroupResult, SyncGroupResult
 from trikafka.coordinator.timers import Waiter
-from trikafka.errors import ErrorCode
+from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import error_response
 from trikafka.protocol.registry import ApiKey
+from trikafka.server.apis.share_groups import share_group_exists
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 from trikafka.server.replica.cluster_view import cluster_view
@@ -113,6 +114,8 @@ class GroupApis(ApiFamily):
     async def handle_join_group_request(self, request: Request) -> Any:
         body = request.body
         self.require(request, AclOperation.READ, ResourceType.GROUP, body.group_id)
+        if share_group_exists(self.context, body.group_id):  # Kafka: not a classic group
+            raise KafkaProtocolError(f"Group {body.group_id} is a share group.", ErrorCode.inconsistent_group_protocol)
         version = request.api_version
         session_ms = _ms(body.session_timeout)
         rebalance_ms = _ms(body.rebalance_timeout) if version >= 1 else session_ms
@@ -195,7 +198,7 @@ class GroupApis(ApiFamily):
                 groups.append(_described(group_id, None, version, ErrorCode.group_authorization_failed))
                 continue
             described = _described(group_id, self.coordinator.describe(group_id), version)
-            if self.coordinator.consumer_group(group_id) is not None:  # Kafka: not a classic group
+            if self.coordinator.consumer_group(group_id) is not None or share_group_exists(self.context, group_id):
                 described = _described(group_id, None, version)
                 if version >= 6:
                     described["error_message"] = f"Group {group_id} is not a classic group."
@@ -227,6 +230,13 @@ class GroupApis(ApiFamily):
                 for g in consumer_groups.values()
                 if not states or g.state.value.lower() in states
             ]
+        shares = self.context.shares
+        if shares is not None and (not types or "share" in types):  # KIP-932 groups
+            listed += [
+                {"group_id": g.group_id, "protocol_type": "share", "group_state": g.state, "group_type": "share"}
+                for g in shares.groups.values()
+                if not states or g.state.lower() in states
+            ]
         listed = [
             g for g in listed
             if everything or self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, g["group_id"])
@@ -236,12 +246,22 @@ class GroupApis(ApiFamily):
     @handles(ApiKey.DELETE_GROUPS)
     async def handle_delete_groups_request(self, request: Request) -> Any:
         results = [
-            {"group_id": group_id, "error_code": self.coordinator.delete_group(group_id)
+            {"group_id": group_id, "error_code": self._delete_group(group_id)
              if self.authorize(request, AclOperation.DELETE, ResourceType.GROUP, group_id)
              else ErrorCode.group_authorization_failed}
             for group_id in request.body.groups_names
         ]
         return Answer(throttle_time=0, results=results)
+
+
+    def _delete_group(self, group_id: str) -> ErrorCode:
+        shares = self.context.shares
+        if shares is None or group_id not in shares.groups:
+            return self.coordinator.delete_group(group_id)
+        if shares.groups[group_id].members:
+            return ErrorCode.non_empty_group
+        shares.delete_group(group_id)
+        return ErrorCode.none
 
 
 def _described(

@@ -1,0 +1,58 @@
+"""GROUP config resources (KIP-848/KIP-932): DescribeConfigs and (Incremental)AlterConfigs of a
+group's configs. The keys, their defaults from the broker's ``group.share.*`` keys and their
+bounds are in ``trikafka/share_configs.py``; the overrides live with the share coordinator
+(and in ``__share_group_state`` with a data directory). A set key is ``GROUP_CONFIG`` (8), an
+unset one shows the broker's value with its source, as Kafka's DescribeConfigs does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
+from trikafka.share_configs import GROUP_CONFIG_KEYS, effective_group_configs
+
+__all__ = ["GROUP_RESOURCE", "GROUP_SOURCE", "alter_group_configs", "group_config_entries", "group_overrides"]
+
+GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
+GROUP_SOURCE = 8  # ConfigSource GROUP_CONFIG
+DEFAULT_SOURCE = 5
+_TYPES = {"boolean": 1, "string": 2, "int": 3}
+
+
+def _shares(context: Any) -> Any:
+    if context.shares is None:
+        raise KafkaProtocolError("group configs are not served", ErrorCode.invalid_request)
+    return context.shares
+
+
+def group_config_entries(context: Any, group_id: str, keys: Any = None) -> list[dict[str, Any]]:
+    shares = _shares(context)
+    overrides = shares.group_configs.get(group_id, {})
+    effective = effective_group_configs(overrides, context.config)
+    entries = []
+    for key, spec in GROUP_CONFIG_KEYS.items():
+        if keys is not None and key not in keys:
+            continue
+        source = GROUP_SOURCE if key in overrides else DEFAULT_SOURCE
+        value = str(effective[key])
+        entries.append({
+            "name": key, "value": value, "read_only": False, "config_source": source,
+            "is_sensitive": False, "synonyms": [{"name": key, "value": value, "source": source}],
+            "config_type": _TYPES.get(spec.kind, 0), "documentation": spec.doc,
+            "is_default": source == DEFAULT_SOURCE,
+        })
+    return entries
+
+
+def group_overrides(context: Any, group_id: str) -> dict[str, str]:
+    return dict(_shares(context).group_configs.get(group_id, {}))
+
+
+def alter_group_configs(context: Any, group_id: str, overrides: dict[str, str | None], validate_only: bool) -> None:
+    if not group_id:
+        raise KafkaProtocolError("A group name is required.", ErrorCode.invalid_request)
+    try:
+        _shares(context).alter_configs(group_id, overrides, validate_only)
+    except ConfigError as exc:
+        raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None

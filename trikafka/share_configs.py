@@ -1,0 +1,166 @@
+"""Share groups' configs (KIP-932): the broker's ``group.share.*`` keys and the per-group
+``share.*`` keys of GROUP config resources, with Kafka's names, defaults and bounds.
+
+A group config (IncrementalAlterConfigs on a GROUP resource) overrides the broker's default
+for that one group; the ones with a broker min/max (session timeout, heartbeat interval,
+record lock duration) must lie between them, as Kafka's ``GroupConfig.validate`` checks.
+``share.auto.offset.reset`` is ``latest``, ``earliest`` or ``by_duration:<ISO-8601 duration>``
+(``by_duration:PT1H``: the first record of the last hour). Kafka's ``consumer.*`` group
+configs are not built here: they are refused with INVALID_CONFIG, never stored and ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from trikafka.errors import ConfigError
+
+__all__ = ["GROUP_CONFIG_KEYS", "GroupConfigSpec", "check_share_group_keys", "effective_group_configs",
+           "parse_duration_ms", "validate_group_configs"]
+
+
+def check_share_group_keys(config: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """Kafka's GroupCoordinatorConfig rules across the ``group.share.*`` keys."""
+    for name in ("heartbeat.interval.ms", "session.timeout.ms", "record.lock.duration.ms"):
+        attr = name.replace(".", "_")
+        lo, default, hi = (getattr(config, f"group_share_min_{attr}"), getattr(config, f"group_share_{attr}"),
+                           getattr(config, f"group_share_max_{attr}"))
+        if not lo <= default <= hi:
+            raise ConfigError(f"group.share.{name}", default,
+                              f"a value between group.share.min.{name} ({lo}) and group.share.max.{name} ({hi})")
+    if config.group_share_heartbeat_interval_ms >= config.group_share_session_timeout_ms:
+        raise ConfigError("group.share.heartbeat.interval.ms", config.group_share_heartbeat_interval_ms,
+                          f"less than group.share.session.timeout.ms ({config.group_share_session_timeout_ms})")
+
+
+_DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE)
+
+
+def parse_duration_ms(text: str) -> int:
+    """An ISO-8601 duration as Java's ``Duration.parse`` reads it (``P1D``, ``PT1H30M``) → ms."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None or text.strip().upper() in ("P", "PT") or text.strip().upper().endswith("T"):
+        raise ValueError(text)
+    days, hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    return int(((days * 24 + hours) * 60 + minutes) * 60_000 + seconds * 1000)
+
+
+def _reset(value: str) -> str:
+    lowered = value.strip().lower()
+    if lowered in ("latest", "earliest"):
+        return lowered
+    if lowered.startswith("by_duration:"):
+        duration = value.strip()[len("by_duration:"):]
+        try:
+            if parse_duration_ms(duration) < 0:
+                raise ValueError(duration)
+        except ValueError:
+            raise ValueError("by_duration: needs an ISO-8601 duration such as PT1H or P1D") from None
+        return "by_duration:" + duration
+    raise ValueError("allowed values are latest, earliest and by_duration:<ISO-8601 duration>")
+
+
+def _isolation(value: str) -> str:
+    lowered = value.strip().lower()
+    if lowered not in ("read_uncommitted", "read_committed"):
+        raise ValueError("allowed values are read_uncommitted and read_committed")
+    return lowered
+
+
+def _boolean(value: str) -> str:
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("allowed values are true and false")
+    return lowered
+
+
+def _dlq_topic(value: str) -> str:
+    name = value.strip()
+    if name.startswith("__"):
+        raise ValueError("an internal topic (a name starting with __) cannot be a dead-letter queue")
+    return name
+
+
+@attrs.frozen
+class GroupConfigSpec:
+    key: str
+    kind: str  # as DescribeConfigs types it: int, string, boolean
+    default: Callable[[Any], Any]  # BrokerConfig → the default
+    bounds: Callable[[Any], tuple[int, int]] | None = None  # BrokerConfig → (min, max)
+    parse: Callable[[str], str] | None = None
+    doc: str = ""
+
+
+def _int_spec(key: str, broker: str, doc: str, bounded: bool = True, lo: int = 1, hi: int = 2**31 - 1) -> GroupConfigSpec:
+    attr = broker.replace(".", "_")
+
+    def bounds(config: Any) -> tuple[int, int]:
+        if bounded:
+            return getattr(config, attr.replace("group_share_", "group_share_min_")), getattr(
+                config, attr.replace("group_share_", "group_share_max_"))
+        return lo, hi
+
+    return GroupConfigSpec(key, "int", lambda c: getattr(c, attr), bounds, None, doc)
+
+
+#: The per-group keys of a share group (Kafka's GroupConfig), in DescribeConfigs order.
+GROUP_CONFIG_KEYS: dict[str, GroupConfigSpec] = {
+    s.key: s for s in (
+        _int_spec("share.session.timeout.ms", "group.share.session.timeout.ms", "Share-group member session timeout."),
+        _int_spec("share.heartbeat.interval.ms", "group.share.heartbeat.interval.ms", "Heartbeat interval given to the share group's members."),
+        _int_spec("share.record.lock.duration.ms", "group.share.record.lock.duration.ms", "How long an acquired record stays locked to its member."),
+        _int_spec("share.delivery.count.limit", "group.share.delivery.count.limit", "Deliveries after which an unaccepted record is archived.", False, 2, 10),
+        _int_spec("share.partition.max.record.locks", "group.share.partition.max.record.locks", "In-flight records per share partition.", False, 100, 10000),
+        _int_spec("share.assignment.interval.ms", "group.share.assignment.interval.ms", "Least time between two target assignments.", False, 0),
+        GroupConfigSpec("share.auto.offset.reset", "string", lambda c: "latest", None, _reset,
+                        "Where a share partition with no state starts: latest, earliest, by_duration:<ISO-8601>."),
+        GroupConfigSpec("share.isolation.level", "string", lambda c: "read_uncommitted", None, _isolation,
+                        "read_committed delivers only committed transactional records."),
+        GroupConfigSpec("errors.deadletterqueue.topic.name", "string", lambda c: "", None, _dlq_topic,
+                        "Topic archived records are written to (KIP-1191); empty: none."),
+        GroupConfigSpec("errors.deadletterqueue.copy.record.enable", "boolean", lambda c: "false", None, _boolean,
+                        "Copy the archived record's key and value into the dead-letter record."),
+    )
+}
+
+
+def validate_group_configs(overrides: Mapping[str, str | None], broker: Any) -> dict[str, str]:
+    """A group's complete new set of overrides, checked and normalized; ConfigError names the
+    key, the value and what is allowed."""
+    out: dict[str, str] = {}
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        spec = GROUP_CONFIG_KEYS.get(key)
+        if spec is None:
+            known = ", ".join(GROUP_CONFIG_KEYS)
+            raise ConfigError(key, value, f"an unknown or unsupported group config (trikafka knows {known})")
+        if spec.kind == "int":
+            lo, hi = spec.bounds(broker) if spec.bounds else (0, 2**31 - 1)
+            try:
+                number = int(value.strip())
+            except ValueError:
+                raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required") from None
+            if not lo <= number <= hi:
+                raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required")
+            out[key] = str(number)
+        else:
+            try:
+                out[key] = spec.parse(value) if spec.parse else value
+            except ValueError as exc:
+                raise ConfigError(key, value, str(exc)) from None
+    return out
+
+
+def effective_group_configs(overrides: Mapping[str, str], broker: Any) -> dict[str, Any]:
+    """Every group key → its value for a group with ``overrides`` (ints as ints)."""
+    out: dict[str, Any] = {}
+    for key, spec in GROUP_CONFIG_KEYS.items():
+        raw = overrides.get(key)
+        value = raw if raw is not None else spec.default(broker)
+        out[key] = int(value) if spec.kind == "int" else value
+    return out
