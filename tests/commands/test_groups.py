@@ -99,7 +99,7 @@ def test_a_share_group_is_listed_described_and_reset(kafka_broker):
     consumer.commit_sync(30)
     try:
         listed = trikafka("groups", "list", "--json", bootstrap=b)
-        assert {"group": "workers", "protocol_type": "share", "state": "Stable"} in listed.json(), listed
+        assert {"group": "workers", "type": "share", "protocol_type": "share", "state": "Stable"} in listed.json(), listed
         [group] = trikafka("groups", "describe", "workers", "--json", bootstrap=b).json()
         assert (group["type"], group["state"], group["lag"]) == ("share", "Stable", 3)
         assert [m["client_id"] for m in group["members"]] == ["worker-1"]

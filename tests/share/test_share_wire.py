@@ -197,7 +197,7 @@ async def test_acls_as_kafka_checks_them(autojump_clock):
     config = BrokerConfig.from_mapping({"listeners": "PLAINTEXT://memory:9092",
                                         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
     async with open_test_broker(config) as tb, tb.client() as client:
-        tb.broker.context.acls.create([
+        tb.broker.path.context.acls.create([
             allow("kafka-cluster", AclOperation.CREATE, ResourceType.CLUSTER),
             allow("t", AclOperation.DESCRIBE, ResourceType.TOPIC),
             allow("g", AclOperation.READ, ResourceType.GROUP),

@@ -11,13 +11,13 @@ import collections
 from collections.abc import Iterable, Mapping
 
 import attrs
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.calls import call_coordinator
 from trikafka.client.client import CoordinatorType, KafkaClient
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.errors import error_for
-from trikafka.client.versions import API
+from trikafka.errors import ErrorCode
+from trikafka.protocol.registry import ApiKey
 
 __all__ = ["ShareGroupAdmin", "ShareGroupDescription", "ShareMemberDescription", "SharePartitionOffset"]
 
@@ -56,7 +56,7 @@ class ShareGroupAdmin:
         out = {}
         for group_id in group_ids:
             answer = await call_coordinator(
-                self.client, group_id, CoordinatorType.GROUP, API.SHARE_GROUP_DESCRIBE,
+                self.client, group_id, CoordinatorType.GROUP, ApiKey.SHARE_GROUP_DESCRIBE,
                 lambda r: [g.error_code for g in r.groups if g.error_code != ErrorCode.group_id_not_found],
                 what=f"ShareGroupDescribe({group_id!r})", deadline=self._deadline(),
                 group_ids=[group_id], include_authorized_operations=False,
@@ -74,7 +74,7 @@ class ShareGroupAdmin:
     async def list_share_group_offsets(self, group_id: str) -> dict[TopicPartition, SharePartitionOffset]:
         """Every share partition of the group: its start offset and lag."""
         answer = await call_coordinator(
-            self.client, group_id, CoordinatorType.GROUP, API.DESCRIBE_SHARE_GROUP_OFFSETS,
+            self.client, group_id, CoordinatorType.GROUP, ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
             lambda r: [g.error_code for g in r.groups], what=f"DescribeShareGroupOffsets({group_id!r})",
             deadline=self._deadline(), groups=[{"group_id": group_id, "topics": None}],
         )
@@ -89,7 +89,7 @@ class ShareGroupAdmin:
         for tp, offset in sorted(offsets.items()):
             by_topic[tp.topic].append({"partition_index": tp.partition, "start_offset": int(offset)})
         answer = await call_coordinator(
-            self.client, group_id, CoordinatorType.GROUP, API.ALTER_SHARE_GROUP_OFFSETS, lambda r: [r.error_code],
+            self.client, group_id, CoordinatorType.GROUP, ApiKey.ALTER_SHARE_GROUP_OFFSETS, lambda r: [r.error_code],
             what=f"AlterShareGroupOffsets({group_id!r})", deadline=self._deadline(), group_id=group_id,
             topics=[{"topic_name": t, "partitions": p} for t, p in by_topic.items()],
         )

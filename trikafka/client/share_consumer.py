@@ -23,7 +23,6 @@ from typing import Any
 
 import attrs
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.client import KafkaClient, open_client
 from trikafka.client.cluster import TopicPartition
@@ -32,7 +31,8 @@ from trikafka.client.errors import KafkaError
 from trikafka.client.fetcher import decode_partition
 from trikafka.client.share_session import ACK_TYPES, NodeSession, PendingAcks, ShareMembership
 from trikafka.client.transport import Connector
-from trikafka.client.versions import API
+from trikafka.errors import ErrorCode
+from trikafka.protocol.registry import ApiKey
 
 __all__ = ["ShareConsumer", "ShareRecord", "open_share_consumer"]
 
@@ -164,7 +164,7 @@ class ShareConsumer:
             if info is not None and info.topic_id is not None:
                 forgotten.setdefault(info.topic_id, []).append(tp.partition)
         response = await self.client.send(
-            node_id, API.SHARE_FETCH, group_id=self.group_id, member_id=self.membership.member_id,
+            node_id, ApiKey.SHARE_FETCH, group_id=self.group_id, member_id=self.membership.member_id,
             share_session_epoch=session.epoch, max_wait=math.ceil(min(wait_s, self.config["fetch.max.wait.ms"] / 1000) * 1000),
             min_bytes=self.config["fetch.min.bytes"], max_bytes=self.config["fetch.max.bytes"],
             max_records=self.max_records, batch_size=self.max_records,
@@ -232,7 +232,7 @@ class ShareConsumer:
             session = self.sessions[node_id]
             topics = by_node.get(node_id, {})
             response = await self.client.send(
-                node_id, API.SHARE_ACKNOWLEDGE, group_id=self.group_id, member_id=self.membership.member_id,
+                node_id, ApiKey.SHARE_ACKNOWLEDGE, group_id=self.group_id, member_id=self.membership.member_id,
                 share_session_epoch=-1 if final else session.epoch,
                 topics=[{"topic_id": t, "partitions": p} for t, p in topics.items()])
             if response.error_code != ErrorCode.none:

@@ -23,12 +23,12 @@ from typing import Any
 
 import attrs
 import trio
-from kio.schema.errors import ErrorCode
 
 from trikafka.client.client import CoordinatorType, KafkaClient
 from trikafka.client.cluster import TopicPartition
 from trikafka.client.errors import KafkaError
-from trikafka.client.versions import API
+from trikafka.errors import ErrorCode
+from trikafka.protocol.registry import ApiKey
 
 __all__ = ["ACK_TYPES", "NodeSession", "PendingAcks", "ShareMembership"]
 
@@ -114,7 +114,7 @@ class ShareMembership:
         coordinator = await self.client.find_coordinator(self.group_id, CoordinatorType.GROUP)
         send_topics = self.member_epoch == 0 or self._sent_subscription != self.subscription
         response = await self.client.send(
-            coordinator, API.SHARE_GROUP_HEARTBEAT, group_id=self.group_id, member_id=self.member_id,
+            coordinator, ApiKey.SHARE_GROUP_HEARTBEAT, group_id=self.group_id, member_id=self.member_id,
             member_epoch=self.member_epoch, rack_id=None,
             subscribed_topic_names=list(self.subscription) if send_topics else None,
         )
@@ -166,5 +166,5 @@ class ShareMembership:
         if self.member_epoch == 0 and not self.assignment:
             return
         coordinator = await self.client.find_coordinator(self.group_id, CoordinatorType.GROUP)
-        await self.client.send(coordinator, API.SHARE_GROUP_HEARTBEAT, group_id=self.group_id,
+        await self.client.send(coordinator, ApiKey.SHARE_GROUP_HEARTBEAT, group_id=self.group_id,
                                member_id=self.member_id, member_epoch=-1, rack_id=None, subscribed_topic_names=None)
