@@ -251,6 +251,12 @@ class ConnectionState:
     def buffered(self) -> int:
         return self._decoder.buffered
 
+    @property
+    def pending_size(self) -> int:
+        """The declared size of the frame being read (its prefix read, its body not all
+        here), for the request memory pool; 0 when none is."""
+        return self._decoder.pending_size
+
     # -- events out -----------------------------------------------------------------------
 
     def next_event(self) -> DecodedRequest | Closed | object:

@@ -16,8 +16,10 @@ Closing the shared send side replaces Kafka's poison-pill ShutdownRequest: handl
 what is queued, then their receive ends with ``trio.EndOfChannel``.
 
 ``queued.max.request.bytes`` (Kafka's request MemoryPool, off by default) bounds the *bytes*
-of requests read but not yet handled across the broker: :class:`RequestMemoryPool`. While it
-is spent, connections read no new frames; a handler's response gives the bytes back.
+of requests being read or read but not yet handled across the broker:
+:class:`RequestMemoryPool`. A frame's declared size is reserved when its prefix is read,
+before its body; while the pool is spent, connections read nothing; a handler's response
+(or the connection's close) gives the bytes back.
 """
 
 from __future__ import annotations
@@ -111,11 +113,13 @@ class Request:
 class RequestMemoryPool:
     """``queued.max.request.bytes``: a broker-wide budget of request bytes in flight.
 
-    Kafka's SimpleMemoryPool in its non-strict mode, the one the SocketServer uses: a frame
-    may be taken while *any* budget is left (``available > 0``), so the budget can dip below
-    zero by at most one frame per connection, and a frame as large as
-    ``socket.request.max.bytes`` is never refused outright. While ``available <= 0``
-    connections read no new frames (``wait_for_memory``); ``release`` wakes them all.
+    Kafka's SimpleMemoryPool in its non-strict mode, the one the SocketServer uses
+    (``tryAllocate`` succeeds while at least one byte is available): a frame may be taken
+    while *any* budget is left (``available > 0``), so the budget can dip below zero by at
+    most one frame per connection, and a frame as large as ``socket.request.max.bytes`` —
+    even one larger than the pool — is never refused outright. A frame is taken when its
+    size prefix is read, before its body. While ``available <= 0`` connections read nothing
+    (``wait_for_memory``); ``release`` wakes them all.
 
     Which bytes are held follows Kafka (``ApiKeys.requiresDelayedAllocation``): a request
     whose schema has bytes or records fields (Produce, JoinGroup, SyncGroup — see
@@ -125,30 +129,52 @@ class RequestMemoryPool:
     forwarded here.)
     """
 
-    __slots__ = ("size", "available", "_room")
+    __slots__ = ("size", "available", "high_water", "waits", "depleted_seconds", "_depleted_at", "_room")
 
     def __init__(self, size: int) -> None:
         if size <= 0:
             raise ValueError(f"a request memory pool needs a positive size, not {size}")
         self.size = size
         self.available = size
+        #: The most bytes ever taken at once (may pass ``size`` by one frame: non-strict).
+        self.high_water = 0
+        #: Times a connection was muted waiting for memory (Kafka counts the depleted time).
+        self.waits = 0
+        #: Seconds (trio time) the pool spent depleted, ended spells (MemoryPoolDepletedTimeTotal).
+        self.depleted_seconds = 0.0
+        self._depleted_at: float | None = None
         #: Set (and replaced by a fresh one) when budget comes back: wakes every waiter.
         self._room = trio.Event()
 
     def allocate(self, count: int) -> None:
+        was_in = self.available > 0
         self.available -= count
+        used = self.size - self.available
+        if used > self.high_water:
+            self.high_water = used
+        if was_in and self.available <= 0:
+            self._depleted_at = trio.current_time()
 
     def release(self, count: int) -> None:
         was_out = self.available <= 0
         self.available += count
         if was_out and self.available > 0:
+            if self._depleted_at is not None:
+                self.depleted_seconds += trio.current_time() - self._depleted_at
+                self._depleted_at = None
             self._room.set()  # set before it is replaced: no waiter is left behind
             self._room = trio.Event()
 
     async def wait_for_memory(self) -> None:
         """Return once some budget is left (at once, without a checkpoint, if it is)."""
+        if self.available <= 0:
+            self.waits += 1
         while self.available <= 0:
             await self._room.wait()
+
+    @property
+    def used(self) -> int:
+        return self.size - self.available
 
     @property
     def waiting(self) -> int:
@@ -195,6 +221,9 @@ class RequestChannelStatistics:
     memory_pool_available: int | None = None  # MemoryPoolAvailable; None: unbounded
     memory_pool_used: int = 0  # MemoryPoolUsed
     tasks_waiting_memory: int = 0
+    memory_pool_high_water: int = 0  # the most MemoryPoolUsed has been
+    memory_pool_waits: int = 0  # connections muted for memory, ever
+    memory_pool_depleted_seconds: float = 0.0  # MemoryPoolDepletedTimeTotal
 
 
 class RequestChannel:
@@ -252,4 +281,7 @@ class RequestChannel:
             memory_pool_available=None if pool is None else pool.available,
             memory_pool_used=0 if pool is None else pool.size - pool.available,
             tasks_waiting_memory=0 if pool is None else pool.waiting,
+            memory_pool_high_water=0 if pool is None else pool.high_water,
+            memory_pool_waits=0 if pool is None else pool.waits,
+            memory_pool_depleted_seconds=0.0 if pool is None else pool.depleted_seconds,
         )
