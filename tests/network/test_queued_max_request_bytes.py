@@ -109,7 +109,9 @@ async def test_spent_budget_stops_reading_until_a_produce_is_answered(autojump_c
 async def test_unbounded_by_default_reads_on(autojump_clock):
     """The control: the same held produces, no budget — the third connection is answered."""
     release = trio.Event()
-    async with open_test_broker(socket_request_max_bytes=BUDGET, num_io_threads=4) as tb:
+    async with open_test_broker(
+        socket_request_max_bytes=BUDGET, queued_max_request_bytes=-1, num_io_threads=4
+    ) as tb:
         first, second, _size = await _two_held_produces(tb, release)
         assert tb.broker.path.request_channel.statistics().memory_pool_available is None
         third = await tb.connect()

@@ -29,7 +29,7 @@ from trikafka.config import BrokerConfig
 from trikafka.testing.faults import Faults
 from trikafka.testing.targets import BrokerTarget, broker_targets
 
-__all__ = ["BrokerHandle", "ThreadedBroker", "TrioThread", "test_broker_config"]
+__all__ = ["BrokerHandle", "QUEUED_MAX_REQUEST_BYTES", "ThreadedBroker", "TrioThread", "test_broker_config"]
 
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
@@ -37,10 +37,16 @@ WAIT_TIMEOUT = 10.0
 
 #: What a test broker is unless the test says otherwise: in memory, a free port on
 #: 127.0.0.1, and a lone consumer's group forms at once (Kafka's 3 s delay suits big groups).
+#: queued.max.request.bytes of the test kit's brokers, in memory and over TCP.
+QUEUED_MAX_REQUEST_BYTES = 256 * 1024 * 1024
+
 TEST_DEFAULTS = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
     "log.dirs": "",
     "group.initial.rebalance.delay.ms": 0,
+    # Bounded, as the dev broker's (Kafka's default is -1, unbounded): a test that makes
+    # requests pile up holds at most this much (docs/reliability.md).
+    "queued.max.request.bytes": QUEUED_MAX_REQUEST_BYTES,
 }
 
 
