@@ -46,6 +46,7 @@ __all__ = [
     "ALERT_GRACE",
     "PRE_AUTH_APIS",
     "ConnectionAuthentication",
+    "release_tls_stream",
     "new_connection_state",
     "pending_tls_bytes",
     "send_tls_alert",
@@ -110,6 +111,24 @@ async def send_tls_alert(stream: trio.SSLStream[Any]) -> None:
             await stream.transport_stream.send_all(pending)
 
 
+async def _handshake_done() -> None:
+    """What a closed SSLStream would run if asked to handshake now: nothing."""
+
+
+def release_tls_stream(stream: object) -> None:
+    """After a TLS connection closed: let reference counting free its SSLStream.
+
+    trio's ``SSLStream`` holds itself in a reference cycle (its handshake-once object keeps
+    the stream's own bound ``_do_handshake``), so the stream, its SSL object and buffers and
+    the socket under it would wait for the cyclic garbage collector. A closed stream never
+    handshakes again (every method checks for CLOSED first), so the cycle is cut there. A
+    trio without that attribute leaves nothing to do.
+    """
+    once = getattr(stream, "_handshook", None)
+    if once is not None and hasattr(once, "_afn"):
+        once._afn = _handshake_done
+
+
 class ConnectionAuthentication:
     """The TLS handshake and SASL exchange of one connection.
 
@@ -119,7 +138,7 @@ class ConnectionAuthentication:
     waiting for the cyclic garbage collector (issue 33).
     """
 
-    __slots__ = ("reauthentication_started",)
+    __slots__ = ("reauthentication_started", "__weakref__")
 
     def __init__(self) -> None:
         #: When the last re-authentication began (trio time), for MIN_REAUTH_INTERVAL.
@@ -145,13 +164,17 @@ class ConnectionAuthentication:
             except trio.BrokenResourceError as exc:
                 failure = exc
         conn.read_scope = None
-        if failure is not None:
-            return await self._refused(conn, stream, failure, scope.deadline)
-        if scope.cancelled_caught:
-            if conn.idle_seconds == -math.inf:
-                conn.close_reason = "broker shutting down"
-                return False
-            return self._failed(conn, f"TLS handshake not done within {timeout:g} s")
+        if failure is not None or scope.cancelled_caught:
+            try:
+                if failure is not None:
+                    return await self._refused(conn, stream, failure, scope.deadline)
+                if conn.idle_seconds == -math.inf:
+                    conn.close_reason = "broker shutting down"
+                    return False
+                return self._failed(conn, f"TLS handshake not done within {timeout:g} s")
+            finally:
+                release_tls_stream(stream)  # never handed to the connection: cut its cycle here
+                failure = None  # its traceback holds this frame: no cycle left behind
         conn.stream = stream
         conn.transport = StreamTransport(stream)
         conn.principal = principal_from_certificate(stream.getpeercert())

@@ -64,7 +64,11 @@ from typing import Any
 import attrs
 import trio
 
-from trikafka.network.authentication import ConnectionAuthentication, new_connection_state
+from trikafka.network.authentication import (
+    ConnectionAuthentication,
+    new_connection_state,
+    release_tls_stream,
+)
 from trikafka.network.connection_state import NEED_DATA, Closed, ConnectionStateError, MuteState
 from trikafka.network.request_channel import Request, RequestMemoryPool, open_response_channel
 from trikafka.network.transport import TRANSPORT_ERRORS, Transport
@@ -205,6 +209,7 @@ class Connection:
             self.hooks.closed(self)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
+            release_tls_stream(self.stream)
 
     async def _serve(self, responses: trio.MemorySendChannel[Any]) -> None:
         # trio's clock (the MockClock in tests) without trio.current_time()'s three layers

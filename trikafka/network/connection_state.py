@@ -199,7 +199,7 @@ class ConnectionState:
     __slots__ = (
         "connection_id", "state", "frame_size", "allowed_api_keys", "raw_frames",
         "receive_data", "unfilled", "received_into",
-        "_decoder", "_registry", "_transitions", "_max_request_size", "_last",
+        "_decoder", "_registry", "_transitions", "_max_request_size", "_last", "__weakref__",
     )
 
     def __init__(

@@ -131,6 +131,7 @@ class Processor:
             async with self._new_connections:
                 async for stream in self._new_connections:
                     self._start_connection(nursery, stream)
+                    del stream  # held by its connection alone, freed with it
             self._accepting = False
             if not self.connections:
                 self._idle_expiry.cancel()

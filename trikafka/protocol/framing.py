@@ -63,7 +63,7 @@ class FrameDecoder:
 
     __slots__ = (
         "_buffer", "_start", "max_size", "_expected", "_large", "_size", "_filled", "_spare",
-        "large_frame", "keep_spare",
+        "large_frame", "keep_spare", "__weakref__",
     )
 
     def __init__(
