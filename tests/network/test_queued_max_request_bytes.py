@@ -15,7 +15,11 @@ import trio.testing
 
 from trikafka import BrokerConfig, ConfigError
 from trikafka.errors import ErrorCode
-from trikafka.network.request_channel import RequestMemoryPool, frame_holding_api_keys
+from trikafka.network.request_channel import (
+    FRAME_HOLDING_API_KEYS,
+    RequestMemoryPool,
+    frame_holding_api_keys,
+)
 from trikafka.protocol.entities import build
 from trikafka.protocol.headers import encode_request
 from trikafka.protocol.records import build_batch
@@ -192,5 +196,5 @@ def test_requests_with_bytes_or_records_hold_their_frame():
     """Kafka's requiresDelayedAllocation (less the forwarding clause): Produce's records,
     JoinGroup's protocol metadata, SyncGroup's assignments, SaslAuthenticate's token and
     AlterUserScramCredentials' salts."""
-    assert frame_holding_api_keys(REGISTRY) == {0, 11, 14, 36, 51}
+    assert frame_holding_api_keys(REGISTRY) == {0, 11, 14, 36, 51} == FRAME_HOLDING_API_KEYS  # the table
     assert frame_holding_api_keys(ApiRegistry({18: (0, 4), 3: (0, 12)})) == frozenset()
