@@ -70,7 +70,12 @@ from trikafka.network.authentication import (
     release_tls_stream,
 )
 from trikafka.network.connection_state import NEED_DATA, Closed, ConnectionStateError, MuteState
-from trikafka.network.request_channel import Request, RequestMemoryPool, open_response_channel
+from trikafka.network.request_channel import (
+    ConnectionMemory,
+    Request,
+    RequestMemoryPool,
+    open_response_channel,
+)
 from trikafka.network.transport import TRANSPORT_ERRORS, Transport
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.security.listener import ListenerSecurity
@@ -144,10 +149,9 @@ class Connection:
         )
         #: The TLS handshake and the SASL exchange (network/authentication.py).
         self.authentication = ConnectionAuthentication()
-        #: queued.max.request.bytes: reserved for the frame being read / held by the
-        #: request just decoded, until it is handed to a Request (``memory``).
-        self.reserved = 0
-        self.held = 0
+        #: This connection's share of queued.max.request.bytes; None when unbounded.
+        pool = hooks.memory_pool
+        self.memory = None if pool is None else ConnectionMemory(pool, settings.held_api_keys)
         #: KIP-368: when the SASL session ends (trio time), None if it never does.
         self.session_expiry: float | None = None
         self.last_activity = trio.current_time()
@@ -178,7 +182,8 @@ class Connection:
         """
         self.idle_seconds = -math.inf
         self.protocol.discard_unread()  # pipelined requests not yet handed out: not served
-        self.reserved = self._release(self.reserved)  # the frame half read is gone
+        if self.memory is not None:
+            self.memory.release_reserved()  # the frame half read is gone
         if self.read_scope is not None:
             self.read_scope.cancel()
 
@@ -205,7 +210,8 @@ class Connection:
             self.responses.close()  # a handler answering now finds it gone (not an error)
             responses.close()
             self.protocol.close()
-            self._release_reserved()  # a frame half read, a request never queued
+            if self.memory is not None:
+                self.memory.release_all()  # a frame half read, a request never queued
             self.hooks.closed(self)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
@@ -221,14 +227,14 @@ class Connection:
         hooks = self.hooks
         submit = hooks.submit
         receive_response = self.responses.receive
-        pool = hooks.memory_pool
+        memory = self.memory
         processor_id = settings.processor_id
         listener_name = settings.listener_name
         sasl = self.authenticator is not None
         while True:
-            if pool is None:
+            if memory is None:
                 event = state.next_event()
-            elif self.reserved or pool.available > 0:
+            elif memory.may_read():
                 event = self.next_event()
             else:
                 event = NEED_DATA  # the read waits for memory first
@@ -260,9 +266,8 @@ class Connection:
                 principal=self.principal,
                 start_time=start,
             )
-            if self.held:
-                request.memory = self.held  # the handler gives it back (send_response)
-                self.held = 0
+            if memory is not None:
+                request.memory = memory.take_held()  # the handler gives it back (send_response)
             hooks.busy(now() - start)
             await submit(request)  # the shared request channel; waits while it is full
             state.request_queued()
@@ -329,7 +334,7 @@ class Connection:
         idle expiry or shutdown."""
         state = self.protocol
         transport = self.transport
-        pool = self.hooks.memory_pool
+        memory = self.memory
         now = self._now
         if self.idle_seconds == -math.inf:  # shutdown began: no read begins
             self.close_reason = "broker shutting down"
@@ -340,8 +345,8 @@ class Connection:
             self.read_scope = self.request_wait = scope
             try:
                 while True:
-                    if pool is not None and not self.reserved and pool.available <= 0:
-                        await pool.wait_for_memory()  # muted: no new frame, no read
+                    if memory is not None and not memory.may_read():
+                        await memory.pool.wait_for_memory()  # muted: no new frame, no read
                         event = self.next_event()  # a frame may be buffered already
                         if event is not NEED_DATA:
                             return event
@@ -360,9 +365,9 @@ class Connection:
                         state.received_into(count)
                     else:
                         state.receive_data(data)
-                    if pool is None:
+                    if memory is None:
                         event = state.next_event()
-                    elif self.reserved or pool.available > 0:  # else no new frame: wait above
+                    elif memory.may_read():  # else no new frame: wait above
                         event = self.next_event()
                     else:
                         continue
@@ -378,44 +383,11 @@ class Connection:
         return None
 
     def next_event(self) -> object:
-        """The state's next event, with its bytes accounted in the request memory pool.
-
-        A frame whose prefix is read reserves its declared size before its body is read (Kafka's
-        non-strict pool: the caller asks only while some budget is left, so it may overdraw by
-        one frame). Once decoded, the bytes of a request that keeps views of its frame (Produce,
-        JoinGroup, SyncGroup) are ``held`` until handled; any other frame's go back at once.
-        """
-        state = self.protocol
-        event = state.next_event()
-        pool = self.hooks.memory_pool
-        if pool is None:
-            return event
-        if event is NEED_DATA:
-            if not self.reserved:
-                size = state.pending_size
-                if size:
-                    pool.allocate(size)
-                    self.reserved = size
-            return event
-        reserved, self.reserved = self.reserved, 0
-        header = getattr(event, "header", None)
-        if header is not None and header.request_api_key in self.settings.held_api_keys:
-            size = state.frame_size
-            if reserved != size:  # read whole in one go: taken now
-                pool.allocate(size - reserved)
-            self.held = size
-        elif reserved:
-            pool.release(reserved)
+        """The state's next event, its bytes accounted in the request memory pool (if any)."""
+        event = self.protocol.next_event()
+        if self.memory is not None:
+            self.memory.account(self.protocol, event)
         return event
-
-    def _release_reserved(self) -> None:
-        self.reserved = self._release(self.reserved + self.held)
-        self.held = 0
-
-    def _release(self, count: int) -> int:
-        if count:
-            self.hooks.memory_pool.release(count)  # type: ignore[union-attr]
-        return 0
 
     def reject(self, closed: Closed) -> None:
         self.close_reason = closed.reason

@@ -39,9 +39,11 @@ from trikafka.network.responses import (
     Response,
     SendResponse,
 )
+from trikafka.protocol.framing import NEED_DATA
 
 __all__ = [
     "CloseConnectionResponse",
+    "ConnectionMemory",
     "NoOpResponse",
     "Request",
     "RequestChannel",
@@ -180,6 +182,65 @@ class RequestMemoryPool:
     @property
     def waiting(self) -> int:
         return self._room.statistics().tasks_waiting
+
+
+class ConnectionMemory:
+    """One connection's share of the :class:`RequestMemoryPool`.
+
+    A frame whose prefix is read reserves its declared size before its body is read (Kafka's
+    NetworkReceive taking its buffer from the pool; non-strict: the connection asks only while
+    :meth:`may_read`, so the pool may overdraw by one frame). Once decoded, the bytes of a
+    request that keeps views of its frame (``held_api_keys``: Produce, JoinGroup, SyncGroup, …)
+    are held until it is handled (:meth:`take_held` moves them to ``Request.memory``); any
+    other frame's go back at once; a closing connection gives back what it still has.
+    """
+
+    __slots__ = ("pool", "held_api_keys", "reserved", "held")
+
+    def __init__(self, pool: RequestMemoryPool, held_api_keys: frozenset[int]) -> None:
+        self.pool = pool
+        self.held_api_keys = held_api_keys
+        self.reserved = 0  # for the frame being read
+        self.held = 0  # by the request just decoded, until it becomes a Request
+
+    def may_read(self) -> bool:
+        """A frame is being read (its bytes are reserved), or the pool has a byte left."""
+        return bool(self.reserved) or self.pool.available > 0
+
+    def account(self, state: Any, event: object) -> None:
+        """``event`` came from ``state.next_event()``: reserve, hold or give back its bytes."""
+        pool = self.pool
+        if event is NEED_DATA:
+            if not self.reserved:
+                size = state.pending_size
+                if size:
+                    pool.allocate(size)
+                    self.reserved = size
+            return
+        reserved, self.reserved = self.reserved, 0
+        header = getattr(event, "header", None)
+        if header is not None and header.request_api_key in self.held_api_keys:
+            size = state.frame_size
+            if reserved != size:  # read whole in one go: taken now
+                pool.allocate(size - reserved)
+            self.held = size
+        elif reserved:
+            pool.release(reserved)
+
+    def take_held(self) -> int:
+        held, self.held = self.held, 0
+        return held
+
+    def release_reserved(self) -> None:
+        if self.reserved:
+            self.pool.release(self.reserved)
+            self.reserved = 0
+
+    def release_all(self) -> None:
+        self.release_reserved()
+        if self.held:
+            self.pool.release(self.held)
+            self.held = 0
 
 
 #: What :func:`frame_holding_api_keys` finds for every API trikafka serves — Produce,
