@@ -109,3 +109,20 @@ def test_a_view_kept_across_calls_costs_a_copy_not_an_error():
         decoder.received_into(take)
         pos += take
     assert bytes(decoder.next_frame()) == payload
+
+
+def test_after_one_whole_large_frame_a_claim_up_to_keep_spare_is_taken_at_once():
+    """The produce path's speed: a client that has sent a large frame gets its next one's
+    buffer whole (bounded by keep_spare, what it may hold as a spare anyway); a larger claim
+    still grows with what arrives."""
+    decoder = FrameDecoder(max_size=200 * MB, keep_spare=4 * MB)
+    decoder.receive_data(encode_frame(b"a" * 100_000))
+    assert bytes(decoder.next_frame()) == b"a" * 100_000
+    decoder.receive_data(struct.pack(">i", 3 * MB))
+    assert decoder.next_frame() is NEED_DATA
+    assert 3 * MB <= decoder.allocated <= 3 * MB + 8  # taken at once; the old spare let go
+    decoder.receive_data(b"b" * (3 * MB))
+    assert bytes(decoder.next_frame()[:1]) == b"b"
+    decoder.receive_data(struct.pack(">i", 100 * MB))
+    assert decoder.next_frame() is NEED_DATA
+    assert decoder.allocated <= 3 * MB + FIRST_CHUNK + 8  # the spare, and a first chunk

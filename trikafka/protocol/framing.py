@@ -49,10 +49,11 @@ class FrameDecoder:
     its own that the transport's bytes are copied into once — or received into directly
     through :meth:`unfilled` — and handed out as a read-only memoryview, **valid until the
     next call to** :meth:`next_frame`: the buffer is reused for the next large frame (up to
-    ``keep_spare`` bytes). The prefix alone allocates nothing beyond the spare already held
-    (or ``FIRST_CHUNK``): a fresh buffer grows as the body arrives, doubling at most and by
-    at most ``MAX_GROWTH`` at a time, in place where the allocator can (a view handed out by
-    :meth:`unfilled` must be dropped before the next call, else the growth copies). Why: on this VM first-touching
+    ``keep_spare`` bytes). A prefix alone allocates at most ``FIRST_CHUNK`` — or, once this
+    connection has sent a large frame whole (it holds a spare), at most ``keep_spare``, the
+    most it may hold anyway: a fresh buffer grows as the body arrives, doubling at most and
+    by at most ``MAX_GROWTH`` at a time, in place where the allocator can (a view handed out
+    by :meth:`unfilled` must be dropped before the next call, else the growth copies). Why: on this VM first-touching
     fresh memory costs ~0.4 ms per MiB in page faults, and accumulating a 1 MiB produce,
     slicing it out and copying it again touched three fresh MiB per request — half the
     broker's CPU under a 10 KB-message produce load. Reuse is safe because a connection asks
@@ -231,11 +232,15 @@ class FrameDecoder:
         spare = self._spare
         if spare is not None and len(spare) >= size:
             large = spare  # already held: taking it costs nothing
+        elif spare is not None and size <= self.keep_spare:
+            # This client has sent a large frame whole before (hence the spare): a frame up
+            # to keep_spare is taken at once, as the spare itself would be — no growth steps
+            # on the produce path. It replaces the spare when complete.
+            large = bytearray(size)
+            self._spare = None
         else:
             # Sized from what is here, not from the prefix: a declared size is only a claim.
             large = bytearray(min(size, max(have, FIRST_CHUNK)))
-            if spare is not None and size <= self.keep_spare:
-                self._spare = None  # too small; this frame's buffer replaces it when complete
         with memoryview(buf) as view:
             large[:have] = view[start : start + have]
         self._start = start + have
