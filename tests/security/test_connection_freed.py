@@ -33,6 +33,8 @@ from .test_tls import client_context
 
 REGISTRY = ApiRegistry()
 MB = 1024 * 1024
+#: A bounded request memory pool: every byte a connection reserved is back once it closed.
+POOL = {"queued.max.request.bytes": 16 * MB}
 
 
 def _produce_frame(value_size: int) -> bytes:
@@ -99,18 +101,20 @@ async def _check_freed(broker, listener_name, connect, before_requests=None) -> 
     holders = [type(r).__name__ for obj in alive for r in gc.get_referrers(obj) if r is not alive]
     assert not alive, f"survived the close without the garbage collector: {alive}, held by {holders}"
     assert left < 256 * 1024, f"{left} bytes still held after the connection closed"
+    stats = broker.path.request_channel.statistics()
+    assert (stats.memory_pool_used, stats.memory_pool_high_water > 0) == (0, True)
 
 
 async def test_a_plaintext_connection_is_freed_without_the_collector(no_gc, autojump_clock):
     listener = MemoryListener("memory", 9092)
-    config = {"listeners": "PLAINTEXT://memory:9092", "socket.request.max.bytes": 4 * MB}
+    config = {"listeners": "PLAINTEXT://memory:9092", "socket.request.max.bytes": 4 * MB, **POOL}
     async with open_broker(config, trio_listeners={"PLAINTEXT": listener}) as broker:
         await _check_freed(broker, "PLAINTEXT", lambda: listener.connect("10.0.0.1"))
 
 
 async def test_a_tls_connection_is_freed_without_the_collector(no_gc, ca, ssl_config, autojump_clock):
     listener = MemoryListener("memory", 9093)
-    config = {**ssl_config, "listeners": "SSL://memory:9093", "socket.request.max.bytes": 4 * MB}
+    config = {**ssl_config, "listeners": "SSL://memory:9093", "socket.request.max.bytes": 4 * MB, **POOL}
 
     async def connect():
         raw = await listener.connect("10.0.0.2")
@@ -122,7 +126,7 @@ async def test_a_tls_connection_is_freed_without_the_collector(no_gc, ca, ssl_co
 
 async def test_a_sasl_connection_is_freed_without_the_collector(no_gc, autojump_clock):
     listener = MemoryListener("memory", 9092)
-    config = {**SASL_CONFIG, "socket.request.max.bytes": 4 * MB}
+    config = {**SASL_CONFIG, "socket.request.max.bytes": 4 * MB, **POOL}
 
     async def login(stream):
         assert (await authenticate(stream, "SCRAM-SHA-512", PASSWORD)).error_code == ErrorCode.none

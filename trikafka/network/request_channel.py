@@ -217,6 +217,9 @@ class ConnectionMemory:
                     pool.allocate(size)
                     self.reserved = size
             return
+        if self.held:  # the last request's bytes never went to a Request (a SASL token)
+            pool.release(self.held)
+            self.held = 0
         reserved, self.reserved = self.reserved, 0
         header = getattr(event, "header", None)
         if header is not None and header.request_api_key in self.held_api_keys:
