@@ -231,3 +231,15 @@ def test_the_cli_does_not_import_test_tooling():
     code = "import sys, trikafka.cli, trikafka.broker; print(sorted(m for m in ('pytest', 'trio.testing') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_dev_request_memory_pool_is_bounded_and_fits_the_largest_request():
+    """queued.max.request.bytes: 256 MiB in the dev broker (Kafka's -1 when set so), never
+    below a socket.request.max.bytes the user raised (Kafka requires the pool to fit it)."""
+    config, reasons = cli.resolve_config(cli.parse_args([]))
+    assert config.queued_max_request_bytes == 256 * 1024 * 1024
+    assert reasons["queued.max.request.bytes"] == "dev default"
+    config, _ = cli.resolve_config(cli.parse_args(["--override", "socket.request.max.bytes=500000000"]))
+    assert config.queued_max_request_bytes == 500_000_000
+    config, reasons = cli.resolve_config(cli.parse_args(["--override", "queued.max.request.bytes=-1"]))
+    assert config.queued_max_request_bytes == -1 and "queued.max.request.bytes" not in reasons

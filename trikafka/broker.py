@@ -76,6 +76,9 @@ class BrokerStatistics:
     connections: Mapping[str, Any]
     requests: Mapping[str, Any]
     purgatory_size: int
+    #: queued.max.request.bytes (Kafka's MemoryPoolAvailable / MemoryPoolUsed); None: unbounded.
+    memory_pool_available: int | None = None
+    memory_pool_used: int = 0
 
 
 class Broker(AwaitableState):
@@ -226,8 +229,11 @@ class Broker(AwaitableState):
         path = self.path
         processors = [p.statistics() for p in path.socket_server.all_processors()]
         idle = sum(p.idle_percent for p in processors) / len(processors) if processors else 1.0
+        channel = path.request_channel.statistics()
         return BrokerStatistics(
-            request_queue_size=path.request_channel.statistics().queue_size,
+            request_queue_size=channel.queue_size,
+            memory_pool_available=channel.memory_pool_available,
+            memory_pool_used=channel.memory_pool_used,
             network_processor_avg_idle_percent=idle,
             request_handler_avg_idle_percent=path.handler_pool.statistics().idle_percent,
             connections={

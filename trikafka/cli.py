@@ -61,6 +61,10 @@ DEV_DEFAULTS = {
     # ~10 reads. Produce 10 KB over loopback: 413-421 -> 457-781 MB/s, CPU/GB 1.45-1.6 -> 1.2-1.3 s.
     "socket.receive.buffer.bytes": "-1",
     "socket.send.buffer.bytes": "-1",
+    # Kafka's default is unbounded (-1): ten clients declaring 100 MB frames could make the
+    # broker hold a gigabyte. A dev broker bounds the bytes of requests being read or waiting
+    # for a handler (never below socket.request.max.bytes, which Kafka requires).
+    "queued.max.request.bytes": str(256 * 1024 * 1024),
 }
 
 #: ``--ui`` without ``metrics.port``: the HTTP server's port (where ``make run`` serves it too).
@@ -177,6 +181,11 @@ def resolve_config(args: argparse.Namespace) -> tuple[BrokerConfig, dict[str, st
     for key, value in DEV_DEFAULTS.items():
         if key not in given:
             items[key], reasons[key] = value, "dev default"
+    if reasons.get("queued.max.request.bytes") == "dev default":
+        # The pool must fit the largest request (Kafka's rule): a larger one set by the user wins.
+        largest = next((v for k, v in items.items() if k.strip().replace("_", ".") == "socket.request.max.bytes"), None)
+        if largest is not None and str(largest).strip().lstrip("-").isdigit():
+            items["queued.max.request.bytes"] = str(max(int(items["queued.max.request.bytes"]), int(largest)))
     return BrokerConfig.from_mapping(items), reasons
 
 

@@ -15,7 +15,11 @@ import trio.testing
 
 from trikafka import BrokerConfig, ConfigError
 from trikafka.errors import ErrorCode
-from trikafka.network.request_channel import RequestMemoryPool, frame_holding_api_keys
+from trikafka.network.request_channel import (
+    FRAME_HOLDING_API_KEYS,
+    RequestMemoryPool,
+    frame_holding_api_keys,
+)
 from trikafka.protocol.entities import build
 from trikafka.protocol.headers import encode_request
 from trikafka.protocol.records import build_batch
@@ -109,7 +113,9 @@ async def test_spent_budget_stops_reading_until_a_produce_is_answered(autojump_c
 async def test_unbounded_by_default_reads_on(autojump_clock):
     """The control: the same held produces, no budget — the third connection is answered."""
     release = trio.Event()
-    async with open_test_broker(socket_request_max_bytes=BUDGET, num_io_threads=4) as tb:
+    async with open_test_broker(
+        socket_request_max_bytes=BUDGET, queued_max_request_bytes=-1, num_io_threads=4
+    ) as tb:
         first, second, _size = await _two_held_produces(tb, release)
         assert tb.broker.path.request_channel.statistics().memory_pool_available is None
         third = await tb.connect()
@@ -190,5 +196,5 @@ def test_requests_with_bytes_or_records_hold_their_frame():
     """Kafka's requiresDelayedAllocation (less the forwarding clause): Produce's records,
     JoinGroup's protocol metadata, SyncGroup's assignments, SaslAuthenticate's token and
     AlterUserScramCredentials' salts."""
-    assert frame_holding_api_keys(REGISTRY) == {0, 11, 14, 36, 51}
+    assert frame_holding_api_keys(REGISTRY) == {0, 11, 14, 36, 51} == FRAME_HOLDING_API_KEYS  # the table
     assert frame_holding_api_keys(ApiRegistry({18: (0, 4), 3: (0, 12)})) == frozenset()

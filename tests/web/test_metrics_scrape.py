@@ -137,6 +137,15 @@ def test_partitions_logs_and_connections(traffic):
         assert value(s, f"kafka_server_{spelling}_connection_creation_total", listener="PLAINTEXT") >= 2
 
 
+def test_request_memory_pool_of_the_dev_broker(traffic):
+    """queued.max.request.bytes: the dev broker bounds it (256 MiB, Kafka's default is -1) and
+    serves Kafka's SocketServer MemoryPoolAvailable / MemoryPoolUsed; idle, it is all back."""
+    _, seen = traffic
+    s = seen["samples"]
+    assert value(s, "kafka_network_socketserver_memorypoolavailable") == 256 * 1024 * 1024
+    assert value(s, "kafka_network_socketserver_memorypoolused") == 0
+
+
 def test_group_offsets_and_lag_as_kafka_lag_exporter_names_them(traffic):
     broker, seen = traffic
     s = seen["samples"]

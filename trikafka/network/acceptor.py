@@ -88,6 +88,7 @@ class Acceptor:
                     log.warning("%s: accepting again", self.name)
                     overloaded = False
                 await self._handle(stream)
+                del stream  # a closed connection's stream is not held until the next accept
         finally:
             with trio.CancelScope(shield=True):
                 await self.listener.aclose()

@@ -46,6 +46,7 @@ __all__ = [
     "ALERT_GRACE",
     "PRE_AUTH_APIS",
     "ConnectionAuthentication",
+    "release_tls_stream",
     "new_connection_state",
     "pending_tls_bytes",
     "send_tls_alert",
@@ -110,26 +111,46 @@ async def send_tls_alert(stream: trio.SSLStream[Any]) -> None:
             await stream.transport_stream.send_all(pending)
 
 
-class ConnectionAuthentication:
-    """The TLS handshake and SASL exchange of one connection (``connection``: its shell).
+async def _handshake_done() -> None:
+    """What a closed SSLStream would run if asked to handshake now: nothing."""
 
-    ``connection`` is the :class:`~trikafka.network.connection.Connection` that owns this
-    object; it is not imported here (the connection imports this module).
+
+def release_tls_stream(stream: object) -> None:
+    """After a TLS connection closed: let reference counting free its SSLStream.
+
+    trio's ``SSLStream`` holds itself in a reference cycle (its handshake-once object keeps
+    the stream's own bound ``_do_handshake``), so the stream, its SSL object and buffers and
+    the socket under it would wait for the cyclic garbage collector. A closed stream never
+    handshakes again (every method checks for CLOSED first), so the cycle is cut there. A
+    trio without that attribute leaves nothing to do.
+    """
+    once = getattr(stream, "_handshook", None)
+    if once is not None and hasattr(once, "_afn"):
+        once._afn = _handshake_done
+
+
+class ConnectionAuthentication:
+    """The TLS handshake and SASL exchange of one connection.
+
+    Each step is given ``conn``, the :class:`~trikafka.network.connection.Connection` that
+    owns this object (not imported here: the connection imports this module). It keeps no
+    reference back, so a closed connection is freed by reference counting alone, without
+    waiting for the cyclic garbage collector (issue 33).
     """
 
-    def __init__(self, connection: Any) -> None:
-        self.connection = connection
+    __slots__ = ("reauthentication_started", "__weakref__")
+
+    def __init__(self) -> None:
         #: When the last re-authentication began (trio time), for MIN_REAUTH_INTERVAL.
         self.reauthentication_started = -math.inf
 
-    async def tls_handshake(self, context: ssl.SSLContext) -> bool:
+    async def tls_handshake(self, conn: Any, context: ssl.SSLContext) -> bool:
         """Wrap the stream in TLS, here in this connection's own task, under a deadline.
 
         A failed or stalled handshake is this client's problem alone: one log line, the
         connection closes, and neither the processor nor any other connection waited. A
         refused client is first sent the TLS alert that says why (:func:`send_tls_alert`).
         """
-        conn = self.connection
         if conn.idle_seconds == -math.inf:  # handed over after shutdown began: never read
             conn.close_reason = "broker shutting down"
             return False
@@ -143,51 +164,53 @@ class ConnectionAuthentication:
             except trio.BrokenResourceError as exc:
                 failure = exc
         conn.read_scope = None
-        if failure is not None:
-            return await self._refused(stream, failure, scope.deadline)
-        if scope.cancelled_caught:
-            if conn.idle_seconds == -math.inf:
-                conn.close_reason = "broker shutting down"
-                return False
-            return self._failed(f"TLS handshake not done within {timeout:g} s")
+        if failure is not None or scope.cancelled_caught:
+            try:
+                if failure is not None:
+                    return await self._refused(conn, stream, failure, scope.deadline)
+                if conn.idle_seconds == -math.inf:
+                    conn.close_reason = "broker shutting down"
+                    return False
+                return self._failed(conn, f"TLS handshake not done within {timeout:g} s")
+            finally:
+                release_tls_stream(stream)  # never handed to the connection: cut its cycle here
+                failure = None  # its traceback holds this frame: no cycle left behind
         conn.stream = stream
         conn.transport = StreamTransport(stream)
         conn.principal = principal_from_certificate(stream.getpeercert())
         return True
 
     async def _refused(
-        self, stream: trio.SSLStream[Any], failure: trio.BrokenResourceError, deadline: float
+        self, conn: Any, stream: trio.SSLStream[Any], failure: trio.BrokenResourceError, deadline: float
     ) -> bool:
         """A refused handshake: the client gets OpenSSL's alert first, as from Kafka, within
         the handshake's deadline and at most ALERT_GRACE; then one log line and the close."""
-        conn = self.connection
         with trio.move_on_at(min(deadline, trio.current_time() + ALERT_GRACE)) as grace:
             conn.read_scope = grace  # shutdown cancels it as it cancels a read
             await send_tls_alert(stream)
         conn.read_scope = None
         cause = failure.__cause__
         reason = getattr(cause, "reason", None) or cause or failure
-        return self._failed(f"TLS handshake failed: {reason}")
+        return self._failed(conn, f"TLS handshake failed: {reason}")
 
-    def _failed(self, reason: str) -> bool:
-        self.connection.reject(Closed(reason, client_fault=True))
+    def _failed(self, conn: Any, reason: str) -> bool:
+        conn.reject(Closed(reason, client_fault=True))
         return False
 
     def wants_reauthentication(self, now: float) -> bool:
         """A SaslHandshake on an authenticated connection: re-authenticate (KIP-368)?"""
         return now - self.reauthentication_started >= MIN_REAUTH_INTERVAL
 
-    async def reauthenticate(self, responses: trio.MemorySendChannel[Any], handshake: Any) -> bool:
+    async def reauthenticate(self, conn: Any, responses: trio.MemorySendChannel[Any], handshake: Any) -> bool:
         """KIP-368: run the SASL exchange again, beginning with ``handshake`` (already
         received); same mechanism and principal, or the connection closes."""
-        conn = self.connection
         self.reauthentication_started = trio.current_time()
         previous = conn.authenticator
         authenticator = conn.settings.security.authenticator_factory(
             reauth_of=(previous.mechanism, conn.principal)
         )
         conn.protocol.reauthentication_started(REAUTH_APIS, MAX_RECEIVE_SIZE)
-        if not await self.authenticate(responses, authenticator, handshake):
+        if not await self.authenticate(conn, responses, authenticator, handshake):
             return False
         conn.authenticator = authenticator
         if conn.hooks.reauthenticated is not None:
@@ -196,7 +219,11 @@ class ConnectionAuthentication:
         return True
 
     async def authenticate(
-        self, responses: trio.MemorySendChannel[Any], authenticator: SaslServerAuthenticator, first: Any = None
+        self,
+        conn: Any,
+        responses: trio.MemorySendChannel[Any],
+        authenticator: SaslServerAuthenticator,
+        first: Any = None,
     ) -> bool:
         """Kafka's SASL exchange, before the first ordinary request (or, KIP-368, from the
         ``first`` request of a re-authentication): True once authenticated.
@@ -204,10 +231,9 @@ class ConnectionAuthentication:
         A failure is answered, logged once (mechanism, principal claimed, peer — never the
         secret) and closes this connection. Success starts the session's lifetime.
         """
-        conn = self.connection
         state = conn.protocol
         while True:
-            event, first = (state.next_event() if first is None else first), None
+            event, first = (conn.next_event() if first is None else first), None
             if event is NEED_DATA:
                 event = await conn.receive_event()
                 if event is None:
@@ -218,7 +244,7 @@ class ConnectionAuthentication:
             if event.__class__ is RawFrame:
                 step = authenticator.receive_token(event.data)
             elif event.header.request_api_key == ApiKey.API_VERSIONS:
-                if not await self.exchange(responses, event, conn.last_activity):
+                if not await self.exchange(conn, responses, event, conn.last_activity):
                     return False
                 continue
             else:
@@ -241,10 +267,9 @@ class ConnectionAuthentication:
             state.answered()
             state.raw_frames = authenticator.raw_tokens
 
-    async def exchange(self, responses: trio.MemorySendChannel[Any], event: Any, start: float) -> bool:
+    async def exchange(self, conn: Any, responses: trio.MemorySendChannel[Any], event: Any, start: float) -> bool:
         """One request through the handlers and its answer written (the slow path of the
         connection's serve loop, for requests before authentication); False: it closed."""
-        conn = self.connection
         state = conn.protocol
         request = Request(
             processor=conn.settings.processor_id,

@@ -39,9 +39,16 @@ every later read start past its deadline, so a connection waiting for its next r
 closes at once while one with a request in flight finishes writing the response first;
 the processor's nursery deadline (shutdown.grace.ms) bounds that grace period.
 
-``queued.max.request.bytes``: with a :class:`RequestMemoryPool` in the hooks, the shell
-reads no new frame while the pool is spent (the wait is part of the read, so shutdown and
-idle expiry end it as they end any read).
+``queued.max.request.bytes``: with a :class:`RequestMemoryPool` in the hooks, a frame's
+declared size is reserved from the pool as soon as its prefix is read, before its body is
+(Kafka's NetworkReceive taking its buffer from the pool); while the pool is spent the shell
+starts no new frame and reads nothing (muted for memory, as Kafka's processor mutes a
+channel) — the wait is part of the read, so shutdown and idle expiry end it as they end any
+read. The bytes go back when the request is parsed (most APIs), when it is handled
+(Produce, JoinGroup, SyncGroup: ``Request.memory``), or when the connection closes.
+
+Nothing here refers back to the connection (its authentication is given it per call), so a
+closed connection, its decoder and buffers are freed by reference counting alone.
 
 Errors: a bad frame or header is the client's fault — one log line, this connection closes,
 nothing else notices. Transport errors (reset, broken pipe) just close.
@@ -57,9 +64,18 @@ from typing import Any
 import attrs
 import trio
 
-from trikafka.network.authentication import ConnectionAuthentication, new_connection_state
+from trikafka.network.authentication import (
+    ConnectionAuthentication,
+    new_connection_state,
+    release_tls_stream,
+)
 from trikafka.network.connection_state import NEED_DATA, Closed, ConnectionStateError, MuteState
-from trikafka.network.request_channel import Request, RequestMemoryPool, open_response_channel
+from trikafka.network.request_channel import (
+    ConnectionMemory,
+    Request,
+    RequestMemoryPool,
+    open_response_channel,
+)
 from trikafka.network.transport import TRANSPORT_ERRORS, Transport
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.security.listener import ListenerSecurity
@@ -132,7 +148,10 @@ class Connection:
             connection_id, settings.registry, settings.max_request_size, self.authenticator is not None
         )
         #: The TLS handshake and the SASL exchange (network/authentication.py).
-        self.authentication = ConnectionAuthentication(self)
+        self.authentication = ConnectionAuthentication()
+        #: This connection's share of queued.max.request.bytes; None when unbounded.
+        pool = hooks.memory_pool
+        self.memory = None if pool is None else ConnectionMemory(pool, settings.held_api_keys)
         #: KIP-368: when the SASL session ends (trio time), None if it never does.
         self.session_expiry: float | None = None
         self.last_activity = trio.current_time()
@@ -163,6 +182,8 @@ class Connection:
         """
         self.idle_seconds = -math.inf
         self.protocol.discard_unread()  # pipelined requests not yet handed out: not served
+        if self.memory is not None:
+            self.memory.release_reserved()  # the frame half read is gone
         if self.read_scope is not None:
             self.read_scope.cancel()
 
@@ -171,10 +192,12 @@ class Connection:
         try:
             security = self.settings.security
             if security is not None and security.ssl_context is not None:
-                if not await self.authentication.tls_handshake(security.ssl_context):
+                if not await self.authentication.tls_handshake(self, security.ssl_context):
                     return
             authenticator = self.authenticator
-            if authenticator is not None and not await self.authentication.authenticate(responses, authenticator):
+            if authenticator is not None and not await self.authentication.authenticate(
+                self, responses, authenticator
+            ):
                 return
             await self._serve(responses)
         except TRANSPORT_ERRORS as exc:
@@ -187,9 +210,12 @@ class Connection:
             self.responses.close()  # a handler answering now finds it gone (not an error)
             responses.close()
             self.protocol.close()
+            if self.memory is not None:
+                self.memory.release_all()  # a frame half read, a request never queued
             self.hooks.closed(self)
             with trio.CancelScope(shield=True):
                 await trio.aclose_forcefully(self.stream)
+            release_tls_stream(self.stream)
 
     async def _serve(self, responses: trio.MemorySendChannel[Any]) -> None:
         # trio's clock (the MockClock in tests) without trio.current_time()'s three layers
@@ -201,14 +227,15 @@ class Connection:
         hooks = self.hooks
         submit = hooks.submit
         receive_response = self.responses.receive
-        pool = hooks.memory_pool
+        memory = self.memory
         processor_id = settings.processor_id
         listener_name = settings.listener_name
-        held_api_keys = settings.held_api_keys
         sasl = self.authenticator is not None
         while True:
-            if pool is None or pool.available > 0:
+            if memory is None:
                 event = state.next_event()
+            elif memory.may_read():
+                event = self.next_event()
             else:
                 event = NEED_DATA  # the read waits for memory first
             if event is NEED_DATA:
@@ -239,9 +266,8 @@ class Connection:
                 principal=self.principal,
                 start_time=start,
             )
-            if pool is not None and event.header.request_api_key in held_api_keys:  # type: ignore[union-attr]
-                pool.allocate(size)
-                request.memory = size
+            if memory is not None:
+                request.memory = memory.take_held()  # the handler gives it back (send_response)
             hooks.busy(now() - start)
             await submit(request)  # the shared request channel; waits while it is full
             state.request_queued()
@@ -275,7 +301,7 @@ class Connection:
         now = self._now()
         api_key = event.header.request_api_key
         if api_key == SASL_HANDSHAKE and self.authentication.wants_reauthentication(now):
-            await self.authentication.reauthenticate(responses, event)
+            await self.authentication.reauthenticate(self, responses, event)
             return False
         expiry = self.session_expiry
         if expiry is not None and now >= expiry:
@@ -308,7 +334,7 @@ class Connection:
         idle expiry or shutdown."""
         state = self.protocol
         transport = self.transport
-        pool = self.hooks.memory_pool
+        memory = self.memory
         now = self._now
         if self.idle_seconds == -math.inf:  # shutdown began: no read begins
             self.close_reason = "broker shutting down"
@@ -319,9 +345,9 @@ class Connection:
             self.read_scope = self.request_wait = scope
             try:
                 while True:
-                    if pool is not None and pool.available <= 0:
-                        await pool.wait_for_memory()
-                        event = state.next_event()  # a frame may be buffered already
+                    if memory is not None and not memory.may_read():
+                        await memory.pool.wait_for_memory()  # muted: no new frame, no read
+                        event = self.next_event()  # a frame may be buffered already
                         if event is not NEED_DATA:
                             return event
                     into = state.unfilled()
@@ -330,18 +356,23 @@ class Connection:
                         count = len(data)
                     else:
                         count = await transport.receive_into(into)
+                        data = into = None  # the view dropped: the buffer may grow in place
                     if not count:
                         self.close_reason = "closed by the client"
                         return None
                     self.last_activity = now()
-                    if into is None:
-                        state.receive_data(data)
-                    else:
+                    if data is None:
                         state.received_into(count)
-                    if pool is None or pool.available > 0:  # else no new request: wait above
+                    else:
+                        state.receive_data(data)
+                    if memory is None:
                         event = state.next_event()
-                        if event is not NEED_DATA:
-                            return event
+                    elif memory.may_read():  # else no new frame: wait above
+                        event = self.next_event()
+                    else:
+                        continue
+                    if event is not NEED_DATA:
+                        return event
             finally:
                 self.read_scope = self.request_wait = None
         if self.idle_seconds == -math.inf:
@@ -350,6 +381,13 @@ class Connection:
             self.close_reason = "idle"
             log.debug("closing idle connection %s", self.connection_id)
         return None
+
+    def next_event(self) -> object:
+        """The state's next event, its bytes accounted in the request memory pool (if any)."""
+        event = self.protocol.next_event()
+        if self.memory is not None:
+            self.memory.account(self.protocol, event)
+        return event
 
     def reject(self, closed: Closed) -> None:
         self.close_reason = closed.reason

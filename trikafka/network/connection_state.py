@@ -199,7 +199,7 @@ class ConnectionState:
     __slots__ = (
         "connection_id", "state", "frame_size", "allowed_api_keys", "raw_frames",
         "receive_data", "unfilled", "received_into",
-        "_decoder", "_registry", "_transitions", "_max_request_size", "_last",
+        "_decoder", "_registry", "_transitions", "_max_request_size", "_last", "__weakref__",
     )
 
     def __init__(
@@ -250,6 +250,12 @@ class ConnectionState:
     @property
     def buffered(self) -> int:
         return self._decoder.buffered
+
+    @property
+    def pending_size(self) -> int:
+        """The declared size of the frame being read (its prefix read, its body not all
+        here), for the request memory pool; 0 when none is."""
+        return self._decoder.pending_size
 
     # -- events out -----------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from trio_util import AsyncValue
 
 from trikafka.network.connection import Connection, ConnectionHooks, ConnectionSettings
 from trikafka.network.endpoints import apply_socket_options, stream_addresses
-from trikafka.network.request_channel import frame_holding_api_keys
+from trikafka.network.request_channel import FRAME_HOLDING_API_KEYS
 from trikafka.network.transport import transport_for
 
 if TYPE_CHECKING:
@@ -103,7 +103,7 @@ class Processor:
             held_api_keys=(
                 frozenset()
                 if request_channel.memory_pool is None
-                else frame_holding_api_keys(registry)
+                else FRAME_HOLDING_API_KEYS.intersection(registry.supported)
             ),
             security=security,
         )
@@ -131,6 +131,7 @@ class Processor:
             async with self._new_connections:
                 async for stream in self._new_connections:
                     self._start_connection(nursery, stream)
+                    del stream  # held by its connection alone, freed with it
             self._accepting = False
             if not self.connections:
                 self._idle_expiry.cancel()

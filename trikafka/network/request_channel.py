@@ -16,8 +16,10 @@ Closing the shared send side replaces Kafka's poison-pill ShutdownRequest: handl
 what is queued, then their receive ends with ``trio.EndOfChannel``.
 
 ``queued.max.request.bytes`` (Kafka's request MemoryPool, off by default) bounds the *bytes*
-of requests read but not yet handled across the broker: :class:`RequestMemoryPool`. While it
-is spent, connections read no new frames; a handler's response gives the bytes back.
+of requests being read or read but not yet handled across the broker:
+:class:`RequestMemoryPool`. A frame's declared size is reserved when its prefix is read,
+before its body; while the pool is spent, connections read nothing; a handler's response
+(or the connection's close) gives the bytes back.
 """
 
 from __future__ import annotations
@@ -37,15 +39,18 @@ from trikafka.network.responses import (
     Response,
     SendResponse,
 )
+from trikafka.protocol.framing import NEED_DATA
 
 __all__ = [
     "CloseConnectionResponse",
+    "ConnectionMemory",
     "NoOpResponse",
     "Request",
     "RequestChannel",
     "RequestChannelStatistics",
     "RequestMemoryPool",
     "ResponseSender",
+    "FRAME_HOLDING_API_KEYS",
     "frame_holding_api_keys",
     "Response",
     "SendResponse",
@@ -111,11 +116,13 @@ class Request:
 class RequestMemoryPool:
     """``queued.max.request.bytes``: a broker-wide budget of request bytes in flight.
 
-    Kafka's SimpleMemoryPool in its non-strict mode, the one the SocketServer uses: a frame
-    may be taken while *any* budget is left (``available > 0``), so the budget can dip below
-    zero by at most one frame per connection, and a frame as large as
-    ``socket.request.max.bytes`` is never refused outright. While ``available <= 0``
-    connections read no new frames (``wait_for_memory``); ``release`` wakes them all.
+    Kafka's SimpleMemoryPool in its non-strict mode, the one the SocketServer uses
+    (``tryAllocate`` succeeds while at least one byte is available): a frame may be taken
+    while *any* budget is left (``available > 0``), so the budget can dip below zero by at
+    most one frame per connection, and a frame as large as ``socket.request.max.bytes`` —
+    even one larger than the pool — is never refused outright. A frame is taken when its
+    size prefix is read, before its body. While ``available <= 0`` connections read nothing
+    (``wait_for_memory``); ``release`` wakes them all.
 
     Which bytes are held follows Kafka (``ApiKeys.requiresDelayedAllocation``): a request
     whose schema has bytes or records fields (Produce, JoinGroup, SyncGroup — see
@@ -125,34 +132,125 @@ class RequestMemoryPool:
     forwarded here.)
     """
 
-    __slots__ = ("size", "available", "_room")
+    __slots__ = ("size", "available", "high_water", "waits", "depleted_seconds", "_depleted_at", "_room")
 
     def __init__(self, size: int) -> None:
         if size <= 0:
             raise ValueError(f"a request memory pool needs a positive size, not {size}")
         self.size = size
         self.available = size
+        #: The most bytes ever taken at once (may pass ``size`` by one frame: non-strict).
+        self.high_water = 0
+        #: Times a connection was muted waiting for memory (Kafka counts the depleted time).
+        self.waits = 0
+        #: Seconds (trio time) the pool spent depleted, ended spells (MemoryPoolDepletedTimeTotal).
+        self.depleted_seconds = 0.0
+        self._depleted_at: float | None = None
         #: Set (and replaced by a fresh one) when budget comes back: wakes every waiter.
         self._room = trio.Event()
 
     def allocate(self, count: int) -> None:
+        was_in = self.available > 0
         self.available -= count
+        used = self.size - self.available
+        if used > self.high_water:
+            self.high_water = used
+        if was_in and self.available <= 0:
+            self._depleted_at = trio.current_time()
 
     def release(self, count: int) -> None:
         was_out = self.available <= 0
         self.available += count
         if was_out and self.available > 0:
+            if self._depleted_at is not None:
+                self.depleted_seconds += trio.current_time() - self._depleted_at
+                self._depleted_at = None
             self._room.set()  # set before it is replaced: no waiter is left behind
             self._room = trio.Event()
 
     async def wait_for_memory(self) -> None:
         """Return once some budget is left (at once, without a checkpoint, if it is)."""
+        if self.available <= 0:
+            self.waits += 1
         while self.available <= 0:
             await self._room.wait()
 
     @property
+    def used(self) -> int:
+        return self.size - self.available
+
+    @property
     def waiting(self) -> int:
         return self._room.statistics().tasks_waiting
+
+
+class ConnectionMemory:
+    """One connection's share of the :class:`RequestMemoryPool`.
+
+    A frame whose prefix is read reserves its declared size before its body is read (Kafka's
+    NetworkReceive taking its buffer from the pool; non-strict: the connection asks only while
+    :meth:`may_read`, so the pool may overdraw by one frame). Once decoded, the bytes of a
+    request that keeps views of its frame (``held_api_keys``: Produce, JoinGroup, SyncGroup, …)
+    are held until it is handled (:meth:`take_held` moves them to ``Request.memory``); any
+    other frame's go back at once; a closing connection gives back what it still has.
+    """
+
+    __slots__ = ("pool", "held_api_keys", "reserved", "held")
+
+    def __init__(self, pool: RequestMemoryPool, held_api_keys: frozenset[int]) -> None:
+        self.pool = pool
+        self.held_api_keys = held_api_keys
+        self.reserved = 0  # for the frame being read
+        self.held = 0  # by the request just decoded, until it becomes a Request
+
+    def may_read(self) -> bool:
+        """A frame is being read (its bytes are reserved), or the pool has a byte left."""
+        return bool(self.reserved) or self.pool.available > 0
+
+    def account(self, state: Any, event: object) -> None:
+        """``event`` came from ``state.next_event()``: reserve, hold or give back its bytes."""
+        pool = self.pool
+        if event is NEED_DATA:
+            if not self.reserved:
+                size = state.pending_size
+                if size:
+                    pool.allocate(size)
+                    self.reserved = size
+            return
+        if self.held:  # the last request's bytes never went to a Request (a SASL token)
+            pool.release(self.held)
+            self.held = 0
+        reserved, self.reserved = self.reserved, 0
+        header = getattr(event, "header", None)
+        if header is not None and header.request_api_key in self.held_api_keys:
+            size = state.frame_size
+            if reserved != size:  # read whole in one go: taken now
+                pool.allocate(size - reserved)
+            self.held = size
+        elif reserved:
+            pool.release(reserved)
+
+    def take_held(self) -> int:
+        held, self.held = self.held, 0
+        return held
+
+    def release_reserved(self) -> None:
+        if self.reserved:
+            self.pool.release(self.reserved)
+            self.reserved = 0
+
+    def release_all(self) -> None:
+        self.release_reserved()
+        if self.held:
+            self.pool.release(self.held)
+            self.held = 0
+
+
+#: What :func:`frame_holding_api_keys` finds for every API trikafka serves — Produce,
+#: JoinGroup, SyncGroup, SaslAuthenticate, AlterUserScramCredentials — as a table (checked
+#: against the schemas by the tests): walking every version's request type loads every kio
+#: entity module, half a second and ~19 MB at each broker's start.
+FRAME_HOLDING_API_KEYS = frozenset({0, 11, 14, 36, 51})
 
 
 def frame_holding_api_keys(registry: Any) -> frozenset[int]:
@@ -195,6 +293,9 @@ class RequestChannelStatistics:
     memory_pool_available: int | None = None  # MemoryPoolAvailable; None: unbounded
     memory_pool_used: int = 0  # MemoryPoolUsed
     tasks_waiting_memory: int = 0
+    memory_pool_high_water: int = 0  # the most MemoryPoolUsed has been
+    memory_pool_waits: int = 0  # connections muted for memory, ever
+    memory_pool_depleted_seconds: float = 0.0  # MemoryPoolDepletedTimeTotal
 
 
 class RequestChannel:
@@ -252,4 +353,7 @@ class RequestChannel:
             memory_pool_available=None if pool is None else pool.available,
             memory_pool_used=0 if pool is None else pool.size - pool.available,
             tasks_waiting_memory=0 if pool is None else pool.waiting,
+            memory_pool_high_water=0 if pool is None else pool.high_water,
+            memory_pool_waits=0 if pool is None else pool.waits,
+            memory_pool_depleted_seconds=0.0 if pool is None else pool.depleted_seconds,
         )

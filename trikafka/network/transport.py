@@ -84,7 +84,7 @@ class Transport(Protocol):
 class StreamTransport:
     """Any ``trio.abc.Stream``: the in-memory transport of the tests, later TLS."""
 
-    __slots__ = ("stream", "receive_some")
+    __slots__ = ("stream", "receive_some", "__weakref__")
 
     def __init__(self, stream: trio.abc.Stream) -> None:
         self.stream = stream
@@ -118,7 +118,7 @@ class StreamTransport:
 class SocketTransport:
     """A ``trio.SocketStream`` with the system calls that make the broker fast."""
 
-    __slots__ = ("stream", "receive_some", "receive_into", "_fd", "_sendmsg")
+    __slots__ = ("stream", "receive_some", "receive_into", "_fd", "_sendmsg", "__weakref__")
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self.stream = stream

@@ -87,6 +87,9 @@ class RequestHandlerPool:
                 self._busy_now -= 1
                 self.handled += 1
                 self._busy_seconds += now() - start
+            # Not held while idle: the last request's body and its connection's response
+            # channel would outlive the connection (issue 33).
+            del request
 
     def statistics(self) -> RequestHandlerPoolStatistics:
         elapsed = (trio.current_time() - self._started_at) * self.num_handlers

@@ -14,6 +14,7 @@ from trikafka.config import BrokerConfig
 from trikafka.network.memory import MemoryListener, MemoryStream
 from trikafka.testing.faults import Faults
 from trikafka.testing.surface import BrokerControls
+from trikafka.testing.thread import QUEUED_MAX_REQUEST_BYTES
 
 __all__ = ["TestBroker", "open_test_broker"]
 
@@ -67,7 +68,9 @@ async def open_test_broker(config: BrokerConfig | None = None, **overrides: Any)
     Keyword arguments are config overrides in either spelling (``num_io_threads=1``).
     """
     listener = MemoryListener("memory", 9092)
-    base = config or BrokerConfig(listeners="PLAINTEXT://memory:9092")
+    base = config or BrokerConfig(
+        listeners="PLAINTEXT://memory:9092", queued_max_request_bytes=QUEUED_MAX_REQUEST_BYTES
+    )
     async with open_broker(base, trio_listeners={"PLAINTEXT": listener}, **overrides) as broker:
         yield TestBroker(broker, listener)
     await trio.lowlevel.checkpoint()

@@ -29,17 +29,26 @@ from trikafka.testing.faults import Faults
 from trikafka.testing.surface import WAIT_TIMEOUT, BrokerControls, asyncio_hosted, thread_hosted
 from trikafka.testing.targets import BrokerTarget, broker_targets
 
-__all__ = ["AsyncBrokerHandle", "BrokerHandle", "ThreadedBroker", "TrioThread", "WAIT_TIMEOUT", "test_broker_config"]
+__all__ = [
+    "AsyncBrokerHandle", "BrokerHandle", "QUEUED_MAX_REQUEST_BYTES", "ThreadedBroker", "TrioThread", "WAIT_TIMEOUT",
+    "test_broker_config",
+]
 
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 
 #: What a test broker is unless the test says otherwise: in memory, a free port on
 #: 127.0.0.1, and a lone consumer's group forms at once (Kafka's 3 s delay suits big groups).
+#: queued.max.request.bytes of the test kit's brokers, in memory and over TCP.
+QUEUED_MAX_REQUEST_BYTES = 256 * 1024 * 1024
+
 TEST_DEFAULTS = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
     "log.dirs": "",
     "group.initial.rebalance.delay.ms": 0,
+    # Bounded, as the dev broker's (Kafka's default is -1, unbounded): a test that makes
+    # requests pile up holds at most this much (docs/reliability.md).
+    "queued.max.request.bytes": QUEUED_MAX_REQUEST_BYTES,
 }
 
 

@@ -145,6 +145,17 @@ class KafkaCollector:
             "Share of time the request handlers were idle (0..1).",
             stats.request_handler_avg_idle_percent,
         )
+        if stats.memory_pool_available is not None:  # queued.max.request.bytes set
+            yield _gauge(
+                "kafka_network_socketserver_memorypoolavailable",
+                "Bytes left in the request memory pool (queued.max.request.bytes).",
+                stats.memory_pool_available,
+            )
+            yield _gauge(
+                "kafka_network_socketserver_memorypoolused",
+                "Bytes of requests being read or waiting to be handled (queued.max.request.bytes).",
+                stats.memory_pool_used,
+            )
         yield _gauge(
             "kafka_server_delayedoperationpurgatory_purgatorysize",
             "Delayed operations waiting (long-poll Fetch, JoinGroup, ...).",
