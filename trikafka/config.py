@@ -12,255 +12,105 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from trikafka import group_configs, rack_configs
+from trikafka.config_fields import (
+    ListenerSpec,
+    advertised_listeners_field,
+    cluster_id_field,
+    connection_overrides_field,
+    listeners_field,
+    log_dirs_field,
+    parse_listeners,
+)
+from trikafka.config_fields import bool_field as _bool_field
+from trikafka.config_fields import check_host as _check_host
+from trikafka.config_fields import check_queued_max_request_bytes as _check_queued_max_request_bytes
+from trikafka.config_fields import field as _field
+from trikafka.config_fields import int_bounds as _int
+from trikafka.config_fields import int_field as _int_field
+from trikafka.config_fields import topic_default as _topic_default
 from trikafka.errors import ConfigError
 from trikafka.kafka_keys import KAFKA_BROKER_KEYS, no_effect_reason
 from trikafka.properties import TIME_ALIASES, read_properties_file, resolve_time_aliases
 from trikafka.security import config as security
-from trikafka.topic_configs import INT32_MAX, INT64_MAX, TOPIC_CONFIGS
+from trikafka.topic_configs import INT32_MAX, INT64_MAX
 
 __all__ = ["BrokerConfig", "config_keys", "parse_listeners", "read_properties_file", "ListenerSpec"]
 
 
-@attrs.frozen
-class ListenerSpec:
-    """One ``NAME://host:port`` entry of ``listeners`` / ``advertised.listeners``."""
+class _PropertiesForm:
+    """``BrokerConfig``'s construction from Kafka keys and ``server.properties``, and its way back."""
 
-    name: str
-    host: str
-    port: int
+    __slots__ = ()
 
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.name}://{host}:{self.port}"
+    @classmethod
+    def from_properties(
+        cls, source: Mapping[str, Any] | str | os.PathLike | None = None, **overrides: Any
+    ) -> BrokerConfig:
+        """Build from a mapping or a ``server.properties`` file; ``overrides`` win."""
+        items = source if source is None or isinstance(source, Mapping) else read_properties_file(source)
+        return cls.from_mapping({**(items or {}), **overrides})
 
+    @classmethod
+    def coerce(cls, config: BrokerConfig | Mapping[str, Any] | None = None, **overrides: Any) -> BrokerConfig:
+        """What ``open_broker`` and ``open_cluster`` take: a BrokerConfig, Kafka keys, or None
+        (one listener on a free port of 127.0.0.1); overrides in either spelling win."""
+        if not isinstance(config, BrokerConfig):
+            config = cls.from_mapping(config or {"listeners": "PLAINTEXT://127.0.0.1:0"})
+        return config.with_overrides(**overrides) if overrides else config
 
-def parse_listeners(value: str, key: str = "listeners") -> tuple[ListenerSpec, ...]:
-    specs: list[ListenerSpec] = []
-    for item in (part.strip() for part in value.split(",")):
-        if not item:
-            continue
-        name, sep, rest = item.partition("://")
-        if not sep or not name or not name.replace("_", "").replace("-", "").isalnum():
-            raise ConfigError(key, value, "entries must look like NAME://host:port")
-        if rest.startswith("["):
-            host, _, port_text = rest[1:].partition("]:")
-        else:
-            host, _, port_text = rest.rpartition(":")
-        try:
-            port = int(port_text)
-        except ValueError:
-            raise ConfigError(key, value, f"{item!r} has no integer port") from None
-        if not 0 <= port <= 65535:
-            raise ConfigError(key, value, f"port {port} is outside 0..65535")
-        specs.append(ListenerSpec(name.upper(), host, port))
-    if not specs:
-        raise ConfigError(key, value, "at least one NAME://host:port listener is required")
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise ConfigError(key, value, "each listener name may appear once")
-    return tuple(specs)
+    @classmethod
+    def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
+        items, secure = security.split_security_keys(resolve_time_aliases(items))
+        return cls(security=secure, **_typed_fields(items))
 
+    def with_overrides(self, **changes: Any) -> BrokerConfig:
+        merged = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
+        changes, secure = security.split_security_keys(resolve_time_aliases(changes))
+        merged["security"] = merged["security"].merged(secure)
+        merged.update(_typed_fields(changes))
+        return type(self)(**merged)
 
-def _parse_overrides(value: str, key: str) -> dict[str, int]:
-    result: dict[str, int] = {}
-    for item in (part.strip() for part in value.split(",")):
-        if not item:
-            continue
-        host, sep, limit = item.partition(":") if item.count(":") == 1 else item.rpartition(":")
-        try:
-            if not sep or not host:
-                raise ValueError
-            result[host] = int(limit)
-        except ValueError:
-            raise ConfigError(key, value, "entries must look like host:count") from None
-        if result[host] < 0:
-            raise ConfigError(key, value, f"{host} has a negative limit")
-    return result
-
-
-def _bool(value: str, key: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    raise ConfigError(key, value, "allowed values are true and false")
-
-
-def _int(lo: int, hi: int = INT64_MAX) -> tuple[Callable[[str, str], int], Callable]:
-    def parse(value: str, key: str) -> int:
-        try:
-            return int(str(value).strip())
-        except ValueError:
-            raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required") from None
-
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        key = attribute.metadata["key"]
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required")
-        if not lo <= value <= hi:
-            raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required")
-
-    return parse, check
-
-
-def _field(key: str, default: Any, parse: Callable, check: Callable | None, doc: str) -> Any:
-    validators = [check] if check else []
-    return attrs.field(
-        default=default,
-        validator=validators,
-        metadata={"key": key, "parse": parse, "doc": doc},
-    )
-
-
-def _int_field(key: str, default: int, doc: str, lo: int = 0, hi: int = INT64_MAX) -> Any:
-    parse, check = _int(lo, hi)
-    return _field(key, default, parse, check, doc)
-
-
-def _bool_field(key: str, default: bool, doc: str) -> Any:
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if not isinstance(value, bool):
-            raise ConfigError(attribute.metadata["key"], value, "allowed values are true and false")
-
-    return _field(key, default, _bool, check, doc)
-
-
-def _topic_default(topic_key: str) -> Any:
-    """The broker-level default of a topic config, from its row of the one table."""
-    definition = TOPIC_CONFIGS[topic_key]
-
-    def parse(value: str, key: str) -> Any:
-        try:
-            return definition.parse(value)
-        except ConfigError as exc:
-            raise ConfigError(key, value, exc.allowed) from None
-
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        problem = definition.check(value)
-        if problem:
-            raise ConfigError(attribute.metadata["key"], value, problem)
-
-    doc = f"{definition.doc} (topic: {topic_key})"
-    return _field(definition.broker_key, definition.default, parse, check, doc)  # type: ignore[arg-type]
-
-
-def _check_listeners(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is None and attribute.name == "advertised_listeners":
-        return
-    if not isinstance(value, tuple) or not all(isinstance(v, ListenerSpec) for v in value):
-        raise ConfigError(attribute.metadata["key"], value, "a tuple of ListenerSpec")
-
-
-def _listeners_converter(value: Any) -> Any:
-    return parse_listeners(value) if isinstance(value, str) else value
-
-
-def _adv_converter(value: Any) -> Any:
-    if value is None or value == "":
-        return None
-    return parse_listeners(value, "advertised.listeners") if isinstance(value, str) else value
-
-
-def _log_dirs_converter(value: Any) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, str | os.PathLike):
-        value = [p.strip() for p in str(value).split(",") if p.strip()]
-    if isinstance(value, list | tuple) and all(isinstance(p, str | os.PathLike) for p in value):
-        paths = tuple(str(Path(p).expanduser()) for p in value if str(p).strip())
-        return paths or None
-    return value  # the validator names what is wrong
-
-
-def _check_log_dirs(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and not (
-        isinstance(value, tuple) and all(isinstance(p, str) for p in value)
-    ):
-        raise ConfigError(
-            attribute.metadata["key"], value, "comma-separated paths, a sequence of paths, or unset"
-        )
-
-
-def _check_overrides(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in value.items()
-    ):
-        raise ConfigError(attribute.metadata["key"], value, "a mapping of host to count >= 0")
-
-
-def _check_cluster_id(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise ConfigError(attribute.metadata["key"], value, "a non-empty string or unset")
-
-
-def _check_queued_max_request_bytes(config: Any, attribute: attrs.Attribute, value: Any) -> None:
-    """Kafka's rule: a bounded request memory pool must fit the largest request."""
-    _int(-(2**63))[1](config, attribute, value)
-    if 0 < value < config.socket_request_max_bytes:
-        raise ConfigError(
-            "queued.max.request.bytes",
-            value,
-            f"-1 (unbounded) or at least socket.request.max.bytes ({config.socket_request_max_bytes})",
-        )
-
-
-def _check_host(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, str) or not value.strip() or any(c in value for c in "/ []"):
-        raise ConfigError(attribute.metadata["key"], value, "a host name or IP address, e.g. 127.0.0.1")
+    def as_properties(self) -> dict[str, str]:
+        """Kafka key → string value, as DescribeConfigs and the CLI banner show them."""
+        out: dict[str, str] = {}
+        for field in attrs.fields(type(self)):
+            value = getattr(self, field.name)
+            if isinstance(value, security.SecurityConfig):
+                out.update(value.as_properties())
+                continue
+            if value is None:
+                text = ""
+            elif isinstance(value, tuple) and value and isinstance(value[0], ListenerSpec):
+                text = ",".join(map(str, value))
+            elif isinstance(value, tuple):
+                text = ",".join(value)
+            elif isinstance(value, Mapping):
+                text = ",".join(f"{k}:{v}" for k, v in value.items())
+            elif isinstance(value, bool):
+                text = str(value).lower()
+            else:
+                text = str(value)
+            out[field.metadata["key"]] = text
+        return out
 
 
 @attrs.frozen(kw_only=True)
-class BrokerConfig:
+class BrokerConfig(_PropertiesForm):
     """The broker's settings. Field names are Kafka's keys with ``_`` for ``.``."""
 
     node_id: int = _int_field("node.id", 1, "This broker's id in Metadata responses.", 0, INT32_MAX)
-    listeners: tuple[ListenerSpec, ...] = attrs.field(
-        default="PLAINTEXT://127.0.0.1:9092",
-        converter=_listeners_converter,
-        validator=_check_listeners,
-        metadata={
-            "key": "listeners",
-            "parse": lambda v, k: parse_listeners(v, k),
-            "doc": "Comma-separated NAME://host:port endpoints; port 0 picks a free port.",
-        },
-    )
-    advertised_listeners: tuple[ListenerSpec, ...] | None = attrs.field(
-        default=None,
-        converter=_adv_converter,
-        validator=_check_listeners,
-        metadata={
-            "key": "advertised.listeners",
-            "parse": lambda v, k: parse_listeners(v, k) if v else None,
-            "doc": "What Metadata tells clients; defaults to the bound listeners.",
-        },
-    )
-    cluster_id: str | None = attrs.field(
-        default=None,
-        validator=_check_cluster_id,
-        metadata={
-            "key": "cluster.id",
-            "parse": lambda v, k: v or None,
-            "doc": "Fixed cluster id; by default generated once and kept in meta.properties.",
-        },
-    )
+    listeners: tuple[ListenerSpec, ...] = listeners_field()
+    advertised_listeners: tuple[ListenerSpec, ...] | None = advertised_listeners_field()
+    cluster_id: str | None = cluster_id_field()
     broker_rack: str | None = rack_configs.rack_field("This broker's rack (KIP-36), in Metadata and DescribeCluster; with --brokers N a comma-separated list gives broker i entry i mod len.")
     replica_selector_class: str | None = rack_configs.selector_field("KIP-392: org.apache.kafka.common.replica.RackAwareReplicaSelector sends a consumer with client.rack to an in-sync replica in its rack.")
-    log_dirs: tuple[str, ...] | None = attrs.field(
-        default=None,
-        converter=_log_dirs_converter,
-        validator=_check_log_dirs,
-        metadata={
-            "key": "log.dirs",
-            "parse": lambda v, k: v,
-            "doc": "Data directories; unset keeps everything in memory.",
-        },
-    )
+    log_dirs: tuple[str, ...] | None = log_dirs_field()
     num_network_threads: int = _int_field(
         "num.network.threads", 3, "Processor tasks per listener.", 1, 1024
     )
@@ -294,18 +144,7 @@ class BrokerConfig:
     max_connections_per_ip: int = _int_field(
         "max.connections.per.ip", INT32_MAX, "Connections accepted from one address.", 0, INT32_MAX
     )
-    max_connections_per_ip_overrides: Mapping[str, int] = attrs.field(
-        factory=dict,
-        converter=lambda v: _parse_overrides(v, "max.connections.per.ip.overrides")
-        if isinstance(v, str)
-        else dict(v),
-        validator=_check_overrides,
-        metadata={
-            "key": "max.connections.per.ip.overrides",
-            "parse": _parse_overrides,
-            "doc": "Per-host limits, host:count,host:count.",
-        },
-    )
+    max_connections_per_ip_overrides: Mapping[str, int] = connection_overrides_field()
     max_connection_creation_rate: int = _int_field("max.connection.creation.rate", INT32_MAX, "New connections per second across listeners; over it the acceptor waits (KIP-612).", 0, INT32_MAX)
     quota_window_num: int = _int_field("quota.window.num", 11, "Samples a client quota's rate is measured over.", 1, INT32_MAX)
     quota_window_size_seconds: int = _int_field("quota.window.size.seconds", 1, "Seconds each quota sample spans.", 1, INT32_MAX)
@@ -382,59 +221,6 @@ class BrokerConfig:
     metrics_host: str = _field("metrics.host", "127.0.0.1", lambda v, k: v, _check_host, "trikafka: address the HTTP server binds.")
     schema_registry_port: int = _int_field("schema.registry.port", -1, "trikafka: HTTP port of the Schema Registry (Confluent's REST API, on metrics.host); -1: off, 0: a free port.", -1, 65535)
     security: security.SecurityConfig = security.security_field()  # ssl.*, sasl.*, listener.name.*
-
-    # --- construction -------------------------------------------------------------------
-
-    @classmethod
-    def from_properties(
-        cls, source: Mapping[str, Any] | str | os.PathLike | None = None, **overrides: Any
-    ) -> BrokerConfig:
-        """Build from a mapping or a ``server.properties`` file; ``overrides`` win."""
-        items = source if source is None or isinstance(source, Mapping) else read_properties_file(source)
-        return cls.from_mapping({**(items or {}), **overrides})
-
-    @classmethod
-    def coerce(cls, config: BrokerConfig | Mapping[str, Any] | None = None, **overrides: Any) -> BrokerConfig:
-        """What ``open_broker`` and ``open_cluster`` take: a BrokerConfig, Kafka keys, or None
-        (one listener on a free port of 127.0.0.1); overrides in either spelling win."""
-        if not isinstance(config, BrokerConfig):
-            config = cls.from_mapping(config or {"listeners": "PLAINTEXT://127.0.0.1:0"})
-        return config.with_overrides(**overrides) if overrides else config
-
-    @classmethod
-    def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
-        items, secure = security.split_security_keys(resolve_time_aliases(items))
-        return cls(security=secure, **_typed_fields(items))
-
-    def with_overrides(self, **changes: Any) -> BrokerConfig:
-        merged = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
-        changes, secure = security.split_security_keys(resolve_time_aliases(changes))
-        merged["security"] = merged["security"].merged(secure)
-        merged.update(_typed_fields(changes))
-        return type(self)(**merged)
-
-    def as_properties(self) -> dict[str, str]:
-        """Kafka key → string value, as DescribeConfigs and the CLI banner show them."""
-        out: dict[str, str] = {}
-        for field in attrs.fields(type(self)):
-            value = getattr(self, field.name)
-            if isinstance(value, security.SecurityConfig):
-                out.update(value.as_properties())
-                continue
-            if value is None:
-                text = ""
-            elif isinstance(value, tuple) and value and isinstance(value[0], ListenerSpec):
-                text = ",".join(map(str, value))
-            elif isinstance(value, tuple):
-                text = ",".join(value)
-            elif isinstance(value, Mapping):
-                text = ",".join(f"{k}:{v}" for k, v in value.items())
-            elif isinstance(value, bool):
-                text = str(value).lower()
-            else:
-                text = str(value)
-            out[field.metadata["key"]] = text
-        return out
 
 
 def _typed_fields(items: Mapping[str, Any]) -> dict[str, Any]:
