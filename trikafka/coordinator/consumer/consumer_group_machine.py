@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from trikafka.config import BrokerConfig
+from trikafka.coordinator.consumer import consumer_group_membership as membership
 from trikafka.coordinator.consumer import consumer_group_records as rec
 from trikafka.coordinator.consumer import consumer_regex
 from trikafka.coordinator.consumer.consumer_assignors import assign
@@ -163,10 +164,7 @@ class ConsumerGroupMachine:
             timeout = member.classic_session_timeout_ms
         return ScheduleTimer(ConsumerTimerKey(SESSION, group_id, member_id), now_ms + timeout)  # type: ignore[arg-type]
 
-    @staticmethod
-    def cancel_timers(group_id: str, member_id: str) -> tuple[Effect, ...]:
-        return tuple(CancelTimer(ConsumerTimerKey(k, group_id, member_id))  # type: ignore[arg-type]
-                     for k in (SESSION, REBALANCE, JOIN, SYNC))
+    cancel_timers = staticmethod(membership.cancel_timers)
 
     # --- the heartbeat ----------------------------------------------------------------
 
@@ -193,59 +191,6 @@ class ConsumerGroupMachine:
             raise _error(f"Consumer group {hb.group_id} not found.", ErrorCode.group_id_not_found)
         return ConsumerGroup(hb.group_id), True
 
-    def _member_for(self, group: ConsumerGroup, hb: ConsumerGroupHeartbeat, records: list[rec.Record],
-                    effects: list[Effect]) -> ConsumerGroupMember:
-        """Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember."""
-        if hb.instance_id is not None:
-            existing = group.static_member(hb.instance_id)
-            if hb.member_epoch == 0:
-                if existing is None:
-                    return group.members.get(hb.member_id) or ConsumerGroupMember(hb.member_id)
-                # A consumer-protocol instance may take over from a classic one at once (Kafka 4).
-                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not existing.uses_classic_protocol:
-                    raise _error(f"Static member {hb.member_id} with instance id {hb.instance_id} cannot join the "
-                                 f"group because the instance id is owned by member {existing.member_id}.",
-                                 ErrorCode.unreleased_instance_id)
-                # The released static member's place, assignment and target go to the new id.
-                replacement = attrs.evolve(existing, member_id=hb.member_id, member_epoch=0, previous_member_epoch=0)
-                target = group.target.get(existing.member_id, {})
-                group.remove(existing.member_id)
-                group.put(replacement)
-                group.target[hb.member_id] = target
-                records += rec.member_tombstones(group.group_id, existing.member_id)
-                records += [rec.member_metadata(group.group_id, replacement),
-                            rec.target_member(group.group_id, hb.member_id, target),
-                            rec.current_assignment(group.group_id, replacement)]
-                effects += self.cancel_timers(group.group_id, existing.member_id)
-                return replacement
-            if existing is None:
-                raise _error(f"Instance id {hb.instance_id} is unknown.", ErrorCode.unknown_member_id)
-            if existing.member_id != hb.member_id:
-                raise _error(f"Static member {hb.member_id} with instance id {hb.instance_id} was fenced by member "
-                             f"{existing.member_id}.", ErrorCode.fenced_instance_id)
-        member = group.members.get(hb.member_id)
-        if hb.member_epoch == 0:
-            return member or ConsumerGroupMember(hb.member_id)
-        if member is None:
-            raise _error(f"Member {hb.member_id} is not a member of group {group.group_id}.", ErrorCode.unknown_member_id)
-        self._check_epoch(member, hb)
-        return member
-
-    @staticmethod
-    def _check_epoch(member: ConsumerGroupMember, hb: ConsumerGroupHeartbeat) -> None:
-        received, known = hb.member_epoch, member.member_epoch
-        if received > known:
-            raise _error(f"The consumer group member has a greater member epoch ({received}) than the one known by "
-                         f"the group coordinator ({known}). The member must abandon all its partitions and rejoin.",
-                         ErrorCode.fenced_member_epoch)
-        if received < known:
-            owned = hb.owned or {}
-            subset = all(ps <= member.assigned.get(t, frozenset()) for t, ps in owned.items())
-            if received != member.previous_member_epoch or not subset:
-                raise _error(f"The consumer group member has a smaller member epoch ({received}) than the one known "
-                             f"by the group coordinator ({known}). The member must abandon all its partitions and "
-                             "rejoin.", ErrorCode.fenced_member_epoch)
-
     def _heartbeat(self, hb: ConsumerGroupHeartbeat, now_ms: float) -> Reply[HeartbeatResult]:
         records: list[rec.Record] = []
         effects: list[Effect] = []
@@ -254,7 +199,7 @@ class ConsumerGroupMachine:
             if not (hb.instance_id is not None and group.static_member(hb.instance_id) is not None):
                 raise _error(f"The consumer group has reached its maximum capacity of "
                              f"{self.config.group_consumer_max_size} members.", ErrorCode.group_max_size_reached)
-        member = self._member_for(group, hb, records, effects)
+        member = membership.member_for(group, hb, records, effects)
         if created:
             self.groups[group.group_id] = group
         before = member
