@@ -108,8 +108,14 @@ class BrokerConfig(_PropertiesForm):
     listeners: tuple[ListenerSpec, ...] = listeners_field()
     advertised_listeners: tuple[ListenerSpec, ...] | None = advertised_listeners_field()
     cluster_id: str | None = cluster_id_field()
-    broker_rack: str | None = rack_configs.rack_field("This broker's rack (KIP-36), in Metadata and DescribeCluster; with --brokers N a comma-separated list gives broker i entry i mod len.")
-    replica_selector_class: str | None = rack_configs.selector_field("KIP-392: org.apache.kafka.common.replica.RackAwareReplicaSelector sends a consumer with client.rack to an in-sync replica in its rack.")
+    broker_rack: str | None = rack_configs.rack_field(
+        "This broker's rack (KIP-36), in Metadata and DescribeCluster; with --brokers N a "
+        "comma-separated list gives broker i entry i mod len."
+    )
+    replica_selector_class: str | None = rack_configs.selector_field(
+        "KIP-392: org.apache.kafka.common.replica.RackAwareReplicaSelector sends a consumer with "
+        "client.rack to an in-sync replica in its rack."
+    )
     log_dirs: tuple[str, ...] | None = log_dirs_field()
     num_network_threads: int = _int_field(
         "num.network.threads", 3, "Processor tasks per listener.", 1, 1024
@@ -145,15 +151,38 @@ class BrokerConfig(_PropertiesForm):
         "max.connections.per.ip", INT32_MAX, "Connections accepted from one address.", 0, INT32_MAX
     )
     max_connections_per_ip_overrides: Mapping[str, int] = connection_overrides_field()
-    max_connection_creation_rate: int = _int_field("max.connection.creation.rate", INT32_MAX, "New connections per second across listeners; over it the acceptor waits (KIP-612).", 0, INT32_MAX)
-    quota_window_num: int = _int_field("quota.window.num", 11, "Samples a client quota's rate is measured over.", 1, INT32_MAX)
-    quota_window_size_seconds: int = _int_field("quota.window.size.seconds", 1, "Seconds each quota sample spans.", 1, INT32_MAX)
-    max_incremental_fetch_session_cache_slots: int = _int_field("max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX)
-    max_broker_partitions: int = _int_field("max.broker.partitions", 200_000, "Partitions of all topics together (internal ones too) this broker holds; CreateTopics and CreatePartitions beyond it get POLICY_VIOLATION (trikafka's; KIP-578's proposed name).", 1, INT32_MAX)
+    max_connection_creation_rate: int = _int_field(
+        "max.connection.creation.rate",
+        INT32_MAX,
+        "New connections per second across listeners; over it the acceptor waits (KIP-612).",
+        0,
+        INT32_MAX,
+    )
+    quota_window_num: int = _int_field(
+        "quota.window.num", 11, "Samples a client quota's rate is measured over.", 1, INT32_MAX
+    )
+    quota_window_size_seconds: int = _int_field(
+        "quota.window.size.seconds", 1, "Seconds each quota sample spans.", 1, INT32_MAX
+    )
+    max_incremental_fetch_session_cache_slots: int = _int_field(
+        "max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX
+    )
+    max_broker_partitions: int = _int_field(
+        "max.broker.partitions",
+        200_000,
+        "Partitions of all topics together (internal ones too) this broker holds; CreateTopics and "
+        "CreatePartitions beyond it get POLICY_VIOLATION (trikafka's; KIP-578's proposed name).",
+        1,
+        INT32_MAX,
+    )
     # --- topics and logs (Kafka's broker-level defaults for topic configs) -----------------
-    auto_create_topics_enable: bool = _bool_field("auto.create.topics.enable", True, "Metadata and Produce create unknown topics.")
+    auto_create_topics_enable: bool = _bool_field(
+        "auto.create.topics.enable", True, "Metadata and Produce create unknown topics."
+    )
     num_partitions: int = _int_field("num.partitions", 1, "Partitions of auto-created topics.", 1, 1_000_000)
-    default_replication_factor: int = _int_field("default.replication.factor", 1, "Replication factor of topics created without one.", 1, INT32_MAX)
+    default_replication_factor: int = _int_field(
+        "default.replication.factor", 1, "Replication factor of topics created without one.", 1, INT32_MAX
+    )
     min_insync_replicas: int = _topic_default("min.insync.replicas")
     delete_topic_enable: bool = _bool_field("delete.topic.enable", True, "DeleteTopics is allowed.")
     message_max_bytes: int = _topic_default("max.message.bytes")
@@ -163,40 +192,129 @@ class BrokerConfig(_PropertiesForm):
     log_roll_ms: int = _topic_default("segment.ms")
     log_retention_ms: int = _topic_default("retention.ms")
     log_retention_bytes: int = _topic_default("retention.bytes")
-    log_retention_check_interval_ms: int = _int_field("log.retention.check.interval.ms", 300000, "How often retention runs.", 1)
-    log_cleaner_enable: bool = _bool_field("log.cleaner.enable", True, "Run the log cleaner: compaction of cleanup.policy=compact topics.")
-    log_cleaner_backoff_ms: int = _int_field("log.cleaner.backoff.ms", 15000, "How long the cleaner sleeps when no log needs cleaning.", 0)
-    log_cleaner_dedupe_buffer_size: int = _int_field("log.cleaner.dedupe.buffer.size", 134217728, "Memory for the cleaner's key map (24 bytes a key).", 1024 * 1024)
+    log_retention_check_interval_ms: int = _int_field(
+        "log.retention.check.interval.ms", 300000, "How often retention runs.", 1
+    )
+    log_cleaner_enable: bool = _bool_field(
+        "log.cleaner.enable", True, "Run the log cleaner: compaction of cleanup.policy=compact topics."
+    )
+    log_cleaner_backoff_ms: int = _int_field(
+        "log.cleaner.backoff.ms", 15000, "How long the cleaner sleeps when no log needs cleaning.", 0
+    )
+    log_cleaner_dedupe_buffer_size: int = _int_field(
+        "log.cleaner.dedupe.buffer.size", 134217728, "Memory for the cleaner's key map (24 bytes a key).", 1024 * 1024
+    )
     log_cleaner_delete_retention_ms: int = _topic_default("delete.retention.ms")
     log_cleaner_min_cleanable_ratio: float = _topic_default("min.cleanable.dirty.ratio")
     log_cleaner_min_compaction_lag_ms: int = _topic_default("min.compaction.lag.ms")
     log_cleaner_max_compaction_lag_ms: int = _topic_default("max.compaction.lag.ms")
     log_flush_interval_messages: int = _topic_default("flush.messages")
     log_flush_interval_ms: int = _topic_default("flush.ms")
-    log_flush_scheduler_interval_ms: int = _int_field("log.flush.scheduler.interval.ms", INT64_MAX, "How often the time-based flush is checked.", 1)
-    log_flush_offset_checkpoint_interval_ms: int = _int_field("log.flush.offset.checkpoint.interval.ms", 60000, "How often recovery points are checkpointed.", 0, INT32_MAX)
+    log_flush_scheduler_interval_ms: int = _int_field(
+        "log.flush.scheduler.interval.ms", INT64_MAX, "How often the time-based flush is checked.", 1
+    )
+    log_flush_offset_checkpoint_interval_ms: int = _int_field(
+        "log.flush.offset.checkpoint.interval.ms", 60000, "How often recovery points are checkpointed.", 0, INT32_MAX
+    )
     log_index_interval_bytes: int = _topic_default("index.interval.bytes")
     # --- consumer groups ---------------------------------------------------------------
-    group_initial_rebalance_delay_ms: int = _int_field("group.initial.rebalance.delay.ms", 3000, "How long the first rebalance of an empty group waits for more members.", 0, INT32_MAX)
-    group_min_session_timeout_ms: int = _int_field("group.min.session.timeout.ms", 6000, "Smallest session timeout a member may ask for.", 0, INT32_MAX)
-    group_max_session_timeout_ms: int = _int_field("group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for.", 0, INT32_MAX)
+    group_initial_rebalance_delay_ms: int = _int_field(
+        "group.initial.rebalance.delay.ms",
+        3000,
+        "How long the first rebalance of an empty group waits for more members.",
+        0,
+        INT32_MAX,
+    )
+    group_min_session_timeout_ms: int = _int_field(
+        "group.min.session.timeout.ms", 6000, "Smallest session timeout a member may ask for.", 0, INT32_MAX
+    )
+    group_max_session_timeout_ms: int = _int_field(
+        "group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for.", 0, INT32_MAX
+    )
     group_max_size: int = _int_field("group.max.size", INT32_MAX, "Members one group may have.", 1, INT32_MAX)
-    group_coordinator_rebalance_protocols: tuple[str, ...] = group_configs.list_field("group.coordinator.rebalance.protocols", group_configs.REBALANCE_PROTOCOLS, {p: p for p in group_configs.REBALANCE_PROTOCOLS}, "Group protocols served: classic (JoinGroup...) and consumer (KIP-848).", ("classic",))
-    group_consumer_assignors: tuple[str, ...] = group_configs.list_field("group.consumer.assignors", ("uniform", "range"), {**{n: n for n in group_configs.ASSIGNOR_CLASSES}, **{c: n for n, c in group_configs.ASSIGNOR_CLASSES.items()}}, "Server-side assignors of consumer groups; the first is the default.")
-    group_consumer_heartbeat_interval_ms: int = _int_field("group.consumer.heartbeat.interval.ms", 5000, "Heartbeat interval given to consumer-protocol members.", 1, INT32_MAX)
-    group_consumer_min_heartbeat_interval_ms: int = _int_field("group.consumer.min.heartbeat.interval.ms", 5000, "Lower bound of group.consumer.heartbeat.interval.ms.", 1, INT32_MAX)
-    group_consumer_max_heartbeat_interval_ms: int = _int_field("group.consumer.max.heartbeat.interval.ms", 15000, "Upper bound of group.consumer.heartbeat.interval.ms.", 1, INT32_MAX)
-    group_consumer_session_timeout_ms: int = _int_field("group.consumer.session.timeout.ms", 45000, "A consumer-protocol member missing heartbeats this long is removed.", 1, INT32_MAX)
-    group_consumer_min_session_timeout_ms: int = _int_field("group.consumer.min.session.timeout.ms", 45000, "Lower bound of group.consumer.session.timeout.ms.", 1, INT32_MAX)
-    group_consumer_max_session_timeout_ms: int = attrs.field(default=60000, validator=[_int(1, INT32_MAX)[1], group_configs.check_consumer_group_keys], metadata={"key": "group.consumer.max.session.timeout.ms", "parse": _int(1, INT32_MAX)[0], "doc": "Upper bound of group.consumer.session.timeout.ms."})
-    group_consumer_max_size: int = _int_field("group.consumer.max.size", INT32_MAX, "Members one consumer group may have.", 1, INT32_MAX)
-    group_consumer_regex_refresh_interval_ms: int = _int_field("group.consumer.regex.refresh.interval.ms", 600000, "How often a consumer group's subscribed regular expressions are resolved again (also when topics change).", 10000, INT32_MAX)
-    group_consumer_migration_policy: str = group_configs.choice_field("group.consumer.migration.policy", "bidirectional", group_configs.MIGRATION_POLICIES, "Online conversion of non-empty groups: disabled, downgrade (consumer to classic), upgrade (classic to consumer) or bidirectional.")
+    group_coordinator_rebalance_protocols: tuple[str, ...] = group_configs.list_field(
+        "group.coordinator.rebalance.protocols",
+        group_configs.REBALANCE_PROTOCOLS,
+        {p: p for p in group_configs.REBALANCE_PROTOCOLS},
+        "Group protocols served: classic (JoinGroup...) and consumer (KIP-848).",
+        ("classic",),
+    )
+    group_consumer_assignors: tuple[str, ...] = group_configs.list_field(
+        "group.consumer.assignors",
+        ("uniform", "range"),
+        {**{n: n for n in group_configs.ASSIGNOR_CLASSES}, **{c: n for n, c in group_configs.ASSIGNOR_CLASSES.items()}},
+        "Server-side assignors of consumer groups; the first is the default.",
+    )
+    group_consumer_heartbeat_interval_ms: int = _int_field(
+        "group.consumer.heartbeat.interval.ms",
+        5000,
+        "Heartbeat interval given to consumer-protocol members.",
+        1,
+        INT32_MAX,
+    )
+    group_consumer_min_heartbeat_interval_ms: int = _int_field(
+        "group.consumer.min.heartbeat.interval.ms",
+        5000,
+        "Lower bound of group.consumer.heartbeat.interval.ms.",
+        1,
+        INT32_MAX,
+    )
+    group_consumer_max_heartbeat_interval_ms: int = _int_field(
+        "group.consumer.max.heartbeat.interval.ms",
+        15000,
+        "Upper bound of group.consumer.heartbeat.interval.ms.",
+        1,
+        INT32_MAX,
+    )
+    group_consumer_session_timeout_ms: int = _int_field(
+        "group.consumer.session.timeout.ms",
+        45000,
+        "A consumer-protocol member missing heartbeats this long is removed.",
+        1,
+        INT32_MAX,
+    )
+    group_consumer_min_session_timeout_ms: int = _int_field(
+        "group.consumer.min.session.timeout.ms",
+        45000,
+        "Lower bound of group.consumer.session.timeout.ms.",
+        1,
+        INT32_MAX,
+    )
+    group_consumer_max_session_timeout_ms: int = attrs.field(
+        default=60000,
+        validator=[_int(1, INT32_MAX)[1], group_configs.check_consumer_group_keys],
+        metadata={
+            "key": "group.consumer.max.session.timeout.ms",
+            "parse": _int(1, INT32_MAX)[0],
+            "doc": "Upper bound of group.consumer.session.timeout.ms.",
+        },
+    )
+    group_consumer_max_size: int = _int_field(
+        "group.consumer.max.size", INT32_MAX, "Members one consumer group may have.", 1, INT32_MAX
+    )
+    group_consumer_regex_refresh_interval_ms: int = _int_field(
+        "group.consumer.regex.refresh.interval.ms",
+        600000,
+        "How often a consumer group's subscribed regular expressions are resolved again (also when topics change).",
+        10000,
+        INT32_MAX,
+    )
+    group_consumer_migration_policy: str = group_configs.choice_field(
+        "group.consumer.migration.policy",
+        "bidirectional",
+        group_configs.MIGRATION_POLICIES,
+        "Online conversion of non-empty groups: disabled, downgrade (consumer to classic), upgrade "
+        "(classic to consumer) or bidirectional.",
+    )
     offsets_topic_num_partitions: int = _int_field(
         "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
     )
-    offsets_topic_replication_factor: int = _int_field("offsets.topic.replication.factor", 3, "Replicas of __consumer_offsets (capped at the cluster size).", 1, 32767)
-    offsets_topic_segment_bytes: int = _int_field("offsets.topic.segment.bytes", 104857600, "segment.bytes of __consumer_offsets (compacted).", 1, INT32_MAX)
+    offsets_topic_replication_factor: int = _int_field(
+        "offsets.topic.replication.factor", 3, "Replicas of __consumer_offsets (capped at the cluster size).", 1, 32767
+    )
+    offsets_topic_segment_bytes: int = _int_field(
+        "offsets.topic.segment.bytes", 104857600, "segment.bytes of __consumer_offsets (compacted).", 1, INT32_MAX
+    )
     offsets_retention_minutes: int = _int_field(
         "offsets.retention.minutes", 10080, "Committed offsets of an empty group expire after this long.", 1, INT32_MAX
     )
@@ -210,16 +328,31 @@ class BrokerConfig(_PropertiesForm):
     transaction_max_timeout_ms: int = _int_field(
         "transaction.max.timeout.ms",
         900000,
-        "Largest transaction timeout a producer may ask for; above it InitProducerId answers INVALID_TRANSACTION_TIMEOUT.",
+        "Largest transaction timeout a producer may ask for; above it InitProducerId answers "
+        "INVALID_TRANSACTION_TIMEOUT.",
         1,
         INT32_MAX,
     )
     shutdown_grace_ms: int = _int_field(
         "shutdown.grace.ms", 5000, "trikafka: how long a graceful stop waits for in-flight responses.", 0
     )
-    metrics_port: int = _int_field("metrics.port", -1, "trikafka: HTTP port of /metrics (Prometheus) and the console; -1: off, 0: a free port.", -1, 65535)
-    metrics_host: str = _field("metrics.host", "127.0.0.1", lambda v, k: v, _check_host, "trikafka: address the HTTP server binds.")
-    schema_registry_port: int = _int_field("schema.registry.port", -1, "trikafka: HTTP port of the Schema Registry (Confluent's REST API, on metrics.host); -1: off, 0: a free port.", -1, 65535)
+    metrics_port: int = _int_field(
+        "metrics.port",
+        -1,
+        "trikafka: HTTP port of /metrics (Prometheus) and the console; -1: off, 0: a free port.",
+        -1,
+        65535,
+    )
+    metrics_host: str = _field(
+        "metrics.host", "127.0.0.1", lambda v, k: v, _check_host, "trikafka: address the HTTP server binds."
+    )
+    schema_registry_port: int = _int_field(
+        "schema.registry.port",
+        -1,
+        "trikafka: HTTP port of the Schema Registry (Confluent's REST API, on metrics.host); -1: off, 0: a free port.",
+        -1,
+        65535,
+    )
     security: security.SecurityConfig = security.security_field()  # ssl.*, sasl.*, listener.name.*
 
 
@@ -230,7 +363,9 @@ def _typed_fields(items: Mapping[str, Any]) -> dict[str, Any]:
         key = raw_key.replace("_", ".")
         field = by_key.get(key)
         if field is None and raw_key in KAFKA_BROKER_KEYS:
-            logging.getLogger("trikafka.config").info("%s=%s: a Kafka broker key with no effect here (%s)", raw_key, value, no_effect_reason(raw_key))
+            logging.getLogger("trikafka.config").info(
+                "%s=%s: a Kafka broker key with no effect here (%s)", raw_key, value, no_effect_reason(raw_key)
+            )
         elif field is None:
             raise ConfigError(raw_key, value, _unknown_key_hint(raw_key))
         else:

@@ -53,7 +53,9 @@ def _parse_list(allowed: Mapping[str, str], required: tuple[str, ...]) -> Callab
     return parse
 
 
-def list_field(key: str, default: tuple[str, ...], allowed: Mapping[str, str], doc: str, required: tuple[str, ...] = ()) -> Any:
+def list_field(
+    key: str, default: tuple[str, ...], allowed: Mapping[str, str], doc: str, required: tuple[str, ...] = ()
+) -> Any:
     """A BrokerConfig field holding a list of names (a tuple once parsed)."""
     parse = _parse_list(allowed, required)
 

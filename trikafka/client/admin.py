@@ -73,7 +73,9 @@ class Admin(GroupOffsetsAndLogDirs):
     # --- topics ---------------------------------------------------------------------------
 
     @bounded_call("default.api.timeout.ms")
-    async def create_topics(self, topics: Iterable[NewTopic | str], *, validate_only: bool = False) -> dict[str, CreatedTopic]:
+    async def create_topics(
+        self, topics: Iterable[NewTopic | str], *, validate_only: bool = False
+    ) -> dict[str, CreatedTopic]:
         new = [NewTopic(t) if isinstance(t, str) else t for t in topics]
         answer = await self._controller(
             ApiKey.CREATE_TOPICS, lambda r: _retriable(t.error_code for t in r.topics), "CreateTopics",
@@ -86,14 +88,26 @@ class Admin(GroupOffsetsAndLogDirs):
         )
         _raise_first([(f"topic {t.name!r}", t.error_code, t.error_message) for t in answer.topics])
         return {
-            t.name: CreatedTopic(t.name, getattr(t, "topic_id", None), int(getattr(t, "num_partitions", -1)), int(getattr(t, "replication_factor", -1)))
+            t.name: CreatedTopic(
+                t.name,
+                getattr(t, "topic_id", None),
+                int(getattr(t, "num_partitions", -1)),
+                int(getattr(t, "replication_factor", -1)),
+            )
             for t in answer.topics
         }
 
     @bounded_call("default.api.timeout.ms")
     async def delete_topics(self, names: Iterable[str]) -> None:
         names = list(names)
-        answer = await self._controller(ApiKey.DELETE_TOPICS, lambda r: _retriable(t.error_code for t in r.responses), f"DeleteTopics of {', '.join(map(repr, names))}", topic_names=names, topics=[{"name": n} for n in names], timeout=self.timeout_ms)
+        answer = await self._controller(
+            ApiKey.DELETE_TOPICS,
+            lambda r: _retriable(t.error_code for t in r.responses),
+            f"DeleteTopics of {', '.join(map(repr, names))}",
+            topic_names=names,
+            topics=[{"name": n} for n in names],
+            timeout=self.timeout_ms,
+        )
         _raise_first([(f"topic {r.name!r}", r.error_code, getattr(r, "error_message", None)) for r in answer.responses])
         for name in names:
             self.client.cluster.forget(name)
@@ -123,25 +137,44 @@ class Admin(GroupOffsetsAndLogDirs):
     # --- configs --------------------------------------------------------------------------
 
     @bounded_call("default.api.timeout.ms")
-    async def describe_configs(self, resources: Iterable[ConfigResource], keys: Iterable[str] | None = None) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+    async def describe_configs(
+        self, resources: Iterable[ConfigResource], keys: Iterable[str] | None = None
+    ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
         resources = list(resources)
         answer = await self._controller(
-            ApiKey.DESCRIBE_CONFIGS, lambda r: [], "DescribeConfigs",
-            resources=[{"resource_type": int(r.type), "resource_name": r.name, "configuration_keys": None if keys is None else list(keys)} for r in resources],
-            include_synonyms=False, include_documentation=False,
+            ApiKey.DESCRIBE_CONFIGS,
+            lambda r: [],
+            "DescribeConfigs",
+            resources=[
+                {
+                    "resource_type": int(r.type),
+                    "resource_name": r.name,
+                    "configuration_keys": None if keys is None else list(keys),
+                }
+                for r in resources
+            ],
+            include_synonyms=False,
+            include_documentation=False,
         )
         _raise_first([(f"{r.resource_name!r}", r.error_code, r.error_message) for r in answer.results])
         out: dict[ConfigResource, dict[str, ConfigEntry]] = {}
         for result in answer.results:
             resource = ConfigResource(ConfigResourceType(result.resource_type), result.resource_name)
             out[resource] = {
-                c.name: ConfigEntry(c.name, c.value, int(getattr(c, "config_source", -1)), bool(c.read_only), bool(c.is_sensitive))
+                c.name: ConfigEntry(
+                    c.name, c.value, int(getattr(c, "config_source", -1)), bool(c.read_only), bool(c.is_sensitive)
+                )
                 for c in result.configs
             }
         return out
 
     @bounded_call("default.api.timeout.ms")
-    async def incremental_alter_configs(self, changes: Mapping[ConfigResource, Iterable[AlterConfigOp] | Mapping[str, str | None]], *, validate_only: bool = False) -> None:
+    async def incremental_alter_configs(
+        self,
+        changes: Mapping[ConfigResource, Iterable[AlterConfigOp] | Mapping[str, str | None]],
+        *,
+        validate_only: bool = False,
+    ) -> None:
         """Per resource, ops — or a mapping key → value (None deletes the override)."""
         resources = []
         for resource, ops in changes.items():
@@ -151,7 +184,13 @@ class Admin(GroupOffsetsAndLogDirs):
                 "resource_type": int(resource.type), "resource_name": resource.name,
                 "configs": [{"name": op.name, "config_operation": int(op.op), "value": op.value} for op in ops],
             })
-        answer = await self._controller(ApiKey.INCREMENTAL_ALTER_CONFIGS, lambda r: [], "IncrementalAlterConfigs", resources=resources, validate_only=validate_only)
+        answer = await self._controller(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            lambda r: [],
+            "IncrementalAlterConfigs",
+            resources=resources,
+            validate_only=validate_only,
+        )
         _raise_first([(f"{r.resource_name!r}", r.error_code, r.error_message) for r in answer.responses])
 
     # --- groups ---------------------------------------------------------------------------
@@ -192,22 +231,36 @@ class Admin(GroupOffsetsAndLogDirs):
         return grouped
 
     @bounded_call("default.api.timeout.ms")
-    async def list_offsets(self, specs: Mapping[TopicPartition, int], *, read_committed: bool = False) -> dict[TopicPartition, ListedOffset]:
+    async def list_offsets(
+        self, specs: Mapping[TopicPartition, int], *, read_committed: bool = False
+    ) -> dict[TopicPartition, ListedOffset]:
         """``specs``: partition → OffsetSpec (LATEST, EARLIEST, MAX_TIMESTAMP) or a timestamp."""
         out = {}
         for leader, tps in (await self._by_leader(specs)).items():
             by_topic = collections.defaultdict(list)
             for tp in tps:
-                by_topic[tp.topic].append({"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": int(specs[tp])})
+                by_topic[tp.topic].append(
+                    {"partition_index": tp.partition, "current_leader_epoch": -1, "timestamp": int(specs[tp])}
+                )
             answer = await call_any_node(
-                self.client, ApiKey.LIST_OFFSETS, lambda r: _retriable(p.error_code for t in r.topics for p in t.partitions), what="ListOffsets", deadline=self._deadline(),
-                node_id=leader, replica_id=-1, isolation_level=int(read_committed),
+                self.client,
+                ApiKey.LIST_OFFSETS,
+                lambda r: _retriable(p.error_code for t in r.topics for p in t.partitions),
+                what="ListOffsets",
+                deadline=self._deadline(),
+                node_id=leader,
+                replica_id=-1,
+                isolation_level=int(read_committed),
                 topics=[{"name": t, "partitions": p} for t, p in by_topic.items()],
             )
-            _raise_first([(f"{t.name}-{p.partition_index}", p.error_code, None) for t in answer.topics for p in t.partitions])
+            _raise_first(
+                [(f"{t.name}-{p.partition_index}", p.error_code, None) for t in answer.topics for p in t.partitions]
+            )
             for topic in answer.topics:
                 for p in topic.partitions:
-                    out[TopicPartition(topic.name, int(p.partition_index))] = ListedOffset(int(p.offset), int(p.timestamp), int(getattr(p, "leader_epoch", -1)))
+                    out[TopicPartition(topic.name, int(p.partition_index))] = ListedOffset(
+                        int(p.offset), int(p.timestamp), int(getattr(p, "leader_epoch", -1))
+                    )
         return out
 
     @bounded_call("default.api.timeout.ms")
@@ -219,10 +272,18 @@ class Admin(GroupOffsetsAndLogDirs):
             for tp in tps:
                 by_topic[tp.topic].append({"partition_index": tp.partition, "offset": int(before[tp])})
             answer = await call_any_node(
-                self.client, ApiKey.DELETE_RECORDS, lambda r: _retriable(p.error_code for t in r.topics for p in t.partitions), what="DeleteRecords", deadline=self._deadline(),
-                node_id=leader, timeout=self.timeout_ms, topics=[{"name": t, "partitions": p} for t, p in by_topic.items()],
+                self.client,
+                ApiKey.DELETE_RECORDS,
+                lambda r: _retriable(p.error_code for t in r.topics for p in t.partitions),
+                what="DeleteRecords",
+                deadline=self._deadline(),
+                node_id=leader,
+                timeout=self.timeout_ms,
+                topics=[{"name": t, "partitions": p} for t, p in by_topic.items()],
             )
-            _raise_first([(f"{t.name}-{p.partition_index}", p.error_code, None) for t in answer.topics for p in t.partitions])
+            _raise_first(
+                [(f"{t.name}-{p.partition_index}", p.error_code, None) for t in answer.topics for p in t.partitions]
+            )
             for topic in answer.topics:
                 for p in topic.partitions:
                     out[TopicPartition(topic.name, int(p.partition_index))] = int(p.low_watermark)
@@ -230,7 +291,9 @@ class Admin(GroupOffsetsAndLogDirs):
 
 
 @asynccontextmanager
-async def open_admin(bootstrap: Any = None, *, connector: Connector | None = None, **config: Any) -> AsyncIterator[Admin]:
+async def open_admin(
+    bootstrap: Any = None, *, connector: Connector | None = None, **config: Any
+) -> AsyncIterator[Admin]:
     """A running admin client; ``bootstrap`` as for :func:`~trikafka.client.open_producer`."""
     if isinstance(bootstrap, str | list | tuple):
         config["bootstrap.servers"] = bootstrap

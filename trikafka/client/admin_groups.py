@@ -47,13 +47,20 @@ async def list_groups(client: KafkaClient, deadline: Deadline) -> list[GroupList
             deadline=deadline(), node_id=node_id, states_filter=[], types_filter=[],
         )
         listings += [
-            GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", ""), (getattr(g, "group_type", "") or "classic").lower())
+            GroupListing(
+                g.group_id,
+                g.protocol_type,
+                getattr(g, "group_state", ""),
+                (getattr(g, "group_type", "") or "classic").lower(),
+            )
             for g in answer.groups
         ]
     return sorted(listings, key=lambda g: g.group_id)
 
 
-async def describe_groups(client: KafkaClient, deadline: Deadline, group_ids: Iterable[str]) -> dict[str, GroupDescription]:
+async def describe_groups(
+    client: KafkaClient, deadline: Deadline, group_ids: Iterable[str]
+) -> dict[str, GroupDescription]:
     out = {}
     for group_id in group_ids:
         answer = await call_coordinator(
@@ -63,9 +70,18 @@ async def describe_groups(client: KafkaClient, deadline: Deadline, group_ids: It
         )
         group = answer.groups[0]
         out[group_id] = GroupDescription(
-            group.group_id, group.group_state, group.protocol_type, group.protocol_data,
+            group.group_id,
+            group.group_state,
+            group.protocol_type,
+            group.protocol_data,
             tuple(
-                MemberDescription(m.member_id, getattr(m, "group_instance_id", None), m.client_id, m.client_host, bytes(m.member_assignment))
+                MemberDescription(
+                    m.member_id,
+                    getattr(m, "group_instance_id", None),
+                    m.client_id,
+                    m.client_host,
+                    bytes(m.member_assignment),
+                )
                 for m in group.members
             ),
         )
@@ -97,13 +113,24 @@ async def describe_consumer_groups(
             continue
         raise_first([(f"group {group_id!r}", group.error_code, group.error_message)])
         out[group_id] = GroupDescription(
-            group.group_id, group.group_state, "consumer", group.assignor_name,
+            group.group_id,
+            group.group_state,
+            "consumer",
+            group.assignor_name,
             tuple(
                 MemberDescription(
-                    m.member_id, m.instance_id, m.client_id, m.client_host, b"",
-                    assigned=tuple(sorted(
-                        TopicPartition(t.topic_name, int(p)) for t in m.assignment.topic_partitions for p in t.partitions
-                    )),
+                    m.member_id,
+                    m.instance_id,
+                    m.client_id,
+                    m.client_host,
+                    b"",
+                    assigned=tuple(
+                        sorted(
+                            TopicPartition(t.topic_name, int(p))
+                            for t in m.assignment.topic_partitions
+                            for p in t.partitions
+                        )
+                    ),
                     member_epoch=int(m.member_epoch),
                 )
                 for m in group.members

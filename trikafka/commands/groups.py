@@ -61,7 +61,11 @@ async def _list(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.json(rows)
     else:
-        out.table(None, ["GROUP", "TYPE", "PROTOCOL-TYPE", "STATE"], [(r["group"], r["type"], r["protocol_type"] or "-", r["state"]) for r in rows])
+        out.table(
+            None,
+            ["GROUP", "TYPE", "PROTOCOL-TYPE", "STATE"],
+            [(r["group"], r["type"], r["protocol_type"] or "-", r["state"]) for r in rows],
+        )
     return EXIT_OK
 
 
@@ -72,17 +76,28 @@ async def _describe(args: argparse.Namespace, out: Output) -> int:
             description, rows = await group_lag(admin, group_id)
             if description.state == "Dead" and not rows:
                 raise fail(f"GROUP_ID_NOT_FOUND: group {group_id!r} does not exist")
-            result.append({
-                "group": group_id, "state": description.state, "type": description.type,
-                "protocol_type": description.protocol_type, "protocol": description.protocol,
-                "members": [
-                    {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-                     "host": m.client_host, "member_epoch": m.member_epoch, "partitions": [[tp.topic, tp.partition] for tp in m.partitions]}
-                    for m in description.members
-                ],
-                "offsets": rows,
-                "lag": sum(r["lag"] or 0 for r in rows),
-            })
+            result.append(
+                {
+                    "group": group_id,
+                    "state": description.state,
+                    "type": description.type,
+                    "protocol_type": description.protocol_type,
+                    "protocol": description.protocol,
+                    "members": [
+                        {
+                            "member_id": m.member_id,
+                            "group_instance_id": m.group_instance_id,
+                            "client_id": m.client_id,
+                            "host": m.client_host,
+                            "member_epoch": m.member_epoch,
+                            "partitions": [[tp.topic, tp.partition] for tp in m.partitions],
+                        }
+                        for m in description.members
+                    ],
+                    "offsets": rows,
+                    "lag": sum(r["lag"] or 0 for r in rows),
+                }
+            )
     if out.as_json:
         out.json(result)
         return EXIT_OK
@@ -90,11 +105,23 @@ async def _describe(args: argparse.Namespace, out: Output) -> int:
         out.line(f"Group: {group['group']}  Type: {group['type']}  State: {group['state']}  "
                  f"{'Assignor' if group['type'] == 'consumer' else 'Protocol'}: {group['protocol'] or '-'}  "
                  f"Members: {len(group['members'])}  Lag: {group['lag']}")
-        out.table(None, ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"], [
-            (r["topic"], r["partition"], "-" if r["committed"] is None else r["committed"], r["end"],
-             "-" if r["lag"] is None else r["lag"], r["member_id"] or "-", r["host"] or "-", r["client_id"] or "-")
-            for r in group["offsets"]
-        ])
+        out.table(
+            None,
+            ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"],
+            [
+                (
+                    r["topic"],
+                    r["partition"],
+                    "-" if r["committed"] is None else r["committed"],
+                    r["end"],
+                    "-" if r["lag"] is None else r["lag"],
+                    r["member_id"] or "-",
+                    r["host"] or "-",
+                    r["client_id"] or "-",
+                )
+                for r in group["offsets"]
+            ],
+        )
     return EXIT_OK
 
 
@@ -106,7 +133,9 @@ async def _delete(args: argparse.Namespace, out: Output) -> int:
 
 
 async def _reset_offsets(args: argparse.Namespace, out: Output) -> int:
-    targets = [flag for flag in ("to_earliest", "to_latest") if getattr(args, flag)] + (["to_offset"] if args.to_offset is not None else [])
+    targets = [flag for flag in ("to_earliest", "to_latest") if getattr(args, flag)] + (
+        ["to_offset"] if args.to_offset is not None else []
+    )
     if len(targets) != 1:
         raise UsageError("reset-offsets needs exactly one of --to-earliest, --to-latest, --to-offset N")
     if not args.topic and not args.all_topics:
@@ -114,7 +143,10 @@ async def _reset_offsets(args: argparse.Namespace, out: Output) -> int:
     async with open_admin(**client_settings(args, "admin")) as admin:
         description = (await admin.describe_consumer_groups([args.group]))[args.group]
         if description.state not in ("Empty", "Dead"):
-            raise fail(f"group {args.group!r} is {description.state}: offsets can only be reset while it has no members (stop its consumers)")
+            raise fail(
+                f"group {args.group!r} is {description.state}: offsets can only be reset while it has no "
+                f"members (stop its consumers)"
+            )
         committed = await admin.list_group_offsets(args.group)
         if args.all_topics:
             tps = sorted(committed)
@@ -133,13 +165,19 @@ async def _reset_offsets(args: argparse.Namespace, out: Output) -> int:
                 plan[tp] = min(max(args.to_offset, low[tp].offset), high[tp].offset)
         if args.execute and plan:
             await admin.alter_group_offsets(args.group, plan)
-    rows = [{"topic": tp.topic, "partition": tp.partition, "current": committed.get(tp), "new": offset} for tp, offset in plan.items()]
+    rows = [
+        {"topic": tp.topic, "partition": tp.partition, "current": committed.get(tp), "new": offset}
+        for tp, offset in plan.items()
+    ]
     if out.as_json:
         out.json({"group": args.group, "executed": args.execute, "offsets": rows})
     else:
-        out.table(f"Group {args.group}: " + ("offsets reset" if args.execute else "dry run (add --execute to commit these offsets)"),
-                  ["TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"],
-                  [(r["topic"], r["partition"], "-" if r["current"] is None else r["current"], r["new"]) for r in rows])
+        out.table(
+            f"Group {args.group}: "
+            + ("offsets reset" if args.execute else "dry run (add --execute to commit these offsets)"),
+            ["TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"],
+            [(r["topic"], r["partition"], "-" if r["current"] is None else r["current"], r["new"]) for r in rows],
+        )
     return EXIT_OK
 
 
@@ -156,7 +194,9 @@ def register(commands: Any) -> None:
     p.set_defaults(run=_delete)
     p = actions.add_parser("reset-offsets", help="move a group's committed offsets (dry run unless --execute)")
     p.add_argument("group", metavar="GROUP")
-    p.add_argument("--topic", action="append", default=[], metavar="TOPIC", help="every partition of TOPIC (repeatable)")
+    p.add_argument(
+        "--topic", action="append", default=[], metavar="TOPIC", help="every partition of TOPIC (repeatable)"
+    )
     p.add_argument("--all-topics", action="store_true", help="every partition the group committed")
     p.add_argument("--to-earliest", action="store_true", help="the log start offset")
     p.add_argument("--to-latest", action="store_true", help="the log end offset")

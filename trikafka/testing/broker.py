@@ -43,7 +43,12 @@ class TestBroker:
 
     def __getattr__(self, name: str) -> Any:
         """``wait_for_*`` and the state readers of the broker (``AwaitableState``)."""
-        if name.startswith("wait_for_") or name in ("committed", "transaction_state", "group_snapshot", "partition_log"):
+        if name.startswith("wait_for_") or name in (
+            "committed",
+            "transaction_state",
+            "group_snapshot",
+            "partition_log",
+        ):
             return getattr(self.broker, name)
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 

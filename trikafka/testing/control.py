@@ -52,7 +52,16 @@ MAX_HEAD = 16 * 1024
 MAX_BODY = 1024 * 1024
 READ_TIMEOUT = 10.0
 DEFAULT_WAIT_MS = 10_000
-_REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 413: "Payload Too Large", 500: "Internal Server Error"}  # fmt: skip
+_REASONS = {
+    200: "OK",
+    201: "Created",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    413: "Payload Too Large",
+    500: "Internal Server Error",
+}
 
 
 class HttpError(Exception):
@@ -260,11 +269,17 @@ class ControlServer:
     async def _wait(self, broker: Any, what: str, q: dict[str, str]) -> tuple[int, Any]:
         timeout = _arg(q, "timeout_ms", int, DEFAULT_WAIT_MS) / 1000
         if what == "high-watermark":
-            call = broker.wait_for_high_watermark(_arg(q, "topic"), _arg(q, "partition", int), at_least=_arg(q, "at_least", int))
+            call = broker.wait_for_high_watermark(
+                _arg(q, "topic"), _arg(q, "partition", int), at_least=_arg(q, "at_least", int)
+            )
         elif what == "group-state":
-            call = broker.wait_for_group_state(_arg(q, "group"), _arg(q, "state"), members=_arg(q, "members", int, None))
+            call = broker.wait_for_group_state(
+                _arg(q, "group"), _arg(q, "state"), members=_arg(q, "members", int, None)
+            )
         elif what == "committed":
-            call = broker.wait_for_committed(_arg(q, "group"), _arg(q, "topic"), _arg(q, "partition", int), at_least=_arg(q, "at_least", int))
+            call = broker.wait_for_committed(
+                _arg(q, "group"), _arg(q, "topic"), _arg(q, "partition", int), at_least=_arg(q, "at_least", int)
+            )
         elif what == "transaction-state":
             call = broker.wait_for_transaction_state(_arg(q, "transactional_id"), _arg(q, "state"))
         else:

@@ -239,7 +239,9 @@ class Faults:
         log.info("fault added: #%d %s (%s)", fault.id, fault.describe(), _times(count))
         return fault
 
-    def inject_error(self, api: str | int, error: ErrorCode | str | int, *, count: int | None = 1, **where: Any) -> Fault:
+    def inject_error(
+        self, api: str | int, error: ErrorCode | str | int, *, count: int | None = 1, **where: Any
+    ) -> Fault:
         """Answer the next ``count`` matching requests with ``error`` instead of handling them.
 
         ``where`` narrows the requests: ``topic``, ``partition`` (with its topic), ``group``,
@@ -248,14 +250,18 @@ class Faults:
         """
         return self._add(FaultKind.ERROR, api, count, where, error=parse_error_code(error))
 
-    def add_latency(self, seconds: float, *, api: str | int | None = None, count: int | None = None, **where: Any) -> Fault:
+    def add_latency(
+        self, seconds: float, *, api: str | int | None = None, count: int | None = None, **where: Any
+    ) -> Fault:
         """Delay matching requests (every API unless ``api``; a connection with
         ``connection_id=`` or ``client_id=``) by ``seconds`` on trio's clock before handling."""
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < 1e9:
             raise ValueError(f"latency must be a non-negative number of seconds, not {seconds!r}")
         return self._add(FaultKind.LATENCY, api, count, where, delay=float(seconds))
 
-    def drop_connection(self, api: str | int | None, *, after: bool = False, count: int | None = 1, **where: Any) -> Fault:
+    def drop_connection(
+        self, api: str | int | None, *, after: bool = False, count: int | None = 1, **where: Any
+    ) -> Fault:
         """Close the connection of the next ``count`` matching requests: before the broker
         handles them (not applied) or, with ``after=True``, once it has (applied, unanswered)."""
         kind = FaultKind.DROP_AFTER if after else FaultKind.DROP_BEFORE

@@ -186,10 +186,14 @@ class BrokerHandle:
         """Answer the next ``count`` requests of ``api`` with ``error`` (see ``Faults``)."""
         return self._faults("inject_error", api, error, count=count, **where)
 
-    def add_latency(self, seconds: float, *, api: str | int | None = None, count: int | None = None, **where: Any) -> Any:
+    def add_latency(
+        self, seconds: float, *, api: str | int | None = None, count: int | None = None, **where: Any
+    ) -> Any:
         return self._faults("add_latency", seconds, api=api, count=count, **where)
 
-    def drop_connection(self, api: str | int | None, *, after: bool = False, count: int | None = 1, **where: Any) -> Any:
+    def drop_connection(
+        self, api: str | int | None, *, after: bool = False, count: int | None = 1, **where: Any
+    ) -> Any:
         return self._faults("drop_connection", api, after=after, count=count, **where)
 
     def hold_responses(self, api: str | int | None = None, *, count: int | None = None, **where: Any) -> Any:
@@ -246,21 +250,27 @@ class BrokerHandle:
 
         return self.thread.call(read)
 
-    def wait_for_high_watermark(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:
+    def wait_for_high_watermark(
+        self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT
+    ) -> int:
         def now() -> str:
             log = self._state.partition_log(topic, partition)
             return "no such partition" if log is None else f"high watermark is {log.high_watermark.value}"
 
         return self._wait("wait_for_high_watermark", now, topic, partition, at_least=at_least, timeout=timeout)
 
-    def wait_for_last_stable_offset(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:
+    def wait_for_last_stable_offset(
+        self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT
+    ) -> int:
         def now() -> str:
             log = self._state.partition_log(topic, partition)
             return "no such partition" if log is None else f"last stable offset is {log.last_stable_offset.value}"
 
         return self._wait("wait_for_last_stable_offset", now, topic, partition, at_least=at_least, timeout=timeout)
 
-    def wait_for_group_state(self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT) -> Any:
+    def wait_for_group_state(
+        self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT
+    ) -> Any:
         def now() -> str:
             snapshot = self._state.group_snapshot(group_id)
             if snapshot is None:
@@ -272,7 +282,9 @@ class BrokerHandle:
     def committed(self, group_id: str, topic: str, partition: int) -> int | None:
         return self.thread.call(lambda: self._state.committed(group_id, topic, partition))
 
-    def wait_for_committed(self, group_id: str, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:
+    def wait_for_committed(
+        self, group_id: str, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT
+    ) -> int:
         def now() -> str:
             return f"committed offset is {self._state.committed(group_id, topic, partition)}"
 

@@ -117,11 +117,15 @@ def _validate(hb: ConsumerGroupHeartbeat, assignors: tuple[str, ...]) -> None:
         try:
             topic_pattern(hb.subscribed_topic_regex)
         except re.error as exc:
-            raise _error(f"SubscribedTopicRegex `{hb.subscribed_topic_regex}` is not a valid regular expression: {exc}.",
-                         ErrorCode.invalid_regular_expression) from None
+            raise _error(
+                f"SubscribedTopicRegex `{hb.subscribed_topic_regex}` is not a valid regular expression: {exc}.",
+                ErrorCode.invalid_regular_expression,
+            ) from None
     if hb.server_assignor is not None and hb.server_assignor not in assignors:
-        raise _error(f"ServerAssignor {hb.server_assignor} is not supported. Supported assignors: {', '.join(assignors)}.",
-                     ErrorCode.unsupported_assignor)
+        raise _error(
+            f"ServerAssignor {hb.server_assignor} is not supported. Supported assignors: {', '.join(assignors)}.",
+            ErrorCode.unsupported_assignor,
+        )
 
 
 class ConsumerGroupMachine:
@@ -177,7 +181,9 @@ class ConsumerGroupMachine:
         except KafkaProtocolError as exc:
             return Reply(HeartbeatResult(error_code=exc.error_code, error_message=str(exc)))
 
-    def _group_for(self, hb: ConsumerGroupHeartbeat, now_ms: float, effects: list[Effect]) -> tuple[ConsumerGroup, bool]:
+    def _group_for(
+        self, hb: ConsumerGroupHeartbeat, now_ms: float, effects: list[Effect]
+    ) -> tuple[ConsumerGroup, bool]:
         group = self.groups.get(hb.group_id)
         if group is not None:
             return group, False
@@ -207,11 +213,17 @@ class ConsumerGroupMachine:
             member,
             instance_id=hb.instance_id if hb.instance_id is not None else member.instance_id,
             rack_id=hb.rack_id if hb.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=hb.rebalance_timeout_ms if hb.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+            rebalance_timeout_ms=hb.rebalance_timeout_ms
+            if hb.rebalance_timeout_ms != -1
+            else member.rebalance_timeout_ms,
             server_assignor=hb.server_assignor if hb.server_assignor is not None else member.server_assignor,
-            subscribed_topic_names=(tuple(sorted(set(hb.subscribed_topic_names))) if hb.subscribed_topic_names is not None
-                                    else member.subscribed_topic_names),
-            subscribed_topic_regex=(hb.subscribed_topic_regex or None) if hb.subscribed_topic_regex is not None
+            subscribed_topic_names=(
+                tuple(sorted(set(hb.subscribed_topic_names)))
+                if hb.subscribed_topic_names is not None
+                else member.subscribed_topic_names
+            ),
+            subscribed_topic_regex=(hb.subscribed_topic_regex or None)
+            if hb.subscribed_topic_regex is not None
             else member.subscribed_topic_regex,
             client_id=hb.client_id,
             client_host=hb.client_host,
@@ -284,7 +296,9 @@ class ConsumerGroupMachine:
                          for m in group.members.values()}
         name = group.preferred_assignor(self.config.group_consumer_assignors[0])
         new = assign(name, subscriptions, counts, group.target)
-        records = [rec.target_member(group.group_id, mid, a) for mid, a in new.items() if group.target.get(mid, {}) != a]
+        records = [
+            rec.target_member(group.group_id, mid, a) for mid, a in new.items() if group.target.get(mid, {}) != a
+        ]
         group.target = dict(new)
         group.assignment_epoch = group.group_epoch
         records.append(rec.target_metadata(group))
@@ -299,7 +313,9 @@ class ConsumerGroupMachine:
         if hb.instance_id is None:
             member = group.members.get(hb.member_id)
             if member is None:
-                raise _error(f"Member {hb.member_id} is not a member of group {group.group_id}.", ErrorCode.unknown_member_id)
+                raise _error(
+                    f"Member {hb.member_id} is not a member of group {group.group_id}.", ErrorCode.unknown_member_id
+                )
         else:
             member = group.static_member(hb.instance_id)
             if member is None:
@@ -334,7 +350,9 @@ class ConsumerGroupMachine:
             group.remove(member_id)
             records += rec.member_tombstones(group.group_id, member_id)
             effects += self.cancel_timers(group.group_id, member_id)
-        for regex in group.resolved_regexes.keys() - group.subscribed_regexes().keys() if group.resolved_regexes else ():
+        for regex in (
+            group.resolved_regexes.keys() - group.subscribed_regexes().keys() if group.resolved_regexes else ()
+        ):
             del group.resolved_regexes[regex]  # its last subscriber left (Kafka's tombstone)
         group.group_epoch += 1
         counts = self.topics()
@@ -356,10 +374,16 @@ class ConsumerGroupMachine:
         if key.kind == SESSION:
             return Reply(None, self.fence(group, key.member_id, "missed its session timeout", now_ms))
         if key.kind == JOIN:
-            return Reply(None, self.fence(group, key.member_id, "(classic) did not rejoin within its rebalance timeout", now_ms))
+            return Reply(
+                None, self.fence(group, key.member_id, "(classic) did not rejoin within its rebalance timeout", now_ms)
+            )
         if key.kind == SYNC:
-            return Reply(None, self.fence(group, key.member_id, "(classic) did not sync within its rebalance timeout", now_ms))
+            return Reply(
+                None, self.fence(group, key.member_id, "(classic) did not sync within its rebalance timeout", now_ms)
+            )
         if member.state is MemberState.UNREVOKED_PARTITIONS:
-            return Reply(None, self.fence(group, key.member_id, "did not revoke its partitions within its rebalance timeout",
-                                          now_ms))
+            return Reply(
+                None,
+                self.fence(group, key.member_id, "did not revoke its partitions within its rebalance timeout", now_ms),
+            )
         return Reply(None)

@@ -86,7 +86,14 @@ class ReplicaManager(TopicOperations):
         return recompress_batches(records, list(iter_batches(records)), codec_id(codec))
 
     async def append_records(
-        self, topic: TopicInfo, partition: int, records: bytes, now_ms: int, transactional_id: str | None = None, *, add_to_txn: bool = False
+        self,
+        topic: TopicInfo,
+        partition: int,
+        records: bytes,
+        now_ms: int,
+        transactional_id: str | None = None,
+        *,
+        add_to_txn: bool = False,
     ) -> Any:
         """Append a Produce request's batches for one partition; returns the AppendInfo.
 
@@ -125,13 +132,17 @@ class ReplicaManager(TopicOperations):
             await self.log_manager.flush_log(partition_log)
         return info
 
-    def _check_transactional(self, header: Any, transactional_id: str | None, topic: str, partition: int, add: bool) -> None:
+    def _check_transactional(
+        self, header: Any, transactional_id: str | None, topic: str, partition: int, add: bool
+    ) -> None:
         if header.is_control:
             raise KafkaProtocolError(
                 f"clients may not write control batches ({topic}-{partition})", ErrorCode.invalid_record
             )
         if self.transaction_verifier is not None:
-            self.transaction_verifier(transactional_id, header.producer_id, header.producer_epoch, topic, partition, add_partition=add)
+            self.transaction_verifier(
+                transactional_id, header.producer_id, header.producer_epoch, topic, partition, add_partition=add
+            )
 
     async def write_txn_marker(
         self,
