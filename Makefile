@@ -109,7 +109,7 @@ soak: $(STAMP)
 	TRIKAFKA_KILL_CYCLES=$(CYCLES) $(PY) -m pytest -q -s -p no:cacheprovider tests/resilience/test_kill9_durability.py
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check trikafka tests examples
+	$(VENV)/bin/ruff check trikafka tests examples benchmarks tools
 
 clean:
 	rm -rf $(VENV) $(STREAMS_VENV) build site *.egg-info trikafka/protocol/*.so

@@ -46,10 +46,22 @@ async def measure(partitions: int = 100) -> dict[str, tuple[int, int]]:
     registry = ApiRegistry()
     figures = {}
     async with open_test_broker() as tb, tb.client() as client:
-        await client.request(build(
-            registry.get(19, 7).request_type, timeout=1000, validate_only=False,
-            topics=[{"name": TOPIC, "num_partitions": partitions, "replication_factor": 1, "assignments": [], "configs": []}],
-        ))
+        await client.request(
+            build(
+                registry.get(19, 7).request_type,
+                timeout=1000,
+                validate_only=False,
+                topics=[
+                    {
+                        "name": TOPIC,
+                        "num_partitions": partitions,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [],
+                    }
+                ],
+            )
+        )
         described = await client.request(build(
             registry.get(3, 12).request_type, topics=[{"name": TOPIC, "topic_id": None}],
             allow_auto_topic_creation=False, include_topic_authorized_operations=False,

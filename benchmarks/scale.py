@@ -231,9 +231,13 @@ def partition_curves(sizes: tuple[int, ...], log: Callable[[str], None]) -> list
         pts = [p for p in curve["points"] if p["partitions"] > 0]
         curve["verdicts"] = {
             "rss_growth_mb": scale_report.growth_verdict(pts, "partitions", "rss_growth_mb", "total", 0.5e-3),
-            "create_ms_per_partition": scale_report.growth_verdict(pts, "partitions", "create_ms_per_partition", "flat", 0.05),
+            "create_ms_per_partition": scale_report.growth_verdict(
+                pts, "partitions", "create_ms_per_partition", "flat", 0.05
+            ),
             "metadata_ms": scale_report.growth_verdict(pts, "partitions", "metadata_ms", "total", 0.002),
-            "metadata_after_one_ms": scale_report.growth_verdict(pts, "partitions", "metadata_after_one_ms", "total", 0.002),
+            "metadata_after_one_ms": scale_report.growth_verdict(
+                pts, "partitions", "metadata_after_one_ms", "total", 0.002
+            ),
         }
         if backend == "file":
             for key in ("clean_restart_ms", "kill9_restart_ms"):

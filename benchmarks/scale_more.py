@@ -144,7 +144,9 @@ def group_curves(sizes: tuple[int, ...], log: Callable[[str], None]) -> list[dic
     for protocol, fn in (("classic", _classic), ("consumer", _consumer_protocol)):
         curve = {
             "id": f"groups-{protocol}",
-            "title": f"Rebalance time vs members ({'classic group, Trio consumers' if protocol == 'classic' else 'KIP-848 group, ConsumerGroupHeartbeat'}; MockClock)",
+            "title": "Rebalance time vs members ("
+            + ("classic group, Trio consumers" if protocol == "classic" else "KIP-848 group, ConsumerGroupHeartbeat")
+            + "; MockClock)",
             "x": "members", "columns": ["rebalance_s", "ms_per_member", "form_s", "rounds", "virtual_s"],
             "labels": {"members": "members", "rebalance_s": "one more member: rebalance s (wall)",
                        "ms_per_member": "rebalance ms per member", "form_s": "group forming s (wall)",
@@ -159,7 +161,9 @@ def group_curves(sizes: tuple[int, ...], log: Callable[[str], None]) -> list[dic
                 log(f"  scale groups {protocol:<8} {members:>5} members: rebalance {point['rebalance_s']:.2f} s")
         except Exception as exc:  # noqa: BLE001 - recorded and shown
             curve["error"] = f"{type(exc).__name__}: {exc}"
-        curve["verdicts"] = {"rebalance_s": scale_report.growth_verdict(curve["points"], "members", "rebalance_s", "total", 0.002)}
+        curve["verdicts"] = {
+            "rebalance_s": scale_report.growth_verdict(curve["points"], "members", "rebalance_s", "total", 0.002)
+        }
         curves.append(curve)
     return curves
 
@@ -184,7 +188,9 @@ def fetch_session_curve(sizes: tuple[int, ...], log: Callable[[str], None]) -> d
         log(f"  scale sessions {partitions:>6} partitions: {sessionless:,} → {incremental:,} bytes per idle poll")
     curve["verdicts"] = {
         "sessionless_bytes": scale_report.growth_verdict(curve["points"], "partitions", "sessionless_bytes", "total"),
-        "incremental_bytes": scale_report.growth_verdict(curve["points"], "partitions", "incremental_bytes", "flat", 16),
+        "incremental_bytes": scale_report.growth_verdict(
+            curve["points"], "partitions", "incremental_bytes", "flat", 16
+        ),
     }
     return curve
 

@@ -61,7 +61,15 @@ def growth_verdict(points: list[dict], x: str, metric: str, kind: str, slack: fl
 GOALS = (
     ("in-memory partition RSS", "partitions-memory", 100_000, "kb_per_partition", "<=", 2.5, "KB"),
     ("100k in-memory partitions RSS", "partitions-memory", 100_000, "rss_growth_mb", "<=", 300, "MB"),
-    ("Metadata all, 100k partitions, after a change", "partitions-memory", 100_000, "metadata_after_one_ms", "<=", 100, "ms"),
+    (
+        "Metadata all, 100k partitions, after a change",
+        "partitions-memory",
+        100_000,
+        "metadata_after_one_ms",
+        "<=",
+        100,
+        "ms",
+    ),
     ("file-backed CreateTopics per partition", "partitions-file", 100_000, "create_ms_per_partition", "<=", 0.3, "ms"),
     ("clean restart, 20k file-backed partitions", "partitions-file", 20_000, "clean_restart_ms", "<=", 1000, "ms"),
 )

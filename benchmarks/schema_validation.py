@@ -26,7 +26,9 @@ SCHEMA = {"type": "record", "name": "Row", "fields": [{"name": "payload", "type"
 
 def _register(url: str) -> int:
     body = json.dumps({"schema": json.dumps(SCHEMA)}).encode()
-    request = urllib.request.Request(f"{url}/subjects/checked-value/versions", body, {"Content-Type": "application/json"}, method="POST")
+    request = urllib.request.Request(
+        f"{url}/subjects/checked-value/versions", body, {"Content-Type": "application/json"}, method="POST"
+    )
     with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 - our own broker
         return int(json.loads(response.read())["id"])
 
@@ -83,7 +85,9 @@ def main(argv: list[str] | None = None) -> None:
             before = cpu_seconds(broker.pid)
             seconds = _produce(bootstrap, topic, value, args.messages)
             cpu = cpu_seconds(broker.pid) - before
-            print(f"| {topic} | {'on' if topics[topic] else 'off'} | {megabytes / seconds:.1f} | {cpu / megabytes:.3f} |")
+            print(
+                f"| {topic} | {'on' if topics[topic] else 'off'} | {megabytes / seconds:.1f} | {cpu / megabytes:.3f} |"
+            )
     finally:
         broker.terminate()
         broker.wait(30)

@@ -114,7 +114,9 @@ def source_rate(spark: Any, bootstrap: str, topic: str, records: int, checkpoint
 def sink_rate(spark: Any, bootstrap: str, rows: int, guarantee: str) -> float:
     """Records/s of a batch ``df.write.format("trikafka")`` of ``rows`` rows."""
     topic = _create(bootstrap, 2)
-    df = spark.range(0, rows, numPartitions=2).selectExpr("concat(repeat('v', 90), lpad(CAST(id AS STRING), 10, '0')) AS value")
+    df = spark.range(0, rows, numPartitions=2).selectExpr(
+        "concat(repeat('v', 90), lpad(CAST(id AS STRING), 10, '0')) AS value"
+    )
     start = time.perf_counter()
     (df.write.format("trikafka")
      .option("kafka.bootstrap.servers", bootstrap)
@@ -136,7 +138,9 @@ def measure(spark: Any, bootstrap: str, records: int, sink_records: int, rounds:
             source.append(source_rate(spark, bootstrap, topic, records, str(Path(work) / f"checkpoint-{r}")))
             order = ["at-least-once", "exactly-once"][:: 1 if r % 2 == 0 else -1]
             for guarantee in order:
-                (alo if guarantee == "at-least-once" else eos).append(sink_rate(spark, bootstrap, sink_records, guarantee))
+                (alo if guarantee == "at-least-once" else eos).append(
+                    sink_rate(spark, bootstrap, sink_records, guarantee)
+                )
     figures = {
         "consumer_records_per_s": statistics.median(consumer),
         "source_records_per_s": statistics.median(source),
@@ -144,7 +148,9 @@ def measure(spark: Any, bootstrap: str, records: int, sink_records: int, rounds:
         "exactly_once_records_per_s": statistics.median(eos),
     }
     figures["source_vs_consumer"] = figures["source_records_per_s"] / figures["consumer_records_per_s"]
-    figures["exactly_once_vs_at_least_once"] = figures["exactly_once_records_per_s"] / figures["at_least_once_records_per_s"]
+    figures["exactly_once_vs_at_least_once"] = (
+        figures["exactly_once_records_per_s"] / figures["at_least_once_records_per_s"]
+    )
     return figures
 
 

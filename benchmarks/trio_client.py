@@ -32,7 +32,9 @@ async def _produce(bootstrap: str, topic: str, partitions: int, size: int, count
 
     value = b"x" * size
     per_partition = count / partitions
-    async with open_producer(bootstrap, acks=1, linger_ms=5, batch_size=1_000_000, buffer_memory=256 * 2**20) as producer:
+    async with open_producer(
+        bootstrap, acks=1, linger_ms=5, batch_size=1_000_000, buffer_memory=256 * 2**20
+    ) as producer:
         await producer.client.wait_for_topic(topic)  # connected, metadata known: not timed
         start = time.perf_counter()
         futures = [await producer.enqueue(topic, value, partition=int(i / per_partition)) for i in range(count)]

@@ -14,7 +14,9 @@ def test_idempotent_producer_survives_a_leader_error(kafka_broker):
     assert producer.flush(30) == 0
     assert kafka_broker.wait_for_high_watermark("orders", 0, at_least=10) == 10  # no duplicates
 
-    consumer = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "billing", "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "billing", "auto.offset.reset": "earliest"}
+    )
     consumer.subscribe(["orders"])
     assert consumer.poll(30).value() == b"order-0"
     kafka_broker.wait_for_group_state("billing", "Stable", members=1)

@@ -228,7 +228,10 @@ def test_the_cli_does_not_import_test_tooling():
     import sys
 
     # trikafka.broker too: the CLI imports it only when it starts one (tests/test_startup_imports.py).
-    code = "import sys, trikafka.cli, trikafka.broker; print(sorted(m for m in ('pytest', 'trio.testing') if m in sys.modules))"
+    code = (
+        "import sys, trikafka.cli, trikafka.broker; print(sorted(m for m in ('pytest', "
+        "'trio.testing') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -4,8 +4,8 @@ The conventions (``docs/writing-docs.md``): each page gets a fresh broker proces
 blocks in order; ``127.0.0.1:9092`` in a block becomes that broker's address, the commands' ``-b``
 defaults to it (``TRIKAFKA_BOOTSTRAP_SERVERS``) and ``$CONTROL`` is its control listener. A block
 preceded by ``<!-- fragment: why -->`` is not run; a Python block that defines ``test_*``
-functions is run by pytest (the plugin loaded, ``trio_mode`` on), as a user's test file; a block that only includes a file
-(``--8<-- "examples/x.py"``) must name a file the suite runs elsewhere.
+functions is run by pytest (the plugin loaded, ``trio_mode`` on), as a user's test file; a block
+that only includes a file (``--8<-- "examples/x.py"``) must name a file the suite runs elsewhere.
 """
 
 from __future__ import annotations
@@ -57,11 +57,16 @@ def blocks_of(page: Path) -> list[Block]:
         if not fence:
             i += 1
             continue
-        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith(fence[1]) and not lines[j].strip("`")), len(lines))
+        end = next(
+            (j for j in range(i + 1, len(lines)) if lines[j].startswith(fence[1]) and not lines[j].strip("`")),
+            len(lines),
+        )
         kind = RUNNABLE.get(fence[2].lower())
         if kind:
             before = FRAGMENT.match(lines[i - 1]) if i else None
-            out.append(Block(page, i + 1, kind, "\n".join(lines[i + 1 : end]) + "\n", before["why"] if before else None))
+            out.append(
+                Block(page, i + 1, kind, "\n".join(lines[i + 1 : end]) + "\n", before["why"] if before else None)
+            )
         i = end + 1
     return out
 
@@ -117,11 +122,25 @@ def test_the_blocks_of_a_page_run(page, tmp_path):
                 command = [sys.executable, str(script)]
                 if TEST_FUNCTION.search(body):  # a test as a user writes it: run by pytest
                     script = script.rename(tmp_path / f"test_block_{block.line}.py")
-                    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "trio_mode=true", *_plugin_args(), str(script)]
+                    command = [
+                        sys.executable,
+                        "-m",
+                        "pytest",
+                        "-q",
+                        "-p",
+                        "no:cacheprovider",
+                        "-o",
+                        "trio_mode=true",
+                        *_plugin_args(),
+                        str(script),
+                    ]
             else:
                 command = ["bash", "-e", "-o", "pipefail", "-c", body]
             result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
-            assert result.returncode == 0 and "no tests ran" not in result.stdout, f"{block} failed ({result.returncode}):\n{body}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
+            assert result.returncode == 0 and "no tests ran" not in result.stdout, (
+                f"{block} failed ({result.returncode}):\n{body}\n--- stdout\n{result.stdout}\n--- "
+                f"stderr\n{result.stderr}"
+            )
     finally:
         broker.stop(15)
 

@@ -25,7 +25,15 @@ def test_embedded_example_runs():
 
 def test_virtual_time_example_passes():
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "examples" / "test_virtual_time.py")],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            str(ROOT / "examples" / "test_virtual_time.py"),
+        ],
         capture_output=True,
         text=True,
         timeout=120,
@@ -48,7 +56,16 @@ def _plugin_args() -> list[str]:
 )
 def test_pytest_plugin_examples_pass(example):
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *_plugin_args(), str(ROOT / "examples" / example)],
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *_plugin_args(),
+            str(ROOT / "examples" / example),
+        ],
         capture_output=True,
         text=True,
         timeout=180,

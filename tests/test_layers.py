@@ -211,11 +211,27 @@ def test_protocol_is_sans_io():
 #: its own layer and the ones below it, never one above; siblings in one layer are kept apart
 #: by RULES. The package root (``trikafka/__init__.py``, lazy re-exports) is outside the order.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("trikafka.errors", "trikafka.clock", "trikafka.properties", "trikafka.topic_configs", "trikafka.group_configs", "trikafka.rack_configs", "trikafka.share_configs", "trikafka.kafka_keys")),
+    (
+        "foundation",
+        (
+            "trikafka.errors",
+            "trikafka.clock",
+            "trikafka.properties",
+            "trikafka.topic_configs",
+            "trikafka.group_configs",
+            "trikafka.rack_configs",
+            "trikafka.share_configs",
+            "trikafka.kafka_keys",
+            "trikafka.config_fields",
+        ),
+    ),
     ("protocol", ("trikafka.protocol",)),
     ("security", ("trikafka.security",)),
     ("configuration", ("trikafka.config", "trikafka.metrics")),
-    ("network, storage, coordination", ("trikafka.network", "trikafka.log", "trikafka.coordinator", "trikafka.registry")),
+    (
+        "network, storage, coordination",
+        ("trikafka.network", "trikafka.log", "trikafka.coordinator", "trikafka.registry"),
+    ),
     ("server", ("trikafka.server",)),
     ("web", ("trikafka.web",)),
     ("broker", ("trikafka.broker",)),

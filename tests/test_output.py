@@ -46,7 +46,9 @@ def test_list_config_prints_the_dev_brokers_values_not_kafkas_defaults(capsys):
 
 
 def test_list_config_follows_the_other_flags(capsys):
-    listed = _listed(capsys, "--in-memory", "--override", "group.initial.rebalance.delay.ms=3000", "--override", "metrics.port=9404")
+    listed = _listed(
+        capsys, "--in-memory", "--override", "group.initial.rebalance.delay.ms=3000", "--override", "metrics.port=9404"
+    )
     assert listed["group.initial.rebalance.delay.ms"] == "3000"
     assert listed["metrics.port"] == "9404"
     assert listed["log.dirs"] == ""
@@ -55,7 +57,9 @@ def test_list_config_follows_the_other_flags(capsys):
 
 def test_list_config_names_why_a_value_is_not_the_default(capsys):
     assert cli.main(["--list-config"]) == 0
-    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("group.initial.rebalance.delay.ms="))
+    line = next(
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("group.initial.rebalance.delay.ms=")
+    )
     assert line.endswith("[dev default; default 3000]")
 
 
@@ -84,7 +88,12 @@ def test_log_lines_in_a_pipe_are_never_wrapped(tmp_path):
         admin = AdminClient({"bootstrap.servers": broker.address})
         admin.create_topics([NewTopic(LONG_TOPIC, num_partitions=1, replication_factor=1)])[LONG_TOPIC].result(30)
         consumer = Consumer(
-            {"bootstrap.servers": broker.address, "group.id": "wrap-check", "client.id": LONG_CLIENT, "session.timeout.ms": 6000}
+            {
+                "bootstrap.servers": broker.address,
+                "group.id": "wrap-check",
+                "client.id": LONG_CLIENT,
+                "session.timeout.ms": 6000,
+            }
         )
         consumer.subscribe([LONG_TOPIC])
         for _ in range(100):  # bounded: 0.1 s a poll
@@ -102,7 +111,12 @@ def test_log_lines_in_a_pipe_are_never_wrapped(tmp_path):
         assert broker.stop(15) == 0
     # Plain lines: time, level, logger, message; the start-up block as written, unwrapped.
     output = broker.output.splitlines()
-    assert any(line.endswith(f"INFO trikafka.server: created topic {LONG_TOPIC} with 1 partition(s), id " + line.rsplit(" ", 1)[-1]) for line in output)
+    assert any(
+        line.endswith(
+            f"INFO trikafka.server: created topic {LONG_TOPIC} with 1 partition(s), id " + line.rsplit(" ", 1)[-1]
+        )
+        for line in output
+    )
     # every line is a whole record or a line of the block: none is the tail of a wrapped one
     for line in output:
         assert line[:4].isdigit() or line.startswith(("trikafka ", "  ")), line
@@ -125,7 +139,15 @@ def test_log_format_json_writes_one_object_per_line(tmp_path):
 
 
 def test_the_start_up_block_says_where_everything_is(tmp_path):
-    broker = BrokerProcess("--data-dir", str(tmp_path / "data"), "--override", "metrics.port=0", "--override", "num.io.threads=3", cwd=tmp_path)
+    broker = BrokerProcess(
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--override",
+        "metrics.port=0",
+        "--override",
+        "num.io.threads=3",
+        cwd=tmp_path,
+    )
     try:
         broker.wait_ready()
         broker.wait_for_output("Ctrl-C stops gracefully")
@@ -169,8 +191,20 @@ def test_loading_reports_progress_after_each_partition(tmp_path):
 def test_loading_a_big_data_dir_logs_progress_lines_when_not_a_terminal(tmp_path):
     _data_dir_of_many_segments(tmp_path / "data")
     result = subprocess.run(
-        [sys.executable, "-m", "trikafka", "--data-dir", str(tmp_path / "data"), "--listeners", "PLAINTEXT://127.0.0.1:0", "--list-config"],
-        capture_output=True, text=True, timeout=60, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "trikafka",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--listeners",
+            "PLAINTEXT://127.0.0.1:0",
+            "--list-config",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
     )
     assert result.returncode == 0  # --list-config loads nothing
     assert "loading logs" not in result.stderr

@@ -30,7 +30,14 @@ def test_a_taken_port_is_named_and_nothing_started_before(tmp_path, which, broke
         taken.listen()
         port = taken.getsockname()[1]
         listeners = f"PLAINTEXT://127.0.0.1:{port if which == 'listener' else 0}"
-        args = ["--listeners", listeners, "--brokers", str(brokers), "--override", f"metrics.port={port if which == 'metrics.port' else 0}"]
+        args = [
+            "--listeners",
+            listeners,
+            "--brokers",
+            str(brokers),
+            "--override",
+            f"metrics.port={port if which == 'metrics.port' else 0}",
+        ]
         if which == "control listener":
             args += ["--control-listener", f"127.0.0.1:{port}"]
         result = _start_with(tmp_path, *args)

@@ -296,12 +296,16 @@ async def _serve_cluster(
             # First, so that whoever waits for the first "listening on" line has them too.
             header = f"trikafka cluster of {brokers} brokers · bootstrap.servers={cluster.bootstrap_servers}"
             if shape == "json":
-                log.info("%s", header, extra={"fields": {"event": "cluster", "bootstrap_servers": cluster.bootstrap_servers}})
+                log.info(
+                    "%s", header, extra={"fields": {"event": "cluster", "bootstrap_servers": cluster.bootstrap_servers}}
+                )
             else:
                 print(header, file=sys.stderr, flush=True)
             control = None
             if control_server is not None:
-                control = await nursery.start(functools.partial(control_server.serve, *control_at, listeners=control_bound))
+                control = await nursery.start(
+                    functools.partial(control_server.serve, *control_at, listeners=control_bound)
+                )
             nodes = list(cluster.nodes.values())
             for i, node in enumerate(nodes):
                 http = {"control": f"http://{control[0]}:{control[1]}"} if control and i == 0 else {}
@@ -411,7 +415,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.live and args.brokers != 1:
             raise ConfigError("--live", True, "shows one broker; use `python -m trikafka top` against a cluster")
         if args.ui and config.metrics_port < 0:
-            raise ConfigError("metrics.port", config.metrics_port, "--ui serves the console on the HTTP server: a port, 0 for a free one, or leave it unset")
+            raise ConfigError(
+                "metrics.port",
+                config.metrics_port,
+                "--ui serves the console on the HTTP server: a port, 0 for a free one, or leave it unset",
+            )
     except (ConfigError, OSError, ValueError) as exc:
         print(f"trikafka: {exc}", file=sys.stderr)
         return 2

@@ -12,392 +12,41 @@ from __future__ import annotations
 import difflib
 import logging
 import os
-from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
 
 from trikafka import group_configs, rack_configs, share_configs
+from trikafka.config_fields import (
+    ListenerSpec,
+    advertised_listeners_field,
+    cluster_id_field,
+    connection_overrides_field,
+    listeners_field,
+    log_dirs_field,
+    parse_listeners,
+)
+from trikafka.config_fields import bool_field as _bool_field
+from trikafka.config_fields import check_host as _check_host
+from trikafka.config_fields import check_queued_max_request_bytes as _check_queued_max_request_bytes
+from trikafka.config_fields import field as _field
+from trikafka.config_fields import int_bounds as _int
+from trikafka.config_fields import int_field as _int_field
+from trikafka.config_fields import topic_default as _topic_default
 from trikafka.errors import ConfigError
 from trikafka.kafka_keys import KAFKA_BROKER_KEYS, no_effect_reason
 from trikafka.properties import TIME_ALIASES, read_properties_file, resolve_time_aliases
 from trikafka.security import config as security
-from trikafka.topic_configs import INT32_MAX, INT64_MAX, TOPIC_CONFIGS
+from trikafka.topic_configs import INT32_MAX, INT64_MAX
 
 __all__ = ["BrokerConfig", "config_keys", "parse_listeners", "read_properties_file", "ListenerSpec"]
 
 
-@attrs.frozen
-class ListenerSpec:
-    """One ``NAME://host:port`` entry of ``listeners`` / ``advertised.listeners``."""
+class _PropertiesForm:
+    """``BrokerConfig``'s construction from Kafka keys and ``server.properties``, and its way back."""
 
-    name: str
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.name}://{host}:{self.port}"
-
-
-def parse_listeners(value: str, key: str = "listeners") -> tuple[ListenerSpec, ...]:
-    specs: list[ListenerSpec] = []
-    for item in (part.strip() for part in value.split(",")):
-        if not item:
-            continue
-        name, sep, rest = item.partition("://")
-        if not sep or not name or not name.replace("_", "").replace("-", "").isalnum():
-            raise ConfigError(key, value, "entries must look like NAME://host:port")
-        if rest.startswith("["):
-            host, _, port_text = rest[1:].partition("]:")
-        else:
-            host, _, port_text = rest.rpartition(":")
-        try:
-            port = int(port_text)
-        except ValueError:
-            raise ConfigError(key, value, f"{item!r} has no integer port") from None
-        if not 0 <= port <= 65535:
-            raise ConfigError(key, value, f"port {port} is outside 0..65535")
-        specs.append(ListenerSpec(name.upper(), host, port))
-    if not specs:
-        raise ConfigError(key, value, "at least one NAME://host:port listener is required")
-    names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise ConfigError(key, value, "each listener name may appear once")
-    return tuple(specs)
-
-
-def _parse_overrides(value: str, key: str) -> dict[str, int]:
-    result: dict[str, int] = {}
-    for item in (part.strip() for part in value.split(",")):
-        if not item:
-            continue
-        host, sep, limit = item.partition(":") if item.count(":") == 1 else item.rpartition(":")
-        try:
-            if not sep or not host:
-                raise ValueError
-            result[host] = int(limit)
-        except ValueError:
-            raise ConfigError(key, value, "entries must look like host:count") from None
-        if result[host] < 0:
-            raise ConfigError(key, value, f"{host} has a negative limit")
-    return result
-
-
-def _bool(value: str, key: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    raise ConfigError(key, value, "allowed values are true and false")
-
-
-def _int(lo: int, hi: int = INT64_MAX) -> tuple[Callable[[str, str], int], Callable]:
-    def parse(value: str, key: str) -> int:
-        try:
-            return int(str(value).strip())
-        except ValueError:
-            raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required") from None
-
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        key = attribute.metadata["key"]
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required")
-        if not lo <= value <= hi:
-            raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required")
-
-    return parse, check
-
-
-def _field(key: str, default: Any, parse: Callable, check: Callable | None, doc: str) -> Any:
-    validators = [check] if check else []
-    return attrs.field(
-        default=default,
-        validator=validators,
-        metadata={"key": key, "parse": parse, "doc": doc},
-    )
-
-
-def _int_field(key: str, default: int, doc: str, lo: int = 0, hi: int = INT64_MAX) -> Any:
-    parse, check = _int(lo, hi)
-    return _field(key, default, parse, check, doc)
-
-
-def _bool_field(key: str, default: bool, doc: str) -> Any:
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        if not isinstance(value, bool):
-            raise ConfigError(attribute.metadata["key"], value, "allowed values are true and false")
-
-    return _field(key, default, _bool, check, doc)
-
-
-def _topic_default(topic_key: str) -> Any:
-    """The broker-level default of a topic config, from its row of the one table."""
-    definition = TOPIC_CONFIGS[topic_key]
-
-    def parse(value: str, key: str) -> Any:
-        try:
-            return definition.parse(value)
-        except ConfigError as exc:
-            raise ConfigError(key, value, exc.allowed) from None
-
-    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-        problem = definition.check(value)
-        if problem:
-            raise ConfigError(attribute.metadata["key"], value, problem)
-
-    doc = f"{definition.doc} (topic: {topic_key})"
-    return _field(definition.broker_key, definition.default, parse, check, doc)  # type: ignore[arg-type]
-
-
-def _check_listeners(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is None and attribute.name == "advertised_listeners":
-        return
-    if not isinstance(value, tuple) or not all(isinstance(v, ListenerSpec) for v in value):
-        raise ConfigError(attribute.metadata["key"], value, "a tuple of ListenerSpec")
-
-
-def _listeners_converter(value: Any) -> Any:
-    return parse_listeners(value) if isinstance(value, str) else value
-
-
-def _adv_converter(value: Any) -> Any:
-    if value is None or value == "":
-        return None
-    return parse_listeners(value, "advertised.listeners") if isinstance(value, str) else value
-
-
-def _log_dirs_converter(value: Any) -> Any:
-    if value is None:
-        return None
-    if isinstance(value, str | os.PathLike):
-        value = [p.strip() for p in str(value).split(",") if p.strip()]
-    if isinstance(value, list | tuple) and all(isinstance(p, str | os.PathLike) for p in value):
-        paths = tuple(str(Path(p).expanduser()) for p in value if str(p).strip())
-        return paths or None
-    return value  # the validator names what is wrong
-
-
-def _check_log_dirs(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and not (
-        isinstance(value, tuple) and all(isinstance(p, str) for p in value)
-    ):
-        raise ConfigError(
-            attribute.metadata["key"], value, "comma-separated paths, a sequence of paths, or unset"
-        )
-
-
-def _check_overrides(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in value.items()
-    ):
-        raise ConfigError(attribute.metadata["key"], value, "a mapping of host to count >= 0")
-
-
-def _check_cluster_id(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise ConfigError(attribute.metadata["key"], value, "a non-empty string or unset")
-
-
-def _check_queued_max_request_bytes(config: Any, attribute: attrs.Attribute, value: Any) -> None:
-    """Kafka's rule: a bounded request memory pool must fit the largest request."""
-    _int(-(2**63))[1](config, attribute, value)
-    if 0 < value < config.socket_request_max_bytes:
-        raise ConfigError(
-            "queued.max.request.bytes",
-            value,
-            f"-1 (unbounded) or at least socket.request.max.bytes ({config.socket_request_max_bytes})",
-        )
-
-
-def _check_host(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, str) or not value.strip() or any(c in value for c in "/ []"):
-        raise ConfigError(attribute.metadata["key"], value, "a host name or IP address, e.g. 127.0.0.1")
-
-
-@attrs.frozen(kw_only=True)
-class BrokerConfig:
-    """The broker's settings. Field names are Kafka's keys with ``_`` for ``.``."""
-
-    node_id: int = _int_field("node.id", 1, "This broker's id in Metadata responses.", 0, INT32_MAX)
-    listeners: tuple[ListenerSpec, ...] = attrs.field(
-        default="PLAINTEXT://127.0.0.1:9092",
-        converter=_listeners_converter,
-        validator=_check_listeners,
-        metadata={
-            "key": "listeners",
-            "parse": lambda v, k: parse_listeners(v, k),
-            "doc": "Comma-separated NAME://host:port endpoints; port 0 picks a free port.",
-        },
-    )
-    advertised_listeners: tuple[ListenerSpec, ...] | None = attrs.field(
-        default=None,
-        converter=_adv_converter,
-        validator=_check_listeners,
-        metadata={
-            "key": "advertised.listeners",
-            "parse": lambda v, k: parse_listeners(v, k) if v else None,
-            "doc": "What Metadata tells clients; defaults to the bound listeners.",
-        },
-    )
-    cluster_id: str | None = attrs.field(
-        default=None,
-        validator=_check_cluster_id,
-        metadata={
-            "key": "cluster.id",
-            "parse": lambda v, k: v or None,
-            "doc": "Fixed cluster id; by default generated once and kept in meta.properties.",
-        },
-    )
-    broker_rack: str | None = rack_configs.rack_field("This broker's rack (KIP-36), in Metadata and DescribeCluster; with --brokers N a comma-separated list gives broker i entry i mod len.")
-    replica_selector_class: str | None = rack_configs.selector_field("KIP-392: org.apache.kafka.common.replica.RackAwareReplicaSelector sends a consumer with client.rack to an in-sync replica in its rack.")
-    log_dirs: tuple[str, ...] | None = attrs.field(
-        default=None,
-        converter=_log_dirs_converter,
-        validator=_check_log_dirs,
-        metadata={
-            "key": "log.dirs",
-            "parse": lambda v, k: v,
-            "doc": "Data directories; unset keeps everything in memory.",
-        },
-    )
-    num_network_threads: int = _int_field(
-        "num.network.threads", 3, "Processor tasks per listener.", 1, 1024
-    )
-    num_io_threads: int = _int_field("num.io.threads", 8, "Request handler tasks.", 1, 1024)
-    queued_max_requests: int = _int_field(
-        "queued.max.requests", 500, "Capacity of the shared request channel.", 1, INT32_MAX
-    )
-    socket_request_max_bytes: int = _int_field(
-        "socket.request.max.bytes", 104857600, "Largest request frame accepted.", 1, INT32_MAX
-    )
-    queued_max_request_bytes: int = _field(
-        "queued.max.request.bytes",
-        -1,
-        _int(-(2**63))[0],
-        _check_queued_max_request_bytes,
-        "Bytes of requests read but not yet handled, broker-wide, before no more are read; "
-        "<= 0 is unbounded.",
-    )
-    socket_send_buffer_bytes: int = _int_field(
-        "socket.send.buffer.bytes", 102400, "SO_SNDBUF of accepted sockets; -1 keeps the OS's.", -1, INT32_MAX
-    )
-    socket_receive_buffer_bytes: int = _int_field(
-        "socket.receive.buffer.bytes", 102400, "SO_RCVBUF of accepted sockets; -1 keeps the OS's.", -1, INT32_MAX
-    )
-    connections_max_idle_ms: int = _int_field(
-        "connections.max.idle.ms", 600000, "Idle connections are closed after this long.", 1
-    )
-    max_connections: int = _int_field(
-        "max.connections", INT32_MAX, "Connections accepted across all listeners.", 0, INT32_MAX
-    )
-    max_connections_per_ip: int = _int_field(
-        "max.connections.per.ip", INT32_MAX, "Connections accepted from one address.", 0, INT32_MAX
-    )
-    max_connections_per_ip_overrides: Mapping[str, int] = attrs.field(
-        factory=dict,
-        converter=lambda v: _parse_overrides(v, "max.connections.per.ip.overrides")
-        if isinstance(v, str)
-        else dict(v),
-        validator=_check_overrides,
-        metadata={
-            "key": "max.connections.per.ip.overrides",
-            "parse": _parse_overrides,
-            "doc": "Per-host limits, host:count,host:count.",
-        },
-    )
-    max_connection_creation_rate: int = _int_field("max.connection.creation.rate", INT32_MAX, "New connections per second across listeners; over it the acceptor waits (KIP-612).", 0, INT32_MAX)
-    quota_window_num: int = _int_field("quota.window.num", 11, "Samples a client quota's rate is measured over.", 1, INT32_MAX)
-    quota_window_size_seconds: int = _int_field("quota.window.size.seconds", 1, "Seconds each quota sample spans.", 1, INT32_MAX)
-    max_incremental_fetch_session_cache_slots: int = _int_field("max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX)
-    max_broker_partitions: int = _int_field("max.broker.partitions", 200_000, "Partitions of all topics together (internal ones too) this broker holds; CreateTopics and CreatePartitions beyond it get POLICY_VIOLATION (trikafka's; KIP-578's proposed name).", 1, INT32_MAX)
-    # --- topics and logs (Kafka's broker-level defaults for topic configs) -----------------
-    auto_create_topics_enable: bool = _bool_field("auto.create.topics.enable", True, "Metadata and Produce create unknown topics.")
-    num_partitions: int = _int_field("num.partitions", 1, "Partitions of auto-created topics.", 1, 1_000_000)
-    default_replication_factor: int = _int_field("default.replication.factor", 1, "Replication factor of topics created without one.", 1, INT32_MAX)
-    min_insync_replicas: int = _topic_default("min.insync.replicas")
-    delete_topic_enable: bool = _bool_field("delete.topic.enable", True, "DeleteTopics is allowed.")
-    message_max_bytes: int = _topic_default("max.message.bytes")
-    compression_type: str = _topic_default("compression.type")
-    log_message_timestamp_type: str = _topic_default("message.timestamp.type")
-    log_segment_bytes: int = _topic_default("segment.bytes")
-    log_roll_ms: int = _topic_default("segment.ms")
-    log_retention_ms: int = _topic_default("retention.ms")
-    log_retention_bytes: int = _topic_default("retention.bytes")
-    log_retention_check_interval_ms: int = _int_field("log.retention.check.interval.ms", 300000, "How often retention runs.", 1)
-    log_cleaner_enable: bool = _bool_field("log.cleaner.enable", True, "Run the log cleaner: compaction of cleanup.policy=compact topics.")
-    log_cleaner_backoff_ms: int = _int_field("log.cleaner.backoff.ms", 15000, "How long the cleaner sleeps when no log needs cleaning.", 0)
-    log_cleaner_dedupe_buffer_size: int = _int_field("log.cleaner.dedupe.buffer.size", 134217728, "Memory for the cleaner's key map (24 bytes a key).", 1024 * 1024)
-    log_cleaner_delete_retention_ms: int = _topic_default("delete.retention.ms")
-    log_cleaner_min_cleanable_ratio: float = _topic_default("min.cleanable.dirty.ratio")
-    log_cleaner_min_compaction_lag_ms: int = _topic_default("min.compaction.lag.ms")
-    log_cleaner_max_compaction_lag_ms: int = _topic_default("max.compaction.lag.ms")
-    log_flush_interval_messages: int = _topic_default("flush.messages")
-    log_flush_interval_ms: int = _topic_default("flush.ms")
-    log_flush_scheduler_interval_ms: int = _int_field("log.flush.scheduler.interval.ms", INT64_MAX, "How often the time-based flush is checked.", 1)
-    log_flush_offset_checkpoint_interval_ms: int = _int_field("log.flush.offset.checkpoint.interval.ms", 60000, "How often recovery points are checkpointed.", 0, INT32_MAX)
-    log_index_interval_bytes: int = _topic_default("index.interval.bytes")
-    # --- consumer groups ---------------------------------------------------------------
-    group_initial_rebalance_delay_ms: int = _int_field("group.initial.rebalance.delay.ms", 3000, "How long the first rebalance of an empty group waits for more members.", 0, INT32_MAX)
-    group_min_session_timeout_ms: int = _int_field("group.min.session.timeout.ms", 6000, "Smallest session timeout a member may ask for.", 0, INT32_MAX)
-    group_max_session_timeout_ms: int = _int_field("group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for.", 0, INT32_MAX)
-    group_max_size: int = _int_field("group.max.size", INT32_MAX, "Members one group may have.", 1, INT32_MAX)
-    group_coordinator_rebalance_protocols: tuple[str, ...] = group_configs.list_field("group.coordinator.rebalance.protocols", group_configs.REBALANCE_PROTOCOLS, {p: p for p in group_configs.ACCEPTED_PROTOCOLS}, "Group protocols served: classic (JoinGroup...) and consumer (KIP-848).", ("classic",))
-    group_consumer_assignors: tuple[str, ...] = group_configs.list_field("group.consumer.assignors", ("uniform", "range"), {**{n: n for n in group_configs.ASSIGNOR_CLASSES}, **{c: n for n, c in group_configs.ASSIGNOR_CLASSES.items()}}, "Server-side assignors of consumer groups; the first is the default.")
-    group_consumer_heartbeat_interval_ms: int = _int_field("group.consumer.heartbeat.interval.ms", 5000, "Heartbeat interval given to consumer-protocol members.", 1, INT32_MAX)
-    group_consumer_min_heartbeat_interval_ms: int = _int_field("group.consumer.min.heartbeat.interval.ms", 5000, "Lower bound of group.consumer.heartbeat.interval.ms.", 1, INT32_MAX)
-    group_consumer_max_heartbeat_interval_ms: int = _int_field("group.consumer.max.heartbeat.interval.ms", 15000, "Upper bound of group.consumer.heartbeat.interval.ms.", 1, INT32_MAX)
-    group_consumer_session_timeout_ms: int = _int_field("group.consumer.session.timeout.ms", 45000, "A consumer-protocol member missing heartbeats this long is removed.", 1, INT32_MAX)
-    group_consumer_min_session_timeout_ms: int = _int_field("group.consumer.min.session.timeout.ms", 45000, "Lower bound of group.consumer.session.timeout.ms.", 1, INT32_MAX)
-    group_consumer_max_session_timeout_ms: int = attrs.field(default=60000, validator=[_int(1, INT32_MAX)[1], group_configs.check_consumer_group_keys], metadata={"key": "group.consumer.max.session.timeout.ms", "parse": _int(1, INT32_MAX)[0], "doc": "Upper bound of group.consumer.session.timeout.ms."})
-    group_consumer_max_size: int = _int_field("group.consumer.max.size", INT32_MAX, "Members one consumer group may have.", 1, INT32_MAX)
-    group_consumer_regex_refresh_interval_ms: int = _int_field("group.consumer.regex.refresh.interval.ms", 600000, "How often a consumer group's subscribed regular expressions are resolved again (also when topics change).", 10000, INT32_MAX)
-    group_consumer_migration_policy: str = group_configs.choice_field("group.consumer.migration.policy", "bidirectional", group_configs.MIGRATION_POLICIES, "Online conversion of non-empty groups: disabled, downgrade (consumer to classic), upgrade (classic to consumer) or bidirectional.")
-    group_share_session_timeout_ms: int = _int_field("group.share.session.timeout.ms", 45000, "A share-group member missing heartbeats this long is removed.", 1, INT32_MAX)
-    group_share_min_session_timeout_ms: int = _int_field("group.share.min.session.timeout.ms", 45000, "Lower bound of share.session.timeout.ms.", 1, INT32_MAX)
-    group_share_max_session_timeout_ms: int = _int_field("group.share.max.session.timeout.ms", 60000, "Upper bound of share.session.timeout.ms.", 1, INT32_MAX)
-    group_share_heartbeat_interval_ms: int = _int_field("group.share.heartbeat.interval.ms", 5000, "Heartbeat interval given to share-group members.", 1, INT32_MAX)
-    group_share_min_heartbeat_interval_ms: int = _int_field("group.share.min.heartbeat.interval.ms", 5000, "Lower bound of share.heartbeat.interval.ms.", 1, INT32_MAX)
-    group_share_max_heartbeat_interval_ms: int = _int_field("group.share.max.heartbeat.interval.ms", 15000, "Upper bound of share.heartbeat.interval.ms.", 1, INT32_MAX)
-    group_share_record_lock_duration_ms: int = _int_field("group.share.record.lock.duration.ms", 30000, "How long a record acquired by a share consumer stays locked to it.", 1, INT32_MAX)
-    group_share_min_record_lock_duration_ms: int = _int_field("group.share.min.record.lock.duration.ms", 15000, "Lower bound of share.record.lock.duration.ms.", 1, INT32_MAX)
-    group_share_max_record_lock_duration_ms: int = attrs.field(default=60000, validator=[_int(1, INT32_MAX)[1], share_configs.check_share_group_keys], metadata={"key": "group.share.max.record.lock.duration.ms", "parse": _int(1, INT32_MAX)[0], "doc": "Upper bound of share.record.lock.duration.ms."})
-    group_share_delivery_count_limit: int = _int_field("group.share.delivery.count.limit", 5, "Deliveries after which an unaccepted record is archived.", 2, 10)
-    group_share_partition_max_record_locks: int = _int_field("group.share.partition.max.record.locks", 2000, "In-flight records per share partition.", 100, 10000)
-    group_share_max_size: int = _int_field("group.share.max.size", 200, "Members one share group may have.", 10, 1000)
-    group_share_assignment_interval_ms: int = _int_field("group.share.assignment.interval.ms", 1000, "Least time between two target assignments of a share group (Kafka 4.3).", 0, INT32_MAX)
-    group_share_max_share_sessions: int = _int_field("group.share.max.share.sessions", 2000, "Share sessions this broker keeps open.", 1, INT32_MAX)
-    offsets_topic_num_partitions: int = _int_field(
-        "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
-    )
-    offsets_topic_replication_factor: int = _int_field("offsets.topic.replication.factor", 3, "Replicas of __consumer_offsets (capped at the cluster size).", 1, 32767)
-    offsets_topic_segment_bytes: int = _int_field("offsets.topic.segment.bytes", 104857600, "segment.bytes of __consumer_offsets (compacted).", 1, INT32_MAX)
-    offsets_retention_minutes: int = _int_field(
-        "offsets.retention.minutes", 10080, "Committed offsets of an empty group expire after this long.", 1, INT32_MAX
-    )
-    offsets_retention_check_interval_ms: int = _int_field(
-        "offsets.retention.check.interval.ms", 600000, "How often expired offsets are removed.", 1
-    )
-    offset_metadata_max_bytes: int = _int_field(
-        "offset.metadata.max.bytes", 4096, "Largest metadata string stored with a committed offset.", 0, INT32_MAX
-    )
-    # --- transactions -------------------------------------------------------------------
-    transaction_max_timeout_ms: int = _int_field(
-        "transaction.max.timeout.ms",
-        900000,
-        "Largest transaction timeout a producer may ask for; above it InitProducerId answers INVALID_TRANSACTION_TIMEOUT.",
-        1,
-        INT32_MAX,
-    )
-    shutdown_grace_ms: int = _int_field(
-        "shutdown.grace.ms", 5000, "trikafka: how long a graceful stop waits for in-flight responses.", 0
-    )
-    metrics_port: int = _int_field("metrics.port", -1, "trikafka: HTTP port of /metrics (Prometheus) and the console; -1: off, 0: a free port.", -1, 65535)
-    metrics_host: str = _field("metrics.host", "127.0.0.1", lambda v, k: v, _check_host, "trikafka: address the HTTP server binds.")
-    schema_registry_port: int = _int_field("schema.registry.port", -1, "trikafka: HTTP port of the Schema Registry (Confluent's REST API, on metrics.host); -1: off, 0: a free port.", -1, 65535)
-    security: security.SecurityConfig = security.security_field()  # ssl.*, sasl.*, listener.name.*
-
-    # --- construction -------------------------------------------------------------------
+    __slots__ = ()
 
     @classmethod
     def from_properties(
@@ -451,6 +100,262 @@ class BrokerConfig:
         return out
 
 
+@attrs.frozen(kw_only=True)
+class BrokerConfig(_PropertiesForm, share_configs.ShareGroupKeys):
+    """The broker's settings. Field names are Kafka's keys with ``_`` for ``.``."""
+
+    node_id: int = _int_field("node.id", 1, "This broker's id in Metadata responses.", 0, INT32_MAX)
+    listeners: tuple[ListenerSpec, ...] = listeners_field()
+    advertised_listeners: tuple[ListenerSpec, ...] | None = advertised_listeners_field()
+    cluster_id: str | None = cluster_id_field()
+    broker_rack: str | None = rack_configs.rack_field(
+        "This broker's rack (KIP-36), in Metadata and DescribeCluster; with --brokers N a "
+        "comma-separated list gives broker i entry i mod len."
+    )
+    replica_selector_class: str | None = rack_configs.selector_field(
+        "KIP-392: org.apache.kafka.common.replica.RackAwareReplicaSelector sends a consumer with "
+        "client.rack to an in-sync replica in its rack."
+    )
+    log_dirs: tuple[str, ...] | None = log_dirs_field()
+    num_network_threads: int = _int_field(
+        "num.network.threads", 3, "Processor tasks per listener.", 1, 1024
+    )
+    num_io_threads: int = _int_field("num.io.threads", 8, "Request handler tasks.", 1, 1024)
+    queued_max_requests: int = _int_field(
+        "queued.max.requests", 500, "Capacity of the shared request channel.", 1, INT32_MAX
+    )
+    socket_request_max_bytes: int = _int_field(
+        "socket.request.max.bytes", 104857600, "Largest request frame accepted.", 1, INT32_MAX
+    )
+    queued_max_request_bytes: int = _field(
+        "queued.max.request.bytes",
+        -1,
+        _int(-(2**63))[0],
+        _check_queued_max_request_bytes,
+        "Bytes of requests read but not yet handled, broker-wide, before no more are read; "
+        "<= 0 is unbounded.",
+    )
+    socket_send_buffer_bytes: int = _int_field(
+        "socket.send.buffer.bytes", 102400, "SO_SNDBUF of accepted sockets; -1 keeps the OS's.", -1, INT32_MAX
+    )
+    socket_receive_buffer_bytes: int = _int_field(
+        "socket.receive.buffer.bytes", 102400, "SO_RCVBUF of accepted sockets; -1 keeps the OS's.", -1, INT32_MAX
+    )
+    connections_max_idle_ms: int = _int_field(
+        "connections.max.idle.ms", 600000, "Idle connections are closed after this long.", 1
+    )
+    max_connections: int = _int_field(
+        "max.connections", INT32_MAX, "Connections accepted across all listeners.", 0, INT32_MAX
+    )
+    max_connections_per_ip: int = _int_field(
+        "max.connections.per.ip", INT32_MAX, "Connections accepted from one address.", 0, INT32_MAX
+    )
+    max_connections_per_ip_overrides: Mapping[str, int] = connection_overrides_field()
+    max_connection_creation_rate: int = _int_field(
+        "max.connection.creation.rate",
+        INT32_MAX,
+        "New connections per second across listeners; over it the acceptor waits (KIP-612).",
+        0,
+        INT32_MAX,
+    )
+    quota_window_num: int = _int_field(
+        "quota.window.num", 11, "Samples a client quota's rate is measured over.", 1, INT32_MAX
+    )
+    quota_window_size_seconds: int = _int_field(
+        "quota.window.size.seconds", 1, "Seconds each quota sample spans.", 1, INT32_MAX
+    )
+    max_incremental_fetch_session_cache_slots: int = _int_field(
+        "max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX
+    )
+    max_broker_partitions: int = _int_field(
+        "max.broker.partitions",
+        200_000,
+        "Partitions of all topics together (internal ones too) this broker holds; CreateTopics and "
+        "CreatePartitions beyond it get POLICY_VIOLATION (trikafka's; KIP-578's proposed name).",
+        1,
+        INT32_MAX,
+    )
+    # --- topics and logs (Kafka's broker-level defaults for topic configs) -----------------
+    auto_create_topics_enable: bool = _bool_field(
+        "auto.create.topics.enable", True, "Metadata and Produce create unknown topics."
+    )
+    num_partitions: int = _int_field("num.partitions", 1, "Partitions of auto-created topics.", 1, 1_000_000)
+    default_replication_factor: int = _int_field(
+        "default.replication.factor", 1, "Replication factor of topics created without one.", 1, INT32_MAX
+    )
+    min_insync_replicas: int = _topic_default("min.insync.replicas")
+    delete_topic_enable: bool = _bool_field("delete.topic.enable", True, "DeleteTopics is allowed.")
+    message_max_bytes: int = _topic_default("max.message.bytes")
+    compression_type: str = _topic_default("compression.type")
+    log_message_timestamp_type: str = _topic_default("message.timestamp.type")
+    log_segment_bytes: int = _topic_default("segment.bytes")
+    log_roll_ms: int = _topic_default("segment.ms")
+    log_retention_ms: int = _topic_default("retention.ms")
+    log_retention_bytes: int = _topic_default("retention.bytes")
+    log_retention_check_interval_ms: int = _int_field(
+        "log.retention.check.interval.ms", 300000, "How often retention runs.", 1
+    )
+    log_cleaner_enable: bool = _bool_field(
+        "log.cleaner.enable", True, "Run the log cleaner: compaction of cleanup.policy=compact topics."
+    )
+    log_cleaner_backoff_ms: int = _int_field(
+        "log.cleaner.backoff.ms", 15000, "How long the cleaner sleeps when no log needs cleaning.", 0
+    )
+    log_cleaner_dedupe_buffer_size: int = _int_field(
+        "log.cleaner.dedupe.buffer.size", 134217728, "Memory for the cleaner's key map (24 bytes a key).", 1024 * 1024
+    )
+    log_cleaner_delete_retention_ms: int = _topic_default("delete.retention.ms")
+    log_cleaner_min_cleanable_ratio: float = _topic_default("min.cleanable.dirty.ratio")
+    log_cleaner_min_compaction_lag_ms: int = _topic_default("min.compaction.lag.ms")
+    log_cleaner_max_compaction_lag_ms: int = _topic_default("max.compaction.lag.ms")
+    log_flush_interval_messages: int = _topic_default("flush.messages")
+    log_flush_interval_ms: int = _topic_default("flush.ms")
+    log_flush_scheduler_interval_ms: int = _int_field(
+        "log.flush.scheduler.interval.ms", INT64_MAX, "How often the time-based flush is checked.", 1
+    )
+    log_flush_offset_checkpoint_interval_ms: int = _int_field(
+        "log.flush.offset.checkpoint.interval.ms", 60000, "How often recovery points are checkpointed.", 0, INT32_MAX
+    )
+    log_index_interval_bytes: int = _topic_default("index.interval.bytes")
+    # --- consumer groups ---------------------------------------------------------------
+    group_initial_rebalance_delay_ms: int = _int_field(
+        "group.initial.rebalance.delay.ms",
+        3000,
+        "How long the first rebalance of an empty group waits for more members.",
+        0,
+        INT32_MAX,
+    )
+    group_min_session_timeout_ms: int = _int_field(
+        "group.min.session.timeout.ms", 6000, "Smallest session timeout a member may ask for.", 0, INT32_MAX
+    )
+    group_max_session_timeout_ms: int = _int_field(
+        "group.max.session.timeout.ms", 1800000, "Largest session timeout a member may ask for.", 0, INT32_MAX
+    )
+    group_max_size: int = _int_field("group.max.size", INT32_MAX, "Members one group may have.", 1, INT32_MAX)
+    group_coordinator_rebalance_protocols: tuple[str, ...] = group_configs.list_field(
+        "group.coordinator.rebalance.protocols",
+        group_configs.REBALANCE_PROTOCOLS,
+        {p: p for p in group_configs.REBALANCE_PROTOCOLS},
+        "Group protocols served: classic (JoinGroup...) and consumer (KIP-848).",
+        ("classic",),
+    )
+    group_consumer_assignors: tuple[str, ...] = group_configs.list_field(
+        "group.consumer.assignors",
+        ("uniform", "range"),
+        {**{n: n for n in group_configs.ASSIGNOR_CLASSES}, **{c: n for n, c in group_configs.ASSIGNOR_CLASSES.items()}},
+        "Server-side assignors of consumer groups; the first is the default.",
+    )
+    group_consumer_heartbeat_interval_ms: int = _int_field(
+        "group.consumer.heartbeat.interval.ms",
+        5000,
+        "Heartbeat interval given to consumer-protocol members.",
+        1,
+        INT32_MAX,
+    )
+    group_consumer_min_heartbeat_interval_ms: int = _int_field(
+        "group.consumer.min.heartbeat.interval.ms",
+        5000,
+        "Lower bound of group.consumer.heartbeat.interval.ms.",
+        1,
+        INT32_MAX,
+    )
+    group_consumer_max_heartbeat_interval_ms: int = _int_field(
+        "group.consumer.max.heartbeat.interval.ms",
+        15000,
+        "Upper bound of group.consumer.heartbeat.interval.ms.",
+        1,
+        INT32_MAX,
+    )
+    group_consumer_session_timeout_ms: int = _int_field(
+        "group.consumer.session.timeout.ms",
+        45000,
+        "A consumer-protocol member missing heartbeats this long is removed.",
+        1,
+        INT32_MAX,
+    )
+    group_consumer_min_session_timeout_ms: int = _int_field(
+        "group.consumer.min.session.timeout.ms",
+        45000,
+        "Lower bound of group.consumer.session.timeout.ms.",
+        1,
+        INT32_MAX,
+    )
+    group_consumer_max_session_timeout_ms: int = attrs.field(
+        default=60000,
+        validator=[_int(1, INT32_MAX)[1], group_configs.check_consumer_group_keys],
+        metadata={
+            "key": "group.consumer.max.session.timeout.ms",
+            "parse": _int(1, INT32_MAX)[0],
+            "doc": "Upper bound of group.consumer.session.timeout.ms.",
+        },
+    )
+    group_consumer_max_size: int = _int_field(
+        "group.consumer.max.size", INT32_MAX, "Members one consumer group may have.", 1, INT32_MAX
+    )
+    group_consumer_regex_refresh_interval_ms: int = _int_field(
+        "group.consumer.regex.refresh.interval.ms",
+        600000,
+        "How often a consumer group's subscribed regular expressions are resolved again (also when topics change).",
+        10000,
+        INT32_MAX,
+    )
+    group_consumer_migration_policy: str = group_configs.choice_field(
+        "group.consumer.migration.policy",
+        "bidirectional",
+        group_configs.MIGRATION_POLICIES,
+        "Online conversion of non-empty groups: disabled, downgrade (consumer to classic), upgrade "
+        "(classic to consumer) or bidirectional.",
+    )
+    offsets_topic_num_partitions: int = _int_field(
+        "offsets.topic.num.partitions", 50, "Partitions of __consumer_offsets.", 1, 1000
+    )
+    offsets_topic_replication_factor: int = _int_field(
+        "offsets.topic.replication.factor", 3, "Replicas of __consumer_offsets (capped at the cluster size).", 1, 32767
+    )
+    offsets_topic_segment_bytes: int = _int_field(
+        "offsets.topic.segment.bytes", 104857600, "segment.bytes of __consumer_offsets (compacted).", 1, INT32_MAX
+    )
+    offsets_retention_minutes: int = _int_field(
+        "offsets.retention.minutes", 10080, "Committed offsets of an empty group expire after this long.", 1, INT32_MAX
+    )
+    offsets_retention_check_interval_ms: int = _int_field(
+        "offsets.retention.check.interval.ms", 600000, "How often expired offsets are removed.", 1
+    )
+    offset_metadata_max_bytes: int = _int_field(
+        "offset.metadata.max.bytes", 4096, "Largest metadata string stored with a committed offset.", 0, INT32_MAX
+    )
+    # --- transactions -------------------------------------------------------------------
+    transaction_max_timeout_ms: int = _int_field(
+        "transaction.max.timeout.ms",
+        900000,
+        "Largest transaction timeout a producer may ask for; above it InitProducerId answers "
+        "INVALID_TRANSACTION_TIMEOUT.",
+        1,
+        INT32_MAX,
+    )
+    shutdown_grace_ms: int = _int_field(
+        "shutdown.grace.ms", 5000, "trikafka: how long a graceful stop waits for in-flight responses.", 0
+    )
+    metrics_port: int = _int_field(
+        "metrics.port",
+        -1,
+        "trikafka: HTTP port of /metrics (Prometheus) and the console; -1: off, 0: a free port.",
+        -1,
+        65535,
+    )
+    metrics_host: str = _field(
+        "metrics.host", "127.0.0.1", lambda v, k: v, _check_host, "trikafka: address the HTTP server binds."
+    )
+    schema_registry_port: int = _int_field(
+        "schema.registry.port",
+        -1,
+        "trikafka: HTTP port of the Schema Registry (Confluent's REST API, on metrics.host); -1: off, 0: a free port.",
+        -1,
+        65535,
+    )
+    security: security.SecurityConfig = security.security_field()  # ssl.*, sasl.*, listener.name.*
+
+
 def _typed_fields(items: Mapping[str, Any]) -> dict[str, Any]:
     """Field name → typed value for each key; Kafka's keys trikafka lacks: one INFO line each."""
     by_key, typed = _fields_by_key(), {}
@@ -458,7 +363,9 @@ def _typed_fields(items: Mapping[str, Any]) -> dict[str, Any]:
         key = raw_key.replace("_", ".")
         field = by_key.get(key)
         if field is None and raw_key in KAFKA_BROKER_KEYS:
-            logging.getLogger("trikafka.config").info("%s=%s: a Kafka broker key with no effect here (%s)", raw_key, value, no_effect_reason(raw_key))
+            logging.getLogger("trikafka.config").info(
+                "%s=%s: a Kafka broker key with no effect here (%s)", raw_key, value, no_effect_reason(raw_key)
+            )
         elif field is None:
             raise ConfigError(raw_key, value, _unknown_key_hint(raw_key))
         else:

@@ -17,8 +17,15 @@ import attrs
 
 from trikafka.errors import ConfigError
 
-__all__ = ["ACCEPTED_PROTOCOLS", "ASSIGNOR_CLASSES", "MIGRATION_POLICIES", "REBALANCE_PROTOCOLS", "check_consumer_group_keys", "choice_field",
-           "list_field"]
+__all__ = [
+    "ACCEPTED_PROTOCOLS",
+    "ASSIGNOR_CLASSES",
+    "MIGRATION_POLICIES",
+    "REBALANCE_PROTOCOLS",
+    "check_consumer_group_keys",
+    "choice_field",
+    "list_field",
+]
 
 _ASSIGNOR_PACKAGE = "org.apache.kafka.coordinator.group.assignor."
 #: Kafka's server-side assignors: short name → class name.
@@ -55,7 +62,9 @@ def _parse_list(allowed: Mapping[str, str], required: tuple[str, ...]) -> Callab
     return parse
 
 
-def list_field(key: str, default: tuple[str, ...], allowed: Mapping[str, str], doc: str, required: tuple[str, ...] = ()) -> Any:
+def list_field(
+    key: str, default: tuple[str, ...], allowed: Mapping[str, str], doc: str, required: tuple[str, ...] = ()
+) -> Any:
     """A BrokerConfig field holding a list of names (a tuple once parsed)."""
     parse = _parse_list(allowed, required)
 

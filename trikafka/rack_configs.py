@@ -52,7 +52,9 @@ def _parse_rack(value: Any, key: str = "broker.rack") -> str | None:
 def rack_field(doc: str) -> Any:
     def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
         if value is not None and (not isinstance(value, str) or _parse_rack(value) != value):
-            raise ConfigError("broker.rack", value, "a rack id, or comma-separated rack ids (one per broker), none empty")
+            raise ConfigError(
+                "broker.rack", value, "a rack id, or comma-separated rack ids (one per broker), none empty"
+            )
 
     return attrs.field(default=None, converter=lambda v: _parse_rack(v) if isinstance(v, str) else v,
                        validator=[check], metadata={"key": "broker.rack", "parse": _parse_rack, "doc": doc})

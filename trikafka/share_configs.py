@@ -17,10 +17,19 @@ from typing import Any
 
 import attrs
 
+from trikafka.config_fields import int_bounds, int_field
 from trikafka.errors import ConfigError
+from trikafka.topic_configs import INT32_MAX
 
-__all__ = ["GROUP_CONFIG_KEYS", "GroupConfigSpec", "check_share_group_keys", "effective_group_configs",
-           "parse_duration_ms", "validate_group_configs"]
+__all__ = [
+    "GROUP_CONFIG_KEYS",
+    "GroupConfigSpec",
+    "ShareGroupKeys",
+    "check_share_group_keys",
+    "effective_group_configs",
+    "parse_duration_ms",
+    "validate_group_configs",
+]
 
 
 def check_share_group_keys(config: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -35,6 +44,72 @@ def check_share_group_keys(config: Any, attribute: attrs.Attribute, value: Any) 
     if config.group_share_heartbeat_interval_ms >= config.group_share_session_timeout_ms:
         raise ConfigError("group.share.heartbeat.interval.ms", config.group_share_heartbeat_interval_ms,
                           f"less than group.share.session.timeout.ms ({config.group_share_session_timeout_ms})")
+
+
+
+@attrs.frozen(kw_only=True)
+class ShareGroupKeys:
+    """The broker's ``group.share.*`` keys (KIP-932, Kafka's names, defaults and bounds): a base
+    of :class:`trikafka.config.BrokerConfig`, which holds every other key."""
+
+    group_share_session_timeout_ms: int = int_field(
+        "group.share.session.timeout.ms",
+        45000,
+        "A share-group member missing heartbeats this long is removed.",
+        1,
+        INT32_MAX,
+    )
+    group_share_min_session_timeout_ms: int = int_field(
+        "group.share.min.session.timeout.ms", 45000, "Lower bound of share.session.timeout.ms.", 1, INT32_MAX
+    )
+    group_share_max_session_timeout_ms: int = int_field(
+        "group.share.max.session.timeout.ms", 60000, "Upper bound of share.session.timeout.ms.", 1, INT32_MAX
+    )
+    group_share_heartbeat_interval_ms: int = int_field(
+        "group.share.heartbeat.interval.ms", 5000, "Heartbeat interval given to share-group members.", 1, INT32_MAX
+    )
+    group_share_min_heartbeat_interval_ms: int = int_field(
+        "group.share.min.heartbeat.interval.ms", 5000, "Lower bound of share.heartbeat.interval.ms.", 1, INT32_MAX
+    )
+    group_share_max_heartbeat_interval_ms: int = int_field(
+        "group.share.max.heartbeat.interval.ms", 15000, "Upper bound of share.heartbeat.interval.ms.", 1, INT32_MAX
+    )
+    group_share_record_lock_duration_ms: int = int_field(
+        "group.share.record.lock.duration.ms",
+        30000,
+        "How long a record acquired by a share consumer stays locked to it.",
+        1,
+        INT32_MAX,
+    )
+    group_share_min_record_lock_duration_ms: int = int_field(
+        "group.share.min.record.lock.duration.ms", 15000, "Lower bound of share.record.lock.duration.ms.", 1, INT32_MAX
+    )
+    group_share_max_record_lock_duration_ms: int = attrs.field(
+        default=60000,
+        validator=[int_bounds(1, INT32_MAX)[1], check_share_group_keys],
+        metadata={
+            "key": "group.share.max.record.lock.duration.ms",
+            "parse": int_bounds(1, INT32_MAX)[0],
+            "doc": "Upper bound of share.record.lock.duration.ms.",
+        },
+    )
+    group_share_delivery_count_limit: int = int_field(
+        "group.share.delivery.count.limit", 5, "Deliveries after which an unaccepted record is archived.", 2, 10
+    )
+    group_share_partition_max_record_locks: int = int_field(
+        "group.share.partition.max.record.locks", 2000, "In-flight records per share partition.", 100, 10000
+    )
+    group_share_max_size: int = int_field("group.share.max.size", 200, "Members one share group may have.", 10, 1000)
+    group_share_assignment_interval_ms: int = int_field(
+        "group.share.assignment.interval.ms",
+        1000,
+        "Least time between two target assignments of a share group (Kafka 4.3).",
+        0,
+        INT32_MAX,
+    )
+    group_share_max_share_sessions: int = int_field(
+        "group.share.max.share.sessions", 2000, "Share sessions this broker keeps open.", 1, INT32_MAX
+    )
 
 
 _DURATION = re.compile(r"P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?", re.IGNORECASE)
@@ -95,7 +170,9 @@ class GroupConfigSpec:
     doc: str = ""
 
 
-def _int_spec(key: str, broker: str, doc: str, bounded: bool = True, lo: int = 1, hi: int = 2**31 - 1) -> GroupConfigSpec:
+def _int_spec(
+    key: str, broker: str, doc: str, bounded: bool = True, lo: int = 1, hi: int = 2**31 - 1
+) -> GroupConfigSpec:
     attr = broker.replace(".", "_")
 
     def bounds(config: Any) -> tuple[int, int]:
@@ -109,21 +186,74 @@ def _int_spec(key: str, broker: str, doc: str, bounded: bool = True, lo: int = 1
 
 #: The per-group keys of a share group (Kafka's GroupConfig), in DescribeConfigs order.
 GROUP_CONFIG_KEYS: dict[str, GroupConfigSpec] = {
-    s.key: s for s in (
+    s.key: s
+    for s in (
         _int_spec("share.session.timeout.ms", "group.share.session.timeout.ms", "Share-group member session timeout."),
-        _int_spec("share.heartbeat.interval.ms", "group.share.heartbeat.interval.ms", "Heartbeat interval given to the share group's members."),
-        _int_spec("share.record.lock.duration.ms", "group.share.record.lock.duration.ms", "How long an acquired record stays locked to its member."),
-        _int_spec("share.delivery.count.limit", "group.share.delivery.count.limit", "Deliveries after which an unaccepted record is archived.", False, 2, 10),
-        _int_spec("share.partition.max.record.locks", "group.share.partition.max.record.locks", "In-flight records per share partition.", False, 100, 10000),
-        _int_spec("share.assignment.interval.ms", "group.share.assignment.interval.ms", "Least time between two target assignments.", False, 0),
-        GroupConfigSpec("share.auto.offset.reset", "string", lambda c: "latest", None, _reset,
-                        "Where a share partition with no state starts: latest, earliest, by_duration:<ISO-8601>."),
-        GroupConfigSpec("share.isolation.level", "string", lambda c: "read_uncommitted", None, _isolation,
-                        "read_committed delivers only committed transactional records."),
-        GroupConfigSpec("errors.deadletterqueue.topic.name", "string", lambda c: "", None, _dlq_topic,
-                        "Topic archived records are written to (KIP-1191); empty: none."),
-        GroupConfigSpec("errors.deadletterqueue.copy.record.enable", "boolean", lambda c: "false", None, _boolean,
-                        "Copy the archived record's key and value into the dead-letter record."),
+        _int_spec(
+            "share.heartbeat.interval.ms",
+            "group.share.heartbeat.interval.ms",
+            "Heartbeat interval given to the share group's members.",
+        ),
+        _int_spec(
+            "share.record.lock.duration.ms",
+            "group.share.record.lock.duration.ms",
+            "How long an acquired record stays locked to its member.",
+        ),
+        _int_spec(
+            "share.delivery.count.limit",
+            "group.share.delivery.count.limit",
+            "Deliveries after which an unaccepted record is archived.",
+            False,
+            2,
+            10,
+        ),
+        _int_spec(
+            "share.partition.max.record.locks",
+            "group.share.partition.max.record.locks",
+            "In-flight records per share partition.",
+            False,
+            100,
+            10000,
+        ),
+        _int_spec(
+            "share.assignment.interval.ms",
+            "group.share.assignment.interval.ms",
+            "Least time between two target assignments.",
+            False,
+            0,
+        ),
+        GroupConfigSpec(
+            "share.auto.offset.reset",
+            "string",
+            lambda c: "latest",
+            None,
+            _reset,
+            "Where a share partition with no state starts: latest, earliest, by_duration:<ISO-8601>.",
+        ),
+        GroupConfigSpec(
+            "share.isolation.level",
+            "string",
+            lambda c: "read_uncommitted",
+            None,
+            _isolation,
+            "read_committed delivers only committed transactional records.",
+        ),
+        GroupConfigSpec(
+            "errors.deadletterqueue.topic.name",
+            "string",
+            lambda c: "",
+            None,
+            _dlq_topic,
+            "Topic archived records are written to (KIP-1191); empty: none.",
+        ),
+        GroupConfigSpec(
+            "errors.deadletterqueue.copy.record.enable",
+            "boolean",
+            lambda c: "false",
+            None,
+            _boolean,
+            "Copy the archived record's key and value into the dead-letter record.",
+        ),
     )
 }
 

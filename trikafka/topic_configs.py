@@ -134,7 +134,9 @@ class TopicConfigDef:
         return parsed
 
 
-def _int(name: str, default: int, doc: str, lo: int, hi: int = INT32_MAX, broker_key: str | None = None) -> TopicConfigDef:
+def _int(
+    name: str, default: int, doc: str, lo: int, hi: int = INT32_MAX, broker_key: str | None = None
+) -> TopicConfigDef:
     return TopicConfigDef(name, "int", default, doc, broker_key, lo, hi, applied=broker_key is not None)
 
 
@@ -164,7 +166,8 @@ _PATTERN_TEXT = {_REPLICAS: "partitionId:brokerId", _VERSION: "a Kafka version s
 
 #: Confluent's subject name strategies (``confluent.*.subject.name.strategy``).
 _STRATEGIES = tuple(
-    f"io.confluent.kafka.serializers.subject.{name}" for name in ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
+    f"io.confluent.kafka.serializers.subject.{name}"
+    for name in ("TopicNameStrategy", "RecordNameStrategy", "TopicRecordNameStrategy")
 )
 _CODECS = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
@@ -173,39 +176,173 @@ _CODECS = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     d.name: d
     for d in (
-        TopicConfigDef("cleanup.policy", "list", ("delete",), "delete: retention removes old segments; compact: keep the last record per key.", allowed=("delete", "compact")),
-        TopicConfigDef("compression.type", "string", "producer", "Codec batches are stored with; producer keeps what the producer sent.", "compression.type", allowed=_CODECS),
+        TopicConfigDef(
+            "cleanup.policy",
+            "list",
+            ("delete",),
+            "delete: retention removes old segments; compact: keep the last record per key.",
+            allowed=("delete", "compact"),
+        ),
+        TopicConfigDef(
+            "compression.type",
+            "string",
+            "producer",
+            "Codec batches are stored with; producer keeps what the producer sent.",
+            "compression.type",
+            allowed=_CODECS,
+        ),
         # Confluent Server's broker-side schema validation (the Schema Registry's; docs/schema-registry.md).
-        TopicConfigDef("confluent.key.schema.validation", "boolean", False, "Refuse a record whose key does not begin with a schema id registered under the key's subject.", applied=True),
-        TopicConfigDef("confluent.key.subject.name.strategy", "string", _STRATEGIES[0], "How the key's subject is named: topic-key, the record's name, or topic-record name.", allowed=_STRATEGIES),
-        TopicConfigDef("confluent.value.schema.validation", "boolean", False, "Refuse a record whose value does not begin with a schema id registered under the value's subject.", applied=True),
-        TopicConfigDef("confluent.value.subject.name.strategy", "string", _STRATEGIES[0], "How the value's subject is named: topic-value, the record's name, or topic-record name.", allowed=_STRATEGIES),
-        _long("delete.retention.ms", 86400000, "How long compaction keeps a tombstone after first cleaning it (its delete horizon).", 0, "log.cleaner.delete.retention.ms"),
+        TopicConfigDef(
+            "confluent.key.schema.validation",
+            "boolean",
+            False,
+            "Refuse a record whose key does not begin with a schema id registered under the key's subject.",
+            applied=True,
+        ),
+        TopicConfigDef(
+            "confluent.key.subject.name.strategy",
+            "string",
+            _STRATEGIES[0],
+            "How the key's subject is named: topic-key, the record's name, or topic-record name.",
+            allowed=_STRATEGIES,
+        ),
+        TopicConfigDef(
+            "confluent.value.schema.validation",
+            "boolean",
+            False,
+            "Refuse a record whose value does not begin with a schema id registered under the value's subject.",
+            applied=True,
+        ),
+        TopicConfigDef(
+            "confluent.value.subject.name.strategy",
+            "string",
+            _STRATEGIES[0],
+            "How the value's subject is named: topic-value, the record's name, or topic-record name.",
+            allowed=_STRATEGIES,
+        ),
+        _long(
+            "delete.retention.ms",
+            86400000,
+            "How long compaction keeps a tombstone after first cleaning it (its delete horizon).",
+            0,
+            "log.cleaner.delete.retention.ms",
+        ),
         _long("file.delete.delay.ms", 60000, "Delay before a deleted segment file is removed.", 0),
-        _long("flush.messages", INT64_MAX, "fsync after this many messages, before acknowledging.", 1, "log.flush.interval.messages"),
+        _long(
+            "flush.messages",
+            INT64_MAX,
+            "fsync after this many messages, before acknowledging.",
+            1,
+            "log.flush.interval.messages",
+        ),
         _long("flush.ms", INT64_MAX, "fsync when data is older than this.", 0, "log.flush.interval.ms"),
-        _int("index.interval.bytes", 4096, "Bytes of log between offset index entries.", 0, broker_key="log.index.interval.bytes"),
-        TopicConfigDef("follower.replication.throttled.replicas", "list", (), "Replicas throttled on the follower side (one broker: none to throttle).", applied=False, pattern=_REPLICAS),
-        TopicConfigDef("leader.replication.throttled.replicas", "list", (), "Replicas throttled on the leader side (one broker: none to throttle).", applied=False, pattern=_REPLICAS),
-        _long("max.compaction.lag.ms", INT64_MAX, "Longest a record may stay uncompacted.", 1, "log.cleaner.max.compaction.lag.ms"),
+        _int(
+            "index.interval.bytes",
+            4096,
+            "Bytes of log between offset index entries.",
+            0,
+            broker_key="log.index.interval.bytes",
+        ),
+        TopicConfigDef(
+            "follower.replication.throttled.replicas",
+            "list",
+            (),
+            "Replicas throttled on the follower side (one broker: none to throttle).",
+            applied=False,
+            pattern=_REPLICAS,
+        ),
+        TopicConfigDef(
+            "leader.replication.throttled.replicas",
+            "list",
+            (),
+            "Replicas throttled on the leader side (one broker: none to throttle).",
+            applied=False,
+            pattern=_REPLICAS,
+        ),
+        _long(
+            "max.compaction.lag.ms",
+            INT64_MAX,
+            "Longest a record may stay uncompacted.",
+            1,
+            "log.cleaner.max.compaction.lag.ms",
+        ),
         _int("max.message.bytes", 1048588, "Largest record batch accepted.", 0, broker_key="message.max.bytes"),
-        TopicConfigDef("message.downconversion.enable", "boolean", True, "Kafka 3.x: down-convert for old fetchers.", applied=False, deprecated=True),
-        TopicConfigDef("message.format.version", "string", "3.0-IV1", "Kafka 3.x: on-disk record version (always v2 since 3.0).", applied=False, pattern=_VERSION, deprecated=True),
+        TopicConfigDef(
+            "message.downconversion.enable",
+            "boolean",
+            True,
+            "Kafka 3.x: down-convert for old fetchers.",
+            applied=False,
+            deprecated=True,
+        ),
+        TopicConfigDef(
+            "message.format.version",
+            "string",
+            "3.0-IV1",
+            "Kafka 3.x: on-disk record version (always v2 since 3.0).",
+            applied=False,
+            pattern=_VERSION,
+            deprecated=True,
+        ),
         _long("message.timestamp.after.max.ms", 3600000, "How far a CreateTime may be ahead of the broker's clock.", 0),
-        _long("message.timestamp.before.max.ms", INT64_MAX, "How far a CreateTime may be behind the broker's clock.", 0),
-        TopicConfigDef("message.timestamp.difference.max.ms", "long", INT64_MAX, "Kafka 3.x: the before/after limits in one key.", lo=0, hi=INT64_MAX, applied=False, deprecated=True),
-        TopicConfigDef("message.timestamp.type", "string", "CreateTime", "Timestamp stored in batches: CreateTime or LogAppendTime.", "log.message.timestamp.type", allowed=("CreateTime", "LogAppendTime")),
-        TopicConfigDef("min.cleanable.dirty.ratio", "double", 0.5, "Dirty share of the log that triggers compaction.", "log.cleaner.min.cleanable.ratio", lo=0, hi=1),
-        _long("min.compaction.lag.ms", 0, "Shortest a record stays uncompacted.", 0, "log.cleaner.min.compaction.lag.ms"),
-        _int("min.insync.replicas", 1, "acks=all is refused (NOT_ENOUGH_REPLICAS) while the ISR is smaller.", 1, broker_key="min.insync.replicas"),
+        _long(
+            "message.timestamp.before.max.ms", INT64_MAX, "How far a CreateTime may be behind the broker's clock.", 0
+        ),
+        TopicConfigDef(
+            "message.timestamp.difference.max.ms",
+            "long",
+            INT64_MAX,
+            "Kafka 3.x: the before/after limits in one key.",
+            lo=0,
+            hi=INT64_MAX,
+            applied=False,
+            deprecated=True,
+        ),
+        TopicConfigDef(
+            "message.timestamp.type",
+            "string",
+            "CreateTime",
+            "Timestamp stored in batches: CreateTime or LogAppendTime.",
+            "log.message.timestamp.type",
+            allowed=("CreateTime", "LogAppendTime"),
+        ),
+        TopicConfigDef(
+            "min.cleanable.dirty.ratio",
+            "double",
+            0.5,
+            "Dirty share of the log that triggers compaction.",
+            "log.cleaner.min.cleanable.ratio",
+            lo=0,
+            hi=1,
+        ),
+        _long(
+            "min.compaction.lag.ms", 0, "Shortest a record stays uncompacted.", 0, "log.cleaner.min.compaction.lag.ms"
+        ),
+        _int(
+            "min.insync.replicas",
+            1,
+            "acks=all is refused (NOT_ENOUGH_REPLICAS) while the ISR is smaller.",
+            1,
+            broker_key="min.insync.replicas",
+        ),
         TopicConfigDef("preallocate", "boolean", False, "Preallocate segment files.", applied=False),
-        _long("retention.bytes", -1, "Partition size above which old segments go; -1 no limit.", -1, "log.retention.bytes"),
-        _long("retention.ms", 604800000, "Age at which segments are deleted; -1 keeps forever.", -1, "log.retention.ms"),
+        _long(
+            "retention.bytes", -1, "Partition size above which old segments go; -1 no limit.", -1, "log.retention.bytes"
+        ),
+        _long(
+            "retention.ms", 604800000, "Age at which segments are deleted; -1 keeps forever.", -1, "log.retention.ms"
+        ),
         _int("segment.bytes", 1073741824, "Segment size before rolling.", 14, broker_key="log.segment.bytes"),
         _int("segment.index.bytes", 10485760, "Size of a segment's offset index.", 4),
         _long("segment.jitter.ms", 0, "Random jitter subtracted from segment.ms.", 0),
         _long("segment.ms", 604800000, "Segment age before rolling.", 1, "log.roll.ms"),
-        TopicConfigDef("unclean.leader.election.enable", "boolean", False, "Let an out-of-sync replica become leader.", applied=False),
+        TopicConfigDef(
+            "unclean.leader.election.enable",
+            "boolean",
+            False,
+            "Let an out-of-sync replica become leader.",
+            applied=False,
+        ),
     )
 }
 

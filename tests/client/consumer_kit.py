@@ -31,10 +31,19 @@ class Writer:
         assert answer.topics[0].error_code in (ErrorCode.none, ErrorCode.topic_already_exists), answer
         await self.client.wait_for_topic(name)
 
-    async def send(self, topic: str, partition: int, values: Sequence[bytes | None], keys: Sequence[bytes | None] | None = None, **batch: Any) -> int:
+    async def send(
+        self,
+        topic: str,
+        partition: int,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None = None,
+        **batch: Any,
+    ) -> int:
         """Write one batch; returns its base offset."""
         keys = keys or [None] * len(values)
-        records = build_batch([(k, v, [("h", b"1")], 1_700_000_000_000) for k, v in zip(keys, values, strict=True)], **batch)
+        records = build_batch(
+            [(k, v, [("h", b"1")], 1_700_000_000_000) for k, v in zip(keys, values, strict=True)], **batch
+        )
         await self.client.wait_for_topic(topic)
         node = self.client.cluster.leader_for(TopicPartition(topic, partition))
         answer = await self.client.send(

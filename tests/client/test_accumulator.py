@@ -30,7 +30,11 @@ def test_batches_keep_order_respect_batch_size_and_linger(steps):
     sent: dict[int, list[int]] = {0: [], 1: [], 2: []}
     for number, (partition, size, later) in enumerate(steps):
         now += later / 1000
-        accumulator.append(accumulator.queue(TopicPartition("t", partition)), (None, b"x" * size, (), number), record_size(None, b"x" * size, ()))
+        accumulator.append(
+            accumulator.queue(TopicPartition("t", partition)),
+            (None, b"x" * size, (), number),
+            record_size(None, b"x" * size, ()),
+        )
         sent[partition].append(number)
     for tp, queue in accumulator.queues.items():
         batches = list(queue)

@@ -28,11 +28,17 @@ async def test_topics_partitions_and_configs(autojump_clock):
         assert (await admin.list_topics())["a"] == 5
         configs = await admin.describe_configs([ConfigResource.topic("a")])
         assert configs[ConfigResource.topic("a")]["retention.ms"].value == "1000"
-        await admin.incremental_alter_configs({ConfigResource.topic("a"): {"retention.ms": "5000", "cleanup.policy": "compact"}})
-        entries = (await admin.describe_configs([ConfigResource.topic("a")], ["retention.ms", "cleanup.policy"]))[ConfigResource.topic("a")]
+        await admin.incremental_alter_configs(
+            {ConfigResource.topic("a"): {"retention.ms": "5000", "cleanup.policy": "compact"}}
+        )
+        entries = (await admin.describe_configs([ConfigResource.topic("a")], ["retention.ms", "cleanup.policy"]))[
+            ConfigResource.topic("a")
+        ]
         assert (entries["retention.ms"].value, entries["cleanup.policy"].value) == ("5000", "compact")
         await admin.incremental_alter_configs({ConfigResource.topic("a"): {"retention.ms": None}})
-        entries = (await admin.describe_configs([ConfigResource.topic("a")], ["retention.ms"]))[ConfigResource.topic("a")]
+        entries = (await admin.describe_configs([ConfigResource.topic("a")], ["retention.ms"]))[
+            ConfigResource.topic("a")
+        ]
         assert entries["retention.ms"].is_default
         await admin.delete_topics(["a", "b"])
         assert "a" not in await admin.list_topics()

@@ -40,7 +40,13 @@ async def test_subscribe_read_commit_and_resume(autojump_clock):
             by_partition = {p: [r.value for r in records if r.partition == p] for p in (0, 1)}
             assert by_partition == {0: [b"a0", b"a1", b"a2"], 1: [b"b0", b"b1"]}
             first = next(r for r in records if r.value == b"a0")
-            assert (first.topic, first.offset, first.key, first.headers, first.timestamp) == ("t", 0, b"k", (("h", b"1"),), 1_700_000_000_000)
+            assert (first.topic, first.offset, first.key, first.headers, first.timestamp) == (
+                "t",
+                0,
+                b"k",
+                (("h", b"1"),),
+                1_700_000_000_000,
+            )
             await c.commit()
             assert await c.committed([T0, T1]) == {T0: 3, T1: 2}
         await w.send("t", 0, [b"a3"])

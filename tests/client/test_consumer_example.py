@@ -35,8 +35,22 @@ def test_pipeline_example_runs_against_a_broker_process(tmp_path):
 
 def test_pipeline_example_test_passes_in_virtual_time():
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:trikafka", str(ROOT / "examples" / "test_trio_pipeline.py")],
-        capture_output=True, text=True, timeout=120, cwd=ROOT, env=ENV,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:trikafka",
+            str(ROOT / "examples" / "test_trio_pipeline.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=ENV,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 passed" in result.stdout

@@ -69,7 +69,10 @@ async def test_two_members_split_the_topic_and_revocation_comes_first(autojump_c
                     async with open_admin(tb) as admin:
                         described = (await admin.describe_consumer_groups(["g"]))["g"]
                     assert described.type == "consumer" and len(described.members) == 2
-                    assert {m.member_epoch for m in described.members} == {b.group_metadata().generation_id, a.group_metadata().generation_id}
+                    assert {m.member_epoch for m in described.members} == {
+                        b.group_metadata().generation_id,
+                        a.group_metadata().generation_id,
+                    }
                     nursery.cancel_scope.cancel()
 
 
@@ -113,7 +116,9 @@ def test_config_that_mixes_the_protocols_is_refused():
     with pytest.raises(ConfigError, match="group.remote.assignor.*group.protocol=consumer"):
         ClientConfig.for_role("consumer", group_id="g", group_remote_assignor="range")
     with pytest.raises(ConfigError, match="partition.assignment.strategy.*group.protocol=classic"):
-        ClientConfig.for_role("consumer", group_id="g", group_protocol="consumer", partition_assignment_strategy="range")
+        ClientConfig.for_role(
+            "consumer", group_id="g", group_protocol="consumer", partition_assignment_strategy="range"
+        )
     with pytest.raises(ConfigError, match="group.protocol"):
         ClientConfig.for_role("consumer", group_protocol="modern")
 

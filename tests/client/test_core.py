@@ -146,7 +146,9 @@ async def test_reconnect_backs_off_exponentially(autojump_clock):
                 raise OSError("connection refused")
             return await real(host, port)
 
-        config = ClientConfig.for_role("admin", reconnect_backoff_ms=100, reconnect_backoff_max_ms=1000, retry_backoff_ms=1)
+        config = ClientConfig.for_role(
+            "admin", reconnect_backoff_ms=100, reconnect_backoff_max_ms=1000, retry_backoff_ms=1
+        )
         async with open_client(broker, config, connector=flaky) as client:
             await client.refresh_metadata()
             assert client.cluster.brokers

@@ -122,26 +122,41 @@ async def silent(host: str, port: int) -> trio.abc.Stream:
 
 
 async def test_admin_calls_end_at_default_api_timeout_in_virtual_time(autojump_clock):
-    async with open_admin("kafka-1:9092", connector=refused, default_api_timeout_ms=2000, request_timeout_ms=2000) as admin:
+    async with open_admin(
+        "kafka-1:9092", connector=refused, default_api_timeout_ms=2000, request_timeout_ms=2000
+    ) as admin:
         for call in ADMIN_CALLS.values():
             start = trio.current_time()
-            with pytest.raises(BrokerUnreachableError, match=r"kafka-1:9092 after 2\.0 s \(default\.api\.timeout\.ms\): connection refused"):
+            with pytest.raises(
+                BrokerUnreachableError,
+                match=r"kafka-1:9092 after 2\.0 s \(default\.api\.timeout\.ms\): connection refused",
+            ):
                 await call(admin)
             assert trio.current_time() - start == pytest.approx(2.0)
 
 
 async def test_a_connect_that_never_completes_is_reported_as_such(autojump_clock):
-    async with open_admin("kafka-1:9092", connector=never_connects, default_api_timeout_ms=5000, request_timeout_ms=1000) as admin:
+    async with open_admin(
+        "kafka-1:9092", connector=never_connects, default_api_timeout_ms=5000, request_timeout_ms=1000
+    ) as admin:
         start = trio.current_time()
-        with pytest.raises(BrokerUnreachableError, match="kafka-1:9092 after 5.0 s.*no connection within request.timeout.ms"):
+        with pytest.raises(
+            BrokerUnreachableError, match="kafka-1:9092 after 5.0 s.*no connection within request.timeout.ms"
+        ):
             await admin.list_topics()
         assert trio.current_time() - start == pytest.approx(5.0)
 
 
 async def test_a_broker_that_never_answers_times_out_each_request_and_the_call(autojump_clock):
-    async with open_admin("kafka-1:9092", connector=silent, default_api_timeout_ms=5000, request_timeout_ms=1000) as admin:
+    async with open_admin(
+        "kafka-1:9092", connector=silent, default_api_timeout_ms=5000, request_timeout_ms=1000
+    ) as admin:
         start = trio.current_time()
-        with pytest.raises(KafkaTimeoutError, match=r"no result after 5\.0 s .*no answer from broker -1 to api 18 \(API_VERSIONS\)|within request.timeout.ms") as raised:
+        with pytest.raises(
+            KafkaTimeoutError,
+            match=r"no result after 5\.0 s .*no answer from broker -1 to api 18 \(API_VERSIONS\)|within "
+            r"request.timeout.ms",
+        ) as raised:
             await admin.list_topics()
         assert trio.current_time() - start == pytest.approx(5.0)
         assert "request.timeout.ms" in str(raised.value)
@@ -170,7 +185,9 @@ async def test_consumer_close_is_bounded_by_default_api_timeout(autojump_clock):
         async with open_admin(tb) as admin:
             await admin.create_topics([NewTopic("t", 1, 1)])
         start = None
-        async with open_consumer(tb, group_id="g", default_api_timeout_ms=2000, auto_offset_reset="earliest") as consumer:
+        async with open_consumer(
+            tb, group_id="g", default_api_timeout_ms=2000, auto_offset_reset="earliest"
+        ) as consumer:
             consumer.subscribe(["t"])
             while not consumer.assignment():
                 await consumer.getmany(timeout_ms=500)
@@ -184,7 +201,9 @@ async def test_producer_waits_at_most_max_block_ms_for_buffer_room(autojump_cloc
     async with open_test_broker() as tb:
         async with open_admin(tb) as admin:
             await admin.create_topics([NewTopic("t", 1, 1)])
-        async with open_producer(tb, max_block_ms=2000, buffer_memory=1000, linger_ms=0, delivery_timeout_ms=120_000) as producer:
+        async with open_producer(
+            tb, max_block_ms=2000, buffer_memory=1000, linger_ms=0, delivery_timeout_ms=120_000
+        ) as producer:
             await producer.send("t", b"warm-up")  # metadata known, connection up
             tb.faults.add_latency(3600, api="PRODUCE")
             await producer.enqueue("t", b"x" * 1500)  # over buffer.memory: the next one waits

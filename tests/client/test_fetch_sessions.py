@@ -46,7 +46,10 @@ async def test_on_the_wire_only_moved_partitions_are_named(autojump_clock):
         async with open_admin(tb) as admin:
             await admin.create_topics([NewTopic("t", 4, 1)])
         tb.faults.recorder.start()
-        async with open_producer(tb) as producer, open_consumer(tb, auto_offset_reset="earliest", client_id="reader") as consumer:
+        async with (
+            open_producer(tb) as producer,
+            open_consumer(tb, auto_offset_reset="earliest", client_id="reader") as consumer,
+        ):
             consumer.assign(P)
             received = []
             for i in range(6):

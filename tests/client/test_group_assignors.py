@@ -29,7 +29,11 @@ def test_range_puts_static_members_first_by_instance_id():
         "b-static": Subscription(("t",), group_instance_id="i2"),
     }
     result = RangeAssignor().assign({"t": 3}, subs)
-    assert [result[m].partitions for m in ("z-static", "b-static", "a-dynamic")] == [tps("t", 0), tps("t", 1), tps("t", 2)]
+    assert [result[m].partitions for m in ("z-static", "b-static", "a-dynamic")] == [
+        tps("t", 0),
+        tps("t", 1),
+        tps("t", 2),
+    ]
 
 
 def test_range_only_among_subscribers():
@@ -104,7 +108,9 @@ def test_cooperative_two_rounds_are_complete_balanced_and_never_double_assign(na
             assert all(tp.topic in subscribed[member] for tp in assignment.partitions)
         owned = {m: result[m].partitions for m in names}
     # After the follow-up rounds everything subscribed is owned by somebody.
-    wanted = {TopicPartition(t, p) for t, n in topics.items() for p in range(n) if any(t in s for s in subscribed.values())}
+    wanted = {
+        TopicPartition(t, p) for t, n in topics.items() for p in range(n) if any(t in s for s in subscribed.values())
+    }
     assert {tp for parts in owned.values() for tp in parts} == wanted
     if len(set(subscribed.values())) == 1:
         sizes = [len(p) for p in owned.values()]

@@ -54,7 +54,9 @@ def test_leader_assigns_with_the_chosen_protocol():
 def test_follower_sends_no_assignments():
     member = GroupMember("g", [RangeAssignor()])
     member.prepare_join(["t"])
-    step = member.on_join_group_response(ErrorCode.none, member_id="b", generation_id=1, protocol_name="range", leader="a")
+    step = member.on_join_group_response(
+        ErrorCode.none, member_id="b", generation_id=1, protocol_name="range", leader="a"
+    )
     assert step.action is Action.SYNC and not member.is_leader
     assert member.sync_group_fields()["assignments"] == []
 
@@ -72,7 +74,9 @@ def test_cooperative_keeps_partitions_and_revokes_only_what_moved():
     from trikafka.client.consumer_protocol import decode_subscription
 
     assert decode_subscription(fields["protocols"][0][1]).owned_partitions == (T0, T1)
-    member.on_join_group_response(ErrorCode.none, member_id="m1", generation_id=2, protocol_name="cooperative-sticky", leader="x")
+    member.on_join_group_response(
+        ErrorCode.none, member_id="m1", generation_id=2, protocol_name="cooperative-sticky", leader="x"
+    )
     step = member.on_sync_group_response(ErrorCode.none, encode_assignment(Assignment((T1, T2))))
     assert step.revoked == (T0,) and step.assigned == (T2,)
     assert member.needs_rejoin_after_sync(step)

@@ -24,7 +24,13 @@ class Recorder(RebalanceListener):
         await trio.sleep(0.1)  # async callbacks are awaited before the next fetch
         self.events.append(("revoked", frozenset(partitions)))
         consumer = self.box[0]
-        await consumer.commit({tp: consumer.subscriptions.position(tp) for tp in partitions if consumer.subscriptions.position(tp) is not None})
+        await consumer.commit(
+            {
+                tp: consumer.subscriptions.position(tp)
+                for tp in partitions
+                if consumer.subscriptions.position(tp) is not None
+            }
+        )
 
     def on_partitions_assigned(self, partitions):
         self.events.append(("assigned", frozenset(partitions)))
@@ -43,7 +49,9 @@ async def test_cooperative_sticky_moves_only_what_must_move(autojump_clock):
     async with open_test_broker() as tb, open_writer(tb) as w:
         await w.create_topic("t", 4)
         box_a: list = []
-        async with open_consumer(tb, group_id="g", partition_assignment_strategy="cooperative-sticky", auto_offset_reset="earliest") as a:
+        async with open_consumer(
+            tb, group_id="g", partition_assignment_strategy="cooperative-sticky", auto_offset_reset="earliest"
+        ) as a:
             box_a.append(a)
             listener = Recorder(box_a)
             a.subscribe(["t"], listener=listener)
@@ -51,7 +59,9 @@ async def test_cooperative_sticky_moves_only_what_must_move(autojump_clock):
             assert listener.events == [("assigned", frozenset(ALL))]
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(poll_until, a, lambda: len(a.assignment()) == 2)
-                async with open_consumer(tb, group_id="g", partition_assignment_strategy="cooperative-sticky", auto_offset_reset="earliest") as b:
+                async with open_consumer(
+                    tb, group_id="g", partition_assignment_strategy="cooperative-sticky", auto_offset_reset="earliest"
+                ) as b:
                     b.subscribe(["t"])
                     await poll_until(b, lambda: len(b.assignment()) == 2)
                     kept = a.assignment()
@@ -69,7 +79,13 @@ async def test_eager_revokes_all_and_commits_in_the_listener(autojump_clock):
         for p in range(4):
             await w.send("t", p, [b"x", b"y"])
         box: list = []
-        async with open_consumer(tb, group_id="g", partition_assignment_strategy="range", auto_offset_reset="earliest", enable_auto_commit=False) as a:
+        async with open_consumer(
+            tb,
+            group_id="g",
+            partition_assignment_strategy="range",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        ) as a:
             box.append(a)
             listener = Recorder(box)
             a.subscribe(["t"], listener=listener)
@@ -91,7 +107,10 @@ async def test_static_member_restarts_without_a_rebalance(autojump_clock):
     async with open_test_broker() as tb, open_writer(tb) as w:
         await w.create_topic("t", 4)
         config = dict(group_id="g", partition_assignment_strategy="range", session_timeout_ms=30000)
-        async with open_consumer(tb, group_instance_id="a-1", **config) as a, open_consumer(tb, group_instance_id="b-1", **config) as b:
+        async with (
+            open_consumer(tb, group_instance_id="a-1", **config) as a,
+            open_consumer(tb, group_instance_id="b-1", **config) as b,
+        ):
             a.subscribe(["t"])
             b.subscribe(["t"])
             async with trio.open_nursery() as nursery:

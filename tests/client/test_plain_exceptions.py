@@ -153,7 +153,9 @@ async def test_a_failing_background_task_leaves_as_a_kafka_error_naming_it(autoj
 
             async with raw_connection(tb, exploding) as connection:
                 exploding.armed = True
-                body = make(ApiVersionSpec.resolve(18, 3).request_type, client_software_name="t", client_software_version="1")
+                body = make(
+                    ApiVersionSpec.resolve(18, 3).request_type, client_software_name="t", client_software_version="1"
+                )
                 await connection.send_no_response(body)  # its answer arrives all the same
                 await trio.sleep_forever()
 

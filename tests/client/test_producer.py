@@ -54,7 +54,9 @@ async def test_keys_land_on_java_partitions_and_keyless_records_stick(autojump_c
 @pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
 async def test_compression(autojump_clock, codec):
     async with open_test_broker() as broker, open_producer(broker, compression_type=codec, linger_ms=5) as producer:
-        futures = [await producer.enqueue("c", f"value {i}".encode() * 20, key=b"k", headers={"h": b"1"}) for i in range(10)]
+        futures = [
+            await producer.enqueue("c", f"value {i}".encode() * 20, key=b"k", headers={"h": b"1"}) for i in range(10)
+        ]
         await producer.flush()
         [await f.wait() for f in futures]
         (header, records), = batches((await fetch(broker, "c")).records)
@@ -178,7 +180,10 @@ async def test_after_a_failed_numbered_batch_the_producer_starts_a_new_id(autoju
 async def test_records_follow_a_topic_that_grew_partitions(autojump_clock):
     # The producer keeps a topic's partition count between records; a refresh that reports
     # more partitions must reach explicit partitions, keys and the sticky partitioner alike.
-    async with open_test_broker(num_partitions=2) as broker, open_producer(broker, linger_ms=0, batch_size=50) as producer:
+    async with (
+        open_test_broker(num_partitions=2) as broker,
+        open_producer(broker, linger_ms=0, batch_size=50) as producer,
+    ):
         producer.partitioner.rng = random.Random(3)
         assert (await producer.send("g", b"before", partition=1)).partition == 1
         with pytest.raises(KafkaError, match="partition 3 of 'g', which has 2"):

@@ -15,7 +15,10 @@ def test_rfc_7677_example():
     client = ScramClient("SCRAM-SHA-256", "user", "pencil", nonce="rOprNGfwEbeRWgbNEkqO")
     assert client.first() == b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"
     final = client.respond(b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096")
-    assert final == b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    assert (
+        final
+        == b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
     assert client.respond(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=") is None and client.done
 
 
@@ -36,7 +39,9 @@ def test_scram_refuses_a_forged_server_signature():
 
 
 def test_plain_token_and_jaas():
-    username, password = credentials_from_jaas('org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="p w";')
+    username, password = credentials_from_jaas(
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="p w";'
+    )
     assert PlainClient(username, password).first() == b"\0alice\0p w"
     with pytest.raises(ConfigError, match="sasl.jaas.config"):
         credentials_from_jaas("org.apache.kafka.common.security.plain.PlainLoginModule required;")

@@ -93,7 +93,9 @@ async def test_a_failing_deserializer_stops_at_its_record(autojump_clock):
             first = await consumer.getmany(timeout_ms=1000)
             assert [r.value for r in first[T0]] == [1, 2]  # the records before it come first
             for _ in range(2):  # and the poll raises again: the position stays on the record
-                with pytest.raises(RecordDeserializationError, match="value deserializer failed on t-0 at offset 2") as raised:
+                with pytest.raises(
+                    RecordDeserializationError, match="value deserializer failed on t-0 at offset 2"
+                ) as raised:
                     await consumer.getmany(timeout_ms=1000)
                 assert isinstance(raised.value.__cause__, ValueError) and raised.value.offset == 2
                 assert await consumer.position(T0) == 2

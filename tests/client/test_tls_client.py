@@ -46,8 +46,12 @@ def _grant(broker, mtls_principal: str) -> None:
                          "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"})
     allow = AclPermissionType.ALLOW
     bindings = [
-        AclBinding(ResourceType.TOPIC, "tls-", ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.ALL, allow),
-        AclBinding(ResourceType.TOPIC, MTLS_TOPIC, ResourcePatternType.LITERAL, mtls_principal, "*", AclOperation.ALL, allow),
+        AclBinding(
+            ResourceType.TOPIC, "tls-", ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.ALL, allow
+        ),
+        AclBinding(
+            ResourceType.TOPIC, MTLS_TOPIC, ResourcePatternType.LITERAL, mtls_principal, "*", AclOperation.ALL, allow
+        ),
     ] + [
         AclBinding(ResourceType.GROUP, "tls", ResourcePatternType.LITERAL, who, "*", AclOperation.READ, allow)
         for who in ("User:alice", mtls_principal)
@@ -63,8 +67,11 @@ def _address(broker, listener: str) -> str:
 
 def _scram(certs) -> dict[str, str]:
     return {
-        "security.protocol": "SASL_SSL", "ssl.ca.location": str(certs["ca"]), "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="alice-secret";',
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": str(certs["ca"]),
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" '
+        'password="alice-secret";',
     }
 
 
@@ -102,7 +109,13 @@ async def test_mutual_tls_principal_is_the_certificate_subject(secure):
     broker, certs = secure
     with trio.fail_after(TIMEOUT):
         assert await _roundtrip(_address(broker, "SSL"), _mtls(certs), MTLS_TOPIC) == [b"over tls"]
-        async with open_producer(_address(broker, "SASL_SSL"), **_scram(certs), request_timeout_ms=5000, delivery_timeout_ms=10005, max_block_ms=5000) as producer:
+        async with open_producer(
+            _address(broker, "SASL_SSL"),
+            **_scram(certs),
+            request_timeout_ms=5000,
+            delivery_timeout_ms=10005,
+            max_block_ms=5000,
+        ) as producer:
             with pytest.raises(KafkaError, match="TOPIC_AUTHORIZATION_FAILED"):
                 await producer.send(MTLS_TOPIC, b"not alice's")
 
@@ -110,7 +123,9 @@ async def test_mutual_tls_principal_is_the_certificate_subject(secure):
 async def test_without_a_client_certificate_the_ssl_client_is_anonymous(secure):
     broker, certs = secure
     with trio.fail_after(TIMEOUT):
-        async with open_admin(_address(broker, "SSL"), security_protocol="SSL", ssl_ca_location=str(certs["ca"])) as admin:
+        async with open_admin(
+            _address(broker, "SSL"), security_protocol="SSL", ssl_ca_location=str(certs["ca"])
+        ) as admin:
             assert await admin.list_topics() == {}  # User:ANONYMOUS may describe nothing
 
 

@@ -32,7 +32,9 @@ def ca_file(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["memory", "elsewhere.example"])
-async def test_the_certificate_must_name_the_host_unless_identification_is_none(tmp_path, ca_file, autojump_clock, name):
+async def test_the_certificate_must_name_the_host_unless_identification_is_none(
+    tmp_path, ca_file, autojump_clock, name
+):
     ca, ca_path = ca_file
     listener = MemoryListener("memory", 9093)
     async with open_broker(_broker_config(tmp_path, ca, name), trio_listeners={"SSL": listener}):
@@ -42,9 +44,14 @@ async def test_the_certificate_must_name_the_host_unless_identification_is_none(
             if name == "memory":
                 assert await admin.list_topics() == {}
             else:
-                with pytest.raises(KafkaError, match="SSL handshake with memory:9093 failed: certificate verify failed: Hostname mismatch"):
+                with pytest.raises(
+                    KafkaError,
+                    match="SSL handshake with memory:9093 failed: certificate verify failed: Hostname mismatch",
+                ):
                     await admin.list_topics()
-        async with open_admin("memory:9093", connector=connect, ssl_endpoint_identification_algorithm="none", **tls) as admin:
+        async with open_admin(
+            "memory:9093", connector=connect, ssl_endpoint_identification_algorithm="none", **tls
+        ) as admin:
             assert await admin.list_topics() == {}  # any name, but still our CA's certificate
 
 
@@ -80,8 +87,12 @@ async def test_a_broker_that_requires_a_client_certificate(tmp_path, ca_file, au
     read and raises it at once, naming what to set — no retry, as against Kafka. With
     ssl.certificate.location and ssl.key.location it is served."""
     ca, ca_path = ca_file
-    config = {**_broker_config(tmp_path, ca, "memory"), "ssl.truststore.type": "PEM", "ssl.truststore.location": ca_path,
-              "ssl.client.auth": "required"}
+    config = {
+        **_broker_config(tmp_path, ca, "memory"),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": ca_path,
+        "ssl.client.auth": "required",
+    }
     client = ca.issue_cert("client.example", common_name="client")
     client.cert_chain_pems[0].write_to_path(tmp_path / "client.pem")
     client.private_key_pem.write_to_path(tmp_path / "client-key.pem")

@@ -32,7 +32,9 @@ MISSING = TopicPartition("missing", 0)
 async def test_a_missing_topic_is_unknown_topic_or_partition(autojump_clock):
     async with open_test_broker(auto_create_topics_enable=False) as tb:
         async with open_producer(tb, max_block_ms=3000) as producer:
-            with pytest.raises(UnknownTopicOrPartitionError, match="'missing' does not exist.*3.0 s \\(max.block.ms\\)"):
+            with pytest.raises(
+                UnknownTopicOrPartitionError, match="'missing' does not exist.*3.0 s \\(max.block.ms\\)"
+            ):
                 await producer.send("missing", b"v")
         async with open_consumer(tb, default_api_timeout_ms=3000) as consumer:
             consumer.assign([MISSING])
@@ -69,7 +71,9 @@ async def test_a_normal_close_logs_nothing_at_warning(autojump_clock, caplog):
         async with open_producer(tb) as producer:
             for i in range(10):
                 await producer.send("t", b"%d" % i)
-        async with open_consumer(tb, group_id="g", auto_offset_reset="earliest", auto_commit_interval_ms=100) as consumer:
+        async with open_consumer(
+            tb, group_id="g", auto_offset_reset="earliest", auto_commit_interval_ms=100
+        ) as consumer:
             consumer.subscribe(["t"])
             received = 0
             while received < 10:
@@ -82,4 +86,8 @@ async def test_a_normal_close_logs_nothing_at_warning(autojump_clock, caplog):
         async with open_admin(tb, metadata_max_age_ms=100) as admin:
             await admin.list_topics()
             await trio.sleep(1)
-        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and r.name.startswith("trikafka.client")] == []
+        assert [
+            r.getMessage()
+            for r in caplog.records
+            if r.levelno >= logging.WARNING and r.name.startswith("trikafka.client")
+        ] == []

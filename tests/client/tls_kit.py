@@ -29,7 +29,9 @@ def certificates(directory: Path) -> dict[str, Path]:
     ca = trustme.CA(organization_name="trikafka client tests")
     files = {name: directory / f"{name}.pem" for name in ("ca", "broker", "client", "client_key", "other_ca")}
     ca.cert_pem.write_to_path(files["ca"])
-    ca.issue_cert("127.0.0.1", "localhost", common_name="broker").private_key_and_cert_chain_pem.write_to_path(files["broker"])
+    ca.issue_cert("127.0.0.1", "localhost", common_name="broker").private_key_and_cert_chain_pem.write_to_path(
+        files["broker"]
+    )
     client = ca.issue_cert("alice@example.org", common_name="alice", organization_unit_name="eng")
     client.cert_chain_pems[0].write_to_path(files["client"])
     client.private_key_pem.write_to_path(files["client_key"])
@@ -53,8 +55,10 @@ def _properties(certs: dict[str, Path], acls: bool) -> str:
         "listener.name.ssl.ssl.client.auth=requested",
         "listener.name.sasl_ssl.sasl.enabled.mechanisms=SCRAM-SHA-512",
         "listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN",
-        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required user_alice=\"alice-secret\";",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_admin=\"admin-secret\";",
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="
+        "org.apache.kafka.common.security.scram.ScramLoginModule required user_alice=\"alice-secret\";",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config="
+        "org.apache.kafka.common.security.plain.PlainLoginModule required user_admin=\"admin-secret\";",
     ]
     if acls:
         lines += [

@@ -11,7 +11,18 @@ from trikafka.protocol.entities import build
 from trikafka.protocol.records import build_batch, iter_batches, iter_records
 from trikafka.protocol.registry import ApiRegistry
 
-__all__ = ["batch", "connected", "create_topic", "fetch", "fetch_request", "find_coordinator", "metadata", "produce", "records_of", "request"]
+__all__ = [
+    "batch",
+    "connected",
+    "create_topic",
+    "fetch",
+    "fetch_request",
+    "find_coordinator",
+    "metadata",
+    "produce",
+    "records_of",
+    "request",
+]
 
 REGISTRY = ApiRegistry()
 
@@ -36,7 +47,9 @@ def batch(*values: bytes, producer_id: int = -1, producer_epoch: int = -1, base_
     )
 
 
-async def create_topic(client: Any, name: str, partitions: int = 1, replication_factor: int = 3, configs: dict | None = None) -> Any:
+async def create_topic(
+    client: Any, name: str, partitions: int = 1, replication_factor: int = 3, configs: dict | None = None
+) -> Any:
     response = await client.request(
         request(
             19,
@@ -78,14 +91,22 @@ async def produce(client: Any, topic: str, partition: int, records: bytes, *, ac
             transactional_id=None,
             acks=acks,
             timeout=1000,
-            topic_data=[{"name": topic, "topic_id": None, "partition_data": [{"index": partition, "records": records}]}],
+            topic_data=[
+                {"name": topic, "topic_id": None, "partition_data": [{"index": partition, "records": records}]}
+            ],
         )
     )
     return response.responses[0].partition_responses[0]
 
 
 def fetch_request(
-    topic: str, partition: int, offset: int = 0, *, version: int = 12, current_leader_epoch: int = -1, topic_id: Any = None
+    topic: str,
+    partition: int,
+    offset: int = 0,
+    *,
+    version: int = 12,
+    current_leader_epoch: int = -1,
+    topic_id: Any = None,
 ) -> Any:
     return request(
         1,

@@ -47,7 +47,9 @@ def test_a_three_broker_cluster_process_serves_kcat_and_confluent_kafka(tmp_path
         bootstrap = ",".join(addresses)
         admin = AdminClient({"bootstrap.servers": bootstrap})
         assert sorted(admin.list_topics(timeout=TIMEOUT).brokers) == [1, 2, 3]
-        admin.create_topics([NewTopic("everywhere", num_partitions=3, replication_factor=3)])["everywhere"].result(TIMEOUT)
+        admin.create_topics([NewTopic("everywhere", num_partitions=3, replication_factor=3)])["everywhere"].result(
+            TIMEOUT
+        )
         topic = admin.list_topics("everywhere", timeout=TIMEOUT).topics["everywhere"]
         assert sorted(p.leader for p in topic.partitions.values()) == [1, 2, 3]
         assert all(sorted(p.isrs) == [1, 2, 3] for p in topic.partitions.values())
@@ -98,7 +100,9 @@ def test_the_control_listener_reaches_each_broker_of_a_cluster_process(tmp_path,
     with broker_process("--in-memory", "--brokers", "2", "--control-listener", "127.0.0.1:0", cwd=tmp_path) as process:
         control = re.search(r"control on (http://\S+)", process.output).group(1)
         body = json.dumps({"kind": "error", "api": "Metadata", "error": "REQUEST_TIMED_OUT", "count": 1}).encode()
-        added = urllib.request.urlopen(urllib.request.Request(f"{control}/faults?broker=2", data=body, method="POST"), timeout=TIMEOUT)
+        added = urllib.request.urlopen(
+            urllib.request.Request(f"{control}/faults?broker=2", data=body, method="POST"), timeout=TIMEOUT
+        )
         assert added.status == 201
         on_two = json.load(urllib.request.urlopen(f"{control}/faults?broker=2", timeout=TIMEOUT))
         on_one = json.load(urllib.request.urlopen(f"{control}/faults?broker=1", timeout=TIMEOUT))

@@ -26,7 +26,14 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, replication_fac
 
 
 def consume_values(bootstrap: str, topic: str, count: int, partitions: int = 1) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}", "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         values: list[bytes] = []
@@ -194,7 +201,12 @@ def test_transactions_commit_and_abort_across_brokers_and_a_coordinator_move(sta
     cluster.call(cluster.cluster.move_coordinator, "mover", owner % 3 + 1, key_type="transaction")
     transaction(9, commit=True)
     consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "committed-only", "isolation.level": "read_committed", "auto.offset.reset": "earliest"}
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "committed-only",
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+        }
     )
     try:
         consumer.assign([TopicPartition("txns", p, 0) for p in range(3)])
@@ -231,7 +243,9 @@ def test_aiokafka_follows_moving_leaders_and_a_moving_group_coordinator(start_cl
             await producer.flush()
         finally:
             await producer.stop()
-        consumer = AIOKafkaConsumer("aio", bootstrap_servers=bootstrap, group_id="aio-group", auto_offset_reset="earliest")
+        consumer = AIOKafkaConsumer(
+            "aio", bootstrap_servers=bootstrap, group_id="aio-group", auto_offset_reset="earliest"
+        )
         await consumer.start()
         seen: list[bytes] = []
         try:

@@ -91,12 +91,23 @@ async def test_a_compacted_topic_is_compacted_on_every_replica(autojump_clock):
                 "cleanup.policy": "compact", "segment.ms": "1000", "min.cleanable.dirty.ratio": "0"})
         leader = cluster.leader("c", 0)
         async with connected(cluster, leader) as client:
-            for values in ([(b"k0", b"a"), (b"k1", b"a"), (b"k2", b"a")], [(b"k0", b"b"), (b"k1", b"b")], [(b"k2", b"c")]):
+            for values in (
+                [(b"k0", b"a"), (b"k1", b"a"), (b"k2", b"a")],
+                [(b"k0", b"b"), (b"k1", b"b")],
+                [(b"k2", b"c")],
+            ):
                 batch = build_batch([(key, value, (), 1_700_000_000_000) for key, value in values])
                 answer = await client.request(produce_request("c", batch))
                 assert answer.responses[0].partition_responses[0].error_code == ErrorCode.none
                 await trio.sleep(2)  # past segment.ms: the next append rolls the segment
-        written = [(0, b"k0", b"a"), (1, b"k1", b"a"), (2, b"k2", b"a"), (3, b"k0", b"b"), (4, b"k1", b"b"), (5, b"k2", b"c")]
+        written = [
+            (0, b"k0", b"a"),
+            (1, b"k1", b"a"),
+            (2, b"k2", b"a"),
+            (3, b"k0", b"b"),
+            (4, b"k1", b"b"),
+            (5, b"k2", b"c"),
+        ]
         for node_id in cluster.broker_ids():
             assert _read_all(cluster.replica_log(node_id, "c", 0)) == written
         cleaners = [cluster.broker(node_id).log_cleaner for node_id in cluster.broker_ids()]

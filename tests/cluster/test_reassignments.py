@@ -234,7 +234,9 @@ def test_confluent_consumer_validates_its_position_with_offset_for_leader_epoch(
             if message is not None and not message.error():
                 seen.append(message.value())
         assert seen == first + second
-        asked = cluster.call(lambda: Faults.of(cluster.cluster.broker(new_leader)).recorder.requests("OffsetForLeaderEpoch"))
+        asked = cluster.call(
+            lambda: Faults.of(cluster.cluster.broker(new_leader)).recorder.requests("OffsetForLeaderEpoch")
+        )
         assert asked, "the consumer did not validate its position with the new leader"
         for recorder in recorders:
             cluster.call(recorder.stop)

@@ -81,7 +81,18 @@ async def test_a_broker_that_does_not_lead_says_who_does(autojump_clock):
                 {"name": "t", "partition_data": [{"index": 0, "records": batch(b"x")}]}]))
             assert [(e.node_id, e.host) for e in produced.node_endpoints] == [(2, "broker-2")]
             offsets = await client.request(
-                request(2, 7, replica_id=-1, isolation_level=0, topics=[{"name": "t", "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}]}])
+                request(
+                    2,
+                    7,
+                    replica_id=-1,
+                    isolation_level=0,
+                    topics=[
+                        {
+                            "name": "t",
+                            "partitions": [{"partition_index": 0, "current_leader_epoch": -1, "timestamp": -1}],
+                        }
+                    ],
+                )
             )
             assert offsets.topics[0].partitions[0].error_code == ErrorCode.not_leader_or_follower
         async with connected(cluster, 2) as client:
@@ -230,10 +241,26 @@ async def test_a_stale_leader_epoch_is_fenced_and_a_future_one_unknown(autojump_
         cluster.move_leader("e", 0, 2)
         cluster.move_leader("e", 0, 1)  # epoch 2, back on broker 1
         async with connected(cluster, 1) as client:
-            for epoch, code in ((1, ErrorCode.fenced_leader_epoch), (3, ErrorCode.unknown_leader_epoch), (2, ErrorCode.none), (-1, ErrorCode.none)):
+            for epoch, code in (
+                (1, ErrorCode.fenced_leader_epoch),
+                (3, ErrorCode.unknown_leader_epoch),
+                (2, ErrorCode.none),
+                (-1, ErrorCode.none),
+            ):
                 assert (await fetch(client, "e", 0, current_leader_epoch=epoch)).error_code == code
                 listed = await client.request(
-                    request(2, 7, replica_id=-1, isolation_level=0, topics=[{"name": "e", "partitions": [{"partition_index": 0, "current_leader_epoch": epoch, "timestamp": -1}]}])
+                    request(
+                        2,
+                        7,
+                        replica_id=-1,
+                        isolation_level=0,
+                        topics=[
+                            {
+                                "name": "e",
+                                "partitions": [{"partition_index": 0, "current_leader_epoch": epoch, "timestamp": -1}],
+                            }
+                        ],
+                    )
                 )
                 assert listed.topics[0].partitions[0].error_code == code
 
@@ -245,10 +272,33 @@ async def test_group_requests_to_a_broker_that_does_not_coordinate_answer_in_the
         elsewhere = next(f"h{i}" for i in range(100) if cluster.coordinator(GROUP_KEY, f"h{i}") != owner)
         async with connected(cluster, 1) as client:
             await create_topic(client, "t", partitions=2)
-        commit = request(8, 8, group_id="g", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
-                         topics=[{"name": "t", "partitions": [
-                             {"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": ""},
-                             {"partition_index": 1, "committed_offset": 7, "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+        commit = request(
+            8,
+            8,
+            group_id="g",
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[
+                {
+                    "name": "t",
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "committed_offset": 5,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "",
+                        },
+                        {
+                            "partition_index": 1,
+                            "committed_offset": 7,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "",
+                        },
+                    ],
+                }
+            ],
+        )
         async with connected(cluster, other) as client:
             refused = await client.request(commit)
             assert [p.error_code for p in refused.topics[0].partitions] == [ErrorCode.not_coordinator] * 2
@@ -256,7 +306,9 @@ async def test_group_requests_to_a_broker_that_does_not_coordinate_answer_in_the
             assert described.groups[0].error_code == ErrorCode.not_coordinator
             deleted = await client.request(request(42, 2, groups_names=["g"]))
             assert deleted.results[0].error_code == ErrorCode.not_coordinator
-            fetched = await client.request(request(9, 8, groups=[{"group_id": "g", "topics": None}], require_stable=False))
+            fetched = await client.request(
+                request(9, 8, groups=[{"group_id": "g", "topics": None}], require_stable=False)
+            )
             assert fetched.groups[0].error_code == ErrorCode.not_coordinator
         async with connected(cluster, owner) as client:
             accepted = await client.request(commit)
@@ -264,12 +316,23 @@ async def test_group_requests_to_a_broker_that_does_not_coordinate_answer_in_the
             listed = await client.request(request(16, 4, states_filter=[]))
             assert [g.group_id for g in listed.groups] == ["g"]
             fetched = await client.request(
-                request(9, 8, groups=[{"group_id": "g", "topics": None}, {"group_id": elsewhere, "topics": None}], require_stable=False)
+                request(
+                    9,
+                    8,
+                    groups=[{"group_id": "g", "topics": None}, {"group_id": elsewhere, "topics": None}],
+                    require_stable=False,
+                )
             )
-            assert [(g.group_id, g.error_code) for g in fetched.groups] == [("g", ErrorCode.none), (elsewhere, ErrorCode.not_coordinator)]
+            assert [(g.group_id, g.error_code) for g in fetched.groups] == [
+                ("g", ErrorCode.none),
+                (elsewhere, ErrorCode.not_coordinator),
+            ]
             assert sorted(p.committed_offset for p in fetched.groups[0].topics[0].partitions) == [5, 7]
             deleted = await client.request(request(42, 2, groups_names=["g", elsewhere]))
-            assert [(r.group_id, r.error_code) for r in deleted.results] == [("g", ErrorCode.none), (elsewhere, ErrorCode.not_coordinator)]
+            assert [(r.group_id, r.error_code) for r in deleted.results] == [
+                ("g", ErrorCode.none),
+                (elsewhere, ErrorCode.not_coordinator),
+            ]
         async with connected(cluster, other) as client:
             assert (await client.request(request(16, 4, states_filter=[]))).groups == ()
 
@@ -287,9 +350,19 @@ async def test_transaction_requests_reach_only_the_transaction_coordinator(autoj
                 request(22, 4, transactional_id=None, transaction_timeout=60000, producer_id=-1, producer_epoch=-1)
             )
             assert idempotent.error_code == ErrorCode.none  # no transactional id: any broker
-            add = await client.request(request(24, 3, v3_and_below_transactional_id="tx", v3_and_below_producer_id=1,
-                                               v3_and_below_producer_epoch=0, v3_and_below_topics=[{"name": "t", "partitions": [0, 1]}]))
-            assert [r.partition_error_code for r in add.results_by_topic_v3_and_below[0].results_by_partition] == [ErrorCode.not_coordinator] * 2
+            add = await client.request(
+                request(
+                    24,
+                    3,
+                    v3_and_below_transactional_id="tx",
+                    v3_and_below_producer_id=1,
+                    v3_and_below_producer_epoch=0,
+                    v3_and_below_topics=[{"name": "t", "partitions": [0, 1]}],
+                )
+            )
+            assert [r.partition_error_code for r in add.results_by_topic_v3_and_below[0].results_by_partition] == [
+                ErrorCode.not_coordinator
+            ] * 2
         async with connected(cluster, owner) as client:
             granted = await client.request(init)
             assert granted.error_code == ErrorCode.none
@@ -351,9 +424,15 @@ async def test_new_partitions_keep_the_factor_and_deleted_topics_leave_every_bro
     async with open_cluster(brokers=3, transport="memory") as cluster:
         async with connected(cluster, 2) as client:
             await create_topic(client, "grow", partitions=1, replication_factor=2)
-            grown = await client.request(request(37, 3, topics=[{"name": "grow", "count": 3, "assignments": None}], timeout=1000, validate_only=False))
+            grown = await client.request(
+                request(
+                    37, 3, topics=[{"name": "grow", "count": 3, "assignments": None}], timeout=1000, validate_only=False
+                )
+            )
             assert grown.results[0].error_code == ErrorCode.none
-            partitions = sorted((await metadata(client, ["grow"])).topics[0].partitions, key=lambda p: p.partition_index)
+            partitions = sorted(
+                (await metadata(client, ["grow"])).topics[0].partitions, key=lambda p: p.partition_index
+            )
             assert [p.replica_nodes for p in partitions] == [(1, 2), (2, 3), (3, 1)]
             assert cluster.replica_log(3, "grow", 1) is not None and cluster.replica_log(1, "grow", 1) is None
             deleted = await client.request(request(20, 6, topics=[{"name": "grow", "topic_id": None}], timeout=1000))
@@ -425,9 +504,27 @@ async def test_a_coordinator_moves_to_a_broker_that_held_no_replica_of_its_parti
         topic, partition = cluster.state.coordinator_partition(GROUP_KEY, "g")
         outsider = next(n for n in range(1, 6) if n not in cluster.leadership(topic, partition).replicas)
         async with connected(cluster, cluster.coordinator(GROUP_KEY, "g")) as client:
-            commit = request(8, 8, group_id="g", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
-                             topics=[{"name": "t", "partitions": [
-                                 {"partition_index": 0, "committed_offset": 3, "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+            commit = request(
+                8,
+                8,
+                group_id="g",
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                topics=[
+                    {
+                        "name": "t",
+                        "partitions": [
+                            {
+                                "partition_index": 0,
+                                "committed_offset": 3,
+                                "committed_leader_epoch": -1,
+                                "committed_metadata": "",
+                            }
+                        ],
+                    }
+                ],
+            )
             await create_topic(client, "t")
             answer = await client.request(commit)  # the first commit creates __consumer_offsets
             assert answer.topics[0].partitions[0].error_code == ErrorCode.none
@@ -439,7 +536,9 @@ async def test_a_coordinator_moves_to_a_broker_that_held_no_replica_of_its_parti
         )
         async with connected(cluster, outsider) as client:
             assert (await find_coordinator(client, "g")).node_id == outsider
-            fetched = await client.request(request(9, 8, groups=[{"group_id": "g", "topics": None}], require_stable=False))
+            fetched = await client.request(
+                request(9, 8, groups=[{"group_id": "g", "topics": None}], require_stable=False)
+            )
             assert fetched.groups[0].topics[0].partitions[0].committed_offset == 3
 
 
@@ -454,7 +553,9 @@ async def test_manual_replica_assignments_are_honoured_or_refused_as_kafka_does(
         async with connected(cluster, 1) as client:
             created = (await client.request(_create_assigned("manual", {0: [3, 1], 1: [2, 3]}))).topics[0]
             assert (created.error_code, created.num_partitions, created.replication_factor) == (ErrorCode.none, 2, 2)
-            partitions = sorted((await metadata(client, ["manual"])).topics[0].partitions, key=lambda p: p.partition_index)
+            partitions = sorted(
+                (await metadata(client, ["manual"])).topics[0].partitions, key=lambda p: p.partition_index
+            )
             assert [(p.leader_id, p.replica_nodes) for p in partitions] == [(3, (3, 1)), (2, (2, 3))]
             assert cluster.replica_log(2, "manual", 0) is None and cluster.replica_log(1, "manual", 0) is not None
             for bad, message in (
@@ -504,4 +605,6 @@ async def test_offset_for_leader_epoch_follows_the_leader_and_its_epochs(autojum
             assert (answer.leader_epoch, answer.end_offset) == (1, 3)
             assert (await client.request(ask(0, 0))).topics[0].partitions[0].error_code == ErrorCode.fenced_leader_epoch
         async with connected(cluster, 1) as client:
-            assert (await client.request(ask(1, 0))).topics[0].partitions[0].error_code == ErrorCode.not_leader_or_follower
+            assert (await client.request(ask(1, 0))).topics[0].partitions[
+                0
+            ].error_code == ErrorCode.not_leader_or_follower

@@ -38,18 +38,27 @@ def trikafka(*args: str, bootstrap: str | None = None, input: str | bytes | None
         command += ["-b", bootstrap]
     binary = isinstance(input, bytes)
     env = {**os.environ, "COLUMNS": "200", "TERM": "dumb"}
-    completed = subprocess.run(command, cwd=ROOT, input=input, capture_output=True, text=not binary, timeout=timeout, env=env)
+    completed = subprocess.run(
+        command, cwd=ROOT, input=input, capture_output=True, text=not binary, timeout=timeout, env=env
+    )
     return Run(completed)
 
 
-def confluent_produce(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes, int | None]], headers: list | None = None) -> None:
+def confluent_produce(
+    bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes, int | None]], headers: list | None = None
+) -> None:
     """(key, value, partition) records, acknowledged."""
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     errors = []
     for key, value, partition in records:
-        kwargs: dict[str, Any] = {"key": key, "value": value, "headers": headers, "on_delivery": lambda err, _: err and errors.append(err)}
+        kwargs: dict[str, Any] = {
+            "key": key,
+            "value": value,
+            "headers": headers,
+            "on_delivery": lambda err, _: err and errors.append(err),
+        }
         if partition is not None:
             kwargs["partition"] = partition
         producer.produce(topic, **kwargs)

@@ -20,7 +20,10 @@ def test_unreachable_broker_is_one_line_and_exit_1():
     for args in (("topics", "list"), ("consume", "t", "-e"), ("produce", "t"), ("top", "-n", "1")):
         run = trikafka(*args, "--timeout", "3", bootstrap=f"127.0.0.1:{port}", input="x\n")
         assert run.code == 1, run
-        assert run.err == f"trikafka: cannot reach the cluster: 127.0.0.1:{port}: error connecting to ('127.0.0.1', {port}): connection refused\n", run
+        assert (
+            run.err == f"trikafka: cannot reach the cluster: 127.0.0.1:{port}: error connecting to ('127.0.0.1', "
+            f"{port}): connection refused\n"
+        ), run
         assert run.out == ""
 
 

@@ -33,7 +33,12 @@ def test_groups_list_describe_lag_reset_and_delete(kafka_broker):
     consumer = _member(b, "billing", "jobs", 4)
     try:
         listed = trikafka("groups", "list", "--json", bootstrap=b)
-        assert {"group": "billing", "type": "classic", "protocol_type": "consumer", "state": "Stable"} in listed.json(), listed
+        assert {
+            "group": "billing",
+            "type": "classic",
+            "protocol_type": "consumer",
+            "state": "Stable",
+        } in listed.json(), listed
         described = trikafka("groups", "describe", "billing", "--json", bootstrap=b)
         [group] = described.json()
         assert group["state"] == "Stable" and group["lag"] == 6
@@ -43,20 +48,30 @@ def test_groups_list_describe_lag_reset_and_delete(kafka_broker):
         assert (row["committed"], row["end"], row["lag"], row["member_id"]) == (4, 10, 6, member["member_id"])
         human = trikafka("groups", "describe", "billing", bootstrap=b)
         assert "State: Stable" in human.out and "lagging-app" in human.out
-        busy = trikafka("groups", "reset-offsets", "billing", "--topic", "jobs", "--to-earliest", "--execute", bootstrap=b)
+        busy = trikafka(
+            "groups", "reset-offsets", "billing", "--topic", "jobs", "--to-earliest", "--execute", bootstrap=b
+        )
         assert busy.code == 1 and "is Stable" in busy.err, busy
     finally:
         consumer.close()
 
     dry = trikafka("groups", "reset-offsets", "billing", "--topic", "jobs", "--to-offset", "7", "--json", bootstrap=b)
-    assert dry.json() == {"group": "billing", "executed": False, "offsets": [{"topic": "jobs", "partition": 0, "current": 4, "new": 7}]}
+    assert dry.json() == {
+        "group": "billing",
+        "executed": False,
+        "offsets": [{"topic": "jobs", "partition": 0, "current": 4, "new": 7}],
+    }
     assert trikafka("groups", "describe", "billing", "--json", bootstrap=b).json()[0]["offsets"][0]["committed"] == 4
-    done = trikafka("groups", "reset-offsets", "billing", "--topic", "jobs", "--to-offset", "7", "--execute", bootstrap=b)
+    done = trikafka(
+        "groups", "reset-offsets", "billing", "--topic", "jobs", "--to-offset", "7", "--execute", bootstrap=b
+    )
     assert done.code == 0 and "offsets reset" in done.out, done
     after = trikafka("groups", "describe", "billing", "--json", bootstrap=b).json()[0]
     assert (after["state"], after["offsets"][0]["committed"], after["lag"]) == ("Empty", 7, 3)
     assert trikafka("consume", "jobs", "--group", "billing", "-e", bootstrap=b).out.splitlines() == ["j7", "j8", "j9"]
-    latest = trikafka("groups", "reset-offsets", "billing", "--all-topics", "--to-earliest", "--execute", "--json", bootstrap=b)
+    latest = trikafka(
+        "groups", "reset-offsets", "billing", "--all-topics", "--to-earliest", "--execute", "--json", bootstrap=b
+    )
     assert latest.json()["offsets"] == [{"topic": "jobs", "partition": 0, "current": 10, "new": 0}]
 
     deleted = trikafka("groups", "delete", "billing", bootstrap=b)
@@ -99,7 +114,9 @@ def test_a_share_group_is_listed_described_and_reset(kafka_broker):
     consumer.commit_sync(30)
     try:
         listed = trikafka("groups", "list", "--json", bootstrap=b)
-        assert {"group": "workers", "type": "share", "protocol_type": "share", "state": "Stable"} in listed.json(), listed
+        assert {"group": "workers", "type": "share", "protocol_type": "share", "state": "Stable"} in listed.json(), (
+            listed
+        )
         [group] = trikafka("groups", "describe", "workers", "--json", bootstrap=b).json()
         assert (group["type"], group["state"], group["lag"]) == ("share", "Stable", 3)
         assert [m["client_id"] for m in group["members"]] == ["worker-1"]

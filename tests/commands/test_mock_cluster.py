@@ -20,7 +20,13 @@ from tests.commands.support import ROOT, confluent_consume, confluent_produce, t
 
 @pytest.fixture
 def mock_cluster():
-    process = subprocess.Popen([sys.executable, "-m", "benchmarks.mock_cluster"], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.mock_cluster"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         ready = process.stdout.readline().split()
         assert ready and ready[0] == "READY", ready
@@ -45,18 +51,27 @@ def test_commands_against_librdkafka_mock_cluster(mock_cluster):
     assert listed.code == 0, listed
     assert listed.json() == [{"name": "mocked", "partitions": 3, "replication_factor": 1, "internal": False}]
     [topic] = trikafka("topics", "describe", "mocked", "--json", bootstrap=b).json()
-    assert [(p["partition"], p["high_watermark"], p["size_bytes"]) for p in topic["partitions"]] == [(0, 2, None), (1, 2, None), (2, 2, None)]
+    assert [(p["partition"], p["high_watermark"], p["size_bytes"]) for p in topic["partitions"]] == [
+        (0, 2, None),
+        (1, 2, None),
+        (2, 2, None),
+    ]
     cluster = trikafka("cluster", "--json", bootstrap=b).json()
     assert cluster["cluster_id"].startswith("mockCluster") and [x["node_id"] for x in cluster["brokers"]] == [1]
 
     produced = trikafka("produce", "mocked", "-K", "=", "-p", "1", input="a=1\nb=2\n", bootstrap=b)
     assert produced.code == 0, produced
     read = confluent_consume(b, "mocked", 8)
-    assert [(m.key(), m.value()) for m in read if m.partition() == 1 and m.key() != b"k"] == [(b"a", b"1"), (b"b", b"2")]
+    assert [(m.key(), m.value()) for m in read if m.partition() == 1 and m.key() != b"k"] == [
+        (b"a", b"1"),
+        (b"b", b"2"),
+    ]
 
     consumed = trikafka("consume", "mocked", "-e", "--format", r"%p:%k:%s\n", bootstrap=b)
     assert consumed.code == 0, consumed
-    assert sorted(consumed.out.splitlines()) == sorted([f"{i % 3}:k:from-confluent-{i}" for i in range(6)] + ["1:a:1", "1:b:2"])
+    assert sorted(consumed.out.splitlines()) == sorted(
+        [f"{i % 3}:k:from-confluent-{i}" for i in range(6)] + ["1:a:1", "1:b:2"]
+    )
     grouped = trikafka("consume", "mocked", "--group", "mock-readers", "-e", bootstrap=b)
     assert len(grouped.out.splitlines()) == 8, grouped
     # A second member of the same group is not run here: the Trio consumer's LeaveGroup v3
@@ -65,10 +80,20 @@ def test_commands_against_librdkafka_mock_cluster(mock_cluster):
 
     top = trikafka("top", "--json", "-n", "1", bootstrap=b)
     assert top.code == 0, top
-    assert json.loads(top.out)["topics"] == [{"name": "mocked", "partitions": 3, "size": None, "end_offset": 8, "messages_per_s": None}]
+    assert json.loads(top.out)["topics"] == [
+        {"name": "mocked", "partitions": 3, "size": None, "end_offset": 8, "messages_per_s": None}
+    ]
 
-    for args, api in ((("groups", "list"), "LIST_GROUPS"), (("groups", "describe", "mock-readers"), "DESCRIBE_GROUPS"),
-                      (("topics", "create", "new"), "CREATE_TOPICS"), (("configs", "describe", "topic", "mocked"), "DESCRIBE_CONFIGS")):
+    for args, api in (
+        (("groups", "list"), "LIST_GROUPS"),
+        (("groups", "describe", "mock-readers"), "DESCRIBE_GROUPS"),
+        (("topics", "create", "new"), "CREATE_TOPICS"),
+        (("configs", "describe", "topic", "mocked"), "DESCRIBE_CONFIGS"),
+    ):
         run = trikafka(*args, bootstrap=b)
         assert run.code == 1, (args, run)
-        assert run.err.startswith("trikafka: UNSUPPORTED_VERSION") and f"({api})" in run.err and len(run.err.splitlines()) == 1, (args, run)
+        assert (
+            run.err.startswith("trikafka: UNSUPPORTED_VERSION")
+            and f"({api})" in run.err
+            and len(run.err.splitlines()) == 1
+        ), (args, run)

@@ -54,9 +54,17 @@ def test_classic_and_consumer_groups_are_named_alike_everywhere(tmp_path):
         _commit_one(b, "new-style", **{"group.protocol": "consumer"})
 
         listed = {g["group"]: g for g in trikafka("groups", "list", "--json", bootstrap=b).json()}
-        assert listed["old-style"] == {"group": "old-style", "type": "classic", "protocol_type": "consumer", "state": "Empty"}
+        assert listed["old-style"] == {
+            "group": "old-style",
+            "type": "classic",
+            "protocol_type": "consumer",
+            "state": "Empty",
+        }
         assert listed["new-style"]["type"] == "consumer"
-        described = {g["group"]: g["type"] for g in trikafka("groups", "describe", "old-style", "new-style", "--json", bootstrap=b).json()}
+        described = {
+            g["group"]: g["type"]
+            for g in trikafka("groups", "describe", "old-style", "new-style", "--json", bootstrap=b).json()
+        }
         assert described == {"old-style": "classic", "new-style": "consumer"}
         table = trikafka("groups", "list", bootstrap=b).out
         assert re.search(r"^old-style\s+classic\s+consumer\s+Empty\s*$", table, re.M), table
@@ -93,7 +101,9 @@ def test_internal_topics_are_counted_alike_by_cluster_and_the_console(tmp_path):
             html = page.read().decode()
         topics = re.search(r'id="topic-count">(\d+)</span>\s*<span class="note">\+ (\d+) internal', html)
         partitions = re.search(r'id="partition-count">(\d+)<', html)
-        assert topics and (int(topics.group(1)), int(topics.group(2))) == (info["topics"], info["internal_topics"]), html
+        assert topics and (int(topics.group(1)), int(topics.group(2))) == (info["topics"], info["internal_topics"]), (
+            html
+        )
         assert partitions and int(partitions.group(1)) == info["partitions"]
         human = trikafka("cluster", bootstrap=b).out
         assert f"Topics: 1 + 1 internal  Partitions: {info['partitions']}" in human, human

@@ -11,7 +11,9 @@ from tests.commands.support import confluent_consume, confluent_produce, trikafk
 def test_produce_lines_with_keys_and_headers_reach_a_confluent_consumer(kafka_broker, tmp_path):
     b = kafka_broker.bootstrap_servers
     assert trikafka("topics", "create", "lines", "--partitions", "2", bootstrap=b).code == 0
-    run = trikafka("produce", "lines", "-K", ":", "-H", "source=cli", "-H", "n=1", input="k1:one\ntwo\n\nk1:three:3\n", bootstrap=b)
+    run = trikafka(
+        "produce", "lines", "-K", ":", "-H", "source=cli", "-H", "n=1", input="k1:one\ntwo\n\nk1:three:3\n", bootstrap=b
+    )
     assert run.code == 0, run
     assert run.out == "" and run.err.strip() == "Produced 3 records (17 bytes) to lines"
     messages = confluent_consume(b, "lines", 3)
@@ -46,17 +48,27 @@ def test_consume_formats_positions_and_stops(kafka_broker):
 
     as_json = trikafka("consume", "events", "-e", "-p", "1", "--json", bootstrap=b)
     rows = [json.loads(line) for line in as_json.out.splitlines()]
-    assert [(r["partition"], r["offset"], r["key"], r["value"], r["headers"]) for r in rows] == [(1, i, None, f"w{i}", []) for i in range(3)]
+    assert [(r["partition"], r["offset"], r["key"], r["value"], r["headers"]) for r in rows] == [
+        (1, i, None, f"w{i}", []) for i in range(3)
+    ]
     assert all(r["timestamp_type"] == "create_time" or r["timestamp_type"].lower().startswith("create") for r in rows)
 
     assert trikafka("consume", "events", "-e", "-p", "0", "--from", "3", bootstrap=b).out.splitlines() == ["v3", "v4"]
     assert trikafka("consume", "events", "-e", "-p", "0", "--from", "-2", bootstrap=b).out.splitlines() == ["v3", "v4"]
     assert trikafka("consume", "events", "-e", "--from", "end", bootstrap=b).out == ""
-    assert len(trikafka("consume", "events", "--count", "4", bootstrap=b).out.splitlines()) == 4  # no -e: --count stops it
+    assert (
+        len(trikafka("consume", "events", "--count", "4", bootstrap=b).out.splitlines()) == 4
+    )  # no -e: --count stops it
 
-    stamps = [int(line) for line in trikafka("consume", "events", "-e", "-p", "0", "--format", r"%T\n", bootstrap=b).out.split()]
+    stamps = [
+        int(line)
+        for line in trikafka("consume", "events", "-e", "-p", "0", "--format", r"%T\n", bootstrap=b).out.split()
+    ]
     later = stamps[-1] + 3_600_000
-    assert trikafka("consume", "events", "-e", "-p", "0", "--from", f"s@{stamps[0]}", bootstrap=b).out.splitlines()[0] == "v0"
+    assert (
+        trikafka("consume", "events", "-e", "-p", "0", "--from", f"s@{stamps[0]}", bootstrap=b).out.splitlines()[0]
+        == "v0"
+    )
     assert trikafka("consume", "events", "-e", "--from", f"@{later}", bootstrap=b).out == ""
     iso = datetime.datetime.fromtimestamp(stamps[0] / 1000, datetime.UTC).isoformat()
     assert trikafka("consume", "events", "-e", "-p", "0", "--from", iso, bootstrap=b).out.splitlines()[0] == "v0"

@@ -31,8 +31,18 @@ def test_topics_list_over_ssl(secure):
 
 def test_produce_and_consume_over_sasl_ssl_and_mutual_tls(secure):
     broker, certs = secure
-    sasl_ssl = ["-X", "security.protocol=SASL_SSL", "-X", f"ssl.ca.location={certs['ca']}", "-X", "sasl.mechanisms=SCRAM-SHA-512",
-                "-X", "sasl.username=alice", "-X", "sasl.password=alice-secret"]
+    sasl_ssl = [
+        "-X",
+        "security.protocol=SASL_SSL",
+        "-X",
+        f"ssl.ca.location={certs['ca']}",
+        "-X",
+        "sasl.mechanisms=SCRAM-SHA-512",
+        "-X",
+        "sasl.username=alice",
+        "-X",
+        "sasl.password=alice-secret",
+    ]
     produced = trikafka("produce", "tls-records", *sasl_ssl, input="one\ntwo\n", bootstrap=_address(broker, "SASL_SSL"))
     assert produced.code == 0, produced
     mtls = ["-X", "security.protocol=SSL", "-X", f"ssl.ca.location={certs['ca']}",
@@ -44,7 +54,15 @@ def test_produce_and_consume_over_sasl_ssl_and_mutual_tls(secure):
 def test_a_wrong_ca_is_one_line_and_exit_1(secure):
     broker, certs = secure
     bootstrap = _address(broker, "SSL")
-    run = trikafka("topics", "list", "-X", "security.protocol=SSL", "-X", f"ssl.ca.location={certs['other_ca']}", bootstrap=bootstrap)
+    run = trikafka(
+        "topics",
+        "list",
+        "-X",
+        "security.protocol=SSL",
+        "-X",
+        f"ssl.ca.location={certs['other_ca']}",
+        bootstrap=bootstrap,
+    )
     assert run.code == 1 and len(run.err.splitlines()) == 1, run
     assert f"SSL handshake with {bootstrap} failed: certificate verify failed" in run.err, run
     assert "Traceback" not in run.err
@@ -53,7 +71,9 @@ def test_a_wrong_ca_is_one_line_and_exit_1(secure):
 def test_ssl_to_a_plaintext_port_is_one_line_and_exit_1(secure):
     broker, certs = secure
     bootstrap = _address(broker, "SASL_PLAINTEXT")
-    run = trikafka("topics", "list", "-X", "security.protocol=SSL", "-X", f"ssl.ca.location={certs['ca']}", bootstrap=bootstrap)
+    run = trikafka(
+        "topics", "list", "-X", "security.protocol=SSL", "-X", f"ssl.ca.location={certs['ca']}", bootstrap=bootstrap
+    )
     assert run.code == 1 and len(run.err.splitlines()) == 1 and f"SSL handshake with {bootstrap} failed" in run.err, run
 
 

@@ -63,7 +63,9 @@ def _capture(socket_name: str, target: str, wanted: list[str], limit_s: float = 
     screen = ""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
-        screen = subprocess.run(["tmux", "-L", socket_name, "capture-pane", "-p", "-t", target], capture_output=True, text=True).stdout
+        screen = subprocess.run(
+            ["tmux", "-L", socket_name, "capture-pane", "-p", "-t", target], capture_output=True, text=True
+        ).stdout
         if all(text in screen for text in wanted):
             return screen
         time.sleep(0.2)
@@ -78,15 +80,42 @@ def test_top_in_a_terminal(kafka_broker):
     socket_name = f"trikafka-test-{uuid.uuid4().hex[:8]}"
     command = f"{sys.executable} -m trikafka top -b {b} -n 120"
     try:
-        subprocess.run(["tmux", "-L", socket_name, "new-session", "-d", "-s", "top", "-x", "200", "-y", "50", "-c", str(ROOT),
-                        "env", "-u", "COLUMNS", "-u", "LINES", f"PATH={os.environ['PATH']}", "sh", "-c", command], check=True)
+        subprocess.run(
+            [
+                "tmux",
+                "-L",
+                socket_name,
+                "new-session",
+                "-d",
+                "-s",
+                "top",
+                "-x",
+                "200",
+                "-y",
+                "50",
+                "-c",
+                str(ROOT),
+                "env",
+                "-u",
+                "COLUMNS",
+                "-u",
+                "LINES",
+                f"PATH={os.environ['PATH']}",
+                "sh",
+                "-c",
+                command,
+            ],
+            check=True,
+        )
         screen = _capture(socket_name, "top", ["trikafka top", "screen-orders", "screen-group", "Stable", "20"])
     finally:
         consumer.close()
         subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True)
     lines = screen.splitlines()
     assert any("screen-orders" in line and "30" in line for line in lines), screen
-    assert any("screen-group" in line and "Stable" in line and line.rstrip(" │").endswith("20") for line in lines), screen
+    assert any("screen-group" in line and "Stable" in line and line.rstrip(" │").endswith("20") for line in lines), (
+        screen
+    )
     assert "Per-request metrics are not part of the Kafka protocol" in screen
     assert "Requests" in screen and "Topics (" in screen and "Groups (" in screen
 
@@ -101,12 +130,39 @@ def test_top_live_in_a_terminal_shows_the_time_split():
     socket_name = f"trikafka-test-{uuid.uuid4().hex[:8]}"
     command = f"{sys.executable} -m trikafka top --live -b 127.0.0.1:{port} -n 120"
     try:
-        subprocess.run(["tmux", "-L", socket_name, "new-session", "-d", "-s", "top", "-x", "200", "-y", "50", "-c", str(ROOT),
-                        "env", "-u", "COLUMNS", "-u", "LINES", f"PATH={os.environ['PATH']}", "sh", "-c", command], check=True)
+        subprocess.run(
+            [
+                "tmux",
+                "-L",
+                socket_name,
+                "new-session",
+                "-d",
+                "-s",
+                "top",
+                "-x",
+                "200",
+                "-y",
+                "50",
+                "-c",
+                str(ROOT),
+                "env",
+                "-u",
+                "COLUMNS",
+                "-u",
+                "LINES",
+                f"PATH={os.environ['PATH']}",
+                "sh",
+                "-c",
+                command,
+            ],
+            check=True,
+        )
         screen = _capture(socket_name, "top", ["Metadata", "ListGroups", "PLAINTEXT", "resp-queue ms"])
     finally:
         subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True)
-    assert all(column in screen for column in ("req/s", "p50 ms", "p99 ms", "queue ms", "local ms", "remote ms", "send ms"))
+    assert all(
+        column in screen for column in ("req/s", "p50 ms", "p99 ms", "queue ms", "local ms", "remote ms", "send ms")
+    )
     assert "in-process broker statistics()" in screen
 
 
@@ -129,7 +185,9 @@ def test_the_dev_broker_with_live_shows_top_and_stops_on_sigint(tmp_path):
     try:
         subprocess.run(["tmux", "-L", socket_name, "new-session", "-d", "-s", "live", "-x", "200", "-y", "50",
                         "env", "-u", "COLUMNS", "-u", "LINES", "sh", str(script)], check=True)
-        screen = _capture(socket_name, "live", ["trikafka top", "in-process broker statistics()", "Metadata", "PLAINTEXT"])
+        screen = _capture(
+            socket_name, "live", ["trikafka top", "in-process broker statistics()", "Metadata", "PLAINTEXT"]
+        )
         assert "Per-request metrics are not part" not in screen
         shell = subprocess.run(["tmux", "-L", socket_name, "list-panes", "-t", "live", "-F", "#{pane_pid}"],
                                capture_output=True, text=True, check=True).stdout.strip()
@@ -146,8 +204,10 @@ def test_produce_shows_a_progress_bar_for_a_file_on_a_terminal(kafka_broker, tmp
     data = tmp_path / "big.txt"
     data.write_text("".join(f"record {i:06d} " + "x" * 100 + "\n" for i in range(20000)))
     script = tmp_path / "produce.sh"
-    script.write_text(f"cd {ROOT}\n{sys.executable} -m trikafka produce progress --file {data} -b {kafka_broker.bootstrap_servers}\n"
-                      "echo EXIT=$?\nsleep 60\n")
+    script.write_text(
+        f"cd {ROOT}\n{sys.executable} -m trikafka produce progress --file {data} -b {kafka_broker.bootstrap_servers}\n"
+        "echo EXIT=$?\nsleep 60\n"
+    )
     socket_name = f"trikafka-test-{uuid.uuid4().hex[:8]}"
     try:
         subprocess.run(["tmux", "-L", socket_name, "new-session", "-d", "-s", "p", "-x", "160", "-y", "20",

@@ -7,7 +7,18 @@ from tests.commands.support import confluent_produce, trikafka
 
 def test_topics_create_list_describe_alter_delete(kafka_broker):
     b = kafka_broker.bootstrap_servers
-    run = trikafka("topics", "create", "orders", "--partitions", "3", "--replication-factor", "1", "--config", "retention.ms=3600000", bootstrap=b)
+    run = trikafka(
+        "topics",
+        "create",
+        "orders",
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "1",
+        "--config",
+        "retention.ms=3600000",
+        bootstrap=b,
+    )
     assert run.code == 0, run
     assert run.out.strip() == "Created topic orders."
     confluent_produce(b, "orders", [(b"k", b"v%d" % i, i % 3) for i in range(10)])
@@ -22,16 +33,27 @@ def test_topics_create_list_describe_alter_delete(kafka_broker):
     assert described.code == 0, described
     [topic] = described.json()
     assert topic["configs"] == {"retention.ms": "3600000"}
-    assert [(p["partition"], p["low_watermark"], p["high_watermark"]) for p in topic["partitions"]] == [(0, 0, 4), (1, 0, 3), (2, 0, 3)]
+    assert [(p["partition"], p["low_watermark"], p["high_watermark"]) for p in topic["partitions"]] == [
+        (0, 0, 4),
+        (1, 0, 3),
+        (2, 0, 3),
+    ]
     assert all(p["size_bytes"] > 0 and p["leader"] == 1 and p["isr"] == [1] for p in topic["partitions"])
     human = trikafka("topics", "describe", "orders", bootstrap=b)
     assert "Configs: retention.ms=3600000" in human.out
 
-    altered = trikafka("topics", "alter-config", "orders", "--set", "retention.ms=1000", "--set", "cleanup.policy=compact", bootstrap=b)
+    altered = trikafka(
+        "topics", "alter-config", "orders", "--set", "retention.ms=1000", "--set", "cleanup.policy=compact", bootstrap=b
+    )
     assert altered.code == 0, altered
-    assert trikafka("topics", "describe", "orders", "--json", bootstrap=b).json()[0]["configs"] == {"retention.ms": "1000", "cleanup.policy": "compact"}
+    assert trikafka("topics", "describe", "orders", "--json", bootstrap=b).json()[0]["configs"] == {
+        "retention.ms": "1000",
+        "cleanup.policy": "compact",
+    }
     assert trikafka("topics", "alter-config", "orders", "--delete", "retention.ms", bootstrap=b).code == 0
-    assert trikafka("topics", "describe", "orders", "--json", bootstrap=b).json()[0]["configs"] == {"cleanup.policy": "compact"}
+    assert trikafka("topics", "describe", "orders", "--json", bootstrap=b).json()[0]["configs"] == {
+        "cleanup.policy": "compact"
+    }
 
     deleted = trikafka("topics", "delete", "orders", bootstrap=b)
     assert (deleted.code, deleted.out.strip()) == (0, "Deleted topic orders."), deleted
@@ -69,7 +91,9 @@ def test_cluster_shows_brokers_controller_and_cluster_id(kafka_broker):
     info = run.json()
     host, port = b.rsplit(":", 1)
     assert info["controller"] == 1 and info["cluster_id"]
-    assert info["brokers"] == [{"node_id": 1, "host": host, "port": int(port), "rack": None, "leaders": info["partitions"]}]
+    assert info["brokers"] == [
+        {"node_id": 1, "host": host, "port": int(port), "rack": None, "leaders": info["partitions"]}
+    ]
     assert info["topics"] >= 1
     human = trikafka("cluster", bootstrap=b)
     assert f"Cluster: {info['cluster_id']}  Controller: 1" in human.out and "controller" in human.out.splitlines()[-1]
@@ -82,7 +106,13 @@ def test_configs_describe_and_alter_a_topic_and_a_broker(kafka_broker):
     run = trikafka("configs", "alter", "topic", "cfg", "--set", "max.message.bytes=2048", bootstrap=b)
     assert (run.code, run.out.strip()) == (0, "Altered the configuration of topic cfg."), run
     [entry] = trikafka("configs", "describe", "topic", "cfg", "--json", bootstrap=b).json()
-    assert entry == {"name": "max.message.bytes", "value": "2048", "source": "DYNAMIC_TOPIC_CONFIG", "read_only": False, "sensitive": False}
+    assert entry == {
+        "name": "max.message.bytes",
+        "value": "2048",
+        "source": "DYNAMIC_TOPIC_CONFIG",
+        "read_only": False,
+        "sensitive": False,
+    }
     every = trikafka("configs", "describe", "topic", "cfg", "--all", "--json", bootstrap=b).json()
     assert {"retention.ms", "cleanup.policy", "max.message.bytes"} <= {e["name"] for e in every}
     broker = trikafka("configs", "describe", "broker", "1", "--all", "--json", bootstrap=b)

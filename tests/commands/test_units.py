@@ -54,10 +54,20 @@ def test_from():
 
 def _snapshot(at: float, end: int, produce_requests: int, bytes_in: int | None = None) -> Snapshot:
     return Snapshot(
-        at=at, cluster_id="c", controller=1, brokers=1,
-        topics=(TopicRow("orders", 3, 1024, end),), groups=(GroupRow("g", "Stable", 2, 7),),
-        requests={"Produce": ApiTimes(produce_requests, 1.0, 9.0, {"queue": 0.1, "local": 0.5, "remote": 0.0, "resp-queue": 0.1, "send": 0.2})},
-        connections={"PLAINTEXT": 3}, bytes_in=bytes_in, metrics_source="test",
+        at=at,
+        cluster_id="c",
+        controller=1,
+        brokers=1,
+        topics=(TopicRow("orders", 3, 1024, end),),
+        groups=(GroupRow("g", "Stable", 2, 7),),
+        requests={
+            "Produce": ApiTimes(
+                produce_requests, 1.0, 9.0, {"queue": 0.1, "local": 0.5, "remote": 0.0, "resp-queue": 0.1, "send": 0.2}
+            )
+        },
+        connections={"PLAINTEXT": 3},
+        bytes_in=bytes_in,
+        metrics_source="test",
     )
 
 
@@ -125,4 +135,11 @@ kafka_server_brokertopicmetrics_bytesin_total{topic="orders"} 4096.0
 
 
 def test_human_bytes():
-    assert [human_bytes(n) for n in (None, 0, 1023, 1024, 5 * 1024**2, 3 * 1024**4)] == ["-", "0 B", "1023 B", "1.0 KiB", "5.0 MiB", "3072.0 GiB"]
+    assert [human_bytes(n) for n in (None, 0, 1023, 1024, 5 * 1024**2, 3 * 1024**4)] == [
+        "-",
+        "0 B",
+        "1023 B",
+        "1.0 KiB",
+        "5.0 MiB",
+        "3072.0 GiB",
+    ]

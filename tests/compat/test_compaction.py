@@ -212,7 +212,9 @@ def _consume(reader: str, bootstrap: str, topic: str) -> list[tuple[int, bytes, 
 
         asyncio.run(run())
     else:
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "restore-batched", "enable.auto.commit": False})
+        consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": "restore-batched", "enable.auto.commit": False}
+        )
         consumer.assign([TopicPartition(topic, 0, 0)])
         try:
             while not done() and deadline:

@@ -104,7 +104,9 @@ def test_a_classic_and_a_consumer_protocol_member_share_a_group_then_one_takes_a
     second = "consumer" if first == "classic" else "classic"
     members[first].thread.start()
     try:
-        wait_for(lambda: members[first].assignment == set(range(PARTITIONS)), f"the {first} member to own every partition")
+        wait_for(
+            lambda: members[first].assignment == set(range(PARTITIONS)), f"the {first} member to own every partition"
+        )
         assert group_type(admin) == first
         members[second].thread.start()
         wait_for(lambda: old.assignment and new.assignment and len(old.assignment) + len(new.assignment) == PARTITIONS,

@@ -156,7 +156,10 @@ def test_aiokafka_transactions(broker_address):
                 for i in range(4):
                     await producer.send_and_wait(topic, f"commit-{i}".encode(), partition=i % PARTITIONS)
                 await producer.send_offsets_to_transaction(
-                    {TopicPartition(topic, 0): OffsetAndMetadata(7, ""), TopicPartition(topic, 1): OffsetAndMetadata(11, "")},
+                    {
+                        TopicPartition(topic, 0): OffsetAndMetadata(7, ""),
+                        TopicPartition(topic, 1): OffsetAndMetadata(11, ""),
+                    },
                     group,
                 )
         finally:

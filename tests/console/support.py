@@ -106,7 +106,10 @@ def _make_data(bootstrap: str) -> None:
     assert producer.flush(WAIT_S) == 0
     # A group with committed offsets and no members: its name is markup.
     ops = Consumer({"bootstrap.servers": bootstrap, "group.id": XSS_GROUP, "enable.auto.commit": False})
-    ops.commit(offsets=[TopicPartition("orders", 0, 0), TopicPartition("orders", 1, 0), TopicPartition("orders", 2, 5)], asynchronous=False)
+    ops.commit(
+        offsets=[TopicPartition("orders", 0, 0), TopicPartition("orders", 1, 0), TopicPartition("orders", 2, 5)],
+        asynchronous=False,
+    )
     ops.close()
 
 
@@ -139,7 +142,14 @@ def _chromium() -> object:
     os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium Manager download a driver
     options = webdriver.ChromeOptions()
     options.binary_location = "/usr/bin/chromium"
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--window-size=1360,900", "--lang=en-US"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1360,900",
+        "--lang=en-US",
+    ):
         options.add_argument(argument)
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path="/usr/bin/chromedriver"))
     driver.set_page_load_timeout(WAIT_S)

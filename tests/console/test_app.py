@@ -33,7 +33,13 @@ async def test_pages_headers_static_files_and_not_found():
             css = await http_get(host, port, "/ui/static/console.css")
             assert css.status == 200 and css.headers["content-type"] == "text/css; charset=utf-8"
             assert "fetch(url" in (await http_get(host, port, "/ui/static/console.js")).body
-            for path in ("/ui/static/../app.py", "/ui/static/app.py", "/ui/static/missing.css", "/ui/nope", "/ui/topics/a/b"):
+            for path in (
+                "/ui/static/../app.py",
+                "/ui/static/app.py",
+                "/ui/static/missing.css",
+                "/ui/nope",
+                "/ui/topics/a/b",
+            ):
                 assert (await http_get(host, port, path)).status == 404, path
             missing = await http_get(host, port, "/ui/groups/no%20such%20group")
             assert missing.status == 404 and "group &#39;no such group&#39; does not exist" in missing.body
@@ -48,7 +54,9 @@ async def test_only_get_and_head():
             host, port = broker.http_server.bound
             stream = await trio.open_tcp_stream(host, port)
             async with stream:
-                await stream.send_all(b"POST /ui/topics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                await stream.send_all(
+                    b"POST /ui/topics HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                )
                 answer = bytearray()
                 while chunk := await stream.receive_some(65536):
                     answer += chunk
@@ -81,7 +89,10 @@ async def test_a_cluster_that_does_not_answer_is_a_503_page_and_one_log_line(aut
     assert status == 503
     assert "The cluster did not answer" in body.decode()
     # the client's own deadline (default.api.timeout.ms) ends the call first, naming the address
-    assert f"no broker reachable at 127.0.0.1:{port} after 5.0 s (default.api.timeout.ms): connection refused<" in body.decode()
+    assert (
+        f"no broker reachable at 127.0.0.1:{port} after 5.0 s (default.api.timeout.ms): connection refused<"
+        in body.decode()
+    )
     assert [r.getMessage().split(":")[0] for r in caplog.records if r.name == "trikafka.console"] == ["console"]
 
 

@@ -45,7 +45,9 @@ def _get(url: str) -> str:
 def _cells(html: str, table_id: str) -> list[list[str]]:
     table = html.split(f'id="{table_id}"', 1)[1].split("</table>", 1)[0]
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table.split("<tbody>", 1)[1], re.S)
-    return [[re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)] for row in rows]
+    return [
+        [re.sub(r"<[^>]+>", "", cell).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)] for row in rows
+    ]
 
 
 @pytest.mark.compat

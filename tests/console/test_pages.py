@@ -1,10 +1,11 @@
 """The web console in a real headless Chromium, against a broker with real data.
 
 The broker is ``python -m trikafka --ui`` (the console mounted at ``/ui`` on the broker's HTTP
-server); confluent-kafka produces the data and keeps a consumer group with committed offsets; Selenium drives Debian's ``chromium`` with
-``chromium-driver``. Each test reads what a person would read — texts in table cells, a JSON
-value pretty-printed, a binary value as hex, lag numbers — and saves a screenshot of its page
-to ``artifacts/screenshots/`` (``TRIKAFKA_SCREENSHOTS`` to put them elsewhere), which CI keeps.
+server); confluent-kafka produces the data and keeps a consumer group with committed offsets;
+Selenium drives Debian's ``chromium`` with ``chromium-driver``. Each test reads what a person
+would read — texts in table cells, a JSON value pretty-printed, a binary value as hex, lag
+numbers — and saves a screenshot of its page to ``artifacts/screenshots/``
+(``TRIKAFKA_SCREENSHOTS`` to put them elsewhere), which CI keeps.
 """
 
 from __future__ import annotations
@@ -113,7 +114,10 @@ def test_records_json_pretty_printed_and_user_data_escaped(site, browser):
     values = browser.find_elements("css selector", "#records td.value pre")
     assert len(values) == 5
     assert values[1].text == json.dumps(json.loads(JSON_VALUE(1)), indent=2)
-    assert browser.find_element("css selector", "#records tr[data-offset='1'] td.value .kind").text == f"JSON · {len(JSON_VALUE(1))} B"
+    assert (
+        browser.find_element("css selector", "#records tr[data-offset='1'] td.value .kind").text
+        == f"JSON · {len(JSON_VALUE(1))} B"
+    )
     header = browser.find_element("css selector", "#records tr[data-offset='1'] td.headers").text
     assert header.split("\n")[0] == "trace" and "abc-1" in header
     # Offset 0 carries markup in its key and value: shown as text, never run.

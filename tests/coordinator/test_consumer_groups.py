@@ -23,7 +23,17 @@ def request(api_key: int, version: int, **fields):
 
 
 async def create_topic(client, name, partitions):
-    response = await client.request(request(19, 7, topics=[{"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [], "configs": []}], timeout=1000, validate_only=False))
+    response = await client.request(
+        request(
+            19,
+            7,
+            topics=[
+                {"name": name, "num_partitions": partitions, "replication_factor": 1, "assignments": [], "configs": []}
+            ],
+            timeout=1000,
+            validate_only=False,
+        )
+    )
     assert response.topics[0].error_code == ErrorCode.none
 
 
@@ -63,7 +73,22 @@ class Member:
         return {p for ps in self.owned.values() for p in ps}
 
     async def leave(self, epoch=-1):
-        return await self.client.request(request(HEARTBEAT, 1, group_id=self.group, member_id=self.member_id, member_epoch=epoch, instance_id=self.instance_id, rack_id=None, rebalance_timeout=-1, subscribed_topic_names=None, subscribed_topic_regex=None, server_assignor=None, topic_partitions=None))
+        return await self.client.request(
+            request(
+                HEARTBEAT,
+                1,
+                group_id=self.group,
+                member_id=self.member_id,
+                member_epoch=epoch,
+                instance_id=self.instance_id,
+                rack_id=None,
+                rebalance_timeout=-1,
+                subscribed_topic_names=None,
+                subscribed_topic_regex=None,
+                server_assignor=None,
+                topic_partitions=None,
+            )
+        )
 
 
 async def describe(client, group):
@@ -168,7 +193,22 @@ async def test_fencing_on_wrong_epochs(autojump_clock):
         # ...but not while claiming partitions it no longer has.
         (topic_id,) = a.owned
         assert (await a.heartbeat(epoch=1, owned={topic_id: {0, 1}})).error_code == ErrorCode.fenced_member_epoch
-        r = await c.request(request(HEARTBEAT, 1, group_id="g", member_id="a", member_epoch=-3, instance_id=None, rack_id=None, rebalance_timeout=-1, subscribed_topic_names=None, subscribed_topic_regex=None, server_assignor=None, topic_partitions=None))
+        r = await c.request(
+            request(
+                HEARTBEAT,
+                1,
+                group_id="g",
+                member_id="a",
+                member_epoch=-3,
+                instance_id=None,
+                rack_id=None,
+                rebalance_timeout=-1,
+                subscribed_topic_names=None,
+                subscribed_topic_regex=None,
+                server_assignor=None,
+                topic_partitions=None,
+            )
+        )
         assert r.error_code == ErrorCode.invalid_request
         bad = Member(c, "g", "c", assignor="sticky")
         assert (await bad.heartbeat()).error_code == ErrorCode.unsupported_assignor
@@ -190,7 +230,9 @@ async def test_static_member_leaves_temporarily_and_its_replacement_keeps_the_pa
         assert len(mine) == 2
         epoch = (await describe(c, "g")).group_epoch
         # A different member id may not take an instance id that is still in use.
-        assert (await Member(c, "g", "a2", instance_id="instance-a").heartbeat()).error_code == ErrorCode.unreleased_instance_id
+        assert (
+            await Member(c, "g", "a2", instance_id="instance-a").heartbeat()
+        ).error_code == ErrorCode.unreleased_instance_id
         assert (await a.leave(epoch=-2)).member_epoch == -2
         # The restarted instance joins with a new member id and gets the same partitions, no rebalance.
         a2 = Member(c, "g", "a2", instance_id="instance-a")
@@ -217,20 +259,48 @@ async def test_range_assignor_and_restart_keeps_the_group(tmp_path, autojump_clo
     async with open_test_broker(**config) as tb, tb.client() as c:
         after = await describe(c, "gr")
         assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch, before.assignment_epoch)
-        assert {m.member_id: m.member_epoch for m in after.members} == {m.member_id: m.member_epoch for m in before.members}
+        assert {m.member_id: m.member_epoch for m in after.members} == {
+            m.member_id: m.member_epoch for m in before.members
+        }
         a.client = c
         r = await a.heartbeat()
         assert r.error_code == ErrorCode.none and a.partitions() == {0, 1}
 
 
 async def test_offsets_need_the_current_member_epoch_and_groups_convert_when_empty(autojump_clock):
-    async with open_test_broker(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy="disabled") as tb, tb.client() as c:
+    async with (
+        open_test_broker(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy="disabled") as tb,
+        tb.client() as c,
+    ):
         await create_topic(c, "t", 1)
         a = Member(c, "g", "a")
         await a.heartbeat()
 
         async def commit(epoch, member_id="a", version=9):
-            response = await c.request(request(8, version, group_id="g", generation_id_or_member_epoch=epoch, member_id=member_id, group_instance_id=None, retention_time_ms=-1, topics=[{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 7, "committed_leader_epoch": -1, "committed_metadata": None}]}]))
+            response = await c.request(
+                request(
+                    8,
+                    version,
+                    group_id="g",
+                    generation_id_or_member_epoch=epoch,
+                    member_id=member_id,
+                    group_instance_id=None,
+                    retention_time_ms=-1,
+                    topics=[
+                        {
+                            "name": "t",
+                            "partitions": [
+                                {
+                                    "partition_index": 0,
+                                    "committed_offset": 7,
+                                    "committed_leader_epoch": -1,
+                                    "committed_metadata": None,
+                                }
+                            ],
+                        }
+                    ],
+                )
+            )
             return response.topics[0].partitions[0].error_code
 
         assert await commit(a.epoch + 1) == ErrorCode.stale_member_epoch
@@ -240,7 +310,18 @@ async def test_offsets_need_the_current_member_epoch_and_groups_convert_when_emp
         assert [(g.group_id, g.group_type, g.group_state) for g in listed.groups] == [("g", "consumer", "Stable")]
         classic = await c.request(request(15, 6, groups=["g"], include_authorized_operations=False))
         assert classic.groups[0].error_code == ErrorCode.group_id_not_found
-        join = request(11, 9, group_id="g", session_timeout=10_000, rebalance_timeout=10_000, member_id="", group_instance_id=None, protocol_type="consumer", protocols=[{"name": "range", "metadata": b""}], reason=None)
+        join = request(
+            11,
+            9,
+            group_id="g",
+            session_timeout=10_000,
+            rebalance_timeout=10_000,
+            member_id="",
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=[{"name": "range", "metadata": b""}],
+            reason=None,
+        )
         # A classic member may join a consumer group with members (Kafka 4, whatever the policy).
         assert (await c.request(join)).error_code == ErrorCode.member_id_required
         await a.leave()
@@ -250,7 +331,12 @@ async def test_offsets_need_the_current_member_epoch_and_groups_convert_when_emp
         fetched = await c.request(request(9, 8, groups=[{"group_id": "g", "topics": None}], require_stable=False))
         assert fetched.groups[0].topics[0].partitions[0].committed_offset == 7
         # And with the policy "disabled", a consumer heartbeat into a classic group with members is refused.
-        joined = await c.request(build(type(join), **{**{f: getattr(join, f) for f in join.__dataclass_fields__}, "member_id": response.member_id}))
+        joined = await c.request(
+            build(
+                type(join),
+                **{**{f: getattr(join, f) for f in join.__dataclass_fields__}, "member_id": response.member_id},
+            )
+        )
         assert joined.error_code == ErrorCode.none
         r = await Member(c, "g", "b").heartbeat()
         assert r.error_code == ErrorCode.group_id_not_found
@@ -298,7 +384,10 @@ def test_uniform_is_balanced_and_sticky_and_range_is_contiguous():
     # Different subscriptions: every partition to a member subscribed to its topic.
     mixed = assign("uniform", {"a": frozenset({"t", "u"}), "b": frozenset({"t"})}, {"t": 2, "u": 2}, {})
     assert mixed["b"].keys() == {"t"} and sum(len(ps) for m in mixed.values() for ps in m.values()) == 4
-    assert assign("range", subs, {"t": 5, "u": 2}, {}) == {"a": {"t": frozenset({0, 1, 2})}, "b": {"t": frozenset({3, 4})}}
+    assert assign("range", subs, {"t": 5, "u": 2}, {}) == {
+        "a": {"t": frozenset({0, 1, 2})},
+        "b": {"t": frozenset({3, 4})},
+    }
 
 
 async def test_regex_subscription_picks_up_a_new_matching_topic(autojump_clock):
@@ -306,7 +395,22 @@ async def test_regex_subscription_picks_up_a_new_matching_topic(autojump_clock):
         await create_topic(c, "orders-eu", 1)
         await create_topic(c, "payments", 1)
         m = Member(c, "g", "m", topics=())
-        r = await c.request(request(HEARTBEAT, 1, group_id="g", member_id="m", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout=60_000, subscribed_topic_names=None, subscribed_topic_regex="orders-.*", server_assignor=None, topic_partitions=[]))
+        r = await c.request(
+            request(
+                HEARTBEAT,
+                1,
+                group_id="g",
+                member_id="m",
+                member_epoch=0,
+                instance_id=None,
+                rack_id=None,
+                rebalance_timeout=60_000,
+                subscribed_topic_names=None,
+                subscribed_topic_regex="orders-.*",
+                server_assignor=None,
+                topic_partitions=[],
+            )
+        )
         # Kafka 4 resolves the regex in the background: nothing in the answer that brought it...
         assert r.error_code == ErrorCode.none and r.member_epoch == 1 and not r.assignment.topic_partitions
         m.epoch = r.member_epoch
@@ -320,7 +424,22 @@ async def test_regex_subscription_picks_up_a_new_matching_topic(autojump_clock):
         described = (await describe(c, "g")).members[0]
         assert described.subscribed_topic_regex == "orders-.*"
         assert sorted(t.topic_name for t in described.assignment.topic_partitions) == ["orders-eu", "orders-us"]
-        bad = await c.request(request(HEARTBEAT, 1, group_id="g", member_id="x", member_epoch=0, instance_id=None, rack_id=None, rebalance_timeout=60_000, subscribed_topic_names=None, subscribed_topic_regex="orders-(", server_assignor=None, topic_partitions=[]))
+        bad = await c.request(
+            request(
+                HEARTBEAT,
+                1,
+                group_id="g",
+                member_id="x",
+                member_epoch=0,
+                instance_id=None,
+                rack_id=None,
+                rebalance_timeout=60_000,
+                subscribed_topic_names=None,
+                subscribed_topic_regex="orders-(",
+                server_assignor=None,
+                topic_partitions=[],
+            )
+        )
         assert bad.error_code == ErrorCode.invalid_regular_expression
 
 
@@ -354,9 +473,38 @@ async def test_offset_delete_and_delete_groups_respect_a_live_consumer_group(aut
         await create_topic(c, "other", 1)
         a = Member(c, "g", "a")
         await a.heartbeat()
-        commit = request(8, 9, group_id="g", generation_id_or_member_epoch=a.epoch, member_id="a", group_instance_id=None, retention_time_ms=-1, topics=[{"name": n, "partitions": [{"partition_index": 0, "committed_offset": 3, "committed_leader_epoch": -1, "committed_metadata": None}]} for n in ("t", "other")])
+        commit = request(
+            8,
+            9,
+            group_id="g",
+            generation_id_or_member_epoch=a.epoch,
+            member_id="a",
+            group_instance_id=None,
+            retention_time_ms=-1,
+            topics=[
+                {
+                    "name": n,
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "committed_offset": 3,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": None,
+                        }
+                    ],
+                }
+                for n in ("t", "other")
+            ],
+        )
         assert all(p.error_code == ErrorCode.none for t in (await c.request(commit)).topics for p in t.partitions)
-        deleted = await c.request(request(47, 0, group_id="g", topics=[{"name": n, "partitions": [{"partition_index": 0}]} for n in ("t", "other")]))
+        deleted = await c.request(
+            request(
+                47,
+                0,
+                group_id="g",
+                topics=[{"name": n, "partitions": [{"partition_index": 0}]} for n in ("t", "other")],
+            )
+        )
         codes = {t.name: t.partitions[0].error_code for t in deleted.topics}
         assert codes == {"t": ErrorCode.group_subscribed_to_topic, "other": ErrorCode.none}
         assert (await c.request(request(42, 2, groups_names=["g"]))).results[0].error_code == ErrorCode.non_empty_group
@@ -377,10 +525,16 @@ async def test_acls_guard_the_consumer_group_apis_as_kafka_does(autojump_clock):
     )
 
     def allow(name, operation, resource):
-        return AclBinding(resource, name, PatternType.LITERAL, "User:ANONYMOUS", "*", operation, AclPermissionType.ALLOW)
+        return AclBinding(
+            resource, name, PatternType.LITERAL, "User:ANONYMOUS", "*", operation, AclPermissionType.ALLOW
+        )
 
-    config = BrokerConfig.from_mapping({"listeners": "PLAINTEXT://memory:9092",
-                                        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    config = BrokerConfig.from_mapping(
+        {
+            "listeners": "PLAINTEXT://memory:9092",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        }
+    )
     async with open_test_broker(config) as tb, tb.client() as c:
         tb.broker.path.context.acls.create([allow("kafka-cluster", AclOperation.CREATE, ResourceType.CLUSTER),
                                        allow("g", AclOperation.READ, ResourceType.GROUP)])
@@ -390,7 +544,15 @@ async def test_acls_guard_the_consumer_group_apis_as_kafka_does(autojump_clock):
         described = await c.request(request(DESCRIBE, 1, group_ids=["g", "other"], include_authorized_operations=True))
         assert [g.error_code for g in described.groups] == [ErrorCode.none, ErrorCode.group_authorization_failed]
         assert described.groups[0].authorized_operations == (1 << AclOperation.READ) | (1 << AclOperation.DESCRIBE)
-        verify = await c.request(request(24, 4, transactions=[{"transactional_id": "x", "producer_id": 0, "producer_epoch": 0, "verify_only": True, "topics": []}]))
+        verify = await c.request(
+            request(
+                24,
+                4,
+                transactions=[
+                    {"transactional_id": "x", "producer_id": 0, "producer_epoch": 0, "verify_only": True, "topics": []}
+                ],
+            )
+        )
         assert verify.error_code == ErrorCode.cluster_authorization_failed
 
 

@@ -23,7 +23,9 @@ from trikafka.coordinator.classic.consumer_protocol_bytes import (
 )
 
 topics = st.lists(st.text(alphabet="abcxyz-._", min_size=1, max_size=8), max_size=4, unique=True)
-partitions = st.dictionaries(st.text(alphabet="abc", min_size=1, max_size=3), st.frozensets(st.integers(0, 50), min_size=1), max_size=3)
+partitions = st.dictionaries(
+    st.text(alphabet="abc", min_size=1, max_size=3), st.frozensets(st.integers(0, 50), min_size=1), max_size=3
+)
 
 
 @given(topics=topics, owned=partitions, version=st.integers(0, 3), rack=st.one_of(st.none(), st.text(max_size=5)),
@@ -42,7 +44,9 @@ def test_subscriptions_read_as_the_client_wrote_them(topics, owned, version, rac
 def test_assignments_read_by_the_client(assignment, version):
     data = encode_assignment(assignment, version)
     decoded = decode_assignment(data)
-    assert {(tp.topic, tp.partition) for tp in decoded.partitions} == {(t, p) for t, ps in assignment.items() for p in ps}
+    assert {(tp.topic, tp.partition) for tp in decoded.partitions} == {
+        (t, p) for t, ps in assignment.items() for p in ps
+    }
     assert coordinator_decode_assignment(data) == assignment
     assert protocol_version(data) == version
 

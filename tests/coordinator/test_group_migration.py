@@ -88,8 +88,14 @@ class ClassicMember:
         return await self.sync()
 
     async def leave(self) -> ErrorCode:
-        response = await self.client.request(request(
-            13, 5, group_id=self.group, members=[{"member_id": self.member_id, "group_instance_id": self.instance_id, "reason": None}]))
+        response = await self.client.request(
+            request(
+                13,
+                5,
+                group_id=self.group,
+                members=[{"member_id": self.member_id, "group_instance_id": self.instance_id, "reason": None}],
+            )
+        )
         return response.members[0].error_code
 
 
@@ -166,7 +172,10 @@ async def test_a_consumer_heartbeat_upgrades_a_classic_group_and_both_kinds_shar
         # The classic members learn of the new epoch from Heartbeat and rejoin. Between its
         # JoinGroup (still listing what it owns) and the SyncGroup that makes it revoke, the
         # consumer member must not be given any of those partitions.
-        targets = {m.member_id: sum(len(tp.partitions) for tp in m.target_assignment.topic_partitions) for m in described.members}
+        targets = {
+            m.member_id: sum(len(tp.partitions) for tp in m.target_assignment.topic_partitions)
+            for m in described.members
+        }
         first = next(m for m in classics if targets[m.member_id] < len(m.owned))  # one that must give some up
         assert await first.heartbeat() == ErrorCode.rebalance_in_progress
         before = set(first.owned)
@@ -180,7 +189,11 @@ async def test_a_consumer_heartbeat_upgrades_a_classic_group_and_both_kinds_shar
         await settle(classics, [consumer])
         held = owners(*classics, consumer)
         assert sorted(held) == [0, 1, 2, 3]
-        assert sorted(len(m.owned) for m in classics) + [len(consumer.partitions())] in ([1, 1, 2], [1, 2, 1], [2, 1, 1])
+        assert sorted(len(m.owned) for m in classics) + [len(consumer.partitions())] in (
+            [1, 1, 2],
+            [1, 2, 1],
+            [2, 1, 1],
+        )
         assert len(consumer.partitions()) >= 1
         described = await describe(c, "g")
         assert described.group_state == "Stable"
@@ -205,14 +218,44 @@ async def test_classic_members_join_a_consumer_group_and_commit_with_their_gener
         assert classic.owned == set()  # everything is still the consumer member's
         await settle([classic], [consumer])
         assert sorted(owners(classic, consumer)) == [0, 1, 2] and classic.owned
-        commit = request(8, 8, group_id="g", generation_id_or_member_epoch=classic.generation, member_id=classic.member_id,
-                         group_instance_id=None, retention_time_ms=-1,
-                         topics=[{"name": "t", "partitions": [{"partition_index": 0, "committed_offset": 5, "committed_leader_epoch": -1, "committed_metadata": None}]}])
+        commit = request(
+            8,
+            8,
+            group_id="g",
+            generation_id_or_member_epoch=classic.generation,
+            member_id=classic.member_id,
+            group_instance_id=None,
+            retention_time_ms=-1,
+            topics=[
+                {
+                    "name": "t",
+                    "partitions": [
+                        {
+                            "partition_index": 0,
+                            "committed_offset": 5,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": None,
+                        }
+                    ],
+                }
+            ],
+        )
         assert (await c.request(commit)).topics[0].partitions[0].error_code == ErrorCode.none
-        stale = request(8, 8, **{**{f: getattr(commit, f) for f in commit.__dataclass_fields__}, "generation_id_or_member_epoch": classic.generation - 1})
+        stale = request(
+            8,
+            8,
+            **{
+                **{f: getattr(commit, f) for f in commit.__dataclass_fields__},
+                "generation_id_or_member_epoch": classic.generation - 1,
+            },
+        )
         assert (await c.request(stale)).topics[0].partitions[0].error_code == ErrorCode.illegal_generation
         # A consumer-protocol member is not a classic one: LeaveGroup does not know it.
-        response = await c.request(request(13, 5, group_id="g", members=[{"member_id": "consumer-1", "group_instance_id": None, "reason": None}]))
+        response = await c.request(
+            request(
+                13, 5, group_id="g", members=[{"member_id": "consumer-1", "group_instance_id": None, "reason": None}]
+            )
+        )
         assert response.members[0].error_code == ErrorCode.unknown_member_id
 
 
@@ -287,7 +330,10 @@ async def test_without_downgrade_in_the_policy_classic_members_stay_in_the_consu
 
 def test_the_policy_key_is_validated_like_every_key():
     assert BrokerConfig().group_consumer_migration_policy == "bidirectional"
-    assert BrokerConfig.from_mapping({"group.consumer.migration.policy": "UPGRADE"}).group_consumer_migration_policy == "upgrade"
+    assert (
+        BrokerConfig.from_mapping({"group.consumer.migration.policy": "UPGRADE"}).group_consumer_migration_policy
+        == "upgrade"
+    )
     with pytest.raises(ConfigError) as err:
         BrokerConfig.from_mapping({"group.consumer.migration.policy": "sideways"})
     assert str(err.value) == ("invalid configuration group.consumer.migration.policy='sideways': "

@@ -730,7 +730,8 @@ class GroupMachine(RuleBasedStateMachine):
         for member_id in removed - justified:
             m = a.members[member_id]
             assert jumped and not m.awaiting_join, (
-                f"{gid}: {member_id} removed although it was {'waiting to join' if m.awaiting_join else 'not timed out'}"
+                f"{gid}: {member_id} removed although it was "
+                f"{'waiting to join' if m.awaiting_join else 'not timed out'}"
             )
             if m.awaiting_sync and justified and expired(member_id, model.alive_kafka):
                 continue  # another member expired at the same instant and ended the sync first

@@ -295,19 +295,34 @@ async def test_offsets_commit_fetch_and_generation_rules(autojump_clock):
     async with open_test_broker(group_initial_rebalance_delay_ms=0) as tb, tb.client() as a, tb.client() as b:
         await create_topic(a, "t", 2)
         # A standalone consumer (no group membership) commits with generation -1.
-        assert await commit(a, "solo", -1, "", {("t", 0): 5, ("t", 1): 7}) == {("t", 0): ErrorCode.none, ("t", 1): ErrorCode.none}
+        assert await commit(a, "solo", -1, "", {("t", 0): 5, ("t", 1): 7}) == {
+            ("t", 0): ErrorCode.none,
+            ("t", 1): ErrorCode.none,
+        }
         assert await fetch(a, "solo") == {("t", 0): 5, ("t", 1): 7}
         assert await commit(a, "solo", -1, "", {("nope", 0): 1}) == {("nope", 0): ErrorCode.unknown_topic_or_partition}
         member = Member(b, "members")
         await member.join()
         await member.sync(partitions=2)
-        assert await commit(b, "members", member.generation, member.member_id, {("t", 0): 3}) == {("t", 0): ErrorCode.none}
-        assert await commit(b, "members", member.generation + 1, member.member_id, {("t", 0): 4}) == {("t", 0): ErrorCode.illegal_generation}
-        assert await commit(b, "members", member.generation, "stranger", {("t", 0): 4}) == {("t", 0): ErrorCode.unknown_member_id}
+        assert await commit(b, "members", member.generation, member.member_id, {("t", 0): 3}) == {
+            ("t", 0): ErrorCode.none
+        }
+        assert await commit(b, "members", member.generation + 1, member.member_id, {("t", 0): 4}) == {
+            ("t", 0): ErrorCode.illegal_generation
+        }
+        assert await commit(b, "members", member.generation, "stranger", {("t", 0): 4}) == {
+            ("t", 0): ErrorCode.unknown_member_id
+        }
         assert await fetch(b, "members") == {("t", 0): 3}
         # Multi-group OffsetFetch (v8+).
-        response = await a.request(request(9, 8, groups=[{"group_id": "solo", "topics": None},
-                                                         {"group_id": "members", "topics": None}], require_stable=False))
+        response = await a.request(
+            request(
+                9,
+                8,
+                groups=[{"group_id": "solo", "topics": None}, {"group_id": "members", "topics": None}],
+                require_stable=False,
+            )
+        )
         assert [(g.group_id, len(g.topics[0].partitions)) for g in response.groups] == [("solo", 2), ("members", 1)]
 
 
@@ -331,7 +346,10 @@ async def test_list_describe_delete_groups(autojump_clock):
 
 
 async def test_offsets_expire_after_retention_for_empty_groups(autojump_clock):
-    async with open_test_broker(offsets_retention_minutes=1, offsets_retention_check_interval_ms=10_000) as tb, tb.client() as a:
+    async with (
+        open_test_broker(offsets_retention_minutes=1, offsets_retention_check_interval_ms=10_000) as tb,
+        tb.client() as a,
+    ):
         await create_topic(a, "t", 1)
         await commit(a, "old", -1, "", {("t", 0): 9})
         await trio.sleep(50)

@@ -72,7 +72,13 @@ def test_cleaning_keeps_the_last_value_per_key_and_the_offsets(kind, tmp_path):
     assert plan.end == 60 and after < before
     assert log.size_in_bytes < size_before
     got = _read_all(log)
-    assert got == [(56, b"k0", b"v56"), (57, b"k1", b"v57"), (58, b"k2", b"v58"), (59, b"k3", b"v59"), (60, b"k0", b"active")]
+    assert got == [
+        (56, b"k0", b"v56"),
+        (57, b"k1", b"v57"),
+        (58, b"k2", b"v58"),
+        (59, b"k3", b"v59"),
+        (60, b"k0", b"active"),
+    ]
     assert log.log_end_offset == 61
     assert clean_log(log, plan.end, clock()) is None, "nothing dirty left"
     if kind == "file":
@@ -197,7 +203,9 @@ def test_the_broker_task_cleans_in_rounds():
     assert stats.cleanings == 1 and stats.bytes_written < stats.bytes_read
 
 
-_record = st.tuples(st.sampled_from([b"a", b"b", b"c", b"d", b"e"]), st.one_of(st.none(), st.binary(min_size=1, max_size=30)))
+_record = st.tuples(
+    st.sampled_from([b"a", b"b", b"c", b"d", b"e"]), st.one_of(st.none(), st.binary(min_size=1, max_size=30))
+)
 appends = st.lists(
     st.tuples(st.lists(_record, min_size=1, max_size=4), st.sampled_from([0, 0, 4]), st.booleans()),
     min_size=1, max_size=60,

@@ -11,10 +11,30 @@ from ..server.test_topics_and_data import create_topic, request
 
 
 async def _commit(client, group: str, offsets: dict[int, int]) -> None:
-    response = await client.request(request(8, 8, group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                                            group_instance_id=None, topics=[{"name": "t", "partitions": [
-                                                {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1,
-                                                 "committed_metadata": ""} for p, o in offsets.items()]}]))
+    response = await client.request(
+        request(
+            8,
+            8,
+            group_id=group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=[
+                {
+                    "name": "t",
+                    "partitions": [
+                        {
+                            "partition_index": p,
+                            "committed_offset": o,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "",
+                        }
+                        for p, o in offsets.items()
+                    ],
+                }
+            ],
+        )
+    )
     assert all(p.error_code == 0 for t in response.topics for p in t.partitions)
 
 

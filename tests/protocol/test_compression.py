@@ -31,7 +31,12 @@ def test_snappy_uses_xerial_framing_and_reads_raw_blocks():
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
 def test_garbage_is_a_corrupt_record(codec):
     with pytest.raises(CorruptRecordError):
-        decompress(codec, b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x09garbage!!" if codec == 2 else b"not compressed at all")
+        decompress(
+            codec,
+            b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x09garbage!!"
+            if codec == 2
+            else b"not compressed at all",
+        )
 
 
 @pytest.mark.parametrize("source", CODECS)

@@ -165,7 +165,12 @@ def _fetch_frame(correlation_id: int, fetch_offset: int, client_id: str = "rdkaf
         isolation_level=1,
         session_id=0,
         session_epoch=-1,
-        topics=[{"topic_id": UUID_A, "partitions": [{"partition": 0, "fetch_offset": fetch_offset, "partition_max_bytes": 1048576}]}],
+        topics=[
+            {
+                "topic_id": UUID_A,
+                "partitions": [{"partition": 0, "fetch_offset": fetch_offset, "partition_max_bytes": 1048576}],
+            }
+        ],
         forgotten_topics_data=[],
         rack_id="",
     )

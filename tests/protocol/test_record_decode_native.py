@@ -49,7 +49,9 @@ def native():
 
 
 def reference(data, position, end, count, base, base_ts, append_time):
-    return outcome_list(lambda: record_reader._py_record_tuples(memoryview(data), position, end, count, base, base_ts, append_time))
+    return outcome_list(
+        lambda: record_reader._py_record_tuples(memoryview(data), position, end, count, base, base_ts, append_time)
+    )
 
 
 def outcome_list(call):
@@ -85,12 +87,16 @@ def agree(native, data, position, end, count, base=0, base_ts=0, append_time=Non
     base_ts=st.integers(-(2**63), 2**63 - 1),
     append_time=st.none() | st.integers(-(2**63), 2**63 - 1),
 )
-def test_decode_records_agrees_with_the_reference(native, records_, edits, cut, count_change, base, base_ts, append_time):
+def test_decode_records_agrees_with_the_reference(
+    native, records_, edits, cut, count_change, base, base_ts, append_time
+):
     batch = bytearray(build_batch(records_))
     for where, value in edits:
         batch[BATCH_HEADER_SIZE + where % (len(batch) - BATCH_HEADER_SIZE)] = value
     end = max(BATCH_HEADER_SIZE, len(batch) - cut)
-    answer, _ = agree(native, bytes(batch), BATCH_HEADER_SIZE, end, len(records_) + count_change, base, base_ts, append_time)
+    answer, _ = agree(
+        native, bytes(batch), BATCH_HEADER_SIZE, end, len(records_) + count_change, base, base_ts, append_time
+    )
     fits = -(2**63) <= base + len(records_) and base_ts + 2**42 < 2**63 and base_ts >= -(2**63) + 2**42
     if not (edits or cut or count_change) and fits:
         assert answer is not None, "the native decoder declined a well-formed batch"
@@ -166,7 +172,9 @@ def test_record_objects_equal_records_made_by_their_constructor(native, records_
     data = build_batch(records_, base, partition_leader_epoch=3, timestamp_type=kind)
     header = parse_batch_header(data)
     floor = base + floor_at
-    made = record_objects(data, header, ConsumerRecord, fetcher._RECORD_SLOTS, fetcher._CONSTANT_SLOTS, ("t", 4, kind, 3), floor)
+    made = record_objects(
+        data, header, ConsumerRecord, fetcher._RECORD_SLOTS, fetcher._CONSTANT_SLOTS, ("t", 4, kind, 3), floor
+    )
     expected = [
         ConsumerRecord("t", 4, offset, timestamp, kind, key, value, headers, 3)
         for offset, timestamp, key, value, headers in record_reader._py_record_tuples(

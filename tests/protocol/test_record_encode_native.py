@@ -32,7 +32,9 @@ def encode():
 
 
 _plain_field = st.none() | st.binary(max_size=40) | st.sampled_from([b"x" * 127, b"x" * 128, b"x" * 20_000])
-_plain_headers = st.lists(st.tuples(st.text(max_size=6) | st.binary(max_size=6), st.none() | st.binary(max_size=6)), max_size=3)
+_plain_headers = st.lists(
+    st.tuples(st.text(max_size=6) | st.binary(max_size=6), st.none() | st.binary(max_size=6)), max_size=3
+)
 _timestamp = st.integers(-(2**63), 2**63 - 1) | st.integers(0, 2**41)
 _plain = st.tuples(_plain_field, _plain_field, _plain_headers | _plain_headers.map(tuple), _timestamp)
 
@@ -107,4 +109,7 @@ def test_the_producer_path_encodes_natively(encode):
     finally:
         record_builder._py_encode_records = saved
     header = next(iter_batches(data))
-    assert [(r.key, r.value, r.headers) for r in iter_records(data, header)] == [(b"k", b"v", (("h", b"1"),)), (None, None, ())]
+    assert [(r.key, r.value, r.headers) for r in iter_records(data, header)] == [
+        (b"k", b"v", (("h", b"1"),)),
+        (None, None, ()),
+    ]

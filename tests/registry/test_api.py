@@ -14,7 +14,9 @@ async def test_register_is_idempotent_and_ids_are_global(app):
     status, first = await call_app(app, "POST", "/subjects/a-value/versions", {"schema": json.dumps(USER)})
     assert status == 200 and first["id"] == 1 and first["version"] == 1
     # The same schema again: the same id and version, nothing new.
-    assert (await call_app(app, "POST", "/subjects/a-value/versions", {"schema": json.dumps(USER, indent=2)}))[1]["id"] == 1
+    assert (await call_app(app, "POST", "/subjects/a-value/versions", {"schema": json.dumps(USER, indent=2)}))[1][
+        "id"
+    ] == 1
     assert (await call_app(app, "GET", "/subjects/a-value/versions"))[1] == [1]
     # The same schema under another subject shares the id; a new one gets the next.
     assert (await call_app(app, "POST", "/subjects/b-value/versions", {"schema": json.dumps(USER)}))[1]["id"] == 1
@@ -80,9 +82,13 @@ async def test_incompatible_schema_is_409_with_reasons(app):
     status, answer = await call_app(app, "POST", "/subjects/s/versions", {"schema": json.dumps(breaking)})
     assert status == 409 and answer["error_code"] == 409
     assert "READER_FIELD_MISSING_DEFAULT_VALUE" in answer["message"] and "'age'" in answer["message"]
-    status, verdict = await call_app(app, "POST", "/compatibility/subjects/s/versions/latest?verbose=true", {"schema": json.dumps(breaking)})
+    status, verdict = await call_app(
+        app, "POST", "/compatibility/subjects/s/versions/latest?verbose=true", {"schema": json.dumps(breaking)}
+    )
     assert status == 200 and verdict["is_compatible"] is False and verdict["messages"]
-    assert (await call_app(app, "POST", "/compatibility/subjects/s/versions/1", {"schema": json.dumps(USER_V2)}))[1] == {"is_compatible": True}
+    assert (await call_app(app, "POST", "/compatibility/subjects/s/versions/1", {"schema": json.dumps(USER_V2)}))[
+        1
+    ] == {"is_compatible": True}
     # NONE for the subject: accepted; the global level is unchanged.
     assert (await call_app(app, "PUT", "/config/s", {"compatibility": "none"}))[1] == {"compatibility": "NONE"}
     assert (await call_app(app, "GET", "/config/s"))[1]["compatibilityLevel"] == "NONE"
@@ -120,18 +126,34 @@ async def test_soft_then_permanent_delete(app):
 
 
 async def test_references_and_referenced_by(app):
-    address = {"type": "record", "name": "Address", "namespace": "com.acme", "fields": [{"name": "city", "type": "string"}]}
+    address = {
+        "type": "record",
+        "name": "Address",
+        "namespace": "com.acme",
+        "fields": [{"name": "city", "type": "string"}],
+    }
     _, ref = await call_app(app, "POST", "/subjects/address/versions", {"schema": json.dumps(address)})
-    person = {"type": "record", "name": "Person", "namespace": "com.acme", "fields": [{"name": "home", "type": "com.acme.Address"}]}
+    person = {
+        "type": "record",
+        "name": "Person",
+        "namespace": "com.acme",
+        "fields": [{"name": "home", "type": "com.acme.Address"}],
+    }
     refs = [{"name": "com.acme.Address", "subject": "address", "version": 1}]
-    status, registered = await call_app(app, "POST", "/subjects/person/versions", {"schema": json.dumps(person), "references": refs})
+    status, registered = await call_app(
+        app, "POST", "/subjects/person/versions", {"schema": json.dumps(person), "references": refs}
+    )
     assert status == 200
     assert (await call_app(app, "GET", "/subjects/address/versions/1/referencedby"))[1] == [registered["id"]]
     assert (await call_app(app, "GET", f"/schemas/ids/{registered['id']}"))[1]["references"] == refs
     # Without the reference the type is unknown; a reference to nothing is refused too.
-    assert (await call_app(app, "POST", "/subjects/p2/versions", {"schema": json.dumps(person)}))[1]["error_code"] == 42201
+    assert (await call_app(app, "POST", "/subjects/p2/versions", {"schema": json.dumps(person)}))[1][
+        "error_code"
+    ] == 42201
     missing = [{"name": "x", "subject": "address", "version": 9}]
-    assert (await call_app(app, "POST", "/subjects/p2/versions", {"schema": json.dumps(person), "references": missing}))[1]["error_code"] == 42201
+    assert (
+        await call_app(app, "POST", "/subjects/p2/versions", {"schema": json.dumps(person), "references": missing})
+    )[1]["error_code"] == 42201
     # A referenced version cannot be deleted.
     assert (await call_app(app, "DELETE", "/subjects/address/versions/1"))[1]["error_code"] == 42206
 
@@ -166,7 +188,9 @@ async def test_metadata_and_rule_set_are_kept_not_run(app):
 async def test_import_refuses_a_taken_version_and_config_keeps_known_keys(app):
     await call_app(app, "PUT", "/mode", {"mode": "IMPORT"})
     await call_app(app, "POST", "/subjects/t/versions", {"schema": json.dumps(USER), "id": 7, "version": 1})
-    status, answer = await call_app(app, "POST", "/subjects/t/versions", {"schema": json.dumps(USER_V2), "id": 8, "version": 1})
+    status, answer = await call_app(
+        app, "POST", "/subjects/t/versions", {"schema": json.dumps(USER_V2), "id": 8, "version": 1}
+    )
     assert (status, answer["error_code"]) == (422, 42205)
     _, kept = await call_app(app, "PUT", "/config/t", {"compatibility": "FULL", "normalize": True, "junk": 1})
     assert kept == {"compatibility": "FULL", "normalize": True}

@@ -26,11 +26,15 @@ def test_register_list_get_check_delete(kafka_broker, tmp_path):
     assert listed.json() == [{"subject": "users-value", "version": 1, "id": 1, "type": "AVRO"}]
     got = trikafka("schemas", "get", "users-value", "--registry", url)
     assert got.code == 0 and '"name": "User"' in got.out and "id 1" in got.out, got
-    assert trikafka("schemas", "get", "--id", "1", "--registry", url, "--json").json()["schema"] == json.dumps(USER, separators=(",", ":"))
+    assert trikafka("schemas", "get", "--id", "1", "--registry", url, "--json").json()["schema"] == json.dumps(
+        USER, separators=(",", ":")
+    )
     breaking = tmp_path / "breaking.avsc"
     breaking.write_text(json.dumps({**USER, "fields": [*USER["fields"], {"name": "age", "type": "int"}]}))
     check = trikafka("schemas", "check", "users-value", str(breaking), "--registry", url)
-    assert check.code == 1 and "NOT compatible" in check.out and "READER_FIELD_MISSING_DEFAULT_VALUE" in check.out, check
+    assert check.code == 1 and "NOT compatible" in check.out and "READER_FIELD_MISSING_DEFAULT_VALUE" in check.out, (
+        check
+    )
     refused = trikafka("schemas", "register", "users-value", str(breaking), "--registry", url)
     assert refused.code == 1 and "incompatible" in refused.err and "error 409" in refused.err, refused
     assert trikafka("schemas", "delete", "users-value", "--registry", url).code == 0
@@ -61,7 +65,9 @@ def test_consume_decode(kafka_broker):
     lines = [json.loads(line) for line in run.out.splitlines()]
     assert lines[:2] == [{"name": "ada"}, {"n": 7}], run
     assert lines[2]["undecodable"].startswith("no schema id")
-    with_json = trikafka("consume", "mixed", "-e", "--decode", "--json", "--registry", url, bootstrap=kafka_broker.bootstrap_servers)
+    with_json = trikafka(
+        "consume", "mixed", "-e", "--decode", "--json", "--registry", url, bootstrap=kafka_broker.bootstrap_servers
+    )
     assert json.loads(with_json.out.splitlines()[0])["value"] == {"name": "ada"}
 
 
@@ -74,7 +80,17 @@ def test_consume_decode_protobuf(kafka_broker):
     client = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})
     serialize = ProtobufSerializer(person, client, {"use.deprecated.format": False})
     producer = Producer({"bootstrap.servers": kafka_broker.bootstrap_servers})
-    producer.produce("pb", serialize(person(name="ada", home=address(city="London")), SerializationContext("pb", MessageField.VALUE)))
+    producer.produce(
+        "pb", serialize(person(name="ada", home=address(city="London")), SerializationContext("pb", MessageField.VALUE))
+    )
     assert producer.flush(30) == 0
-    run = trikafka("consume", "pb", "-e", "--decode", "--registry", kafka_broker.schema_registry_url, bootstrap=kafka_broker.bootstrap_servers)
+    run = trikafka(
+        "consume",
+        "pb",
+        "-e",
+        "--decode",
+        "--registry",
+        kafka_broker.schema_registry_url,
+        bootstrap=kafka_broker.bootstrap_servers,
+    )
     assert json.loads(run.out) == {"name": "ada", "home": {"city": "London"}}, run

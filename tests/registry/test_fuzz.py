@@ -23,21 +23,64 @@ JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=20,
 )
-AVRO_TEXT = st.sampled_from(['"string"', '{"type":"record","name":"R","fields":[]}', '{"type":"enum","name":"E","symbols":["A"]}', '["null","int"]'])
-PROTO_TEXT = st.sampled_from(['syntax = "proto3"; message M { int32 a = 1; }', "message {", 'syntax = "proto3"; import "x.proto"; message M { X x = 1; }'])
+AVRO_TEXT = st.sampled_from(
+    [
+        '"string"',
+        '{"type":"record","name":"R","fields":[]}',
+        '{"type":"enum","name":"E","symbols":["A"]}',
+        '["null","int"]',
+    ]
+)
+PROTO_TEXT = st.sampled_from(
+    [
+        'syntax = "proto3"; message M { int32 a = 1; }',
+        "message {",
+        'syntax = "proto3"; import "x.proto"; message M { X x = 1; }',
+    ]
+)
 SCHEMA_BODY = st.fixed_dictionaries(
     {"schema": AVRO_TEXT | PROTO_TEXT | JSON.map(json.dumps) | st.text(max_size=40)},
     optional={
         "schemaType": st.sampled_from(["AVRO", "JSON", "PROTOBUF"]) | JSON,
-        "references": st.lists(st.fixed_dictionaries({"name": st.text(max_size=5), "subject": st.sampled_from(["s", "t", ""]), "version": st.integers(-2, 3)}), max_size=2) | JSON,
-        "metadata": JSON, "ruleSet": JSON, "id": JSON, "version": JSON,
+        "references": st.lists(
+            st.fixed_dictionaries(
+                {"name": st.text(max_size=5), "subject": st.sampled_from(["s", "t", ""]), "version": st.integers(-2, 3)}
+            ),
+            max_size=2,
+        )
+        | JSON,
+        "metadata": JSON,
+        "ruleSet": JSON,
+        "id": JSON,
+        "version": JSON,
         "compatibility": st.sampled_from(["NONE", "FULL", "backward", "x"]) | JSON,
         "mode": st.sampled_from(["READWRITE", "READONLY", "IMPORT", "x"]) | JSON,
     },
 )
-SEGMENT = st.sampled_from(["s", "t", "latest", "-1", "0", "1", "2", "2147483648", "%", "..", " ", "é/x"]) | st.text(max_size=12)
+SEGMENT = st.sampled_from(["s", "t", "latest", "-1", "0", "1", "2", "2147483648", "%", "..", " ", "é/x"]) | st.text(
+    max_size=12
+)
 QUERY = st.lists(
-    st.tuples(st.sampled_from(["deleted", "permanent", "verbose", "force", "defaultToGlobal", "offset", "limit", "format", "subject", "key", "value", "deleted_only", "subjectPrefix"]), st.text(max_size=8)),
+    st.tuples(
+        st.sampled_from(
+            [
+                "deleted",
+                "permanent",
+                "verbose",
+                "force",
+                "defaultToGlobal",
+                "offset",
+                "limit",
+                "format",
+                "subject",
+                "key",
+                "value",
+                "deleted_only",
+                "subjectPrefix",
+            ]
+        ),
+        st.text(max_size=8),
+    ),
     max_size=4,
 )
 
@@ -50,14 +93,26 @@ def requests(draw):
     if draw(st.booleans()) and draw(st.booleans()):
         segments.append(quote(draw(SEGMENT), safe=""))
     query = "&".join(f"{k}={quote(v, safe='')}" for k, v in draw(QUERY))
-    body = draw(st.one_of(SCHEMA_BODY.map(lambda b: json.dumps(b).encode()), JSON.map(lambda b: json.dumps(b).encode()), st.binary(max_size=30)))
+    body = draw(
+        st.one_of(
+            SCHEMA_BODY.map(lambda b: json.dumps(b).encode()),
+            JSON.map(lambda b: json.dumps(b).encode()),
+            st.binary(max_size=30),
+        )
+    )
     return method, "/" + "/".join(segments) + (f"?{query}" if query else ""), body
 
 
 def test_no_request_gets_a_500(caplog):
     registry = SchemaRegistry(LogHolder(), lambda: 0)
     registry.register("s", {"schema": '{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}'})
-    registry.register("t", {"schema": '{"type":"record","name":"Q","fields":[{"name":"r","type":"R"}]}', "references": [{"name": "R", "subject": "s", "version": 1}]})
+    registry.register(
+        "t",
+        {
+            "schema": '{"type":"record","name":"Q","fields":[{"name":"r","type":"R"}]}',
+            "references": [{"name": "R", "subject": "s", "version": 1}],
+        },
+    )
     app = schema_registry_app(registry)
     statuses: set[int] = set()
 

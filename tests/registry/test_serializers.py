@@ -25,7 +25,9 @@ def _round_trip(kafka_broker, topic, serialize, deserialize, values):
     for value in values:
         producer.produce(topic, serialize(value, SerializationContext(topic, MessageField.VALUE)))
     assert producer.flush(TIMEOUT) == 0
-    consumer = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "g", "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "g", "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     got = []
     try:
@@ -66,7 +68,12 @@ def test_json_schema_round_trip_with_a_reference(kafka_broker):
     from confluent_kafka.schema_registry.json_schema import JSONDeserializer, JSONSerializer
 
     client = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})
-    address = {"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    address = {
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    }
     client.register_schema("address.json", Schema(json.dumps(address), "JSON"))
     order = {
         "$schema": "http://json-schema.org/draft-07/schema#", "title": "Order", "type": "object",
@@ -75,7 +82,10 @@ def test_json_schema_round_trip_with_a_reference(kafka_broker):
     schema = Schema(json.dumps(order), "JSON", [SchemaReference("address.json", "address.json", 1)])
     serializer = JSONSerializer(schema, client)
     values = [{"id": 1, "ship_to": {"city": "Paris"}}, {"id": 2, "ship_to": {"city": "Lyon"}}]
-    assert _round_trip(kafka_broker, "orders", serializer, JSONDeserializer(schema, schema_registry_client=client), values) == values
+    assert (
+        _round_trip(kafka_broker, "orders", serializer, JSONDeserializer(schema, schema_registry_client=client), values)
+        == values
+    )
     registered = client.get_latest_version("orders-value")
     assert registered.schema.schema_type == "JSON" and registered.schema.references[0].name == "address.json"
 
@@ -86,7 +96,13 @@ def test_json_schema_later_drafts(kafka_broker, draft):
 
     client = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})
     schema = json.dumps({"$schema": draft, "type": "object", "properties": {"n": {"type": "integer"}}})
-    got = _round_trip(kafka_broker, "numbers", JSONSerializer(schema, client), JSONDeserializer(schema, schema_registry_client=client), [{"n": 1}])
+    got = _round_trip(
+        kafka_broker,
+        "numbers",
+        JSONSerializer(schema, client),
+        JSONDeserializer(schema, schema_registry_client=client),
+        [{"n": 1}],
+    )
     assert got == [{"n": 1}]
 
 
@@ -98,10 +114,14 @@ def _protobuf_classes():
     address = descriptor_pb2.FileDescriptorProto(name="acme/address.proto", package="acme", syntax="proto3")
     message = address.message_type.add(name="Address")
     message.field.add(name="city", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING, label=1)
-    person = descriptor_pb2.FileDescriptorProto(name="acme/person.proto", package="acme", syntax="proto3", dependency=["acme/address.proto"])
+    person = descriptor_pb2.FileDescriptorProto(
+        name="acme/person.proto", package="acme", syntax="proto3", dependency=["acme/address.proto"]
+    )
     message = person.message_type.add(name="Person")
     message.field.add(name="name", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING, label=1)
-    message.field.add(name="home", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE, type_name=".acme.Address", label=1)
+    message.field.add(
+        name="home", number=2, type=descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE, type_name=".acme.Address", label=1
+    )
     pool.Add(address)
     pool.Add(person)
     return (
@@ -134,10 +154,18 @@ def test_protobuf_schema_as_proto_text(kafka_broker):
     from google.protobuf import descriptor_pb2
 
     client = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})
-    text = 'syntax = "proto3";\npackage shop;\nmessage Item {\n  string sku = 1;\n  map<string, int32> stock = 2;\n  oneof price { int64 cents = 3; string label = 4; }\n}\n'
+    text = (
+        'syntax = "proto3";\npackage shop;\nmessage Item {\n  string sku = 1;\n  map<string, int32> stock = 2;\n'
+        "  oneof price { int64 cents = 3; string label = 4; }\n}\n"
+    )
     schema_id = client.register_schema("items-value", Schema(text, "PROTOBUF"))
     assert client.get_schema(schema_id).schema_str == text.strip()
     fresh = SchemaRegistryClient({"url": kafka_broker.schema_registry_url})  # no cached text
     serialized = fresh.get_schema(schema_id, fmt="serialized").schema_str
     proto = descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized))
-    assert proto.package == "shop" and [f.name for f in proto.message_type[0].field] == ["sku", "stock", "cents", "label"]
+    assert proto.package == "shop" and [f.name for f in proto.message_type[0].field] == [
+        "sku",
+        "stock",
+        "cents",
+        "label",
+    ]

@@ -12,7 +12,9 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
-USER = json.dumps({"type": "record", "name": "User", "namespace": "acme", "fields": [{"name": "name", "type": "string"}]})
+USER = json.dumps(
+    {"type": "record", "name": "User", "namespace": "acme", "fields": [{"name": "name", "type": "string"}]}
+)
 
 
 def _topic(kafka_broker, name, **configs):
@@ -56,7 +58,12 @@ async def test_the_refusal_lists_each_record_and_names_its_batch(autojump_clock)
     async with open_test_broker() as tb, tb.client() as client:
         good = tb.broker.core.schemas.register("named-value", {"schema": USER})["id"]
         await create_topic(client, "named", configs={"confluent.value.schema.validation": "true"})
-        records = [(None, _framed(good), [], 0), (None, b"nope", [], 0), (None, _framed(good), [], 0), (None, _framed(77), [], 0)]
+        records = [
+            (None, _framed(good), [], 0),
+            (None, b"nope", [], 0),
+            (None, _framed(good), [], 0),
+            (None, _framed(77), [], 0),
+        ]
         batches = build_batch(records[:2]) + build_batch(records[2:])
         compressed = bytes(recompress_batches(batches, list(iter_batches(batches)), 4))  # zstd
         for data in (batches, compressed):

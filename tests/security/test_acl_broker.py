@@ -97,14 +97,26 @@ async def test_acl_apis_need_the_cluster_and_validate(autojump_clock):
         assert codes == [ErrorCode.none] * 3 + [ErrorCode.invalid_request] * 4
         assert "kafka-cluster" in created.results[3].error_message
         listed = await client.request(request(29, 3, **acl_filter(resource_type_filter=Res.TOPIC)))
-        got = {(r.resource_name, r.pattern_type, a.operation, a.permission_type) for r in listed.resources for a in r.acls}
+        got = {
+            (r.resource_name, r.pattern_type, a.operation, a.permission_type) for r in listed.resources for a in r.acls
+        }
         assert got == {("t", Pat.LITERAL, Op.READ, Perm.ALLOW), ("p-", Pat.PREFIXED, Op.WRITE, Perm.DENY)}
-        matched = await client.request(request(29, 3, **acl_filter(resource_name_filter="p-x", pattern_type_filter=Pat.MATCH)))
+        matched = await client.request(
+            request(29, 3, **acl_filter(resource_name_filter="p-x", pattern_type_filter=Pat.MATCH))
+        )
         assert [r.resource_name for r in matched.resources] == ["p-"]
         unknown = await client.request(request(29, 3, **acl_filter(operation=0)))
         assert unknown.error_code == ErrorCode.invalid_request and "operation" in unknown.error_message
-        deleted = await client.request(request(31, 3, filters=[
-            acl_filter(resource_type_filter=Res.TOPIC, pattern_type_filter=Pat.PREFIXED), acl_filter(principal_filter="User:x")]))
+        deleted = await client.request(
+            request(
+                31,
+                3,
+                filters=[
+                    acl_filter(resource_type_filter=Res.TOPIC, pattern_type_filter=Pat.PREFIXED),
+                    acl_filter(principal_filter="User:x"),
+                ],
+            )
+        )
         first, second = deleted.filter_results
         assert [(m.resource_name, m.operation) for m in first.matching_acls] == [("p-", Op.WRITE)]
         assert second.matching_acls == ()
@@ -124,8 +136,15 @@ async def test_what_each_api_checks(autojump_clock):
         assert [(t.name, t.error_code) for t in named.topics] == [
             ("secret", ErrorCode.topic_authorization_failed), ("open", ErrorCode.none)]
         assert named.topics[0].topic_id is None and named.topics[0].partitions == ()
-        by_id = await client.request(request(3, 12, topics=[{"name": None, "topic_id": secret_id}],
-                                             allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+        by_id = await client.request(
+            request(
+                3,
+                12,
+                topics=[{"name": None, "topic_id": secret_id}],
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
+        )
         assert (by_id.topics[0].name, by_id.topics[0].error_code) == (None, ErrorCode.topic_authorization_failed)
         # Auto-creation needs CREATE (cluster or topic) besides DESCRIBE. Take CREATE away.
         acls.delete(_exact(allow("kafka-cluster", Op.CREATE, Res.CLUSTER)))
@@ -177,8 +196,13 @@ async def test_hosts_and_super_users(autojump_clock):
     async with open_test_broker(config(**{"super.users": "User:nobody;User:ANONYMOUS"})) as tb, tb.client() as admin:
         assert (await create_topic(admin, "t")).error_code == ErrorCode.none  # a super user needs no ACL
     async with open_test_broker(config()) as tb:
-        tb.broker.path.context.acls.create([allow("*", Op.ALL), allow("t", Op.READ, host="10.0.0.66", permission=Perm.DENY),
-                                       allow("kafka-cluster", Op.CREATE, Res.CLUSTER)])
+        tb.broker.path.context.acls.create(
+            [
+                allow("*", Op.ALL),
+                allow("t", Op.READ, host="10.0.0.66", permission=Perm.DENY),
+                allow("kafka-cluster", Op.CREATE, Res.CLUSTER),
+            ]
+        )
         async with tb.client() as near, tb.client(client_host="10.0.0.66") as far:
             await create_topic(near, "t")
             for client, code in ((near, ErrorCode.none), (far, ErrorCode.topic_authorization_failed)):
@@ -189,7 +213,9 @@ async def test_hosts_and_super_users(autojump_clock):
 async def test_groups_and_transactions(autojump_clock):
     async with open_test_broker(config()) as tb, tb.client() as client:
         acls = tb.broker.path.context.acls
-        acls.create([allow("kafka-cluster", Op.CREATE, Res.CLUSTER), allow("t", Op.READ), allow("g", Op.READ, Res.GROUP)])
+        acls.create(
+            [allow("kafka-cluster", Op.CREATE, Res.CLUSTER), allow("t", Op.READ), allow("g", Op.READ, Res.GROUP)]
+        )
         await create_topic(client, "t")
         await create_topic(client, "hidden")
         found = await client.request(request(10, 4, key_type=0, coordinator_keys=["g", "other"]))
@@ -225,7 +251,9 @@ async def test_groups_and_transactions(autojump_clock):
         assert idempotent.error_code == ErrorCode.cluster_authorization_failed
         acls.create([allow("w-", Op.WRITE, pattern=Pat.PREFIXED)])
         assert (await client.request(request(22, 4, transactional_id=None, **init))).error_code == ErrorCode.none
-        ended = await client.request(request(26, 3, transactional_id="tx", producer_id=1, producer_epoch=0, committed=True))
+        ended = await client.request(
+            request(26, 3, transactional_id="tx", producer_id=1, producer_epoch=0, committed=True)
+        )
         assert ended.error_code == ErrorCode.transactional_id_authorization_failed
 
 
@@ -291,7 +319,9 @@ def test_no_bypass_by_topic_id_or_look_alike_names(grants):
                         assert (code == ErrorCode.topic_authorization_failed) == (not may_read), (name, code)
                     produced = await produce(client, 13, None, topic_id, 0, BATCH)
                     code = produced.responses[0].partition_responses[0].error_code
-                    assert (code == ErrorCode.topic_authorization_failed) == (not plainly_allowed(grants, Op.WRITE, name))
+                    assert (code == ErrorCode.topic_authorization_failed) == (
+                        not plainly_allowed(grants, Op.WRITE, name)
+                    )
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 

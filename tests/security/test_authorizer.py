@@ -112,7 +112,9 @@ def test_authorize_by_resource_type_follows_kafka():
         acl("abc", operation=Op.WRITE), acl("ab", pattern=Pat.PREFIXED, operation=Op.WRITE, permission=Perm.DENY),
     ])
     assert not dominated.authorize_by_resource_type(ALICE, "h", Op.WRITE, Res.TOPIC)
-    wildcard_deny = StandardAuthorizer(acls=[acl("x", operation=Op.WRITE), acl("*", operation=Op.WRITE, permission=Perm.DENY)])
+    wildcard_deny = StandardAuthorizer(
+        acls=[acl("x", operation=Op.WRITE), acl("*", operation=Op.WRITE, permission=Perm.DENY)]
+    )
     assert not wildcard_deny.authorize_by_resource_type(ALICE, "h", Op.WRITE, Res.TOPIC)
 
 

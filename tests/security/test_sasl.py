@@ -157,7 +157,9 @@ async def authenticate(stream: trio.abc.Stream, mechanism: str, password: str):
     if mechanism == "PLAIN":
         token = f"\0alice\0{password}".encode()
         return await call(stream, ApiKey.SASL_AUTHENTICATE, 2, SaslAuthenticateRequest(auth_bytes=token), 2)
-    first = await call(stream, ApiKey.SASL_AUTHENTICATE, 2, SaslAuthenticateRequest(auth_bytes=b"n,,n=alice,r=nonce1"), 2)
+    first = await call(
+        stream, ApiKey.SASL_AUTHENTICATE, 2, SaslAuthenticateRequest(auth_bytes=b"n,,n=alice,r=nonce1"), 2
+    )
     assert first.error_code == ErrorCode.none
     final = scram_client_final(mechanism, password, "n=alice,r=nonce1", first.auth_bytes.decode())
     return await call(stream, ApiKey.SASL_AUTHENTICATE, 2, SaslAuthenticateRequest(auth_bytes=final.encode()), 3)

@@ -135,7 +135,9 @@ async def test_the_connection_is_usable_by_the_trio_client(ca, ssl_config):
                 from kio.schema.metadata.v12.request import MetadataRequest
 
                 response = await connection.request(
-                    MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+                    MetadataRequest(
+                        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+                    )
                 )
                 # Metadata answers with the listener the request came in on.
                 assert [b.port for b in response.brokers] == [broker.port]
@@ -194,7 +196,9 @@ def test_jks_and_a_missing_keystore_are_refused_with_the_listener_named(tls_file
     with pytest.raises(ConfigError, match="listener SSL uses TLS and needs a keystore"):
         BrokerConfig.from_mapping({"listeners": "SSL://127.0.0.1:0"})
     with pytest.raises(ConfigError, match="JKS keystores are not supported"):
-        BrokerConfig.from_mapping({"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(tls_files["keystore"])})
+        BrokerConfig.from_mapping(
+            {"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": str(tls_files["keystore"])}
+        )
 
 
 def test_per_listener_prefixes_win(tls_files):

@@ -41,7 +41,9 @@ async def test_describe_log_dirs_in_memory_and_on_disk(autojump_clock, tmp_path)
                 (result,) = [r for r in response.results if any(t.name == "d" for t in r.topics)]
                 assert result.error_code == ErrorCode.none
                 assert result.log_dir == (str(tmp_path.absolute()) if config else "memory")
-                sizes = {p.partition_index: p.partition_size for t in result.topics if t.name == "d" for p in t.partitions}
+                sizes = {
+                    p.partition_index: p.partition_size for t in result.topics if t.name == "d" for p in t.partitions
+                }
                 assert sizes[0] == 0 and sizes[1] > 100
                 if version >= 4:
                     assert (result.total_bytes > 0) == bool(config)
@@ -86,7 +88,10 @@ async def test_describe_topic_partitions_pages_with_a_cursor(autojump_clock):
                 seen.extend((topic.name, p.partition_index, p.leader_id, tuple(p.isr_nodes)) for p in topic.partitions)
             if response.next_cursor is None:
                 break
-            cursor = {"topic_name": response.next_cursor.topic_name, "partition_index": response.next_cursor.partition_index}
+            cursor = {
+                "topic_name": response.next_cursor.topic_name,
+                "partition_index": response.next_cursor.partition_index,
+            }
         node = tb.broker.config.node_id
         assert [s[:2] for s in seen] == [("a", 0), ("a", 1), ("b", 0), ("b", 1), ("b", 2), ("c", 0)]
         assert all(s[2] == node and s[3] == (node,) for s in seen)

@@ -51,9 +51,20 @@ async def test_alter_configs_replaces_and_incremental_edits(autojump_clock):
     async with open_test_broker() as tb, tb.client() as client:
         await create_topic(client, "alt", configs={"segment.bytes": "1048576"})
         for version in versions(33):
-            response = await client.request(request(33, version, resources=[
-                {"resource_type": TOPIC, "resource_name": "alt", "configs": [{"name": "retention.ms", "value": "1000"}]}],
-                validate_only=False))
+            response = await client.request(
+                request(
+                    33,
+                    version,
+                    resources=[
+                        {
+                            "resource_type": TOPIC,
+                            "resource_name": "alt",
+                            "configs": [{"name": "retention.ms", "value": "1000"}],
+                        }
+                    ],
+                    validate_only=False,
+                )
+            )
             assert response.responses[0].error_code == ErrorCode.none
         configs = {c.name: c for c in (await describe(client, TOPIC, "alt")).configs}
         assert configs["retention.ms"].value == "1000"
@@ -196,7 +207,9 @@ async def test_kafka_3_deprecated_topic_keys_are_accepted_stored_and_ignored(aut
 
 async def test_min_compaction_lag_above_max_is_refused(autojump_clock):
     async with open_test_broker() as tb, tb.client() as client:
-        refused = await create_topic(client, "lag", configs={"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"})
+        refused = await create_topic(
+            client, "lag", configs={"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}
+        )
         assert refused.error_code == ErrorCode.invalid_config
         assert "max.compaction.lag.ms" in refused.error_message
 

@@ -201,7 +201,9 @@ def _fetch(version, topics, *, session_id=0, epoch=0, forgotten=(), by_id=False,
 
 
 def _answered(response) -> list[tuple]:
-    return [(getattr(t, "topic_id", None) or t.topic, p.partition_index) for t in response.responses for p in t.partitions]
+    return [
+        (getattr(t, "topic_id", None) or t.topic, p.partition_index) for t in response.responses for p in t.partitions
+    ]
 
 
 @pytest.mark.parametrize("version", [7, 12, 13, 18])

@@ -79,7 +79,18 @@ async def produce(client, version, topic, topic_id, partition, batch, acks=-1):
     )
 
 
-def fetch_request(version, topic, topic_id, partition, offset, *, max_wait=0, min_bytes=1, max_bytes=10_000_000, partition_max_bytes=1_000_000):
+def fetch_request(
+    version,
+    topic,
+    topic_id,
+    partition,
+    offset,
+    *,
+    max_wait=0,
+    min_bytes=1,
+    max_bytes=10_000_000,
+    partition_max_bytes=1_000_000,
+):
     return request(
         1,
         version,
@@ -175,15 +186,43 @@ async def test_create_topic_validation(autojump_clock):
     async with open_test_broker() as tb, tb.client() as client:
         for version in versions(19):
             response = await client.request(
-                request(19, version, topics=[
-                    {"name": "rf3", "num_partitions": 1, "replication_factor": 3, "assignments": [], "configs": []},
-                    {"name": "bad-config", "num_partitions": 1, "replication_factor": 1, "assignments": [],
-                     "configs": [{"name": "retention.ms", "value": "soon"}]},
-                    {"name": "unknown-config", "num_partitions": 1, "replication_factor": -1, "assignments": [],
-                     "configs": [{"name": "retention.msec", "value": "1"}]},
-                    {"name": "zero", "num_partitions": 0, "replication_factor": 1, "assignments": [], "configs": []},
-                    {"name": f"checked-{version}", "num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []},
-                ], timeout=1000, validate_only=True)
+                request(
+                    19,
+                    version,
+                    topics=[
+                        {"name": "rf3", "num_partitions": 1, "replication_factor": 3, "assignments": [], "configs": []},
+                        {
+                            "name": "bad-config",
+                            "num_partitions": 1,
+                            "replication_factor": 1,
+                            "assignments": [],
+                            "configs": [{"name": "retention.ms", "value": "soon"}],
+                        },
+                        {
+                            "name": "unknown-config",
+                            "num_partitions": 1,
+                            "replication_factor": -1,
+                            "assignments": [],
+                            "configs": [{"name": "retention.msec", "value": "1"}],
+                        },
+                        {
+                            "name": "zero",
+                            "num_partitions": 0,
+                            "replication_factor": 1,
+                            "assignments": [],
+                            "configs": [],
+                        },
+                        {
+                            "name": f"checked-{version}",
+                            "num_partitions": 2,
+                            "replication_factor": 1,
+                            "assignments": [],
+                            "configs": [],
+                        },
+                    ],
+                    timeout=1000,
+                    validate_only=True,
+                )
             )
             codes = [t.error_code for t in response.topics]
             assert codes == [
@@ -401,9 +440,26 @@ async def test_list_offsets_and_delete_records(autojump_clock):
 
         async def list_offsets(version, timestamp):
             response = await client.request(
-                request(2, version, replica_id=-1, isolation_level=0, timeout=1000, topics=[
-                    {"name": "timeline", "partitions": [
-                        {"partition_index": 0, "current_leader_epoch": -1, "timestamp": timestamp, "max_num_offsets": 1}]}])
+                request(
+                    2,
+                    version,
+                    replica_id=-1,
+                    isolation_level=0,
+                    timeout=1000,
+                    topics=[
+                        {
+                            "name": "timeline",
+                            "partitions": [
+                                {
+                                    "partition_index": 0,
+                                    "current_leader_epoch": -1,
+                                    "timestamp": timestamp,
+                                    "max_num_offsets": 1,
+                                }
+                            ],
+                        }
+                    ],
+                )
             )
             p = response.topics[0].partitions[0]
             return p.error_code, p.offset, p.timestamp
@@ -525,7 +581,9 @@ async def test_topic_deleted_during_a_long_poll(autojump_clock, caplog):
         async with trio.open_nursery() as nursery:
             nursery.start_soon(poll)
             await trio.sleep(1)
-            response = await admin.request(request(20, 6, topics=[{"name": None, "topic_id": created.topic_id}], timeout=1000))
+            response = await admin.request(
+                request(20, 6, topics=[{"name": None, "topic_id": created.topic_id}], timeout=1000)
+            )
             assert response.responses[0].error_code == ErrorCode.none
         (partition,) = result["response"].responses[0].partitions
         assert partition.error_code == ErrorCode.unknown_topic_or_partition

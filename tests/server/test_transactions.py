@@ -307,7 +307,9 @@ async def test_transaction_timeout_aborts_on_trios_clock(autojump_clock):
 async def test_state_machine_errors(autojump_clock):
     async with open_test_broker(transaction_max_timeout_ms=10_000) as tb, tb.client() as client:
         await create_topic(client, TOPIC)
-        assert (await Producer(client, "x", timeout_ms=10_001).init()).error_code == ErrorCode.invalid_transaction_timeout
+        assert (
+            await Producer(client, "x", timeout_ms=10_001).init()
+        ).error_code == ErrorCode.invalid_transaction_timeout
         assert (await Producer(client, "", timeout_ms=1000).init()).error_code == ErrorCode.invalid_request
         producer = Producer(client, "x", timeout_ms=10_000)
         await producer.init()
@@ -337,7 +339,11 @@ async def test_state_machine_errors(autojump_clock):
         await producer.add_partitions(0)
         described = await client.request(request(65, 0, transactional_ids=["x", "nobody"]))
         x, nobody = described.transaction_states
-        assert (x.transaction_state, x.producer_id, x.transaction_timeout) == ("Ongoing", pid, datetime.timedelta(seconds=10))
+        assert (x.transaction_state, x.producer_id, x.transaction_timeout) == (
+            "Ongoing",
+            pid,
+            datetime.timedelta(seconds=10),
+        )
         assert [(t.topic, list(t.partitions)) for t in x.topics] == [(TOPIC, [0])]
         assert nobody.error_code == ErrorCode.transactional_id_not_found
         listed = await client.request(request(66, 1, state_filters=["Ongoing", "Bogus"], producer_id_filters=[],

@@ -35,7 +35,10 @@ class ProducerV2(Producer):
             request(26, 5, transactional_id=self.tid, producer_id=self.pid if pid is None else pid,
                     producer_epoch=self.epoch if epoch is None else epoch, committed=commit)
         )
-        if response.error_code == ErrorCode.none and (response.producer_id, response.producer_epoch) != (self.pid, self.epoch):
+        if response.error_code == ErrorCode.none and (response.producer_id, response.producer_epoch) != (
+            self.pid,
+            self.epoch,
+        ):
             self.pid, self.epoch, self.seq = response.producer_id, response.producer_epoch, {}
         return response
 

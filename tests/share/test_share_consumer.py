@@ -59,8 +59,11 @@ def produce(bootstrap: str, topic: str, values: range) -> None:
 def set_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     resource = ConfigResource(
-        ConfigResource.Type.GROUP, group,
-        incremental_configs=[ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()],
+        ConfigResource.Type.GROUP,
+        group,
+        incremental_configs=[
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()
+        ],
     )
     admin.incremental_alter_configs([resource])[resource].result(TIMEOUT)
 

@@ -23,11 +23,27 @@ def heartbeat(group: str, member: str = MEMBER, epoch: int = 0, topics=("t",)):
 
 def share_fetch(group: str, topic_id, *, epoch: int, partitions=(0,), acks=None, max_wait: int = 0,
                 member: str = MEMBER, version: int = 1):
-    return request(78, version, group_id=group, member_id=member, share_session_epoch=epoch,
-                   max_wait=max_wait, min_bytes=1, max_bytes=1 << 20, max_records=100, batch_size=100,
-                   topics=[{"topic_id": topic_id, "partitions": [
-                       {"partition_index": p, "acknowledgement_batches": (acks or {}).get(p, [])} for p in partitions]}],
-                   forgotten_topics_data=[])
+    return request(
+        78,
+        version,
+        group_id=group,
+        member_id=member,
+        share_session_epoch=epoch,
+        max_wait=max_wait,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        max_records=100,
+        batch_size=100,
+        topics=[
+            {
+                "topic_id": topic_id,
+                "partitions": [
+                    {"partition_index": p, "acknowledgement_batches": (acks or {}).get(p, [])} for p in partitions
+                ],
+            }
+        ],
+        forgotten_topics_data=[],
+    )
 
 
 def share_ack(group: str, topic_id, *, epoch: int, acks, member: str = MEMBER):
@@ -192,10 +208,16 @@ async def test_acls_as_kafka_checks_them(autojump_clock):
     )
 
     def allow(name, operation, resource):
-        return AclBinding(resource, name, PatternType.LITERAL, "User:ANONYMOUS", "*", operation, AclPermissionType.ALLOW)
+        return AclBinding(
+            resource, name, PatternType.LITERAL, "User:ANONYMOUS", "*", operation, AclPermissionType.ALLOW
+        )
 
-    config = BrokerConfig.from_mapping({"listeners": "PLAINTEXT://memory:9092",
-                                        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer"})
+    config = BrokerConfig.from_mapping(
+        {
+            "listeners": "PLAINTEXT://memory:9092",
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        }
+    )
     async with open_test_broker(config) as tb, tb.client() as client:
         tb.broker.path.context.acls.create([
             allow("kafka-cluster", AclOperation.CREATE, ResourceType.CLUSTER),

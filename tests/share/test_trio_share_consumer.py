@@ -26,9 +26,14 @@ FAST = {"group.share.heartbeat.interval.ms": 500, "group.share.min.heartbeat.int
 async def prepare(tb, topic: str, group: str, values, **configs: str) -> None:
     async with open_admin(tb) as admin:
         await admin.create_topics([NewTopic(topic, 1, 1)])
-        await admin.incremental_alter_configs({
-            ConfigResource(ConfigResourceType.GROUP, group): [
-                AlterConfigOp(k, v, OpType.SET) for k, v in {"share.auto.offset.reset": "earliest", **configs}.items()]})
+        await admin.incremental_alter_configs(
+            {
+                ConfigResource(ConfigResourceType.GROUP, group): [
+                    AlterConfigOp(k, v, OpType.SET)
+                    for k, v in {"share.auto.offset.reset": "earliest", **configs}.items()
+                ]
+            }
+        )
     async with open_producer(tb) as producer:
         for value in values:
             await producer.send(topic, value, partition=0)

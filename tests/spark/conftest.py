@@ -93,7 +93,12 @@ class Kafka:
         from confluent_kafka import Consumer, TopicPartition
 
         consumer = Consumer(
-            {"bootstrap.servers": self.bootstrap, "group.id": "tests", "enable.auto.commit": False, "logger": LIBRDKAFKA}
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": "tests",
+                "enable.auto.commit": False,
+                "logger": LIBRDKAFKA,
+            }
         )
         try:
             records = []

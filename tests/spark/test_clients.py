@@ -78,7 +78,10 @@ def _reader(kafka, **config):
 
 def test_reader_reads_a_range_in_chunks(kafka):
     topic = kafka.topic("reader")
-    kafka.produce(topic, [{"key": b"k", "value": b"%d" % i, "headers": [("h", b"%d" % i)], "timestamp": 1000 + i} for i in range(10)])
+    kafka.produce(
+        topic,
+        [{"key": b"k", "value": b"%d" % i, "headers": [("h", b"%d" % i)], "timestamp": 1000 + i} for i in range(10)],
+    )
 
     chunks = list(_reader(kafka).read(TopicPartition(topic, 0), 2, 9, **READ))
 
@@ -107,8 +110,12 @@ def test_reader_reports_deleted_offsets_and_watermarks(kafka):
 def test_reader_gives_up_when_the_range_never_fills(kafka):
     topic = kafka.topic("reader-short")
     kafka.produce(topic, [{"value": b"x"}] * 3)
-    with pytest.raises(KafkaClientError, match=r"Failed to get records for .* at offset 3 \(range ends at 5\) after polling for 300 ms"):
-        list(_reader(kafka).read(TopicPartition(topic, 0), 0, 5, max_records=10, with_headers=False, poll_timeout_ms=300))
+    with pytest.raises(
+        KafkaClientError, match=r"Failed to get records for .* at offset 3 \(range ends at 5\) after polling for 300 ms"
+    ):
+        list(
+            _reader(kafka).read(TopicPartition(topic, 0), 0, 5, max_records=10, with_headers=False, poll_timeout_ms=300)
+        )
 
 
 def test_writer_counts_deliveries_and_names_failures(kafka):

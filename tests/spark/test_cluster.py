@@ -63,7 +63,11 @@ def _source(kafka: Any, name: str) -> str:
     topic = kafka.topic(name, partitions=2)
     kafka.produce(
         topic,
-        [{"value": f"{p}-{i}".encode().ljust(100, b"."), "partition": p} for p in range(2) for i in range(RECORDS_PER_PARTITION)],
+        [
+            {"value": f"{p}-{i}".encode().ljust(100, b"."), "partition": p}
+            for p in range(2)
+            for i in range(RECORDS_PER_PARTITION)
+        ],
     )
     return topic
 

@@ -83,7 +83,9 @@ def test_with_a_topic_column_the_marker_is_the_smallest_topic_and_a_rerun_aborts
 def test_a_bad_delivery_guarantee_is_refused_before_any_write(kafka, spark):
     topic = kafka.topic("eos-bad")
     df = spark.createDataFrame([("x",)], "value string")
-    with pytest.raises(Exception, match="option 'deliveryGuarantee' must be one of 'at-least-once', 'exactly-once', got 'once'"):
+    with pytest.raises(
+        Exception, match="option 'deliveryGuarantee' must be one of 'at-least-once', 'exactly-once', got 'once'"
+    ):
         (df.write.format("trikafka").option("kafka.bootstrap.servers", kafka.bootstrap)
          .option("topic", topic).option("deliveryGuarantee", "once").mode("append").save())
     assert _committed(spark, kafka, topic) == []

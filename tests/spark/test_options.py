@@ -100,7 +100,8 @@ def test_subscriptions():
 @pytest.mark.parametrize(
     ("options", "streaming", "message"),
     [
-        ({}, True, "One of the following options must be specified for Kafka source: subscribe, subscribePattern, assign"),
+        ({}, True,
+         "One of the following options must be specified for Kafka source: subscribe, subscribePattern, assign"),
         ({"subscribe": "a", "subscribePattern": "b"}, True, "Only one of the following options can be specified"),
         ({"subscribe": " , "}, True, "No topics to subscribe to"),
         ({"subscribePattern": "("}, True, "not a valid regex"),
@@ -116,13 +117,18 @@ def test_subscriptions():
         ({"subscribe": "a", "failOnDataLoss": "yes"}, True, "'failOnDataLoss' must be 'true' or 'false'"),
         ({"subscribe": "a", "startingTimestamp": "noon"}, True, "'startingTimestamp' must be milliseconds"),
         ({"subscribe": "a", "minOffsetsPerTrigger": "-5"}, True, "'minOffsetsPerTrigger' must be a positive integer"),
-        ({"subscribe": "a", "maxTriggerDelay": "soon"}, True, "option 'maxTriggerDelay' must be a time like '15m', '30s' or '500ms' (units us, ms, s, m, min, h, d), got 'soon'"),
+        ({"subscribe": "a", "maxTriggerDelay": "soon"}, True,
+         "option 'maxTriggerDelay' must be a time like '15m', '30s' or '500ms' "
+         "(units us, ms, s, m, min, h, d), got 'soon'"),
         ({"subscribe": "a", "maxTriggerDelay": "5 weeks"}, True, "option 'maxTriggerDelay' must be a time like"),
-        ({"subscribe": "a", "maxRecordsPerPartition": "5"}, True, "'maxRecordsPerPartition' of Spark's Kafka source is not supported"),
-        ({"subscribe": "a", "kafka.auto.offset.reset": "earliest"}, True, "'auto.offset.reset' is not supported. Instead set the source option 'startingOffsets'"),
+        ({"subscribe": "a", "maxRecordsPerPartition": "5"}, True,
+         "'maxRecordsPerPartition' of Spark's Kafka source is not supported"),
+        ({"subscribe": "a", "kafka.auto.offset.reset": "earliest"}, True,
+         "'auto.offset.reset' is not supported. Instead set the source option 'startingOffsets'"),
         ({"subscribe": "a", "kafka.enable.auto.commit": "true"}, True, "'enable.auto.commit' is not supported"),
         ({"subscribe": "a", "kafka.value.deserializer": "x"}, True, "'value.deserializer' is not supported"),
-        ({"subscribe": "a", "kafka.isolation.level": "dirty"}, True, "'kafka.isolation.level' must be 'read_uncommitted' or 'read_committed'"),
+        ({"subscribe": "a", "kafka.isolation.level": "dirty"}, True,
+         "'kafka.isolation.level' must be 'read_uncommitted' or 'read_committed'"),
     ],
 )
 def test_bad_source_options(options, streaming, message):
@@ -132,7 +138,8 @@ def test_bad_source_options(options, streaming, message):
 
 @pytest.mark.parametrize(
     ("raw", "ms"),
-    [("15m", 900_000), ("30s", 30_000), ("500ms", 500), ("2500", 2500), ("1h", 3_600_000), ("5min", 300_000), (" 1D ", 86_400_000)],
+    [("15m", 900_000), ("30s", 30_000), ("500ms", 500), ("2500", 2500), ("1h", 3_600_000), ("5min", 300_000),
+     (" 1D ", 86_400_000)],
 )
 def test_max_trigger_delay_is_a_spark_time_string(raw, ms):
     assert source(subscribe="a", maxTriggerDelay=raw).max_trigger_delay_ms == ms
@@ -178,7 +185,9 @@ def test_sink_delivery_guarantee():
         SinkOptions.parse({**BOOTSTRAP, "deliveryGuarantee": "exactly-once", "transactionalIdPrefix": " "})
     with pytest.raises(KafkaOptionError, match="'kafka.acks' must be 'all'.*got '1'"):
         SinkOptions.parse({**BOOTSTRAP, "deliveryGuarantee": "exactly-once", "kafka.acks": "1"})
-    with pytest.raises(KafkaOptionError, match="'transactional.id' is not supported: set the sink option 'deliveryGuarantee'"):
+    with pytest.raises(
+        KafkaOptionError, match="'transactional.id' is not supported: set the sink option 'deliveryGuarantee'"
+    ):
         SinkOptions.parse({**BOOTSTRAP, "kafka.transactional.id": "mine"})
 
 

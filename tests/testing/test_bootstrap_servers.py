@@ -21,7 +21,10 @@ def _is_servers(value: object, count: int) -> bool:
 async def test_a_broker_over_tcp_is_its_own_bootstrap():
     """``open_producer(broker)`` / ``open_consumer(broker)`` over real sockets."""
     with trio.fail_after(60):
-        async with open_broker(listeners="PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0", listener_security_protocol_map="PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT") as broker:
+        async with open_broker(
+            listeners="PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0",
+            listener_security_protocol_map="PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT",
+        ) as broker:
             assert _is_servers(broker.bootstrap_servers, 1)
             assert broker.bootstrap_servers == broker.address("PLAINTEXT") == f"127.0.0.1:{broker.port}"
             assert broker.address("OTHER") != broker.address("PLAINTEXT")

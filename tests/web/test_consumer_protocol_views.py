@@ -94,7 +94,12 @@ def test_groups_describe_shows_members_and_lag(site):
     described = trikafka("groups", "describe", GROUP, "--json", bootstrap=b)
     assert described.code == 0, described
     [group] = described.json()
-    assert (group["type"], group["state"], group["protocol_type"], group["lag"]) == ("consumer", "Stable", "consumer", 6)
+    assert (group["type"], group["state"], group["protocol_type"], group["lag"]) == (
+        "consumer",
+        "Stable",
+        "consumer",
+        6,
+    )
     [member] = group["members"]
     assert (member["member_id"], member["client_id"]) == (site.member_id, CLIENT)
     assert member["host"].endswith("127.0.0.1") and member["member_epoch"] > 0
@@ -120,7 +125,12 @@ def test_console_group_page_shows_member_and_partitions(site):
     try:
         driver.get(f"{site.ui}/groups/{urllib.parse.quote(GROUP, safe='')}")
         text = lambda element_id: driver.find_element("id", element_id).text  # noqa: E731
-        assert (text("state"), text("group-type"), text("member-count"), text("total-lag")) == ("Stable", "consumer", "1", "6")
+        assert (text("state"), text("group-type"), text("member-count"), text("total-lag")) == (
+            "Stable",
+            "consumer",
+            "1",
+            "6",
+        )
         rows = driver.execute_script(
             "return Array.from(document.querySelectorAll(arguments[0]))"
             ".map(row => Array.from(row.cells).map(cell => cell.innerText.trim()))", "#members tbody tr",
@@ -136,7 +146,9 @@ def test_metrics_lag_series_name_the_consumer_protocol_member(site):
     samples = scrape(site.metrics)
     labels = {"group": GROUP, "topic": TOPIC, "partition": "0"}
     assert value(samples, "kafka_consumergroup_group_lag", **labels) == 6
-    [(got, _)] = [s for s in samples["kafka_consumergroup_group_lag"] if s[0]["group"] == GROUP and s[0]["partition"] == "0"]
+    [(got, _)] = [
+        s for s in samples["kafka_consumergroup_group_lag"] if s[0]["group"] == GROUP and s[0]["partition"] == "0"
+    ]
     assert (got["consumer_id"], got["client_id"]) == (site.member_id, CLIENT)
     assert value(samples, "kafka_consumergroup_group_sum_lag", group=GROUP) == 6
     assert value(samples, "kafka_consumergroup_members", group=GROUP, state="Stable") == 1

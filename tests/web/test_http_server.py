@@ -115,8 +115,20 @@ def test_a_taken_port_is_one_line_and_exit_1(tmp_path):
         taken.listen()
         port = taken.getsockname()[1]
         result = subprocess.run(
-            [sys.executable, "-m", "trikafka", "--in-memory", "--listeners", "PLAINTEXT://127.0.0.1:0", "--override", f"metrics.port={port}"],
-            capture_output=True, text=True, timeout=60, cwd=tmp_path,
+            [
+                sys.executable,
+                "-m",
+                "trikafka",
+                "--in-memory",
+                "--listeners",
+                "PLAINTEXT://127.0.0.1:0",
+                "--override",
+                f"metrics.port={port}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
             env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
         )
     assert result.returncode == 1

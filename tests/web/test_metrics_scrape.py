@@ -111,7 +111,14 @@ def test_requests_and_their_time_split(traffic):
     s = seen["samples"]
     assert value(s, "kafka_network_requestmetrics_requests_total", request="Produce") >= 2
     assert value(s, "kafka_network_requestmetrics_requests_total", request="OffsetCommit") >= 1
-    for part in ("requestqueuetimems", "localtimems", "remotetimems", "responsequeuetimems", "responsesendtimems", "totaltimems"):
+    for part in (
+        "requestqueuetimems",
+        "localtimems",
+        "remotetimems",
+        "responsequeuetimems",
+        "responsesendtimems",
+        "totaltimems",
+    ):
         for quantile in ("0.50", "0.75", "0.95", "0.98", "0.99", "0.999"):
             assert value(s, f"kafka_network_requestmetrics_{part}", request="Produce", quantile=quantile) >= 0
         assert value(s, f"kafka_network_requestmetrics_{part}_count", request="Produce") >= 2
@@ -154,7 +161,9 @@ def test_group_offsets_and_lag_as_kafka_lag_exporter_names_them(traffic):
         labels = dict(group=GROUP, topic=TOPIC, partition=str(p), cluster_name=broker.cluster_id)
         assert value(s, "kafka_consumergroup_group_offset", **labels) == RECORDS // 3
         assert value(s, "kafka_consumergroup_group_lag", **labels) == (UNREAD if p == 0 else 0)
-        owner = next(got for got, _ in s["kafka_consumergroup_group_lag"] if got["partition"] == str(p) and got["group"] == GROUP)
+        owner = next(
+            got for got, _ in s["kafka_consumergroup_group_lag"] if got["partition"] == str(p) and got["group"] == GROUP
+        )
         assert owner["client_id"] == "metrics-test-reader" and owner["consumer_id"].startswith("metrics-test-reader")
     assert value(s, "kafka_consumergroup_group_max_lag", group=GROUP) == UNREAD
     assert value(s, "kafka_consumergroup_group_sum_lag", group=GROUP) == UNREAD

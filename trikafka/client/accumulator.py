@@ -154,7 +154,9 @@ def _no_wake() -> None:
 
 
 class RecordAccumulator:
-    def __init__(self, batch_size: int, linger_ms: int, delivery_timeout_ms: int, clock: Callable[[], float] = trio.current_time) -> None:
+    def __init__(
+        self, batch_size: int, linger_ms: int, delivery_timeout_ms: int, clock: Callable[[], float] = trio.current_time
+    ) -> None:
         self.batch_size = batch_size
         self.linger = linger_ms / 1000
         self.delivery_timeout = delivery_timeout_ms / 1000
@@ -174,12 +176,19 @@ class RecordAccumulator:
             queue = self.queues[tp] = PartitionQueue(tp)
         return queue
 
-    def append(self, queue: PartitionQueue, record: tuple[bytes | None, bytes | None, Any, int], size: int) -> RecordFuture:
+    def append(
+        self, queue: PartitionQueue, record: tuple[bytes | None, bytes | None, Any, int], size: int
+    ) -> RecordFuture:
         """Add ``record`` — ``(key, value, headers, timestamp)``, ``size`` bytes as
         :func:`record_size` counts them — to the partition's last batch, or to a new one.
         Wakes the sender when a new batch has a linger deadline to watch, or a batch is full."""
         batch = queue[-1] if queue else None
-        if batch is None or batch.attempts or batch.encoded is not None or (batch.size + size > self.batch_size and batch.records):
+        if (
+            batch is None
+            or batch.attempts
+            or batch.encoded is not None
+            or (batch.size + size > self.batch_size and batch.records)
+        ):
             now = self.clock()
             batch = ProducerBatch(queue.tp, now, now + self.delivery_timeout)
             queue.append(batch)

@@ -79,8 +79,12 @@ class ShareGroupAdmin:
             deadline=self._deadline(), groups=[{"group_id": group_id, "topics": None}],
         )
         return {
-            TopicPartition(t.topic_name, int(p.partition_index)): SharePartitionOffset(int(p.start_offset), int(getattr(p, "lag", -1)))
-            for g in answer.groups for t in g.topics for p in t.partitions
+            TopicPartition(t.topic_name, int(p.partition_index)): SharePartitionOffset(
+                int(p.start_offset), int(getattr(p, "lag", -1))
+            )
+            for g in answer.groups
+            for t in g.topics
+            for p in t.partitions
         }
 
     async def alter_share_group_offsets(self, group_id: str, offsets: Mapping[TopicPartition, int]) -> None:

@@ -53,14 +53,37 @@ class GroupOffsetsAndLogDirs:
         refuses it while the group is active, as Kafka's alterConsumerGroupOffsets."""
         by_topic = collections.defaultdict(list)
         for tp, offset in sorted(offsets.items()):
-            by_topic[tp.topic].append({"partition_index": tp.partition, "committed_offset": int(offset), "committed_leader_epoch": -1, "committed_metadata": ""})
+            by_topic[tp.topic].append(
+                {
+                    "partition_index": tp.partition,
+                    "committed_offset": int(offset),
+                    "committed_leader_epoch": -1,
+                    "committed_metadata": "",
+                }
+            )
         answer = await call_coordinator(
-            self.client, group_id, CoordinatorType.GROUP, ApiKey.OFFSET_COMMIT, lambda r: [], what=f"OffsetCommit({group_id!r})",
-            deadline=self._deadline(), group_id=group_id, generation_id_or_member_epoch=-1, generation_id=-1,
-            member_id="", group_instance_id=None, retention_time_ms=-1,
+            self.client,
+            group_id,
+            CoordinatorType.GROUP,
+            ApiKey.OFFSET_COMMIT,
+            lambda r: [],
+            what=f"OffsetCommit({group_id!r})",
+            deadline=self._deadline(),
+            group_id=group_id,
+            generation_id_or_member_epoch=-1,
+            generation_id=-1,
+            member_id="",
+            group_instance_id=None,
+            retention_time_ms=-1,
             topics=[{"name": t, "partitions": p} for t, p in by_topic.items()],
         )
-        _raise_first([(f"group {group_id!r} {t.name}-{p.partition_index}", p.error_code) for t in answer.topics for p in t.partitions])
+        _raise_first(
+            [
+                (f"group {group_id!r} {t.name}-{p.partition_index}", p.error_code)
+                for t in answer.topics
+                for p in t.partitions
+            ]
+        )
 
     @bounded_call("default.api.timeout.ms")
     async def describe_log_dirs(self) -> dict[int, dict[TopicPartition, int]]:

@@ -205,7 +205,9 @@ class KafkaClient(MetadataRefresh):
                 raise
         return NodeConnection(node_id, connection, versions)
 
-    async def _serve(self, node_id: int, connection: KafkaConnection, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    async def _serve(
+        self, node_id: int, connection: KafkaConnection, *, task_status: Any = trio.TASK_STATUS_IGNORED
+    ) -> None:
         try:
             await connection.run(task_status=task_status)
         except trio.Cancelled:
@@ -240,7 +242,9 @@ class KafkaClient(MetadataRefresh):
             raise KafkaConnectionError(f"no connection to broker {node_id}")
         version = state.connection.versions.get(api_key)
         if version is None:
-            raise UnsupportedVersionError(f"broker {node_id} supports no version of {_api_name(api_key)} this client speaks")
+            raise UnsupportedVersionError(
+                f"broker {node_id} supports no version of {_api_name(api_key)} this client speaks"
+            )
         return version
 
     # --- requests -------------------------------------------------------------------------
@@ -278,7 +282,9 @@ class KafkaClient(MetadataRefresh):
     def _build(self, node: NodeConnection, api_key: int, fields: dict[str, Any]) -> Any:
         version = node.versions.get(api_key)
         if version is None:
-            raise UnsupportedVersionError(f"broker {node.node_id} supports no version of {_api_name(api_key)} this client speaks")
+            raise UnsupportedVersionError(
+                f"broker {node.node_id} supports no version of {_api_name(api_key)} this client speaks"
+            )
         return make(request_spec(api_key, version).request_type, **fields)
 
     def least_loaded_node(self) -> int:
@@ -334,7 +340,9 @@ def _api_name(api_key: int) -> str:
         return f"api {api_key}"
 
 
-async def _authenticate(connection: KafkaConnection, versions: dict[int, int], where: str, config: ClientConfig) -> None:
+async def _authenticate(
+    connection: KafkaConnection, versions: dict[int, int], where: str, config: ClientConfig
+) -> None:
     """SASL on a new connection (see :mod:`trikafka.client.sasl`), within request.timeout.ms."""
 
     async def request(api_key: int, fields: dict[str, Any]) -> Any:
@@ -367,7 +375,9 @@ async def _api_versions(connection: KafkaConnection, version: int) -> Any:
 
 async def _find_coordinator_once(client: KafkaClient, key: str, key_type: CoordinatorType) -> int:
     node_id = client.least_loaded_node()
-    answer = await client.send(node_id, ApiKey.FIND_COORDINATOR, key=key, key_type=int(key_type), coordinator_keys=[key])
+    answer = await client.send(
+        node_id, ApiKey.FIND_COORDINATOR, key=key, key_type=int(key_type), coordinator_keys=[key]
+    )
     entry = answer.coordinators[0] if hasattr(answer, "coordinators") else answer  # v4+ batches keys
     if entry.error_code != ErrorCode.none:
         raise error_for(entry.error_code, f"FindCoordinator({key!r}): {entry.error_message or ''}")

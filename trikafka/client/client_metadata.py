@@ -131,12 +131,15 @@ class MetadataRefresh:
                 if error is not None and not error.retriable:
                     raise error_for(error, f"topic {topic!r}")
                 if error == ErrorCode.unknown_topic_or_partition:  # what a bounded caller reports
-                    self.seen.saw_error(f"Metadata of topic {topic!r}", UnknownTopicOrPartitionError(f"topic {topic!r}"))
+                    self.seen.saw_error(
+                        f"Metadata of topic {topic!r}", UnknownTopicOrPartitionError(f"topic {topic!r}")
+                    )
                 await self.refresh_metadata()
         what = f"metadata of topic {topic!r}"
         error = self.cluster.topic_error(topic)
         if error == ErrorCode.unknown_topic_or_partition:
             raise UnknownTopicOrPartitionError(
-                f"topic {topic!r} does not exist: the cluster answered UNKNOWN_TOPIC_OR_PARTITION for {seconds(limit_s)} ({key})"
+                f"topic {topic!r} does not exist: the cluster answered UNKNOWN_TOPIC_OR_PARTITION for "
+                f"{seconds(limit_s)} ({key})"
             )
         raise timeout_error(self, what, key, limit_s)

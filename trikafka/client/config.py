@@ -129,7 +129,12 @@ def _security_protocol(value: Any, key: str) -> str:
 def _sasl_mechanism(value: Any, key: str) -> str:
     text = str(value).strip().upper()
     if text not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
-        raise ConfigError(key, value, "allowed values are PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (GSSAPI and OAUTHBEARER: not in the Trio client)")
+        raise ConfigError(
+            key,
+            value,
+            "allowed values are PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 (GSSAPI and OAUTHBEARER: not in "
+            "the Trio client)",
+        )
     return text
 
 
@@ -165,53 +170,86 @@ CLIENT_KEYS: dict[str, ConfigKey] = {
     for row in (
         _row("bootstrap.servers", None, _servers, ALL, "host:port list to learn the cluster from."),
         _row("client.id", "trikafka", _string, ALL, "Sent in every request header; shows in broker logs."),
-        _row("request.timeout.ms", 30000, _int(0, INT32_MAX), ALL, "How long to wait for an answer before the connection is dropped and the request retried."),
+        _row("request.timeout.ms", 30000, _int(0, INT32_MAX), ALL,
+             "How long to wait for an answer before the connection is dropped and the request retried."),
         _row("metadata.max.age.ms", 300000, _int(0), ALL, "Metadata is refreshed at least this often."),
-        _row("reconnect.backoff.ms", 50, _int(0), ALL, "First wait before reconnecting to a broker; doubles per failure."),
+        _row("reconnect.backoff.ms", 50, _int(0), ALL,
+             "First wait before reconnecting to a broker; doubles per failure."),
         _row("reconnect.backoff.max.ms", 1000, _int(0), ALL, "Upper bound of the reconnect backoff."),
-        _row("retry.backoff.ms", 100, _int(0), ALL, "First wait before retrying a failed request; doubles per attempt."),
+        _row("retry.backoff.ms", 100, _int(0), ALL,
+             "First wait before retrying a failed request; doubles per attempt."),
         _row("retry.backoff.max.ms", 1000, _int(0), ALL, "Upper bound of the retry backoff."),
         _row("security.protocol", "PLAINTEXT", _security_protocol, ALL, "PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL."),
-        _row("sasl.mechanism", "GSSAPI", _sasl_mechanism, ALL, "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (Java's default GSSAPI is not supported: set one)."),
-        _row("sasl.jaas.config", None, _optional_string, ALL, "The login module with username and password, as Java's: PlainLoginModule or ScramLoginModule required username=\"…\" password=\"…\";"),
-        _row("ssl.ca.location", None, _optional_string, ALL, "PEM file of the CA certificates that sign the brokers' certificates (default: the system's)."),
-        _row("ssl.certificate.location", None, _optional_string, ALL, "PEM client certificate for mutual TLS (may hold the key too); the broker's principal is its subject."),
+        _row("sasl.mechanism", "GSSAPI", _sasl_mechanism, ALL,
+             "PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (Java's default GSSAPI is not supported: set one)."),
+        _row("sasl.jaas.config", None, _optional_string, ALL,
+             "The login module with username and password, as Java's: PlainLoginModule or ScramLoginModule required "
+             "username=\"…\" password=\"…\";"),
+        _row("ssl.ca.location", None, _optional_string, ALL,
+             "PEM file of the CA certificates that sign the brokers' certificates (default: the system's)."),
+        _row("ssl.certificate.location", None, _optional_string, ALL,
+             "PEM client certificate for mutual TLS (may hold the key too); the broker's principal is its subject."),
         _row("ssl.key.location", None, _optional_string, ALL, "PEM private key of ssl.certificate.location."),
         _row("ssl.key.password", None, _optional_string, ALL, "Password of an encrypted ssl.key.location."),
-        _row("ssl.endpoint.identification.algorithm", "https", _choice("https", "none"), ALL, "https: the broker's certificate must name the host dialled; none: any name."),
-        _row("enable.ssl.certificate.verification", True, _bool, ALL, "false accepts any broker certificate (testing only: no protection against impostors)."),
-        _row("retries", INT32_MAX, _int(0, INT32_MAX), frozenset({_P, _A}), "How often a retriable failure is retried (bounded by delivery.timeout.ms)."),
-        _row("default.api.timeout.ms", 60000, _int(0, INT32_MAX), frozenset({_C, _A}), "Bound of a blocking call that takes no timeout."),
+        _row("ssl.endpoint.identification.algorithm", "https", _choice("https", "none"), ALL,
+             "https: the broker's certificate must name the host dialled; none: any name."),
+        _row("enable.ssl.certificate.verification", True, _bool, ALL,
+             "false accepts any broker certificate (testing only: no protection against impostors)."),
+        _row("retries", INT32_MAX, _int(0, INT32_MAX), frozenset({_P, _A}),
+             "How often a retriable failure is retried (bounded by delivery.timeout.ms)."),
+        _row("default.api.timeout.ms", 60000, _int(0, INT32_MAX), frozenset({_C, _A}),
+             "Bound of a blocking call that takes no timeout."),
         # producer
         _row("acks", -1, _acks, PRODUCER, "0: no answer; 1: the leader wrote it; all (-1): every in-sync replica."),
         _row("linger.ms", 5, _int(0), PRODUCER, "How long a batch waits for more records before it is sent."),
-        _row("batch.size", 16384, _int(0, INT32_MAX), PRODUCER, "A partition's batch is sent once it holds this many bytes."),
-        _row("compression.type", "none", _choice("none", "gzip", "snappy", "lz4", "zstd"), PRODUCER, "Codec of produced batches."),
-        _row("enable.idempotence", True, _bool, PRODUCER, "Producer id and sequence numbers, so retries never duplicate."),
-        _row("max.in.flight.requests.per.connection", 5, _int(1), PRODUCER, "Unanswered Produce requests per broker connection."),
-        _row("delivery.timeout.ms", 120000, _int(0, INT32_MAX), PRODUCER, "Bound of send(): from the call to success or failure, retries included."),
-        _row("max.request.size", 1048576, _int(0, INT32_MAX), PRODUCER, "Largest record (and request) the producer sends."),
-        _row("buffer.memory", 33554432, _int(0), PRODUCER, "Bytes of records waiting to be sent before send() waits for room."),
+        _row("batch.size", 16384, _int(0, INT32_MAX), PRODUCER,
+             "A partition's batch is sent once it holds this many bytes."),
+        _row("compression.type", "none", _choice("none", "gzip", "snappy", "lz4", "zstd"), PRODUCER,
+             "Codec of produced batches."),
+        _row("enable.idempotence", True, _bool, PRODUCER,
+             "Producer id and sequence numbers, so retries never duplicate."),
+        _row("max.in.flight.requests.per.connection", 5, _int(1), PRODUCER,
+             "Unanswered Produce requests per broker connection."),
+        _row("delivery.timeout.ms", 120000, _int(0, INT32_MAX), PRODUCER,
+             "Bound of send(): from the call to success or failure, retries included."),
+        _row("max.request.size", 1048576, _int(0, INT32_MAX), PRODUCER,
+             "Largest record (and request) the producer sends."),
+        _row("buffer.memory", 33554432, _int(0), PRODUCER,
+             "Bytes of records waiting to be sent before send() waits for room."),
         _row("max.block.ms", 60000, _int(0), PRODUCER, "How long send() waits for metadata of a new topic."),
-        _row("transactional.id", None, _optional_string, PRODUCER, "Makes the producer transactional; survives restarts (fences older instances)."),
-        _row("transaction.timeout.ms", 60000, _int(1, INT32_MAX), PRODUCER, "The coordinator aborts a transaction left open this long."),
+        _row("transactional.id", None, _optional_string, PRODUCER,
+             "Makes the producer transactional; survives restarts (fences older instances)."),
+        _row("transaction.timeout.ms", 60000, _int(1, INT32_MAX), PRODUCER,
+             "The coordinator aborts a transaction left open this long."),
         # consumer
         _row("group.id", None, _optional_string, CONSUMER, "Consumer group; needed for subscribe() and commits."),
-        _row("group.instance.id", None, _optional_string, CONSUMER, "Static membership: a restart within the session keeps the assignment."),
-        _row("group.protocol", "classic", _choice("classic", "consumer"), CONSUMER, "classic: JoinGroup/SyncGroup, the client assigns; consumer: KIP-848, the coordinator assigns (ConsumerGroupHeartbeat)."),
-        _row("group.remote.assignor", None, _optional_string, CONSUMER, "With group.protocol=consumer: the coordinator's assignor (uniform, range); unset: the broker's default."),
-        _row("session.timeout.ms", 45000, _int(1, INT32_MAX), CONSUMER, "A member without heartbeats this long is removed from the group."),
-        _row("heartbeat.interval.ms", 3000, _int(1, INT32_MAX), CONSUMER, "Heartbeat period; below session.timeout.ms."),
-        _row("max.poll.interval.ms", 300000, _int(1, INT32_MAX), CONSUMER, "Longest gap between polls before the member leaves; also the rebalance timeout."),
-        _row("auto.offset.reset", "latest", _choice("earliest", "latest", "none"), CONSUMER, "Where to start without a committed offset."),
+        _row("group.instance.id", None, _optional_string, CONSUMER,
+             "Static membership: a restart within the session keeps the assignment."),
+        _row("group.protocol", "classic", _choice("classic", "consumer"), CONSUMER,
+             "classic: JoinGroup/SyncGroup, the client assigns; consumer: KIP-848, the coordinator assigns "
+             "(ConsumerGroupHeartbeat)."),
+        _row("group.remote.assignor", None, _optional_string, CONSUMER,
+             "With group.protocol=consumer: the coordinator's assignor (uniform, range); unset: the broker's default."),
+        _row("session.timeout.ms", 45000, _int(1, INT32_MAX), CONSUMER,
+             "A member without heartbeats this long is removed from the group."),
+        _row("heartbeat.interval.ms", 3000, _int(1, INT32_MAX), CONSUMER,
+             "Heartbeat period; below session.timeout.ms."),
+        _row("max.poll.interval.ms", 300000, _int(1, INT32_MAX), CONSUMER,
+             "Longest gap between polls before the member leaves; also the rebalance timeout."),
+        _row("auto.offset.reset", "latest", _choice("earliest", "latest", "none"), CONSUMER,
+             "Where to start without a committed offset."),
         _row("enable.auto.commit", True, _bool, CONSUMER, "Commit positions every auto.commit.interval.ms."),
         _row("auto.commit.interval.ms", 5000, _int(0, INT32_MAX), CONSUMER, "Auto-commit period."),
-        _row("isolation.level", "read_uncommitted", _choice("read_uncommitted", "read_committed"), CONSUMER, "read_committed hides open and aborted transactions."),
-        _row("fetch.min.bytes", 1, _int(0, INT32_MAX), CONSUMER, "A fetch waits for this many bytes (or fetch.max.wait.ms)."),
+        _row("isolation.level", "read_uncommitted", _choice("read_uncommitted", "read_committed"), CONSUMER,
+             "read_committed hides open and aborted transactions."),
+        _row("fetch.min.bytes", 1, _int(0, INT32_MAX), CONSUMER,
+             "A fetch waits for this many bytes (or fetch.max.wait.ms)."),
         _row("fetch.max.wait.ms", 500, _int(0, INT32_MAX), CONSUMER, "Longest wait of a fetch for fetch.min.bytes."),
         _row("fetch.max.bytes", 52428800, _int(0, INT32_MAX), CONSUMER, "Bound of one fetch answer."),
-        _row("max.partition.fetch.bytes", 1048576, _int(0, INT32_MAX), CONSUMER, "Bound per partition of one fetch answer."),
-        _row("partition.assignment.strategy", ("range", "cooperative-sticky"), _assignors, CONSUMER, "Assignors offered to the group, preferred first."),
+        _row("max.partition.fetch.bytes", 1048576, _int(0, INT32_MAX), CONSUMER,
+             "Bound per partition of one fetch answer."),
+        _row("partition.assignment.strategy", ("range", "cooperative-sticky"), _assignors, CONSUMER,
+             "Assignors offered to the group, preferred first."),
         _row("max.poll.records", 500, _int(1, INT32_MAX), CONSUMER, "Most records one poll returns."),
     )
 }
@@ -270,7 +308,11 @@ class ClientConfig:
             client_ssl_context(self)  # raises naming the ssl.* key whose file does not load
         if self["security.protocol"] in ("SASL_PLAINTEXT", "SASL_SSL"):
             if "sasl.mechanism" not in self.explicit:
-                raise ConfigError("sasl.mechanism", "GSSAPI", "GSSAPI (Java's default) is not supported: set PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+                raise ConfigError(
+                    "sasl.mechanism",
+                    "GSSAPI",
+                    "GSSAPI (Java's default) is not supported: set PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512",
+                )
             from trikafka.client.sasl import credentials_from_jaas
 
             credentials_from_jaas(self["sasl.jaas.config"])  # raises naming sasl.jaas.config
@@ -283,9 +325,18 @@ class ClientConfig:
                     f"must be lower than session.timeout.ms ({self['session.timeout.ms']})",
                 )
             if self["group.protocol"] == "classic" and self["group.remote.assignor"] is not None:
-                raise ConfigError("group.remote.assignor", self["group.remote.assignor"], "is for group.protocol=consumer (KIP-848); the classic protocol assigns with partition.assignment.strategy")
+                raise ConfigError(
+                    "group.remote.assignor",
+                    self["group.remote.assignor"],
+                    "is for group.protocol=consumer (KIP-848); the classic protocol assigns with "
+                    "partition.assignment.strategy",
+                )
             if self["group.protocol"] == "consumer" and "partition.assignment.strategy" in self.explicit:
-                raise ConfigError("partition.assignment.strategy", ",".join(self["partition.assignment.strategy"]), "is for group.protocol=classic; with consumer the coordinator assigns (group.remote.assignor)")
+                raise ConfigError(
+                    "partition.assignment.strategy",
+                    ",".join(self["partition.assignment.strategy"]),
+                    "is for group.protocol=classic; with consumer the coordinator assigns (group.remote.assignor)",
+                )
             if self["group.id"] is None and self["enable.auto.commit"]:
                 if "enable.auto.commit" in self.explicit:
                     raise ConfigError("enable.auto.commit", True, "needs a group.id")
@@ -298,7 +349,13 @@ class ClientConfig:
         if self["acks"] != -1:
             conflicts.append(("acks", self["acks"], "must be all (-1)"))
         if self["max.in.flight.requests.per.connection"] > 5:
-            conflicts.append(("max.in.flight.requests.per.connection", self["max.in.flight.requests.per.connection"], "must be at most 5"))
+            conflicts.append(
+                (
+                    "max.in.flight.requests.per.connection",
+                    self["max.in.flight.requests.per.connection"],
+                    "must be at most 5",
+                )
+            )
         if self["retries"] == 0:
             conflicts.append(("retries", 0, "must be above 0"))
         if self["enable.idempotence"] and conflicts:

@@ -160,7 +160,9 @@ async def open_connection(
 
 
 @asynccontextmanager
-async def connect_tcp(host: str, port: int, client_id: str | None = "trikafka-client") -> AsyncIterator[KafkaConnection]:
+async def connect_tcp(
+    host: str, port: int, client_id: str | None = "trikafka-client"
+) -> AsyncIterator[KafkaConnection]:
     stream = await trio.open_tcp_stream(host, port)
     async with open_connection(stream, client_id) as connection:
         yield connection

@@ -121,7 +121,11 @@ class Consumer(ConsumerPositions):
         return self.coordinator
 
     def subscribe(
-        self, topics: str | Iterable[str] | re.Pattern[str] | None = None, *, pattern: str | re.Pattern[str] | None = None, listener: Any = None
+        self,
+        topics: str | Iterable[str] | re.Pattern[str] | None = None,
+        *,
+        pattern: str | re.Pattern[str] | None = None,
+        listener: Any = None,
     ) -> None:
         """Subscribe to topics, or to every topic matching ``pattern`` (a regex, checked on
         each metadata refresh). ``listener``: a :class:`RebalanceListener`-shaped object."""
@@ -219,7 +223,9 @@ class Consumer(ConsumerPositions):
         finally:
             self._polling = False
 
-    async def _poll_once_unguarded(self, deadline: float, max_records: int) -> dict[TopicPartition, list[ConsumerRecord]]:
+    async def _poll_once_unguarded(
+        self, deadline: float, max_records: int
+    ) -> dict[TopicPartition, list[ConsumerRecord]]:
         group = self.group
         if self.coordinator is not None:
             await self.coordinator.poll()

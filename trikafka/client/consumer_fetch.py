@@ -158,7 +158,9 @@ class LeaderReader:
                 if answer is None:  # failed or cancelled after sending: the epochs may differ
                     session.reset()
             if not session.handle_response(getattr(answer, "error_code", 0), getattr(answer, "session_id", 0)):
-                logger.info("fetch session with broker %d reset (%s)", node_id, ErrorCode(answer.error_code).name.upper())
+                logger.info(
+                    "fetch session with broker %d reset (%s)", node_id, ErrorCode(answer.error_code).name.upper()
+                )
                 return
             self._absorb(answer, positions, result)
 
@@ -238,10 +240,15 @@ class LeaderReader:
                 await self.client.retry_sleep(attempt)
         if wanted:
             cluster = self.client.cluster
-            missing = sorted({tp.topic for tp in wanted if cluster.topic_error(tp.topic) == ErrorCode.unknown_topic_or_partition})
+            missing = sorted(
+                {tp.topic for tp in wanted if cluster.topic_error(tp.topic) == ErrorCode.unknown_topic_or_partition}
+            )
             if missing:
                 raise UnknownTopicOrPartitionError(
-                    f"no offsets for {sorted(map(str, wanted))}: the cluster has no topic {', '.join(map(repr, missing))}"
+                    f"no offsets for {sorted(map(str, wanted))}: the cluster has no topic "
+                    f"{', '.join(map(repr, missing))}"
                 )
-            raise KafkaError(ErrorCode.leader_not_available, f"no offsets for {sorted(map(str, wanted))}: no leader known")
+            raise KafkaError(
+                ErrorCode.leader_not_available, f"no offsets for {sorted(map(str, wanted))}: no leader known"
+            )
         return found

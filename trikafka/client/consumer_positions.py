@@ -110,5 +110,10 @@ class ConsumerPositions:
             raise OffsetOutOfRangeError(refused)
         for tp in refused:
             if tp in self.subscriptions.assignment:
-                logger.info("%s: position %d out of range; resetting to %s", tp, refused[tp], self.subscriptions.default_reset.value)
+                logger.info(
+                    "%s: position %d out of range; resetting to %s",
+                    tp,
+                    refused[tp],
+                    self.subscriptions.default_reset.value,
+                )
                 self.subscriptions.request_reset(tp, self.subscriptions.default_reset)

@@ -97,7 +97,9 @@ def timeout_error(client: Any, what: str, key: str, limit: float, since: int = -
         return BrokerUnreachableError(f"{what}: no broker reachable at {where} after {seconds(limit)} ({key}): {why}")
     if not client.live_connections() and seen.last is None:
         where = ", ".join(f"{b.host}:{b.port}" for b in client.bootstrap)
-        return BrokerUnreachableError(f"{what}: no broker reachable at {where} after {seconds(limit)} ({key}): no connection attempt finished")
+        return BrokerUnreachableError(
+            f"{what}: no broker reachable at {where} after {seconds(limit)} ({key}): no connection attempt finished"
+        )
     last = f"; last seen: {seen.last}" if seen.last else ""
     return KafkaTimeoutError(f"{what}: no result after {seconds(limit)} ({key}){last}")
 

@@ -33,7 +33,9 @@ class FetchSessionHandler:
         self.sent: dict[TopicPartition, int] = {}  # what the broker's session holds: partition → fetch offset
         self._pending: dict[TopicPartition, int] | None = None  # wanted by the request in flight
 
-    def build(self, wanted: Mapping[TopicPartition, int]) -> tuple[int, int, dict[TopicPartition, int], list[TopicPartition]]:
+    def build(
+        self, wanted: Mapping[TopicPartition, int]
+    ) -> tuple[int, int, dict[TopicPartition, int], list[TopicPartition]]:
         """(session_id, epoch, partitions to name with their offsets, partitions to forget)."""
         self._pending = dict(wanted)
         if self.epoch == 0:

@@ -111,7 +111,9 @@ def _plain(view: memoryview, header: BatchHeader) -> tuple[memoryview | bytearra
 
 #: ConsumerRecord's member descriptors, for the native decoder that fills them directly.
 _RECORD_SLOTS = tuple(getattr(ConsumerRecord, name) for name in ("offset", "timestamp", "key", "value", "headers"))
-_CONSTANT_SLOTS = tuple(getattr(ConsumerRecord, name) for name in ("topic", "partition", "timestamp_type", "leader_epoch"))
+_CONSTANT_SLOTS = tuple(
+    getattr(ConsumerRecord, name) for name in ("topic", "partition", "timestamp_type", "leader_epoch")
+)
 
 
 def decode_partition(

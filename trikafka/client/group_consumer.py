@@ -226,7 +226,9 @@ class ConsumerGroupSession:
                 self.target = [(t.topic_id, [int(p) for p in t.partitions]) for t in answer.assignment.topic_partitions]
 
     def _on_error(self, code: ErrorCode, message: str | None) -> None:
-        text = f"group {self.group_id!r}: ConsumerGroupHeartbeat answered {code.name.upper()}" + (f" ({message})" if message else "")
+        text = f"group {self.group_id!r}: ConsumerGroupHeartbeat answered {code.name.upper()}" + (
+            f" ({message})" if message else ""
+        )
         if code in _FENCED:
             logger.info("%s; its partitions are lost, joining again", text)
             self.pending_lost += tuple(sorted(self.member.owned))

@@ -220,7 +220,9 @@ class GroupMember:
                         mid: decode_subscription(meta, instance) for mid, instance, meta in members
                     }
                 except ConsumerProtocolError as exc:
-                    return self._fatal(f"a member's subscription is unreadable: {exc}", ErrorCode.inconsistent_group_protocol)
+                    return self._fatal(
+                        f"a member's subscription is unreadable: {exc}", ErrorCode.inconsistent_group_protocol
+                    )
             self.state = MemberState.COMPLETING_REBALANCE
             return Step(Action.SYNC)
         if error_code == ErrorCode.member_id_required:
@@ -265,7 +267,9 @@ class GroupMember:
             try:
                 new = set(decode_assignment(assignment).partitions)
             except ConsumerProtocolError as exc:
-                return self._fatal(f"the leader's assignment is unreadable: {exc}", ErrorCode.inconsistent_group_protocol)
+                return self._fatal(
+                    f"the leader's assignment is unreadable: {exc}", ErrorCode.inconsistent_group_protocol
+                )
             old = set(self.owned)
             self.owned = tuple(sorted(new))
             self.state = MemberState.STABLE

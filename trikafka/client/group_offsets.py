@@ -89,7 +89,12 @@ class GroupOffsets:
         by_topic: dict[str, list[dict]] = {}
         for tp, offset in sorted(offsets.items()):
             by_topic.setdefault(tp.topic, []).append(
-                {"partition_index": tp.partition, "committed_offset": offset, "committed_leader_epoch": -1, "committed_metadata": ""}
+                {
+                    "partition_index": tp.partition,
+                    "committed_offset": offset,
+                    "committed_leader_epoch": -1,
+                    "committed_metadata": "",
+                }
             )
         for attempt in range(attempts):
             # The current generation even mid-rebalance (a commit on revoke runs after the
@@ -126,7 +131,9 @@ class GroupOffsets:
                 raise error
             await self.link.client.retry_sleep(attempt)
 
-    async def committed(self, partitions: Iterable[TopicPartition], *, require_stable: bool = True) -> dict[TopicPartition, int | None]:
+    async def committed(
+        self, partitions: Iterable[TopicPartition], *, require_stable: bool = True
+    ) -> dict[TopicPartition, int | None]:
         """The group's committed offsets (None where nothing is committed)."""
         by_topic: dict[str, list[int]] = {}
         for tp in sorted(set(partitions)):
@@ -152,7 +159,9 @@ class GroupOffsets:
             codes.discard(ErrorCode.none)
             if not codes:
                 return {
-                    TopicPartition(t.name, int(p.partition_index)): (int(p.committed_offset) if p.committed_offset >= 0 else None)
+                    TopicPartition(t.name, int(p.partition_index)): (
+                        int(p.committed_offset) if p.committed_offset >= 0 else None
+                    )
                     for t in answer.topics
                     for p in t.partitions
                 }

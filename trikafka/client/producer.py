@@ -109,7 +109,9 @@ class _TopicRoute:
 
 
 class Producer:
-    def __init__(self, client: KafkaClient, config: ClientConfig, key_serializer: Any = None, value_serializer: Any = None) -> None:
+    def __init__(
+        self, client: KafkaClient, config: ClientConfig, key_serializer: Any = None, value_serializer: Any = None
+    ) -> None:
         self.client = client
         self._key_codec = codec(key_serializer, "key_serializer")
         self._value_codec = codec(value_serializer, "value_serializer")
@@ -174,7 +176,9 @@ class Producer:
         record_headers = _headers(headers) if headers else ()
         size = (len(key_bytes) if key_bytes else 0) + (len(value_bytes) if value_bytes else 0)
         if size + 61 > self.max_request_size:
-            raise KafkaError(ErrorCode.message_too_large, f"a {size}-byte record is over max.request.size ({self.max_request_size})")
+            raise KafkaError(
+                ErrorCode.message_too_large, f"a {size}-byte record is over max.request.size ({self.max_request_size})"
+            )
         route = self._routes.get(topic)
         if route is None or route.info is not self._cluster.topics.get(topic):
             route = await self._route(topic)
@@ -205,7 +209,8 @@ class Producer:
         if scope.cancelled_caught:
             raise KafkaTimeoutError(
                 f"Producer.send(): {self.accumulator.queued_bytes} bytes still queued, over buffer.memory "
-                f"({self.buffer_memory}), after {limit:.1f} s (max.block.ms); last seen: {self.client.seen.last or 'nothing wrong'}"
+                f"({self.buffer_memory}), after {limit:.1f} s (max.block.ms); last seen: "
+                f"{self.client.seen.last or 'nothing wrong'}"
             )
 
     async def _route(self, topic: str) -> _TopicRoute:
@@ -276,7 +281,9 @@ class Producer:
         """Flush, then EndTxn(commit). A failed send makes this raise; abort afterwards."""
         await self.flush()
         if self.txn.state == "ABORTABLE_ERROR":
-            raise TransactionAbortedError(ErrorCode.unknown_server_error, f"a send failed, the transaction must abort: {self.txn.error}")
+            raise TransactionAbortedError(
+                ErrorCode.unknown_server_error, f"a send failed, the transaction must abort: {self.txn.error}"
+            )
         self.txn.transition("COMMITTING_TRANSACTION", "commit")
         with trio.CancelScope(shield=True):  # half a commit is worse than a late one
             await self._end_transaction(commit=True)
@@ -285,7 +292,9 @@ class Producer:
     async def abort_transaction(self) -> None:
         """Drop unsent records, wait for those in flight, then EndTxn(abort)."""
         self.txn.transition("ABORTING_TRANSACTION", "abort")
-        if self.sender.fail_queued(TransactionAbortedError(ErrorCode.unknown_server_error, "the transaction was aborted")):
+        if self.sender.fail_queued(
+            TransactionAbortedError(ErrorCode.unknown_server_error, "the transaction was aborted")
+        ):
             self.sender.reinit_producer = True  # sequences of dropped batches left a gap
         while self.accumulator.incomplete:
             await self.sender.wait_progress()
@@ -316,7 +325,9 @@ class Producer:
         ``(offset, metadata)`` or an object with ``offset``/``metadata``."""
         self.txn.check_can_send()
         group_id = group if isinstance(group, str) else group.group_id
-        ids = dict(transactional_id=self.txn.transactional_id, producer_id=self.txn.producer_id, producer_epoch=self.txn.epoch)
+        ids = dict(
+            transactional_id=self.txn.transactional_id, producer_id=self.txn.producer_id, producer_epoch=self.txn.epoch
+        )
         txn_id = self.txn.transactional_id
         try:
             await call_coordinator(
@@ -325,11 +336,19 @@ class Producer:
             )
             self._txn_started = True
             await call_coordinator(
-                self.client, group_id, CoordinatorType.GROUP, ApiKey.TXN_OFFSET_COMMIT,
-                lambda r: [p.error_code for t in r.topics for p in t.partitions], what="TxnOffsetCommit", deadline=self._deadline(),
-                group_id=group_id, generation_id=getattr(group, "generation_id", -1),
-                member_id=getattr(group, "member_id", ""), group_instance_id=getattr(group, "group_instance_id", None),
-                topics=_offset_topics(offsets), **ids,
+                self.client,
+                group_id,
+                CoordinatorType.GROUP,
+                ApiKey.TXN_OFFSET_COMMIT,
+                lambda r: [p.error_code for t in r.topics for p in t.partitions],
+                what="TxnOffsetCommit",
+                deadline=self._deadline(),
+                group_id=group_id,
+                generation_id=getattr(group, "generation_id", -1),
+                member_id=getattr(group, "member_id", ""),
+                group_instance_id=getattr(group, "group_instance_id", None),
+                topics=_offset_topics(offsets),
+                **ids,
             )
         except KafkaError as exc:
             self.txn.fail(exc)
@@ -344,7 +363,9 @@ class Producer:
     async def _close(self, failed: bool) -> None:
         self.closed = True
         if failed:
-            self.sender.fail_queued(KafkaError(ErrorCode.unknown_server_error, "the producer closed with an error", retriable=False))
+            self.sender.fail_queued(
+                KafkaError(ErrorCode.unknown_server_error, "the producer closed with an error", retriable=False)
+            )
             with trio.move_on_after(self.config["request.timeout.ms"] / 1000):
                 while self.accumulator.incomplete:
                     await self.sender.wait_progress()
@@ -365,7 +386,12 @@ def _offset_topics(offsets: Mapping[TopicPartition, Any]) -> list[dict[str, Any]
         else:
             offset, metadata = value.offset, getattr(value, "metadata", "")
         by_topic.setdefault(tp.topic, []).append(
-            {"partition_index": tp.partition, "committed_offset": offset, "committed_leader_epoch": -1, "committed_metadata": metadata or ""}
+            {
+                "partition_index": tp.partition,
+                "committed_offset": offset,
+                "committed_leader_epoch": -1,
+                "committed_metadata": metadata or "",
+            }
         )
     return [{"name": topic, "partitions": partitions} for topic, partitions in by_topic.items()]
 

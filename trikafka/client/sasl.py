@@ -37,8 +37,12 @@ def credentials_from_jaas(jaas: str | None, key: str = "sasl.jaas.config") -> tu
     from trikafka.errors import ConfigError
 
     if not jaas:
-        raise ConfigError(key, None, "a login module with username and password is needed for SASL (e.g. "
-                          'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";)')
+        raise ConfigError(
+            key,
+            None,
+            "a login module with username and password is needed for SASL (e.g. "
+            'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";)',
+        )
     entry = parse_jaas_config(jaas, key)
     if "username" not in entry.options or "password" not in entry.options:
         raise ConfigError(key, "(hidden)", "the login module needs username and password options")
@@ -115,7 +119,9 @@ def mechanism_client(mechanism: str, jaas: str | None) -> PlainClient | ScramCli
     return ScramClient(mechanism, username, password)
 
 
-async def authenticate(request: Callable[[int, dict[str, Any]], Awaitable[Any]], mechanism: str, jaas: str | None, where: str) -> None:
+async def authenticate(
+    request: Callable[[int, dict[str, Any]], Awaitable[Any]], mechanism: str, jaas: str | None, where: str
+) -> None:
     """SaslHandshake + SaslAuthenticate rounds; ``request(api_key, fields)`` sends one request
     on the connection being opened. Raises a non-retriable :class:`KafkaError` on refusal."""
     from trikafka.protocol.registry import ApiKey
@@ -124,10 +130,16 @@ async def authenticate(request: Callable[[int, dict[str, Any]], Awaitable[Any]],
     answer = await request(ApiKey.SASL_HANDSHAKE, {"mechanism": mechanism})
     if answer.error_code != ErrorCode.none:
         enabled = ", ".join(answer.mechanisms) or "none"
-        raise KafkaError(answer.error_code, f"{where} does not enable SASL mechanism {mechanism} (it enables: {enabled})", retriable=False)
+        raise KafkaError(
+            answer.error_code,
+            f"{where} does not enable SASL mechanism {mechanism} (it enables: {enabled})",
+            retriable=False,
+        )
     token: bytes | None = client.first()
     while token is not None:
         answer = await request(ApiKey.SASL_AUTHENTICATE, {"auth_bytes": token})
         if answer.error_code != ErrorCode.none:
-            raise KafkaError(answer.error_code, f"{where}: {answer.error_message or 'authentication failed'}", retriable=False)
+            raise KafkaError(
+                answer.error_code, f"{where}: {answer.error_message or 'authentication failed'}", retriable=False
+            )
         token = client.respond(bytes(answer.auth_bytes))

@@ -53,7 +53,9 @@ def _millis(value: Any) -> int:
 
 
 class Sender:
-    def __init__(self, client: KafkaClient, accumulator: RecordAccumulator, txn: TransactionManager, config: ClientConfig) -> None:
+    def __init__(
+        self, client: KafkaClient, accumulator: RecordAccumulator, txn: TransactionManager, config: ClientConfig
+    ) -> None:
         self.client = client
         self.accumulator = accumulator
         accumulator.wake = self.wake  # a new batch to linger on, or a full one
@@ -169,13 +171,21 @@ class Sender:
         for batch in batches:
             result = results.get((batch.tp.topic, batch.tp.partition))
             if result is None:
-                self._fail(batch, KafkaError(ErrorCode.unknown_server_error, f"{batch.tp}: no answer in Produce response"))
+                self._fail(
+                    batch, KafkaError(ErrorCode.unknown_server_error, f"{batch.tp}: no answer in Produce response")
+                )
             elif result.error_code in (ErrorCode.none, ErrorCode.duplicate_sequence_number):
                 duplicate = result.error_code == ErrorCode.duplicate_sequence_number
-                self._complete(batch, -1 if duplicate else int(result.base_offset), _millis(getattr(result, "log_append_time", None)))
+                self._complete(
+                    batch,
+                    -1 if duplicate else int(result.base_offset),
+                    _millis(getattr(result, "log_append_time", None)),
+                )
             else:
                 message = getattr(result, "error_message", None) or ""
-                error = error_for(result.error_code, f"produce to {batch.tp.topic}-{batch.tp.partition} {message}".rstrip())
+                error = error_for(
+                    result.error_code, f"produce to {batch.tp.topic}-{batch.tp.partition} {message}".rstrip()
+                )
                 if error.stale_metadata:
                     self.client.request_metadata_update()
                 self._retry_or_fail(batch, error)
@@ -183,7 +193,9 @@ class Sender:
     def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError) -> None:
         now = trio.current_time()
         if error.retriable and batch.attempts < self.retries and now < batch.deadline:
-            log.warning("produce to %s-%d failed (%s); retry %d", batch.tp.topic, batch.tp.partition, error, batch.attempts + 1)
+            log.warning(
+                "produce to %s-%d failed (%s); retry %d", batch.tp.topic, batch.tp.partition, error, batch.attempts + 1
+            )
             self.accumulator.reenqueue(batch, now + self.client.retry_backoff.delay(batch.attempts))
             self.wake()
         else:
@@ -244,7 +256,9 @@ class Sender:
                 ApiKey.INIT_PRODUCER_ID, lambda r: [r.error_code], what=what, **fields,
             )
         else:
-            answer = await call_any_node(self.client, ApiKey.INIT_PRODUCER_ID, lambda r: [r.error_code], what=what, **fields)
+            answer = await call_any_node(
+                self.client, ApiKey.INIT_PRODUCER_ID, lambda r: [r.error_code], what=what, **fields
+            )
         self.txn.set_producer(int(answer.producer_id), int(answer.producer_epoch))
         self.reinit_producer = False
         for queue in self.accumulator.queues.values():
@@ -261,7 +275,9 @@ class Sender:
         for tp in new:
             by_topic[tp.topic].append(tp.partition)
         topics = [{"name": t, "partitions": p} for t, p in by_topic.items()]
-        ids = dict(transactional_id=self.txn.transactional_id, producer_id=self.txn.producer_id, producer_epoch=self.txn.epoch)
+        ids = dict(
+            transactional_id=self.txn.transactional_id, producer_id=self.txn.producer_id, producer_epoch=self.txn.epoch
+        )
         try:
             await call_coordinator(
                 self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION,

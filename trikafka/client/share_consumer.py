@@ -144,7 +144,9 @@ class ShareConsumer:
                 nursery.start_soon(self._fetch_node, node_id, partitions, wait_s, found)
         return found
 
-    async def _fetch_node(self, node_id: int, partitions: set[TopicPartition], wait_s: float, found: list[ShareRecord]) -> None:
+    async def _fetch_node(
+        self, node_id: int, partitions: set[TopicPartition], wait_s: float, found: list[ShareRecord]
+    ) -> None:
         session = self.sessions.setdefault(node_id, NodeSession())
         assigned = {tp for tp in partitions if tp in self.membership.assignment}
         topics: dict[Any, list[dict[str, Any]]] = {}
@@ -157,17 +159,25 @@ class ShareConsumer:
             if batches:
                 acked.append(tp)
             if session.epoch == 0 or batches or tp not in session.partitions:
-                topics.setdefault(info.topic_id, []).append({"partition_index": tp.partition, "acknowledgement_batches": batches})
+                topics.setdefault(info.topic_id, []).append(
+                    {"partition_index": tp.partition, "acknowledgement_batches": batches}
+                )
         forgotten: dict[Any, list[int]] = {}
         for tp in session.partitions - assigned:
             info = self.client.cluster.topic(tp.topic)
             if info is not None and info.topic_id is not None:
                 forgotten.setdefault(info.topic_id, []).append(tp.partition)
         response = await self.client.send(
-            node_id, ApiKey.SHARE_FETCH, group_id=self.group_id, member_id=self.membership.member_id,
-            share_session_epoch=session.epoch, max_wait=math.ceil(min(wait_s, self.config["fetch.max.wait.ms"] / 1000) * 1000),
-            min_bytes=self.config["fetch.min.bytes"], max_bytes=self.config["fetch.max.bytes"],
-            max_records=self.max_records, batch_size=self.max_records,
+            node_id,
+            ApiKey.SHARE_FETCH,
+            group_id=self.group_id,
+            member_id=self.membership.member_id,
+            share_session_epoch=session.epoch,
+            max_wait=math.ceil(min(wait_s, self.config["fetch.max.wait.ms"] / 1000) * 1000),
+            min_bytes=self.config["fetch.min.bytes"],
+            max_bytes=self.config["fetch.max.bytes"],
+            max_records=self.max_records,
+            batch_size=self.max_records,
             topics=[{"topic_id": t, "partitions": p} for t, p in topics.items()],
             forgotten_topics_data=[{"topic_id": t, "partitions": p} for t, p in forgotten.items()],
         )
@@ -197,7 +207,9 @@ class ShareConsumer:
         out = []
         for r in decoded.records:
             if r.offset in counts:
-                record = ShareRecord(tp.topic, tp.partition, r.offset, r.timestamp, r.key, r.value, r.headers, counts[r.offset])
+                record = ShareRecord(
+                    tp.topic, tp.partition, r.offset, r.timestamp, r.key, r.value, r.headers, counts[r.offset]
+                )
                 self._unacknowledged[(tp, r.offset)] = record
                 out.append(record)
         for offset in set(counts) - {r.offset for r in out}:  # acquired but no record there: a gap

@@ -27,7 +27,14 @@ from trikafka.client.errors import KafkaConnectionError, KafkaError
 from trikafka.client.transport import Connector
 from trikafka.errors import ConfigError, ErrorCode
 
-__all__ = ["TLS_PROTOCOLS", "SslAuthenticationError", "client_ssl_context", "closed_during_api_versions", "handshake_failure", "tls_connector"]
+__all__ = [
+    "TLS_PROTOCOLS",
+    "SslAuthenticationError",
+    "client_ssl_context",
+    "closed_during_api_versions",
+    "handshake_failure",
+    "tls_connector",
+]
 
 #: The values of ``security.protocol`` that speak TLS.
 TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
@@ -53,7 +60,9 @@ def client_ssl_context(config: Any) -> ssl.SSLContext:
         try:
             ctx.load_verify_locations(cafile=ca)
         except (OSError, ssl.SSLError) as exc:
-            raise ConfigError("ssl.ca.location", ca, f"a readable PEM file of CA certificates is required ({_reason(exc)})") from None
+            raise ConfigError(
+                "ssl.ca.location", ca, f"a readable PEM file of CA certificates is required ({_reason(exc)})"
+            ) from None
     cert, key = config["ssl.certificate.location"], config["ssl.key.location"]
     if key is not None and cert is None:
         raise ConfigError("ssl.key.location", key, "needs ssl.certificate.location (the certificate of that key)")
@@ -61,7 +70,11 @@ def client_ssl_context(config: Any) -> ssl.SSLContext:
         try:
             ctx.load_cert_chain(cert, keyfile=key, password=config["ssl.key.password"])
         except (OSError, ssl.SSLError) as exc:
-            bad = "ssl.certificate.location" if key is None or isinstance(exc, FileNotFoundError) and exc.filename == cert else "ssl.key.location"
+            bad = (
+                "ssl.certificate.location"
+                if key is None or isinstance(exc, FileNotFoundError) and exc.filename == cert
+                else "ssl.key.location"
+            )
             allowed = "a readable PEM certificate (and key) with the right ssl.key.password is required"
             raise ConfigError(bad, config[bad], f"{allowed} ({_reason(exc)})") from None
     return ctx
@@ -98,7 +111,10 @@ def handshake_failure(host: str, port: int, cause: BaseException | None) -> SslA
     broker refuses a missing client certificate only after the client's handshake is done, so
     the client meets that alert on its first read; it is reported here all the same."""
     if isinstance(cause, ssl.SSLCertVerificationError):
-        reason = f"certificate verify failed: {cause.verify_message} (check ssl.ca.location and that the certificate names {host})"
+        reason = (
+            f"certificate verify failed: {cause.verify_message} (check ssl.ca.location and that the "
+            f"certificate names {host})"
+        )
     elif isinstance(cause, ssl.SSLError) and "certificate required" in _reason(cause):
         reason = f"{_reason(cause)}: the broker wants a client certificate (ssl.certificate.location, ssl.key.location)"
     elif cause is None:

@@ -93,7 +93,9 @@ class TransactionManager:
         if self.transactional and self.state != "IN_TRANSACTION":
             if self.state == "ABORTABLE_ERROR":
                 raise TransactionStateError(f"the transaction must be aborted: {self.error}")
-            raise TransactionStateError(f"a transactional producer sends inside a transaction, not in state {self.state}")
+            raise TransactionStateError(
+                f"a transactional producer sends inside a transaction, not in state {self.state}"
+            )
 
     def fail(self, error: BaseException) -> None:
         """A send or request failed: fatal when fenced, else the transaction must abort."""

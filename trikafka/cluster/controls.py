@@ -59,7 +59,11 @@ class ClusterControls:
         partition it hashes to — as Kafka's coordinators move (other ids on it move too)."""
         if key_type not in (None, "group", "transaction"):
             raise ValueError(f"key_type={key_type!r}: allowed values are group, transaction")
-        kinds = [GROUP_KEY, TRANSACTION_KEY] if key_type is None else [GROUP_KEY if key_type == "group" else TRANSACTION_KEY]
+        kinds = (
+            [GROUP_KEY, TRANSACTION_KEY]
+            if key_type is None
+            else [GROUP_KEY if key_type == "group" else TRANSACTION_KEY]
+        )
         for kind in kinds:
             topic, partition = self.state.coordinator_partition(kind, key)
             lead = self.state.leadership(topic, partition)

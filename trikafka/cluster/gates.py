@@ -78,7 +78,9 @@ def _refusal(request: Request) -> Any:
             results_by_topic_v3_and_below=[
                 {
                     "name": t.name,
-                    "results_by_partition": [{"partition_index": p, "partition_error_code": NOT_COORDINATOR} for p in t.partitions],
+                    "results_by_partition": [
+                        {"partition_index": p, "partition_error_code": NOT_COORDINATOR} for p in t.partitions
+                    ],
                 }
                 for t in body.v3_and_below_topics
             ],
@@ -207,7 +209,9 @@ def gate_coordinator_apis(handlers: dict[int, Handler], view: ClusterView, node_
         ApiKey.CONSUMER_GROUP_DESCRIBE: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
         ApiKey.SHARE_GROUP_DESCRIBE: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
         ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: lambda h: gate.per_id(h, GROUP_KEY, "groups", "group_id"),
-        ApiKey.DESCRIBE_TRANSACTIONS: lambda h: gate.per_id(h, TRANSACTION_KEY, "transaction_states", "transactional_id"),
+        ApiKey.DESCRIBE_TRANSACTIONS: lambda h: gate.per_id(
+            h, TRANSACTION_KEY, "transaction_states", "transactional_id"
+        ),
         ApiKey.DELETE_GROUPS: gate.delete_groups,
         ApiKey.LIST_GROUPS: lambda h: gate.listed(h, GROUP_KEY, "groups", "group_id"),
         ApiKey.LIST_TRANSACTIONS: lambda h: gate.listed(h, TRANSACTION_KEY, "transaction_states", "transactional_id"),

@@ -85,7 +85,9 @@ class ReplicatedLog:
         self.partition = partition
 
     def __repr__(self) -> str:
-        return f"<ReplicatedLog {self.topic}-{self.partition} leader={self._logs.leader_of(self.topic, self.partition)}>"
+        return (
+            f"<ReplicatedLog {self.topic}-{self.partition} leader={self._logs.leader_of(self.topic, self.partition)}>"
+        )
 
     @property
     def leader_log(self) -> Log:

@@ -37,12 +37,26 @@ async def _cluster(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.json(result)
         return EXIT_OK
-    out.line(f"Cluster: {cluster_id}  Controller: {controller}  Topics: {result['topics']} + {result['internal_topics']} internal  "
-             f"Partitions: {result['partitions']}")
-    out.table(None, ["BROKER", "HOST", "PORT", "RACK", "LEADERS", ""], [
-        (b["node_id"], b["host"], b["port"], b["rack"] or "", b["leaders"], "controller" if b["node_id"] == controller else "")
-        for b in result["brokers"]
-    ])
+    out.line(
+        f"Cluster: {cluster_id}  Controller: {controller}  Topics: {result['topics']} + "
+        f"{result['internal_topics']} internal  "
+        f"Partitions: {result['partitions']}"
+    )
+    out.table(
+        None,
+        ["BROKER", "HOST", "PORT", "RACK", "LEADERS", ""],
+        [
+            (
+                b["node_id"],
+                b["host"],
+                b["port"],
+                b["rack"] or "",
+                b["leaders"],
+                "controller" if b["node_id"] == controller else "",
+            )
+            for b in result["brokers"]
+        ],
+    )
     return EXIT_OK
 
 

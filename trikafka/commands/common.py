@@ -240,7 +240,10 @@ async def _check_reachable(bootstrap: str, limit_s: float) -> None:
 
 
 def run_command(
-    args: argparse.Namespace, command: Callable[[argparse.Namespace, Output], Awaitable[int | None]], *, bounded: bool = True
+    args: argparse.Namespace,
+    command: Callable[[argparse.Namespace, Output], Awaitable[int | None]],
+    *,
+    bounded: bool = True,
 ) -> int:
     """Run one command in trio; errors become their exit code and one line on stderr.
     ``bounded``: the whole command is held to ``--timeout`` (one-shot commands)."""

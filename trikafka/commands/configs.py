@@ -22,7 +22,11 @@ from trikafka.commands.topics import key_values
 
 __all__ = ["SOURCES", "register"]
 
-TYPES = {"topic": ConfigResourceType.TOPIC, "broker": ConfigResourceType.BROKER, "broker-logger": ConfigResourceType.BROKER_LOGGER}
+TYPES = {
+    "topic": ConfigResourceType.TOPIC,
+    "broker": ConfigResourceType.BROKER,
+    "broker-logger": ConfigResourceType.BROKER_LOGGER,
+}
 
 #: DescribeConfigs' config_source codes, by Kafka's names.
 SOURCES = {
@@ -43,14 +47,23 @@ async def _describe(args: argparse.Namespace, out: Output) -> int:
     if not args.all:
         entries = [e for e in entries if not e.is_default]
     rows = [
-        {"name": e.name, "value": None if e.sensitive else e.value, "source": SOURCES.get(e.source, str(e.source)), "read_only": e.read_only, "sensitive": e.sensitive}
+        {
+            "name": e.name,
+            "value": None if e.sensitive else e.value,
+            "source": SOURCES.get(e.source, str(e.source)),
+            "read_only": e.read_only,
+            "sensitive": e.sensitive,
+        }
         for e in entries
     ]
     if out.as_json:
         out.json(rows)
     else:
-        out.table(f"Configs of {args.type} {args.name}" + ("" if args.all else " (overrides; --all for every key)"),
-                  ["KEY", "VALUE", "SOURCE"], [(r["name"], "(sensitive)" if r["sensitive"] else r["value"], r["source"]) for r in rows])
+        out.table(
+            f"Configs of {args.type} {args.name}" + ("" if args.all else " (overrides; --all for every key)"),
+            ["KEY", "VALUE", "SOURCE"],
+            [(r["name"], "(sensitive)" if r["sensitive"] else r["value"], r["source"]) for r in rows],
+        )
     return EXIT_OK
 
 
@@ -61,7 +74,14 @@ async def _alter(args: argparse.Namespace, out: Output) -> int:
     async with open_admin(**client_settings(args, "admin")) as admin:
         await admin.incremental_alter_configs({_resource(args): changes})
     if out.as_json:
-        out.json({"type": args.type, "name": args.name, "set": {k: v for k, v in changes.items() if v is not None}, "deleted": [k for k, v in changes.items() if v is None]})
+        out.json(
+            {
+                "type": args.type,
+                "name": args.name,
+                "set": {k: v for k, v in changes.items() if v is not None},
+                "deleted": [k for k, v in changes.items() if v is None],
+            }
+        )
     else:
         out.line(f"Altered the configuration of {args.type} {args.name}.")
     return EXIT_OK

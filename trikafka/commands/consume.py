@@ -96,9 +96,13 @@ def _text(data: bytes | None) -> str | None:
 def record_json(record: Any) -> dict[str, Any]:
     """One record as JSON: key, value and header values as UTF-8 text (``base64:…`` when not)."""
     return {
-        "topic": record.topic, "partition": record.partition, "offset": record.offset,
-        "timestamp": record.timestamp, "timestamp_type": getattr(record.timestamp_type, "name", str(record.timestamp_type)),
-        "key": _text(record.key), "value": _text(record.value),
+        "topic": record.topic,
+        "partition": record.partition,
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "timestamp_type": getattr(record.timestamp_type, "name", str(record.timestamp_type)),
+        "key": _text(record.key),
+        "value": _text(record.value),
         "headers": [[name, _text(value)] for name, value in record.headers],
     }
 
@@ -126,7 +130,9 @@ def parse_from(text: str) -> tuple[str, int]:
     return "timestamp", int(moment.timestamp() * 1000)
 
 
-async def _starts(admin: Any, tps: list[TopicPartition], where: tuple[str, int]) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+async def _starts(
+    admin: Any, tps: list[TopicPartition], where: tuple[str, int]
+) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
     """(start offset, high watermark now) per partition."""
     marks = await watermarks(admin, tps)
     kind, number = where
@@ -164,7 +170,10 @@ async def _plan(args: argparse.Namespace, where: tuple[str, int]) -> tuple[Any, 
 async def _consume(args: argparse.Namespace, out: Output) -> int:
     where = parse_from(args.from_)
     if args.group and where[0] not in ("beginning", "end"):
-        raise UsageError("--group starts where the group committed (--from beginning|end only for partitions without a commit); reset a group with `groups reset-offsets`")
+        raise UsageError(
+            "--group starts where the group committed (--from beginning|end only for partitions "
+            "without a commit); reset a group with `groups reset-offsets`"
+        )
     fmt = args.format.encode() if args.format is not None else None
     if args.count is not None and args.count < 1:
         raise UsageError("--count must be at least 1")
@@ -214,7 +223,9 @@ async def _consume(args: argparse.Namespace, out: Output) -> int:
                 for tp in consumer.assignment() - done:
                     if await consumer.position(tp) >= ends.get(tp, 0):
                         done.add(tp)
-                        print(f"% Reached end of topic {tp.topic} [{tp.partition}] at offset {ends[tp]}", file=sys.stderr)
+                        print(
+                            f"% Reached end of topic {tp.topic} [{tp.partition}] at offset {ends[tp]}", file=sys.stderr
+                        )
     stdout.flush()
     return EXIT_OK
 
@@ -249,12 +260,27 @@ def register(commands: Any) -> None:
     parser.add_argument("topic")
     parser.add_argument("--from", dest="from_", default="beginning", metavar="WHERE",
                         help="beginning (default), end, OFFSET, -N (N before the end), s@MS, @MS or an ISO 8601 time")
-    parser.add_argument("-p", "--partition", type=int, action="append", default=[], metavar="N", help="only partition N (repeatable)")
+    parser.add_argument(
+        "-p", "--partition", type=int, action="append", default=[], metavar="N", help="only partition N (repeatable)"
+    )
     parser.add_argument("-G", "--group", metavar="GROUP", help="consume as a member of GROUP (subscribe, commit)")
-    parser.add_argument("--format", "-F", metavar="FMT", help="kcat's tokens: %%s %%S %%R %%k %%K %%T %%h %%t %%p %%o, \\n \\t \\xXX")
+    parser.add_argument(
+        "--format", "-F", metavar="FMT", help="kcat's tokens: %%s %%S %%R %%k %%K %%T %%h %%t %%p %%o, \\n \\t \\xXX"
+    )
     parser.add_argument("--count", "-c", type=int, metavar="N", help="stop after N records")
-    parser.add_argument("-e", "--exit", action="store_true", help="stop at the end of every partition (the end it had at start)")
-    parser.add_argument("--decode", action="store_true", help="decode Confluent-framed values (Avro, JSON Schema, Protobuf) by their schema, as JSON")
-    parser.add_argument("--registry", default="http://127.0.0.1:8081", metavar="URL", help="the Schema Registry --decode asks (default http://127.0.0.1:8081)")
+    parser.add_argument(
+        "-e", "--exit", action="store_true", help="stop at the end of every partition (the end it had at start)"
+    )
+    parser.add_argument(
+        "--decode",
+        action="store_true",
+        help="decode Confluent-framed values (Avro, JSON Schema, Protobuf) by their schema, as JSON",
+    )
+    parser.add_argument(
+        "--registry",
+        default="http://127.0.0.1:8081",
+        metavar="URL",
+        help="the Schema Registry --decode asks (default http://127.0.0.1:8081)",
+    )
     add_connection_flags(parser)
     parser.set_defaults(run=_consume, bounded=False)

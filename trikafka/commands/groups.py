@@ -72,11 +72,24 @@ async def share_group_view(admin: Admin, group_id: str) -> dict[str, Any] | None
             owners.setdefault(tp, []).append(m.client_id)
     rows = [{"topic": tp.topic, "partition": tp.partition, "start_offset": o.start_offset, "end": ends[tp].offset,
              "lag": o.lag, "members": sorted(owners.get(tp, []))} for tp, o in sorted(offsets.items())]
-    return {"group": group_id, "state": description.state, "type": "share", "assignor": description.assignor,
-            "members": [{"member_id": m.member_id, "client_id": m.client_id, "host": m.client_host,
-                         "member_epoch": m.member_epoch, "partitions": [[tp.topic, tp.partition] for tp in m.partitions]}
-                        for m in description.members],
-            "offsets": rows, "lag": sum(max(r["lag"], 0) for r in rows)}
+    return {
+        "group": group_id,
+        "state": description.state,
+        "type": "share",
+        "assignor": description.assignor,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "client_id": m.client_id,
+                "host": m.client_host,
+                "member_epoch": m.member_epoch,
+                "partitions": [[tp.topic, tp.partition] for tp in m.partitions],
+            }
+            for m in description.members
+        ],
+        "offsets": rows,
+        "lag": sum(max(r["lag"], 0) for r in rows),
+    }
 
 
 def _print_share(out: Output, group: dict[str, Any]) -> None:
@@ -97,7 +110,11 @@ async def _list(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.json(rows)
     else:
-        out.table(None, ["GROUP", "TYPE", "PROTOCOL-TYPE", "STATE"], [(r["group"], r["type"], r["protocol_type"] or "-", r["state"]) for r in rows])
+        out.table(
+            None,
+            ["GROUP", "TYPE", "PROTOCOL-TYPE", "STATE"],
+            [(r["group"], r["type"], r["protocol_type"] or "-", r["state"]) for r in rows],
+        )
     return EXIT_OK
 
 
@@ -111,17 +128,28 @@ async def _describe(args: argparse.Namespace, out: Output) -> int:
                 continue
             if description.state == "Dead" and not rows:
                 raise fail(f"GROUP_ID_NOT_FOUND: group {group_id!r} does not exist")
-            result.append({
-                "group": group_id, "state": description.state, "type": description.type,
-                "protocol_type": description.protocol_type, "protocol": description.protocol,
-                "members": [
-                    {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-                     "host": m.client_host, "member_epoch": m.member_epoch, "partitions": [[tp.topic, tp.partition] for tp in m.partitions]}
-                    for m in description.members
-                ],
-                "offsets": rows,
-                "lag": sum(r["lag"] or 0 for r in rows),
-            })
+            result.append(
+                {
+                    "group": group_id,
+                    "state": description.state,
+                    "type": description.type,
+                    "protocol_type": description.protocol_type,
+                    "protocol": description.protocol,
+                    "members": [
+                        {
+                            "member_id": m.member_id,
+                            "group_instance_id": m.group_instance_id,
+                            "client_id": m.client_id,
+                            "host": m.client_host,
+                            "member_epoch": m.member_epoch,
+                            "partitions": [[tp.topic, tp.partition] for tp in m.partitions],
+                        }
+                        for m in description.members
+                    ],
+                    "offsets": rows,
+                    "lag": sum(r["lag"] or 0 for r in rows),
+                }
+            )
     if out.as_json:
         out.json(result)
         return EXIT_OK
@@ -132,11 +160,23 @@ async def _describe(args: argparse.Namespace, out: Output) -> int:
         out.line(f"Group: {group['group']}  Type: {group['type']}  State: {group['state']}  "
                  f"{'Assignor' if group['type'] == 'consumer' else 'Protocol'}: {group['protocol'] or '-'}  "
                  f"Members: {len(group['members'])}  Lag: {group['lag']}")
-        out.table(None, ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"], [
-            (r["topic"], r["partition"], "-" if r["committed"] is None else r["committed"], r["end"],
-             "-" if r["lag"] is None else r["lag"], r["member_id"] or "-", r["host"] or "-", r["client_id"] or "-")
-            for r in group["offsets"]
-        ])
+        out.table(
+            None,
+            ["TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST", "CLIENT-ID"],
+            [
+                (
+                    r["topic"],
+                    r["partition"],
+                    "-" if r["committed"] is None else r["committed"],
+                    r["end"],
+                    "-" if r["lag"] is None else r["lag"],
+                    r["member_id"] or "-",
+                    r["host"] or "-",
+                    r["client_id"] or "-",
+                )
+                for r in group["offsets"]
+            ],
+        )
     return EXIT_OK
 
 
@@ -148,7 +188,9 @@ async def _delete(args: argparse.Namespace, out: Output) -> int:
 
 
 async def _reset_offsets(args: argparse.Namespace, out: Output) -> int:
-    targets = [flag for flag in ("to_earliest", "to_latest") if getattr(args, flag)] + (["to_offset"] if args.to_offset is not None else [])
+    targets = [flag for flag in ("to_earliest", "to_latest") if getattr(args, flag)] + (
+        ["to_offset"] if args.to_offset is not None else []
+    )
     if len(targets) != 1:
         raise UsageError("reset-offsets needs exactly one of --to-earliest, --to-latest, --to-offset N")
     if not args.topic and not args.all_topics:
@@ -158,7 +200,10 @@ async def _reset_offsets(args: argparse.Namespace, out: Output) -> int:
         share = await share_group_view(admin, args.group) if description.state == "Dead" else None
         state = share["state"] if share else description.state
         if state not in ("Empty", "Dead"):
-            raise fail(f"group {args.group!r} is {state}: offsets can only be reset while it has no members (stop its consumers)")
+            raise fail(
+                f"group {args.group!r} is {state}: offsets can only be reset while it has no members "
+                "(stop its consumers)"
+            )
         if share:  # kafka-share-groups.sh --reset-offsets: the share-partition start offsets
             committed = {TopicPartition(r["topic"], r["partition"]): r["start_offset"] for r in share["offsets"]
                          if r["start_offset"] >= 0}
@@ -181,13 +226,19 @@ async def _reset_offsets(args: argparse.Namespace, out: Output) -> int:
                 plan[tp] = min(max(args.to_offset, low[tp].offset), high[tp].offset)
         if args.execute and plan:
             await (admin.alter_share_group_offsets if share else admin.alter_group_offsets)(args.group, plan)
-    rows = [{"topic": tp.topic, "partition": tp.partition, "current": committed.get(tp), "new": offset} for tp, offset in plan.items()]
+    rows = [
+        {"topic": tp.topic, "partition": tp.partition, "current": committed.get(tp), "new": offset}
+        for tp, offset in plan.items()
+    ]
     if out.as_json:
         out.json({"group": args.group, "executed": args.execute, "offsets": rows})
     else:
-        out.table(f"Group {args.group}: " + ("offsets reset" if args.execute else "dry run (add --execute to commit these offsets)"),
-                  ["TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"],
-                  [(r["topic"], r["partition"], "-" if r["current"] is None else r["current"], r["new"]) for r in rows])
+        out.table(
+            f"Group {args.group}: "
+            + ("offsets reset" if args.execute else "dry run (add --execute to commit these offsets)"),
+            ["TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET"],
+            [(r["topic"], r["partition"], "-" if r["current"] is None else r["current"], r["new"]) for r in rows],
+        )
     return EXIT_OK
 
 
@@ -204,7 +255,9 @@ def register(commands: Any) -> None:
     p.set_defaults(run=_delete)
     p = actions.add_parser("reset-offsets", help="move a group's committed offsets (dry run unless --execute)")
     p.add_argument("group", metavar="GROUP")
-    p.add_argument("--topic", action="append", default=[], metavar="TOPIC", help="every partition of TOPIC (repeatable)")
+    p.add_argument(
+        "--topic", action="append", default=[], metavar="TOPIC", help="every partition of TOPIC (repeatable)"
+    )
     p.add_argument("--all-topics", action="store_true", help="every partition the group committed")
     p.add_argument("--to-earliest", action="store_true", help="the log start offset")
     p.add_argument("--to-latest", action="store_true", help="the log end offset")

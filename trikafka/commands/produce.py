@@ -75,7 +75,10 @@ async def _check_topic(producer: Any, topic: str) -> None:
     client.cluster.add_interest([topic])
     await client.refresh_metadata()
     if client.cluster.topic_error(topic) == ErrorCode.unknown_topic_or_partition:
-        raise fail(f"UNKNOWN_TOPIC_OR_PARTITION: topic {topic!r} does not exist (and the broker does not create topics: auto.create.topics.enable=false)")
+        raise fail(
+            f"UNKNOWN_TOPIC_OR_PARTITION: topic {topic!r} does not exist (and the broker does not "
+            f"create topics: auto.create.topics.enable=false)"
+        )
 
 
 def _progress() -> Any:
@@ -133,7 +136,9 @@ async def _produce(args: argparse.Namespace, out: Output) -> int:
                 key = None
                 if key_sep is not None and key_sep in line:
                     key, line = line.split(key_sep, 1)
-                pending.append(await producer.enqueue(args.topic, line, key=key, headers=headers or None, partition=args.partition))
+                pending.append(
+                    await producer.enqueue(args.topic, line, key=key, headers=headers or None, partition=args.partition)
+                )
                 records += 1
                 size += len(line) + (len(key) if key else 0)
                 settle()
@@ -145,7 +150,14 @@ async def _produce(args: argparse.Namespace, out: Output) -> int:
         if args.file:
             stream.close()
     if out.as_json:
-        out.json({"topic": args.topic, "records": records, "bytes": size, "last_offsets": {str(p): o for p, o in sorted(last.items())}})
+        out.json(
+            {
+                "topic": args.topic,
+                "records": records,
+                "bytes": size,
+                "last_offsets": {str(p): o for p, o in sorted(last.items())},
+            }
+        )
     else:
         print(f"Produced {records} records ({size} bytes) to {args.topic}", file=sys.stderr)
     return EXIT_OK
@@ -154,9 +166,13 @@ async def _produce(args: argparse.Namespace, out: Output) -> int:
 def register(commands: Any) -> None:
     parser = commands.add_parser("produce", help="produce lines of stdin or a file as records")
     parser.add_argument("topic")
-    parser.add_argument("--file", "-f", metavar="PATH", help="read lines from PATH instead of stdin (a progress bar on a terminal)")
+    parser.add_argument(
+        "--file", "-f", metavar="PATH", help="read lines from PATH instead of stdin (a progress bar on a terminal)"
+    )
     parser.add_argument("--key-sep", "-K", metavar="SEP", help="split each line into KEY SEP VALUE at the first SEP")
-    parser.add_argument("-H", "--header", action="append", default=[], metavar="KEY=VALUE", help="a header on every record (repeatable)")
+    parser.add_argument(
+        "-H", "--header", action="append", default=[], metavar="KEY=VALUE", help="a header on every record (repeatable)"
+    )
     parser.add_argument("-p", "--partition", type=int, metavar="N", help="produce to partition N only")
     add_connection_flags(parser)
     parser.set_defaults(run=_produce, bounded=False)

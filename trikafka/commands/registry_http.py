@@ -97,7 +97,10 @@ class RecordDecoder:
         if data is None:
             return None
         if len(data) < 5 or data[0] != 0:
-            return {"undecodable": "no schema id (magic byte 0 and a 4-byte id)", "base64": base64.b64encode(data).decode()}
+            return {
+                "undecodable": "no schema id (magic byte 0 and a 4-byte id)",
+                "base64": base64.b64encode(data).decode(),
+            }
         (schema_id,) = struct.unpack_from(">i", data, 1)
         schema_type, parsed = self._schema(schema_id)
         payload = io.BytesIO(data[5:])

@@ -35,11 +35,22 @@ async def _list(args: argparse.Namespace, out: Output) -> int:
         if not subject.startswith(args.prefix):
             continue
         latest = await client.call("GET", f"/subjects/{subject_path(subject)}/versions/latest{query}")
-        rows.append({"subject": subject, "version": latest["version"], "id": latest["id"], "type": latest.get("schemaType", "AVRO")})
+        rows.append(
+            {
+                "subject": subject,
+                "version": latest["version"],
+                "id": latest["id"],
+                "type": latest.get("schemaType", "AVRO"),
+            }
+        )
     if out.as_json:
         out.json(rows)
     else:
-        out.table(f"Subjects at {client.url}", ["SUBJECT", "LATEST", "ID", "TYPE"], [(r["subject"], r["version"], r["id"], r["type"]) for r in rows])
+        out.table(
+            f"Subjects at {client.url}",
+            ["SUBJECT", "LATEST", "ID", "TYPE"],
+            [(r["subject"], r["version"], r["id"], r["type"]) for r in rows],
+        )
     return EXIT_OK
 
 
@@ -63,7 +74,11 @@ async def _get(args: argparse.Namespace, out: Output) -> int:
     if out.as_json:
         out.json(found)
     else:
-        where = f"id {args.id}" if args.id is not None else f"{found['subject']} version {found['version']} (id {found['id']})"
+        where = (
+            f"id {args.id}"
+            if args.id is not None
+            else f"{found['subject']} version {found['version']} (id {found['id']})"
+        )
         out.line(f"# {where}, {found.get('schemaType', 'AVRO')}" + "".join(
             f"\n# reference {r['name']} = {r['subject']}:{r['version']}" for r in found.get("references") or ()
         ))
@@ -130,7 +145,9 @@ async def _delete(args: argparse.Namespace, out: Output) -> int:
 
 
 def add_registry_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--registry", default=DEFAULT_REGISTRY, metavar="URL", help=f"the Schema Registry (default {DEFAULT_REGISTRY})")
+    parser.add_argument(
+        "--registry", default=DEFAULT_REGISTRY, metavar="URL", help=f"the Schema Registry (default {DEFAULT_REGISTRY})"
+    )
 
 
 def register(commands: Any) -> None:
@@ -151,8 +168,12 @@ def register(commands: Any) -> None:
     for sub, run in ((reg, _register), (check, _check)):
         sub.add_argument("subject")
         sub.add_argument("file")
-        sub.add_argument("--type", choices=["AVRO", "JSON", "PROTOBUF"], type=str.upper, help="default: from the extension")
-        sub.add_argument("--reference", action="append", default=[], metavar="NAME=SUBJECT:VERSION", help="a reference (repeatable)")
+        sub.add_argument(
+            "--type", choices=["AVRO", "JSON", "PROTOBUF"], type=str.upper, help="default: from the extension"
+        )
+        sub.add_argument(
+            "--reference", action="append", default=[], metavar="NAME=SUBJECT:VERSION", help="a reference (repeatable)"
+        )
         sub.set_defaults(run=run)
     delete = actions.add_parser("delete", help="soft-delete a subject or --version; --permanent after")
     delete.add_argument("subject")
@@ -162,4 +183,6 @@ def register(commands: Any) -> None:
     for sub in (listing, get, reg, check, delete):
         add_registry_flag(sub)
         sub.add_argument("--json", action="store_true", help="JSON on stdout, for scripts")
-        sub.add_argument("--timeout", type=float, default=10.0, metavar="SECONDS", help="give up on the registry after this long")
+        sub.add_argument(
+            "--timeout", type=float, default=10.0, metavar="SECONDS", help="give up on the registry after this long"
+        )

@@ -73,12 +73,21 @@ def _requests_section(view: View) -> Section:
     columns = ("API", "req/s", "total", "p50 ms", "p99 ms", *(f"{label} ms" for label, _ in TIME_SPLIT))
     if requests is None:
         return Section("Requests", columns, (), note=NO_METRICS)
-    rows = sorted(requests.items(), key=lambda item: (-view.requests_per_s.get(item[0], 0.0), -item[1].requests, item[0]))
+    rows = sorted(
+        requests.items(), key=lambda item: (-view.requests_per_s.get(item[0], 0.0), -item[1].requests, item[0])
+    )
     return Section(
-        f"Requests (p50/p99 of TotalTimeMs; mean of each part) · {view.snapshot.metrics_source}", columns,
+        f"Requests (p50/p99 of TotalTimeMs; mean of each part) · {view.snapshot.metrics_source}",
+        columns,
         tuple(
-            (api, _rate(view.requests_per_s.get(api), ""), f"{times.requests:,}", f"{times.p50:.2f}", f"{times.p99:.2f}",
-             *(f"{times.parts.get(label, 0.0):.2f}" for label, _ in TIME_SPLIT))
+            (
+                api,
+                _rate(view.requests_per_s.get(api), ""),
+                f"{times.requests:,}",
+                f"{times.p50:.2f}",
+                f"{times.p99:.2f}",
+                *(f"{times.parts.get(label, 0.0):.2f}" for label, _ in TIME_SPLIT),
+            )
             for api, times in rows
         ),
         right=tuple(range(1, len(columns))),
@@ -99,8 +108,12 @@ def _traffic_section(view: View) -> Section:
 
 def _topics_section(view: View) -> Section:
     return Section(
-        f"Topics ({len(view.topics)})", ("topic", "partitions", "size", "end offsets", "msgs/s"),
-        tuple((t.name, str(t.partitions), human_bytes(t.size), f"{t.end_offset:,}", _rate(t.messages_per_s, "")) for t in view.topics),
+        f"Topics ({len(view.topics)})",
+        ("topic", "partitions", "size", "end offsets", "msgs/s"),
+        tuple(
+            (t.name, str(t.partitions), human_bytes(t.size), f"{t.end_offset:,}", _rate(t.messages_per_s, ""))
+            for t in view.topics
+        ),
         right=(1, 2, 3, 4),
     )
 
@@ -143,9 +156,17 @@ def render(view: View, now: str | None = None) -> Any:
 
     name, rest = _header(view, now)
     layout = Layout()
-    layout.split_column(Layout(Text.assemble((name, "bold green"), rest), name="header", size=1), Layout(name="top", ratio=1), Layout(name="bottom", ratio=1))
-    layout["top"].split_row(Layout(_panel(_requests_section(view)), ratio=3), Layout(_panel(_traffic_section(view)), ratio=1))
-    layout["bottom"].split_row(Layout(_panel(_topics_section(view)), ratio=3), Layout(_panel(_groups_section(view)), ratio=2))
+    layout.split_column(
+        Layout(Text.assemble((name, "bold green"), rest), name="header", size=1),
+        Layout(name="top", ratio=1),
+        Layout(name="bottom", ratio=1),
+    )
+    layout["top"].split_row(
+        Layout(_panel(_requests_section(view)), ratio=3), Layout(_panel(_traffic_section(view)), ratio=1)
+    )
+    layout["bottom"].split_row(
+        Layout(_panel(_topics_section(view)), ratio=3), Layout(_panel(_groups_section(view)), ratio=2)
+    )
     return layout
 
 
@@ -155,7 +176,11 @@ def render_plain(view: View, now: str | None = None) -> str:
     name, rest = _header(view, now)
     parts = [name + rest + "\n"]
     for section in (_requests_section(view), _traffic_section(view), _topics_section(view), _groups_section(view)):
-        body = f"{section.note}\n" if section.note is not None else plain_table(section.columns, section.rows, right=section.right)
+        body = (
+            f"{section.note}\n"
+            if section.note is not None
+            else plain_table(section.columns, section.rows, right=section.right)
+        )
         parts.append(f"\n{section.title}\n{body}")
     return "".join(parts)
 
@@ -209,7 +234,11 @@ async def _loop(args: argparse.Namespace, admin: Any, source: Any) -> None:
     console = Console()
     # Off a terminal (a pipe, a file) each refresh is written as plain text: rich would draw at
     # 80 columns and cut names.
-    live = None if args.json or not console.is_terminal else Live(console=console, auto_refresh=False, screen=True, redirect_stderr=False)
+    live = (
+        None
+        if args.json or not console.is_terminal
+        else Live(console=console, auto_refresh=False, screen=True, redirect_stderr=False)
+    )
     refreshes = 0
     next_at = trio.current_time()
     view = None
@@ -252,7 +281,12 @@ def _save_svg(view: View, path: str) -> None:
 
 def register(commands: Any) -> None:
     parser = commands.add_parser("top", help="a live view: requests, connections, topics, groups, lag")
-    parser.add_argument("--live", action="store_true", help="run a dev broker (in memory) on --bootstrap-server's address in this process and show its request metrics")
+    parser.add_argument(
+        "--live",
+        action="store_true",
+        help="run a dev broker (in memory) on --bootstrap-server's address in this process and show its "
+        "request metrics",
+    )
     parser.add_argument("--metrics", metavar="URL", help="scrape request metrics from this Prometheus endpoint (e.g. http://127.0.0.1:9404/metrics)")
     parser.add_argument("--interval", type=float, default=1.0, metavar="SECONDS", help="refresh period (default 1)")
     parser.add_argument("--iterations", "-n", type=int, metavar="N", help="stop after N refreshes")

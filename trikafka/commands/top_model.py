@@ -82,15 +82,26 @@ class View:
     def as_json(self) -> dict[str, Any]:
         s = self.snapshot
         return {
-            "cluster_id": s.cluster_id, "controller": s.controller, "brokers": s.brokers,
+            "cluster_id": s.cluster_id,
+            "controller": s.controller,
+            "brokers": s.brokers,
             "topics": [attrs.asdict(t) for t in self.topics],
             "groups": [attrs.asdict(g) for g in s.groups],
-            "requests": None if s.requests is None else {
-                api: {"requests": t.requests, "per_s": self.requests_per_s.get(api), "p50_ms": t.p50, "p99_ms": t.p99, **{f"{k}_ms": v for k, v in t.parts.items()}}
+            "requests": None
+            if s.requests is None
+            else {
+                api: {
+                    "requests": t.requests,
+                    "per_s": self.requests_per_s.get(api),
+                    "p50_ms": t.p50,
+                    "p99_ms": t.p99,
+                    **{f"{k}_ms": v for k, v in t.parts.items()},
+                }
                 for api, t in sorted(s.requests.items())
             },
             "connections": None if s.connections is None else dict(s.connections),
-            "bytes_in_per_s": self.bytes_in_per_s, "bytes_out_per_s": self.bytes_out_per_s,
+            "bytes_in_per_s": self.bytes_in_per_s,
+            "bytes_out_per_s": self.bytes_out_per_s,
             "metrics_source": s.metrics_source,
         }
 
@@ -120,7 +131,12 @@ class TopView:
                     requests_per_s[api] = rate
         old_topics = {t.name: t for t in before.topics} if before is not None else {}
         topics = tuple(
-            attrs.evolve(t, messages_per_s=_rate(t.end_offset, old_topics[t.name].end_offset, seconds) if t.name in old_topics else None)
+            attrs.evolve(
+                t,
+                messages_per_s=_rate(t.end_offset, old_topics[t.name].end_offset, seconds)
+                if t.name in old_topics
+                else None,
+            )
             for t in snapshot.topics
         )
         return View(

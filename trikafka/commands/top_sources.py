@@ -57,7 +57,9 @@ async def protocol_snapshot(admin: Admin) -> Snapshot:
             groups.append(GroupRow(listing.group_id, listing.state or "?", 0, None))
             continue
         lags = [r["lag"] for r in offsets if r["lag"] is not None]
-        groups.append(GroupRow(listing.group_id, description.state, len(description.members), sum(lags) if lags else None))
+        groups.append(
+            GroupRow(listing.group_id, description.state, len(description.members), sum(lags) if lags else None)
+        )
     return Snapshot(
         at=trio.current_time(), cluster_id=cluster.cluster_id, controller=cluster.controller_id,
         brokers=len(cluster.brokers), topics=tuple(rows), groups=tuple(groups),
@@ -77,7 +79,9 @@ class InProcessMetrics:
         requests = {}
         for api, snap in stats.requests.items():
             total = snap["TotalTimeMs"]
-            requests[api] = ApiTimes(int(snap["Requests"]), total.p50, total.p99, {label: snap[name].mean for label, name in TIME_SPLIT})
+            requests[api] = ApiTimes(
+                int(snap["Requests"]), total.p50, total.p99, {label: snap[name].mean for label, name in TIME_SPLIT}
+            )
         connections = {name: int(m["count"]) for name, m in stats.connections.items()}
         return {"requests": requests, "connections": connections, "metrics_source": self.source}
 
@@ -120,7 +124,9 @@ def parse_prometheus(text: str) -> dict[str, Any]:
         for label, base in _PART_NAMES.items():
             n = sums.get((base + "_count", request), 0.0)
             parts[label] = sums.get((base + "_sum", request), 0.0) / n if n else 0.0
-        requests[request] = ApiTimes(int(count), quantiles.get((request, "0.5"), 0.0), quantiles.get((request, "0.99"), 0.0), parts)
+        requests[request] = ApiTimes(
+            int(count), quantiles.get((request, "0.5"), 0.0), quantiles.get((request, "0.99"), 0.0), parts
+        )
     return {
         "requests": requests or None, "connections": connections or None,
         "bytes_in": bytes_in, "bytes_out": bytes_out,

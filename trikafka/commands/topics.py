@@ -88,13 +88,22 @@ async def _list(args: argparse.Namespace, out: Output) -> int:
             key=lambda info: info.name,
         )
     rows = [
-        {"name": t.name, "partitions": len(t.partitions), "replication_factor": max((len(p.replicas) for p in t.partitions.values()), default=0), "internal": t.is_internal}
+        {
+            "name": t.name,
+            "partitions": len(t.partitions),
+            "replication_factor": max((len(p.replicas) for p in t.partitions.values()), default=0),
+            "internal": t.is_internal,
+        }
         for t in topics
     ]
     if out.as_json:
         out.json(rows)
     else:
-        out.table(None, ["TOPIC", "PARTITIONS", "REPLICAS", "INTERNAL"], [(r["name"], r["partitions"], r["replication_factor"], "yes" if r["internal"] else "") for r in rows])
+        out.table(
+            None,
+            ["TOPIC", "PARTITIONS", "REPLICAS", "INTERNAL"],
+            [(r["name"], r["partitions"], r["replication_factor"], "yes" if r["internal"] else "") for r in rows],
+        )
     return EXIT_OK
 
 
@@ -104,7 +113,14 @@ async def _create(args: argparse.Namespace, out: Output) -> int:
         created = await admin.create_topics([NewTopic(args.name, args.partitions, args.replication_factor, configs)])
     topic = created[args.name]
     if out.as_json:
-        out.json({"name": topic.name, "topic_id": str(topic.topic_id) if topic.topic_id else None, "partitions": topic.num_partitions, "replication_factor": topic.replication_factor})
+        out.json(
+            {
+                "name": topic.name,
+                "topic_id": str(topic.topic_id) if topic.topic_id else None,
+                "partitions": topic.num_partitions,
+                "replication_factor": topic.replication_factor,
+            }
+        )
     else:
         out.line(f"Created topic {args.name}.")
     return EXIT_OK
@@ -142,18 +158,40 @@ async def _describe(args: argparse.Namespace, out: Output) -> int:
                 "partition": index, "leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isr),
                 "low_watermark": low, "high_watermark": high, "size_bytes": sizes.get(TopicPartition(name, index)),
             })
-        result.append({"name": name, "topic_id": str(info.topic_id) if info.topic_id else None, "internal": info.is_internal, "configs": configs[name], "partitions": partitions})
+        result.append(
+            {
+                "name": name,
+                "topic_id": str(info.topic_id) if info.topic_id else None,
+                "internal": info.is_internal,
+                "configs": configs[name],
+                "partitions": partitions,
+            }
+        )
     if out.as_json:
         out.json(result)
         return EXIT_OK
     for topic in result:
         overrides = ", ".join(f"{k}={v}" for k, v in sorted(topic["configs"].items())) or "(defaults)"
-        out.line(f"Topic: {topic['name']}  TopicId: {topic['topic_id']}  Partitions: {len(topic['partitions'])}  Configs: {overrides}")
-        out.table(None, ["PARTITION", "LEADER", "REPLICAS", "ISR", "LOW", "HIGH", "SIZE"], [
-            (p["partition"], p["leader"], ",".join(map(str, p["replicas"])), ",".join(map(str, p["isr"])), p["low_watermark"], p["high_watermark"],
-             "" if p["size_bytes"] is None else p["size_bytes"])
-            for p in topic["partitions"]
-        ])
+        out.line(
+            f"Topic: {topic['name']}  TopicId: {topic['topic_id']}  Partitions: "
+            f"{len(topic['partitions'])}  Configs: {overrides}"
+        )
+        out.table(
+            None,
+            ["PARTITION", "LEADER", "REPLICAS", "ISR", "LOW", "HIGH", "SIZE"],
+            [
+                (
+                    p["partition"],
+                    p["leader"],
+                    ",".join(map(str, p["replicas"])),
+                    ",".join(map(str, p["isr"])),
+                    p["low_watermark"],
+                    p["high_watermark"],
+                    "" if p["size_bytes"] is None else p["size_bytes"],
+                )
+                for p in topic["partitions"]
+            ],
+        )
     return EXIT_OK
 
 
@@ -165,7 +203,13 @@ async def _alter_config(args: argparse.Namespace, out: Output) -> int:
         await partitions_of(admin, [args.name])
         await admin.incremental_alter_configs({ConfigResource.topic(args.name): changes})
     if out.as_json:
-        out.json({"name": args.name, "set": {k: v for k, v in changes.items() if v is not None}, "deleted": [k for k, v in changes.items() if v is None]})
+        out.json(
+            {
+                "name": args.name,
+                "set": {k: v for k, v in changes.items() if v is not None},
+                "deleted": [k for k, v in changes.items() if v is None],
+            }
+        )
     else:
         out.line(f"Altered the configuration of topic {args.name}.")
     return EXIT_OK
@@ -183,8 +227,17 @@ def register(commands: Any) -> None:
     p.add_argument("name")
     # kafka-topics' long names, rpk's short ones (rpk topic create -p 3 -r 1 -c key=value).
     p.add_argument("--partitions", "-p", type=int, default=-1, metavar="N", help="default: the broker's num.partitions")
-    p.add_argument("--replication-factor", "-r", type=int, default=-1, metavar="R", help="default: the broker's default.replication.factor")
-    p.add_argument("--config", "-c", action="append", default=[], metavar="KEY=VALUE", help="a topic config (repeatable)")
+    p.add_argument(
+        "--replication-factor",
+        "-r",
+        type=int,
+        default=-1,
+        metavar="R",
+        help="default: the broker's default.replication.factor",
+    )
+    p.add_argument(
+        "--config", "-c", action="append", default=[], metavar="KEY=VALUE", help="a topic config (repeatable)"
+    )
     p.set_defaults(run=_create)
 
     p = actions.add_parser("delete", help="delete topics")

@@ -46,7 +46,10 @@ PAGE_TIMEOUT_S = 15.0
 
 _STATIC_TYPES = {".css": "text/css; charset=utf-8", ".js": "text/javascript; charset=utf-8"}
 _SECURITY_HEADERS = [
-    (b"content-security-policy", b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'"),
+    (
+        b"content-security-policy",
+        b"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; frame-ancestors 'none'",
+    ),
     (b"x-content-type-options", b"nosniff"),
     (b"referrer-policy", b"no-referrer"),
     (b"cache-control", b"no-store"),
@@ -120,7 +123,14 @@ class ConsoleApp:
             path = path[len(quoted_root) :]
         head = scope["method"] == "HEAD"
         if scope["method"] not in ("GET", "HEAD"):
-            await _respond(send, 405, b"the console only reads: GET and HEAD\n", "text/plain; charset=utf-8", head=False, extra=[(b"allow", b"GET, HEAD")])
+            await _respond(
+                send,
+                405,
+                b"the console only reads: GET and HEAD\n",
+                "text/plain; charset=utf-8",
+                head=False,
+                extra=[(b"allow", b"GET, HEAD")],
+            )
             return
         query = {k: v[-1] for k, v in urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
         status, body, content_type = await self.dispatch(path or "/", query, root)
@@ -156,7 +166,12 @@ class ConsoleApp:
         parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
         if parts == ["rates"]:
             return self.render("rates.html", root, page="rates", rates=self.rates())
-        if len(parts) > 2 or (parts and parts[0] not in ("topics", "groups", "records")) or parts[:1] == ["records"] and len(parts) > 1:
+        if (
+            len(parts) > 2
+            or (parts and parts[0] not in ("topics", "groups", "records"))
+            or parts[:1] == ["records"]
+            and len(parts) > 1
+        ):
             raise NotFound(f"no page at {path}")
         form = _records_form(query) if parts == ["records"] else None
         async with self.open_reader() as reader:
@@ -171,7 +186,9 @@ class ConsoleApp:
                 if parts == ["groups"]:
                     return self.render("groups.html", root, page="groups", groups=await GroupReads(reader).groups())
                 if parts[0] == "groups":
-                    return self.render("group.html", root, page="groups", group=await GroupReads(reader).group(parts[1]))
+                    return self.render(
+                        "group.html", root, page="groups", group=await GroupReads(reader).group(parts[1])
+                    )
                 assert form is not None
                 return await self._records(reader, form, root)
 
@@ -181,7 +198,11 @@ class ConsoleApp:
         page = None
         if form["topic"]:
             page = await reader.records(
-                form["topic"], form["partition"], offset=form["offset"], timestamp=form["timestamp"], count=form["count"]
+                form["topic"],
+                form["partition"],
+                offset=form["offset"],
+                timestamp=form["timestamp"],
+                count=form["count"],
             )
         return self.render("records.html", root, page="records", form=form, topics=topics, records=page)
 
@@ -267,8 +288,21 @@ def _records_form(query: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-async def _respond(send: Send, status: int, body: bytes, content_type: str, *, head: bool, extra: list[tuple[bytes, bytes]] | None = None) -> None:
-    headers = [(b"content-type", content_type.encode()), (b"content-length", str(len(body)).encode()), *_SECURITY_HEADERS, *(extra or [])]
+async def _respond(
+    send: Send,
+    status: int,
+    body: bytes,
+    content_type: str,
+    *,
+    head: bool,
+    extra: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    headers = [
+        (b"content-type", content_type.encode()),
+        (b"content-length", str(len(body)).encode()),
+        *_SECURITY_HEADERS,
+        *(extra or []),
+    ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": b"" if head else body})
 

@@ -130,7 +130,10 @@ class ClusterReader:
 
     async def topics(self) -> tuple[TopicRow, ...]:
         cluster = await self.metadata()
-        infos = sorted((t for t in cluster.topics.values() if t.error_code == ErrorCode.none), key=lambda t: (t.is_internal, t.name))
+        infos = sorted(
+            (t for t in cluster.topics.values() if t.error_code == ErrorCode.none),
+            key=lambda t: (t.is_internal, t.name),
+        )
         tps = [TopicPartition(t.name, p) for t in infos for p in t.partitions]
         starts, ends = await self.offsets(tps)
         sizes = await self._sizes(None)
@@ -267,7 +270,9 @@ class GroupReads:
 
     async def _committed(self, group_id: str) -> dict[TopicPartition, int]:
         node_id = await self.client.find_coordinator(group_id, CoordinatorType.GROUP)
-        answer = await self.client.send(node_id, ApiKey.OFFSET_FETCH, group_id=group_id, topics=None, require_stable=False)
+        answer = await self.client.send(
+            node_id, ApiKey.OFFSET_FETCH, group_id=group_id, topics=None, require_stable=False
+        )
         if answer.error_code != ErrorCode.none:
             raise KafkaError(answer.error_code, f"OffsetFetch({group_id!r})")
         return {
@@ -280,7 +285,9 @@ class GroupReads:
     async def _lags(self, committed: dict[TopicPartition, int]) -> dict[TopicPartition, tuple[int, int]]:
         """partition → (end offset, lag) for the partitions that still exist."""
         await self.reader.metadata()
-        known = [tp for tp in committed if tp.partition in getattr(self.client.cluster.topic(tp.topic), "partitions", {})]
+        known = [
+            tp for tp in committed if tp.partition in getattr(self.client.cluster.topic(tp.topic), "partitions", {})
+        ]
         _, ends = await self.reader.offsets(known)
         return {tp: (ends[tp], max(ends[tp] - committed[tp], 0)) for tp in known if tp in ends}
 
@@ -309,7 +316,10 @@ class GroupReads:
         owner: dict[TopicPartition, str] = {}
         for m in group.members:
             if m.assigned is not None:  # a KIP-848 member: ConsumerGroupDescribe named its partitions
-                assignment = tuple((topic, tuple(p.partition for p in tps)) for topic, tps in itertools.groupby(m.assigned, key=lambda tp: tp.topic))
+                assignment = tuple(
+                    (topic, tuple(p.partition for p in tps))
+                    for topic, tps in itertools.groupby(m.assigned, key=lambda tp: tp.topic)
+                )
             else:
                 assignment = decode_assignment(group.protocol_type, m.assignment) or ()
             for topic, partitions in assignment:

@@ -42,7 +42,9 @@ def _counters(request_snapshots: list[Mapping[str, Any]]) -> dict[str, ApiCounte
             if seen is None:
                 out[api] = ApiCounters(snapshot["Requests"], total.p50, total.p99)
             else:
-                out[api] = ApiCounters(seen.requests + snapshot["Requests"], max(seen.p50_ms, total.p50), max(seen.p99_ms, total.p99))
+                out[api] = ApiCounters(
+                    seen.requests + snapshot["Requests"], max(seen.p50_ms, total.p50), max(seen.p99_ms, total.p99)
+                )
     return out
 
 
@@ -63,12 +65,16 @@ def console_app(target: Any, *, bootstrap: str | None = None, connector: Connect
     def counters() -> dict[str, ApiCounters]:
         if nodes is None:
             return _counters([target.statistics().requests])
-        return _counters([{api: m.snapshot() for api, m in list(node.path.metrics.requests.items())} for node in nodes.values()])
+        return _counters(
+            [{api: m.snapshot() for api, m in list(node.path.metrics.requests.items())} for node in nodes.values()]
+        )
 
     def listeners() -> tuple[str, ...]:
         if nodes is None:
             return tuple(str(e) for e in target.endpoints.values())
-        return tuple(f"broker {node_id}: {e}" for node_id, node in sorted(nodes.items()) for e in node.endpoints.values())
+        return tuple(
+            f"broker {node_id}: {e}" for node_id, node in sorted(nodes.items()) for e in node.endpoints.values()
+        )
 
     def servers() -> str:
         if bootstrap is not None:

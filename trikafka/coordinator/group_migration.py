@@ -94,8 +94,11 @@ class GroupMigration:
         if classic is None or not classic.members or not self._can_upgrade(classic):
             return None
         if len(classic.members) >= self.config.group_consumer_max_size:  # no room for the one joining
-            raise KafkaProtocolError(f"The consumer group has reached its maximum capacity of "
-                                     f"{self.config.group_consumer_max_size} members.", ErrorCode.group_max_size_reached)
+            raise KafkaProtocolError(
+                f"The consumer group has reached its maximum capacity of "
+                f"{self.config.group_consumer_max_size} members.",
+                ErrorCode.group_max_size_reached,
+            )
         try:
             group = self._consumer_group_of(classic)
         except ValueError as exc:
@@ -138,10 +141,18 @@ class GroupMigration:
             subscription = decode_subscription(metadata)
             assigned = decode_assignment(m.assignment)
             member = ConsumerGroupMember(
-                m.member_id, instance_id=m.group_instance_id, rack_id=subscription.rack_id, client_id=m.client_id,
-                client_host=m.client_host, subscribed_topic_names=tuple(sorted(set(subscription.topics))),
-                rebalance_timeout_ms=m.rebalance_timeout_ms, member_epoch=generation, previous_member_epoch=generation,
-                assigned=assigned, classic_protocols=tuple(m.protocols), classic_session_timeout_ms=m.session_timeout_ms,
+                m.member_id,
+                instance_id=m.group_instance_id,
+                rack_id=subscription.rack_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                subscribed_topic_names=tuple(sorted(set(subscription.topics))),
+                rebalance_timeout_ms=m.rebalance_timeout_ms,
+                member_epoch=generation,
+                previous_member_epoch=generation,
+                assigned=assigned,
+                classic_protocols=tuple(m.protocols),
+                classic_session_timeout_ms=m.session_timeout_ms,
             )
             group.put(member)
             group.target[m.member_id] = member.assigned

@@ -295,7 +295,9 @@ class LogCleaner:
             if log.closed or not log.config.compact_enabled:
                 continue
             plan = plan_cleaning(log, self.first_dirty_offset(log), now_ms)
-            if plan is not None and (best is None or (plan.forced, plan.dirty_ratio) > (best[1].forced, best[1].dirty_ratio)):
+            if plan is not None and (
+                best is None or (plan.forced, plan.dirty_ratio) > (best[1].forced, best[1].dirty_ratio)
+            ):
                 best = (log, plan)
         return best
 
@@ -304,9 +306,18 @@ class LogCleaner:
         self._first_dirty[log] = end
         before = sum(c.old_size for c in cleaned)
         after = sum(len(c.data) for c in cleaned)
-        self._stats = CleanerStatistics(self._stats.cleanings + 1, self._stats.bytes_read + before, self._stats.bytes_written + after)
+        self._stats = CleanerStatistics(
+            self._stats.cleanings + 1, self._stats.bytes_read + before, self._stats.bytes_written + after
+        )
         self.cleaned.value = self._stats.cleanings
-        logger.info("Cleaned %s up to offset %d: %d bytes -> %d (dirty ratio %.2f)", log.name, end, before, after, plan.dirty_ratio)
+        logger.info(
+            "Cleaned %s up to offset %d: %d bytes -> %d (dirty ratio %.2f)",
+            log.name,
+            end,
+            before,
+            after,
+            plan.dirty_ratio,
+        )
         return self._checkpoint(log, end)
 
     def clean_once(self) -> int:

@@ -6,14 +6,15 @@ The manager owns the logs of one broker. With ``log_dirs=None`` they are
 :class:`~trikafka.log.memory.MemoryLog` s; otherwise :class:`~trikafka.log.file.FileLog` s in
 ``<log dir>/<topic>-<partition>``, a new partition going to the directory holding the fewest.
 
-On construction it takes each directory's ``.lock`` (:mod:`trikafka.log.lock`: a second
-broker on the same directory refuses to start) and opens what the directories hold (Kafka's LogManager.loadLogs): it reads the
-two checkpoint files of each directory, opens each partition with its recovery point and log
-start offset (see :mod:`trikafka.log.file` for what recovery does), finishes the deletion of
-``*-delete`` directories a previous run left, and removes the clean-shutdown marker, so that a
-crash from now on is noticed at the next start. Loading many segments takes a while: the
-``progress`` reporter hears after each partition how many of the directory's segments are
-done (by default, a log line at every tenth once there are ``PROGRESS_MIN_SEGMENTS``).
+On construction it takes each directory's ``.lock`` (:mod:`trikafka.log.lock`: a second broker
+on the same directory refuses to start) and opens what the directories hold (Kafka's
+LogManager.loadLogs): it reads the two checkpoint files of each directory, opens each partition
+with its recovery point and log start offset (see :mod:`trikafka.log.file` for what recovery
+does), finishes the deletion of ``*-delete`` directories a previous run left, and removes the
+clean-shutdown marker, so that a crash from now on is noticed at the next start. Loading many
+segments takes a while: the ``progress`` reporter hears after each partition how many of the
+directory's segments are done (by default, a log line at every tenth once there are
+``PROGRESS_MIN_SEGMENTS``).
 
 :meth:`LogManager.run` is the manager's lifetime. Its tasks wake on trio's clock:
 

@@ -303,7 +303,9 @@ def build_retained_batch(
         + payload
     )
     return (
-        struct.pack(">qiibI", h.base_offset, len(after_crc) + 9, h.partition_leader_epoch, CURRENT_MAGIC, crc32c(after_crc))
+        struct.pack(
+            ">qiibI", h.base_offset, len(after_crc) + 9, h.partition_leader_epoch, CURRENT_MAGIC, crc32c(after_crc)
+        )
         + after_crc
     )
 

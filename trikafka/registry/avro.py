@@ -88,20 +88,38 @@ class _Resolution:
             for i, branch in enumerate(writer):
                 if not self._readable(reader, branch, f"{path}{i}/", seen):
                     ok = False
-                    self._problem("MISSING_UNION_BRANCH", path, f"The new schema is missing a type inside a union field at path '{path}{i}' in the old schema")
+                    self._problem(
+                        "MISSING_UNION_BRANCH",
+                        path,
+                        f"The new schema is missing a type inside a union field at path '{path}{i}' in the old schema",
+                    )
             return ok
         if rk == "union":
             if any(self._quiet(branch, writer, path, seen) for branch in reader):
                 return True
-            self._problem("MISSING_UNION_BRANCH", path, f"The type at path '{path}' in the old schema ({wk}) is not in the union of the new schema")
+            self._problem(
+                "MISSING_UNION_BRANCH",
+                path,
+                f"The type at path '{path}' in the old schema ({wk}) is not in the union of the new schema",
+            )
             return False
         if rk in PRIMITIVES or wk in PRIMITIVES:
             if rk == wk or (wk, rk) in PROMOTIONS:
                 return True
-            self._problem("TYPE_MISMATCH", path, f"The type (path '{path}') of a field in the new schema ({rk}) does not match with the old schema ({wk})")
+            self._problem(
+                "TYPE_MISMATCH",
+                path,
+                f"The type (path '{path}') of a field in the new schema ({rk}) does not match with the old "
+                f"schema ({wk})",
+            )
             return False
         if rk != wk:
-            self._problem("TYPE_MISMATCH", path, f"The type (path '{path}') of a field in the new schema ({rk}) does not match with the old schema ({wk})")
+            self._problem(
+                "TYPE_MISMATCH",
+                path,
+                f"The type (path '{path}') of a field in the new schema ({rk}) does not match with the old "
+                f"schema ({wk})",
+            )
             return False
         if rk in ("record", "enum", "fixed") and not self._same_name(reader, writer, path):
             return False
@@ -113,12 +131,21 @@ class _Resolution:
         if rk == "enum":
             missing = [s for s in writer.get("symbols", []) if s not in reader.get("symbols", [])]
             if missing and "default" not in reader:
-                self._problem("MISSING_ENUM_SYMBOLS", path, f"The new schema is missing enum symbols '{missing}' at path '{path}' in the old schema")
+                self._problem(
+                    "MISSING_ENUM_SYMBOLS",
+                    path,
+                    f"The new schema is missing enum symbols '{missing}' at path '{path}' in the old schema",
+                )
                 return False
             return True
         if rk == "fixed":
             if reader.get("size") != writer.get("size"):
-                self._problem("FIXED_SIZE_MISMATCH", path, f"The size of FIXED type field at path '{path}' in the new schema does not match with the old schema")
+                self._problem(
+                    "FIXED_SIZE_MISMATCH",
+                    path,
+                    f"The size of FIXED type field at path '{path}' in the new schema does not match with the "
+                    f"old schema",
+                )
                 return False
             return True
         if rk == "array":
@@ -144,7 +171,9 @@ class _Resolution:
             names.add(alias if "." in alias or not namespace else f"{namespace}.{alias}")
         if writer.get("name") in names:
             return True
-        self._problem("NAME_MISMATCH", path, f"The name of the schema has changed (path '{path}'): {writer.get('name')} -> {name}")
+        self._problem(
+            "NAME_MISMATCH", path, f"The name of the schema has changed (path '{path}'): {writer.get('name')} -> {name}"
+        )
         return False
 
     def _record(self, reader: dict[str, Any], writer: dict[str, Any], path: str, seen: set[tuple[str, str]]) -> bool:
@@ -161,7 +190,8 @@ class _Resolution:
                     self._problem(
                         "READER_FIELD_MISSING_DEFAULT_VALUE",
                         field_path,
-                        f"The field '{field['name']}' at path '{field_path}' in the new schema has no default value and is missing in the old schema",
+                        f"The field '{field['name']}' at path '{field_path}' in the new schema has no default value "
+                        f"and is missing in the old schema",
                     )
                 continue
             if not self.check(field["type"], found["type"], f"{field_path}type/", seen):

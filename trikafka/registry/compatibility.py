@@ -49,7 +49,10 @@ def check_compatibility(
     reasons: list[str] = []
     for version, old_type, old_parsed in reversed(targets):
         if old_type != new_type:
-            reasons.append(f"{{errorType:'SCHEMA_TYPE_CHANGED', description:'version {version} is {old_type}, the new schema {new_type}'}}")
+            reasons.append(
+                "{errorType:'SCHEMA_TYPE_CHANGED', "
+                f"description:'version {version} is {old_type}, the new schema {new_type}'}}"
+            )
             continue
         found: list[str] = []
         if level.startswith(("BACKWARD", "FULL")):

@@ -95,7 +95,9 @@ def _message(message: Any, out: Any) -> None:
         elif isinstance(element, ast.MapField):
             entry = out.nested_type.add(name="".join(p.capitalize() for p in element.name.split("_")) + "Entry")
             entry.options.map_entry = True
-            for number, (field_name, type_name) in enumerate((("key", element.key_type), ("value", element.value_type)), 1):
+            for number, (field_name, type_name) in enumerate(
+                (("key", element.key_type), ("value", element.value_type)), 1
+            ):
                 item = entry.field.add(name=field_name, number=number, label=1)
                 if type_name in _SCALAR_TYPES:
                     item.type = _SCALAR_TYPES[type_name]

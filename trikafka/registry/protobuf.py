@@ -148,7 +148,11 @@ def _fields(message: Any) -> dict[int, tuple[str, str, str, str | None]]:
         else:
             kind, type_ = "scalar", _NAMES.get(field.type, str(field.type))
         label = {1: "OPTIONAL", 2: "REQUIRED", 3: "REPEATED"}.get(field.label, "")
-        oneof = message.oneof_decl[field.oneof_index].name if field.HasField("oneof_index") and not field.proto3_optional else None
+        oneof = (
+            message.oneof_decl[field.oneof_index].name
+            if field.HasField("oneof_index") and not field.proto3_optional
+            else None
+        )
         found[field.number] = (kind, type_, label, oneof)
     return found
 

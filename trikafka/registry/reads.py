@@ -50,7 +50,9 @@ class RegistryReads:
     def _spec(self, body: Any) -> SchemaSpec:  # pragma: no cover - SchemaRegistry's
         raise NotImplementedError
 
-    def subjects(self, *, prefix: str = "", deleted: bool = False, deleted_only: bool = False, offset: int = 0, limit: int = -1) -> list[str]:
+    def subjects(
+        self, *, prefix: str = "", deleted: bool = False, deleted_only: bool = False, offset: int = 0, limit: int = -1
+    ) -> list[str]:
         state = self.state
         out = []
         for subject in sorted(state.versions):
@@ -71,7 +73,9 @@ class RegistryReads:
             raise errors.subject_not_found(subject)
         return versions
 
-    def versions(self, subject: str, *, deleted: bool = False, deleted_only: bool = False, offset: int = 0, limit: int = -1) -> list[int]:
+    def versions(
+        self, subject: str, *, deleted: bool = False, deleted_only: bool = False, offset: int = 0, limit: int = -1
+    ) -> list[int]:
         versions = self._subject(subject, deleted=deleted or deleted_only)
         found = [s.version for s in versions if not deleted_only or s.deleted]
         return _page(found, offset, limit)

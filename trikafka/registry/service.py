@@ -56,12 +56,16 @@ class SchemaRegistry(RegistryReads):
 
     # --- parsing with references ---------------------------------------------------------
 
-    def _reference_texts(self, spec: SchemaSpec, state: RegistryState, seen: frozenset[tuple[str, int]] = frozenset()) -> dict[str, str]:
+    def _reference_texts(
+        self, spec: SchemaSpec, state: RegistryState, seen: frozenset[tuple[str, int]] = frozenset()
+    ) -> dict[str, str]:
         texts: dict[str, str] = {}
         for ref in spec.references:
             found = state.versions.get(ref.subject, {}).get(ref.version)
             if found is None:
-                raise errors.invalid_schema(f"reference {ref.name!r}: subject {ref.subject!r} version {ref.version} not found")
+                raise errors.invalid_schema(
+                    f"reference {ref.name!r}: subject {ref.subject!r} version {ref.version} not found"
+                )
             if (ref.subject, ref.version) in seen:
                 raise errors.invalid_schema(f"reference {ref.name!r} makes a cycle")
             texts.update(self._reference_texts(found.spec, state, seen | {(ref.subject, ref.version)}))
@@ -157,7 +161,13 @@ class SchemaRegistry(RegistryReads):
 
     def _spec(self, body: Any) -> SchemaSpec:
         spec = SchemaSpec.from_json(body)
-        return SchemaSpec(canonical_text(spec.schema_type, spec.schema), spec.schema_type, spec.references, spec.metadata, spec.rule_set)
+        return SchemaSpec(
+            canonical_text(spec.schema_type, spec.schema),
+            spec.schema_type,
+            spec.references,
+            spec.metadata,
+            spec.rule_set,
+        )
 
     def register(self, subject: str, body: Any) -> dict[str, Any]:
         """POST /subjects/{subject}/versions: the id of ``body``'s schema under ``subject``."""
@@ -251,7 +261,10 @@ class SchemaRegistry(RegistryReads):
         else:
             if stored.deleted:
                 raise errors.RegistryError(
-                    404, 40406, f"Subject '{subject}' Version {stored.version} was soft deleted. Set permanent=true to delete permanently"
+                    404,
+                    40406,
+                    f"Subject '{subject}' Version {stored.version} was soft deleted. Set permanent=true to "
+                    f"delete permanently",
                 )
             gone = StoredSchema(subject, stored.version, stored.id, stored.spec, deleted=True)
             self.store.write([(schema_key(subject, stored.version), schema_value(gone))])

@@ -96,7 +96,11 @@ def _spec_from_value(value: dict[str, Any]) -> SchemaSpec:
         if isinstance(r, dict)
     )
     return SchemaSpec(
-        str(value.get("schema", "")), value.get("schemaType") or "AVRO", refs, value.get("metadata"), value.get("ruleSet")
+        str(value.get("schema", "")),
+        value.get("schemaType") or "AVRO",
+        refs,
+        value.get("metadata"),
+        value.get("ruleSet"),
     )
 
 
@@ -137,7 +141,9 @@ class RegistryState:
                     del self.versions[subject]
                 return
             spec = _spec_from_value(value)
-            stored = StoredSchema(subject, version, int(value["id"]), spec, bool(value.get("deleted")), schema_guid(spec))
+            stored = StoredSchema(
+                subject, version, int(value["id"]), spec, bool(value.get("deleted")), schema_guid(spec)
+            )
             self.versions.setdefault(subject, {})[version] = stored
             self._ids.setdefault(stored.id, set()).add((subject, version))
             self.max_id = max(self.max_id, stored.id)

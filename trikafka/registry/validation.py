@@ -40,7 +40,10 @@ def record_validator(registry: SchemaRegistry) -> RecordValidator:
 
     def validate(topic: str, configs: Mapping[str, Any], data: bytearray, headers: Iterable[Any]) -> None:
         checks = [
-            (field, str(configs.get(f"confluent.{field}.subject.name.strategy", "TopicNameStrategy")).rpartition(".")[2])
+            (
+                field,
+                str(configs.get(f"confluent.{field}.subject.name.strategy", "TopicNameStrategy")).rpartition(".")[2],
+            )
             for field in ("key", "value")
             if configs.get(f"confluent.{field}.schema.validation") is True
         ]

@@ -96,7 +96,9 @@ def _pkcs12(config: SecurityConfig, listener: str, kind: str) -> tuple[Any, Any,
             _read(config, listener, key), password.encode() if password else None
         )
     except ValueError as exc:
-        raise ConfigError(config.key_for(key, listener), config.get(key, listener), f"not a PKCS12 store or wrong password: {exc}") from None
+        raise ConfigError(
+            config.key_for(key, listener), config.get(key, listener), f"not a PKCS12 store or wrong password: {exc}"
+        ) from None
 
 
 def _load_keystore(ctx: ssl.SSLContext, config: SecurityConfig, listener: str) -> None:
@@ -117,7 +119,9 @@ def _load_keystore(ctx: ssl.SSLContext, config: SecurityConfig, listener: str) -
 
         private_key, cert, extra = _pkcs12(config, listener, "keystore")
         if private_key is None or cert is None:
-            raise ConfigError(config.key_for("ssl.keystore.location", listener), location, "holds no key and certificate")
+            raise ConfigError(
+                config.key_for("ssl.keystore.location", listener), location, "holds no key and certificate"
+            )
         pem = private_key.private_bytes(s.Encoding.PEM, s.PrivateFormat.PKCS8, s.NoEncryption())
         pem += b"".join(c.public_bytes(s.Encoding.PEM) for c in [cert, *extra])
         with _pem_file(pem) as path:
@@ -165,7 +169,9 @@ def _load_truststore(ctx: ssl.SSLContext, config: SecurityConfig, listener: str)
         ctx.load_verify_locations(cadata=data)
     except (ssl.SSLError, ValueError) as exc:
         key = "ssl.truststore.certificates" if inline else "ssl.truststore.location"
-        raise ConfigError(config.key_for(key, listener), location or "[inline]", f"no usable CA certificates: {exc}") from None
+        raise ConfigError(
+            config.key_for(key, listener), location or "[inline]", f"no usable CA certificates: {exc}"
+        ) from None
 
 
 def openssl_cipher_name(name: str) -> str:

@@ -121,7 +121,9 @@ def check_broker_overrides(overrides: Mapping[str, str | None], applied: Iterabl
     names = set(overrides)
     not_dynamic = names - KAFKA_DYNAMIC_BROKER_KEYS
     if not_dynamic:
-        raise KafkaProtocolError(f"Cannot update these configs dynamically: {scala_set(not_dynamic)}", ErrorCode.invalid_request)
+        raise KafkaProtocolError(
+            f"Cannot update these configs dynamically: {scala_set(not_dynamic)}", ErrorCode.invalid_request
+        )
     unprefixed = names & _SSL_STORES
     if unprefixed:
         raise KafkaProtocolError(

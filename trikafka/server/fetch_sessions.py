@@ -261,7 +261,9 @@ class _SessionError(FetchContext):
 
 
 class _Full(FetchContext):
-    def __init__(self, manager: FetchManager, partitions: list[PartitionRequest], privileged: bool, uses_topic_ids: bool) -> None:
+    def __init__(
+        self, manager: FetchManager, partitions: list[PartitionRequest], privileged: bool, uses_topic_ids: bool
+    ) -> None:
         super().__init__(partitions)
         self._manager = manager
         self._privileged = privileged

@@ -85,7 +85,9 @@ class ShareAwaitableState:
         return SharePartitionSnapshot(group_id, topic, partition, sp.start_offset, sp.end_offset, records,
                                       dict(sp.totals))
 
-    async def wait_for_share_group_state(self, group_id: str, state: str, *, members: int | None = None) -> ShareGroupSnapshot:
+    async def wait_for_share_group_state(
+        self, group_id: str, state: str, *, members: int | None = None
+    ) -> ShareGroupSnapshot:
         """Until the share group is in ``state`` ("Stable", "Empty"; a missing group is
         "Dead") with ``members`` members when given."""
         _check("share group state", state, SHARE_GROUP_STATES)

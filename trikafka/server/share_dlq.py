@@ -50,7 +50,9 @@ class DeadLetterWriter:
         self.replicas = replicas
         self.now_ms = now_ms
         self.shares: Any = None
-        self._send, self._receive = trio.open_memory_channel[tuple[SharePartition, int, int, str, dict[str, Any]]](math.inf)
+        self._send, self._receive = trio.open_memory_channel[tuple[SharePartition, int, int, str, dict[str, Any]]](
+            math.inf
+        )
         self._warned: set[tuple[str, str]] = set()
         self.written = 0
 

@@ -46,7 +46,9 @@ class RequestThrottler:
     :class:`ClientQuotas` (its ``local`` managers), or a cluster node's own
     :class:`ClientQuotaManagers` over the cluster's shared quota settings."""
 
-    def __init__(self, quotas: ClientQuotas | ClientQuotaManagers, clock: Callable[[], float] = trio.current_time) -> None:
+    def __init__(
+        self, quotas: ClientQuotas | ClientQuotaManagers, clock: Callable[[], float] = trio.current_time
+    ) -> None:
         self.quotas = quotas
         self.clock = clock
 

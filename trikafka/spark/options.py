@@ -243,7 +243,9 @@ def _offset_spec(
         try:
             timestamp = int(by_time.strip())
         except ValueError:
-            raise KafkaOptionError(f"option '{prefix}Timestamp' must be milliseconds since the epoch, got {by_time!r}") from None
+            raise KafkaOptionError(
+                f"option '{prefix}Timestamp' must be milliseconds since the epoch, got {by_time!r}"
+            ) from None
         return OffsetSpec("timestamp", timestamp=timestamp, strategy=strategy, option=f"{prefix}Timestamp")
     if by_time_json is not None:
         try:

@@ -30,7 +30,8 @@ a leader or a coordinator, shrink and expand an ISR, a broker's round-trip time)
 :mod:`trikafka.testing.control_cluster`.
 
 A wait answers 200 when the state is reached, 408 when ``timeout_ms`` (default 10000, on
-trio's clock) passes first, with what it saw (``"saw": "high watermark is 2"``). Bad input answers 400 with {"error": "..."} naming the field.
+trio's clock) passes first, with what it saw (``"saw": "high watermark is 2"``). Bad input
+answers 400 with {"error": "..."} naming the field.
 
 Why hand-written HTTP: the control surface is a dozen JSON routes on a loopback port; the
 subset needed (request line, headers, a Content-Length body, ``Connection: close``) is a
@@ -61,7 +62,16 @@ MAX_HEAD = 16 * 1024
 MAX_BODY = 1024 * 1024
 READ_TIMEOUT = 10.0
 DEFAULT_WAIT_MS = 10_000
-_REASONS = {200: "OK", 201: "Created", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed", 408: "Request Timeout", 413: "Payload Too Large", 500: "Internal Server Error"}  # fmt: skip
+_REASONS = {
+    200: "OK",
+    201: "Created",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    413: "Payload Too Large",
+    500: "Internal Server Error",
+}
 
 
 class HttpError(Exception):
@@ -144,7 +154,10 @@ def add_fault(faults: Any, spec: dict[str, Any]) -> Any:
         errors = spec.get("errors")
         if not isinstance(errors, list):
             raise HttpError(400, "a sequence needs 'errors': a list of codes or [code, rtt_ms] pairs")
-        steps = [(e[0], _arg({"rtt_ms": e[1]}, "rtt_ms", float) / 1000) if isinstance(e, list) and len(e) == 2 else e for e in errors]
+        steps = [
+            (e[0], _arg({"rtt_ms": e[1]}, "rtt_ms", float) / 1000) if isinstance(e, list) and len(e) == 2 else e
+            for e in errors
+        ]
         return faults.push_request_errors(_arg(spec, "api"), steps, **where)
     return faults.throttle(api, _arg(spec, "throttle_time_ms", int), **count, **where)
 
@@ -282,15 +295,31 @@ class ControlServer:
     async def _wait(self, broker: Any, what: str, q: dict[str, str]) -> tuple[int, Any]:
         timeout = _arg(q, "timeout_ms", int, DEFAULT_WAIT_MS) / 1000
         if what == "high-watermark":
-            method, args, kwargs = "wait_for_high_watermark", (_arg(q, "topic"), _arg(q, "partition", int)), {"at_least": _arg(q, "at_least", int)}
+            method, args, kwargs = (
+                "wait_for_high_watermark",
+                (_arg(q, "topic"), _arg(q, "partition", int)),
+                {"at_least": _arg(q, "at_least", int)},
+            )
         elif what == "group-state":
-            method, args, kwargs = "wait_for_group_state", (_arg(q, "group"), _arg(q, "state")), {"members": _arg(q, "members", int, None)}
+            method, args, kwargs = (
+                "wait_for_group_state",
+                (_arg(q, "group"), _arg(q, "state")),
+                {"members": _arg(q, "members", int, None)},
+            )
         elif what == "committed":
-            method, args, kwargs = "wait_for_committed", (_arg(q, "group"), _arg(q, "topic"), _arg(q, "partition", int)), {"at_least": _arg(q, "at_least", int)}
+            method, args, kwargs = (
+                "wait_for_committed",
+                (_arg(q, "group"), _arg(q, "topic"), _arg(q, "partition", int)),
+                {"at_least": _arg(q, "at_least", int)},
+            )
         elif what == "transaction-state":
             method, args, kwargs = "wait_for_transaction_state", (_arg(q, "transactional_id"), _arg(q, "state")), {}
         elif what == "share-group-state":
-            method, args, kwargs = "wait_for_share_group_state", (_arg(q, "group"), _arg(q, "state")), {"members": _arg(q, "members", int, None)}
+            method, args, kwargs = (
+                "wait_for_share_group_state",
+                (_arg(q, "group"), _arg(q, "state")),
+                {"members": _arg(q, "members", int, None)},
+            )
         elif what == "share-records":
             method, args = "wait_for_share_records", (_arg(q, "group"), _arg(q, "topic"), _arg(q, "partition", int))
             kwargs = {"state": _arg(q, "state", str, "Acknowledged"), "at_least": _arg(q, "at_least", int)}

@@ -53,7 +53,14 @@ def _broker(cluster: Any, node_id: int) -> dict[str, Any]:
     node = cluster.nodes.get(node_id)
     rtt = 0.0
     if node is not None:
-        rtt = next((f.delay for f in controls(node).active_faults() if f.kind == "latency" and f.api is None and f.remaining is None), 0.0)
+        rtt = next(
+            (
+                f.delay
+                for f in controls(node).active_faults()
+                if f.kind == "latency" and f.api is None and f.remaining is None
+            ),
+            0.0,
+        )
     address = cluster.bootstrap_servers.split(",")[list(cluster.state.node_ids).index(node_id)]
     return {"id": node_id, "alive": alive, "address": address, "rtt_ms": rtt * 1000}
 

@@ -216,7 +216,9 @@ class Faults:
         log.info("fault added: #%d %s (%s)", fault.id, fault.describe(), _times(count))
         return fault
 
-    def inject_error(self, api: str | int, error: ErrorCode | str | int, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+    def inject_error(
+        self, api: str | int, error: ErrorCode | str | int, *, count: int | None = DEFAULT_COUNT, **where: Any
+    ) -> Fault:
         """Answer matching requests (``count`` of them; default all) with ``error`` instead of handling them.
 
         ``where`` narrows the requests: ``topic``, ``partition`` (with its topic), ``group``,
@@ -225,14 +227,18 @@ class Faults:
         """
         return self._add(FaultKind.ERROR, api, count, where, error=parse_error_code(error))
 
-    def add_latency(self, seconds: float, *, api: str | int | None = None, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+    def add_latency(
+        self, seconds: float, *, api: str | int | None = None, count: int | None = DEFAULT_COUNT, **where: Any
+    ) -> Fault:
         """Delay matching requests (every API unless ``api``; a connection with
         ``connection_id=`` or ``client_id=``) by ``seconds`` on trio's clock before handling."""
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 <= seconds < 1e9:
             raise ValueError(f"latency must be a non-negative number of seconds, not {seconds!r}")
         return self._add(FaultKind.LATENCY, api, count, where, delay=float(seconds))
 
-    def drop_connection(self, api: str | int | None, *, after: bool = False, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+    def drop_connection(
+        self, api: str | int | None, *, after: bool = False, count: int | None = DEFAULT_COUNT, **where: Any
+    ) -> Fault:
         """Close the connection of matching requests (``count``; default all): before the broker
         handles them (not applied) or, with ``after=True``, once it has (applied, unanswered)."""
         kind = FaultKind.DROP_AFTER if after else FaultKind.DROP_BEFORE
@@ -242,7 +248,9 @@ class Faults:
         """Handle matching requests but keep their responses until :meth:`release`."""
         return self._add(FaultKind.HOLD, api, count, where)
 
-    def throttle(self, api: str | int | None, throttle_time_ms: int, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+    def throttle(
+        self, api: str | int | None, throttle_time_ms: int, *, count: int | None = DEFAULT_COUNT, **where: Any
+    ) -> Fault:
         """Throttle matching requests (``count``; default all) as a quota violation would (KIP-219)."""
         if isinstance(throttle_time_ms, bool) or not isinstance(throttle_time_ms, int) or throttle_time_ms < 0:
             raise ValueError(f"throttle_time_ms must be a non-negative int, not {throttle_time_ms!r}")
@@ -263,7 +271,14 @@ class Faults:
             raise ValueError("push_request_errors needs at least one error")
         return self._add(FaultKind.SEQUENCE, api, len(steps), where, steps=steps)
 
-    def hold_until(self, condition: Callable[[], bool], api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+    def hold_until(
+        self,
+        condition: Callable[[], bool],
+        api: str | int | None = None,
+        *,
+        count: int | None = DEFAULT_COUNT,
+        **where: Any,
+    ) -> Fault:
         """Park matching requests (no handler held) until ``condition()`` is true — checked
         now and after every response the broker sends — then handle them, as kfake's
         ``SleepControl``. Removing the fault lets the parked requests go on."""

@@ -48,7 +48,8 @@ WAIT_TIMEOUT = 10.0
 #: The plain (non-waiting) controls, in every handle.
 CONTROL_METHODS = (
     "inject_error", "add_latency", "drop_connection", "hold_responses", "throttle",
-    "push_request_errors", "hold_until", "set_round_trip_time", "release", "remove_fault", "clear_faults", "active_faults",
+    "push_request_errors", "hold_until", "set_round_trip_time", "release", "remove_fault", "clear_faults",
+    "active_faults",
     "start_recording", "stop_recording", "recorded", "clear_recorded",
     "high_watermark", "committed", "transaction_state", "share_partition",
 )  # fmt: skip
@@ -130,23 +131,33 @@ class BrokerControls:
 
     # --- faults (count: every matching request until removed, unless given) ----------------
 
-    def inject_error(self, api: str | int, error: Any, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+    def inject_error(
+        self, api: str | int, error: Any, *, count: int | None = DEFAULT_COUNT, **where: Any
+    ) -> Fault | FaultSet:
         """Answer matching requests of ``api`` with ``error`` instead of handling them."""
         return self._each("inject_error", api, error, count=count, **where)
 
-    def add_latency(self, seconds: float, *, api: str | int | None = None, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+    def add_latency(
+        self, seconds: float, *, api: str | int | None = None, count: int | None = DEFAULT_COUNT, **where: Any
+    ) -> Fault | FaultSet:
         """Handle matching requests ``seconds`` later (trio's clock)."""
         return self._each("add_latency", seconds, api=api, count=count, **where)
 
-    def drop_connection(self, api: str | int | None, *, after: bool = False, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+    def drop_connection(
+        self, api: str | int | None, *, after: bool = False, count: int | None = DEFAULT_COUNT, **where: Any
+    ) -> Fault | FaultSet:
         """Close the connection of matching requests, before handling them or (``after``) once handled."""
         return self._each("drop_connection", api, after=after, count=count, **where)
 
-    def hold_responses(self, api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+    def hold_responses(
+        self, api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any
+    ) -> Fault | FaultSet:
         """Handle matching requests but keep their responses until :meth:`release`."""
         return self._each("hold_responses", api, count=count, **where)
 
-    def throttle(self, api: str | int | None, throttle_time_ms: int, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+    def throttle(
+        self, api: str | int | None, throttle_time_ms: int, *, count: int | None = DEFAULT_COUNT, **where: Any
+    ) -> Fault | FaultSet:
         """Throttle matching requests as a quota violation would (KIP-219)."""
         return self._each("throttle", api, throttle_time_ms, count=count, **where)
 
@@ -156,7 +167,14 @@ class BrokerControls:
         librdkafka's ``broker_push_request_error_rtts``)."""
         return self._each("push_request_errors", api, list(errors), **where)
 
-    def hold_until(self, condition: Callable[[Any], bool], api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault | FaultSet:
+    def hold_until(
+        self,
+        condition: Callable[[Any], bool],
+        api: str | int | None = None,
+        *,
+        count: int | None = DEFAULT_COUNT,
+        **where: Any,
+    ) -> Fault | FaultSet:
         """Park matching requests until ``condition(state)`` is true, then handle them:
         ``state`` is what the waits read (the broker, or the cluster), and the condition
         runs in the broker's thread, after every response the broker sends."""
@@ -244,28 +262,53 @@ class BrokerControls:
         with trio.move_on_after(WAIT_TIMEOUT if timeout is None else timeout):
             return await getattr(state, method)(*args, **kwargs)
         shown = ", ".join([*map(repr, args), *(f"{k}={v!r}" for k, v in kwargs.items())])
-        raise TimeoutError(f"{method}({shown}) not reached within {timeout or WAIT_TIMEOUT:g} s; {describe_state(state, method, args)}")
+        raise TimeoutError(
+            f"{method}({shown}) not reached within {timeout or WAIT_TIMEOUT:g} s; {describe_state(state, method, args)}"
+        )
 
-    async def wait_for_high_watermark(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:  # noqa: ASYNC109
+    async def wait_for_high_watermark(
+        self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
+    ) -> int:
         return await self._wait("wait_for_high_watermark", (topic, partition), {"at_least": at_least}, timeout)
 
-    async def wait_for_last_stable_offset(self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:  # noqa: ASYNC109
+    async def wait_for_last_stable_offset(
+        self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
+    ) -> int:
         return await self._wait("wait_for_last_stable_offset", (topic, partition), {"at_least": at_least}, timeout)
 
-    async def wait_for_group_state(self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT) -> Any:  # noqa: ASYNC109
+    async def wait_for_group_state(
+        self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
+    ) -> Any:
         return await self._wait("wait_for_group_state", (group_id, state), {"members": members}, timeout)
 
-    async def wait_for_committed(self, group_id: str, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT) -> int:  # noqa: ASYNC109
+    async def wait_for_committed(
+        self, group_id: str, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
+    ) -> int:
         return await self._wait("wait_for_committed", (group_id, topic, partition), {"at_least": at_least}, timeout)
 
-    async def wait_for_transaction_state(self, transactional_id: str, state: str, *, timeout: float = WAIT_TIMEOUT) -> str:  # noqa: ASYNC109
+    async def wait_for_transaction_state(
+        self, transactional_id: str, state: str, *, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
+    ) -> str:
         return await self._wait("wait_for_transaction_state", (transactional_id, state), {}, timeout)
 
-    async def wait_for_share_group_state(self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT) -> Any:  # noqa: ASYNC109
+    async def wait_for_share_group_state(
+        self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
+    ) -> Any:
         return await self._wait("wait_for_share_group_state", (group_id, state), {"members": members}, timeout)
 
-    async def wait_for_share_records(self, group_id: str, topic: str, partition: int, *, state: str = "Acknowledged", at_least: int, timeout: float = WAIT_TIMEOUT) -> Any:  # noqa: ASYNC109
-        return await self._wait("wait_for_share_records", (group_id, topic, partition), {"state": state, "at_least": at_least}, timeout)
+    async def wait_for_share_records(
+        self,
+        group_id: str,
+        topic: str,
+        partition: int,
+        *,
+        state: str = "Acknowledged",
+        at_least: int,
+        timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
+    ) -> Any:
+        return await self._wait(
+            "wait_for_share_records", (group_id, topic, partition), {"state": state, "at_least": at_least}, timeout
+        )
 
 
 def _owns(faults: Faults, fault: Fault | int) -> bool:

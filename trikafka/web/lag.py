@@ -145,5 +145,7 @@ def lag_families(
     stem = "kafka_coordinator_group_groupmetadatamanager_"
     yield GaugeMetricFamily(f"{stem}numgroups", "Groups on this coordinator.", value=sum(by_state.values()))
     for state in GROUP_STATES:
-        yield GaugeMetricFamily(f"{stem}numgroups{state.lower()}", f"Groups in state {state}.", value=by_state.get(state, 0))
+        yield GaugeMetricFamily(
+            f"{stem}numgroups{state.lower()}", f"Groups in state {state}.", value=by_state.get(state, 0)
+        )
     yield GaugeMetricFamily(f"{stem}numoffsets", "Committed offsets held.", value=offsets_count)

@@ -41,7 +41,10 @@ TOPIC_COUNTERS = {
     "bytesin": ("bytes_in", "Record batch bytes appended as leader (BytesInPerSec)."),
     "bytesout": ("bytes_out", "Record bytes sent to consumers in Fetch responses (BytesOutPerSec)."),
     "totalproducerequests": ("total_produce_requests", "Produce requests per partition (TotalProduceRequestsPerSec)."),
-    "failedproducerequests": ("failed_produce_requests", "Produce requests refused per partition (FailedProduceRequestsPerSec)."),
+    "failedproducerequests": (
+        "failed_produce_requests",
+        "Produce requests refused per partition (FailedProduceRequestsPerSec).",
+    ),
     "totalfetchrequests": ("total_fetch_requests", "Fetch requests per partition (TotalFetchRequestsPerSec)."),
 }
 
@@ -134,7 +137,9 @@ class KafkaCollector:
         if self.statistics is None:
             return
         stats = self.statistics()
-        yield _gauge("kafka_network_requestchannel_requestqueuesize", "Requests waiting for a handler.", stats.request_queue_size)
+        yield _gauge(
+            "kafka_network_requestchannel_requestqueuesize", "Requests waiting for a handler.", stats.request_queue_size
+        )
         yield _gauge(
             "kafka_network_socketserver_networkprocessoravgidle_percent",
             "Share of time the network processors were idle (0..1).",
@@ -176,11 +181,19 @@ class KafkaCollector:
         view = cluster_view(self.context)
         me = self.context.config.node_id
         size = GaugeMetricFamily("kafka_log_log_size", "Bytes of a partition's log.", labels=["topic", "partition"])
-        end = GaugeMetricFamily("kafka_log_log_logendoffset", "A partition's log end offset.", labels=["topic", "partition"])
-        start = GaugeMetricFamily("kafka_log_log_logstartoffset", "A partition's log start offset.", labels=["topic", "partition"])
-        segments = GaugeMetricFamily("kafka_log_log_numlogsegments", "Segments of a partition's log.", labels=["topic", "partition"])
+        end = GaugeMetricFamily(
+            "kafka_log_log_logendoffset", "A partition's log end offset.", labels=["topic", "partition"]
+        )
+        start = GaugeMetricFamily(
+            "kafka_log_log_logstartoffset", "A partition's log start offset.", labels=["topic", "partition"]
+        )
+        segments = GaugeMetricFamily(
+            "kafka_log_log_numlogsegments", "Segments of a partition's log.", labels=["topic", "partition"]
+        )
         earliest = GaugeMetricFamily(
-            "kafka_partition_earliest_offset", "Earliest offset (kafka-lag-exporter).", labels=["cluster_name", "topic", "partition"]
+            "kafka_partition_earliest_offset",
+            "Earliest offset (kafka-lag-exporter).",
+            labels=["cluster_name", "topic", "partition"],
         )
         latest = GaugeMetricFamily(
             "kafka_partition_latest_offset", "Latest offset: the high watermark (kafka-lag-exporter).",
@@ -218,17 +231,20 @@ class KafkaCollector:
         yield _gauge("kafka_server_replicamanager_partitioncount", "Partitions with a replica on this broker.", hosted)
         yield _gauge("kafka_server_replicamanager_leadercount", "Partitions this broker leads.", leaders)
         yield _gauge(
-            "kafka_server_replicamanager_underreplicatedpartitions", "Led partitions whose ISR is smaller than their replicas.",
+            "kafka_server_replicamanager_underreplicatedpartitions",
+            "Led partitions whose ISR is smaller than their replicas.",
             under_replicated,
         )
         yield _gauge(
-            "kafka_server_replicamanager_underminisrpartitioncount", "Led partitions whose ISR is below min.insync.replicas.",
+            "kafka_server_replicamanager_underminisrpartitioncount",
+            "Led partitions whose ISR is below min.insync.replicas.",
             under_min_isr,
         )
         controller = self.context.metadata_cache.controller_id == me
         yield _gauge("kafka_controller_kafkacontroller_activecontrollercount", "1 on the controller.", int(controller))
         yield _gauge(
-            "kafka_controller_kafkacontroller_offlinepartitionscount", "Partitions without a live leader (controller only).",
+            "kafka_controller_kafkacontroller_offlinepartitionscount",
+            "Partitions without a live leader (controller only).",
             offline if controller else 0,
         )
         yield _gauge(

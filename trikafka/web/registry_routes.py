@@ -76,7 +76,9 @@ def _metadata(r: SchemaRegistry, q: Request) -> Any:
     keys, values = q.query.get("key", []), q.query.get("value", [])
     if len(keys) != len(values):
         raise bad_request("key and value parameters come in pairs")
-    stored = r.latest_with_metadata(q.params["subject"], dict(zip(keys, values, strict=True)), deleted=q.flag("deleted"))
+    stored = r.latest_with_metadata(
+        q.params["subject"], dict(zip(keys, values, strict=True)), deleted=q.flag("deleted")
+    )
     return schema_entity(stored, q.text("format"), with_subject=True)
 
 
@@ -97,10 +99,22 @@ V = "{version}"
 ROUTES: tuple[tuple[str, tuple[str, ...], Handler], ...] = (
     ("GET", (), lambda r, q: {}),
     ("GET", ("schemas", "types"), lambda r, q: r.schema_types()),
-    ("GET", ("schemas", "ids", "{id}"), lambda r, q: r.schema_by_id(q.params["id"], q.text("subject"), q.text("format"))),
+    (
+        "GET",
+        ("schemas", "ids", "{id}"),
+        lambda r, q: r.schema_by_id(q.params["id"], q.text("subject"), q.text("format")),
+    ),
     ("GET", ("schemas", "ids", "{id}", "schema"), _id_schema),
-    ("GET", ("schemas", "ids", "{id}", "versions"), lambda r, q: r.id_versions(q.params["id"], subject=q.text("subject"), deleted=q.flag("deleted"))),
-    ("GET", ("schemas", "ids", "{id}", "subjects"), lambda r, q: r.id_subjects(q.params["id"], subject=q.text("subject"), deleted=q.flag("deleted"))),
+    (
+        "GET",
+        ("schemas", "ids", "{id}", "versions"),
+        lambda r, q: r.id_versions(q.params["id"], subject=q.text("subject"), deleted=q.flag("deleted")),
+    ),
+    (
+        "GET",
+        ("schemas", "ids", "{id}", "subjects"),
+        lambda r, q: r.id_subjects(q.params["id"], subject=q.text("subject"), deleted=q.flag("deleted")),
+    ),
     ("GET", ("schemas", "guids", "{guid}"), lambda r, q: r.schema_by_guid(q.params["guid"], q.text("format"))),
     ("GET", ("subjects",), _subjects),
     ("POST", ("subjects", S), lambda r, q: r.lookup(q.params["subject"], q.body, q.flag("deleted"))),
@@ -108,9 +122,17 @@ ROUTES: tuple[tuple[str, tuple[str, ...], Handler], ...] = (
     ("GET", ("subjects", S, "versions"), _versions),
     ("POST", ("subjects", S, "versions"), lambda r, q: r.register(q.params["subject"], q.body)),
     ("GET", ("subjects", S, "versions", V), _version),
-    ("DELETE", ("subjects", S, "versions", V), lambda r, q: r.delete_version(q.params["subject"], q.params["version"], q.flag("permanent"))),
+    (
+        "DELETE",
+        ("subjects", S, "versions", V),
+        lambda r, q: r.delete_version(q.params["subject"], q.params["version"], q.flag("permanent")),
+    ),
     ("GET", ("subjects", S, "versions", V, "schema"), _version_schema),
-    ("GET", ("subjects", S, "versions", V, "referencedby"), lambda r, q: r.referenced_by(q.params["subject"], q.params["version"])),
+    (
+        "GET",
+        ("subjects", S, "versions", V, "referencedby"),
+        lambda r, q: r.referenced_by(q.params["subject"], q.params["version"]),
+    ),
     ("GET", ("subjects", S, "metadata"), _metadata),
     ("POST", ("compatibility", "subjects", S, "versions"), _check),
     ("POST", ("compatibility", "subjects", S, "versions", V), _check),

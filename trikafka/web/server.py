@@ -173,7 +173,9 @@ class HttpServer:
             try:
                 sockets = config.create_sockets()
             except OSError as exc:
-                raise OSError(exc.errno, f"{exc.strerror}: {self.host}:{self.port} (the HTTP server, {self.key})") from exc
+                raise OSError(
+                    exc.errno, f"{exc.strerror}: {self.host}:{self.port} (the HTTP server, {self.key})"
+                ) from exc
             sock = sockets.insecure_sockets[0]
             sock.listen(config.backlog)
             address = sock.getsockname()

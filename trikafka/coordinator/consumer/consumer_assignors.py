@@ -38,7 +38,9 @@ def _group(owner: Mapping[TopicPartition, str], members: list[str]) -> dict[str,
     return {m: {t: frozenset(ps) for t, ps in sorted(a.items())} for m, a in result.items()}
 
 
-def uniform(subscriptions: Subscriptions, topics: Mapping[str, int], previous: Mapping[str, Assignment]) -> dict[str, dict[str, frozenset[int]]]:
+def uniform(
+    subscriptions: Subscriptions, topics: Mapping[str, int], previous: Mapping[str, Assignment]
+) -> dict[str, dict[str, frozenset[int]]]:
     members = sorted(subscriptions)
     owner: dict[TopicPartition, str] = {}
     owned: dict[str, list[TopicPartition]] = {m: [] for m in members}
@@ -95,7 +97,9 @@ def _first_move(
     return None
 
 
-def range_(subscriptions: Subscriptions, topics: Mapping[str, int], previous: Mapping[str, Assignment]) -> dict[str, dict[str, frozenset[int]]]:
+def range_(
+    subscriptions: Subscriptions, topics: Mapping[str, int], previous: Mapping[str, Assignment]
+) -> dict[str, dict[str, frozenset[int]]]:
     members = sorted(subscriptions)
     owner: dict[TopicPartition, str] = {}
     for topic in sorted(topics):

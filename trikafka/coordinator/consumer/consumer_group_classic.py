@@ -123,8 +123,11 @@ class ClassicMembers:
         group.put(replacement)
         group.target[member_id] = target
         records += rec.member_tombstones(group.group_id, existing.member_id)
-        records += [rec.member_metadata(group.group_id, replacement), rec.target_member(group.group_id, member_id, target),
-                    rec.current_assignment(group.group_id, replacement)]
+        records += [
+            rec.member_metadata(group.group_id, replacement),
+            rec.target_member(group.group_id, member_id, target),
+            rec.current_assignment(group.group_id, replacement),
+        ]
         effects += self.machine.cancel_timers(group.group_id, existing.member_id)
         return replacement
 

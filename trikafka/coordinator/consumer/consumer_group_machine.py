@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping
 import attrs
 
 from trikafka.config import BrokerConfig
+from trikafka.coordinator.consumer import consumer_group_membership as membership
 from trikafka.coordinator.consumer import consumer_group_records as rec
 from trikafka.coordinator.consumer import consumer_regex
 from trikafka.coordinator.consumer.consumer_assignors import assign
@@ -116,11 +117,15 @@ def _validate(hb: ConsumerGroupHeartbeat, assignors: tuple[str, ...]) -> None:
         try:
             topic_pattern(hb.subscribed_topic_regex)
         except re.error as exc:
-            raise _error(f"SubscribedTopicRegex `{hb.subscribed_topic_regex}` is not a valid regular expression: {exc}.",
-                         ErrorCode.invalid_regular_expression) from None
+            raise _error(
+                f"SubscribedTopicRegex `{hb.subscribed_topic_regex}` is not a valid regular expression: {exc}.",
+                ErrorCode.invalid_regular_expression,
+            ) from None
     if hb.server_assignor is not None and hb.server_assignor not in assignors:
-        raise _error(f"ServerAssignor {hb.server_assignor} is not supported. Supported assignors: {', '.join(assignors)}.",
-                     ErrorCode.unsupported_assignor)
+        raise _error(
+            f"ServerAssignor {hb.server_assignor} is not supported. Supported assignors: {', '.join(assignors)}.",
+            ErrorCode.unsupported_assignor,
+        )
 
 
 class ConsumerGroupMachine:
@@ -163,10 +168,7 @@ class ConsumerGroupMachine:
             timeout = member.classic_session_timeout_ms
         return ScheduleTimer(ConsumerTimerKey(SESSION, group_id, member_id), now_ms + timeout)  # type: ignore[arg-type]
 
-    @staticmethod
-    def cancel_timers(group_id: str, member_id: str) -> tuple[Effect, ...]:
-        return tuple(CancelTimer(ConsumerTimerKey(k, group_id, member_id))  # type: ignore[arg-type]
-                     for k in (SESSION, REBALANCE, JOIN, SYNC))
+    cancel_timers = staticmethod(membership.cancel_timers)
 
     # --- the heartbeat ----------------------------------------------------------------
 
@@ -179,7 +181,9 @@ class ConsumerGroupMachine:
         except KafkaProtocolError as exc:
             return Reply(HeartbeatResult(error_code=exc.error_code, error_message=str(exc)))
 
-    def _group_for(self, hb: ConsumerGroupHeartbeat, now_ms: float, effects: list[Effect]) -> tuple[ConsumerGroup, bool]:
+    def _group_for(
+        self, hb: ConsumerGroupHeartbeat, now_ms: float, effects: list[Effect]
+    ) -> tuple[ConsumerGroup, bool]:
         group = self.groups.get(hb.group_id)
         if group is not None:
             return group, False
@@ -193,59 +197,6 @@ class ConsumerGroupMachine:
             raise _error(f"Consumer group {hb.group_id} not found.", ErrorCode.group_id_not_found)
         return ConsumerGroup(hb.group_id), True
 
-    def _member_for(self, group: ConsumerGroup, hb: ConsumerGroupHeartbeat, records: list[rec.Record],
-                    effects: list[Effect]) -> ConsumerGroupMember:
-        """Kafka's getOrMaybeSubscribe{Dynamic,Static}ConsumerGroupMember."""
-        if hb.instance_id is not None:
-            existing = group.static_member(hb.instance_id)
-            if hb.member_epoch == 0:
-                if existing is None:
-                    return group.members.get(hb.member_id) or ConsumerGroupMember(hb.member_id)
-                # A consumer-protocol instance may take over from a classic one at once (Kafka 4).
-                if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not existing.uses_classic_protocol:
-                    raise _error(f"Static member {hb.member_id} with instance id {hb.instance_id} cannot join the "
-                                 f"group because the instance id is owned by member {existing.member_id}.",
-                                 ErrorCode.unreleased_instance_id)
-                # The released static member's place, assignment and target go to the new id.
-                replacement = attrs.evolve(existing, member_id=hb.member_id, member_epoch=0, previous_member_epoch=0)
-                target = group.target.get(existing.member_id, {})
-                group.remove(existing.member_id)
-                group.put(replacement)
-                group.target[hb.member_id] = target
-                records += rec.member_tombstones(group.group_id, existing.member_id)
-                records += [rec.member_metadata(group.group_id, replacement),
-                            rec.target_member(group.group_id, hb.member_id, target),
-                            rec.current_assignment(group.group_id, replacement)]
-                effects += self.cancel_timers(group.group_id, existing.member_id)
-                return replacement
-            if existing is None:
-                raise _error(f"Instance id {hb.instance_id} is unknown.", ErrorCode.unknown_member_id)
-            if existing.member_id != hb.member_id:
-                raise _error(f"Static member {hb.member_id} with instance id {hb.instance_id} was fenced by member "
-                             f"{existing.member_id}.", ErrorCode.fenced_instance_id)
-        member = group.members.get(hb.member_id)
-        if hb.member_epoch == 0:
-            return member or ConsumerGroupMember(hb.member_id)
-        if member is None:
-            raise _error(f"Member {hb.member_id} is not a member of group {group.group_id}.", ErrorCode.unknown_member_id)
-        self._check_epoch(member, hb)
-        return member
-
-    @staticmethod
-    def _check_epoch(member: ConsumerGroupMember, hb: ConsumerGroupHeartbeat) -> None:
-        received, known = hb.member_epoch, member.member_epoch
-        if received > known:
-            raise _error(f"The consumer group member has a greater member epoch ({received}) than the one known by "
-                         f"the group coordinator ({known}). The member must abandon all its partitions and rejoin.",
-                         ErrorCode.fenced_member_epoch)
-        if received < known:
-            owned = hb.owned or {}
-            subset = all(ps <= member.assigned.get(t, frozenset()) for t, ps in owned.items())
-            if received != member.previous_member_epoch or not subset:
-                raise _error(f"The consumer group member has a smaller member epoch ({received}) than the one known "
-                             f"by the group coordinator ({known}). The member must abandon all its partitions and "
-                             "rejoin.", ErrorCode.fenced_member_epoch)
-
     def _heartbeat(self, hb: ConsumerGroupHeartbeat, now_ms: float) -> Reply[HeartbeatResult]:
         records: list[rec.Record] = []
         effects: list[Effect] = []
@@ -254,7 +205,7 @@ class ConsumerGroupMachine:
             if not (hb.instance_id is not None and group.static_member(hb.instance_id) is not None):
                 raise _error(f"The consumer group has reached its maximum capacity of "
                              f"{self.config.group_consumer_max_size} members.", ErrorCode.group_max_size_reached)
-        member = self._member_for(group, hb, records, effects)
+        member = membership.member_for(group, hb, records, effects)
         if created:
             self.groups[group.group_id] = group
         before = member
@@ -262,11 +213,17 @@ class ConsumerGroupMachine:
             member,
             instance_id=hb.instance_id if hb.instance_id is not None else member.instance_id,
             rack_id=hb.rack_id if hb.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=hb.rebalance_timeout_ms if hb.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms,
+            rebalance_timeout_ms=hb.rebalance_timeout_ms
+            if hb.rebalance_timeout_ms != -1
+            else member.rebalance_timeout_ms,
             server_assignor=hb.server_assignor if hb.server_assignor is not None else member.server_assignor,
-            subscribed_topic_names=(tuple(sorted(set(hb.subscribed_topic_names))) if hb.subscribed_topic_names is not None
-                                    else member.subscribed_topic_names),
-            subscribed_topic_regex=(hb.subscribed_topic_regex or None) if hb.subscribed_topic_regex is not None
+            subscribed_topic_names=(
+                tuple(sorted(set(hb.subscribed_topic_names)))
+                if hb.subscribed_topic_names is not None
+                else member.subscribed_topic_names
+            ),
+            subscribed_topic_regex=(hb.subscribed_topic_regex or None)
+            if hb.subscribed_topic_regex is not None
             else member.subscribed_topic_regex,
             client_id=hb.client_id,
             client_host=hb.client_host,
@@ -339,7 +296,9 @@ class ConsumerGroupMachine:
                          for m in group.members.values()}
         name = group.preferred_assignor(self.config.group_consumer_assignors[0])
         new = assign(name, subscriptions, counts, group.target)
-        records = [rec.target_member(group.group_id, mid, a) for mid, a in new.items() if group.target.get(mid, {}) != a]
+        records = [
+            rec.target_member(group.group_id, mid, a) for mid, a in new.items() if group.target.get(mid, {}) != a
+        ]
         group.target = dict(new)
         group.assignment_epoch = group.group_epoch
         records.append(rec.target_metadata(group))
@@ -354,7 +313,9 @@ class ConsumerGroupMachine:
         if hb.instance_id is None:
             member = group.members.get(hb.member_id)
             if member is None:
-                raise _error(f"Member {hb.member_id} is not a member of group {group.group_id}.", ErrorCode.unknown_member_id)
+                raise _error(
+                    f"Member {hb.member_id} is not a member of group {group.group_id}.", ErrorCode.unknown_member_id
+                )
         else:
             member = group.static_member(hb.instance_id)
             if member is None:
@@ -389,7 +350,9 @@ class ConsumerGroupMachine:
             group.remove(member_id)
             records += rec.member_tombstones(group.group_id, member_id)
             effects += self.cancel_timers(group.group_id, member_id)
-        for regex in group.resolved_regexes.keys() - group.subscribed_regexes().keys() if group.resolved_regexes else ():
+        for regex in (
+            group.resolved_regexes.keys() - group.subscribed_regexes().keys() if group.resolved_regexes else ()
+        ):
             del group.resolved_regexes[regex]  # its last subscriber left (Kafka's tombstone)
         group.group_epoch += 1
         counts = self.topics()
@@ -411,10 +374,16 @@ class ConsumerGroupMachine:
         if key.kind == SESSION:
             return Reply(None, self.fence(group, key.member_id, "missed its session timeout", now_ms))
         if key.kind == JOIN:
-            return Reply(None, self.fence(group, key.member_id, "(classic) did not rejoin within its rebalance timeout", now_ms))
+            return Reply(
+                None, self.fence(group, key.member_id, "(classic) did not rejoin within its rebalance timeout", now_ms)
+            )
         if key.kind == SYNC:
-            return Reply(None, self.fence(group, key.member_id, "(classic) did not sync within its rebalance timeout", now_ms))
+            return Reply(
+                None, self.fence(group, key.member_id, "(classic) did not sync within its rebalance timeout", now_ms)
+            )
         if member.state is MemberState.UNREVOKED_PARTITIONS:
-            return Reply(None, self.fence(group, key.member_id, "did not revoke its partitions within its rebalance timeout",
-                                          now_ms))
+            return Reply(
+                None,
+                self.fence(group, key.member_id, "did not revoke its partitions within its rebalance timeout", now_ms),
+            )
         return Reply(None)

@@ -7,8 +7,9 @@ negative epoch into a group without members is an admin's or a standalone consum
 allowed; otherwise the member must exist (UNKNOWN_MEMBER_ID) and its epoch be the current one
 (STALE_MEMBER_EPOCH). A consumer-protocol member must use OffsetCommit v9+
 (UNSUPPORTED_VERSION); a classic member of the group commits with any version, its
-generation being its member epoch (ILLEGAL_GENERATION otherwise). TxnOffsetCommit answers a stale epoch with ILLEGAL_GENERATION, the
-code transactional producers already handle as "fenced by a rebalance".
+generation being its member epoch (ILLEGAL_GENERATION otherwise). TxnOffsetCommit answers a
+stale epoch with ILLEGAL_GENERATION, the code transactional producers already handle as
+"fenced by a rebalance".
 """
 
 from __future__ import annotations

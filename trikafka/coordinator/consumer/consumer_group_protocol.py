@@ -14,7 +14,16 @@ import attrs
 from trikafka.coordinator.consumer.consumer_group import Assignment
 from trikafka.errors import ErrorCode
 
-__all__ = ["ConsumerGroupHeartbeat", "ConsumerTimerKey", "HeartbeatResult", "JOIN", "REBALANCE", "REGEX", "SESSION", "SYNC"]
+__all__ = [
+    "ConsumerGroupHeartbeat",
+    "ConsumerTimerKey",
+    "HeartbeatResult",
+    "JOIN",
+    "REBALANCE",
+    "REGEX",
+    "SESSION",
+    "SYNC",
+]
 
 SESSION = "consumer-session"
 REBALANCE = "consumer-rebalance"

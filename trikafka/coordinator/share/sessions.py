@@ -2,9 +2,10 @@
 from this broker, so each ShareFetch names only what changed.
 
 A session is keyed by (group id, member id, node id): each broker a member fetches from keeps
-its own session (in an in-process cluster the cache is shared, the sessions are not). ShareFetch with epoch 0 opens one (replacing any
-old one: its acquired records are released) with the request's partitions; a later request
-must carry the session's current epoch, and each accepted request moves it on by one (after
+its own session (in an in-process cluster the cache is shared, the sessions are not).
+ShareFetch with epoch 0 opens one (replacing any old one: its acquired records are released)
+with the request's partitions; a later request must carry the session's current epoch, and
+each accepted request moves it on by one (after
 ``INT32_MAX`` comes 1). Epoch -1 is the final request: its acknowledgements are applied and
 the session closed (ShareAcknowledge; a ShareFetch with -1 may not fetch). Errors, as Kafka:
 SHARE_SESSION_NOT_FOUND for a session this broker does not have, INVALID_SHARE_SESSION_EPOCH

@@ -85,7 +85,9 @@ class ShareStateLog:
         groups: set[str] = set()
         partitions: dict[PartitionKey, SharePartition] = {}
         for key, value in self._replay():
-            self._written[json.dumps(key).encode()] = None if value is None else json.dumps(value, sort_keys=True).encode()
+            self._written[json.dumps(key).encode()] = (
+                None if value is None else json.dumps(value, sort_keys=True).encode()
+            )
             if key[0] == "share-group":
                 group_id = key[1]
                 if value is None:

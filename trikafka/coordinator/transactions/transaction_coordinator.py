@@ -152,13 +152,17 @@ class TransactionCoordinator:
             elif isinstance(effect, AbortTxn):
                 assert self._nursery is not None, "the transaction coordinator is not running"
                 txn = self.txns[effect.transactional_id]
-                self._nursery.start_soon(_survive_storage_errors, self._end, (txn, False), name=f"txn-fence-abort:{effect.transactional_id}")
+                self._nursery.start_soon(
+                    _survive_storage_errors, self._end, (txn, False), name=f"txn-fence-abort:{effect.transactional_id}"
+                )
 
     def _timed_out(self, transactional_id: str) -> None:
         txn = self.machine.timed_out(transactional_id)
         if txn is not None:
             assert self._nursery is not None
-            self._nursery.start_soon(_survive_storage_errors, self._end, (txn, False), name=f"txn-timeout-abort:{transactional_id}")
+            self._nursery.start_soon(
+                _survive_storage_errors, self._end, (txn, False), name=f"txn-timeout-abort:{transactional_id}"
+            )
 
     # --- requests ------------------------------------------------------------------------
 
@@ -222,7 +226,9 @@ class TransactionCoordinator:
         if txn is None:
             return dict.fromkeys(partitions, code)
         ongoing = txn.state == TxnState.ONGOING
-        return {tp: ErrorCode.none if ongoing and tp in txn.partitions else ErrorCode.invalid_txn_state for tp in partitions}
+        return {
+            tp: ErrorCode.none if ongoing and tp in txn.partitions else ErrorCode.invalid_txn_state for tp in partitions
+        }
 
     async def end_txn(
         self, transactional_id: str, producer_id: int, epoch: int, commit: bool, *, bump_epoch: bool = False

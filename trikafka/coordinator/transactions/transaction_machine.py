@@ -176,7 +176,9 @@ class TransactionMachine:
 
     # --- adding to a transaction ---------------------------------------------------------
 
-    def check(self, transactional_id: str, producer_id: int, epoch: int) -> tuple[ErrorCode, TransactionMetadata | None]:
+    def check(
+        self, transactional_id: str, producer_id: int, epoch: int
+    ) -> tuple[ErrorCode, TransactionMetadata | None]:
         if self.loading:
             return ErrorCode.coordinator_load_in_progress, None
         if not transactional_id:
@@ -204,7 +206,9 @@ class TransactionMachine:
         self.save()
         return ErrorCode.none
 
-    def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str, now_ms: float) -> ErrorCode:
+    def add_offsets(
+        self, transactional_id: str, producer_id: int, epoch: int, group_id: str, now_ms: float
+    ) -> ErrorCode:
         code, txn = self.check(transactional_id, producer_id, epoch)
         if txn is None:
             return code

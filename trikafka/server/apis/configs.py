@@ -204,9 +204,13 @@ class ConfigApis(ApiFamily):
         try:
             named = int(name)
         except ValueError:
-            raise KafkaProtocolError(f"Node id must be an integer, but it is: {name}", ErrorCode.invalid_request) from None
+            raise KafkaProtocolError(
+                f"Node id must be an integer, but it is: {name}", ErrorCode.invalid_request
+            ) from None
         if named != node_id:
-            raise KafkaProtocolError(f"Unexpected broker id, expected {node_id}, but received {name}", ErrorCode.invalid_request)
+            raise KafkaProtocolError(
+                f"Unexpected broker id, expected {node_id}, but received {name}", ErrorCode.invalid_request
+            )
 
     @handles(ApiKey.DESCRIBE_CONFIGS)
     async def handle_describe_configs_request(self, request: Request) -> Any:
@@ -226,7 +230,9 @@ class ConfigApis(ApiFamily):
                 if resource.resource_type == ResourceType.TOPIC:
                     topic = self.replicas.topics.get(resource.resource_name)
                     if topic is None:
-                        raise KafkaProtocolError(f"Topic {resource.resource_name} does not exist", ErrorCode.unknown_topic_or_partition)
+                        raise KafkaProtocolError(
+                            f"Topic {resource.resource_name} does not exist", ErrorCode.unknown_topic_or_partition
+                        )
                     entries = topic_config_entries(self.replicas, topic, keys)
                 elif resource.resource_type == ResourceType.BROKER:
                     self._check_broker_name(resource.resource_name)
@@ -235,7 +241,9 @@ class ConfigApis(ApiFamily):
                 elif resource.resource_type == GROUP_RESOURCE:
                     entries = group_config_entries(self.context, resource.resource_name, keys)
                 else:
-                    raise KafkaProtocolError(f"Unsupported resource type {resource.resource_type}", ErrorCode.invalid_request)
+                    raise KafkaProtocolError(
+                        f"Unsupported resource type {resource.resource_type}", ErrorCode.invalid_request
+                    )
                 if not body.include_synonyms:
                     for entry in entries:
                         entry["synonyms"] = []
@@ -274,7 +282,9 @@ class ConfigApis(ApiFamily):
         if resource.resource_type == ResourceType.TOPIC:
             topic = self.replicas.topics.get(resource.resource_name)
             if topic is None:
-                raise KafkaProtocolError(f"Topic {resource.resource_name} does not exist", ErrorCode.unknown_topic_or_partition)
+                raise KafkaProtocolError(
+                    f"Topic {resource.resource_name} does not exist", ErrorCode.unknown_topic_or_partition
+                )
             return {k: format_value(v) for k, v in topic.configs.items()}
         if resource.resource_type == GROUP_RESOURCE:
             return group_overrides(self.context, resource.resource_name)
@@ -315,7 +325,9 @@ class ConfigApis(ApiFamily):
         elif op in (OpType.APPEND, OpType.SUBTRACT):
             definition = TOPIC_CONFIGS.get(key) if resource.resource_type == ResourceType.TOPIC else None
             if definition is None or definition.kind != "list":
-                raise KafkaProtocolError(f"Config value append is not allowed for config key: {key}", ErrorCode.invalid_config)
+                raise KafkaProtocolError(
+                    f"Config value append is not allowed for config key: {key}", ErrorCode.invalid_config
+                )
             current = overrides.get(key)
             items = list(parse_value(definition, current)) if current else list(
                 self.replicas.effective_config(self.replicas.topics.get(resource.resource_name))[key]

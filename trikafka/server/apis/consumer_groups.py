@@ -145,7 +145,9 @@ class ConsumerGroupApis(ApiFamily):
                 "subscribed_topic_names": list(m.subscribed_topic_names),
                 "subscribed_topic_regex": m.subscribed_topic_regex,
                 "assignment": {"topic_partitions": self._ids(m.assigned, with_names=True)},
-                "target_assignment": {"topic_partitions": self._ids(group.target.get(m.member_id, {}), with_names=True)},
+                "target_assignment": {
+                    "topic_partitions": self._ids(group.target.get(m.member_id, {}), with_names=True)
+                },
                 "member_type": 0 if m.uses_classic_protocol else 1,  # KIP-1099: 0 classic, 1 consumer
             }
             for m in group.members.values()

@@ -129,7 +129,10 @@ class FetchApis(ApiFamily):
         body = request.body
         state = getattr(body, "replica_state", None)
         # KIP-392: a consumer's Fetch v11+ may go to an in-sync follower, and carries its rack.
-        consumer = request.api_version >= 11 and (state.replica_id if state is not None else getattr(body, "replica_id", -1)) < 0
+        consumer = (
+            request.api_version >= 11
+            and (state.replica_id if state is not None else getattr(body, "replica_id", -1)) < 0
+        )
         rack = getattr(body, "rack_id", None) if consumer else None
         selector = self.context.config.replica_selector_class
         for p in context.partitions:
@@ -309,7 +312,11 @@ class FetchApis(ApiFamily):
         # The watermarks this read saw, not those when the purgatory task first runs: a
         # produce landing in between must wake the fetch, not be slept through.
         # read_committed waits for the last stable offset: data below it is all it may read.
-        seen = [(_end_of(item.log, committed), _end_of(item.log, committed).value) for item in wanted if item.log is not None]
+        seen = [
+            (_end_of(item.log, committed), _end_of(item.log, committed).value)
+            for item in wanted
+            if item.log is not None
+        ]
         changes = cluster_view(self.context).changes  # leadership moving (a cluster) ends the wait
         if changes is not None:
             seen.append((changes, changes.value))

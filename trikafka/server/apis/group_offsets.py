@@ -185,7 +185,10 @@ class GroupOffsetApis(ApiFamily):
             {
                 "name": t.name,
                 "partitions": [
-                    {"partition_index": p.partition_index, "error_code": codes.get((t.name, p.partition_index), ErrorCode.none)}
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": codes.get((t.name, p.partition_index), ErrorCode.none),
+                    }
                     for p in t.partitions
                 ],
             }

@@ -226,7 +226,12 @@ class GroupApis(ApiFamily):
         ]
         if not types or "consumer" in types:  # KIP-848 groups: type consumer, their own states
             listed += [
-                {"group_id": g.group_id, "protocol_type": "consumer", "group_state": g.state.value, "group_type": "consumer"}
+                {
+                    "group_id": g.group_id,
+                    "protocol_type": "consumer",
+                    "group_state": g.state.value,
+                    "group_type": "consumer",
+                }
                 for g in consumer_groups.values()
                 if not states or g.state.value.lower() in states
             ]

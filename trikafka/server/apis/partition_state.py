@@ -111,7 +111,12 @@ class PartitionStateApis(ApiFamily):
             directory = getattr(log, "directory", None)
             where = str(Path(directory).parent.absolute()) if directory is not None else "memory"
             dirs.setdefault(where, {}).setdefault(topic, []).append(
-                {"partition_index": partition, "partition_size": log.size_in_bytes, "offset_lag": 0, "is_future_key": False}
+                {
+                    "partition_index": partition,
+                    "partition_size": log.size_in_bytes,
+                    "offset_lag": 0,
+                    "is_future_key": False,
+                }
             )
         results = []
         for where, topics in dirs.items():
@@ -144,7 +149,12 @@ class PartitionStateApis(ApiFamily):
             readable = self.authorize(request, AclOperation.READ, ResourceType.TOPIC, topic.name)
             partitions = []
             for index in topic.partition_indexes:
-                answer = {"partition_index": index, "error_code": ErrorCode.none, "error_message": None, "active_producers": []}
+                answer = {
+                    "partition_index": index,
+                    "error_code": ErrorCode.none,
+                    "error_message": None,
+                    "active_producers": [],
+                }
                 if not readable:
                     answer["error_code"] = ErrorCode.topic_authorization_failed
                 elif info is None or not 0 <= index < info.partitions:

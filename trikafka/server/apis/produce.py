@@ -90,7 +90,9 @@ class ProduceApis(ApiFamily):
                 if info.is_internal:
                     partitions.append(
                         _partition_error(
-                            part.index, ErrorCode.invalid_topic_exception, f"Cannot append to internal topic {info.name}"
+                            part.index,
+                            ErrorCode.invalid_topic_exception,
+                            f"Cannot append to internal topic {info.name}",
                         )
                     )
                     continue
@@ -148,7 +150,9 @@ class ProduceApis(ApiFamily):
         if acks == 0:
             return NoOpResponse()
         if leaders:
-            return Answer(responses=topics, throttle_time=0, node_endpoints=leader_endpoints(view, leaders, request.listener_name))
+            return Answer(
+                responses=topics, throttle_time=0, node_endpoints=leader_endpoints(view, leaders, request.listener_name)
+            )
         return Answer(responses=topics, throttle_time=0)
 
     def error_response(self, request: Request, code: ErrorCode) -> Any:

@@ -75,7 +75,9 @@ class ReassignmentApis(ApiFamily):
                     if count is None:
                         outcome = Outcome(ErrorCode.unknown_topic_or_partition, f"No such topic as {topic.topic}")
                     elif not 0 <= p < count:
-                        outcome = Outcome(ErrorCode.unknown_topic_or_partition, f"No such partition as {topic.topic}-{p}")
+                        outcome = Outcome(
+                            ErrorCode.unknown_topic_or_partition, f"No such partition as {topic.topic}-{p}"
+                        )
                     else:
                         outcome = view.elect_leader(topic.topic, p, election_type)
                     partition_results.append(_result("partition_id", p, outcome))
@@ -97,9 +99,13 @@ class ReassignmentApis(ApiFamily):
             for p in topic.partitions:
                 index = p.partition_index
                 if count is None:
-                    outcome = Outcome(ErrorCode.unknown_topic_or_partition, f"Unable to find a topic named {topic.name}.")
+                    outcome = Outcome(
+                        ErrorCode.unknown_topic_or_partition, f"Unable to find a topic named {topic.name}."
+                    )
                 elif not 0 <= index < count:
-                    outcome = Outcome(ErrorCode.unknown_topic_or_partition, f"Unable to find partition {topic.name}:{index}.")
+                    outcome = Outcome(
+                        ErrorCode.unknown_topic_or_partition, f"Unable to find partition {topic.name}:{index}."
+                    )
                 else:
                     outcome = self._rf_change_refused(view, topic.name, index, p.replicas, allow_rf_change)
                     if outcome is None:

@@ -153,12 +153,16 @@ class ShareFetchApis(ApiFamily):
             if tp not in session.partitions:
                 session.partitions.append(tp)
         if forgotten:  # what the member holds on a partition it forgets goes back
-            shares.release_session(attrs.evolve(session, partitions=[tp for tp in session.partitions if tp in forgotten]))
+            shares.release_session(
+                attrs.evolve(session, partitions=[tp for tp in session.partitions if tp in forgotten])
+            )
         session.partitions = [tp for tp in session.partitions if tp not in forgotten]
         session.next_epoch()
         return session, unknown
 
-    def _acquire(self, request: Request, session: ShareSession, results: dict[TopicPartition, dict[str, Any]]) -> tuple[int, bool]:
+    def _acquire(
+        self, request: Request, session: ShareSession, results: dict[TopicPartition, dict[str, Any]]
+    ) -> tuple[int, bool]:
         """Acquire records on the session's partitions into ``results``; (records, errors)."""
         body = request.body
         shares = self.shares
@@ -227,8 +231,14 @@ class ShareFetchApis(ApiFamily):
                                      name=f"DelayedShareFetch:{request.connection_id}")
         return None
 
-    async def _delayed_share_fetch(self, request: Request, session: ShareSession,
-                                   results: dict[TopicPartition, dict[str, Any]], deadline: float, lock_ms: int) -> None:
+    async def _delayed_share_fetch(
+        self,
+        request: Request,
+        session: ShareSession,
+        results: dict[TopicPartition, dict[str, Any]],
+        deadline: float,
+        lock_ms: int,
+    ) -> None:
         try:
             with self.context.purgatory.wait_until(deadline):
                 while True:  # acquire, then wait with no checkpoint between: nothing is missed

@@ -64,8 +64,13 @@ class ShareOffsetApis(ApiFamily):
             for topic, partitions in sorted(wanted.items()):
                 if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, topic):
                     continue
-                entry["topics"].append({"topic_name": topic, "topic_id": self._topic_id(topic),
-                                        "partitions": [self._described(g.group_id, topic, p) for p in sorted(partitions)]})
+                entry["topics"].append(
+                    {
+                        "topic_name": topic,
+                        "topic_id": self._topic_id(topic),
+                        "partitions": [self._described(g.group_id, topic, p) for p in sorted(partitions)],
+                    }
+                )
         return Answer(throttle_time=0, groups=groups)
 
     def _described(self, group_id: str, topic: str, partition: int) -> dict[str, Any]:

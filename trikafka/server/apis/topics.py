@@ -52,7 +52,9 @@ class TopicAdminApis(ApiFamily):
                             f"multiple entries for the following topics: {entry.name}",
                             ErrorCode.invalid_request,
                         )
-                    if not any_topic and not self.authorize(request, AclOperation.CREATE, ResourceType.TOPIC, entry.name):
+                    if not any_topic and not self.authorize(
+                        request, AclOperation.CREATE, ResourceType.TOPIC, entry.name
+                    ):
                         raise KafkaProtocolError("Authorization failed.", ErrorCode.topic_authorization_failed)
                     if entry.assignments:
                         if entry.num_partitions != -1 or entry.replication_factor != -1:
@@ -68,7 +70,9 @@ class TopicAdminApis(ApiFamily):
                                 "0-based integer sequence.",
                                 ErrorCode.invalid_replica_assignment,
                             )
-                        assignment = check_assignment([list(a.broker_ids) for a in ordered], known_brokers(self.replicas))
+                        assignment = check_assignment(
+                            [list(a.broker_ids) for a in ordered], known_brokers(self.replicas)
+                        )
                         partitions, factor = len(assignment), len(assignment[0])
                     else:
                         assignment, partitions, factor = None, entry.num_partitions, entry.replication_factor
@@ -128,15 +132,21 @@ class TopicAdminApis(ApiFamily):
                     if name is None and topic_id is None:
                         raise KafkaProtocolError("Neither topic name nor id were specified.", ErrorCode.invalid_request)
                     if name is not None and topic_id is not None:
-                        raise KafkaProtocolError("You may not specify both topic name and topic id.", ErrorCode.invalid_request)
+                        raise KafkaProtocolError(
+                            "You may not specify both topic name and topic id.", ErrorCode.invalid_request
+                        )
                     if topic_id is not None:
                         info = self.replicas.topic_by_id(topic_id)
                         if info is None:
-                            raise KafkaProtocolError("This server does not host this topic ID.", ErrorCode.unknown_topic_id)
+                            raise KafkaProtocolError(
+                                "This server does not host this topic ID.", ErrorCode.unknown_topic_id
+                            )
                         name = info.name
                         if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.TOPIC, name):
                             # By id without DESCRIBE: the name is not told (the id is no secret).
-                            raise KafkaProtocolError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
+                            raise KafkaProtocolError(
+                                "Topic authorization failed.", ErrorCode.topic_authorization_failed
+                            )
                         result["name"] = name
                     if not self.authorize(request, AclOperation.DELETE, ResourceType.TOPIC, name):
                         raise KafkaProtocolError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
@@ -157,12 +167,16 @@ class TopicAdminApis(ApiFamily):
                     if entry.name in duplicates:
                         raise KafkaProtocolError("Duplicate topic in request.", ErrorCode.invalid_request)
                     if not self.authorize(request, AclOperation.ALTER, ResourceType.TOPIC, entry.name):
-                        raise KafkaProtocolError("The topic authorization is failed.", ErrorCode.topic_authorization_failed)
+                        raise KafkaProtocolError(
+                            "The topic authorization is failed.", ErrorCode.topic_authorization_failed
+                        )
                     self.replicas.create_partitions(
                         entry.name,
                         entry.count,
                         validate_only=body.validate_only,
-                        assignment=None if entry.assignments is None else [list(a.broker_ids) for a in entry.assignments],
+                        assignment=None
+                        if entry.assignments is None
+                        else [list(a.broker_ids) for a in entry.assignments],
                     )
                 results.append(result)
         return Answer(throttle_time=0, results=results)

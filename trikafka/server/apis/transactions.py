@@ -137,7 +137,10 @@ class TransactionApis(ApiFamily):
                 bump_epoch=request.api_version >= 5,
             )
         return Answer(
-            throttle_time=0, error_code=fenced_for(code, request.api_version, 2), producer_id=producer_id, producer_epoch=epoch
+            throttle_time=0,
+            error_code=fenced_for(code, request.api_version, 2),
+            producer_id=producer_id,
+            producer_epoch=epoch,
         )
 
     # --- TxnOffsetCommit ---------------------------------------------------------------
@@ -182,7 +185,9 @@ class TransactionApis(ApiFamily):
             )
         if member_error is None and request.api_version >= 5 and offsets:
             # Transaction version 2: the group joins the transaction here (no AddOffsetsToTxn).
-            code = self.coordinator.add_offsets(body.transactional_id, body.producer_id, body.producer_epoch, body.group_id)
+            code = self.coordinator.add_offsets(
+                body.transactional_id, body.producer_id, body.producer_epoch, body.group_id
+            )
             if code != ErrorCode.none:
                 member_error = ErrorCode.invalid_producer_epoch if code == ErrorCode.producer_fenced else code
         if member_error is not None:
@@ -265,7 +270,11 @@ class TransactionApis(ApiFamily):
             error_code=ErrorCode.none,
             unknown_state_filters=sorted(filters - known),
             transaction_states=[
-                {"transactional_id": t.transactional_id, "producer_id": t.producer_id, "transaction_state": t.state.value}
+                {
+                    "transactional_id": t.transactional_id,
+                    "producer_id": t.producer_id,
+                    "transaction_state": t.state.value,
+                }
                 for t in txns
                 if self.authorize(request, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t.transactional_id)
             ],

@@ -195,7 +195,9 @@ class TopicStore:
         self._dirty = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_suffix(".tmp")
-        data = json.dumps({"version": 1, "topics": [attrs.asdict(t, value_serializer=_json_value) for t in self]}, indent=1)
+        data = json.dumps(
+            {"version": 1, "topics": [attrs.asdict(t, value_serializer=_json_value) for t in self]}, indent=1
+        )
         with open(tmp, "w", encoding="utf-8") as handle:
             handle.write(data)
             handle.flush()
