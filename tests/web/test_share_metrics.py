@@ -11,6 +11,7 @@ scrapes, parsed by ``prometheus_client``'s parser, must carry Kafka's share-grou
 
 from __future__ import annotations
 
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -66,6 +67,7 @@ def test_share_group_counts_acknowledgements_and_in_flight(broker):
     finally:
         c.close()
     s = scrape(url)
+    assert value(s, "kafka_server_group_coordinator_metrics_group_count", protocol="share") == 1
     assert value(s, "kafka_server_group_coordinator_metrics_share_group_count", state="Empty") == 1
     assert value(s, "kafka_server_group_coordinator_metrics_share_group_count", state="Stable") == 0
     acks = "kafka_server_sharegroupmetrics_recordacknowledgements_total"
@@ -103,3 +105,14 @@ def test_an_expired_acquisition_lock_is_counted(broker):
     finally:
         holder.close()
         other.close()
+
+
+def test_each_family_is_declared_once(broker):
+    """The share series join families other code serves (``group-count``): one TYPE line each,
+    or Prometheus refuses the scrape."""
+    _, url = broker
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        text = reply.read().decode()
+    types = [line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")]
+    assert "kafka_server_group_coordinator_metrics_share_group_count" in types
+    assert len(types) == len(set(types)), sorted(t for t in types if types.count(t) > 1)

@@ -75,9 +75,9 @@ class KafkaCollector:
         groups = self.context.groups
         yield from lag_families(
             groups.list_groups(), self._latest_offset, self.context.metadata_cache.cluster_id,
-            groups.consumer.groups,
+            groups.consumer.groups, len(shares.groups) if (shares := self.context.shares) else 0,
         )
-        yield from share_families(self.context.shares)
+        yield from share_families(shares)
 
     # --- BrokerTopicMetrics ------------------------------------------------------------
 

@@ -3,9 +3,9 @@
 Kafka reports share groups in three places, and the JMX exporter's usual rules name them so:
 
 - the group coordinator's KafkaMetrics (``kafka.server:type=group-coordinator-metrics``):
-  ``share-group-count`` tagged ``state`` and ``group-count`` tagged ``protocol=share`` →
-  ``kafka_server_group_coordinator_metrics_share_group_count{state}`` and
-  ``kafka_server_group_coordinator_metrics_group_count{protocol="share"}``;
+  ``share-group-count`` tagged ``state`` →
+  ``kafka_server_group_coordinator_metrics_share_group_count{state}`` (its ``group-count``
+  tagged ``protocol=share`` is served with the other protocols' by :mod:`trikafka.web.lag`);
 - ``kafka.server:type=ShareGroupMetrics,name=RecordAcknowledgementsPerSec,ackType=T`` (a meter)
   → ``kafka_server_sharegroupmetrics_recordacknowledgements_total{ackType}``, T one of Accept,
   Release, Reject, Renew;
@@ -39,16 +39,12 @@ def share_families(shares: Any) -> Iterator[Metric]:
     if shares is None:
         return
     groups = list(shares.groups.values())
-    total = GaugeMetricFamily(
-        f"{_COORDINATOR}_group_count", "Groups of a protocol (group-count).", labels=["protocol"]
-    )
-    total.add_metric(["share"], len(groups))
     by_state = GaugeMetricFamily(
         f"{_COORDINATOR}_share_group_count", "Share groups in each state (share-group-count).", labels=["state"]
     )
     for state in SHARE_GROUP_STATES:
         by_state.add_metric([state], sum(g.state == state for g in groups))
-    yield from (total, by_state)
+    yield by_state
     partitions = sorted(shares.partitions.values(), key=lambda sp: (sp.group_id, sp.topic, sp.partition))
     acks = CounterMetricFamily(
         "kafka_server_sharegroupmetrics_recordacknowledgements",
