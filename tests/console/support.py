@@ -59,7 +59,11 @@ class ConsoleSite:
     def started(cls, workdir: Path) -> Iterator[ConsoleSite]:
         broker = BrokerProcess(
             "--in-memory", "--ui", "--override", "metrics.port=0",
-            "--override", f"offsets.topic.num.partitions={OFFSETS_PARTITIONS}", cwd=workdir,
+            "--override", f"offsets.topic.num.partitions={OFFSETS_PARTITIONS}",
+            # a share group's member gets its partition within a heartbeat (the share-group page)
+            "--override", "group.share.heartbeat.interval.ms=500",
+            "--override", "group.share.min.heartbeat.interval.ms=500",
+            "--override", "group.share.assignment.interval.ms=0", cwd=workdir,
         )
         try:
             broker.wait_ready()

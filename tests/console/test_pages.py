@@ -205,3 +205,36 @@ def test_missing_things_and_bad_input_are_pages_not_tracebacks(site, browser):
     assert "has no partition 9 (it has 3)" in browser.find_element("id", "error").text
     browser.get(site.url("/records?topic=orders&count=100000"))
     assert browser.find_element("id", "error").text == "count=100000: allowed values are 1 to 500"
+
+
+def test_share_group_list_members_and_share_partitions(site, browser):
+    """A ShareConsumer (KIP-932) holding records: the groups page lists its share group, and
+    the group's page shows its member, assignment and each share partition's start offset,
+    end offset and lag, as ``groups describe`` does. Last: the share group joins the list."""
+    from confluent_kafka import AcknowledgeType
+
+    from tests.share.test_share_consumer import consumer, new_topic, poll_until, produce, set_group_configs
+
+    topic, group = new_topic(site.bootstrap), "queue-workers"
+    set_group_configs(site.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    produce(site.bootstrap, topic, range(10))
+    worker = consumer(site.bootstrap, group, topic, explicit=True, max_records=4, name="share-worker")
+    try:
+        got = poll_until(worker, lambda got: {m.offset() for m in got} >= {0, 1, 2, 3}, "offsets 0-3")
+        for m in got:
+            worker.acknowledge(m, AcknowledgeType.ACCEPT if m.offset() < 4 else AcknowledgeType.RELEASE)
+        worker.commit_sync(30)
+        # 0-3 accepted: the start offset is 4 and six records are left of ten.
+        browser.get(site.url("/groups"))
+        assert row_of(browser, "groups", group)[1:] == ["share", "Stable", "share", "1", "6"]
+        follow(browser, browser.find_element("link text", group))
+        assert browser.find_element("tag name", "h1").text == f"Group {group}"
+        assert browser.find_element("id", "group-type").text == "share"
+        assert browser.find_element("id", "state").text == "Stable"
+        assert browser.find_element("id", "assignor").text == "simple"
+        assert browser.find_element("id", "total-lag").text == "6"
+        [member] = cells(browser, "members")
+        assert member[0] == "share-worker" and member[3] == f"{topic}: 0"
+        assert cells(browser, "share-offsets") == [[topic, "0", "4", "10", "6", "share-worker"]]
+    finally:
+        worker.close()

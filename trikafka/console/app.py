@@ -186,9 +186,9 @@ class ConsoleApp:
                 if parts == ["groups"]:
                     return self.render("groups.html", root, page="groups", groups=await GroupReads(reader).groups())
                 if parts[0] == "groups":
-                    return self.render(
-                        "group.html", root, page="groups", group=await GroupReads(reader).group(parts[1])
-                    )
+                    group = await GroupReads(reader).group(parts[1])
+                    template = "share_group.html" if group.type == "share" else "group.html"
+                    return self.render(template, root, page="groups", group=group)
                 assert form is not None
                 return await self._records(reader, form, root)
 

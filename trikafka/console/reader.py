@@ -32,6 +32,7 @@ from trikafka.client import (
     TopicPartition,
 )
 from trikafka.console.render import decode_assignment, show_bytes
+from trikafka.console.share_reads import ShareGroupReads
 from trikafka.console.values import (
     BrokerRow,
     ConfigRow,
@@ -43,6 +44,7 @@ from trikafka.console.values import (
     PartitionRow,
     RecordRow,
     RecordsPage,
+    ShareGroupDetail,
     TopicDetail,
     TopicRow,
 )
@@ -293,9 +295,12 @@ class GroupReads:
 
     async def groups(self) -> tuple[GroupRow, ...]:
         listings = await self.admin.list_groups()
-        described = await self.admin.describe_consumer_groups([g.group_id for g in listings])
+        described = await self.admin.describe_consumer_groups([g.group_id for g in listings if g.type != "share"])
         rows = []
         for listing in listings:
+            if listing.type == "share":
+                rows.append(await ShareGroupReads(self.reader).row(listing))
+                continue
             group = described[listing.group_id]
             lags = await self._lags(await self._committed(listing.group_id))
             rows.append(GroupRow(
@@ -305,10 +310,12 @@ class GroupReads:
             ))
         return tuple(rows)
 
-    async def group(self, group_id: str) -> GroupDetail:
-        listings = await self.admin.list_groups()
-        if group_id not in {g.group_id for g in listings}:
+    async def group(self, group_id: str) -> GroupDetail | ShareGroupDetail:
+        listings = {g.group_id: g for g in await self.admin.list_groups()}
+        if group_id not in listings:
             raise NotFound(f"group {group_id!r} does not exist")
+        if listings[group_id].type == "share":
+            return await ShareGroupReads(self.reader).detail(group_id)
         group = (await self.admin.describe_consumer_groups([group_id]))[group_id]
         committed = await self._committed(group_id)
         lags = await self._lags(committed)

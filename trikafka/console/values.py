@@ -16,6 +16,8 @@ __all__ = [
     "PartitionRow",
     "RecordRow",
     "RecordsPage",
+    "ShareGroupDetail",
+    "ShareOffsetRow",
     "Shown",
     "TopicDetail",
     "TopicRow",
@@ -157,3 +159,31 @@ class GroupDetail:
     @property
     def total_lag(self) -> int:
         return sum(row.lag for row in self.offsets)
+
+
+@attrs.frozen
+class ShareOffsetRow:
+    """A share partition (KIP-932) as kafka-share-groups.sh --describe shows it."""
+
+    topic: str
+    partition: int
+    start_offset: int  # the share-partition start offset; -1: the group has not read it yet
+    end_offset: int  # the partition's high watermark
+    lag: int  # records not yet acknowledged or archived from the start offset on; -1: unknown
+    members: tuple[str, ...]  # client ids of the members assigned the partition (many may be)
+
+
+@attrs.frozen
+class ShareGroupDetail:
+    group_id: str
+    state: str
+    assignor: str
+    group_epoch: int
+    coordinator: int
+    members: tuple[MemberRow, ...]
+    offsets: tuple[ShareOffsetRow, ...]
+    type: str = "share"
+
+    @property
+    def total_lag(self) -> int:
+        return sum(max(row.lag, 0) for row in self.offsets)

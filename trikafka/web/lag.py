@@ -74,10 +74,12 @@ def _owners(group: Any, consumer: Any = None) -> dict[tuple[str, int], tuple[str
 def lag_families(
     groups: Iterable[Any], latest_offset: Callable[[str, int], int | None], cluster_name: str,
     consumer_groups: Mapping[str, Any] = MappingProxyType({}),
+    share_groups: int = 0,
 ) -> Iterator[Metric]:
     """The kafka-lag-exporter families for ``groups`` (the coordinator's GroupMetadata, which
     holds every group's offsets) and ``consumer_groups`` (group id → KIP-848 group: its
-    members, even before a commit gave it an offsets holder)."""
+    members, even before a commit gave it an offsets holder); ``share_groups`` (how many share
+    groups the share coordinator holds) is only counted in ``group-count``."""
     offset = GaugeMetricFamily(
         "kafka_consumergroup_group_offset", "Last committed offset of a group's partition.", labels=_MEMBER_LABELS
     )
@@ -134,12 +136,13 @@ def lag_families(
             members.add_metric([cluster_name, group_id, state], len(consumer.members))
     yield from (offset, lag, max_lag, sum_lag, topic_sum_lag, members)
     # Groups per type, in Kafka's vocabulary (ListGroups' group_type, kafka-groups.sh's TYPE):
-    # kafka.server:type=group-coordinator-metrics,name=group-count,protocol=classic|consumer.
+    # kafka.server:type=group-coordinator-metrics,name=group-count,protocol=classic|consumer|share.
     count = GaugeMetricFamily(
         "kafka_server_group_coordinator_metrics_group_count", "Groups per group type.", labels=["protocol"]
     )
     count.add_metric(["classic"], len(listed - set(consumer_groups)))
     count.add_metric(["consumer"], len(consumer_groups))
+    count.add_metric(["share"], share_groups)
     yield count
     # The coordinator's own gauges (kafka.coordinator.group:type=GroupMetadataManager).
     stem = "kafka_coordinator_group_groupmetadatamanager_"

@@ -4,7 +4,8 @@ Nothing is counted twice: :class:`KafkaCollector` is a ``prometheus_client`` cus
 that reads, at scrape time, what the broker already keeps — :class:`~trikafka.metrics.
 BrokerMetrics` (requests, their time split, connections, per-topic traffic), the broker's
 ``statistics()`` snapshot (queue sizes, idle percentages), the logs (size, offsets,
-segments), the cluster view (leaders, ISR) and the group coordinator (committed offsets).
+segments), the cluster view (leaders, ISR), the group coordinator (committed offsets) and
+the share coordinator (share groups, :mod:`trikafka.web.share_metrics`).
 
 Names are the ones the Prometheus JMX exporter gives Kafka's MBeans under the widely used
 rule sets (``lowercaseOutputName``; ``kafka.<domain><type=T, name=NPerSec, k=v><>Count`` →
@@ -32,6 +33,7 @@ from trikafka.metrics import TIME_PARTS
 from trikafka.server.kafka_apis import ApiContext
 from trikafka.server.replica.cluster_view import cluster_view
 from trikafka.web.lag import lag_families
+from trikafka.web.share_metrics import share_families
 
 __all__ = ["KafkaCollector", "metrics_app", "metrics_registry"]
 
@@ -73,8 +75,9 @@ class KafkaCollector:
         groups = self.context.groups
         yield from lag_families(
             groups.list_groups(), self._latest_offset, self.context.metadata_cache.cluster_id,
-            groups.consumer.groups,
+            groups.consumer.groups, len(shares.groups) if (shares := self.context.shares) else 0,
         )
+        yield from share_families(shares)
 
     # --- BrokerTopicMetrics ------------------------------------------------------------
 

@@ -93,6 +93,10 @@ class SharePartition:
     #: Records that became ACKNOWLEDGED / ARCHIVED since the broker started (they leave
     #: ``in_flight`` once the SPSO passes them): what the test kit's waits count.
     totals: dict[str, int] = attrs.Factory(lambda: {"Acknowledged": 0, "Archived": 0})
+    #: Records acknowledged since the broker started, by Kafka's ``ackType`` tag (Accept,
+    #: Release, Reject, Renew), and acquisition locks that timed out: what ``/metrics`` serves.
+    acknowledgements: dict[str, int] = attrs.Factory(dict)
+    lock_timeouts: int = 0
 
     @property
     def initialized(self) -> bool:
@@ -215,6 +219,9 @@ class SharePartition:
             record = self.in_flight.get(offset)
             if record is None or record.state is not RecordState.ACQUIRED:
                 continue
+            if kind is not AckType.GAP:
+                name = kind.name.capitalize()
+                self.acknowledgements[name] = self.acknowledgements.get(name, 0) + 1
             if kind is AckType.ACCEPT:
                 self._finish(record, RecordState.ACKNOWLEDGED)
             elif kind is AckType.RELEASE:
@@ -237,6 +244,7 @@ class SharePartition:
         for offset, record in expired:
             self._release(offset, record, limits)
         self._advance_start()
+        self.lock_timeouts += len(expired)
         return len(expired)
 
     def release_member(self, member_id: str, limits: SharePartitionLimits) -> int:
