@@ -8,6 +8,7 @@ import attrs
 __all__ = [
     "BrokerRow",
     "ConfigRow",
+    "Decoded",
     "GroupDetail",
     "GroupOffsetRow",
     "GroupRow",
@@ -16,7 +17,11 @@ __all__ = [
     "PartitionRow",
     "RecordRow",
     "RecordsPage",
+    "SchemaDiff",
+    "SchemaVersion",
     "Shown",
+    "SubjectDetail",
+    "SubjectRow",
     "TopicDetail",
     "TopicRow",
 ]
@@ -92,6 +97,19 @@ class TopicDetail:
 
 
 @attrs.frozen
+class Decoded:
+    """A Confluent-framed value (magic 0, a 4-byte schema id) read by its writer's schema:
+    ``shown`` the value as JSON, or None with ``problem`` saying why it could not be read."""
+
+    schema_id: int
+    schema_type: str | None
+    subject: str | None
+    version: int | None
+    shown: Shown | None
+    problem: str | None = None
+
+
+@attrs.frozen
 class RecordRow:
     partition: int
     offset: int
@@ -99,6 +117,8 @@ class RecordRow:
     key: Shown
     value: Shown
     headers: tuple[tuple[str, Shown], ...]
+    value_bytes: bytes | None = attrs.field(default=None, repr=False, eq=False)  # for decoding
+    decoded: Decoded | None = None  # set when a Schema Registry read the value
 
 
 @attrs.frozen
@@ -157,3 +177,44 @@ class GroupDetail:
     @property
     def total_lag(self) -> int:
         return sum(row.lag for row in self.offsets)
+
+
+@attrs.frozen
+class SubjectRow:
+    subject: str
+    latest_version: int
+    schema_id: int
+    schema_type: str
+    compatibility: str
+    versions: int
+
+
+@attrs.frozen
+class SchemaVersion:
+    """One version of a subject: ``text`` is the schema pretty-printed (Avro and JSON Schema
+    re-indented, Protobuf as registered)."""
+
+    subject: str
+    version: int
+    schema_id: int
+    schema_type: str
+    text: str
+    references: tuple[tuple[str, str, int], ...]  # name, subject, version
+
+
+@attrs.frozen
+class SubjectDetail:
+    subject: str
+    compatibility: str
+    versions: tuple[SchemaVersion, ...]
+
+
+@attrs.frozen
+class SchemaDiff:
+    """A unified diff of two versions' pretty-printed texts, line by line as (kind, text):
+    kind is ``add``, ``remove``, ``hunk``, ``file`` or ``same``."""
+
+    subject: str
+    old: SchemaVersion
+    new: SchemaVersion
+    lines: tuple[tuple[str, str], ...]
