@@ -91,13 +91,18 @@ async def test_schema_pages_diff_and_decoded_values_with_the_registry():
                 await producer.send("orders", value=_framed(first["id"], V1, {"item": "pen"}), partition=0)
                 await producer.send("orders", value=_framed(second["id"], V2, {"item": "ink", "qty": 3}), partition=0)
                 await producer.send("orders", value=b"plain text", partition=0)
-                await producer.send("orders", value=b"\x00\x00\x00\x03\xe7abc", partition=0)  # id 999: unknown
+                # id 999 is no schema's: bytes that only look framed, shown as they are
+                await producer.send("orders", value=b"\x00\x00\x00\x03\xe7\xff", partition=0)
+                # a known id, and a payload its schema cannot read
+                await producer.send("orders", value=b"\x00" + struct.pack(">i", first["id"]), partition=0)
             records = (await http_get(host, port, "/ui/records?topic=orders")).body
             assert '<a href="/ui/schemas/orders-value/1">orders-value v1</a>' in records
             assert '<a href="/ui/schemas/orders-value/2">orders-value v2</a>' in records
             assert "&#34;item&#34;: &#34;ink&#34;,\n  &#34;qty&#34;: 3" in records
             assert '<div class="blob text"><span class="kind">text · 10 B</span><pre>plain text</pre>' in records
-            assert "not decoded: schema registry:" in records and "40403" in records
+            assert '<pre>00 00 00 03 e7 ff</pre>' in records
+            assert records.count("not decoded: ") == 1
+            assert '<p class="problem">not decoded: EOFError' in records
 
 
 async def test_a_registry_that_does_not_answer_is_a_503_page():

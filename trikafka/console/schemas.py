@@ -135,7 +135,8 @@ class SchemaReads:
 
     async def decode(self, page: RecordsPage) -> RecordsPage:
         """``page`` with each framed value decoded by its writer's schema (by id, cached for the
-        page); a value that will not decode keeps its raw view and says why."""
+        page); a value its schema will not read keeps its raw view and says why; a value whose
+        "id" the registry does not know is left as it is."""
         decoder = RecordDecoder(self.client)
         where: dict[int, tuple[str | None, int | None, str | None, str | None]] = {}
         rows = []
@@ -147,6 +148,9 @@ class SchemaReads:
             if schema_id not in where:
                 where[schema_id] = await self._writer(schema_id, f"{page.topic}-value")
             subject, version, schema_type, unread = where[schema_id]
+            if schema_type is None and unread is None:  # an id the registry does not know: not framed
+                rows.append(row)
+                continue
             if unread is not None:  # the registry did not answer for this id: not asked again
                 rows.append(attrs.evolve(row, decoded=Decoded(schema_id, None, None, None, None, unread)))
                 continue
@@ -168,7 +172,8 @@ class SchemaReads:
     ) -> tuple[str | None, int | None, str | None, str | None]:
         """The subject, version and type of a schema id, and why not when the registry did not
         answer. The subject is the topic's value subject when the id is registered under it,
-        else the first the registry lists; an id it does not know: the decoder says so."""
+        else the first the registry lists. An id the registry does not know: all None (bytes
+        that only look framed, as a binary value starting with a zero byte: shown as they are)."""
         try:
             schema = await self._get(f"/schemas/ids/{schema_id}")
             found = await self._get(f"/schemas/ids/{schema_id}/versions")
