@@ -105,6 +105,42 @@ async def test_schema_pages_diff_and_decoded_values_with_the_registry():
             assert '<p class="problem">not decoded: EOFError' in records
 
 
+ITEM_PROTO = 'syntax = "proto3";\npackage shop;\nmessage Item {\n  string sku = 1;\n  int32 qty = 2;\n}\n'
+ITEM_JSON = {"type": "object", "properties": {"sku": {"type": "string"}, "qty": {"type": "integer"}}}
+
+
+async def test_protobuf_and_json_schema_values_are_decoded_too():
+    with trio.fail_after(60):
+        async with open_broker(metrics_port=0, schema_registry_port=0) as broker:
+            broker.http_server.mount("/ui", console_app(broker, schema_registry_url=broker.schema_registry_url))
+            host, port = broker.http_server.bound
+            registry = RegistryClient(broker.schema_registry_url, 10)
+            proto = await registry.call(
+                "POST", "/subjects/items-value/versions", {"schema": ITEM_PROTO, "schemaType": "PROTOBUF"}
+            )
+            as_json = await registry.call(
+                "POST", "/subjects/stock-value/versions", {"schema": json.dumps(ITEM_JSON), "schemaType": "JSON"}
+            )
+            async with open_admin(broker.bootstrap_servers) as admin:
+                await admin.create_topics(["items"])
+            async with open_producer(broker.bootstrap_servers) as producer:
+                # Confluent's Protobuf framing: the id, the message indexes (0: the first message), the message
+                payload = b"\x0a\x03abc\x10\x05"  # sku = "abc", qty = 5
+                await producer.send("items", value=b"\x00" + struct.pack(">i", proto["id"]) + b"\x00" + payload)
+                document = json.dumps({"sku": "def", "qty": 7}).encode()
+                await producer.send("items", value=b"\x00" + struct.pack(">i", as_json["id"]) + document)
+            records = (await http_get(host, port, "/ui/records?topic=items")).body
+            assert '<span class="kind">PROTOBUF · <a href="/ui/schemas/items-value/1">items-value v1</a>' in records
+            assert "&#34;sku&#34;: &#34;abc&#34;,\n  &#34;qty&#34;: 5" in records
+            # the id is registered under another subject than the topic's: that one is named
+            assert '<span class="kind">JSON · <a href="/ui/schemas/stock-value/1">stock-value v1</a>' in records
+            assert "&#34;sku&#34;: &#34;def&#34;,\n  &#34;qty&#34;: 7" in records
+            schemas = (await http_get(host, port, "/ui/schemas")).body
+            assert "<td>PROTOBUF</td>" in schemas and "<td>JSON</td>" in schemas
+            text = (await http_get(host, port, "/ui/schemas/items-value/1")).body
+            assert "message Item {" in text
+
+
 async def test_a_registry_that_does_not_answer_is_a_503_page():
     async def free_port() -> int:
         listener = (await trio.open_tcp_listeners(0, host="127.0.0.1"))[0]
