@@ -307,13 +307,17 @@ async def _serve_cluster(
                     functools.partial(control_server.serve, *control_at, listeners=control_bound)
                 )
             nodes = list(cluster.nodes.values())
+            registry_urls: list[str] = []  # the console reads the first broker's, once it is bound
             for i, node in enumerate(nodes):
                 http = {"control": f"http://{control[0]}:{control[1]}"} if control and i == 0 else {}
                 if webs:
                     web = webs[i]
                     web.mount("/metrics", metrics_app(node))
                     if ui and i == 0:
-                        web.mount("/ui", console_app(cluster))
+                        web.mount(
+                            "/ui",
+                            console_app(cluster, schema_registry_url=lambda: next(iter(registry_urls), None)),
+                        )
                     await nursery.start(web.run)
                     http["metrics"] = f"{web.url}/metrics"
                     if ui and i == 0:
@@ -323,6 +327,8 @@ async def _serve_cluster(
                     registry = HttpServer(config.metrics_host, port, {"/": schema_registry_app(cluster.core.schemas)})
                     await nursery.start(registry.run)
                     http["schema registry"] = registry.url or ""
+                    if registry.url:
+                        registry_urls.append(registry.url)
                 info = StartupInfo(
                     version=__version__,
                     node_id=node.node_id,
@@ -435,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.ui:
             from trikafka.console import console_app
 
-            broker.http_server.mount("/ui", console_app(broker))
+            broker.http_server.mount("/ui", console_app(broker, schema_registry_url=lambda: broker.schema_registry_url))
         server = None
         if control_at is not None:  # bound first: nothing is said to have started before it
             from trikafka.testing import ControlServer, broker_targets

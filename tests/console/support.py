@@ -1,7 +1,9 @@
 """A broker with data, the console served over HTTP, and a headless Chromium to look at it.
 
 The broker is a process started as a user starts it (``python -m trikafka --ui``, the HTTP
-server on a free port), the data comes from confluent-kafka, as a user's programs make it.
+server and the Schema Registry on free ports), the data comes from confluent-kafka, as a
+user's programs make it: Avro records go through its ``SchemaRegistryClient`` and
+``AvroSerializer``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,18 @@ XSS_VALUE = '<img src=x onerror="window.__xss=2">'
 EVENTS_BASE_MS = 1_700_000_000_000
 OFFSETS_PARTITIONS = 3
 WAIT_S = 30.0
+#: Two versions of the ``payments-value`` subject (v2 adds a field with a default: BACKWARD).
+PAYMENT_V1 = {
+    "type": "record", "name": "Payment", "namespace": "shop",
+    "fields": [{"name": "id", "type": "string"}, {"name": "amount", "type": "double"}],
+}
+PAYMENT_V2 = {
+    "type": "record", "name": "Payment", "namespace": "shop",
+    "fields": [
+        {"name": "id", "type": "string"}, {"name": "amount", "type": "double"},
+        {"name": "currency", "type": "string", "default": "EUR"},
+    ],
+}
 
 
 def JSON_VALUE(i: int) -> str:  # noqa: N802 - a constant with a parameter
@@ -38,6 +52,7 @@ class ConsoleSite:
     port: int
     cluster_id: str
     bootstrap: str
+    registry: str
     driver: object
     consumer: object
     offsets_partitions: int = OFFSETS_PARTITIONS
@@ -63,18 +78,23 @@ class ConsoleSite:
             # a share group's member gets its partition within a heartbeat (the share-group page)
             "--override", "group.share.heartbeat.interval.ms=500",
             "--override", "group.share.min.heartbeat.interval.ms=500",
-            "--override", "group.share.assignment.interval.ms=0", cwd=workdir,
+            "--override", "group.share.assignment.interval.ms=0",
+            "--override", "schema.registry.port=0", cwd=workdir,
         )
         try:
             broker.wait_ready()
             base = broker.wait_for_output("  ui on ").split("ui on", 1)[1].strip().removesuffix("/ui")
+            registry = broker.wait_for_output("  schema registry on ").split(" on ", 1)[1].strip()
             assert broker.port is not None and broker.cluster_id is not None
             _make_data(broker.bootstrap)
+            _make_payments(broker.bootstrap, registry)
             consumer = _group_with_lag(broker.bootstrap)
             try:
                 driver = _chromium()
                 try:
-                    yield cls(broker, base, broker.port, broker.cluster_id, broker.bootstrap, driver, consumer)
+                    yield cls(
+                        broker, base, broker.port, broker.cluster_id, broker.bootstrap, registry, driver, consumer
+                    )
                 finally:
                     driver.quit()
             finally:
@@ -115,6 +135,27 @@ def _make_data(bootstrap: str) -> None:
         asynchronous=False,
     )
     ops.close()
+
+
+def _make_payments(bootstrap: str, registry: str) -> None:
+    """``payments``: one record written with PAYMENT_V1, one with PAYMENT_V2 (each serializer
+    registers its schema under ``payments-value``)."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("payments", 1, 1)])["payments"].result(WAIT_S)
+    client = SchemaRegistryClient({"url": registry})
+    context = SerializationContext("payments", MessageField.VALUE)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    v1 = AvroSerializer(client, json.dumps(PAYMENT_V1))
+    producer.produce("payments", value=v1({"id": "p-1", "amount": 12.5}, context))
+    v2 = AvroSerializer(client, json.dumps(PAYMENT_V2))
+    producer.produce("payments", value=v2({"id": "p-2", "amount": 3.0, "currency": "GBP"}, context))
+    assert producer.flush(WAIT_S) == 0
 
 
 def _group_with_lag(bootstrap: str) -> object:

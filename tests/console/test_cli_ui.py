@@ -55,7 +55,10 @@ def test_the_console_of_an_in_process_cluster(tmp_path):
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    broker = BrokerProcess("--in-memory", "--brokers", "3", "--ui", "--override", "metrics.port=0", cwd=tmp_path)
+    broker = BrokerProcess(
+        "--in-memory", "--brokers", "3", "--ui", "--override", "metrics.port=0",
+        "--override", "schema.registry.port=0", cwd=tmp_path,
+    )
     try:
         broker.wait_ready()
         base = broker.wait_for_output("  ui on ").split("ui on", 1)[1].strip() + "/"
@@ -75,5 +78,8 @@ def test_the_console_of_an_in_process_cluster(tmp_path):
         # Produce requests reached three brokers; the console sums their counters.
         rates = {row[0]: row for row in _cells(_get(base + "rates/table"), "rates-table")}
         assert int(rates["Produce"][2]) >= 3
+        # The CLI hands the console the first broker's registry, bound after the console was built.
+        registry = broker.wait_for_output("  schema registry on ").split(" on ", 1)[1].strip()
+        assert f"Schema Registry at <code>{registry}</code> · 0 subjects" in _get(base + "schemas")
     finally:
         assert broker.stop() == 0, broker.output

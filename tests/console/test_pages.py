@@ -23,6 +23,7 @@ from .support import (
     CONSOLE_CLIENT,
     GROUP,
     JSON_VALUE,
+    PAYMENT_V1,
     XSS_GROUP,
     XSS_KEY,
     XSS_VALUE,
@@ -81,8 +82,9 @@ def test_overview(site, browser):
     text = lambda element_id: browser.find_element("id", element_id).text  # noqa: E731
     assert text("cluster-id") == site.cluster_id
     assert text("version").startswith("trikafka ")
-    assert (text("broker-count"), text("topic-count"), text("group-count")) == ("1", "3", "2")
-    assert text("partition-count") == str(3 + 1 + 1 + site.offsets_partitions)  # + __consumer_offsets
+    # orders, events, audit, payments and the registry's _schemas
+    assert (text("broker-count"), text("topic-count"), text("group-count")) == ("1", "5", "2")
+    assert text("partition-count") == str(3 + 1 + 1 + 1 + 1 + site.offsets_partitions)  # + __consumer_offsets
     assert row_of(browser, "brokers", "1")[1:3] == ["127.0.0.1", str(site.port)]
     assert f"PLAINTEXT://127.0.0.1:{site.port}" in text("listeners")
 
@@ -196,6 +198,51 @@ def test_live_request_rates_refresh_without_reloading(site, browser):
     assert int(browser.find_element("id", "rates").get_attribute("data-updated")) >= 1
     headings = [th.text for th in browser.find_elements("css selector", "#rates-table th")]
     assert headings == ["API", "Requests/s", "Requests", "p50 ms", "p99 ms"]
+
+
+def test_records_decoded_by_their_writer_schema(site, browser):
+    """AvroSerializer's records (magic 0, the schema id, Avro): each value shown as JSON, read
+    by the schema it was written with, under its subject, version and id."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    client = SchemaRegistryClient({"url": site.registry})
+    ids = [client.get_version("payments-value", v).schema_id for v in (1, 2)]
+    browser.get(site.url("/records?topic=payments"))
+    rows = browser.find_elements("css selector", "#records tbody tr")
+    assert [r.get_attribute("data-offset") for r in rows] == ["0", "1"]
+    for row, version, schema_id, value in zip(
+        rows, (1, 2), ids, ({"id": "p-1", "amount": 12.5}, {"id": "p-2", "amount": 3.0, "currency": "GBP"}), strict=True
+    ):
+        cell = row.find_element("css selector", "td.value")
+        assert json.loads(cell.find_element("css selector", "pre").text) == value
+        assert cell.find_element("css selector", ".kind").text.startswith(
+            f"AVRO · payments-value v{version} · ID {schema_id} · "  # the subject is a link: not upper-cased
+        )
+    follow(browser, rows[1].find_element("link text", "payments-value v2"))
+    assert browser.find_element("tag name", "h1").text == "payments-value version 2"
+
+
+def test_schema_pages_and_the_diff_of_two_versions(site, browser):
+    browser.get(site.url("/"))
+    follow(browser, browser.find_element("link text", "Schemas"))  # in the navigation
+    subject = row_of(browser, "subjects", "payments-value")
+    assert subject[1] == "2" and subject[3:] == ["AVRO", "2", "BACKWARD"]
+    follow(browser, browser.find_element("link text", "payments-value"))
+    versions = cells(browser, "versions")
+    assert [row[0] for row in versions] == ["1", "2"] and versions[1][4] == "v1 → v2"
+    follow(browser, browser.find_element("link text", "1"))
+    assert json.loads(browser.find_element("id", "schema-text").text) == PAYMENT_V1
+    browser.get(site.url("/schemas/payments-value"))
+    follow(browser, browser.find_element("css selector", "#diff-form button"))
+    assert browser.find_element("tag name", "h1").text == "payments-value: version 1 → 2"
+    added = [e.text for e in browser.find_elements("css selector", "#diff .add")]
+    removed = [e.text for e in browser.find_elements("css selector", "#diff .remove")]
+    files = [e.text for e in browser.find_elements("css selector", "#diff .file")]
+    assert [f.split(" (")[0] for f in files] == ["--- payments-value version 1", "+++ payments-value version 2"]
+    assert '+      "name": "currency",' in added and '+      "default": "EUR"' in added
+    assert removed == []  # v2 only adds a field
+    browser.get(site.url("/schemas/no-such-subject"))
+    assert "40401" in browser.find_element("id", "error").text
 
 
 def test_missing_things_and_bad_input_are_pages_not_tracebacks(site, browser):

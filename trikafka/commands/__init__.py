@@ -14,9 +14,22 @@ Exit codes: 0 ok, 1 a Kafka error (refused, unknown topic or group, unreachable,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["COMMANDS", "main", "watch_broker"]
+__all__ = ["COMMANDS", "CommandError", "RecordDecoder", "RegistryClient", "main", "subject_path", "watch_broker"]
+
+#: Names other edges use (the console reads the Schema Registry as ``consume --decode`` does),
+#: loaded on first use so that ``python -m trikafka`` stays quick to start.
+_LAZY = {
+    "CommandError": "trikafka.commands.common",
+    "RecordDecoder": "trikafka.commands.registry_http",
+    "RegistryClient": "trikafka.commands.registry_http",
+    "subject_path": "trikafka.commands.registry_http",
+}
+
+if TYPE_CHECKING:
+    from trikafka.commands.common import CommandError
+    from trikafka.commands.registry_http import RecordDecoder, RegistryClient, subject_path
 
 COMMANDS = ("topics", "produce", "consume", "groups", "configs", "cluster", "top", "schemas")
 
@@ -32,3 +45,14 @@ async def watch_broker(broker: Any) -> None:
     from trikafka.commands.top import watch_broker as watch
 
     await watch(broker)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'trikafka.commands' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,5 +1,6 @@
-"""The web console (``--ui``): cluster overview, topics, a record browser, consumer groups and
-live request rates, as an ASGI app the broker's HTTP server mounts (at ``/ui``).
+"""The web console (``--ui``): cluster overview, topics, a record browser, consumer groups,
+live request rates and the Schema Registry's schemas (record values decoded by them), as an
+ASGI app the broker's HTTP server mounts (at ``/ui``).
 
 ``console_app(broker_or_cluster)`` builds it; :class:`ConsoleApp` is the app itself, for
 other wiring (any ``open_reader`` and request counters).

@@ -34,6 +34,7 @@ from trikafka.client import KafkaError
 from trikafka.console.rates import ApiCounters, RateSampler
 from trikafka.console.reader import ClusterReader, GroupReads, NotFound
 from trikafka.console.render import format_bytes, format_timestamp
+from trikafka.console.schemas import RegistryProblem, SchemaReads
 
 __all__ = ["MAX_RECORDS", "PAGE_TIMEOUT_S", "BadRequest", "ConsoleApp", "parse_timestamp"]
 
@@ -82,7 +83,8 @@ def _environment() -> jinja2.Environment:
 class ConsoleApp:
     """``open_reader()`` opens a :class:`ClusterReader` for one page; ``counters()`` returns
     the request counters per API of the brokers served here; ``listeners()`` their bound
-    listeners, for the overview."""
+    listeners, for the overview; ``registry()`` the Schema Registry's URL (None: no registry,
+    and the schema pages say so), asked at each page since a registry binds its port late."""
 
     def __init__(
         self,
@@ -92,8 +94,10 @@ class ConsoleApp:
         version: str,
         listeners: Callable[[], tuple[str, ...]] = tuple,
         bootstrap: Callable[[], str] | None = None,
+        registry: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.open_reader = open_reader
+        self.registry = registry
         self.bootstrap = bootstrap
         self.counters = counters
         self.version = version
@@ -154,6 +158,10 @@ class ConsoleApp:
             return 404, self.render("error.html", root, title="Not found", message=str(problem)), html
         if isinstance(problem, BadRequest):
             return 400, self.render("error.html", root, title="Bad request", message=str(problem)), html
+        if isinstance(problem, RegistryProblem) or (
+            isinstance(problem, trio.TooSlowError) and path.startswith("/schemas")
+        ):
+            return self._registry_error(path, problem, root)
         if isinstance(problem, trio.TooSlowError):
             where = f" at {self.bootstrap()}" if self.bootstrap is not None else ""
             message = f"no answer from the cluster{where} within {PAGE_TIMEOUT_S:.0f} s"
@@ -166,6 +174,8 @@ class ConsoleApp:
         parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
         if parts == ["rates"]:
             return self.render("rates.html", root, page="rates", rates=self.rates())
+        if parts[:1] == ["schemas"]:
+            return await self._schemas(parts[1:], query, root)
         if (
             len(parts) > 2
             or (parts and parts[0] not in ("topics", "groups", "records"))
@@ -204,7 +214,44 @@ class ConsoleApp:
                 timestamp=form["timestamp"],
                 count=form["count"],
             )
+        url = self.registry()
+        if page is not None and url is not None and any(r.value_bytes is not None for r in page.records):
+            page = await SchemaReads(url).decode(page)
         return self.render("records.html", root, page="records", form=form, topics=topics, records=page)
+
+    async def _schemas(self, parts: list[str], query: Mapping[str, str], root: str) -> bytes:
+        """``/schemas``, ``/schemas/<subject>``, ``/schemas/<subject>/<version>`` and
+        ``/schemas/<subject>/diff?from=V&to=V``, read from the registry's REST API."""
+        url = self.registry()
+        if url is None:
+            return self.render("schemas.html", root, page="schemas", registry=None, subjects=())
+        reads = SchemaReads(url)
+        with trio.fail_after(PAGE_TIMEOUT_S):
+            if not parts:
+                return self.render("schemas.html", root, page="schemas", registry=url, subjects=await reads.subjects())
+            if len(parts) == 1:
+                detail = await reads.subject(parts[0])
+                return self.render("subject.html", root, page="schemas", registry=url, subject=detail)
+            if len(parts) == 2 and parts[1] == "diff":
+                old, new = _version_param(query, "from"), _version_param(query, "to")
+                diff = await reads.diff(parts[0], old, new)
+                return self.render("schema_diff.html", root, page="schemas", registry=url, diff=diff)
+            if len(parts) == 2:
+                version = _version_param({"version": parts[1]}, "version")
+                schema = await reads.version(parts[0], version)
+                return self.render("schema.html", root, page="schemas", registry=url, schema=schema)
+        raise NotFound(f"no page at /schemas/{'/'.join(parts)}")
+
+    def _registry_error(self, path: str, problem: BaseException, root: str) -> tuple[int, bytes, str]:
+        html = "text/html; charset=utf-8"
+        status = problem.status if isinstance(problem, RegistryProblem) else 503
+        if status == 503:
+            message = str(problem) or f"no answer from the schema registry within {PAGE_TIMEOUT_S:.0f} s"
+            log.warning("console: %s: the schema registry did not answer: %s", path, message)
+            title = "The schema registry did not answer"
+        else:
+            message, title = str(problem), "Not found" if status == 404 else "Bad request"
+        return status, self.render("error.html", root, title=title, message=message), html
 
     def rates(self) -> Any:
         return self.sampler.sample(trio.current_time(), self.counters())
@@ -224,7 +271,7 @@ class ConsoleApp:
 
 
 #: What a page turns into an error page; anything else is a bug and propagates.
-_EXPECTED = (NotFound, BadRequest, KafkaError, OSError, trio.TooSlowError)
+_EXPECTED = (NotFound, BadRequest, RegistryProblem, KafkaError, OSError, trio.TooSlowError)
 
 
 def _only_expected(group: BaseExceptionGroup) -> BaseException | None:
@@ -253,6 +300,14 @@ def _int(query: Mapping[str, str], name: str, default: int | None, low: int, hig
     if not low <= value <= high:
         raise BadRequest(f"{name}={value}: allowed values are {low} to {high}")
     return value
+
+
+def _version_param(query: Mapping[str, str], name: str) -> str:
+    """A schema version as the registry takes it: a number from 1, or ``latest``."""
+    raw = query.get(name, "").strip()
+    if raw == "latest" or (raw.isdigit() and int(raw) >= 1 and len(raw) <= 10):
+        return raw
+    raise BadRequest(f"{name}={raw!r}: give a version number from 1, or latest")
 
 
 def parse_timestamp(raw: str) -> int:

@@ -251,6 +251,11 @@ def _whole_batches(data: bytes) -> list[tuple[int, list[Any]]]:
     return out
 
 
+def _framed(value: Any) -> bool:
+    """Confluent's wire format: magic byte 0, a 4-byte schema id, then the payload."""
+    return value is not None and len(value) >= 5 and value[0] == 0
+
+
 def _row(partition: int, record: Any) -> RecordRow:
     return RecordRow(
         partition=partition,
@@ -259,6 +264,7 @@ def _row(partition: int, record: Any) -> RecordRow:
         key=show_bytes(record.key),
         value=show_bytes(record.value),
         headers=tuple((name, show_bytes(value)) for name, value in record.headers),
+        value_bytes=bytes(record.value) if _framed(record.value) else None,
     )
 
 

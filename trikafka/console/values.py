@@ -8,6 +8,7 @@ import attrs
 __all__ = [
     "BrokerRow",
     "ConfigRow",
+    "Decoded",
     "GroupDetail",
     "GroupOffsetRow",
     "GroupRow",
@@ -18,7 +19,11 @@ __all__ = [
     "RecordsPage",
     "ShareGroupDetail",
     "ShareOffsetRow",
+    "SchemaDiff",
+    "SchemaVersion",
     "Shown",
+    "SubjectDetail",
+    "SubjectRow",
     "TopicDetail",
     "TopicRow",
 ]
@@ -94,6 +99,19 @@ class TopicDetail:
 
 
 @attrs.frozen
+class Decoded:
+    """A Confluent-framed value (magic 0, a 4-byte schema id) read by its writer's schema:
+    ``shown`` the value as JSON, or None with ``problem`` saying why it could not be read."""
+
+    schema_id: int
+    schema_type: str | None
+    subject: str | None
+    version: int | None
+    shown: Shown | None
+    problem: str | None = None
+
+
+@attrs.frozen
 class RecordRow:
     partition: int
     offset: int
@@ -101,6 +119,8 @@ class RecordRow:
     key: Shown
     value: Shown
     headers: tuple[tuple[str, Shown], ...]
+    value_bytes: bytes | None = attrs.field(default=None, repr=False, eq=False)  # for decoding
+    decoded: Decoded | None = None  # set when a Schema Registry read the value
 
 
 @attrs.frozen
@@ -187,3 +207,44 @@ class ShareGroupDetail:
     @property
     def total_lag(self) -> int:
         return sum(max(row.lag, 0) for row in self.offsets)
+
+
+@attrs.frozen
+class SubjectRow:
+    subject: str
+    latest_version: int
+    schema_id: int
+    schema_type: str
+    compatibility: str
+    versions: int
+
+
+@attrs.frozen
+class SchemaVersion:
+    """One version of a subject: ``text`` is the schema pretty-printed (Avro and JSON Schema
+    re-indented, Protobuf as registered)."""
+
+    subject: str
+    version: int
+    schema_id: int
+    schema_type: str
+    text: str
+    references: tuple[tuple[str, str, int], ...]  # name, subject, version
+
+
+@attrs.frozen
+class SubjectDetail:
+    subject: str
+    compatibility: str
+    versions: tuple[SchemaVersion, ...]
+
+
+@attrs.frozen
+class SchemaDiff:
+    """A unified diff of two versions' pretty-printed texts, line by line as (kind, text):
+    kind is ``add``, ``remove``, ``hunk``, ``file`` or ``same``."""
+
+    subject: str
+    old: SchemaVersion
+    new: SchemaVersion
+    lines: tuple[tuple[str, str], ...]

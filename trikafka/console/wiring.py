@@ -57,10 +57,22 @@ def _address(config: Any, endpoints: Mapping[str, Any]) -> str:
     return f"{host}:{endpoint.port}"
 
 
-def console_app(target: Any, *, bootstrap: str | None = None, connector: Connector | None = None) -> ConsoleApp:
+def console_app(
+    target: Any,
+    *,
+    bootstrap: str | None = None,
+    connector: Connector | None = None,
+    schema_registry_url: str | Callable[[], str | None] | None = None,
+) -> ConsoleApp:
     """The console of ``target`` (a running ``Broker`` or ``Cluster``), read through
-    ``bootstrap`` (default: its first listener; ``connector`` for the in-memory transport)."""
+    ``bootstrap`` (default: its first listener; ``connector`` for the in-memory transport).
+    ``schema_registry_url``: the Schema Registry whose schemas the console shows and decodes
+    record values by (a URL, or a callable asked at each page, for a registry that binds its
+    port after the console is built); None, the default: no schema pages, values as bytes."""
     nodes = getattr(target, "nodes", None)
+
+    def registry() -> str | None:
+        return schema_registry_url() if callable(schema_registry_url) else schema_registry_url
 
     def counters() -> dict[str, ApiCounters]:
         if nodes is None:
@@ -87,4 +99,11 @@ def console_app(target: Any, *, bootstrap: str | None = None, connector: Connect
         async with open_admin(servers(), connector=connector, **_CLIENT_SETTINGS) as admin:
             yield ClusterReader(admin)
 
-    return ConsoleApp(open_reader, counters, version=trikafka.__version__, listeners=listeners, bootstrap=servers)
+    return ConsoleApp(
+        open_reader,
+        counters,
+        version=trikafka.__version__,
+        listeners=listeners,
+        bootstrap=servers,
+        registry=registry,
+    )
