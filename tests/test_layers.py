@@ -538,9 +538,15 @@ LAZY_ENTRY_POINTS: dict[str, tuple[str, ...]] = {
     "trikafka.__main__": (*_BROKER_PARTS, "trikafka.testing", "trikafka.client", "trio", *_WEB_STACK),
     # The commands run on the client: they never load the broker.
     "trikafka.commands.parser": (*_BROKER_PARTS, "trikafka.testing", *_WEB_STACK),
-    # The broker: the web server, the console and Spark only when configured.
+    # The broker: the web server, the console and Spark only when configured; each API family
+    # (server/apis/) when one of its APIs is first asked for (server/api_table.py); the schema
+    # registry's schema libraries when a schema is first parsed.
     "trikafka.broker": (
         *_WEB_STACK,
+        "trikafka.server.apis",
+        "fastavro",
+        "jsonschema",
+        "google.protobuf",
         "trikafka.console",
         "trikafka.web.metrics",
         "trikafka.spark",

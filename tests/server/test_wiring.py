@@ -16,8 +16,9 @@ from trikafka.protocol.entities import build
 from trikafka.protocol.headers import decode_request, encode_request
 from trikafka.protocol.records import build_batch
 from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey
+from trikafka.server.api_table import API_FAMILIES
 from trikafka.server.apis.produce import ProduceApis
-from trikafka.server.kafka_apis import KafkaApis, handles
+from trikafka.server.kafka_apis import ApiFamily, KafkaApis, LazyFamily, handles
 
 
 def _broker() -> Broker:
@@ -28,6 +29,47 @@ def test_every_advertised_api_has_exactly_one_handler() -> None:
     broker = _broker()
     assert set(broker.path.apis.handlers) == set(IMPLEMENTED_APIS)
     assert all(isinstance(key, ApiKey) for key in broker.path.apis.handlers)
+
+
+def test_each_family_is_built_on_first_use_and_handles_its_declared_apis() -> None:
+    """A fresh broker has built no family (a stub stands for each handler); building every
+    lazy family holds it to the api keys it is declared with in server/api_table.py."""
+    apis = _broker().path.apis
+    assert apis._built == {}
+    apis.build_all()
+    assert {lazy.path for lazy in API_FAMILIES} == set(apis._built)
+    for key, handler in apis.handlers.items():
+        family = apis.families[key]
+        assert isinstance(family, ApiFamily)
+        assert handler.__self__ is family  # the family's own method, no stub left
+    assert {key for lazy in API_FAMILIES for key in lazy.api_keys} == set(apis.handlers)
+
+
+def test_a_family_declared_with_other_api_keys_is_refused_when_built() -> None:
+    broker = _broker()
+    wrong = LazyFamily("trikafka.server.apis.produce:ProduceApis", (ApiKey.PRODUCE, ApiKey.FETCH))
+    others = [f for f in API_FAMILIES if not {ApiKey.PRODUCE, ApiKey.FETCH} & set(f.api_keys)]
+    apis = KafkaApis(broker.path.context, [wrong, *others])
+    with pytest.raises(RuntimeError, match="declared"):
+        apis.families[ApiKey.PRODUCE]
+
+
+def test_a_handler_wrapped_before_its_family_is_built_keeps_its_wrapper() -> None:
+    """A stub wrapped (a test's hook, a gate) before first use stays wrapped: building the
+    family replaces only the stubs still in place."""
+    broker = _broker()
+    apis = broker.path.apis
+    seen: list[int] = []
+    stub = apis.handlers[ApiKey.API_VERSIONS]
+
+    async def noted(request: Request) -> Any:
+        seen.append(request.api_key)
+        return await stub(request)
+
+    apis.handlers[ApiKey.API_VERSIONS] = noted
+    apis.build_all()
+    assert apis.handlers[ApiKey.API_VERSIONS] is noted
+    assert apis.handlers[ApiKey.METADATA].__self__ is apis.families[ApiKey.METADATA]
 
 
 def test_an_advertised_api_without_a_handler_is_refused_at_start() -> None:
@@ -56,7 +98,7 @@ def test_a_failing_handler_gets_its_family_error_answer() -> None:
         async def handle_produce_request(self, request: Request) -> Any:
             raise KafkaProtocolError("not today", ErrorCode.not_leader_or_follower)
 
-    others = {f for f in broker.path.apis._families.values() if not isinstance(f, ProduceApis)}
+    others = [f for f in API_FAMILIES if ApiKey.PRODUCE not in f.api_keys]
     apis = KafkaApis(broker.path.context, [Refusing(broker.path.context), *others])
     spec = broker.path.registry.get(ApiKey.PRODUCE, 9)
     body = build(

@@ -20,6 +20,14 @@ replica manager, the coordinators, the clock). Its handlers are methods marked w
 the registry advertises an API nobody handles or two families claim the same one. The api
 keys themselves live in one place, :class:`~trikafka.protocol.registry.ApiKey`.
 
+A broker names its families by :class:`LazyFamily` — the module, the class and the api keys it
+handles — so a family's module (and what it imports: coordinators' request code, share
+fetches, ACL answers...) is imported and the family built when one of its APIs is first asked
+for, not at start-up: a fresh broker answers its first ApiVersions without importing the rest.
+Until then ``handlers[key]`` is a stub that builds the family, puts its real handlers in place
+of the stubs still there, and hands the request on; a family that turns out to handle other
+keys than it was declared with is refused then (``tests/server/test_wiring.py`` builds them all).
+
 Authorization. Handlers ask ``self.authorize(request, AclOperation.X, ResourceType.Y, name)``
 (or ``require``/``require_cluster``, which raise the resource's *_AUTHORIZATION_FAILED); the
 request carries the principal and the client's address, the context the ACLs
@@ -33,12 +41,13 @@ fails its neighbours.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import struct
 import typing
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import attrs
 import trio
@@ -77,7 +86,8 @@ if TYPE_CHECKING:
     from trikafka.server.replica.replica_manager import ReplicaManager
 
 __all__ = [
-    "Answer", "ApiContext", "ApiFamily", "ErrorsInto", "KafkaApis", "RequestInterceptor", "errors_into", "handles",
+    "Answer", "ApiContext", "ApiFamily", "ErrorsInto", "KafkaApis", "LazyFamily", "RequestInterceptor", "errors_into",
+    "handles",
 ]
 
 log = logging.getLogger("trikafka.server")
@@ -231,6 +241,10 @@ def to_response(request: Request, body: Any) -> Any:
         return CloseConnectionResponse()
 
 
+def _family_name(family: ApiFamily | LazyFamily) -> str:
+    return family.path.rpartition(":")[2] if isinstance(family, LazyFamily) else type(family).__name__
+
+
 class ApiFamily:
     """A group of related APIs sharing the broker's context; its ``@handles`` methods are
     its handlers. ``error_response(request, code)`` may build the family's whole-request
@@ -279,31 +293,97 @@ class ApiFamily:
         return authorization.authorized_operations(self.context.acls, request, resource_type, name)
 
 
+class LazyFamily(NamedTuple):
+    """An API family imported and built on first use: ``path`` is ``"module:Class"``,
+    ``api_keys`` the APIs its ``@handles`` methods answer (checked when it is built)."""
+
+    path: str
+    api_keys: tuple[ApiKey, ...]
+
+
+class _Families(typing.Mapping[int, ApiFamily]):
+    """api key → its family, building a lazy family when it is looked up."""
+
+    def __init__(self, apis: KafkaApis) -> None:
+        self._apis = apis
+
+    def __getitem__(self, key: int) -> ApiFamily:
+        return self._apis._family(key)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._apis._families)
+
+    def __len__(self) -> int:
+        return len(self._apis._families)
+
+
 class KafkaApis:
-    def __init__(self, context: ApiContext, families: list[ApiFamily]) -> None:
+    def __init__(self, context: ApiContext, families: Sequence[ApiFamily | LazyFamily]) -> None:
         self.context = context
         self.handlers: dict[int, Handler] = {}
-        self._families: dict[int, ApiFamily] = {}
+        #: api key → its family, or the LazyFamily that builds it on first use.
+        self._families: dict[int, ApiFamily | LazyFamily] = {}
+        #: what each lazy family's first use put in place of its stubs: path → (family, handlers).
+        self._built: dict[str, tuple[ApiFamily, dict[ApiKey, Handler]]] = {}
+        self._stubs: dict[int, Handler] = {}
         for family in families:
-            for key, handler in family.handlers().items():
+            lazy = isinstance(family, LazyFamily)
+            found = dict.fromkeys(family.api_keys) if lazy else family.handlers()
+            for key, handler in found.items():
                 if key in self.handlers:
                     raise RuntimeError(
-                        f"{key.name} is handled by both {type(self._families[key]).__name__}"
-                        f" and {type(family).__name__}"
+                        f"{key.name} is handled by both {_family_name(self._families[key])}"
+                        f" and {_family_name(family)}"
                     )
-                self.handlers[key] = handler
+                self.handlers[key] = self._stubs[key] = self._stub(family, key) if lazy else handler
                 self._families[key] = family
         missing = set(context.registry.supported) - set(self.handlers)
         if missing:
             names = sorted(ApiKey(k).name if k in ApiKey._value2member_map_ else str(k) for k in missing)
             raise RuntimeError(f"registry advertises api keys with no handler: {names}")
+        self._stubs = {key: stub for key, stub in self._stubs.items() if isinstance(self._families[key], LazyFamily)}
         #: Sees every request first while set (RequestInterceptor); None: nothing attached.
         self.interceptor: RequestInterceptor | None = None
 
+    def _stub(self, lazy: LazyFamily, key: ApiKey) -> Handler:
+        async def build_then_handle(request: Request) -> Any:
+            return await self._build(lazy)[1][key](request)
+
+        return build_then_handle
+
+    def _build(self, lazy: LazyFamily) -> tuple[ApiFamily, dict[ApiKey, Handler]]:
+        """Import and build ``lazy`` once; its handlers replace the stubs still in place (one
+        wrapped since, by a cluster's gate or a test, keeps its wrapper around the stub)."""
+        built = self._built.get(lazy.path)
+        if built is not None:
+            return built
+        module_name, _, class_name = lazy.path.partition(":")
+        family: ApiFamily = getattr(importlib.import_module(module_name), class_name)(self.context)
+        found = family.handlers()
+        if set(found) != set(lazy.api_keys):
+            raise RuntimeError(
+                f"{lazy.path} handles {sorted(k.name for k in found)}, declared {sorted(k.name for k in lazy.api_keys)}"
+            )
+        built = self._built[lazy.path] = (family, found)
+        for key, handler in found.items():
+            self._families[key] = family
+            if self.handlers.get(key) is self._stubs.pop(key, None):
+                self.handlers[key] = handler
+        return built
+
+    def _family(self, key: int) -> ApiFamily:
+        family = self._families[key]
+        return self._build(family)[0] if isinstance(family, LazyFamily) else family
+
+    def build_all(self) -> None:
+        """Build every lazy family now (a cluster node, before its gate wraps the handlers)."""
+        for key in list(self._families):
+            self._family(key)
+
     @property
     def families(self) -> typing.Mapping[int, ApiFamily]:
-        """api key → the family that handles it."""
-        return self._families
+        """api key → the family that handles it (built, if lazy, when looked up)."""
+        return _Families(self)
 
     async def handle(self, request: Request) -> None:
         """Handle ``request`` (in a handler task): through the interceptor when one is set."""
@@ -347,7 +427,7 @@ class KafkaApis:
         context.respond(request, result)
 
     def _error_response(self, request: Request, code: ErrorCode) -> Any:
-        family = self._families.get(request.api_key)
+        family = self._family(request.api_key) if request.api_key in self._families else None
         answer = family.error_response(request, code) if family is not None else None
         if answer is not None:
             return answer

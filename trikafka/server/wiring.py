@@ -11,7 +11,8 @@ it. Two halves, split by lifetime:
   Kafka's outlives a broker in its internal topics and cluster metadata).
 * :class:`RequestPath` — one *run* of a broker's request path: the registry, the socket
   server, the request channel, the handler pool, the purgatory and the KafkaApis over every
-  family of :data:`API_FAMILIES`. A cluster node builds a new one each time it starts, with
+  family of :data:`API_FAMILIES` (``server/api_table.py``: each imported and built when one
+  of its APIs is first asked for). A cluster node builds a new one each time it starts, with
   what differs for it: the metadata cache that sees the whole cluster, the cluster view, the
   NOT_COORDINATOR gate around the coordinator APIs.
 
@@ -57,27 +58,7 @@ from trikafka.registry.validation import record_validator
 from trikafka.security.acl_store import AclStore
 from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
-from trikafka.server.apis.acls import AclApis
-from trikafka.server.apis.configs import ClusterApis, ConfigApis
-from trikafka.server.apis.consumer_groups import ConsumerGroupApis, supported_apis
-from trikafka.server.apis.fetch import FetchApis
-from trikafka.server.apis.group_offsets import GroupOffsetApis
-from trikafka.server.apis.groups import GroupApis
-from trikafka.server.apis.metadata import MetadataApis
-from trikafka.server.apis.offsets import OffsetApis
-from trikafka.server.apis.partition_state import PartitionStateApis
-from trikafka.server.apis.produce import ProduceApis
-from trikafka.server.apis.producers import ProducerApis
-from trikafka.server.apis.quotas import ClientQuotaApis
-from trikafka.server.apis.reassignments import ReassignmentApis
-from trikafka.server.apis.sasl import SaslApis
-from trikafka.server.apis.scram import ScramApis
-from trikafka.server.apis.share_fetch import ShareFetchApis
-from trikafka.server.apis.share_groups import ShareGroupApis
-from trikafka.server.apis.share_offsets import ShareOffsetApis
-from trikafka.server.apis.topics import TopicAdminApis
-from trikafka.server.apis.transactions import TransactionApis
-from trikafka.server.apis.versions import ApiVersionsApis
+from trikafka.server.api_table import API_FAMILIES, supported_apis
 from trikafka.server.awaitable import StateChanges
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
@@ -89,33 +70,6 @@ from trikafka.server.share_dlq import DeadLetterWriter
 from trikafka.server.throttling import RequestThrottler
 
 __all__ = ["API_FAMILIES", "BrokerCore", "RequestPath", "load_meta_properties", "new_log_manager"]
-
-#: Every API family a broker serves (each node of an in-process cluster serves the same).
-API_FAMILIES = (
-    ApiVersionsApis,
-    MetadataApis,
-    TopicAdminApis,
-    ProduceApis,
-    ProducerApis,
-    FetchApis,
-    OffsetApis,
-    ConfigApis,
-    ClusterApis,
-    GroupApis,
-    ConsumerGroupApis,
-    ShareGroupApis,
-    ShareFetchApis,
-    ShareOffsetApis,
-    GroupOffsetApis,
-    TransactionApis,
-    PartitionStateApis,
-    ReassignmentApis,
-    SaslApis,
-    ScramApis,
-    AclApis,
-    ClientQuotaApis,
-)
-
 
 def load_meta_properties(config: BrokerConfig) -> str:
     """The cluster id: from config, else from ``meta.properties`` in the first log dir
@@ -305,8 +259,9 @@ class RequestPath:
                 core.client_quotas.new_managers() if own_quota_rates else core.client_quotas
             ),
         )
-        self.apis = KafkaApis(self.context, [family(self.context) for family in API_FAMILIES])
+        self.apis = KafkaApis(self.context, API_FAMILIES)  # each family built on first use
         if gate is not None:
+            self.apis.build_all()  # the gate wraps the families' own handlers
             gate(self.apis.handlers)
         self.handler_pool = RequestHandlerPool(config.num_io_threads, self.request_channel, self.apis)
         self.socket_server = SocketServer(

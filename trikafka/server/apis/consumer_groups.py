@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from trikafka.config import BrokerConfig
 from trikafka.coordinator.consumer.consumer_group import Assignment, ConsumerGroup
 from trikafka.coordinator.consumer.consumer_group_machine import new_member_id
 from trikafka.coordinator.consumer.consumer_group_protocol import ConsumerGroupHeartbeat
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
-from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey
+from trikafka.protocol.registry import ApiKey
+from trikafka.server.api_table import supported_apis
 from trikafka.server.apis.share_groups import share_group_exists
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
@@ -26,19 +26,6 @@ from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 __all__ = ["ConsumerGroupApis", "supported_apis"]
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-CONSUMER_PROTOCOL_APIS = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
-
-
-def supported_apis(config: BrokerConfig) -> dict[int, tuple[int, int]]:
-    """The API table this broker advertises: the consumer protocol's APIs only when
-    ``group.coordinator.rebalance.protocols`` lists ``consumer``."""
-    apis = dict(IMPLEMENTED_APIS)
-    if "consumer" not in config.group_coordinator_rebalance_protocols:
-        for key in CONSUMER_PROTOCOL_APIS:
-            apis.pop(key, None)
-    return apis
-
-
 def _ms(value: Any) -> int:
     return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
 

@@ -1,0 +1,103 @@
+"""The API families a broker serves, named without importing them, and the API table it
+advertises: what ``server/wiring.py`` builds a KafkaApis from.
+
+Each family is a :class:`~trikafka.server.kafka_apis.LazyFamily`: its module is imported and
+the family built when one of its APIs is first asked for (``server/kafka_apis.py``), so a
+broker answers its first ApiVersions without importing the others. A family added in
+``apis/`` is added here with the api keys its ``@handles`` methods answer;
+``tests/server/test_wiring.py`` builds every family and holds each to its keys.
+"""
+
+from __future__ import annotations
+
+from trikafka.config import BrokerConfig
+from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey
+from trikafka.server.kafka_apis import LazyFamily
+
+__all__ = ["API_FAMILIES", "CONSUMER_PROTOCOL_APIS", "supported_apis"]
+
+#: Every API family a broker serves (each node of an in-process cluster serves the same).
+API_FAMILIES: tuple[LazyFamily, ...] = (
+    LazyFamily("trikafka.server.apis.versions:ApiVersionsApis", (ApiKey.API_VERSIONS,)),
+    LazyFamily("trikafka.server.apis.metadata:MetadataApis", (ApiKey.METADATA,)),
+    LazyFamily(
+        "trikafka.server.apis.topics:TopicAdminApis",
+        (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS),
+    ),
+    LazyFamily("trikafka.server.apis.produce:ProduceApis", (ApiKey.PRODUCE,)),
+    LazyFamily("trikafka.server.apis.producers:ProducerApis", (ApiKey.INIT_PRODUCER_ID,)),
+    LazyFamily("trikafka.server.apis.fetch:FetchApis", (ApiKey.FETCH,)),
+    LazyFamily("trikafka.server.apis.offsets:OffsetApis", (ApiKey.LIST_OFFSETS, ApiKey.DELETE_RECORDS)),
+    LazyFamily(
+        "trikafka.server.apis.configs:ConfigApis",
+        (ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS),
+    ),
+    LazyFamily("trikafka.server.apis.configs:ClusterApis", (ApiKey.DESCRIBE_CLUSTER,)),
+    LazyFamily(
+        "trikafka.server.apis.groups:GroupApis",
+        (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
+         ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS),
+    ),
+    LazyFamily(
+        "trikafka.server.apis.consumer_groups:ConsumerGroupApis",
+        (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE),
+    ),
+    LazyFamily(
+        "trikafka.server.apis.share_groups:ShareGroupApis",
+        (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE),
+    ),
+    LazyFamily(
+        "trikafka.server.apis.share_fetch:ShareFetchApis",
+        (ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE),
+    ),
+    LazyFamily(
+        "trikafka.server.apis.share_offsets:ShareOffsetApis",
+        (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, ApiKey.ALTER_SHARE_GROUP_OFFSETS,
+         ApiKey.DELETE_SHARE_GROUP_OFFSETS),
+    ),
+    LazyFamily(
+        "trikafka.server.apis.group_offsets:GroupOffsetApis",
+        (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.OFFSET_DELETE),
+    ),
+    LazyFamily(
+        "trikafka.server.apis.transactions:TransactionApis",
+        (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT,
+         ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS),
+    ),
+    LazyFamily(
+        "trikafka.server.apis.partition_state:PartitionStateApis",
+        (ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.DESCRIBE_LOG_DIRS, ApiKey.DESCRIBE_PRODUCERS,
+         ApiKey.DESCRIBE_TOPIC_PARTITIONS),
+    ),
+    LazyFamily(
+        "trikafka.server.apis.reassignments:ReassignmentApis",
+        (ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS),
+    ),
+    LazyFamily("trikafka.server.apis.sasl:SaslApis", (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,)),
+    LazyFamily(
+        "trikafka.server.apis.scram:ScramApis",
+        (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS),
+    ),
+    LazyFamily(
+        "trikafka.server.apis.acls:AclApis",
+        (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS),
+    ),
+    LazyFamily(
+        "trikafka.server.apis.quotas:ClientQuotaApis",
+        (ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS),
+    ),
+)
+
+#: KIP-848's consumer-group APIs, advertised only with ``consumer`` in
+#: ``group.coordinator.rebalance.protocols``.
+CONSUMER_PROTOCOL_APIS = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
+
+
+def supported_apis(config: BrokerConfig) -> dict[int, tuple[int, int]]:
+    """The API table this broker advertises: the consumer protocol's APIs only when
+    ``group.coordinator.rebalance.protocols`` lists ``consumer``."""
+    apis = dict(IMPLEMENTED_APIS)
+    if "consumer" not in config.group_coordinator_rebalance_protocols:
+        for key in CONSUMER_PROTOCOL_APIS:
+            apis.pop(key, None)
+    return apis
