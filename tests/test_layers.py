@@ -131,22 +131,27 @@ def _imports(module: str) -> frozenset[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = _package_of(module, path)
-                for _ in range(node.level - 1):
-                    base = base.rpartition(".")[0]
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
-            found.add(target)
-            # ``from pkg import mod`` imports the submodule too.
-            for alias in node.names:
-                if f"{target}.{alias.name}" in _modules():
-                    found.add(f"{target}.{alias.name}")
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.update(_import_targets(module, path, node))
     return frozenset(found)
+
+
+def _import_target(module: str, path: Path, node: ast.ImportFrom) -> str:
+    """The module a ``from ... import`` names, relative imports resolved."""
+    if not node.level:
+        return node.module or ""
+    base = _package_of(module, path)
+    for _ in range(node.level - 1):
+        base = base.rpartition(".")[0]
+    return f"{base}.{node.module}" if node.module else base
+
+
+def _import_targets(module: str, path: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """Every module one import statement imports: ``from pkg import mod`` the submodule too."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    target = _import_target(module, path, node)
+    return [target, *(f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in _modules())]
 
 
 def _reachable(module: str) -> Iterator[tuple[str, str]]:
@@ -587,22 +592,11 @@ def _eager_imports(module: str) -> frozenset[str]:
 
     def visit(statements: list[ast.stmt]) -> None:
         for node in statements:
-            if isinstance(node, ast.Import):
-                found.update(alias.name for alias in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = _package_of(module, path)
-                    for _ in range(node.level - 1):
-                        base = base.rpartition(".")[0]
-                    target = f"{base}.{node.module}" if node.module else base
-                else:
-                    target = node.module or ""
-                found.add(target)
-                for alias in node.names:
-                    if f"{target}.{alias.name}" in _modules():
-                        found.add(f"{target}.{alias.name}")
-                    elif alias.name in _lazy_table(target):
-                        found.add(_lazy_table(target)[alias.name])
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                found.update(_import_targets(module, path, node))
+                if isinstance(node, ast.ImportFrom):  # a package's lazy names import their module
+                    lazy = _lazy_table(_import_target(module, path, node))
+                    found.update(lazy[alias.name] for alias in node.names if alias.name in lazy)
             elif isinstance(node, ast.If):
                 if not _is_type_checking(node.test):
                     visit(node.body)
