@@ -30,6 +30,8 @@ import sys  # noqa: E402
 
 import trio  # noqa: E402
 
+from benchmarks.trio_ceiling import REPLY, announce_and_serve, run  # noqa: E402
+
 __all__ = ["HANDLERS", "PROCESSORS", "QUEUED_MAX_REQUESTS", "main"]
 
 # trikafka's defaults (num.network.threads, num.io.threads, queued.max.requests).
@@ -37,8 +39,6 @@ PROCESSORS = 3
 HANDLERS = 8
 QUEUED_MAX_REQUESTS = 500
 CONNECTION_QUEUE_SIZE = 20
-# A fixed answer frame: size 8, correlation id 0, an empty tagged-field byte and 3 zero bytes.
-REPLY = (8).to_bytes(4, "big") + bytes(8)
 _ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError)
 
 
@@ -130,19 +130,11 @@ async def _main() -> None:
             channels.append(send)
             nursery.start_soon(processor, receive, requests_send)
         nursery.start_soon(acceptor, listeners[0], channels)
-        host, port = listeners[0].socket.getsockname()[:2]
-        print(f"READY {host}:{port} {(time.perf_counter() - _T0) * 1000:.3f}", flush=True)
-        # stdin EOF is the parent's "stop".
-        await trio.to_thread.run_sync(sys.stdin.read, abandon_on_cancel=True)
-        nursery.cancel_scope.cancel()
+        await announce_and_serve(listeners, nursery, _T0)
 
 
 def main() -> int:
-    try:
-        trio.run(_main)
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return run(_main)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,11 @@ _T0 = time.perf_counter()
 
 import functools  # noqa: E402
 import sys  # noqa: E402
+from collections.abc import Awaitable, Callable  # noqa: E402
 
 import trio  # noqa: E402
 
-__all__ = ["REPLY", "main", "serve_connection"]
+__all__ = ["REPLY", "announce_and_serve", "main", "run", "serve_connection"]
 
 # A fixed answer frame: size 8, correlation id 0, an empty tagged-field byte and 3 zero bytes.
 REPLY = (8).to_bytes(4, "big") + bytes(8)
@@ -56,19 +57,29 @@ async def _main() -> None:
         listeners = await nursery.start(
             functools.partial(trio.serve_tcp, serve_connection, 0, host="127.0.0.1")
         )
-        host, port = listeners[0].socket.getsockname()[:2]
-        print(f"READY {host}:{port} {(time.perf_counter() - _T0) * 1000:.3f}", flush=True)
-        # stdin EOF is the parent's "stop".
-        await trio.to_thread.run_sync(sys.stdin.read, abandon_on_cancel=True)
-        nursery.cancel_scope.cancel()
+        await announce_and_serve(listeners, nursery, _T0)
 
 
-def main() -> int:
+async def announce_and_serve(listeners: list[trio.SocketListener], nursery: trio.Nursery, t0: float) -> None:
+    """Print ``READY host:port startup_ms`` (from ``t0``), serve until stdin reaches EOF (the
+    parent's "stop"), then cancel ``nursery``: the protocol of both ceilings."""
+    host, port = listeners[0].socket.getsockname()[:2]
+    print(f"READY {host}:{port} {(time.perf_counter() - t0) * 1000:.3f}", flush=True)
+    await trio.to_thread.run_sync(sys.stdin.read, abandon_on_cancel=True)
+    nursery.cancel_scope.cancel()
+
+
+def run(entry: Callable[[], Awaitable[None]]) -> int:
+    """``trio.run(entry)``; Ctrl-C is a normal stop."""
     try:
-        trio.run(_main)
+        trio.run(entry)
     except KeyboardInterrupt:
         pass
     return 0
+
+
+def main() -> int:
+    return run(_main)
 
 
 if __name__ == "__main__":
