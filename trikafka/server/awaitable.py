@@ -63,7 +63,7 @@ class StateChanges:
     async def wait_until(self, predicate: Callable[[], bool]) -> None:
         """Return once ``predicate()`` is true: now, or after some later bump."""
         if predicate():
-            await trio.sleep(0)  # a checkpoint, as the wait below would be
+            await trio.lowlevel.checkpoint()  # a checkpoint, as the wait below would be
             return
         self._watchers += 1
         try:
