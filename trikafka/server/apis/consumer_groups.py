@@ -19,7 +19,7 @@ from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.api_table import supported_apis
-from trikafka.server.apis.share_groups import share_group_exists
+from trikafka.server.apis.share_groups import share_group_exists, topic_ids
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
@@ -40,18 +40,6 @@ class ConsumerGroupApis(ApiFamily):
             if info is not None and entry.partitions:
                 owned[info.name] = owned.get(info.name, frozenset()) | frozenset(entry.partitions)
         return owned
-
-    def _ids(self, assignment: Assignment, with_names: bool = False) -> list[dict[str, Any]]:
-        topics = []
-        for name, partitions in sorted(assignment.items()):
-            info = self.replicas.topics.get(name)
-            if info is None:
-                continue  # deleted since: the next epoch takes it away
-            entry: dict[str, Any] = {"topic_id": info.topic_id, "partitions": sorted(partitions)}
-            if with_names:
-                entry["topic_name"] = name
-            topics.append(entry)
-        return topics
 
     @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT)
     async def handle_consumer_group_heartbeat_request(self, request: Request) -> Any:
@@ -83,7 +71,7 @@ class ConsumerGroupApis(ApiFamily):
         )
         assignment = None
         if result.assignment is not None:
-            assignment = {"topic_partitions": self._ids(result.assignment)}
+            assignment = {"topic_partitions": topic_ids(self.replicas.topics, result.assignment)}
         return Answer(
             throttle_time=0,
             error_code=result.error_code,
@@ -131,9 +119,11 @@ class ConsumerGroupApis(ApiFamily):
                 "client_host": m.client_host,
                 "subscribed_topic_names": list(m.subscribed_topic_names),
                 "subscribed_topic_regex": m.subscribed_topic_regex,
-                "assignment": {"topic_partitions": self._ids(m.assigned, with_names=True)},
+                "assignment": {"topic_partitions": topic_ids(self.replicas.topics, m.assigned, with_names=True)},
                 "target_assignment": {
-                    "topic_partitions": self._ids(group.target.get(m.member_id, {}), with_names=True)
+                    "topic_partitions": topic_ids(
+                        self.replicas.topics, group.target.get(m.member_id, {}), with_names=True
+                    )
                 },
                 "member_type": 0 if m.uses_classic_protocol else 1,  # KIP-1099: 0 classic, 1 consumer
             }

@@ -12,6 +12,7 @@ fetched.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from trikafka.coordinator.share.coordinator import ShareCoordinator
@@ -22,7 +23,7 @@ from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
-__all__ = ["ShareGroupApis", "other_group_kind", "share_group_exists"]
+__all__ = ["ShareGroupApis", "other_group_kind", "share_group_exists", "topic_ids"]
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 ASSIGNOR_NAME = "simple"
@@ -44,6 +45,21 @@ def other_group_kind(context: Any, group_id: str) -> str | None:
     return None
 
 
+def topic_ids(topics: Mapping[str, Any], assignment: Assignment, with_names: bool = False) -> list[dict[str, Any]]:
+    """An assignment as heartbeats and describes answer it: topic ids (and names) with sorted
+    partitions; a topic deleted since is left out (the next epoch takes it away)."""
+    answer = []
+    for name, partitions in sorted(assignment.items()):
+        info = topics.get(name)
+        if info is None:
+            continue
+        entry: dict[str, Any] = {"topic_id": info.topic_id, "partitions": sorted(partitions)}
+        if with_names:
+            entry["topic_name"] = name
+        answer.append(entry)
+    return answer
+
+
 class ShareGroupApis(ApiFamily):
     @property
     def shares(self) -> ShareCoordinator:
@@ -51,18 +67,6 @@ class ShareGroupApis(ApiFamily):
         if shares is None:
             raise KafkaProtocolError("share groups are not served", ErrorCode.unsupported_version)
         return shares
-
-    def _ids(self, assignment: Assignment, with_names: bool = False) -> list[dict[str, Any]]:
-        topics = []
-        for name, partitions in sorted(assignment.items()):
-            info = self.replicas.topics.get(name)
-            if info is None:
-                continue
-            entry: dict[str, Any] = {"topic_id": info.topic_id, "partitions": sorted(partitions)}
-            if with_names:
-                entry["topic_name"] = name
-            topics.append(entry)
-        return topics
 
     @handles(ApiKey.SHARE_GROUP_HEARTBEAT)
     async def handle_share_group_heartbeat_request(self, request: Request) -> Any:
@@ -97,7 +101,7 @@ class ShareGroupApis(ApiFamily):
         answer.update(member_id=result.member_id, member_epoch=result.member_epoch,
                       heartbeat_interval=result.heartbeat_interval_ms)
         if result.assignment is not None:
-            answer["assignment"] = {"topic_partitions": self._ids(result.assignment)}
+            answer["assignment"] = {"topic_partitions": topic_ids(self.replicas.topics, result.assignment)}
         return Answer(**answer)
 
     @handles(ApiKey.SHARE_GROUP_DESCRIBE)
@@ -137,7 +141,7 @@ class ShareGroupApis(ApiFamily):
                     "client_id": m.client_id,
                     "client_host": m.client_host,
                     "subscribed_topic_names": list(m.subscribed),
-                    "assignment": {"topic_partitions": self._ids(m.assignment, with_names=True)},
+                    "assignment": {"topic_partitions": topic_ids(self.replicas.topics, m.assignment, with_names=True)},
                 }
                 for m in group.members.values()
             ],
