@@ -5,6 +5,7 @@ saying why it has no effect in one process — never refused as unknown."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -17,9 +18,17 @@ from trikafka.testing.process import BrokerProcess
 OURS = {key: default for key, default, _doc in config_keys()} | {alias: "168" for alias, *_ in TIME_ALIASES}
 
 
-def _every_key_file(tmp_path):
+#: Kafka 4.4's broker configuration reference, every key (kafka-site's generated page; see the file).
+KAFKA_44_REFERENCE = frozenset(
+    line.strip()
+    for line in (Path(__file__).parent / "data" / "kafka-4.4-broker-keys.txt").read_text().splitlines()
+    if line.strip() and not line.startswith("#")
+)
+
+
+def _every_key_file(tmp_path, keys=KAFKA_BROKER_KEYS):
     lines = ["# every broker key of Kafka's reference, as a Kafka operator's file would have it"]
-    for key in sorted(KAFKA_BROKER_KEYS):
+    for key in sorted(keys):
         if key in ("listeners", "log.dirs", "log.dir"):
             continue  # the test's own, below
         lines.append(f"{key}={OURS.get(key, 'a-kafka-value')}")
@@ -47,6 +56,21 @@ def test_every_kafka_broker_key_loads_from_server_properties(tmp_path, caplog):
         assert len(lines) == 1 and "no effect here (" in lines[0], (key, lines)
     assert len(said) == len(ignored)  # nothing said about a key trikafka honours
     assert config.as_properties()["listeners"] == "PLAINTEXT://127.0.0.1:0"
+
+
+def test_every_key_of_kafka_4_4s_broker_reference_loads(tmp_path, caplog):
+    """The whole 4.4 page, not only the list trikafka keeps: a key Kafka 4.4 documents is honoured
+    or accepted with its one INFO line, never refused as unknown."""
+    assert len(KAFKA_44_REFERENCE) > 350
+    assert {"sasl.oauthbearer.assertion.file", "transaction.two.phase.commit.enable",
+            "errors.deadletterqueue.topic.name.prefix", "cordoned.log.dirs"} <= KAFKA_44_REFERENCE
+    path = _every_key_file(tmp_path, KAFKA_44_REFERENCE)
+    with caplog.at_level(logging.INFO, logger="trikafka.config"):
+        BrokerConfig.from_properties(path)
+    said = {r.getMessage().split("=", 1)[0] for r in caplog.records if r.name == "trikafka.config"}
+    walked = KAFKA_44_REFERENCE - {"listeners", "log.dirs", "log.dir"}
+    assert walked - set(OURS) == said & walked
+    assert KAFKA_44_REFERENCE <= KAFKA_BROKER_KEYS | set(OURS)
 
 
 def test_a_typo_of_a_kafka_key_is_still_refused():

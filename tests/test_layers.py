@@ -226,6 +226,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "trikafka.group_configs",
             "trikafka.rack_configs",
             "trikafka.share_configs",
+            "trikafka.kafka_keys_later",
             "trikafka.kafka_keys",
             "trikafka.config_fields",
         ),

@@ -9,12 +9,12 @@ Where the list comes from: the ``define()`` calls of the ConfigDefs that Kafka's
 ``QuotaConfig``, ``BrokerSecurityConfigs``, ``DelegationTokenManagerConfigs``,
 ``PasswordEncoderConfigs``, ``RemoteLogManagerConfig``, ``ZkConfigs``), their key constants
 resolved, read from apache/kafka at commit 1eb7644349c (trunk, ``version=4.0.0-SNAPSHOT``) by
-``tools/kafka_broker_keys.py``, plus the keys of later ``GroupCoordinatorConfig.java`` and
-``ShareGroupConfig.java`` versions (Kafka 4.1 era: ``group.streams.*``, more ``group.share.*``).
-The 4.4 tag itself was not reachable where this list was made;
-keys added to the broker reference after that commit are missing here and are refused as
-unknown until they are added. The ZooKeeper keys (removed from Kafka in 4.0) are kept so that a
-3.x file still starts.
+``tools/kafka_broker_keys.py``; and every key of Kafka 4.4's generated broker reference
+(``44/generated/kafka_config.html`` in apache/kafka-site, the page behind
+https://kafka.apache.org/44/configuration/broker-configs) that the trunk commit lacks, in
+:mod:`trikafka.kafka_keys_later`. ``tests/data/kafka-4.4-broker-keys.txt`` is that page's full key
+list, walked through ``server.properties`` loading by ``tests/test_kafka_broker_keys.py``. The
+ZooKeeper keys (removed from Kafka in 4.0) are kept so that a 3.x file still starts.
 
 A key trikafka implements is read by :class:`~trikafka.config.BrokerConfig` as usual; any other
 key of this list is accepted with one INFO line saying why it has no effect in one process
@@ -23,10 +23,13 @@ key of this list is accepted with one INFO line saying why it has no effect in o
 
 from __future__ import annotations
 
+from trikafka.kafka_keys_later import LATER_BROKER_KEYS
+
 __all__ = ["KAFKA_BROKER_KEYS", "no_effect_reason"]
 
-#: Kafka's broker keys, grouped by the class that defines them.
-KAFKA_BROKER_KEYS: frozenset[str] = frozenset({
+#: Kafka's broker keys, grouped by the class that defines them; the keys of later releases are
+#: in :mod:`trikafka.kafka_keys_later`.
+KAFKA_BROKER_KEYS: frozenset[str] = LATER_BROKER_KEYS | frozenset({
     # BrokerSecurityConfigs
     "connections.max.reauth.ms",
     "principal.builder.class",
@@ -392,24 +395,6 @@ KAFKA_BROKER_KEYS: frozenset[str] = frozenset({
     "zookeeper.ssl.truststore.location",
     "zookeeper.ssl.truststore.password",
     "zookeeper.ssl.truststore.type",
-    # GroupCoordinatorConfig, a later stored version (Kafka 4.1 era: streams groups, KIP-1071)
-    "group.consumer.regex.refresh.interval.ms",
-    "group.share.assignors",
-    "group.share.initialize.retry.interval.ms",
-    "group.streams.heartbeat.interval.ms",
-    "group.streams.max.heartbeat.interval.ms",
-    "group.streams.max.session.timeout.ms",
-    "group.streams.max.size",
-    "group.streams.max.standby.replicas",
-    "group.streams.min.heartbeat.interval.ms",
-    "group.streams.min.session.timeout.ms",
-    "group.streams.num.standby.replicas",
-    "group.streams.session.timeout.ms",
-    # ShareGroupConfig, a later stored version (Kafka 4.1 era: share groups, KIP-932)
-    "group.share.max.delivery.count.limit",
-    "group.share.max.share.sessions",
-    "group.share.min.delivery.count.limit",
-    "group.share.persister.class.name",
 })
 
 #: Why a key has no effect, by prefix (the first match wins).
@@ -468,7 +453,10 @@ _REASONS: tuple[tuple[tuple[str, ...], str], ...] = (
         "JMX and metrics reporters: trikafka serves /metrics",
     ),
     (("group.streams.",), "Kafka Streams groups (KIP-1071) are not served"),
-    (("group.share.", "share."), "a share-group (KIP-932) setting this build does not read"),
+    (
+        ("group.share.", "share.", "errors.deadletterqueue."),
+        "a share-group (KIP-932) setting this build does not read",
+    ),
 )
 
 
