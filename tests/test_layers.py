@@ -227,6 +227,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "trikafka.rack_configs",
             "trikafka.share_configs",
             "trikafka.kafka_keys",
+            "trikafka.kafka_versions_data",
+            "trikafka.kafka_versions",
             "trikafka.config_fields",
         ),
     ),
