@@ -122,9 +122,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--kafka-version",
         metavar="X.Y",
         help=f"advertise exactly the API versions and features Kafka X.Y served ({', '.join(KAFKA_VERSIONS)}), "
-        "cut to what trikafka serves: the APIs trikafka lacks (delegation tokens, AlterReplicaLogDirs, "
-        "UpdateFeatures, the KRaft voter and share-state APIs, streams groups) and old versions it no longer "
-        "serves are logged at start and listed in docs/version-profiles.md",
+        "cut to what trikafka serves: what it lacks of that release (delegation tokens, AlterReplicaLogDirs, "
+        "UpdateFeatures, DescribeQuorum, the KRaft voter, share-state and streams-group APIs, the oldest "
+        "versions of some APIs) is logged at start and listed in docs/version-profiles.md",
     )
     parser.add_argument(
         "--ui",

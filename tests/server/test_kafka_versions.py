@@ -145,3 +145,16 @@ def test_a_patch_level_is_the_minor_release() -> None:
     assert parse_kafka_version("3.9.1") == "3.9"
     assert BrokerConfig(kafka_version=3.9).kafka_version == "3.9"
     assert BrokerConfig().kafka_version is None
+
+
+async def test_every_broker_of_a_cluster_speaks_as_the_release(autojump_clock) -> None:
+    from tests.cluster.support import connected, request
+    from trikafka import open_cluster
+
+    async with open_cluster(brokers=2, transport="memory", kafka_version="3.0") as cluster:
+        for node_id in cluster.broker_ids():
+            async with connected(cluster, node_id) as client:
+                answer = await client.request(request(18, 3, client_software_name="t", client_software_version="1"))
+                advertised = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+                assert advertised[ApiKey.FETCH] == (4, 12) and advertised[ApiKey.METADATA] == (0, 11)
+                assert ApiKey.DESCRIBE_TOPIC_PARTITIONS not in advertised
