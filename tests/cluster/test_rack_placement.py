@@ -90,3 +90,27 @@ def test_thread_hosted_handles_show_their_rack(kafka_broker: Any, kafka_cluster:
     assert [b.rack for b in cluster.brokers] == ["east", "west"]
     other = kafka_cluster(brokers=3, racks=["r1", "r2", "r3"])
     assert [b.rack for b in other.brokers] == ["r1", "r2", "r3"]
+
+
+def test_a_cluster_process_with_racks_spreads_replicas(tmp_path: Any, monkeypatch: Any) -> None:
+    """``python -m trikafka --brokers 4 --racks a,a,b,b``: confluent-kafka sees the racks,
+    and a topic with replication factor 2 has a replica in each rack for every partition."""
+    from pathlib import Path
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    import trikafka
+    from tests.compat.support import TIMEOUT
+    from trikafka.testing.process import broker_process
+
+    monkeypatch.setenv("PYTHONPATH", str(Path(trikafka.__file__).parent.parent))
+    racks = {1: "a", 2: "a", 3: "b", 4: "b"}
+    with broker_process("--in-memory", "--brokers", "4", "--racks", "a,a,b,b", cwd=tmp_path) as process:
+        admin = AdminClient({"bootstrap.servers": process.address})
+        admin.create_topics([NewTopic("racked", num_partitions=4, replication_factor=2)])["racked"].result(TIMEOUT)
+        topic = admin.list_topics("racked", timeout=TIMEOUT).topics["racked"]
+        for partition in topic.partitions.values():
+            assert sorted(racks[b] for b in partition.replicas) == ["a", "b"]
+        assert sorted(p.leader for p in topic.partitions.values()) == [1, 2, 3, 4]
+        nodes = admin.describe_cluster().result(TIMEOUT).nodes
+        assert {node.id: node.rack for node in nodes} == racks
