@@ -99,7 +99,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def marked_config(node: Any) -> dict[str, Any]:
-    """The ``trikafka`` marks' config for a test: module, then class, then function."""
+    """The ``trikafka`` marks' config for a test: module, then class, then function;
+    ``kafka_version=`` becomes ``kafka.version`` and ``racks=`` (a list or ``"a,b,c"``)
+    ``broker.rack``."""
     merged: dict[str, Any] = {}
     for mark in reversed(list(node.iter_markers(MARK))):
         config = mark.kwargs.get("config", mark.args[0] if mark.args else None)
