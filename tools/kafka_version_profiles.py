@@ -24,7 +24,8 @@ Sources, read with ``git show TAG:PATH`` from two local mirrors (bare git direct
 * **4.0 – 4.2: the 3.9 table plus the per-release changes of franz-go's ``pkg/kversion``**
   (``requests.go``: ``b40``..``b42``, each ``setmin``/``incmax``/``addkey``/``addkeyver``/``delete``
   with the Kafka commit and KIP it cites; default ``/work/.mirror/twmb+franz-go/repo``), after
-  checking that franz-go's ``b39`` equals the 3.9 table derived above. The apache/kafka mirror
+  checking that franz-go's own tables agree with the ones derived above: its ``b39`` with 3.9,
+  its ZooKeeper tables ``z28``..``z32`` with 2.8 – 3.2 (client-facing APIs). The apache/kafka mirror
   holds no 4.x tag. The 4.x feature ranges are written below (``FEATURES_4X``) with the page
   each one comes from; metadata.version's 4.x levels are not in any source at hand and are
   marked as such.
@@ -154,6 +155,38 @@ def features_at(release: str) -> dict[str, tuple[tuple[int, int], int | None]]:
     return out
 
 
+def franz_zk_releases() -> dict[str, dict[int, tuple[int, int]]]:
+    """franz-go's ZooKeeper-broker tables z081..z39, replayed from z080's keys."""
+    text = git(FRANZ, "show", "HEAD:pkg/kversion/requests.go")
+    bodies = dict(re.findall(r"^func (z\d+)\(\) \*release \{\n(.*?)^\}", text, flags=re.M | re.S))
+    table = {int(k): (0, 0) for k in re.findall(r"(\d+): \{key: \d+\}", bodies["z080"])}
+    tables = {}
+    for name in ZK_CHAIN[1:]:
+        table = tables[name] = _replay(table, bodies[name])
+    return tables
+
+
+ZK_CHAIN = ("z080", "z081", "z082", "z090", "z0100", "z0101", "z0102", "z0110", "z10", "z11", "z20", "z21",
+            "z22", "z23", "z24", "z25", "z26", "z27", "z28", "z30", "z31", "z32")
+#: Left out of the ZooKeeper-era comparison: cluster actions (franz-go lists them) and
+#: UpdateFeatures (franz-go leaves it out of its ZooKeeper tables).
+_NOT_COMPARED = {4, 5, 6, 7, 27, 56, 57, 58, 67}
+
+
+def check_against_franz(releases: dict[str, dict], franz: dict[str, dict[int, tuple[int, int]]]) -> None:
+    """Stop unless franz-go's independent tables agree with the ones derived from Kafka's tags."""
+    zk = franz_zk_releases()
+    pairs = [(r, zk[f"z{r.replace('.', '')}"], _NOT_COMPARED | set(TELEMETRY)) for r in ZK_ERA]
+    pairs.append(("3.9", franz["b39"], set(TELEMETRY)))
+    for release, theirs, skip in pairs:
+        ours = {k: v for k, v in releases[release]["apis"].items() if k not in skip}
+        theirs = {k: v for k, v in theirs.items() if k not in skip}
+        if ours != theirs:
+            keys = sorted(set(ours) | set(theirs))
+            diff = {k: (ours.get(k), theirs.get(k)) for k in keys if ours.get(k) != theirs.get(k)}
+            sys.exit(f"{release} from apache/kafka differs from franz-go's table (ours, theirs): {diff}")
+
+
 def franz_releases() -> dict[str, dict[int, tuple[int, int]]]:
     """franz-go's broker tables b28..b42, replayed from its requests.go."""
     text = git(FRANZ, "show", "HEAD:pkg/kversion/requests.go")
@@ -191,13 +224,8 @@ def main() -> None:
         releases[release] = {"apis": apis_at(release), "features": features_at(release),
                              "source": f"apache/kafka {TAGS[release]} (message definitions)"}
     franz = franz_releases()
-    ours = {k: v for k, v in releases["3.9"]["apis"].items()}
-    theirs = {k: v for k, v in franz["b39"].items() if k not in TELEMETRY}
-    if ours != theirs:
-        keys = sorted(set(ours) | set(theirs))
-        diff = {k: (ours.get(k), theirs.get(k)) for k in keys if ours.get(k) != theirs.get(k)}
-        sys.exit(f"3.9 from apache/kafka differs from franz-go b39 (ours, theirs): {diff}")
-    base = ours
+    check_against_franz(releases, franz)
+    base = releases["3.9"]["apis"]
     previous = franz["b39"]
     for release, name in (("4.0", "b40"), ("4.1", "b41"), ("4.2", "b42")):
         table = dict(base)
