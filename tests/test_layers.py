@@ -228,6 +228,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "trikafka.share_configs",
             "trikafka.kafka_keys_later",
             "trikafka.kafka_keys",
+            "trikafka.kafka_versions_data",
+            "trikafka.kafka_versions",
             "trikafka.config_fields",
         ),
     ),

@@ -51,6 +51,8 @@ from trikafka.config import BrokerConfig
 from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LoadProgress
 from trikafka.network.endpoints import BoundEndpoint, endpoint_address
+from trikafka.rack_configs import rack_of
+from trikafka.server.api_table import log_kafka_profile
 from trikafka.server.awaitable import AwaitableState
 from trikafka.server.metadata_cache import MetadataCache
 from trikafka.server.replica.replica_manager import ReplicaManager
@@ -162,6 +164,7 @@ class Broker(AwaitableState):
                     self.cluster_id,
                     ", ".join(map(str, self.endpoints.values())),
                 )
+                log_kafka_profile(self.config, log)
                 task_status.started(self)
                 await self._stop_requested.wait()
                 await self._shutdown(nursery)
@@ -210,6 +213,11 @@ class Broker(AwaitableState):
     def port(self) -> int:
         """The bound port of the first listener (handy with port 0)."""
         return next(iter(self.endpoints.values())).port
+
+    @property
+    def rack(self) -> str | None:
+        """This broker's rack (``broker.rack``; a list's first entry), as Metadata shows it."""
+        return rack_of(self.config.broker_rack, 0)
 
     @property
     def bootstrap_servers(self) -> str:

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from trikafka import __version__
 from trikafka.commands import COMMANDS
-from trikafka.config import BrokerConfig, config_keys, read_properties_file
+from trikafka.config import BrokerConfig, changed_from_defaults, config_keys, read_properties_file
 from trikafka.errors import ConfigError
+from trikafka.kafka_versions import KAFKA_VERSIONS
 from trikafka.output import (
     LOG_FORMATS,
     StartupInfo,
@@ -113,6 +114,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "brokers 2..N take the following ports (free ports when it is 0)",
     )
     parser.add_argument(
+        "--racks",
+        metavar="R1,R2,...",
+        help="rack ids (broker.rack), one per broker of --brokers N in node-id order (repeating when shorter)",
+    )
+    parser.add_argument(
+        "--kafka-version",
+        metavar="X.Y",
+        help=f"advertise exactly the API versions and features Kafka X.Y served ({', '.join(KAFKA_VERSIONS)}), "
+        "cut to what trikafka serves: what it lacks of that release (delegation tokens, AlterReplicaLogDirs, "
+        "UpdateFeatures, DescribeQuorum, the KRaft voter, share-state and streams-group APIs, the oldest "
+        "versions of some APIs) is logged at start and listed in docs/version-profiles.md",
+    )
+    parser.add_argument(
         "--ui",
         action="store_true",
         help="serve the web console at /ui on the HTTP server (metrics.port; "
@@ -165,6 +179,9 @@ def resolve_config(args: argparse.Namespace) -> tuple[BrokerConfig, dict[str, st
         items[key.strip()] = value
     if args.listeners:
         items["listeners"] = args.listeners
+    for flag, key in (("racks", "broker.rack"), ("kafka_version", "kafka.version")):
+        if getattr(args, flag, None) is not None:
+            items[key] = getattr(args, flag)
     if args.in_memory:
         items["log.dirs"] = ""
         given = {key.strip().replace("_", ".") for key in items}
@@ -231,17 +248,6 @@ def _startup_info(
         open_files=open_files,
         partition_cap=config.max_broker_partitions,
     )
-
-
-def changed_from_defaults(config: BrokerConfig, reasons: dict[str, str]) -> dict[str, tuple[str, str]]:
-    """key → (value, why) for each key whose value is not the default (listeners and
-    log.dirs, shown on their own lines, left out)."""
-    defaults = BrokerConfig().as_properties()
-    return {
-        key: (value, reasons.get(key, ""))
-        for key, value in config.as_properties().items()
-        if key not in ("listeners", "log.dirs") and (key not in defaults or value != defaults[key])
-    }
 
 
 def _list_config(args: argparse.Namespace) -> int:

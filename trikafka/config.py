@@ -36,11 +36,14 @@ from trikafka.config_fields import int_field as _int_field
 from trikafka.config_fields import topic_default as _topic_default
 from trikafka.errors import ConfigError
 from trikafka.kafka_keys import KAFKA_BROKER_KEYS, no_effect_reason
+from trikafka.kafka_versions import kafka_version_field
 from trikafka.properties import TIME_ALIASES, read_properties_file, resolve_time_aliases
 from trikafka.security import config as security
 from trikafka.topic_configs import INT32_MAX, INT64_MAX
 
-__all__ = ["BrokerConfig", "config_keys", "parse_listeners", "read_properties_file", "ListenerSpec"]
+__all__ = [
+    "BrokerConfig", "changed_from_defaults", "config_keys", "parse_listeners", "read_properties_file", "ListenerSpec",
+]
 
 
 class _PropertiesForm:
@@ -115,6 +118,10 @@ class BrokerConfig(_PropertiesForm, share_configs.ShareGroupKeys):
     replica_selector_class: str | None = rack_configs.selector_field(
         "KIP-392: org.apache.kafka.common.replica.RackAwareReplicaSelector sends a consumer with "
         "client.rack to an in-sync replica in its rack."
+    )
+    kafka_version: str | None = kafka_version_field(
+        "Advertise the API versions and features this Kafka release served (2.8 .. 4.2), cut to what "
+        "trikafka serves (docs/version-profiles.md); unset: everything trikafka serves."
     )
     log_dirs: tuple[str, ...] | None = log_dirs_field()
     num_network_threads: int = _int_field(
@@ -392,3 +399,14 @@ def _unknown_key_hint(key: str) -> str:
     close = difflib.get_close_matches(key.replace("_", "."), keys, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"unknown configuration key{hint}"
+
+
+def changed_from_defaults(config: BrokerConfig, reasons: dict[str, str]) -> dict[str, tuple[str, str]]:
+    """key → (value, why) for each key whose value is not the default (listeners and
+    log.dirs, shown on their own lines, left out)."""
+    defaults = BrokerConfig().as_properties()
+    return {
+        key: (value, reasons.get(key, ""))
+        for key, value in config.as_properties().items()
+        if key not in ("listeners", "log.dirs") and (key not in defaults or value != defaults[key])
+    }

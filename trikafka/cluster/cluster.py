@@ -20,7 +20,7 @@ Metadata.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -32,9 +32,11 @@ from trikafka.cluster.node import ClusterNode
 from trikafka.cluster.replication import ClusterLogManager, catch_up
 from trikafka.cluster.state import ClusterState
 from trikafka.config import BrokerConfig, ListenerSpec
+from trikafka.errors import ConfigError
 from trikafka.log.log import EndOffset
 from trikafka.network.memory import MemoryListener
 from trikafka.rack_configs import rack_of
+from trikafka.server.api_table import log_kafka_profile
 from trikafka.server.awaitable import AwaitableState
 from trikafka.server.metadata_cache import BrokerEndpoint
 from trikafka.server.replica.cluster_view import PartitionLeadership
@@ -57,9 +59,13 @@ class Cluster(ClusterControls, AwaitableState):
     """See the module docstring. The ``wait_for_*`` methods (AwaitableState) read the
     cluster's shared state and wake on a response from any of its brokers."""
 
-    def __init__(self, config: BrokerConfig, brokers: int = 3, *, transport: str = "tcp") -> None:
+    def __init__(
+        self, config: BrokerConfig, brokers: int = 3, *, transport: str = "tcp", racks: Sequence[str] | None = None
+    ) -> None:
         if not isinstance(brokers, int) or brokers < 1:
             raise ValueError(f"brokers={brokers!r}: a positive number of brokers is required")
+        if racks is not None:
+            config = config.with_overrides(broker_rack=_racks_value(racks, brokers))
         if transport not in TRANSPORTS:
             raise ValueError(f"transport={transport!r}: allowed values are {', '.join(TRANSPORTS)}")
         self.config = config
@@ -73,6 +79,7 @@ class Cluster(ClusterControls, AwaitableState):
             default_replication_factor=config.default_replication_factor,
             offsets_partitions=config.offsets_topic_num_partitions,
             internal_replication_factor=config.offsets_topic_replication_factor,
+            racks={first + i: rack_of(config.broker_rack, i) for i in range(brokers)},
         )
         # ClusterView.changes: the end of the cluster's metadata log, as KRaft's is an offset;
         # an EndOffset so that a long poll watches it as it watches its partitions' ends.
@@ -190,6 +197,7 @@ class Cluster(ClusterControls, AwaitableState):
                 self.cluster_id,
                 "; ".join(f"broker {i} at {self.nodes[i].bootstrap_servers}" for i in self.state.node_ids),
             )
+            log_kafka_profile(self.config, log)
             task_status.started(self)
             await trio.sleep_forever()
 
@@ -257,12 +265,24 @@ class Cluster(ClusterControls, AwaitableState):
         return await trio.open_tcp_stream(host, port)
 
 
+def _racks_value(racks: Sequence[str], brokers: int) -> str:
+    """``racks=[...]``: one rack id per broker, as ``broker.rack``'s comma-separated list."""
+    if isinstance(racks, str):
+        racks = racks.split(",")
+    racks = [str(rack).strip() for rack in racks]
+    if len(racks) != brokers or not all(racks) or any("," in rack for rack in racks):
+        raise ConfigError("racks", racks, f"{brokers} rack ids (one per broker, in node-id order), none empty "
+                          "and none with a comma")
+    return ",".join(racks)
+
+
 @asynccontextmanager
 async def open_cluster(
     brokers: int = 3,
     config: BrokerConfig | Mapping[str, Any] | None = None,
     *,
     transport: str = "tcp",
+    racks: Sequence[str] | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Cluster]:
     """Run ``brokers`` brokers in this process for the duration of the block.
@@ -270,9 +290,10 @@ async def open_cluster(
     ``config`` (a BrokerConfig or Kafka keys) and keyword overrides in either spelling are
     broker 1's; brokers 2..N take the following node ids and ports (free ports when the port
     is 0, the default). ``transport="memory"`` puts every broker on the in-memory transport
-    (``cluster.client(node_id)`` reaches it), for tests under trio's MockClock.
+    (``cluster.client(node_id)`` reaches it), for tests under trio's MockClock. ``racks`` gives
+    each broker its rack (``broker.rack``), in node-id order: replicas are then placed rack-aware.
     """
-    cluster = Cluster(BrokerConfig.coerce(config, **overrides), brokers, transport=transport)
+    cluster = Cluster(BrokerConfig.coerce(config, **overrides), brokers, transport=transport, racks=racks)
     async with trio.open_nursery() as nursery:
         await nursery.start(cluster.run)
         try:

@@ -130,6 +130,11 @@ class ClusterNode:
         self._stop_requested.set()
 
     @property
+    def rack(self) -> str | None:
+        """This broker's rack (its entry of the cluster's ``broker.rack``), as Metadata shows it."""
+        return self.config.broker_rack
+
+    @property
     def bootstrap_servers(self) -> str:
         """``host:port`` of this broker's first listener."""
         return self.address(next(iter(self.endpoints)))

@@ -7,7 +7,9 @@ events are method calls and every rule is written next to the event it belongs t
 * **assign** (a topic or partitions are created): replicas are placed round-robin over the
   live brokers — partition ``p``'s first replica, its preferred leader, is the ``p``-th live
   broker, the others follow in id order — as Kafka's assignment without racks does (minus
-  its random start). The ISR is every replica; the leader epoch starts at 0.
+  its random start). When brokers have racks, Kafka's rack-aware assignment spreads each
+  partition's replicas over the racks (``placement.py``). The ISR is every replica; the
+  leader epoch starts at 0.
 * **move_leader**: only to a live in-sync replica (Kafka never elects an out-of-sync one
   without unclean election); the leader epoch goes up by one.
 * **shrink_isr / expand_isr**: the ISR always holds the leader; a replica may rejoin only
@@ -28,11 +30,12 @@ for it. Nothing here does I/O or knows about trio.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
 
+from trikafka.cluster.placement import rack_aware_replicas
 from trikafka.server.replica.cluster_view import GROUP_KEY, PartitionLeadership
 
 __all__ = [
@@ -79,8 +82,11 @@ class ClusterState:
         default_replication_factor: int = 1,
         offsets_partitions: int = 50,
         internal_replication_factor: int = 3,
+        racks: Mapping[int, str | None] | None = None,
     ) -> None:
         self.node_ids: tuple[int, ...] = tuple(sorted(node_ids))
+        #: node id → rack (``broker.rack``); with any, placement is rack-aware (placement.py).
+        self.racks: dict[int, str | None] = dict(racks or {})
         if not self.node_ids or len(set(self.node_ids)) != len(self.node_ids):
             raise ValueError(f"node ids must be distinct and at least one: {self.node_ids}")
         self.alive: set[int] = set(self.node_ids)
@@ -165,7 +171,10 @@ class ClusterState:
         for p in partitions:
             if (topic, p) in self.partitions:
                 continue
-            replicas = tuple(live[(p + j) % len(live)] for j in range(replication_factor))
+            if any(self.racks.get(node) for node in live):
+                replicas = rack_aware_replicas(live, self.racks, p, replication_factor)
+            else:
+                replicas = tuple(live[(p + j) % len(live)] for j in range(replication_factor))
             self.partitions[(topic, p)] = PartitionState(replicas, replicas[0], 0, replicas)
         self._changed()
 

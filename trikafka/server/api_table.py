@@ -10,11 +10,15 @@ broker answers its first ApiVersions without importing the others. A family adde
 
 from __future__ import annotations
 
+import logging
+
 from trikafka.config import BrokerConfig
-from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey
+from trikafka.kafka_versions import KafkaProfile, profile
+from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey, api_name
 from trikafka.server.kafka_apis import LazyFamily
 
-__all__ = ["API_FAMILIES", "CONSUMER_PROTOCOL_APIS", "supported_apis"]
+__all__ = ["API_FAMILIES", "CONSUMER_PROTOCOL_APIS", "advertised_features", "kafka_profile", "log_kafka_profile",
+           "supported_apis"]
 
 #: Every API family a broker serves (each node of an in-process cluster serves the same).
 API_FAMILIES: tuple[LazyFamily, ...] = (
@@ -93,11 +97,44 @@ API_FAMILIES: tuple[LazyFamily, ...] = (
 CONSUMER_PROTOCOL_APIS = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
 
 
-def supported_apis(config: BrokerConfig) -> dict[int, tuple[int, int]]:
-    """The API table this broker advertises: the consumer protocol's APIs only when
-    ``group.coordinator.rebalance.protocols`` lists ``consumer``."""
+def _own_apis(config: BrokerConfig) -> dict[int, tuple[int, int]]:
     apis = dict(IMPLEMENTED_APIS)
     if "consumer" not in config.group_coordinator_rebalance_protocols:
         for key in CONSUMER_PROTOCOL_APIS:
             apis.pop(key, None)
     return apis
+
+
+def kafka_profile(config: BrokerConfig) -> KafkaProfile | None:
+    """``kafka.version``'s profile over what this broker serves, or None without one."""
+    if config.kafka_version is None:
+        return None
+    return profile(config.kafka_version, _own_apis(config), api_name)
+
+
+def log_kafka_profile(config: BrokerConfig, logger: logging.Logger) -> None:
+    """The one INFO line a broker or cluster with ``kafka.version`` writes at start."""
+    found = kafka_profile(config)
+    if found is not None:
+        logger.info("%s", found.summary())
+
+
+def supported_apis(config: BrokerConfig) -> dict[int, tuple[int, int]]:
+    """The API table this broker advertises: the consumer protocol's APIs only when
+    ``group.coordinator.rebalance.protocols`` lists ``consumer``; with ``kafka.version``,
+    that release's ranges cut to what trikafka serves."""
+    found = kafka_profile(config)
+    return dict(found.apis) if found is not None else _own_apis(config)
+
+
+def advertised_features(config: BrokerConfig) -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
+    """ApiVersions' features (KIP-584): supported ranges and finalized levels. Without a profile,
+    what trikafka implements, finalized at once: ``transaction.version`` 2 and, with the consumer
+    protocol enabled, ``group.version`` 1; with one, that release's."""
+    found = kafka_profile(config)
+    if found is not None:
+        return dict(found.supported_features), dict(found.finalized_features)
+    levels = {"transaction.version": 2}
+    if "consumer" in config.group_coordinator_rebalance_protocols:
+        levels["group.version"] = 1
+    return {name: (0, level) for name, level in levels.items()}, levels

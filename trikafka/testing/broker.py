@@ -38,6 +38,11 @@ class TestBroker(BrokerControls):
         return f"{self.listener.host}:{self.listener.port}"
 
     @property
+    def rack(self) -> str | None:
+        """The broker's rack (``broker.rack``), as Metadata shows it; None without one."""
+        return self.broker.rack
+
+    @property
     def faults(self) -> Faults:
         """The broker's injected faults and request recorder (``trikafka.testing.faults``)."""
         return Faults.of(self.broker)

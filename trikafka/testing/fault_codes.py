@@ -11,7 +11,10 @@ from trikafka.errors import ErrorCode
 from trikafka.protocol.entities import entity_fields, error_response
 from trikafka.protocol.registry import api_name
 
-__all__ = ["FaultKind", "mirror_topics", "parse_api", "parse_error_code"]
+__all__ = ["FaultKind", "REBOOTSTRAP_MIN_VERSION", "check_carried", "mirror_topics", "parse_api", "parse_error_code"]
+
+#: KIP-1102: REBOOTSTRAP_REQUIRED (129) is carried by Metadata's top-level error code, from v13.
+REBOOTSTRAP_MIN_VERSION = 13
 
 
 class FaultKind:
@@ -56,6 +59,17 @@ def parse_error_code(error: ErrorCode | str | int) -> ErrorCode:
         f"unknown error code {error!r}: give a Kafka error name such as "
         "'NOT_LEADER_OR_FOLLOWER' or its number"
     )
+
+
+def check_carried(api_key: int | None, code: ErrorCode) -> None:
+    """Refuse a fault whose error no version of its API carries: REBOOTSTRAP_REQUIRED only in
+    Metadata v13+ (KIP-1102). A Metadata request older than v13 is then handled normally."""
+    if code == ErrorCode.rebootstrap_required and api_key != 3:
+        where = api_name(api_key) if api_key is not None else "any API"
+        raise ValueError(
+            f"REBOOTSTRAP_REQUIRED (129) cannot be injected into {where}: KIP-1102 carries it only in "
+            f"Metadata v{REBOOTSTRAP_MIN_VERSION}+ (its top-level error code); inject it into 'Metadata'"
+        )
 
 
 def mirror_topics(body: Any, response_type: type, code: ErrorCode) -> Any:

@@ -45,10 +45,17 @@ import trio
 
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import CloseConnectionResponse
-from trikafka.protocol.entities import entity_fields, error_response
+from trikafka.protocol.entities import error_response
 from trikafka.protocol.registry import api_name
 from trikafka.server.kafka_apis import KafkaApis
-from trikafka.testing.fault_codes import FaultKind, mirror_topics, parse_api, parse_error_code
+from trikafka.testing.fault_codes import (
+    REBOOTSTRAP_MIN_VERSION,
+    FaultKind,
+    check_carried,
+    mirror_topics,
+    parse_api,
+    parse_error_code,
+)
 from trikafka.testing.fault_responses import FaultyResponses, put
 from trikafka.testing.recorder import RequestKeys, RequestRecorder, request_keys
 
@@ -88,6 +95,7 @@ class Fault:
     steps: list[tuple[ErrorCode, float]] = attrs.Factory(list)  # SEQUENCE: (code, seconds) each
     condition: Callable[[], bool] | None = None  # HOLD_UNTIL
     ended: bool = False  # removed: requests it parked go on
+    warned: bool = False  # said once that a request's version cannot carry its error
 
     def take(self) -> list[Fault]:
         """What this fault does to the request it just matched: itself, or for a SEQUENCE
@@ -103,6 +111,11 @@ class Fault:
         return step
 
     @property
+    def carries_rebootstrap(self) -> bool:
+        return self.error == ErrorCode.rebootstrap_required or any(
+            code == ErrorCode.rebootstrap_required for code, _ in self.steps[:1])
+
+    @property
     def needs_keys(self) -> bool:
         return self.topic is not None or self.group is not None
 
@@ -111,8 +124,12 @@ class Fault:
             return False
         if self.api is not None and request.api_key != self.api:
             return False
-        if self.error == ErrorCode.rebootstrap_required and not _top_level_error(request):
-            return False  # KIP-1102: only versions with a top-level error code carry it
+        if self.carries_rebootstrap and request.api_version < REBOOTSTRAP_MIN_VERSION:
+            if not self.warned:  # KIP-1102: Metadata older than v13 cannot carry it
+                self.warned = True
+                log.warning("fault #%d: Metadata v%d cannot carry REBOOTSTRAP_REQUIRED (v%d+ can): handled "
+                            "normally", self.id, request.api_version, REBOOTSTRAP_MIN_VERSION)
+            return False
         if self.client_id is not None and request.client_id != self.client_id:
             return False
         if self.connection_id is not None and request.connection_id != self.connection_id:
@@ -225,7 +242,9 @@ class Faults:
         ``client_id``, ``connection_id``. A request naming several partitions gets the
         error for all of them.
         """
-        return self._add(FaultKind.ERROR, api, count, where, error=parse_error_code(error))
+        code = parse_error_code(error)
+        check_carried(parse_api(api), code)
+        return self._add(FaultKind.ERROR, api, count, where, error=code)
 
     def add_latency(
         self, seconds: float, *, api: str | int | None = None, count: int | None = DEFAULT_COUNT, **where: Any
@@ -269,6 +288,8 @@ class Faults:
             steps.append((parse_error_code(code), float(rtt)))
         if not steps:
             raise ValueError("push_request_errors needs at least one error")
+        for code, _ in steps:
+            check_carried(parse_api(api), code)
         return self._add(FaultKind.SEQUENCE, api, len(steps), where, steps=steps)
 
     def hold_until(
@@ -448,11 +469,6 @@ class Faults:
     def mute(self, connection_id: str, until: float) -> None:
         self._muted_until[connection_id] = max(until, self._muted_until.get(connection_id, 0.0))
         self._changed()
-
-
-def _top_level_error(request: Any) -> bool:
-    spec = request.spec
-    return spec is not None and "error_code" in entity_fields(spec.response_type)
 
 
 def _times(count: int | None) -> str:

@@ -20,7 +20,8 @@ Installed with trikafka (entry point ``pytest11``), it gives every suite:
   pytest-trio without trio_mode or a mark.
 
 ``@pytest.mark.trikafka(config={...})`` (on a test, class or module; the closest wins key by
-key) sets broker configuration for all three.
+key) sets broker configuration for all three; ``kafka_version="3.9"`` makes the broker speak as
+that Kafka release (``kafka.version``), ``racks=["a", "b", "c"]`` gives brokers their racks.
 
 asyncio and Trio together: pytest-trio's ``trio_mode`` claims every ``async def`` test; this
 plugin hands tests marked ``@pytest.mark.asyncio`` back to pytest-asyncio.
@@ -54,7 +55,8 @@ FIXTURE_DEFAULTS = {"schema.registry.port": 0}
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARK}(config=None): broker configuration (Kafka keys) for the kafka_broker, "
+        f"{MARK}(config=None, kafka_version=None, racks=None): broker configuration (Kafka keys), the "
+        "Kafka release to speak as (kafka.version) and rack ids (broker.rack) for the kafka_broker, "
         "kafka_cluster and trikafka_broker fixtures",
     )
 
@@ -97,17 +99,26 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def marked_config(node: Any) -> dict[str, Any]:
-    """The ``trikafka`` marks' config for a test: module, then class, then function."""
+    """The ``trikafka`` marks' config for a test: module, then class, then function;
+    ``kafka_version=`` becomes ``kafka.version`` and ``racks=`` (a list or ``"a,b,c"``)
+    ``broker.rack``."""
     merged: dict[str, Any] = {}
     for mark in reversed(list(node.iter_markers(MARK))):
         config = mark.kwargs.get("config", mark.args[0] if mark.args else None)
-        if config is None:
-            continue
-        if not isinstance(config, dict):
+        if config is not None and not isinstance(config, dict):
             raise pytest.UsageError(
                 f"@pytest.mark.{MARK}(config=...) takes a dict of Kafka keys, not {config!r}"
             )
-        merged.update(config)
+        merged.update(config or {})
+        for name, key in (("kafka_version", "kafka.version"), ("racks", "broker.rack")):
+            value = mark.kwargs.get(name)
+            if value is not None:  # racks: "a,b,c" or a list, one per broker
+                merged[key] = value if isinstance(value, str) else ",".join(map(str, value))
+        unknown = set(mark.kwargs) - {"config", "kafka_version", "racks"}
+        if unknown:
+            raise pytest.UsageError(
+                f"@pytest.mark.{MARK} takes config=, kafka_version= and racks=, not {', '.join(sorted(unknown))}"
+            )
     return merged
 
 

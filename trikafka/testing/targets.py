@@ -27,6 +27,11 @@ class BrokerTarget:
     node: Any  # the Broker or cluster node itself
 
     @property
+    def rack(self) -> str | None:
+        """The broker's rack (``broker.rack``), or None."""
+        return self.node.rack
+
+    @property
     def bootstrap_servers(self) -> str:
         """The broker's ``host:port`` (read in the Trio thread: it follows restarts)."""
         return self.node.bootstrap_servers

@@ -169,6 +169,11 @@ class BrokerHandle:
         return self._target().node_id
 
     @property
+    def rack(self) -> str | None:
+        """The broker's rack (``broker.rack``), as Metadata shows it; None without one."""
+        return self.thread.call(lambda: self._target().rack)
+
+    @property
     def faults(self) -> list[Any]:
         """The active faults."""
         return self.thread.call(lambda: list(self._target().faults.faults))

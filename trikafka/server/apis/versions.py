@@ -9,8 +9,9 @@ finalized at once (a single broker, or an in-process cluster, has nothing to upg
 ``transaction.version`` 2 (KIP-890 part 2: EndTxn v5's epoch bump, implicit AddPartitionsToTxn
 on Produce v12+, TxnOffsetCommit v5) — clients that read it (Kafka's Java producer) use
 transaction version 2 — and ``group.version`` 1 (the KIP-848 consumer protocol) when
-``group.coordinator.rebalance.protocols`` lists ``consumer``. As Kafka, v3 answers omit
-supported features whose minimum is 0.
+``group.coordinator.rebalance.protocols`` lists ``consumer``. With ``kafka.version`` the
+features are that release's (``server/api_table.py``). As Kafka, v3 answers omit supported
+features whose minimum is 0.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from trikafka.protocol.headers import (
     frame_response,
 )
 from trikafka.protocol.registry import ApiKey
+from trikafka.server.api_table import advertised_features
 from trikafka.server.kafka_apis import ApiContext, ApiFamily, handles
 
 __all__ = ["ApiVersionsApis"]
@@ -52,9 +54,7 @@ class ApiVersionsApis(ApiFamily):
         # table with kio was half of the broker's CPU under a tiny-request load.
         self._answers: dict[int, tuple[Any, bytes]] = {}
         self._software: dict[tuple[str | None, str | None], bool] = {}
-        levels = {"transaction.version": 2}
-        if "consumer" in context.config.group_coordinator_rebalance_protocols:
-            levels["group.version"] = 1
+        supported, levels = advertised_features(context.config)
         finalized = [{"name": n, "max_version_level": v, "min_version_level": v} for n, v in levels.items()]
         for version in range(lo, hi + 1):
             spec = registry.get(ApiKey.API_VERSIONS, version)
@@ -63,8 +63,9 @@ class ApiVersionsApis(ApiFamily):
                 error_code=ErrorCode.none,
                 api_keys=self._all_ranges,
                 throttle_time=0,
-                supported_features=[] if version < 4 else [
-                    {"name": n, "min_version": 0, "max_version": v} for n, v in levels.items()
+                supported_features=[  # KAFKA-17011: v3 cannot carry a minimum of 0
+                    {"name": n, "min_version": lo, "max_version": hi}
+                    for n, (lo, hi) in supported.items() if version >= 4 or lo > 0
                 ],
                 finalized_features_epoch=FEATURES_EPOCH,
                 finalized_features=finalized,

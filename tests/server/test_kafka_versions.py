@@ -1,0 +1,160 @@
+"""Version profiles (``kafka.version``): a broker advertises what that Kafka release served.
+
+The known ranges below are written by hand from Kafka's protocol pages and release notes
+(kafka.apache.org/{28..42}/protocol, the KIPs named), independently of the generated table, so
+a wrong table or a wrong cut fails here.
+"""
+
+from __future__ import annotations
+
+import pytest
+import trio
+from kio.schema.api_versions.v4.request import ApiVersionsRequest as ApiVersionsV4
+from kio.schema.metadata.v12.request import MetadataRequest as MetadataV12
+
+from trikafka.config import BrokerConfig
+from trikafka.errors import ConfigError, ErrorCode
+from trikafka.kafka_versions import KAFKA_VERSIONS, parse_kafka_version
+from trikafka.kafka_versions_data import RELEASES
+from trikafka.protocol.headers import decode_response, encode_request
+from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey
+from trikafka.server.api_table import kafka_profile, supported_apis
+from trikafka.testing import open_test_broker
+from trikafka.testing.frames import REGISTRY, api_versions_frame, api_versions_response, read_frames
+
+#: release → {api key: Kafka's max version}, with the feature that moved it.
+KNOWN_MAX = {
+    "2.8": {ApiKey.PRODUCE: 9, ApiKey.FETCH: 12, ApiKey.METADATA: 11, ApiKey.API_VERSIONS: 3,
+            ApiKey.JOIN_GROUP: 7, ApiKey.OFFSET_COMMIT: 8},
+    "3.0": {ApiKey.FETCH: 12, ApiKey.METADATA: 11, ApiKey.LIST_OFFSETS: 7, ApiKey.FIND_COORDINATOR: 4},
+    "3.1": {ApiKey.FETCH: 13, ApiKey.METADATA: 12},  # KIP-516 topic ids in Fetch
+    "3.2": {ApiKey.JOIN_GROUP: 9, ApiKey.LEAVE_GROUP: 5, ApiKey.DESCRIBE_LOG_DIRS: 3},
+    "3.3": {ApiKey.DESCRIBE_ACLS: 3, ApiKey.DESCRIBE_LOG_DIRS: 4},
+    "3.4": {ApiKey.FETCH: 13, ApiKey.LIST_OFFSETS: 7},
+    "3.5": {ApiKey.FETCH: 15, ApiKey.LIST_OFFSETS: 8},  # KIP-903, KIP-405
+    "3.6": {ApiKey.ADD_PARTITIONS_TO_TXN: 4},  # KIP-890 part 1
+    "3.7": {ApiKey.PRODUCE: 10, ApiKey.FETCH: 16, ApiKey.DESCRIBE_CLUSTER: 1},  # KIP-951, KIP-919
+    "3.8": {ApiKey.PRODUCE: 11, ApiKey.INIT_PRODUCER_ID: 5, ApiKey.CONSUMER_GROUP_DESCRIBE: 0},
+    "3.9": {ApiKey.FETCH: 17, ApiKey.LIST_OFFSETS: 9, ApiKey.API_VERSIONS: 4, ApiKey.FIND_COORDINATOR: 6},
+    "4.0": {ApiKey.PRODUCE: 12, ApiKey.METADATA: 13, ApiKey.END_TXN: 5, ApiKey.LIST_OFFSETS: 10},
+    "4.1": {ApiKey.PRODUCE: 13, ApiKey.FETCH: 18, ApiKey.SHARE_FETCH: 1},  # KIP-516, KIP-1166, KIP-932
+    "4.2": {ApiKey.LIST_OFFSETS: 11, ApiKey.OFFSET_COMMIT: 10, ApiKey.SHARE_FETCH: 2},
+}
+#: APIs a release did not serve at all (so a profile must not advertise them).
+KNOWN_ABSENT = {
+    "2.8": (ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.DESCRIBE_TOPIC_PARTITIONS),
+    "3.7": (ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.DESCRIBE_TOPIC_PARTITIONS),
+    "3.9": (ApiKey.SHARE_GROUP_HEARTBEAT,),
+    "4.0": (ApiKey.SHARE_FETCH,),  # KIP-932 was early access: not advertised
+}
+#: 4.0 removed old versions (KIP-896): the minimums it served.
+KNOWN_MIN = {"4.0": {ApiKey.FETCH: 4, ApiKey.LIST_OFFSETS: 1, ApiKey.OFFSET_COMMIT: 2}}
+
+
+def test_known_releases_are_all_profiles() -> None:
+    assert KAFKA_VERSIONS == tuple(KNOWN_MAX)
+
+
+@pytest.mark.parametrize("release", KAFKA_VERSIONS)
+def test_table_matches_the_known_ranges(release: str) -> None:
+    apis = RELEASES[release]["apis"]
+    for key, top in KNOWN_MAX[release].items():
+        assert apis[key][1] == top, (release, key.name)
+    for key in KNOWN_ABSENT.get(release, ()):
+        assert key not in apis, (release, key.name)
+    for key, low in KNOWN_MIN.get(release, {}).items():
+        assert apis[key][0] == low, (release, key.name)
+
+
+@pytest.mark.parametrize("release", KAFKA_VERSIONS)
+async def test_profile_advertises_the_release_cut_to_what_trikafka_serves(release: str) -> None:
+    config = BrokerConfig(kafka_version=release, group_coordinator_rebalance_protocols="classic,consumer")
+    expected = {}
+    for key, (lo, hi) in RELEASES[release]["apis"].items():
+        if key in IMPLEMENTED_APIS and max(lo, IMPLEMENTED_APIS[key][0]) <= min(hi, IMPLEMENTED_APIS[key][1]):
+            expected[key] = (max(lo, IMPLEMENTED_APIS[key][0]), min(hi, IMPLEMENTED_APIS[key][1]))
+    assert supported_apis(config) == expected
+    for key, top in KNOWN_MAX[release].items():  # every API named above is one trikafka serves
+        assert expected[key][1] == min(top, IMPLEMENTED_APIS[key][1])
+    profile = kafka_profile(config)
+    assert profile is not None
+    lacking = [k for k in RELEASES[release]["apis"] if k not in expected]
+    assert len([g for g in profile.gaps if " served as " not in g and not g.startswith("feature")]) == len(lacking)
+
+    async with open_test_broker(kafka_version=release) as tb:
+        stream = await tb.connect()
+        await stream.send_all(api_versions_frame(1))
+        _, body = api_versions_response((await read_frames(stream, 1))[0])
+        assert body.error_code == ErrorCode.none
+        advertised = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+        assert advertised == supported_apis(tb.broker.config)
+        features = {f.name: (f.min_version, f.max_version) for f in body.supported_features}
+        known = {n: r for n, (r, _) in RELEASES[release]["features"].items() if r[1] >= 0 and r[0] > 0}
+        assert features == known  # ApiVersions v3 omits minimums of 0 (KAFKA-17011)
+        finalized = {f.name: f.max_version_level for f in body.finalized_features}
+        assert finalized == {n: lv for n, (r, lv) in RELEASES[release]["features"].items()
+                             if lv is not None and r[1] >= 0}
+
+
+async def test_api_versions_above_the_profile_falls_back_to_v0() -> None:
+    """Kafka 2.8 served ApiVersions v0-3: a v4 request gets a v0 answer with
+    UNSUPPORTED_VERSION and the range it does serve (KIP-511)."""
+    async with open_test_broker(kafka_version="2.8") as tb:
+        stream = await tb.connect()
+        request = ApiVersionsV4(client_software_name="test", client_software_version="1")
+        await stream.send_all(encode_request(REGISTRY.get(ApiKey.API_VERSIONS, 4), 7, request, "raw"))
+        correlation_id, body = decode_response(REGISTRY.get(ApiKey.API_VERSIONS, 0), (await read_frames(stream, 1))[0])
+        assert correlation_id == 7
+        assert body.error_code == ErrorCode.unsupported_version
+        assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(ApiKey.API_VERSIONS, 0, 3)]
+
+
+async def test_a_version_above_the_profile_is_refused_and_the_connection_closed() -> None:
+    """Kafka 2.8 served Metadata up to v11: v12 is UNSUPPORTED_VERSION, connection closed."""
+    async with open_test_broker(kafka_version="2.8") as tb:
+        stream = await tb.connect()
+        body = MetadataV12(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        await stream.send_all(encode_request(REGISTRY.get(ApiKey.METADATA, 12), 1, body, "raw"))
+        with trio.fail_after(5):
+            assert await stream.receive_some(65536) == b""
+
+
+def test_profile_logs_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    from trikafka.server.api_table import log_kafka_profile
+
+    with caplog.at_level(logging.INFO):
+        log_kafka_profile(BrokerConfig(kafka_version="3.9"), logging.getLogger("test"))
+        log_kafka_profile(BrokerConfig(), logging.getLogger("test"))
+    assert len(caplog.records) == 1
+    line = caplog.records[0].getMessage()
+    assert line.startswith("kafka.version 3.9: advertising")
+    assert "AlterReplicaLogDirs v0-2" in line and "Produce v0-11 served as v3-11" in line
+
+
+@pytest.mark.parametrize("value", ["2.7", "4.3", "4.4", "3", "3.9.x", "latest"])
+def test_a_bad_kafka_version_names_the_value_and_the_allowed_ones(value: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.from_mapping({"kafka.version": value})
+    text = str(info.value)
+    assert "kafka.version" in text and repr(value) in text and "2.8, 3.0" in text and "4.2" in text
+
+
+def test_a_patch_level_is_the_minor_release() -> None:
+    assert parse_kafka_version("3.9.1") == "3.9"
+    assert BrokerConfig(kafka_version=3.9).kafka_version == "3.9"
+    assert BrokerConfig().kafka_version is None
+
+
+async def test_every_broker_of_a_cluster_speaks_as_the_release(autojump_clock) -> None:
+    from tests.cluster.support import connected, request
+    from trikafka import open_cluster
+
+    async with open_cluster(brokers=2, transport="memory", kafka_version="3.0") as cluster:
+        for node_id in cluster.broker_ids():
+            async with connected(cluster, node_id) as client:
+                answer = await client.request(request(18, 3, client_software_name="t", client_software_version="1"))
+                advertised = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
+                assert advertised[ApiKey.FETCH] == (4, 12) and advertised[ApiKey.METADATA] == (0, 11)
+                assert ApiKey.DESCRIBE_TOPIC_PARTITIONS not in advertised

@@ -1,0 +1,272 @@
+"""Generate ``trikafka/kafka_versions_data.py``: what each Kafka release's broker served.
+
+    python tools/kafka_version_profiles.py [KAFKA_GIT_DIR] [FRANZ_GO_GIT_DIR] > trikafka/kafka_versions_data.py
+
+Sources, read with ``git show TAG:PATH`` from two local mirrors (bare git directories):
+
+* **2.8 – 3.9: apache/kafka at each release tag** (default ``/work/.mirror/apache+kafka/repo``;
+  the newest tag of each minor release in that mirror, listed in ``TAGS``). For every
+  ``clients/src/main/resources/common/message/*Request.json``: ``apiKey``, ``validVersions``,
+  ``listeners`` and ``latestVersionUnstable`` (an unstable newest version is not advertised, as
+  Kafka's ``ApiVersionsResponse`` leaves it out unless ``unstable.api.versions.enable``).
+  ZooKeeper-era releases (2.8 – 3.2, before KRaft was production-ready) take the ``zkBroker``
+  listener's APIs minus the cluster actions (``ApiKeys.java``'s ``clusterAction`` flag:
+  LeaderAndIsr, StopReplica, ... — the client-facing ones); KRaft releases (3.3 on) take the
+  ``broker`` listener's. GetTelemetrySubscriptions and PushTelemetry (KIP-714, 3.7+) are left
+  out: a Kafka broker advertises them only when a client-telemetry reporter is configured.
+  Features (KIP-584): none before 3.3 (no feature was defined); from 3.3 ``metadata.version``
+  from ``MetadataVersion.java`` (supported ``MINIMUM_KRAFT_VERSION`` .. ``LATEST_PRODUCTION``,
+  or the newest level before ``LATEST_PRODUCTION`` existed), plus each production feature of
+  ``Features.java`` whose newest level usable at that metadata version is above 0 (Kafka's
+  ``BrokerFeatures.defaultSupportedFeatures``); finalized: what ``kafka-storage format`` sets by
+  default (metadata.version at ``LATEST_PRODUCTION``; kraft.version is left out: it depends on
+  how the quorum was formatted).
+* **4.0 – 4.2: the 3.9 table plus the per-release changes of franz-go's ``pkg/kversion``**
+  (``requests.go``: ``b40``..``b42``, each ``setmin``/``incmax``/``addkey``/``addkeyver``/``delete``
+  with the Kafka commit and KIP it cites; default ``/work/.mirror/twmb+franz-go/repo``), after
+  checking that franz-go's own tables agree with the ones derived above: its ``b39`` with 3.9,
+  its ZooKeeper tables ``z28``..``z32`` with 2.8 – 3.2 (client-facing APIs). The apache/kafka mirror
+  holds no 4.x tag. The 4.x feature ranges are written below (``FEATURES_4X``) with the page
+  each one comes from; metadata.version's 4.x levels are not in any source at hand and are
+  marked as such.
+* **4.3 and 4.4: not generated** — no source at hand lists what they served; trikafka refuses
+  them by name rather than guess.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+KAFKA = sys.argv[1] if len(sys.argv) > 1 else "/work/.mirror/apache+kafka/repo"
+FRANZ = sys.argv[2] if len(sys.argv) > 2 else "/work/.mirror/twmb+franz-go/repo"
+MESSAGES = "clients/src/main/resources/common/message"
+COMMON = "server-common/src/main/java/org/apache/kafka/server/common"
+
+#: release → the newest tag of it in the apache/kafka mirror (3.8.1 and 3.9.0 only as RCs).
+TAGS = {
+    "2.8": "2.8.2", "3.0": "3.0.2", "3.1": "3.1.2", "3.2": "3.2.3", "3.3": "3.3.2", "3.4": "3.4.1",
+    "3.5": "3.5.2", "3.6": "3.6.2", "3.7": "3.7.1", "3.8": "3.8.1-rc1", "3.9": "3.9.0-rc3",
+}
+ZK_ERA = ("2.8", "3.0", "3.1", "3.2")
+TELEMETRY = (71, 72)
+
+#: 4.x features (name → (supported min, max), finalized default or None), each from a page:
+#: group.version 1 and transaction.version 2 are 4.0's defaults (KIP-848 GA and KIP-890 part 2
+#: in Kafka 4.0's upgrade notes, kafka.apache.org/40/getting-started/upgrade);
+#: eligible.leader.replicas.version is supported from 4.0 and on by default for new clusters
+#: from 4.1 (kafka.apache.org/41/operations/eligible-leader-replicas); kraft.version 0-1 since
+#: 3.9 (KIP-853); share.version 1 from 4.1 (KIP-932 preview, off by default); streams.version 1
+#: from 4.1 (KIP-1071 early access, off by default) — 4.2 makes it available by default.
+FEATURES_4X = {
+    "4.0": {"kraft.version": ((0, 1), None), "group.version": ((0, 1), 1),
+            "transaction.version": ((0, 2), 2), "eligible.leader.replicas.version": ((0, 1), None)},
+    "4.1": {"kraft.version": ((0, 1), None), "group.version": ((0, 1), 1),
+            "transaction.version": ((0, 2), 2), "eligible.leader.replicas.version": ((0, 1), 1),
+            "share.version": ((0, 1), None), "streams.version": ((0, 1), None)},
+    "4.2": {"kraft.version": ((0, 1), None), "group.version": ((0, 1), 1),
+            "transaction.version": ((0, 2), 2), "eligible.leader.replicas.version": ((0, 1), 1),
+            "share.version": ((0, 1), None), "streams.version": ((0, 1), 1)},
+}
+
+
+def git(repo: str, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", repo, *args], check=True, capture_output=True, text=True).stdout
+
+
+def _json(text: str) -> dict:
+    """The header fields of a message definition (the files are JSON with // comments)."""
+    found = {
+        "apiKey": int(re.search(r'"apiKey":\s*(\d+)', text).group(1)),
+        "name": re.search(r'"name":\s*"(\w+)"', text).group(1),
+        "validVersions": re.search(r'"validVersions":\s*"([\d-]+)"', text).group(1),
+        "latestVersionUnstable": bool(re.search(r'"latestVersionUnstable":\s*true', text)),
+    }
+    listeners = re.search(r'"listeners":\s*\[([^\]]*)\]', text)
+    found["listeners"] = re.findall(r'"(\w+)"', listeners.group(1)) if listeners else []
+    return found
+
+
+def _range(valid: str) -> tuple[int, int]:
+    lo, _, hi = valid.partition("-")
+    return int(lo), int(hi or lo)
+
+
+def cluster_actions(tag: str) -> set[str]:
+    """ApiMessageType names with ``clusterAction`` true in ``ApiKeys.java`` at ``tag``."""
+    text = git(KAFKA, "show", f"{tag}:clients/src/main/java/org/apache/kafka/common/protocol/ApiKeys.java")
+    return set(re.findall(r"ApiMessageType\.(\w+),\s*true", text))
+
+
+def apis_at(release: str) -> dict[int, tuple[int, int]]:
+    tag = TAGS[release]
+    listener = "zkBroker" if release in ZK_ERA else "broker"
+    actions = cluster_actions(tag) if release in ZK_ERA else set()
+    out = {}
+    for path in git(KAFKA, "ls-tree", "--name-only", f"{tag}:{MESSAGES}").split():
+        if not path.endswith("Request.json"):
+            continue
+        spec = _json(git(KAFKA, "show", f"{tag}:{MESSAGES}/{path}"))
+        if listener not in spec.get("listeners", ()):
+            continue
+        snake = re.sub(r"(?<!^)(?=[A-Z])", "_", spec["name"][: -len("Request")]).upper()
+        if snake in actions or spec["apiKey"] in TELEMETRY:
+            continue
+        lo, hi = _range(spec["validVersions"])
+        if spec.get("latestVersionUnstable"):
+            hi -= 1
+        if hi >= lo:
+            out[spec["apiKey"]] = (lo, hi)
+    return dict(sorted(out.items()))
+
+
+def metadata_levels(release: str) -> tuple[int, int] | None:
+    if release in ZK_ERA:
+        return None
+    text = git(KAFKA, "show", f"{TAGS[release]}:{COMMON}/MetadataVersion.java")
+    levels = {name: int(level) for name, level in re.findall(r"^\s+(IBP_\w+)\((-?\d+),", text, flags=re.M)}
+    minimum = levels[re.search(r"MINIMUM_KRAFT_VERSION = (\w+);", text).group(1)]
+    latest = re.search(r"LATEST_PRODUCTION = (\w+);", text)
+    newest = levels[latest.group(1)] if latest else max(levels.values())
+    return minimum, newest
+
+
+def features_at(release: str) -> dict[str, tuple[tuple[int, int], int | None]]:
+    levels = metadata_levels(release)
+    if levels is None:
+        return {}
+    out: dict[str, tuple[tuple[int, int], int | None]] = {"metadata.version": (levels, levels[1])}
+    tag = TAGS[release]
+    try:
+        feats = git(KAFKA, "show", f"{tag}:{COMMON}/Features.java")
+    except subprocess.CalledProcessError:
+        return out
+    mv = git(KAFKA, "show", f"{tag}:{COMMON}/MetadataVersion.java")
+    mv_levels = {name: int(level) for name, level in re.findall(r"^\s+(IBP_\w+)\((-?\d+),", mv, flags=re.M)}
+    for name, cls in re.findall(r'^\s+[A-Z_]+\("([a-z.]+)", (\w+)\.values\(\)\)', feats, flags=re.M):
+        if name == "test.feature.version":
+            continue
+        source = git(KAFKA, "show", f"{tag}:{COMMON}/{cls}.java")
+        usable = [int(v) for v, ibp in re.findall(r"^\s+\w+\((\d+), MetadataVersion\.(\w+)", source, flags=re.M)
+                  if ibp == "MINIMUM_KRAFT_VERSION" or mv_levels[ibp] <= levels[1]]
+        if max(usable) > 0:
+            out[name] = ((0, max(usable)), None if name == "kraft.version" else max(usable))
+    return out
+
+
+def franz_zk_releases() -> dict[str, dict[int, tuple[int, int]]]:
+    """franz-go's ZooKeeper-broker tables z081..z39, replayed from z080's keys."""
+    text = git(FRANZ, "show", "HEAD:pkg/kversion/requests.go")
+    bodies = dict(re.findall(r"^func (z\d+)\(\) \*release \{\n(.*?)^\}", text, flags=re.M | re.S))
+    table = {int(k): (0, 0) for k in re.findall(r"(\d+): \{key: \d+\}", bodies["z080"])}
+    tables = {}
+    for name in ZK_CHAIN[1:]:
+        table = tables[name] = _replay(table, bodies[name])
+    return tables
+
+
+ZK_CHAIN = ("z080", "z081", "z082", "z090", "z0100", "z0101", "z0102", "z0110", "z10", "z11", "z20", "z21",
+            "z22", "z23", "z24", "z25", "z26", "z27", "z28", "z30", "z31", "z32")
+#: Left out of the ZooKeeper-era comparison: cluster actions (franz-go lists them) and
+#: UpdateFeatures (franz-go leaves it out of its ZooKeeper tables).
+_NOT_COMPARED = {4, 5, 6, 7, 27, 56, 57, 58, 67}
+
+
+def check_against_franz(releases: dict[str, dict], franz: dict[str, dict[int, tuple[int, int]]]) -> None:
+    """Stop unless franz-go's independent tables agree with the ones derived from Kafka's tags."""
+    zk = franz_zk_releases()
+    pairs = [(r, zk[f"z{r.replace('.', '')}"], _NOT_COMPARED | set(TELEMETRY)) for r in ZK_ERA]
+    pairs.append(("3.9", franz["b39"], set(TELEMETRY)))
+    for release, theirs, skip in pairs:
+        ours = {k: v for k, v in releases[release]["apis"].items() if k not in skip}
+        theirs = {k: v for k, v in theirs.items() if k not in skip}
+        if ours != theirs:
+            keys = sorted(set(ours) | set(theirs))
+            diff = {k: (ours.get(k), theirs.get(k)) for k in keys if ours.get(k) != theirs.get(k)}
+            sys.exit(f"{release} from apache/kafka differs from franz-go's table (ours, theirs): {diff}")
+
+
+def franz_releases() -> dict[str, dict[int, tuple[int, int]]]:
+    """franz-go's broker tables b28..b42, replayed from its requests.go."""
+    text = git(FRANZ, "show", "HEAD:pkg/kversion/requests.go")
+    bodies = dict(re.findall(r"^func (b\d+)\(\) \*release \{\n(.*?)^\}", text, flags=re.M | re.S))
+    table = {int(k): (0, int(v)) for k, v in re.findall(r"(\d+):\s*\{key: \d+, vmax: (\d+)\}", bodies["b28"])}
+    tables = {"b28": dict(table)}
+    for name in sorted((n for n in bodies if n != "b28"), key=lambda n: int(n[1:])):
+        table = tables[name] = _replay(table, bodies[name])
+    return tables
+
+
+def _replay(table: dict[int, tuple[int, int]], body: str) -> dict[int, tuple[int, int]]:
+    table = dict(table)
+    for line in body.splitlines():
+        code = line.split("//")[0].strip()
+        if m := re.fullmatch(r"now\.setmin\((\d+), (\d+)\)", code):
+            key, v = int(m[1]), int(m[2])
+            table[key] = (v, table[key][1])
+        elif m := re.fullmatch(r"now\.incmax\((\d+), (\d+)\)", code):
+            key, v = int(m[1]), int(m[2])
+            assert table[key][1] + 1 == v, (key, v)
+            table[key] = (table[key][0], v)
+        elif m := re.fullmatch(r"now\.addkey\((\d+)\)", code):
+            table[int(m[1])] = (0, 0)
+        elif m := re.fullmatch(r"now\.addkeyver\((\d+), (\d+)\)", code):
+            table[int(m[1])] = (0, int(m[2]))
+        elif m := re.fullmatch(r"delete\(now\.reqs, (\d+)\)", code):
+            del table[int(m[1])]
+    return table
+
+
+def main() -> None:
+    releases: dict[str, dict] = {}
+    for release in TAGS:
+        releases[release] = {"apis": apis_at(release), "features": features_at(release),
+                             "source": f"apache/kafka {TAGS[release]} (message definitions)"}
+    franz = franz_releases()
+    check_against_franz(releases, franz)
+    base = releases["3.9"]["apis"]
+    previous = franz["b39"]
+    for release, name in (("4.0", "b40"), ("4.1", "b41"), ("4.2", "b42")):
+        table = dict(base)
+        for key in set(previous) | set(franz[name]):
+            if key in TELEMETRY:
+                continue
+            if franz[name].get(key) != previous.get(key):
+                if key in franz[name]:
+                    table[key] = franz[name][key]
+                else:
+                    table.pop(key, None)
+        base, previous = dict(sorted(table.items())), franz[name]
+        feats = {"metadata.version": ((7, -1), -1), **FEATURES_4X[release]}
+        releases[release] = {"apis": base, "features": feats,
+                             "source": f"3.9 + franz-go pkg/kversion {name} (Kafka commits and KIPs it cites)"}
+    write(releases)
+
+
+def write(releases: dict[str, dict]) -> None:
+    out = sys.stdout
+    out.write('"""Generated by ``tools/kafka_version_profiles.py`` — do not edit; read that script for the\n')
+    out.write("sources. Per Kafka release: the broker's API versions (api key → (min, max)) and its features\n")
+    out.write("(name → ((supported min, max), finalized level or None)); -1: not known from any source at hand.\n")
+    out.write('"""\n\n__all__ = ["RELEASES"]\n\n')
+    out.write("RELEASES: dict[str, dict] = {\n")
+    for release, data in releases.items():
+        out.write(f"    \"{release}\": {{\n        \"source\": \"{data['source']}\",\n        \"apis\": {{\n")
+        items = [f"{k}: {v!r}" for k, v in data["apis"].items()]
+        line = "           "
+        for item in items:
+            if len(line) + len(item) + 2 > 116:
+                out.write(line.rstrip() + "\n")
+                line = "           "
+            line += f" {item},"
+        out.write(line.rstrip() + "\n        },\n")
+        out.write("        \"features\": {\n")
+        for name, (supported, finalized) in data["features"].items():
+            out.write(f"            {name!r}: ({supported!r}, {finalized!r}),\n".replace("'", '"'))
+        out.write("        },\n    },\n")
+    out.write("}\n")
+
+
+if __name__ == "__main__":
+    main()
