@@ -171,6 +171,7 @@ class Faults:
         self.faults: list[Fault] = []
         self._ids = itertools.count(1)
         self._muted_until: dict[str, float] = {}  # connection id → trio time (throttle)
+        self.watchers: list[Callable[[Any, RequestKeys], None]] = []  # see watch()
         self.active = False
 
     @classmethod
@@ -189,7 +190,7 @@ class Faults:
 
     def _changed(self) -> None:
         """Attach as the interceptor while anything is active; detach when nothing is."""
-        self.active = bool(self.faults or self._muted_until or self.recorder.recording)
+        self.active = bool(self.faults or self._muted_until or self.recorder.recording or self.watchers)
         self.apis.interceptor = self if self.active else None
 
     def _topic_name(self, topic_id: Any) -> str | None:
@@ -286,6 +287,19 @@ class Faults:
             raise ValueError(f"hold_until needs a callable condition, not {condition!r}")
         return self._add(FaultKind.HOLD_UNTIL, api, count, where, condition=condition)
 
+    def watch(self, callback: Callable[[Any, RequestKeys], None]) -> Callable[[], None]:
+        """Call ``callback(request, keys)`` for every request, before any fault acts on it,
+        until the returned function is called (a scenario's request triggers; ``clear`` keeps it)."""
+        self.watchers.append(callback)
+        self._changed()
+
+        def stop() -> None:
+            if callback in self.watchers:
+                self.watchers.remove(callback)
+                self._changed()
+
+        return stop
+
     def get(self, fault_id: int) -> Fault:
         for fault in self.faults:
             if fault.id == fault_id:
@@ -339,10 +353,12 @@ class Faults:
     def _take(self, request: Any) -> list[Fault]:
         """The faults this request triggers; their counts go down, spent ones go away."""
         keys: RequestKeys | None = None
-        if self.recorder.recording or any(f.needs_keys for f in self.faults):
+        if self.recorder.recording or self.watchers or any(f.needs_keys for f in self.faults):
             keys = request_keys(request.body, self.recorder.resolve_topic_id)
         if self.recorder.recording:
             self.recorder.record(request, keys)
+        for watcher in list(self.watchers):
+            watcher(request, keys)
         hit = []
         for fault in list(self.faults):
             if fault.matches(request, keys):
