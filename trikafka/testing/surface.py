@@ -54,7 +54,7 @@ CONTROL_METHODS = (
     "active_faults",
     "start_recording", "stop_recording", "recorded", "clear_recorded",
     "high_watermark", "committed", "transaction_state", "share_partition",
-    "apply_scenario", "scenario_status",
+    "apply_scenario", "scenario_status", "cancel_scenario",
 )  # fmt: skip
 #: The waits: coroutines in Trio, plain blocking calls on thread-hosted handles.
 WAIT_METHODS = (
@@ -250,6 +250,14 @@ class BrokerControls:
         when no scenario was applied through this handle."""
         run = self._run()
         return None if run is None else run.to_json()
+
+    def cancel_scenario(self) -> bool:
+        """Stop the latest scenario (no further step fires; faults it added stay until
+        cleared); whether there was one."""
+        run = self._run()
+        if run is not None:
+            run.cancel()
+        return run is not None
 
     async def wait_for_scenario(self, *, timeout: float = WAIT_TIMEOUT) -> dict[str, Any]:  # noqa: ASYNC109
         """Until every step of the latest scenario has fired (its status); a
