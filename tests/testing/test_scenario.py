@@ -172,7 +172,7 @@ async def test_cluster_actions_stop_start_and_move(autojump_clock):
             .when("high_watermark", topic="t", partition=0, at_least=1).start_broker(first)
         )  # fmt: skip
         handle = controls(cluster)
-        run = handle.apply_scenario(scenario)
+        handle.apply_scenario(scenario)
         with pytest.raises(TimeoutError, match=r"2 of 3 step\(s\) fired; waiting on step 2 \(when high_watermark"):
             await handle.wait_for_scenario(timeout=5)
         assert cluster.leader("t", 0) == other and first not in cluster.state.alive

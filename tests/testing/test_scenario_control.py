@@ -42,7 +42,8 @@ def test_a_scenario_posted_as_json_runs_and_reports(tmp_path):
         assert status == 400 and "at='soon' must be a non-negative number" in body["error"]
 
         step = {"do": "inject_error", "api": "Produce", "error": "MESSAGE_TOO_LARGE", "count": 1}
-        status, body = call(url, "POST", "/scenario", {"steps": [{"trigger": {"after": 1, "api": "Produce"}, "action": step}]})
+        posted = {"steps": [{"trigger": {"after": 1, "api": "Produce"}, "action": step}]}
+        status, body = call(url, "POST", "/scenario", posted)
         assert status == 201 and body["scenario"]["fired"] == [] and body["scenario"]["waiting_on"] == 0
         status, body = call(url, "GET", "/scenario/wait?timeout_ms=50")
         assert status == 408 and "0 of 1 step(s) fired; waiting on step 0 (after 1 api=Produce" in body["error"]
@@ -86,4 +87,5 @@ def test_a_cluster_scenario_stops_and_starts_a_broker(tmp_path):
         status, body = call(url, "GET", "/scenario/wait")
         assert status == 409 and "it failed: step 0" in body["error"]
         assert broker.stop() == 0
-    assert re.search(rf"broker {ids[-1]} stopped", broker.output) and re.search(rf"broker {ids[-1]} started", broker.output)
+    assert re.search(rf"broker {ids[-1]} stopped", broker.output)
+    assert re.search(rf"broker {ids[-1]} started", broker.output)

@@ -52,7 +52,7 @@ from trikafka.testing.fault_codes import FaultKind, mirror_topics, parse_api, pa
 from trikafka.testing.fault_responses import FaultyResponses, put
 from trikafka.testing.recorder import RequestKeys, RequestRecorder, request_keys
 
-__all__ = ["DEFAULT_COUNT", "Fault", "FaultKind", "Faults", "parse_api", "parse_error_code"]
+__all__ = ["DEFAULT_COUNT", "Fault", "FaultKind", "Faults", "parse_api", "parse_error_code", "watch_requests"]
 
 log = logging.getLogger("trikafka.faults")
 
@@ -171,7 +171,7 @@ class Faults:
         self.faults: list[Fault] = []
         self._ids = itertools.count(1)
         self._muted_until: dict[str, float] = {}  # connection id → trio time (throttle)
-        self.watchers: list[Callable[[Any, RequestKeys], None]] = []  # see watch()
+        self.watchers: list[Callable[[Any, RequestKeys], None]] = []  # see watch_requests()
         self.active = False
 
     @classmethod
@@ -286,19 +286,6 @@ class Faults:
         if not callable(condition):
             raise ValueError(f"hold_until needs a callable condition, not {condition!r}")
         return self._add(FaultKind.HOLD_UNTIL, api, count, where, condition=condition)
-
-    def watch(self, callback: Callable[[Any, RequestKeys], None]) -> Callable[[], None]:
-        """Call ``callback(request, keys)`` for every request, before any fault acts on it,
-        until the returned function is called (a scenario's request triggers; ``clear`` keeps it)."""
-        self.watchers.append(callback)
-        self._changed()
-
-        def stop() -> None:
-            if callback in self.watchers:
-                self.watchers.remove(callback)
-                self._changed()
-
-        return stop
 
     def get(self, fault_id: int) -> Fault:
         for fault in self.faults:
@@ -464,6 +451,21 @@ class Faults:
     def mute(self, connection_id: str, until: float) -> None:
         self._muted_until[connection_id] = max(until, self._muted_until.get(connection_id, 0.0))
         self._changed()
+
+
+def watch_requests(faults: Faults, callback: Callable[[Any, RequestKeys], None]) -> Callable[[], None]:
+    """Call ``callback(request, keys)`` for every request ``faults``' broker receives, before
+    any fault acts on it, until the returned function is called (a scenario's request
+    triggers; ``Faults.clear`` leaves it)."""
+    faults.watchers.append(callback)
+    faults._changed()
+
+    def stop() -> None:
+        if callback in faults.watchers:
+            faults.watchers.remove(callback)
+            faults._changed()
+
+    return stop
 
 
 def _top_level_error(request: Any) -> bool:

@@ -81,7 +81,7 @@ _REQUEST_FILTERS = {"api": (str, int), "client_id": str, "topic": str}
 
 
 def _check_fields(where: str, given: dict[str, Any], required: dict[str, Any], optional: dict[str, Any]) -> None:
-    for name, kind in required.items():
+    for name in required:
         if given.get(name) is None:
             raise ScenarioError(f"{where}: missing {name!r}")
     allowed = {**required, **optional}
@@ -256,6 +256,15 @@ class Scenario:
 
     def __len__(self) -> int:
         return len(self.steps)
+
+    def __repr__(self) -> str:
+        """The scenario as code that rebuilds it from its JSON (how hypothesis prints a
+        falsifying example: copy it, or its JSON, to replay the failure)."""
+        return f"Scenario.from_json({self.dumps()!r})"
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        """The same for pretty printers (hypothesis's, IPython's), which would show the fields."""
+        printer.text(repr(self))
 
     # --- building ------------------------------------------------------------------------
 

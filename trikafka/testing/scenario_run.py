@@ -5,7 +5,7 @@
 ``MockClock`` drives it and it ends with the broker) and returns the :class:`ScenarioRun`,
 which records each step as it fires. The steps run in order: the task awaits a step's
 trigger — ``trio.sleep_until`` for ``at``, an event a request watcher
-(:meth:`Faults.watch <trikafka.testing.faults.Faults.watch>`) sets for ``after``, the
+(:func:`~trikafka.testing.faults.watch_requests`) sets for ``after``, the
 state's ``state_changes`` for ``when`` — then does its action through the same controls a
 test calls (:class:`~trikafka.testing.surface.BrokerControls`) or the cluster's own.
 
@@ -24,7 +24,7 @@ import attrs
 import trio
 
 from trikafka.testing.fault_codes import parse_api
-from trikafka.testing.faults import Fault, Faults
+from trikafka.testing.faults import Fault, Faults, watch_requests
 from trikafka.testing.scenario import Scenario, Step
 
 __all__ = ["ScenarioRun", "evaluate", "is_cluster", "start_scenario"]
@@ -156,7 +156,7 @@ class _Runner:
     async def main(self) -> None:
         run, steps = self.run, self.run.scenario.steps
         counters = {i: _RequestCounter(s.trigger) for i, s in enumerate(steps) if "after" in s.trigger}
-        stops = [faults.watch(counter) for counter in counters.values() for faults in self.faults()]
+        stops = [watch_requests(faults, counter) for counter in counters.values() for faults in self.faults()]
         step_index = 0
         try:
             with run.cancel_scope:
