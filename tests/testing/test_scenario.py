@@ -207,3 +207,30 @@ async def test_request_triggers_count_on_every_broker_of_a_cluster(autojump_cloc
                 await client.request(metadata())
         await run.wait()
         assert run.complete and len(run.fired[0]["faults"]) == 2  # cluster-wide: one per broker
+
+
+async def test_request_triggers_and_faults_reach_a_broker_started_again(autojump_clock):
+    from trikafka.client import open_connection
+    from trikafka.cluster import open_cluster
+
+    async with open_cluster(brokers=2, transport="memory") as cluster:
+        last = max(cluster.state.node_ids)
+        scenario = (
+            Scenario()
+            .at(1).stop_broker(last)
+            .at(2).start_broker(last)
+            .after(2, api="Metadata").inject_error("Metadata", NLF, count=1)
+            .at(3).move_coordinator("billing", last, key_type="group")
+        )  # fmt: skip
+        handle = controls(cluster)
+        run = handle.apply_scenario(scenario)
+        await trio.sleep(2.5)
+        assert [f["action"] for f in run.fired] == ["stop_broker", "start_broker"]
+        async with open_connection(await cluster.connect(last), "c") as client:
+            await client.request(metadata())
+            await client.request(metadata())  # the 2nd Metadata, at the restarted broker
+            await client.request(metadata())
+        status = await handle.wait_for_scenario()
+        assert [f["action"] for f in status["fired"]][2:] == ["inject_error", "move_coordinator"]
+        assert cluster.nodes[last].path.metrics.injected_faults[("Metadata", "error")] == 1  # the new node's
+        assert cluster.state.leadership(*cluster.state.coordinator_partition(0, "billing")).leader == last

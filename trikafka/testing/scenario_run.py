@@ -156,7 +156,10 @@ class _Runner:
     async def main(self) -> None:
         run, steps = self.run, self.run.scenario.steps
         counters = {i: _RequestCounter(s.trigger) for i, s in enumerate(steps) if "after" in s.trigger}
-        stops = [watch_requests(faults, counter) for counter in counters.values() for faults in self.faults()]
+        self._counters = list(counters.values())
+        self._watched: dict[int, Faults] = {}
+        stops = self._stops = []
+        self._watch_new_brokers()
         step_index = 0
         try:
             with run.cancel_scope:
@@ -166,6 +169,7 @@ class _Runner:
                         run.waiting_on = step_index
                         await self._trigger(step, counters.get(step_index))
                         made = await self._act(step, timers)
+                        self._watch_new_brokers()  # a broker started again has new Faults
                         now = trio.current_time() - run.started_at
                         run.fired.append({
                             "step": step_index, "at": now, "action": step.action["do"],
@@ -175,7 +179,7 @@ class _Runner:
                     run.waiting_on = None
                     for stop in stops:
                         stop()
-                    stops = []
+                    stops.clear()
                     run.finished.set()
         except Exception as exc:  # a step the broker or cluster refused: the run ends here
             while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
@@ -186,6 +190,15 @@ class _Runner:
             for stop in stops:
                 stop()
             run.finished.set()
+
+    def _watch_new_brokers(self) -> None:
+        """Count requests at every broker the handle has now (watched once each)."""
+        if not self._counters:
+            return
+        for faults in self.faults():
+            if id(faults) not in self._watched:
+                self._watched[id(faults)] = faults
+                self._stops.extend(watch_requests(faults, counter) for counter in self._counters)
 
     async def _trigger(self, step: Step, counter: _RequestCounter | None) -> None:
         trigger = step.trigger

@@ -85,8 +85,13 @@ class FaultSet:
 
 #: Each broker's round-trip-time fault (set_round_trip_time replaces it).
 _RTT: weakref.WeakKeyDictionary[Faults, Fault] = weakref.WeakKeyDictionary()
-#: The latest scenario run of each handle, by its first broker's faults, then all of them.
-_RUNS: weakref.WeakKeyDictionary[Faults, dict[tuple[int, ...], ScenarioRun]] = weakref.WeakKeyDictionary()
+#: The latest scenario run of each handle: by the broker or cluster it runs on, then "all"
+#: (cluster-wide) or the one broker's faults.
+_RUNS: weakref.WeakKeyDictionary[Any, dict[Any, ScenarioRun]] = weakref.WeakKeyDictionary()
+
+
+def _run_key(faults: Sequence[Faults]) -> Any:
+    return "all" if len(faults) > 1 else id(faults[0])
 
 
 def describe_state(state: Any, method: str, args: tuple[Any, ...]) -> str:
@@ -233,17 +238,16 @@ class BrokerControls:
         def controls_for(broker: int | None) -> BrokerControls:
             return self if broker is None else controls(state, broker)
 
-        run = start_scenario(scenario, lambda: faults, controls_for, state)
-        runs = _RUNS.setdefault(faults[0], {})
-        key = tuple(id(f) for f in faults)
-        if key in runs:
-            runs[key].cancel()
-        runs[key] = run
+        run = start_scenario(scenario, self._all, controls_for, state)
+        runs = _RUNS.setdefault(state, {})
+        earlier = runs.get(_run_key(faults))
+        if earlier is not None:
+            earlier.cancel()
+        runs[_run_key(faults)] = run
         return run
 
     def _run(self) -> ScenarioRun | None:
-        faults = self._all()
-        return _RUNS.get(faults[0], {}).get(tuple(id(f) for f in faults))
+        return _RUNS.get(self._state_now(), {}).get(_run_key(self._all()))
 
     def scenario_status(self) -> dict[str, Any] | None:
         """The latest scenario's run as JSON (steps, which fired when, done, error); None
