@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -124,6 +124,7 @@ class Broker(AwaitableState):
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}
+        self._nursery: trio.Nursery | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -144,6 +145,7 @@ class Broker(AwaitableState):
                 raise
         try:
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 await nursery.start(self.log_manager.run, name="log-manager")
                 if self.config.log_cleaner_enable:
                     await nursery.start(self.log_cleaner.run, name="log-cleaner")
@@ -182,6 +184,13 @@ class Broker(AwaitableState):
         await self.path.stop(self.config.shutdown_grace_ms / 1000)
         nursery.cancel_scope.cancel()  # coordinators, the log manager, the rest
         log.info("broker %d stopped", self.config.node_id)
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
+        """Run ``fn(*args)`` as a background task of the running broker (cancelled when it
+        stops): what the test kit's scenarios run in."""
+        if self._nursery is None or self.stopped.is_set():
+            raise RuntimeError(f"broker {self.config.node_id} is not running")
+        self._nursery.start_soon(fn, *args, name=name)
 
     def stop(self) -> None:
         """Begin a graceful stop; ``run`` returns when it is done."""

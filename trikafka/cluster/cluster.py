@@ -20,7 +20,7 @@ Metadata.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -225,6 +225,13 @@ class Cluster(ClusterControls, AwaitableState):
         self.nodes[node_id] = node
         self._addresses[node_id] = {name: (e.host, e.port) for name, e in node.endpoints.items()}
         self.state.endpoints_changed()
+
+    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
+        """Run ``fn(*args)`` as a background task of the running cluster (cancelled when it
+        closes; broker restarts do not touch it): what the test kit's scenarios run in."""
+        if self._nursery is None:
+            raise RuntimeError("the cluster is not running")
+        self._nursery.start_soon(fn, *args, name=name)
 
     async def aclose(self) -> None:
         for node in self.nodes.values():

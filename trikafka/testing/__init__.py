@@ -36,6 +36,10 @@ _LAZY = {
     "FaultSet": "trikafka.testing.surface",
     "controls": "trikafka.testing.surface",
     "TrioThread": "trikafka.testing.thread",
+    "Scenario": "trikafka.testing.scenario",
+    "ScenarioError": "trikafka.testing.scenario",
+    "Step": "trikafka.testing.scenario",
+    "ScenarioRun": "trikafka.testing.scenario_run",
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ below
@@ -51,6 +55,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
     from trikafka.testing.faults import Fault, Faults
     from trikafka.testing.memory import MemoryListener, MemoryStream
     from trikafka.testing.recorder import RecordedRequest
+    from trikafka.testing.scenario import Scenario, ScenarioError, Step
+    from trikafka.testing.scenario_run import ScenarioRun
     from trikafka.testing.surface import BrokerControls, FaultSet, controls
     from trikafka.testing.targets import BrokerTarget, broker_targets
     from trikafka.testing.thread import BrokerHandle, ThreadedBroker, TrioThread
@@ -85,9 +91,13 @@ __all__ = [
     "MemoryListener",
     "MemoryStream",
     "RecordedRequest",
+    "Scenario",
+    "ScenarioError",
+    "ScenarioRun",
     "ShareGroupSnapshot",
     "SharePartitionSnapshot",
     "ShareRecordSnapshot",
+    "Step",
     "TestBroker",
     "ThreadedBroker",
     "TrioThread",

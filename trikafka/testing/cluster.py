@@ -96,8 +96,12 @@ class ClusterHandle:
         self.aio = AsyncClusterHandle(self)
 
     def _controls(self) -> BrokerControls:
-        targets = broker_targets(self.cluster)
-        return BrokerControls(lambda: [t.faults for t in targets], lambda: targets[0].state)
+        """Cluster-wide controls over the brokers the cluster has at each call (a broker it
+        restarted has new faults: a scenario's later steps reach it)."""
+        cluster = self.cluster
+        return BrokerControls(
+            lambda: [t.faults for t in broker_targets(cluster)], lambda: broker_targets(cluster)[0].state
+        )
 
     @property
     def bootstrap_servers(self) -> str:

@@ -24,6 +24,12 @@ client. Routes (``?broker=<node id>`` picks a broker of a cluster; the first by 
     GET    /wait/transaction-state?transactional_id=x&state=CompleteCommit&timeout_ms=...
     GET    /wait/share-group-state?group=g&state=Stable&members=2&timeout_ms=...
     GET    /wait/share-records?group=g&topic=t&partition=0&state=Acknowledged&at_least=5&timeout_ms=...
+    POST   /scenario  {"steps": [{"trigger": {"at": 1.5}, "action": {"do": "inject_error", ...}}]}
+                                         start a fault scenario (trikafka.testing.scenario; a
+                                         cluster's steps cluster-wide unless ?broker=) → 201
+    GET    /scenario                     its run: steps, fired (step, at, faults), done, error
+    GET    /scenario/wait?timeout_ms=... 200 once every step fired; 408 naming the step it waits on
+    DELETE /scenario                     cancel it (faults it added stay; DELETE /faults ends them)
 
 A ``--brokers N`` process also serves the cluster's controls (stop and start a broker, move
 a leader or a coordinator, shrink and expand an ISR, a broker's round-trip time): see
@@ -51,7 +57,7 @@ import attrs
 import trio
 
 from trikafka.testing.control_cluster import RouteError, cluster_route
-from trikafka.testing.surface import describe_state
+from trikafka.testing.surface import controls, describe_state
 from trikafka.testing.targets import BrokerTarget
 
 __all__ = ["ControlServer", "HttpError", "HttpRequest", "parse_head"]
@@ -69,6 +75,7 @@ _REASONS = {
     404: "Not Found",
     405: "Method Not Allowed",
     408: "Request Timeout",
+    409: "Conflict",
     413: "Payload Too Large",
     500: "Internal Server Error",
 }
@@ -261,6 +268,8 @@ class ControlServer:
             raise HttpError(exc.status, str(exc)) from None
         if answer is not None:
             return answer
+        if parts[0] == "scenario":
+            return await self._scenario(request, method, parts[1:], payload)
         target = self._target(request)
         faults = target.faults
         if parts[0] == "faults":
@@ -290,6 +299,35 @@ class ControlServer:
                 return 200, {"recording": recorder.recording}
         elif parts[0] == "wait" and len(parts) == 2 and method == "GET":
             return await self._wait(target.state, parts[1], request.query)
+        raise HttpError(404, f"no route {method} {request.path}")
+
+    async def _scenario(
+        self, request: HttpRequest, method: str, rest: list[str], payload: dict[str, Any]
+    ) -> tuple[int, Any]:
+        cluster = self.cluster() if self.cluster is not None else None
+        if "broker" in request.query or cluster is None:
+            target = self._target(request)
+            handle = controls(target.node) if cluster is None else controls(cluster, target.node_id)
+        else:
+            handle = controls(cluster)
+        if not rest and method == "POST":
+            return 201, {"scenario": handle.apply_scenario(payload).to_json()}
+        status = handle.scenario_status()
+        if status is None and method in ("GET", "DELETE"):
+            raise HttpError(404, "no scenario was started here (POST /scenario)")
+        if not rest and method == "GET":
+            return 200, {"scenario": status}
+        if not rest and method == "DELETE":
+            handle.cancel_scenario()
+            return 200, {"cancelled": True}
+        if rest == ["wait"] and method == "GET":
+            timeout = _arg(request.query, "timeout_ms", int, DEFAULT_WAIT_MS) / 1000
+            try:
+                return 200, {"scenario": await handle.wait_for_scenario(timeout=timeout)}
+            except TimeoutError as exc:
+                return 408, {"error": str(exc), "scenario": handle.scenario_status()}
+            except RuntimeError as exc:
+                return 409, {"error": str(exc), "scenario": handle.scenario_status()}
         raise HttpError(404, f"no route {method} {request.path}")
 
     async def _wait(self, broker: Any, what: str, q: dict[str, str]) -> tuple[int, Any]:

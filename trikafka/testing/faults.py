@@ -59,7 +59,7 @@ from trikafka.testing.fault_codes import (
 from trikafka.testing.fault_responses import FaultyResponses, put
 from trikafka.testing.recorder import RequestKeys, RequestRecorder, request_keys
 
-__all__ = ["DEFAULT_COUNT", "Fault", "FaultKind", "Faults", "parse_api", "parse_error_code"]
+__all__ = ["DEFAULT_COUNT", "Fault", "FaultKind", "Faults", "parse_api", "parse_error_code", "watch_requests"]
 
 log = logging.getLogger("trikafka.faults")
 
@@ -188,6 +188,7 @@ class Faults:
         self.faults: list[Fault] = []
         self._ids = itertools.count(1)
         self._muted_until: dict[str, float] = {}  # connection id → trio time (throttle)
+        self.watchers: list[Callable[[Any, RequestKeys], None]] = []  # see watch_requests()
         self.active = False
 
     @classmethod
@@ -206,7 +207,7 @@ class Faults:
 
     def _changed(self) -> None:
         """Attach as the interceptor while anything is active; detach when nothing is."""
-        self.active = bool(self.faults or self._muted_until or self.recorder.recording)
+        self.active = bool(self.faults or self._muted_until or self.recorder.recording or self.watchers)
         self.apis.interceptor = self if self.active else None
 
     def _topic_name(self, topic_id: Any) -> str | None:
@@ -360,10 +361,12 @@ class Faults:
     def _take(self, request: Any) -> list[Fault]:
         """The faults this request triggers; their counts go down, spent ones go away."""
         keys: RequestKeys | None = None
-        if self.recorder.recording or any(f.needs_keys for f in self.faults):
+        if self.recorder.recording or self.watchers or any(f.needs_keys for f in self.faults):
             keys = request_keys(request.body, self.recorder.resolve_topic_id)
         if self.recorder.recording:
             self.recorder.record(request, keys)
+        for watcher in list(self.watchers):
+            watcher(request, keys)
         hit = []
         for fault in list(self.faults):
             if fault.matches(request, keys):
@@ -469,6 +472,21 @@ class Faults:
     def mute(self, connection_id: str, until: float) -> None:
         self._muted_until[connection_id] = max(until, self._muted_until.get(connection_id, 0.0))
         self._changed()
+
+
+def watch_requests(faults: Faults, callback: Callable[[Any, RequestKeys], None]) -> Callable[[], None]:
+    """Call ``callback(request, keys)`` for every request ``faults``' broker receives, before
+    any fault acts on it, until the returned function is called (a scenario's request
+    triggers; ``Faults.clear`` leaves it)."""
+    faults.watchers.append(callback)
+    faults._changed()
+
+    def stop() -> None:
+        if callback in faults.watchers:
+            faults.watchers.remove(callback)
+            faults._changed()
+
+    return stop
 
 
 def _times(count: int | None) -> str:

@@ -22,6 +22,10 @@ Installed with trikafka (entry point ``pytest11``), it gives every suite:
 ``@pytest.mark.trikafka(config={...})`` (on a test, class or module; the closest wins key by
 key) sets broker configuration for all three; ``kafka_version="3.9"`` makes the broker speak as
 that Kafka release (``kafka.version``), ``racks=["a", "b", "c"]`` gives brokers their racks.
+``@pytest.mark.trikafka(scenario=...)`` (a
+``trikafka.testing.Scenario`` or its JSON; the closest mark that has one wins) starts that
+fault scenario on the broker (each cluster) as the fixture hands it over:
+``kafka_broker.scenario_status()``/``wait_for_scenario()`` follow it.
 
 asyncio and Trio together: pytest-trio's ``trio_mode`` claims every ``async def`` test; this
 plugin hands tests marked ``@pytest.mark.asyncio`` back to pytest-asyncio.
@@ -44,7 +48,10 @@ if TYPE_CHECKING:
     from trikafka.testing.cluster import ClusterHandle
     from trikafka.testing.thread import ThreadedBroker
 
-__all__ = ["FIXTURE_DEFAULTS", "TRIO_MISSING", "kafka_broker", "kafka_cluster", "trikafka_broker", "marked_config"]
+__all__ = [
+    "FIXTURE_DEFAULTS", "TRIO_MISSING", "kafka_broker", "kafka_cluster", "trikafka_broker", "marked_config",
+    "marked_scenario",
+]  # fmt: skip
 
 MARK = "trikafka"
 #: What the TCP fixtures serve beside Kafka: the Schema Registry, on a free port
@@ -55,9 +62,9 @@ FIXTURE_DEFAULTS = {"schema.registry.port": 0}
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARK}(config=None, kafka_version=None, racks=None): broker configuration (Kafka keys), the "
-        "Kafka release to speak as (kafka.version) and rack ids (broker.rack) for the kafka_broker, "
-        "kafka_cluster and trikafka_broker fixtures",
+        f"{MARK}(config=None, kafka_version=None, racks=None, scenario=None): broker configuration (Kafka "
+        "keys), the Kafka release to speak as (kafka.version), rack ids (broker.rack) and a fault scenario "
+        "(trikafka.testing.Scenario or its JSON) for the kafka_broker, kafka_cluster and trikafka_broker fixtures",
     )
 
 
@@ -122,6 +129,19 @@ def marked_config(node: Any) -> dict[str, Any]:
     return merged
 
 
+def marked_scenario(node: Any) -> Any:
+    """The closest ``trikafka`` mark's ``scenario`` (a Scenario), or None."""
+    for mark in node.iter_markers(MARK):
+        if mark.kwargs.get("scenario") is not None:
+            from trikafka.testing.scenario import Scenario, ScenarioError
+
+            try:
+                return Scenario.coerce(mark.kwargs["scenario"])
+            except ScenarioError as exc:
+                raise pytest.UsageError(f"@pytest.mark.{MARK}(scenario=...): {exc}") from None
+    return None
+
+
 @pytest.fixture
 def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
     """A fresh broker for this test on 127.0.0.1 (see the module docstring)."""
@@ -130,6 +150,8 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
     broker = ThreadedBroker({**FIXTURE_DEFAULTS, **marked_config(request.node)}, record=True)
     broker.start()
     try:
+        if (scenario := marked_scenario(request.node)) is not None:
+            broker.apply_scenario(scenario)
         yield broker
     finally:
         broker.stop()
@@ -142,10 +164,13 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
 
     started: list[ClusterHandle] = []
     base = {**FIXTURE_DEFAULTS, **marked_config(request.node)}
+    scenario = marked_scenario(request.node)
 
     def start(brokers: int = 1, **config: Any) -> ClusterHandle:
         cluster = start_cluster(brokers, {**base, **config})
         started.append(cluster)
+        if scenario is not None:
+            cluster.apply_scenario(scenario)
         return cluster
 
     try:
@@ -162,6 +187,8 @@ async def _trikafka_broker(request: pytest.FixtureRequest) -> AsyncIterator[Any]
     config = {**TEST_DEFAULTS, "listeners": "PLAINTEXT://memory:9092", **marked_config(request.node)}
     async with open_test_broker(**config) as broker:
         broker.faults.recorder.start()
+        if (scenario := marked_scenario(request.node)) is not None:
+            broker.apply_scenario(scenario)
         yield broker
 
 

@@ -29,6 +29,8 @@ import attrs
 import trio
 
 from trikafka.testing.faults import DEFAULT_COUNT, Fault, Faults
+from trikafka.testing.scenario import Scenario
+from trikafka.testing.scenario_run import ScenarioRun, start_scenario
 
 __all__ = [
     "BrokerControls",
@@ -52,12 +54,13 @@ CONTROL_METHODS = (
     "active_faults",
     "start_recording", "stop_recording", "recorded", "clear_recorded",
     "high_watermark", "committed", "transaction_state", "share_partition",
+    "apply_scenario", "scenario_status", "cancel_scenario",
 )  # fmt: skip
 #: The waits: coroutines in Trio, plain blocking calls on thread-hosted handles.
 WAIT_METHODS = (
     "wait_for_high_watermark", "wait_for_last_stable_offset", "wait_for_group_state",
     "wait_for_committed", "wait_for_transaction_state", "wait_for_share_group_state",
-    "wait_for_share_records",
+    "wait_for_share_records", "wait_for_scenario",
 )  # fmt: skip
 
 
@@ -82,6 +85,13 @@ class FaultSet:
 
 #: Each broker's round-trip-time fault (set_round_trip_time replaces it).
 _RTT: weakref.WeakKeyDictionary[Faults, Fault] = weakref.WeakKeyDictionary()
+#: The latest scenario run of each handle: by the broker or cluster it runs on, then "all"
+#: (cluster-wide) or the one broker's faults.
+_RUNS: weakref.WeakKeyDictionary[Any, dict[Any, ScenarioRun]] = weakref.WeakKeyDictionary()
+
+
+def _run_key(faults: Sequence[Faults]) -> Any:
+    return "all" if len(faults) > 1 else id(faults[0])
 
 
 def describe_state(state: Any, method: str, args: tuple[Any, ...]) -> str:
@@ -212,6 +222,60 @@ class BrokerControls:
 
     def active_faults(self) -> list[Fault]:
         return [fault for faults in self._all() for fault in faults.faults]
+
+    # --- scenarios (trikafka.testing.scenario) ------------------------------------------------
+
+    def apply_scenario(self, scenario: Scenario | dict[str, Any] | list[Any] | str) -> ScenarioRun:
+        """Start ``scenario`` (a Scenario or its JSON) in the background of the broker (the
+        cluster) on trio's clock; its fault steps act through these controls. Returns the
+        :class:`~trikafka.testing.scenario_run.ScenarioRun` (``fired``, ``done``,
+        ``to_json()``); one run per handle at a time (a new one cancels the one before).
+        A single broker refuses cluster-only steps (``ScenarioError``) before any runs."""
+        scenario = Scenario.coerce(scenario)
+        faults = self._all()
+        state = self._state_now()
+
+        def controls_for(broker: int | None) -> BrokerControls:
+            return self if broker is None else controls(state, broker)
+
+        run = start_scenario(scenario, self._all, controls_for, state)
+        runs = _RUNS.setdefault(state, {})
+        earlier = runs.get(_run_key(faults))
+        if earlier is not None:
+            earlier.cancel()
+        runs[_run_key(faults)] = run
+        return run
+
+    def _run(self) -> ScenarioRun | None:
+        return _RUNS.get(self._state_now(), {}).get(_run_key(self._all()))
+
+    def scenario_status(self) -> dict[str, Any] | None:
+        """The latest scenario's run as JSON (steps, which fired when, done, error); None
+        when no scenario was applied through this handle."""
+        run = self._run()
+        return None if run is None else run.to_json()
+
+    def cancel_scenario(self) -> bool:
+        """Stop the latest scenario (no further step fires; faults it added stay until
+        cleared); whether there was one."""
+        run = self._run()
+        if run is not None:
+            run.cancel()
+        return run is not None
+
+    async def wait_for_scenario(self, *, timeout: float = WAIT_TIMEOUT) -> dict[str, Any]:  # noqa: ASYNC109
+        """Until every step of the latest scenario has fired (its status); a
+        ``TimeoutError`` saying which step it waits on, a ``RuntimeError`` if it failed."""
+        run = self._run()
+        if run is None:
+            raise RuntimeError("no scenario was applied through this handle (apply_scenario)")
+        with trio.move_on_after(timeout):
+            await run.finished.wait()
+        if run.error is not None or (run.done and not run.complete):
+            raise RuntimeError(f"the scenario did not complete: {run.describe()}")
+        if not run.done:
+            raise TimeoutError(f"wait_for_scenario() not reached within {timeout:g} s; {run.describe()}")
+        return run.to_json()
 
     # --- the recorder ------------------------------------------------------------------------
 
