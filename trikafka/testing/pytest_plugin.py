@@ -121,10 +121,11 @@ def marked_config(node: Any) -> dict[str, Any]:
             value = mark.kwargs.get(name)
             if value is not None:  # racks: "a,b,c" or a list, one per broker
                 merged[key] = value if isinstance(value, str) else ",".join(map(str, value))
-        unknown = set(mark.kwargs) - {"config", "kafka_version", "racks"}
+        unknown = set(mark.kwargs) - {"config", "kafka_version", "racks", "scenario"}
         if unknown:
             raise pytest.UsageError(
-                f"@pytest.mark.{MARK} takes config=, kafka_version= and racks=, not {', '.join(sorted(unknown))}"
+                f"@pytest.mark.{MARK} takes config=, kafka_version=, racks= and scenario=, "
+                f"not {', '.join(sorted(unknown))}"
             )
     return merged
 
