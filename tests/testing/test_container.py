@@ -119,6 +119,7 @@ def test_get_logs_returns_the_brokers_own_lines(caplog):
     with caplog.at_level(logging.INFO, "trikafka"), KafkaContainer() as kafka:
         stdout, stderr = kafka.get_logs()
     assert stderr == b""
+    assert kafka.wait_for.search(stdout.decode())  # testcontainers' "[KafkaServer id=1] started"
     assert b"trikafka.broker" in stdout
     with pytest.raises(RuntimeError, match="not started"):
         kafka.get_logs()

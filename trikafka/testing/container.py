@@ -19,6 +19,7 @@ broker's log lines. What has none (``exec``, volumes, networks, the Docker clien
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
 from trikafka.testing.container_env import CONTAINER_NETWORK, broker_setting
@@ -82,7 +83,7 @@ class KafkaContainer:
         self.port = int(port)
         self.listener_name = listener_name
         self.security_protocol = security_protocol
-        self.wait_strategy_check_string = wait_strategy_check_string
+        self.wait_for: re.Pattern[str] = re.compile(wait_strategy_check_string)
         self.kraft_enabled = False
         self.cluster_id = "MkU3OEVBNTcwNTJENDM2Qk"  # testcontainers' fixed id
         self.env: dict[str, Any] = {}
@@ -178,6 +179,11 @@ class KafkaContainer:
             logging.getLogger("trikafka").removeHandler(logs)
             raise
         self._broker, self._logs, self._stopped = broker, logs, False
+        # The line Kafka's images print once up (testcontainers' default wait_for matches it).
+        logs.lines.append(
+            f"[KafkaServer id={broker.config.node_id}] started: trikafka's broker for {self.image} "
+            f"(not pulled) on {broker.bootstrap_servers}"
+        )
         return self
 
     def _config(self) -> dict[str, Any]:
@@ -255,8 +261,9 @@ class KafkaContainer:
         """Nothing to reload: ``status`` is read live."""
 
     def get_logs(self) -> tuple[bytes, bytes]:
-        """(stdout, stderr) as Docker gives them: the broker's log lines (at the levels its
-        ``trikafka.*`` loggers let through) since start, and nothing on stderr."""
+        """(stdout, stderr) as Docker gives them: the line Kafka prints once started
+        (``[KafkaServer id=1] started``, which ``wait_for`` matches), then the broker's log
+        lines at the levels its ``trikafka.*`` loggers let through; nothing on stderr."""
         self._running("get_logs")
         assert self._logs is not None
         return "".join(line + "\n" for line in self._logs.lines).encode(), b""
