@@ -3,8 +3,7 @@
 first run against a fresh ``--brokers 3`` process (min.insync.replicas=2, RF 3 internal
 topics too), and every record on a rerun. Nothing else touches the cluster first here: the
 internal ``__consumer_offsets`` partitions, the group and the fetch sessions are all new —
-records first, then the consumer; and the consumer first, then the records. (Not reproduced
-since, in either order, on fresh process clusters: see the issue's notes.)"""
+records first, then the consumer; and the consumer first, then the records."""
 
 from __future__ import annotations
 

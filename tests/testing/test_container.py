@@ -123,3 +123,18 @@ def test_get_logs_returns_the_brokers_own_lines(caplog):
     assert b"trikafka.broker" in stdout
     with pytest.raises(RuntimeError, match="not started"):
         kafka.get_logs()
+
+
+def test_constructor_env_and_a_second_start_after_stop():
+    kafka = KafkaContainer(env={"KAFKA_NUM_PARTITIONS": "2"}, name="twice")
+    assert kafka.env["KAFKA_NUM_PARTITIONS"] == "2" and kafka.env["KAFKA_BROKER_ID"] == "1"
+    with pytest.raises(ValueError, match="'KAFKA_NOPE'"):
+        KafkaContainer(env={"KAFKA_NOPE": "1"})
+    assert kafka.start() is kafka
+    with pytest.raises(RuntimeError, match="running already"):
+        kafka.start()
+    first = kafka.get_bootstrap_server()
+    kafka.stop()
+    with kafka:  # a new broker, as a new container would be
+        assert kafka.broker.thread.call(lambda: kafka.broker.broker.config.num_partitions) == 2
+        assert kafka.status == "running" and first.startswith("127.0.0.1:")
