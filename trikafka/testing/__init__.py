@@ -26,6 +26,7 @@ _LAZY = {
     "ClusterUnavailableError": "trikafka.testing.cluster",
     "start_cluster": "trikafka.testing.cluster",
     "ControlServer": "trikafka.testing.control",
+    "KafkaContainer": "trikafka.testing.container",
     "MemoryListener": "trikafka.testing.memory",
     "MemoryStream": "trikafka.testing.memory",
     "BrokerTarget": "trikafka.testing.targets",
@@ -51,6 +52,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
     )
     from trikafka.testing.broker import TestBroker, open_test_broker
     from trikafka.testing.cluster import ClusterHandle, ClusterUnavailableError, start_cluster
+    from trikafka.testing.container import KafkaContainer
     from trikafka.testing.control import ControlServer
     from trikafka.testing.faults import Fault, Faults
     from trikafka.testing.memory import MemoryListener, MemoryStream
@@ -88,6 +90,7 @@ __all__ = [
     "FaultSet",
     "Faults",
     "GroupSnapshot",
+    "KafkaContainer",
     "MemoryListener",
     "MemoryStream",
     "RecordedRequest",
