@@ -228,11 +228,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "trikafka.share_configs",
             "trikafka.kafka_keys",
             "trikafka.config_fields",
+            "trikafka.client_metrics_configs",
         ),
     ),
     ("protocol", ("trikafka.protocol",)),
     ("security", ("trikafka.security",)),
-    ("configuration", ("trikafka.config", "trikafka.metrics")),
+    ("configuration", ("trikafka.config", "trikafka.metrics", "trikafka.otlp")),
     (
         "network, storage, coordination",
         ("trikafka.network", "trikafka.log", "trikafka.coordinator", "trikafka.registry"),
