@@ -1,5 +1,6 @@
 """A PushTelemetry payload (KIP-714) decoded: OpenTelemetry's ``MetricsData`` protobuf,
-compressed with one of Kafka's record codecs or not, into flat :class:`MetricPoint` values.
+compressed with one of Kafka's record codecs or not, into flat :class:`MetricPoint` values —
+and, for the Trio client, :func:`encode_metrics` the other way.
 
 Pure (bytes in, values out), and imported only when a push with metrics arrives: it loads
 ``opentelemetry-proto`` and protobuf, which a broker whose clients never push never needs.
@@ -21,9 +22,12 @@ import attrs
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.metrics.v1 import metrics_pb2
 
-from trikafka.protocol.compression import decompress
+from trikafka.protocol.compression import compress, decompress
 
-__all__ = ["MetricPoint", "TelemetryDecodeError", "TelemetryTooLargeError", "decode_metrics"]
+__all__ = ["MetricPoint", "TelemetryDecodeError", "TelemetryTooLargeError", "decode_metrics", "encode_metrics"]
+
+#: OTLP's AGGREGATION_TEMPORALITY_DELTA: what Kafka's brokers ask for (delta_temporality).
+DELTA = 1
 
 
 class TelemetryDecodeError(ValueError):
@@ -101,3 +105,27 @@ def decode_metrics(payload: bytes, compression_type: int, max_bytes: int) -> lis
             for metric in scope.metrics:
                 points.extend(_points(metric, resource))
     return points
+
+
+def encode_metrics(
+    points: list[MetricPoint], compression_type: int = 0, *, scope: str = "trikafka", start_unix_nano: int = 0
+) -> bytes:
+    """``points`` as OTLP ``MetricsData`` (a ``sum`` as a monotonic delta sum since
+    ``start_unix_nano``, anything else a gauge), compressed with Kafka codec ``compression_type``."""
+    data = metrics_pb2.MetricsData()
+    scope_metrics = data.resource_metrics.add().scope_metrics.add()
+    scope_metrics.scope.name = scope
+    for point in points:
+        metric = scope_metrics.metrics.add(name=point.name)
+        if point.kind == "sum":
+            metric.sum.aggregation_temporality = DELTA
+            metric.sum.is_monotonic = True
+            data_point = metric.sum.data_points.add(start_time_unix_nano=start_unix_nano)
+        else:
+            data_point = metric.gauge.data_points.add()
+        data_point.as_double = point.value
+        data_point.time_unix_nano = point.time_unix_nano
+        for key, value in point.attributes:
+            attribute = data_point.attributes.add(key=key)
+            attribute.value.string_value = value
+    return compress(compression_type, data.SerializeToString())

@@ -308,6 +308,9 @@ def test_client_metrics_page_shows_what_a_producer_pushed(site, browser):
             "&client_id=console-pusher&timeout_ms=20000")
     with urllib.request.urlopen(wait, timeout=30) as reply:
         reached = json_.loads(reply.read())["reached"]
+    with urllib.request.urlopen(f"{site.broker.control_url}/client-metrics", timeout=30) as reply:
+        listed = {c["client_id"]: c for c in json_.loads(reply.read())["clients"]}
+    assert listed["console-pusher"]["client_instance_id"] == reached["client_instance_id"]
     browser.get(site.url("/clients"))
     row = row_of(browser, "clients", "console-pusher")
     assert row[1].startswith("confluent-kafka-python") and row[3] == reached["client_instance_id"]

@@ -183,3 +183,32 @@ async def test_subscriptions_survive_a_restart_with_a_data_dir(autojump_clock, t
     async with open_test_broker(log_dirs=str(tmp_path)) as tb, tb.client() as client:
         got = await get_subscriptions(client)
         assert list(got.requested_metrics) == ["org.apache.kafka."] and got.push_interval.total_seconds() == 2.5
+
+
+async def test_acls_as_kafka_checks_them(autojump_clock):
+    from trikafka.config import BrokerConfig
+    from trikafka.security.authorizer import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+
+    config = BrokerConfig.from_mapping({
+        "listeners": "PLAINTEXT://memory:9092",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    })
+    async with open_test_broker(config) as tb, tb.client() as client:
+        # No ACL at all: the telemetry APIs need none; the subscriptions need the cluster's.
+        got = await get_subscriptions(client)
+        assert got.error_code == ErrorCode.none
+        listed = await client.request(request(74, 1, resource_types=[]))
+        assert listed.error_code == ErrorCode.cluster_authorization_failed
+        refused = await alter(client, "s", [("metrics", 0, "*")])
+        assert refused.error_code == ErrorCode.cluster_authorization_failed
+        described = await client.request(request(32, 4, resources=[
+            {"resource_type": CLIENT_METRICS, "resource_name": "s", "configuration_keys": None}],
+            include_synonyms=False, include_documentation=False))
+        assert described.results[0].error_code == ErrorCode.cluster_authorization_failed
+        tb.broker.path.context.acls.create([AclBinding(
+            ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL, "User:ANONYMOUS", "*",
+            AclOperation.ALTER_CONFIGS, AclPermissionType.ALLOW,
+        )])  # ALTER_CONFIGS implies DESCRIBE_CONFIGS
+        assert (await alter(client, "s", [("metrics", 0, "*")])).error_code == ErrorCode.none
+        listed = await client.request(request(74, 1, resource_types=[CLIENT_METRICS]))
+        assert [r.resource_name for r in listed.config_resources] == ["s"]

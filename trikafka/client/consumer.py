@@ -54,6 +54,7 @@ from trikafka.client.group_offsets import CommitFailedError
 from trikafka.client.group_session import ConsumerGroupMetadata, GroupSession
 from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.serialization import record_decoder
+from trikafka.client.telemetry import start_telemetry
 from trikafka.client.transport import Connector
 from trikafka.errors import ErrorCode
 
@@ -345,6 +346,9 @@ async def open_consumer(
     async with open_client(bootstrap, settings, connector) as client:
         async with open_service_nursery("the consumer") as nursery:
             consumer = Consumer(client, settings, nursery, key_deserializer, value_deserializer)
+            telemetry = start_telemetry(client, settings, nursery)
+            if telemetry is not None:
+                telemetry.gauge("coordinator.assigned.partitions", lambda: len(consumer.assignment()))
             try:
                 yield consumer
             finally:
@@ -353,4 +357,6 @@ async def open_consumer(
                         await consumer.aclose()
                     except (KafkaError, CommitFailedError) as exc:
                         logger.warning("closing the consumer: %s", exc)
+                    if telemetry is not None:
+                        await telemetry.close()
                 nursery.cancel_scope.cancel()

@@ -141,6 +141,13 @@ def _subscription_id(metrics: Sequence[str], interval_ms: int, instance_id: uuid
     return value - (1 << 32) if value >= 1 << 31 else value
 
 
+def _elapsed(now: float, then: float) -> int:
+    """Whole milliseconds between two epoch-ms readings, as Kafka's Time.milliseconds() counts:
+    rounded, so that a push exactly one interval after the last (a MockClock's) is on time
+    although the float epoch readings differ by 999.9997 ms."""
+    return round(now - then)
+
+
 class ClientMetricsManager:
     """Subscriptions and client instances of a broker (of a whole in-process cluster)."""
 
@@ -251,7 +258,7 @@ class ClientMetricsManager:
         instance_id = asked if asked not in (None, ZERO_UUID) else self._new_id()
         instance = self._instance(instance_id, request, now)
         last = max(instance.last_get_ms, instance.last_push_ms)
-        if now - last < instance.interval_ms and instance.last_error not in (
+        if _elapsed(now, last) < instance.interval_ms and instance.last_error not in (
             ErrorCode.unknown_subscription_id, ErrorCode.unsupported_compression_type
         ):
             raise TelemetryRefused(
@@ -302,7 +309,7 @@ class ClientMetricsManager:
                 f"Client [{who}] sent the previous request with state terminating to TRUE, can not accept "
                 "any requests after that", ErrorCode.invalid_request,
             )
-        on_time = instance.got_since_push or now - instance.last_push_ms >= instance.interval_ms
+        on_time = instance.got_since_push or _elapsed(now, instance.last_push_ms) >= instance.interval_ms
         if on_time:
             instance.last_push_ms, instance.got_since_push = now, False
         elif not body.terminating:
