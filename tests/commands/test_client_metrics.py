@@ -57,3 +57,16 @@ def test_a_confluent_producer_pushes_its_metrics(kafka_broker):
     assert queue_time.labels["client_id"] == "billing"
     assert queue_time.labels["client_instance_id"] == seen.client_instance_id
     assert queue_time.labels["client_software_name"] == "confluent-kafka-python"
+
+
+def test_a_cluster_sees_pushes_to_any_of_its_brokers(kafka_cluster):
+    cluster = kafka_cluster(brokers=2)
+    b = cluster.bootstrap_servers
+    assert trikafka("client-metrics", "alter", "--name", "all", "--metrics", "*", "--interval", "500",
+                    bootstrap=b).code == 0
+    producer = Producer({"bootstrap.servers": b, "client.id": "fleet"})
+    producer.produce("telemetry-fleet", b"x")
+    assert producer.flush(30) == 0
+    seen = cluster.wait_for_client_metric(PRODUCER_METRICS, client_id="fleet")
+    assert seen.requested_metrics == ("*",)
+    assert [c.client_id for c in cluster.brokers[1].client_metrics() if c.client_id == "fleet"] == ["fleet"]

@@ -124,8 +124,10 @@ class KafkaClient(MetadataRefresh):
         self._init_metadata()
         self.seen = Sightings()  # what a call that runs out of time reports (deadlines.py)
         self.closed = False
-        #: The producer's or consumer's ClientTelemetry (KIP-714), fed every answer; None: off.
+        #: The producer's or consumer's ClientTelemetry (KIP-714), fed every answer while a
+        #: subscription asks for metrics; None otherwise.
         self.telemetry: Any = None
+        self.connections_created = 0
 
     # --- connections ----------------------------------------------------------------------
 
@@ -193,8 +195,7 @@ class KafkaClient(MetadataRefresh):
             self.seen.connect_failed(f"{node.host}:{node.port}", "no connection within request.timeout.ms")
             raise KafkaTimeoutError(f"no connection to {where} within request.timeout.ms")
         self.seen.connected(f"{node.host}:{node.port}")
-        if self.telemetry is not None:
-            self.telemetry.count("connection.creation")
+        self.connections_created += 1  # KIP-714's connection.creation.total
         if answer is None or answer.error_code != ErrorCode.none:
             await trio.aclose_forcefully(stream)
             if answer is None:

@@ -22,9 +22,11 @@ What is measured (Java's names, under ``org.apache.kafka.producer.`` or ``.consu
 ``connection.creation.rate/total``, ``node.request.latency.avg/max`` (tag ``node.id``) for both;
 the producer's ``record.queue.time.avg/max`` and ``produce.throttle.time.avg/max``; the
 consumer's ``fetch.manager.fetch.latency.avg/max``, ``coordinator.commit.latency.avg/max`` and
-``coordinator.assigned.partitions``. An avg/max is over the last push interval and is left out
-of a push when nothing was measured in it; a ``.total`` is the delta since the last push (the
-broker asks for delta temporality); a ``.rate`` is per second over the interval. KIP-714's other
+``coordinator.assigned.partitions``. Nothing is measured while no subscription asks for
+metrics (the client's request path then pays one ``is None`` test). An avg/max is over the
+last push interval and is left out of a push when nothing was measured in it; a ``.total`` is
+the delta since the last push (the broker asks for delta temporality); a ``.rate`` is per
+second over the interval. KIP-714's other
 required consumer metrics (``poll.idle.ratio.avg``, ``coordinator.rebalance.*``,
 ``fetch.manager.bytes.consumed.*``, ``fetch.manager.records.consumed.*``) are not measured.
 """
@@ -83,6 +85,7 @@ class ClientTelemetry:
         self.rng = rng or random.Random()
         self._windows: dict[tuple[str, tuple[tuple[str, str], ...]], _Window] = {}
         self._counts: dict[str, int] = {}
+        self._connections_before = 0  # client.connections_created at the last push
         self._gauges: dict[str, Callable[[], float]] = {}
         self.instance_id: uuid.UUID = ZERO_UUID
         self._subscription: Any = None
@@ -132,7 +135,8 @@ class ClientTelemetry:
                 points.append(MetricPoint(f"{self.prefix}{name}.avg", "gauge", window.total / window.count, tags,
                                           now_nanos))
                 points.append(MetricPoint(f"{self.prefix}{name}.max", "gauge", window.max, tags, now_nanos))
-        for name, n in sorted(self._counts.items()):
+        counts = {**self._counts, "connection.creation": self.client.connections_created - self._connections_before}
+        for name, n in sorted(counts.items()):
             points.append(MetricPoint(f"{self.prefix}{name}.total", "sum", float(n), (), now_nanos))
             points.append(MetricPoint(f"{self.prefix}{name}.rate", "gauge", n / elapsed, (), now_nanos))
         for name, read in sorted(self._gauges.items()):
@@ -143,6 +147,7 @@ class ClientTelemetry:
     def _reset(self) -> None:
         self._windows.clear()
         self._counts = dict.fromkeys(self._counts, 0)
+        self._connections_before = self.client.connections_created
         self._window_start = trio.current_time()
 
     async def _subscribe(self) -> Any:
@@ -153,7 +158,16 @@ class ClientTelemetry:
             if answer.client_instance_id not in (None, ZERO_UUID):
                 self.instance_id = answer.client_instance_id
             self._subscription = answer
+            self._measure(bool(answer.requested_metrics))
         return answer
+
+    def _measure(self, on: bool) -> None:
+        """Measure only while subscribed to some metrics: without a subscription (the usual
+        case) the client's request path pays one ``is None`` test, nothing more."""
+        if on and self.client.telemetry is not self:  # values from an earlier subscription are stale
+            self._windows.clear()
+            self._window_start = trio.current_time()
+        self.client.telemetry = self if on else None
 
     async def _push(self, terminating: bool) -> ErrorCode:
         from trikafka.otlp import encode_metrics
@@ -221,6 +235,7 @@ class ClientTelemetry:
     def _stop(self, why: str) -> None:
         log.warning("client telemetry stopped: %s", why)
         self.stopped = True
+        self._measure(False)
 
     async def close(self) -> None:
         """Stop the task; one terminating push when subscribed to metrics (best effort)."""
@@ -242,7 +257,7 @@ def start_telemetry(client: Any, config: Any, nursery: trio.Nursery) -> ClientTe
     """With ``enable.metrics.push`` (the default): the client's telemetry, its task started."""
     if not config["enable.metrics.push"]:
         return None
-    telemetry = client.telemetry = ClientTelemetry(client, config.role)
+    telemetry = ClientTelemetry(client, config.role)
     nursery.start_soon(telemetry.run, name=f"{config.role}-telemetry")
     return telemetry
 
