@@ -62,6 +62,10 @@ async def push(client, got, payload=b"", *, compression=0, terminating=False, su
 
 async def test_a_client_gets_an_instance_id_and_no_metrics_until_subscribed(autojump_clock):
     async with open_test_broker() as tb, tb.client() as client:
+        advertised = {int(k.api_key): (k.min_version, k.max_version)
+                      for k in (await client.request(request(18, 3, client_software_name="t",
+                                                             client_software_version="1"))).api_keys}
+        assert (advertised[71], advertised[72], advertised[74]) == ((0, 0), (0, 0), (0, 1))
         got = await get_subscriptions(client)
         assert got.error_code == ErrorCode.none
         assert got.client_instance_id not in (None, ZERO)
