@@ -76,6 +76,11 @@ async def test_a_consumer_pushes_fetch_and_commit_latencies(autojump_clock):
             seen = await waits.wait_for_client_metric(f"{CONSUMER}coordinator.commit.latency.max", client_id="reader")
             assert {f"{CONSUMER}fetch.manager.fetch.latency.avg", f"{CONSUMER}node.request.latency.max",
                     f"{CONSUMER}connection.creation.total"} <= set(seen.metrics)
+            ratio = await waits.wait_for_client_metric(f"{CONSUMER}poll.idle.ratio.avg", client_id="reader")
+            assert 0 <= ratio.metrics[f"{CONSUMER}poll.idle.ratio.avg"] <= 1
+            consumed = await waits.wait_for_client_metric(f"{CONSUMER}fetch.manager.records.consumed.total",
+                                                          client_id="reader", at_least=3)
+            assert consumed.metrics[f"{CONSUMER}fetch.manager.records.consumed.total"] == 3
             assigned = await waits.wait_for_client_metric(f"{CONSUMER}coordinator.assigned.partitions",
                                                           client_id="reader", at_least=1)
             assert assigned.metrics[f"{CONSUMER}coordinator.assigned.partitions"] == 1

@@ -21,14 +21,15 @@ Theory of operation. One task per producer or consumer, in its nursery, as Java'
 What is measured (Java's names, under ``org.apache.kafka.producer.`` or ``.consumer.``):
 ``connection.creation.rate/total``, ``node.request.latency.avg/max`` (tag ``node.id``) for both;
 the producer's ``record.queue.time.avg/max`` and ``produce.throttle.time.avg/max``; the
-consumer's ``fetch.manager.fetch.latency.avg/max``, ``coordinator.commit.latency.avg/max`` and
-``coordinator.assigned.partitions``. Nothing is measured while no subscription asks for
-metrics (the client's request path then pays one ``is None`` test). An avg/max is over the
-last push interval and is left out of a push when nothing was measured in it; a ``.total`` is
-the delta since the last push (the broker asks for delta temporality); a ``.rate`` is per
-second over the interval. KIP-714's other
-required consumer metrics (``poll.idle.ratio.avg``, ``coordinator.rebalance.*``,
-``fetch.manager.bytes.consumed.*``, ``fetch.manager.records.consumed.*``) are not measured.
+consumer's ``fetch.manager.fetch.latency.avg/max``, ``coordinator.commit.latency.avg/max``,
+``coordinator.assigned.partitions``, ``poll.idle.ratio.avg`` (and ``.max``) and
+``fetch.manager.records.consumed.rate/total`` (the last two of ``getmany``: the record
+iterator, which polls one record at a time, is not counted). Nothing is measured while no
+subscription asks for metrics (the client's request path then pays one ``is None`` test). An
+avg/max is over the last push interval and is left out of a push when nothing was measured in
+it; a ``.total`` is the delta since the last push (the broker asks for delta temporality); a
+``.rate`` is per second over the interval. KIP-714's other required consumer metrics
+(``coordinator.rebalance.*``, ``fetch.manager.bytes.consumed.*``) are not measured.
 """
 
 from __future__ import annotations
