@@ -231,11 +231,12 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "trikafka.kafka_versions_data",
             "trikafka.kafka_versions",
             "trikafka.config_fields",
+            "trikafka.client_metrics_configs",
         ),
     ),
     ("protocol", ("trikafka.protocol",)),
     ("security", ("trikafka.security",)),
-    ("configuration", ("trikafka.config", "trikafka.metrics")),
+    ("configuration", ("trikafka.config", "trikafka.metrics", "trikafka.otlp")),
     (
         "network, storage, coordination",
         ("trikafka.network", "trikafka.log", "trikafka.coordinator", "trikafka.registry"),

@@ -59,6 +59,9 @@ BROKER_MODULES = (
 #: file or a pipe the CLI writes plain lines).
 NOT_FOR_A_PLAIN_BROKER = (
     "rich",
+    "opentelemetry",  # client telemetry (KIP-714): only once a client pushes metrics
+    "google.protobuf",
+    "trikafka.otlp",
     "hypercorn",
     "jinja2",
     "prometheus_client",

@@ -171,6 +171,10 @@ class BrokerConfig(_PropertiesForm, share_configs.ShareGroupKeys):
     quota_window_size_seconds: int = _int_field(
         "quota.window.size.seconds", 1, "Seconds each quota sample spans.", 1, INT32_MAX
     )
+    telemetry_max_bytes: int = _int_field(
+        "telemetry.max.bytes", 1_048_576, "The largest PushTelemetry metrics payload a client may send (KIP-714).",
+        1, INT32_MAX,
+    )
     max_incremental_fetch_session_cache_slots: int = _int_field(
         "max.incremental.fetch.session.cache.slots", 1000, "Incremental fetch sessions kept (KIP-227).", 0, INT32_MAX
     )

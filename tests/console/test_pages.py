@@ -285,3 +285,37 @@ def test_share_group_list_members_and_share_partitions(site, browser):
         assert cells(browser, "share-offsets") == [[topic, "0", "4", "10", "6", "share-worker"]]
     finally:
         worker.close()
+
+
+def test_client_metrics_page_shows_what_a_producer_pushed(site, browser):
+    """A client-metrics subscription (the ``client-metrics`` command) and a confluent-kafka
+    producer that pushes its metrics (KIP-714): once the broker has them (a wait on the
+    control interface, not a sleep), the Clients page lists the producer and its metrics."""
+    import json as json_
+    import urllib.request
+
+    from confluent_kafka import Producer
+
+    from tests.commands.support import trikafka
+
+    run = trikafka("client-metrics", "alter", "--name", "console-producers", "--metrics",
+                   "org.apache.kafka.producer.", "--interval", "500", bootstrap=site.bootstrap)
+    assert run.code == 0, run
+    producer = Producer({"bootstrap.servers": site.bootstrap, "client.id": "console-pusher"})
+    producer.produce("console-telemetry", b"x")
+    assert producer.flush(30) == 0
+    wait = (f"{site.broker.control_url}/wait/client-metric?name=org.apache.kafka.producer."
+            "&client_id=console-pusher&timeout_ms=20000")
+    with urllib.request.urlopen(wait, timeout=30) as reply:
+        reached = json_.loads(reply.read())["reached"]
+    with urllib.request.urlopen(f"{site.broker.control_url}/client-metrics", timeout=30) as reply:
+        listed = {c["client_id"]: c for c in json_.loads(reply.read())["clients"]}
+    assert listed["console-pusher"]["client_instance_id"] == reached["client_instance_id"]
+    browser.get(site.url("/clients"))
+    row = row_of(browser, "clients", "console-pusher")
+    assert row[1].startswith("confluent-kafka-python") and row[3] == reached["client_instance_id"]
+    assert row[4] == "org.apache.kafka.producer."
+    table = browser.find_element("css selector", f"table[data-instance='{reached['client_instance_id']}']")
+    names = [r.find_elements("tag name", "td")[0].text for r in table.find_elements("css selector", "tbody tr")]
+    assert "org.apache.kafka.producer.record.queue.time.avg" in names
+    producer.flush(5)

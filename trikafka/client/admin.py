@@ -194,6 +194,22 @@ class Admin(GroupOffsetsAndLogDirs, ShareGroupAdmin):
         )
         _raise_first([(f"{r.resource_name!r}", r.error_code, r.error_message) for r in answer.responses])
 
+    @bounded_call("default.api.timeout.ms")
+    async def list_config_resources(
+        self, types: Iterable[ConfigResourceType] = (ConfigResourceType.CLIENT_METRICS,)
+    ) -> list[ConfigResource]:
+        """The config resources of ``types`` the cluster holds (ListConfigResources, KIP-1142;
+        the default lists client-metrics subscriptions, as ListClientMetricsResources did)."""
+        kinds = [int(t) for t in types]
+        answer = await self._controller(
+            ApiKey.LIST_CONFIG_RESOURCES, lambda r: [r.error_code], "ListConfigResources", resource_types=kinds
+        )
+        return [
+            ConfigResource(ConfigResourceType(getattr(r, "resource_type", ConfigResourceType.CLIENT_METRICS)),
+                           r.resource_name)
+            for r in answer.config_resources
+        ]
+
     # --- groups ---------------------------------------------------------------------------
 
     @bounded_call("default.api.timeout.ms")

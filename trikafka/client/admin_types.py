@@ -29,6 +29,7 @@ class ConfigResourceType(enum.IntEnum):
     TOPIC = 2
     BROKER = 4
     BROKER_LOGGER = 8
+    CLIENT_METRICS = 16  # client-metrics subscriptions (KIP-714)
     GROUP = 32  # group configs (KIP-848, KIP-932 share groups)
 
 

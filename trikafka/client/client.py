@@ -124,6 +124,10 @@ class KafkaClient(MetadataRefresh):
         self._init_metadata()
         self.seen = Sightings()  # what a call that runs out of time reports (deadlines.py)
         self.closed = False
+        #: The producer's or consumer's ClientTelemetry (KIP-714), fed every answer while a
+        #: subscription asks for metrics; None otherwise.
+        self.telemetry: Any = None
+        self.connections_created = 0
 
     # --- connections ----------------------------------------------------------------------
 
@@ -191,6 +195,7 @@ class KafkaClient(MetadataRefresh):
             self.seen.connect_failed(f"{node.host}:{node.port}", "no connection within request.timeout.ms")
             raise KafkaTimeoutError(f"no connection to {where} within request.timeout.ms")
         self.seen.connected(f"{node.host}:{node.port}")
+        self.connections_created += 1  # KIP-714's connection.creation.total
         if answer is None or answer.error_code != ErrorCode.none:
             await trio.aclose_forcefully(stream)
             if answer is None:
@@ -254,10 +259,14 @@ class KafkaClient(MetadataRefresh):
         node = await self.connection(node_id)
         body = self._build(node, api_key, fields)
         node.in_flight += 1
+        started = trio.current_time()
         try:
             with trio.move_on_after(self.request_timeout) as scope:
                 try:
-                    return await node.connection.request(body)
+                    answer = await node.connection.request(body)
+                    if self.telemetry is not None:
+                        self.telemetry.request_done(node_id, api_key, trio.current_time() - started, answer)
+                    return answer
                 except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
                     await self.disconnect(node_id)
                     self.cluster.request_update()

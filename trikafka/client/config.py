@@ -195,6 +195,8 @@ CLIENT_KEYS: dict[str, ConfigKey] = {
              "https: the broker's certificate must name the host dialled; none: any name."),
         _row("enable.ssl.certificate.verification", True, _bool, ALL,
              "false accepts any broker certificate (testing only: no protection against impostors)."),
+        _row("enable.metrics.push", True, _bool, frozenset({_P, _C}),
+             "Push this client's metrics to the cluster when a client-metrics subscription matches it (KIP-714)."),
         _row("retries", INT32_MAX, _int(0, INT32_MAX), frozenset({_P, _A}),
              "How often a retriable failure is retried (bounded by delivery.timeout.ms)."),
         _row("default.api.timeout.ms", 60000, _int(0, INT32_MAX), frozenset({_C, _A}),

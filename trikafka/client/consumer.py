@@ -54,6 +54,7 @@ from trikafka.client.group_offsets import CommitFailedError
 from trikafka.client.group_session import ConsumerGroupMetadata, GroupSession
 from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.serialization import record_decoder
+from trikafka.client.telemetry import start_telemetry
 from trikafka.client.transport import Connector
 from trikafka.errors import ErrorCode
 
@@ -84,6 +85,7 @@ class Consumer(ConsumerPositions):
         self.closed = False
         self._polling = False
         self._poll_scope: trio.CancelScope | None = None  # a getmany's hard stop, while one runs
+        self._last_poll_start = 0.0  # for KIP-714's poll.idle.ratio.avg
         if self.group is not None:
             self.group.hold_poll_deadline = self._hold_poll_deadline
 
@@ -278,6 +280,8 @@ class Consumer(ConsumerPositions):
         limit = max_records or self.config["max.poll.records"]
         now = trio.current_time()
         deadline = now + timeout_ms / 1000
+        since_last, self._last_poll_start = now - (self._last_poll_start or now), now
+        records: dict[TopicPartition, list[ConsumerRecord]] = {}
         # The hard stop: the timeout, but never less than one retry.backoff.ms, so that a
         # poll with timeout 0 still completes the round trips a live cluster answers at once
         # (an auto-commit, a fetch with max_wait 0) instead of being cancelled at its first await.
@@ -291,7 +295,18 @@ class Consumer(ConsumerPositions):
                         return records
             finally:
                 self._poll_scope = None
+                if self.client.telemetry is not None:
+                    self._poll_telemetry(now, since_last, records)
         return {}
+
+    def _poll_telemetry(self, started: float, since_last: float, records: dict[Any, list[Any]]) -> None:
+        """KIP-714's poll.idle.ratio.avg (Java's KafkaConsumerMetrics: the time in this poll
+        over it plus the time since the previous poll began) and records consumed."""
+        telemetry = self.client.telemetry
+        in_poll = trio.current_time() - started
+        if in_poll + since_last > 0:
+            telemetry.record("poll.idle.ratio", in_poll / (in_poll + since_last))
+        telemetry.count("fetch.manager.records.consumed", sum(len(batch) for batch in records.values()))
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:
         return self._iterate()
@@ -345,6 +360,9 @@ async def open_consumer(
     async with open_client(bootstrap, settings, connector) as client:
         async with open_service_nursery("the consumer") as nursery:
             consumer = Consumer(client, settings, nursery, key_deserializer, value_deserializer)
+            telemetry = start_telemetry(client, settings, nursery)
+            if telemetry is not None:
+                telemetry.gauge("coordinator.assigned.partitions", lambda: len(consumer.assignment()))
             try:
                 yield consumer
             finally:
@@ -353,4 +371,6 @@ async def open_consumer(
                         await consumer.aclose()
                     except (KafkaError, CommitFailedError) as exc:
                         logger.warning("closing the consumer: %s", exc)
+                    if telemetry is not None:
+                        await telemetry.close()
                 nursery.cancel_scope.cancel()

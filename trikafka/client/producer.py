@@ -48,6 +48,7 @@ from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.partitioner import StickyPartitioner, partition_for_key
 from trikafka.client.sender import Sender
 from trikafka.client.serialization import codec
+from trikafka.client.telemetry import start_telemetry
 from trikafka.client.transactions import TransactionManager
 from trikafka.client.transport import Connector
 from trikafka.errors import ErrorCode
@@ -419,6 +420,7 @@ async def open_producer(
         async with open_service_nursery("the producer") as nursery:
             producer = Producer(client, settings, key_serializer, value_serializer)
             nursery.start_soon(producer.sender.run)
+            telemetry = start_telemetry(client, settings, nursery)
             try:
                 if producer.txn.transactional:
                     with bounded(client, "open_producer(): initTransactions", "max.block.ms"):
@@ -430,5 +432,7 @@ async def open_producer(
                 raise
             else:
                 await producer._close(failed=False)
+                if telemetry is not None:
+                    await telemetry.close()  # the terminating push, while the client is still open
             finally:
                 nursery.cancel_scope.cancel()

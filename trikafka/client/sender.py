@@ -157,6 +157,11 @@ class Sender:
                 for batch in batches:
                     self._complete(batch, -1, -1)
                 return
+            telemetry = self.client.telemetry
+            if telemetry is not None:  # KIP-714's record.queue.time: appended until sent
+                now = trio.current_time()
+                for batch in batches:
+                    telemetry.record("record.queue.time", (now - batch.created) * 1000)
             answer = await self.client.send(node_id, ApiKey.PRODUCE, **fields)
         except KafkaError as exc:
             for batch in batches:

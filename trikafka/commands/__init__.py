@@ -1,6 +1,6 @@
 """``python -m trikafka <command>``: kcat/rpk-like commands on the Trio client.
 
-One module per command group (``topics``, ``produce``, ``consume``, ``groups``, ``configs``,
+One module per command group (``topics``, ``produce``, ``consume``, ``groups``, ``configs``, ``client-metrics``,
 ``cluster``, ``top``, ``schemas``); each ``register``s its argparse parser and sets ``run`` (an async
 function ``(args, output) -> exit code``) and, for commands that follow until interrupted,
 ``bounded=False``. :func:`main` is ``main(argv) -> int`` so tests drive it like a subprocess.
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from trikafka.commands.common import CommandError
     from trikafka.commands.registry_http import RecordDecoder, RegistryClient, subject_path
 
-COMMANDS = ("topics", "produce", "consume", "groups", "configs", "cluster", "top", "schemas")
+COMMANDS = ("topics", "produce", "consume", "groups", "configs", "client-metrics", "cluster", "top", "schemas")
 
 
 def main(argv: Sequence[str]) -> int:

@@ -23,7 +23,7 @@ import datetime
 import importlib.resources
 import logging
 import urllib.parse
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -95,8 +95,11 @@ class ConsoleApp:
         listeners: Callable[[], tuple[str, ...]] = tuple,
         bootstrap: Callable[[], str] | None = None,
         registry: Callable[[], str | None] = lambda: None,
+        client_metrics: Callable[[], Sequence[Any]] = list,
     ) -> None:
         self.open_reader = open_reader
+        #: What clients pushed (KIP-714): the served broker's ``client_metrics()``.
+        self.client_metrics = client_metrics
         self.registry = registry
         self.bootstrap = bootstrap
         self.counters = counters
@@ -174,6 +177,8 @@ class ConsoleApp:
         parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")] if path.strip("/") else []
         if parts == ["rates"]:
             return self.render("rates.html", root, page="rates", rates=self.rates())
+        if parts == ["clients"]:
+            return self.render("clients.html", root, page="clients", clients=self.client_metrics())
         if parts[:1] == ["schemas"]:
             return await self._schemas(parts[1:], query, root)
         if (

@@ -106,4 +106,5 @@ def console_app(
         listeners=listeners,
         bootstrap=servers,
         registry=registry,
+        client_metrics=target.client_metrics,
     )

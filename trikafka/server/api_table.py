@@ -87,6 +87,10 @@ API_FAMILIES: tuple[LazyFamily, ...] = (
         (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS),
     ),
     LazyFamily(
+        "trikafka.server.apis.telemetry:TelemetryApis",
+        (ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY, ApiKey.LIST_CONFIG_RESOURCES),
+    ),
+    LazyFamily(
         "trikafka.server.apis.quotas:ClientQuotaApis",
         (ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS),
     ),

@@ -28,6 +28,7 @@ import attrs
 import trio
 from trio_util import AsyncValue
 
+from trikafka.server.client_metrics_awaitable import ClientMetricsAwaitableState
 from trikafka.server.share_awaitable import ShareAwaitableState
 
 __all__ = ["AwaitableState", "GroupSnapshot", "StateChanges", "GROUP_STATES", "TRANSACTION_STATES"]
@@ -89,7 +90,7 @@ def _check_choice(what: str, value: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{what} {value!r} is not one of Kafka's: {', '.join(allowed)}")
 
 
-class AwaitableState(ShareAwaitableState):
+class AwaitableState(ShareAwaitableState, ClientMetricsAwaitableState):
     """The ``wait_for_*`` methods of a broker (mixed into :class:`~trikafka.broker.Broker`).
 
     Reads only what the broker's parts answer to their APIs: a partition's log, the group

@@ -74,6 +74,7 @@ from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server import authorization
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.awaitable import StateChanges
+from trikafka.server.client_metrics import ClientMetricsManager
 from trikafka.server.metadata_cache import MetadataCache
 from trikafka.server.purgatory import Purgatory
 from trikafka.server.replica.cluster_view import ClusterView
@@ -191,6 +192,8 @@ class ApiContext:
     shares: ShareCoordinator | None = None
     #: Client quotas (AlterClientQuotas) and their enforcement on every answer (KIP-219).
     client_quotas: ClientQuotas = attrs.Factory(ClientQuotas)
+    #: Client telemetry (KIP-714): subscriptions, client instances and what they pushed.
+    client_metrics: ClientMetricsManager = attrs.Factory(ClientMetricsManager)
     throttler: RequestThrottler = attrs.Factory(
         lambda self: RequestThrottler(self.client_quotas), takes_self=True
     )

@@ -60,6 +60,7 @@ from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.api_table import API_FAMILIES, supported_apis
 from trikafka.server.awaitable import StateChanges
+from trikafka.server.client_metrics import ClientMetricsManager
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
@@ -154,6 +155,8 @@ class BrokerCore:
         self.client_quotas = ClientQuotas.in_data_dir(
             config.log_dirs, config.quota_window_num, config.quota_window_size_seconds
         )
+        #: Client telemetry (KIP-714): subscriptions (kept with the quotas), client instances.
+        self.client_metrics = ClientMetricsManager.in_data_dir(config.log_dirs, clock, config.telemetry_max_bytes)
         #: The schema registry over ``_schemas`` (served over HTTP with schema.registry.port).
         self.schemas = SchemaRegistry(self._schemas_log, clock)
         replicas.record_validator = record_validator(self.schemas)
@@ -255,6 +258,7 @@ class RequestPath:
             scram_credentials=core.scram_credentials,
             acls=core.acls,
             client_quotas=core.client_quotas,
+            client_metrics=core.client_metrics,
             throttler=RequestThrottler(
                 core.client_quotas.new_managers() if own_quota_rates else core.client_quotas
             ),

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 #: Where each public name lives.
 _LAZY = {
+    "ClientMetricsSnapshot": "trikafka.server.client_metrics",
     "GroupSnapshot": "trikafka.server.awaitable",
     "ShareGroupSnapshot": "trikafka.server.share_awaitable",
     "SharePartitionSnapshot": "trikafka.server.share_awaitable",
@@ -45,6 +46,7 @@ _LAZY = {
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ below
     from trikafka.server.awaitable import GroupSnapshot
+    from trikafka.server.client_metrics import ClientMetricsSnapshot
     from trikafka.server.share_awaitable import (
         ShareGroupSnapshot,
         SharePartitionSnapshot,
@@ -83,6 +85,7 @@ __all__ = [
     "BrokerControls",
     "BrokerHandle",
     "BrokerTarget",
+    "ClientMetricsSnapshot",
     "ClusterHandle",
     "ClusterUnavailableError",
     "ControlServer",

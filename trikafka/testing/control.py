@@ -30,6 +30,8 @@ client. Routes (``?broker=<node id>`` picks a broker of a cluster; the first by 
     GET    /scenario                     its run: steps, fired (step, at, faults), done, error
     GET    /scenario/wait?timeout_ms=... 200 once every step fired; 408 naming the step it waits on
     DELETE /scenario                     cancel it (faults it added stay; DELETE /faults ends them)
+    GET    /wait/client-metric?name=org.apache.kafka.producer.&client_id=app&at_least=1&timeout_ms=...
+    GET    /client-metrics                   what clients pushed (KIP-714)  → {"clients": [...]}
 
 A ``--brokers N`` process also serves the cluster's controls (stop and start a broker, move
 a leader or a coordinator, shrink and expand an ISR, a broker's round-trip time): see
@@ -297,6 +299,8 @@ class ControlServer:
             if parts[1:] in (["start"], ["stop"]) and method == "POST":
                 getattr(recorder, parts[1])()
                 return 200, {"recording": recorder.recording}
+        elif parts == ["client-metrics"] and method == "GET":
+            return 200, {"clients": [attrs.asdict(s) for s in target.state.client_metrics()]}
         elif parts[0] == "wait" and len(parts) == 2 and method == "GET":
             return await self._wait(target.state, parts[1], request.query)
         raise HttpError(404, f"no route {method} {request.path}")
@@ -361,9 +365,12 @@ class ControlServer:
         elif what == "share-records":
             method, args = "wait_for_share_records", (_arg(q, "group"), _arg(q, "topic"), _arg(q, "partition", int))
             kwargs = {"state": _arg(q, "state", str, "Acknowledged"), "at_least": _arg(q, "at_least", int)}
+        elif what == "client-metric":
+            method, args = "wait_for_client_metric", (_arg(q, "name"),)
+            kwargs = {"client_id": _arg(q, "client_id", str, None), "at_least": _arg(q, "at_least", float, None)}
         else:
             raise HttpError(404, f"no wait {what!r}; waits: high-watermark, group-state, committed, transaction-state, "
-                                 "share-group-state, share-records")
+                                 "share-group-state, share-records, client-metric")
         call = getattr(broker, method)(*args, **kwargs)
         with trio.move_on_after(timeout):
             result = await call

@@ -53,14 +53,14 @@ CONTROL_METHODS = (
     "push_request_errors", "hold_until", "set_round_trip_time", "release", "remove_fault", "clear_faults",
     "active_faults",
     "start_recording", "stop_recording", "recorded", "clear_recorded",
-    "high_watermark", "committed", "transaction_state", "share_partition",
+    "high_watermark", "committed", "transaction_state", "share_partition", "client_metrics",
     "apply_scenario", "scenario_status", "cancel_scenario",
 )  # fmt: skip
 #: The waits: coroutines in Trio, plain blocking calls on thread-hosted handles.
 WAIT_METHODS = (
     "wait_for_high_watermark", "wait_for_last_stable_offset", "wait_for_group_state",
     "wait_for_committed", "wait_for_transaction_state", "wait_for_share_group_state",
-    "wait_for_share_records", "wait_for_scenario",
+    "wait_for_share_records", "wait_for_scenario", "wait_for_client_metric",
 )  # fmt: skip
 
 
@@ -121,6 +121,15 @@ def describe_state(state: Any, method: str, args: tuple[Any, ...]) -> str:
             return "no such share partition"
         states = ("Available", "Acquired", "Acknowledged", "Archived")
         return "records: " + ", ".join(f"{snapshot.count(s)} {s}" for s in states)
+    if method == "wait_for_client_metric":
+        seen = state.client_metrics()
+        if not seen:
+            return "no client has asked for telemetry subscriptions (is a client-metrics subscription set?)"
+        return "clients seen: " + "; ".join(
+            f"{s.client_id or '(no client id)'} ({s.client_software_name or '?'}, {s.pushes} push(es), "
+            f"{len(s.metrics)} metric(s), subscribed to {list(s.requested_metrics) or 'nothing'})"
+            for s in seen
+        )
     return f"the transaction is {state.transaction_state(args[0])}"
 
 
@@ -315,6 +324,11 @@ class BrokerControls:
     def transaction_state(self, transactional_id: str) -> str | None:
         return self._state.transaction_state(transactional_id)
 
+    def client_metrics(self) -> list[Any]:
+        """Every client instance that asked for telemetry subscriptions (KIP-714), with the
+        latest value of each metric it pushed (``ClientMetricsSnapshot``)."""
+        return self._state.client_metrics()
+
     def share_partition(self, group_id: str, topic: str, partition: int) -> Any:
         """A snapshot of a share partition: SPSO, end offset, records, states, delivery counts."""
         return self._state.share_partition_snapshot(group_id, topic, partition)
@@ -372,6 +386,20 @@ class BrokerControls:
     ) -> Any:
         return await self._wait(
             "wait_for_share_records", (group_id, topic, partition), {"state": state, "at_least": at_least}, timeout
+        )
+
+
+    async def wait_for_client_metric(
+        self,
+        name: str,
+        *,
+        client_id: str | None = None,
+        at_least: float | None = None,
+        timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
+    ) -> Any:
+        """Wait until a client pushed metric ``name`` (a name or a prefix), ≥ ``at_least``."""
+        return await self._wait(
+            "wait_for_client_metric", (name,), {"client_id": client_id, "at_least": at_least}, timeout
         )
 
 

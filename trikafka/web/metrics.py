@@ -5,7 +5,8 @@ that reads, at scrape time, what the broker already keeps — :class:`~trikafka.
 BrokerMetrics` (requests, their time split, connections, per-topic traffic), the broker's
 ``statistics()`` snapshot (queue sizes, idle percentages), the logs (size, offsets,
 segments), the cluster view (leaders, ISR), the group coordinator (committed offsets) and
-the share coordinator (share groups, :mod:`trikafka.web.share_metrics`).
+the share coordinator (share groups, :mod:`trikafka.web.share_metrics`), and what clients pushed
+(KIP-714 client telemetry, :mod:`trikafka.web.client_metrics`).
 
 Names are the ones the Prometheus JMX exporter gives Kafka's MBeans under the widely used
 rule sets (``lowercaseOutputName``; ``kafka.<domain><type=T, name=NPerSec, k=v><>Count`` →
@@ -32,6 +33,7 @@ from prometheus_client.core import (
 from trikafka.metrics import TIME_PARTS
 from trikafka.server.kafka_apis import ApiContext
 from trikafka.server.replica.cluster_view import cluster_view
+from trikafka.web.client_metrics import client_metric_families
 from trikafka.web.lag import lag_families
 from trikafka.web.share_metrics import share_families
 
@@ -78,6 +80,7 @@ class KafkaCollector:
             groups.consumer.groups, len(shares.groups) if (shares := self.context.shares) else 0,
         )
         yield from share_families(shares)
+        yield from client_metric_families(self.context.client_metrics)
 
     # --- BrokerTopicMetrics ------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from trikafka.client_metrics_configs import CLIENT_METRICS_RESOURCE
 from trikafka.config import BrokerConfig
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
@@ -25,6 +26,12 @@ from trikafka.protocol.registry import ApiKey
 from trikafka.security.authorizer import AclOperation
 from trikafka.security.authorizer import ResourceType as AclResource
 from trikafka.security.config import SECURITY_KEYS, SENSITIVE
+from trikafka.server.apis.client_metrics_resources import (
+    LIST_KEYS,
+    alter_subscription,
+    subscription_entries,
+    subscription_overrides,
+)
 from trikafka.server.apis.group_config_resources import (
     GROUP_RESOURCE,
     alter_group_configs,
@@ -178,6 +185,18 @@ def _inert_entries(inert: dict[str, str], keys: Any) -> list[dict[str, Any]]:
     ]
 
 
+def _append_or_subtract(items: list[str], value: str | None, append: bool) -> list[str]:
+    for item in (value or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        if append and item not in items:
+            items.append(item)
+        elif not append and item in items:
+            items.remove(item)
+    return items
+
+
 class ConfigApis(ApiFamily):
     def __init__(self, context: Any) -> None:
         super().__init__(context)
@@ -192,7 +211,7 @@ class ConfigApis(ApiFamily):
         elif resource.resource_type == GROUP_RESOURCE:
             if not self.authorize(request, operation, AclResource.GROUP, resource.resource_name):
                 raise KafkaProtocolError("Group authorization failed.", ErrorCode.group_authorization_failed)
-        elif resource.resource_type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
+        elif resource.resource_type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER, CLIENT_METRICS_RESOURCE):
             if not self.authorize(request, operation, AclResource.CLUSTER):
                 raise KafkaProtocolError("Cluster authorization failed.", ErrorCode.cluster_authorization_failed)
 
@@ -240,6 +259,8 @@ class ConfigApis(ApiFamily):
                         self._inert, keys)
                 elif resource.resource_type == GROUP_RESOURCE:
                     entries = group_config_entries(self.context, resource.resource_name, keys)
+                elif resource.resource_type == CLIENT_METRICS_RESOURCE:
+                    entries = subscription_entries(self.context, resource.resource_name, keys)
                 else:
                     raise KafkaProtocolError(
                         f"Unsupported resource type {resource.resource_type}", ErrorCode.invalid_request
@@ -275,6 +296,8 @@ class ConfigApis(ApiFamily):
                 self._inert = inert
         elif resource.resource_type == GROUP_RESOURCE:
             alter_group_configs(self.context, resource.resource_name, new_overrides, validate_only)
+        elif resource.resource_type == CLIENT_METRICS_RESOURCE:
+            alter_subscription(self.context, resource.resource_name, new_overrides, validate_only)
         else:
             raise KafkaProtocolError(f"Unsupported resource type {resource.resource_type}", ErrorCode.invalid_request)
 
@@ -288,6 +311,8 @@ class ConfigApis(ApiFamily):
             return {k: format_value(v) for k, v in topic.configs.items()}
         if resource.resource_type == GROUP_RESOURCE:
             return group_overrides(self.context, resource.resource_name)
+        if resource.resource_type == CLIENT_METRICS_RESOURCE:
+            return subscription_overrides(self.context, resource.resource_name)
         return {**self.replicas.dynamic_broker_configs, **self._inert}
 
     @handles(ApiKey.ALTER_CONFIGS)
@@ -323,6 +348,10 @@ class ConfigApis(ApiFamily):
         elif op == OpType.DELETE:
             overrides.pop(key, None)
         elif op in (OpType.APPEND, OpType.SUBTRACT):
+            if resource.resource_type == CLIENT_METRICS_RESOURCE and key in LIST_KEYS:
+                items = [item.strip() for item in (overrides.get(key) or "").split(",") if item.strip()]
+                overrides[key] = ",".join(_append_or_subtract(items, value, op == OpType.APPEND))
+                return
             definition = TOPIC_CONFIGS.get(key) if resource.resource_type == ResourceType.TOPIC else None
             if definition is None or definition.kind != "list":
                 raise KafkaProtocolError(
@@ -332,15 +361,7 @@ class ConfigApis(ApiFamily):
             items = list(parse_value(definition, current)) if current else list(
                 self.replicas.effective_config(self.replicas.topics.get(resource.resource_name))[key]
             )
-            for item in (value or "").split(","):
-                item = item.strip()
-                if not item:
-                    continue
-                if op == OpType.APPEND and item not in items:
-                    items.append(item)
-                elif op == OpType.SUBTRACT and item in items:
-                    items.remove(item)
-            overrides[key] = ",".join(items)
+            overrides[key] = ",".join(_append_or_subtract(items, value, op == OpType.APPEND))
         else:
             raise KafkaProtocolError(f"Unknown config operation {op}", ErrorCode.invalid_request)
 

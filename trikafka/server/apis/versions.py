@@ -98,5 +98,9 @@ class ApiVersionsApis(ApiFamily):
             request.body.client_software_name, request.body.client_software_version
         ):
             return build(response_type, error_code=ErrorCode.invalid_request, api_keys=[], throttle_time=0)
+        if request.api_version >= 3:  # who the client is, for client-metrics subscriptions (KIP-714)
+            self.context.client_metrics.note_software(
+                request.connection_id, request.body.client_software_name, request.body.client_software_version
+            )
         spec, encoded = self._answers[request.api_version]
         return SendResponse(frame_response(spec, request.correlation_id, encoded))
