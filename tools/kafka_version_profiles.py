@@ -25,12 +25,23 @@ Sources, read with ``git show TAG:PATH`` from two local mirrors (bare git direct
   (``requests.go``: ``b40``..``b42``, each ``setmin``/``incmax``/``addkey``/``addkeyver``/``delete``
   with the Kafka commit and KIP it cites; default ``/work/.mirror/twmb+franz-go/repo``), after
   checking that franz-go's own tables agree with the ones derived above: its ``b39`` with 3.9,
-  its ZooKeeper tables ``z28``..``z32`` with 2.8 – 3.2 (client-facing APIs). The apache/kafka mirror
+  its ZooKeeper tables ``z28``..``z32`` with 2.8 – 3.2 (client-facing APIs); the share-group APIs'
+  minimums corrected to v1 (``FRANZ_MIN_FIXES``). The apache/kafka mirror
   holds no 4.x tag. The 4.x feature ranges are written below (``FEATURES_4X``) with the page
   each one comes from; metadata.version's 4.x levels are not in any source at hand and are
   marked as such.
-* **4.3 and 4.4: not generated** — no source at hand lists what they served; trikafka refuses
-  them by name rather than guess.
+* **4.3 and 4.4: transcribed by hand from Apache Kafka's own generated protocol docs** in
+  apache/kafka-site (``43/generated/protocol_messages.html`` at c58a608fc4aa, and
+  ``44/generated/protocol_messages.html`` at 70950cc6657b with ``44/generated/protocol_api_keys.html``
+  at 6d5deab16b23; ``DOCS`` below): for each API, the lowest and highest "Request (Version: N)" the
+  page documents. The page documents ``ApiKeys.clientApis()``, the APIs in the broker listener's
+  scope (4.4's key list names no controller-only API: no Vote, BrokerRegistration, FetchSnapshot,
+  AllocateProducerIds, UpdateRaftVoter), so no listener filter is needed. Applied as for the other
+  releases: a version the page marks "unstable" is not advertised (``DOCS_UNSTABLE``), telemetry is
+  left out; and Produce keeps the minimum 0 the 4.0 – 4.2 tables have (the page documents v3 – 13;
+  Kafka's ApiVersions still answers 0 there, KAFKA-18659, as franz-go's 4.x tables record). Features:
+  no 4.3/4.4 level is in any source at hand, so every feature 4.2 had is listed with unknown levels
+  (a gap) rather than guessed.
 """
 
 from __future__ import annotations
@@ -69,6 +80,54 @@ FEATURES_4X = {
             "transaction.version": ((0, 2), 2), "eligible.leader.replicas.version": ((0, 1), 1),
             "share.version": ((0, 1), None), "streams.version": ((0, 1), 1)},
 }
+
+
+#: 4.3 / 4.4 request versions as kafka-site's generated protocol pages document them (api key → (lowest,
+#: highest)), typed from the pages above; 4.4's page read whole, 4.3's read where it can differ (see
+#: docs/version-profiles.md for which 4.3 sections were read and which follow from 4.2 and 4.4 agreeing).
+_DOCS_43 = {
+    0: (3, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4),
+    13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
+    22: (0, 6), 23: (2, 4), 24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 5), 29: (1, 3), 30: (1, 3),
+    31: (1, 3), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 5), 36: (0, 2), 37: (0, 3), 38: (1, 3), 39: (1, 2),
+    40: (1, 2), 41: (1, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 48: (0, 1),
+    49: (0, 1), 50: (0, 0), 51: (0, 0), 55: (0, 2), 57: (0, 2), 60: (0, 2), 61: (0, 0), 64: (0, 0), 65: (0, 0),
+    66: (0, 2), 68: (0, 1), 69: (0, 1), 71: (0, 0), 72: (0, 0), 74: (0, 1), 75: (0, 0), 76: (1, 1), 77: (1, 1),
+    78: (1, 2), 79: (1, 2), 80: (0, 1), 81: (0, 0), 83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1),
+    88: (0, 0), 89: (0, 0), 90: (0, 1), 91: (0, 0), 92: (0, 0),
+}
+#: 4.4 over 4.3: ApiVersions v5 (cluster_id, node_id), TxnOffsetCommit v6 (topic ids), DeleteGroups v3
+#: (error_message), StreamsGroupHeartbeat/Describe v1, StreamsGroupTopologyDescriptionUpdate (93) and
+#: UnregisterController (94) new.
+DOCS = {
+    "4.3": {"source": "apache/kafka-site 43/generated/protocol_messages.html @ c58a608fc4aa (Kafka's protocol docs)",
+            "apis": _DOCS_43},
+    "4.4": {"source": "apache/kafka-site 44/generated/protocol_messages.html @ 70950cc6657b (Kafka's protocol docs)",
+            "apis": {**_DOCS_43, 18: (0, 5), 28: (0, 6), 42: (0, 3), 88: (0, 1), 89: (0, 1), 93: (0, 0), 94: (0, 0)}},
+}
+#: Versions the pages mark "This version of the request is unstable." (release → {api key: version}).
+DOCS_UNSTABLE = {"4.3": {22: 6}, "4.4": {22: 6}}
+#: Features 4.2 had; their 4.3 / 4.4 levels are in no source at hand (-1: a gap, not a guess).
+DOCS_FEATURES = ("metadata.version", "kraft.version", "group.version", "transaction.version",
+                 "eligible.leader.replicas.version", "share.version", "streams.version")
+
+
+def docs_release(release: str) -> dict:
+    """A 4.3 / 4.4 table from the transcribed page ranges and the rules in the module docstring."""
+    apis = {}
+    for key, (lo, hi) in DOCS[release]["apis"].items():
+        if key in TELEMETRY:
+            continue
+        if DOCS_UNSTABLE[release].get(key) == hi:
+            hi -= 1
+        apis[key] = (0, hi) if key == 0 else (lo, hi)
+    features = {name: ((0, -1), -1) for name in DOCS_FEATURES}
+    return {"apis": dict(sorted(apis.items())), "features": features, "source": DOCS[release]["source"]}
+#: franz-go's 4.1 / 4.2 tables start the share-group APIs (76-79) at v0; Kafka served them from v1 (4.0's
+#: early-access v0 was dropped in 4.1): kafka-site 42/generated/protocol_messages.html @ b4e4927ca8ae
+#: documents ShareGroupHeartbeat, ShareGroupDescribe and ShareFetch from v1, and kafka-python 3.0.12's own
+#: 4.1 / 4.2 tables agree (tests/compat/test_version_profiles.py compares them).
+FRANZ_MIN_FIXES = {"4.1": {76: 1, 77: 1, 78: 1, 79: 1}, "4.2": {76: 1, 77: 1, 78: 1, 79: 1}}
 
 
 def git(repo: str, *args: str) -> str:
@@ -237,10 +296,14 @@ def main() -> None:
                     table[key] = franz[name][key]
                 else:
                     table.pop(key, None)
+        for key, low in FRANZ_MIN_FIXES.get(release, {}).items():
+            table[key] = (low, table[key][1])
         base, previous = dict(sorted(table.items())), franz[name]
         feats = {"metadata.version": ((7, -1), -1), **FEATURES_4X[release]}
         releases[release] = {"apis": base, "features": feats,
                              "source": f"3.9 + franz-go pkg/kversion {name} (Kafka commits and KIPs it cites)"}
+    for release in DOCS:
+        releases[release] = docs_release(release)
     write(releases)
 
 

@@ -120,7 +120,7 @@ class BrokerConfig(_PropertiesForm, share_configs.ShareGroupKeys):
         "client.rack to an in-sync replica in its rack."
     )
     kafka_version: str | None = kafka_version_field(
-        "Advertise the API versions and features this Kafka release served (2.8 .. 4.2), cut to what "
+        "Advertise the API versions and features this Kafka release served (2.8 .. 4.4), cut to what "
         "trikafka serves (docs/version-profiles.md); unset: everything trikafka serves."
     )
     log_dirs: tuple[str, ...] | None = log_dirs_field()

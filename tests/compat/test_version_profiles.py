@@ -3,7 +3,9 @@ and they negotiate that release's versions.
 
 kafka-python guesses a broker's release from its ApiVersions answer with a table of its own
 (``kafka.protocol.broker_version_data``): that table naming the profile's release for each one
-is an independent check of ours. 3.4 changed no broker API, so it reads as 3.3.
+is an independent check of ours. 3.4 changed no broker API, so it reads as 3.3; kafka-python 3.0.12's
+table stops at 4.3, so 4.4 reads as 4.3. From 4.0 (KRaft brokers, as ours) its per-release ranges are
+compared with ours whole.
 """
 
 from __future__ import annotations
@@ -25,7 +27,23 @@ TIMEOUT = 30
 
 
 def _guess(release: str) -> tuple[int, int]:
-    return (3, 3) if release == "3.4" else tuple(map(int, release.split(".")))  # type: ignore[return-value]
+    later = {"3.4": (3, 3), "4.4": (4, 3)}
+    return later.get(release) or tuple(map(int, release.split(".")))  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("release", [r for r in KAFKA_VERSIONS if r >= "4.0"])
+def test_kafka_pythons_table_agrees_from_4_0(release: str) -> None:
+    """kafka-python's ApiVersions table per release (its ``BROKER_API_VERSIONS``, KRaft captures
+    from 4.0) against ours; before 4.0 its tables are ZooKeeper brokers' (cluster actions included)."""
+    from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
+
+    from trikafka.kafka_versions_data import RELEASES
+
+    theirs = BROKER_API_VERSIONS.get(tuple(map(int, release.split("."))))
+    if theirs is None:
+        assert release == "4.4", release  # the one release newer than kafka-python 3.0.12's table
+        return
+    assert RELEASES[release]["apis"] == theirs
 
 
 @pytest.mark.parametrize("release", KAFKA_VERSIONS)

@@ -1,8 +1,9 @@
 """Version profiles (``kafka.version``): a broker advertises what that Kafka release served.
 
 The known ranges below are written by hand from Kafka's protocol pages and release notes
-(kafka.apache.org/{28..42}/protocol, the KIPs named), independently of the generated table, so
-a wrong table or a wrong cut fails here.
+(kafka.apache.org/{28..42}/protocol, the KIPs named; for 4.3 and 4.4 the request versions
+apache/kafka-site's 43/ and 44/generated/protocol_messages.html document), independently of the
+generated table, so a wrong table or a wrong cut fails here.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ KNOWN_MAX = {
     "4.0": {ApiKey.PRODUCE: 12, ApiKey.METADATA: 13, ApiKey.END_TXN: 5, ApiKey.LIST_OFFSETS: 10},
     "4.1": {ApiKey.PRODUCE: 13, ApiKey.FETCH: 18, ApiKey.SHARE_FETCH: 1},  # KIP-516, KIP-1166, KIP-932
     "4.2": {ApiKey.LIST_OFFSETS: 11, ApiKey.OFFSET_COMMIT: 10, ApiKey.SHARE_FETCH: 2},
+    "4.3": {ApiKey.API_VERSIONS: 4, ApiKey.TXN_OFFSET_COMMIT: 5, ApiKey.DESCRIBE_LOG_DIRS: 5,  # 4.3 page
+            ApiKey.DELETE_GROUPS: 2, ApiKey.INIT_PRODUCER_ID: 5, ApiKey.SHARE_FETCH: 2, ApiKey.FETCH: 18},
+    "4.4": {ApiKey.API_VERSIONS: 5, ApiKey.TXN_OFFSET_COMMIT: 6, ApiKey.DESCRIBE_LOG_DIRS: 5,  # 4.4 page
+            ApiKey.DELETE_GROUPS: 3, ApiKey.INIT_PRODUCER_ID: 5, ApiKey.SHARE_FETCH: 2, ApiKey.PRODUCE: 13},
 }
 #: APIs a release did not serve at all (so a profile must not advertise them).
 KNOWN_ABSENT = {
@@ -46,9 +51,19 @@ KNOWN_ABSENT = {
     "3.7": (ApiKey.CONSUMER_GROUP_DESCRIBE, ApiKey.DESCRIBE_TOPIC_PARTITIONS),
     "3.9": (ApiKey.SHARE_GROUP_HEARTBEAT,),
     "4.0": (ApiKey.SHARE_FETCH,),  # KIP-932 was early access: not advertised
+    "4.3": (93, 94, 71, 72),  # StreamsGroupTopologyDescriptionUpdate, UnregisterController came in 4.4; telemetry
+    "4.4": (71, 72),  # telemetry: advertised only with a client-telemetry reporter
 }
 #: 4.0 removed old versions (KIP-896): the minimums it served.
-KNOWN_MIN = {"4.0": {ApiKey.FETCH: 4, ApiKey.LIST_OFFSETS: 1, ApiKey.OFFSET_COMMIT: 2}}
+KNOWN_MIN = {
+    "4.0": {ApiKey.FETCH: 4, ApiKey.LIST_OFFSETS: 1, ApiKey.OFFSET_COMMIT: 2},
+    "4.2": {ApiKey.SHARE_GROUP_HEARTBEAT: 1, ApiKey.SHARE_FETCH: 1},  # 4.2 page: share groups from v1
+    # share groups' v0 is gone (the pages document v1 on); Produce still advertised from 0 (KAFKA-18659)
+    "4.3": {ApiKey.SHARE_GROUP_HEARTBEAT: 1, ApiKey.SHARE_FETCH: 1, ApiKey.PRODUCE: 0, ApiKey.FETCH: 4},
+    "4.4": {ApiKey.SHARE_GROUP_DESCRIBE: 1, ApiKey.SHARE_ACKNOWLEDGE: 1, ApiKey.PRODUCE: 0, ApiKey.FETCH: 4},
+}
+#: APIs 4.4 has that 4.3 has not (request versions on the two pages): key → (lowest, highest).
+NEW_IN_4_4 = {93: (0, 0), 94: (0, 0)}
 
 
 def test_known_releases_are_all_profiles() -> None:
@@ -61,7 +76,7 @@ def test_table_matches_the_known_ranges(release: str) -> None:
     for key, top in KNOWN_MAX[release].items():
         assert apis[key][1] == top, (release, key.name)
     for key in KNOWN_ABSENT.get(release, ()):
-        assert key not in apis, (release, key.name)
+        assert key not in apis, (release, key)
     for key, low in KNOWN_MIN.get(release, {}).items():
         assert apis[key][0] == low, (release, key.name)
 
@@ -133,16 +148,17 @@ def test_profile_logs_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
     assert "AlterReplicaLogDirs v0-2" in line and "Produce v0-11 served as v3-11" in line
 
 
-@pytest.mark.parametrize("value", ["2.7", "4.3", "4.4", "3", "3.9.x", "latest"])
+@pytest.mark.parametrize("value", ["2.7", "4.5", "3", "3.9.x", "latest"])
 def test_a_bad_kafka_version_names_the_value_and_the_allowed_ones(value: str) -> None:
     with pytest.raises(ConfigError) as info:
         BrokerConfig.from_mapping({"kafka.version": value})
     text = str(info.value)
-    assert "kafka.version" in text and repr(value) in text and "2.8, 3.0" in text and "4.2" in text
+    assert "kafka.version" in text and repr(value) in text and "2.8, 3.0" in text and "4.2, 4.3, 4.4" in text
 
 
 def test_a_patch_level_is_the_minor_release() -> None:
     assert parse_kafka_version("3.9.1") == "3.9"
+    assert parse_kafka_version("4.4.0") == "4.4" and BrokerConfig(kafka_version="4.3").kafka_version == "4.3"
     assert BrokerConfig(kafka_version=3.9).kafka_version == "3.9"
     assert BrokerConfig().kafka_version is None
 
@@ -158,3 +174,32 @@ async def test_every_broker_of_a_cluster_speaks_as_the_release(autojump_clock) -
                 advertised = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
                 assert advertised[ApiKey.FETCH] == (4, 12) and advertised[ApiKey.METADATA] == (0, 11)
                 assert ApiKey.DESCRIBE_TOPIC_PARTITIONS not in advertised
+
+
+def test_4_4_adds_two_apis_to_4_3() -> None:
+    assert {k: RELEASES["4.4"]["apis"][k] for k in NEW_IN_4_4} == NEW_IN_4_4
+    assert not set(NEW_IN_4_4) & set(RELEASES["4.3"]["apis"])
+
+
+async def test_kafka_4_4_over_the_wire() -> None:
+    """ApiVersions v3 from a 4.4 profile, typed from the 4.4 page and cut to trikafka: ApiVersions 0-5
+    served as 0-4, TxnOffsetCommit 0-6 as 0-5, DeleteGroups 0-3 as 0-2; share groups from v1; no
+    feature (4.4's levels are unknown here, so none is claimed); the two new APIs are gaps, named."""
+    async with open_test_broker(kafka_version="4.4") as tb:
+        stream = await tb.connect()
+        await stream.send_all(api_versions_frame(3))
+        correlation_id, body = api_versions_response((await read_frames(stream, 1))[0])
+        assert correlation_id == 3 and body.error_code == ErrorCode.none
+        advertised = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+        assert advertised[ApiKey.API_VERSIONS] == (0, 4)
+        assert advertised[ApiKey.TXN_OFFSET_COMMIT] == (0, 5)
+        assert advertised[ApiKey.DELETE_GROUPS] == (0, 2)
+        assert advertised[ApiKey.DESCRIBE_LOG_DIRS] == (1, 5)
+        assert advertised[ApiKey.INIT_PRODUCER_ID] == (0, 5)  # v6 is unstable on the 4.4 page
+        assert advertised[ApiKey.SHARE_GROUP_HEARTBEAT] == (1, 1) and advertised[ApiKey.SHARE_FETCH] == (1, 2)
+        assert advertised[ApiKey.PRODUCE] == (3, 13) and advertised[ApiKey.FETCH] == (4, 18)
+        assert not {93, 94, 71, 72} & set(advertised)
+        assert list(body.supported_features) == [] and list(body.finalized_features) == []
+        gaps = kafka_profile(tb.broker.config).gaps
+        assert "StreamsGroupTopologyDescriptionUpdate v0-0" in gaps and "UnregisterController v0-0" in gaps
+        assert "ApiVersions v0-5 served as v0-4" in gaps

@@ -152,11 +152,15 @@ IMPLEMENTED_APIS: dict[int, tuple[int, int]] = {
 }
 
 
+#: Keys newer than kio's schemas (Kafka 4.4's protocol docs, apache/kafka-site 44/generated).
+_LATER_NAMES = {93: "StreamsGroupTopologyDescriptionUpdate", 94: "UnregisterController"}
+
+
 def api_name(api_key: int) -> str:
     """Kafka's CamelCase name for an api key (``ApiVersions``), or ``Unknown(99)``."""
     snake = api_key_map.get(api_key)
     if snake is None:
-        return f"Unknown({api_key})"
+        return _LATER_NAMES.get(api_key, f"Unknown({api_key})")
     return "".join(part.capitalize() for part in snake.split("_"))
 
 
