@@ -27,12 +27,11 @@ at-least-once processing tolerates (and exactly-once uses transactions for).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -83,22 +82,6 @@ class Consumer(ConsumerPositions):
             self.group = self.coordinator.group
         self.closed = False
         self._polling = False
-        self._poll_scope: trio.CancelScope | None = None  # a getmany's hard stop, while one runs
-        if self.group is not None:
-            self.group.hold_poll_deadline = self._hold_poll_deadline
-
-    @contextlib.contextmanager
-    def _hold_poll_deadline(self) -> Iterator[None]:
-        """Suspend the running poll's hard stop (a rebalance the coordinator is answering)."""
-        scope = self._poll_scope
-        if scope is None:
-            yield
-            return
-        saved, scope.deadline = scope.deadline, math.inf
-        try:
-            yield
-        finally:
-            scope.deadline = saved
 
     def _drop_buffers(self, partitions: Iterable[TopicPartition]) -> None:
         for tp in partitions:
@@ -273,7 +256,9 @@ class Consumer(ConsumerPositions):
 
         Returns at ``timeout_ms`` (at least ``retry.backoff.ms``) whatever the cluster does: a
         join, a position look-up or a fetch still out then is cancelled (nothing moved) and
-        ``{}`` returned; the next call takes it up again. Errors the cluster *answered* (a
+        ``{}`` returned; the next call takes it up again. A JoinGroup the coordinator holds
+        (a rebalance waiting for other members) is not cancelled: it goes on in the
+        background (:mod:`~trikafka.client.pending`) and the next call waits on it. Errors the cluster *answered* (a
         missing topic) are raised."""
         limit = max_records or self.config["max.poll.records"]
         now = trio.current_time()
@@ -281,16 +266,13 @@ class Consumer(ConsumerPositions):
         # The hard stop: the timeout, but never less than one retry.backoff.ms, so that a
         # poll with timeout 0 still completes the round trips a live cluster answers at once
         # (an auto-commit, a fetch with max_wait 0) instead of being cancelled at its first await.
-        with trio.move_on_at(max(deadline, now + self.config["retry.backoff.ms"] / 1000)) as self._poll_scope:
-            try:
-                while True:
-                    records = await self._poll_once(deadline, limit)
-                    if records or trio.current_time() >= deadline:
-                        if not records:
-                            await trio.lowlevel.checkpoint()
-                        return records
-            finally:
-                self._poll_scope = None
+        with trio.move_on_at(max(deadline, now + self.config["retry.backoff.ms"] / 1000)):
+            while True:
+                records = await self._poll_once(deadline, limit)
+                if records or trio.current_time() >= deadline:
+                    if not records:
+                        await trio.lowlevel.checkpoint()
+                    return records
         return {}
 
     def __aiter__(self) -> AsyncIterator[ConsumerRecord]:

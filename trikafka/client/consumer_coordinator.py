@@ -52,6 +52,7 @@ class ConsumerCoordinator:
         self.group = session(
             client, config, on_revoke=self.on_revoke, on_assign=self.on_assign, on_lost=self.on_lost
         )
+        self.group.nursery = nursery  # where a join outlives a poll's timeout
         nursery.start_soon(self.group.run_heartbeats, name=f"consumer-heartbeat-{config['group.id']}")
         self._auto_commit = config["enable.auto.commit"]
         self._auto_commit_interval = config["auto.commit.interval.ms"] / 1000

@@ -23,11 +23,9 @@ Commits use the member epoch as the generation (OffsetCommit v9+, as KIP-848 req
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import trio
@@ -38,6 +36,7 @@ from trikafka.client.errors import KafkaError
 from trikafka.client.group_member import GroupMemberError, MemberState
 from trikafka.client.group_offsets import CoordinatorLink, GroupOffsets
 from trikafka.client.group_session import ConsumerGroupMetadata
+from trikafka.client.pending import Pending
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey
 
@@ -92,7 +91,10 @@ class ConsumerGroupSession:
         self.closed = False
         self.rejoin_needed = True  # a heartbeat with fresh fields is due from the poll
         self.last_poll = trio.current_time()
-        self.hold_poll_deadline: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+        #: Set by the consumer: where a poll's heartbeat runs, so a poll's timeout never loses
+        #: its answer (the new epoch): :mod:`~trikafka.client.pending`.
+        self.nursery: trio.Nursery | None = None
+        self._pending: Pending[None] | None = None
         self._lock = trio.Lock()  # one heartbeat in flight: epochs must not cross
         self._wake = trio.Event()
 
@@ -139,7 +141,15 @@ class ConsumerGroupSession:
 
     async def _heartbeat_or_backoff(self) -> None:
         try:
-            await self._heartbeat()
+            if self.nursery is None:
+                await self._heartbeat()
+            else:
+                if self._pending is None:
+                    self._pending = Pending(self.nursery, self._heartbeat, f"group-heartbeat-{self.group_id}")
+                pending = self._pending
+                await pending.wait()  # cancelled: the heartbeat goes on; the next poll takes its answer
+                self._pending = None
+                pending.unwrap()
         except KafkaError as exc:
             if not exc.retriable:
                 raise
@@ -268,6 +278,9 @@ class ConsumerGroupSession:
     async def leave(self, reason: str = "the consumer is being closed") -> tuple[TopicPartition, ...]:
         """Heartbeat with epoch -1 (-2 for a static member); returns what the member owned.
         Best effort, as LeaveGroup: the coordinator drops a silent member after its session."""
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
         owned = tuple(sorted(self.member.owned))
         joined = self.member.generation_id > 0
         epoch = LEAVE_STATIC_EPOCH if self.member.group_instance_id is not None else LEAVE_EPOCH
