@@ -85,6 +85,10 @@ class ConsumerGroupSession:
         self._on_revoke, self._on_assign, self._on_lost = on_revoke, on_assign, on_lost
         self.offsets = GroupOffsets(self.link, self.member, self._handle_group_error)  # type: ignore[arg-type]
         self.subscribed: list[str] = []
+        #: ``subscribe(pattern=...)``: sent as SubscribedTopicRegex, resolved by the coordinator
+        #: (Kafka 4); the names matched here are only for metadata. "" clears a sent regex.
+        self.regex: str | None = None
+        self._regex_sent = False
         self.target: list[tuple[Any, list[int]]] | None = None  # (topic id, partitions) from the coordinator
         self.pending_lost: tuple[TopicPartition, ...] = ()
         self.fatal: GroupMemberError | None = None
@@ -110,6 +114,12 @@ class ConsumerGroupSession:
     def request_rejoin(self) -> None:
         """Send the member's fields at the next poll (a new subscription or pattern match)."""
         self.rejoin_needed = True
+
+    def subscribe_regex(self, regex: str | None) -> None:
+        """The pattern subscription to send (None: topic names)."""
+        if regex != self.regex:
+            self.regex = regex
+            self.rejoin_needed = True
 
     @property
     def stable(self) -> bool:
@@ -213,8 +223,8 @@ class ConsumerGroupSession:
                 instance_id=member.group_instance_id,
                 rack_id=None,
                 rebalance_timeout=self.rebalance_timeout_ms,
-                subscribed_topic_names=None if leaving else list(self.subscribed),
-                subscribed_topic_regex=None,
+                subscribed_topic_names=None if leaving else [] if self.regex else list(self.subscribed),
+                subscribed_topic_regex=None if leaving else self.regex or ("" if self._regex_sent else None),
                 server_assignor=None if leaving else self.server_assignor,
                 topic_partitions=None if leaving else self._owned_by_id(),
             )
@@ -225,6 +235,7 @@ class ConsumerGroupSession:
                 self._on_error(code, answer.error_message)
                 return
             self.rejoin_needed = False
+            self._regex_sent = bool(self.regex)
             member.generation_id = int(answer.member_epoch)
             if answer.member_id:
                 member.member_id = answer.member_id
