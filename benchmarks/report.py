@@ -82,6 +82,14 @@ GOALS = (
     # Issue 38: the start-up row of benchmarks/startup.py, measured beside bare imports.
     Goal("CLI start → 1st ApiVersions", "startup_costs", "cli_ms", "<=", 300, unit="ms"),
     Goal("pytest plugin ÷ import pytest", "startup_costs", "plugin_vs_pytest", "<=", 1.2, unit="×"),
+    # Issue 31: the Trio client beside confluent-kafka and aiokafka, same broker, same round
+    # (benchmarks/trio_client.py, trio_consumer.py); the figure is the rounds' median ratio.
+    *(
+        Goal(f"Trio {role} {label} vs {ref}", f"trio_{role}_{label}", metric, ">=", floor, unit="×")
+        for role, vs_confluent in (("produce", 0.9), ("consume", 1.0))
+        for label in ("100B", "10KB")
+        for ref, metric, floor in (("confluent-kafka", "ratio", vs_confluent), ("aiokafka", "ratio_aiokafka", 2.0))
+    ),
 )
 
 

@@ -576,6 +576,8 @@ VERSUS_CONFLUENT = (
     Metric("mb_per_s", "Trio MB/s", "MB/s", digits=1),
     Metric("confluent_mb_per_s", "confluent MB/s", "MB/s", digits=1),
     Metric("ratio", "Trio / confluent", "×", digits=2),
+    Metric("aiokafka_mb_per_s", "aiokafka MB/s", "MB/s", digits=1),
+    Metric("ratio_aiokafka", "Trio / aiokafka", "×", digits=2),
 )
 
 
@@ -585,7 +587,7 @@ def versus_confluent(stem: str, client: str, run: Callable[..., dict], settings:
     return [
         Workload(
             f"{stem}_{label}",
-            f"{client} {label} × {count:,} (vs confluent-kafka)",
+            f"{client} {label} × {count:,} (vs confluent-kafka, aiokafka)",
             KAFKA,
             VERSUS_CONFLUENT,
             partial(run, label=label, size=size, count=count),

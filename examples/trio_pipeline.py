@@ -3,7 +3,11 @@
 Each poll's records are transformed and written inside one transaction together with the
 consumer's offsets (``send_offsets_to_transaction``), so the output and the progress commit
 or abort together: a crash or a cancellation anywhere leaves read_committed readers of the
-output with every input record transformed exactly once.
+output with every input record transformed exactly once. The consumer is a KIP-848 member
+(``group_protocol="consumer"``; ``--group-protocol classic`` for JoinGroup/SyncGroup): run
+several copies, each with its own ``--transactional-id``, and they share the input's
+partitions; one joining or leaving moves partitions between them, still exactly once (the
+offsets carry the member epoch, so a member that lost a partition cannot commit for it).
 
 Run it against a broker process::
 
@@ -19,6 +23,7 @@ runs the same ``run_pipeline`` against an in-memory broker under trio's MockCloc
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +32,7 @@ import trio
 
 from trikafka.client.consumer import open_consumer
 from trikafka.client.errors import TransactionAbortedError
+from trikafka.client.group_offsets import CommitFailedError
 from trikafka.client.producer import open_producer
 
 
@@ -43,20 +49,26 @@ async def run_pipeline(
     transactional_id: str = "trio-pipeline-1",
     transform: Callable[[bytes | None], bytes | None] = shout,
     idle_timeout_s: float | None = None,
+    group_protocol: str = "consumer",
+    run_for_s: float | None = None,
 ) -> int:
-    """Run until ``idle_timeout_s`` passes without input (forever if None); returns how many
-    records this run transformed and committed."""
+    """Run until ``idle_timeout_s`` passes without input (forever if None), or for
+    ``run_for_s`` (then leave the group between two transactions); returns how many records
+    this run transformed and committed."""
     done = 0
     async with (
         open_consumer(
-            bootstrap, group_id=group_id, isolation_level="read_committed",
+            bootstrap, group_id=group_id, group_protocol=group_protocol, isolation_level="read_committed",
             enable_auto_commit=False, auto_offset_reset="earliest",
         ) as consumer,
         open_producer(bootstrap, transactional_id=transactional_id) as producer,
     ):
         consumer.subscribe([input_topic])
         idle_since = trio.current_time()
-        while idle_timeout_s is None or trio.current_time() - idle_since < idle_timeout_s:
+        stop_at = math.inf if run_for_s is None else idle_since + run_for_s
+        while trio.current_time() < stop_at and (
+            idle_timeout_s is None or trio.current_time() - idle_since < idle_timeout_s
+        ):
             batches = await consumer.getmany(timeout_ms=1000)
             if not batches:
                 continue
@@ -68,10 +80,12 @@ async def run_pipeline(
                             await producer.enqueue(output_topic, transform(record.value), key=record.key)
                     offsets = {tp: records[-1].offset + 1 for tp, records in batches.items()}
                     await producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
-            except TransactionAbortedError:
-                # Nothing of this batch is visible; read it again from where it started.
+            except (TransactionAbortedError, CommitFailedError):
+                # Nothing of this batch is visible (a rebalance refused its offsets, or the
+                # transaction aborted); read it again from where it started.
                 for tp, records in batches.items():
-                    consumer.seek(tp, records[0].offset)
+                    if tp in consumer.assignment():  # else: its new owner reads it from the commit
+                        consumer.seek(tp, records[0].offset)
                 continue
             done += sum(len(records) for records in batches.values())
     return done
@@ -92,6 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--transactional-id", default="trio-pipeline-1")
     parser.add_argument("--seed", type=int, default=0, help="write N input records first")
     parser.add_argument("--idle-timeout", type=float, default=None, help="stop after S idle seconds")
+    parser.add_argument("--run-for", type=float, default=None, help="leave the group after S seconds")
+    parser.add_argument("--group-protocol", default="consumer", choices=("consumer", "classic"))
     args = parser.parse_args(argv)
 
     async def app() -> int:
@@ -100,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         return await run_pipeline(
             args.bootstrap, input_topic=args.input, output_topic=args.output, group_id=args.group,
             transactional_id=args.transactional_id, idle_timeout_s=args.idle_timeout,
+            group_protocol=args.group_protocol, run_for_s=args.run_for,
         )
 
     try:

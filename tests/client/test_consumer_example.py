@@ -53,4 +53,4 @@ def test_pipeline_example_test_passes_in_virtual_time():
         env=ENV,
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 passed" in result.stdout
+    assert "2 passed" in result.stdout

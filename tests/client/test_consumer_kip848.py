@@ -174,3 +174,30 @@ async def test_consume_transform_produce_exactly_once_with_kip848_membership(aut
                 batches = await reader.getmany(timeout_ms=500)
                 out += [r.value for rs in batches.values() for r in rs]
         assert sorted(out) == sorted(b"V%d" % i for i in range(8))
+
+
+async def test_a_pattern_is_sent_as_the_regex_and_a_topic_created_later_joins(autojump_clock):
+    """``subscribe(pattern=...)``: the heartbeat carries SubscribedTopicRegex (the coordinator
+    resolves it, Kafka 4), never the names the client matched; a matching topic created later
+    is assigned without a new subscribe."""
+    async with open_test_broker() as tb:
+        async with open_admin(tb) as admin:
+            await admin.create_topics([NewTopic("orders-eu", 2, 1), NewTopic("audit", 1, 1)])
+        tb.faults.recorder.start()
+        async with open_consumer(tb, group_id="g", group_protocol="consumer", client_id="rx") as c:
+            c.subscribe(pattern=r"orders-.*")
+            eu = {TopicPartition("orders-eu", p) for p in range(2)}
+            await poll_until(c, lambda: c.assignment() == eu)
+            async with open_admin(tb) as admin:
+                await admin.create_topics([NewTopic("orders-us", 1, 1)])
+            await poll_until(c, lambda: c.assignment() == eu | {TopicPartition("orders-us", 0)})
+            c.unsubscribe()
+            c.subscribe(["audit"])  # back to names: the regex is cleared ("")
+            await poll_until(c, lambda: c.assignment() == {TopicPartition("audit", 0)})
+        heartbeats = [r.body for r in tb.faults.recorder.requests("ConsumerGroupHeartbeat", client_id="rx")]
+        joined = [h for h in heartbeats if h.member_epoch >= 0]
+        regexes = [h.subscribed_topic_regex for h in joined if h.subscribed_topic_regex is not None]
+        assert regexes[0] == "orders-.*" and regexes[-1] == ""
+        for h in joined:
+            if h.subscribed_topic_regex == "orders-.*":
+                assert list(h.subscribed_topic_names) == []  # never the client-side matches

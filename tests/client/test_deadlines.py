@@ -212,3 +212,51 @@ async def test_producer_waits_at_most_max_block_ms_for_buffer_room(autojump_cloc
                 await producer.enqueue("t", b"y")
             assert trio.current_time() - start == pytest.approx(2.0)
             tb.faults.clear()
+
+
+async def test_getmany_returns_at_its_timeout_while_the_coordinator_holds_joingroup(autojump_clock):
+    """A rebalance waits for a member that does not poll: the coordinator holds the newcomer's
+    JoinGroup. The newcomer's getmany returns at its timeout all the same, and its join goes on
+    in the background, so once the other member rejoins the next getmany finds it done."""
+    async with open_test_broker(num_partitions=2) as tb:
+        async with open_admin(tb) as admin:
+            await admin.create_topics([NewTopic("t", 2, 1)])
+        config = {"group_id": "g", "auto_offset_reset": "earliest", "default_api_timeout_ms": 2000}
+        async with open_consumer(tb, **config) as first, open_consumer(tb, **config) as second:
+            first.subscribe(["t"])
+            while len(first.assignment()) < 2:
+                await first.getmany(timeout_ms=500)
+            second.subscribe(["t"])
+            for _ in range(3):  # each poll waits on the one JoinGroup still in flight
+                start = trio.current_time()
+                assert await second.getmany(timeout_ms=1000) == {}
+                assert trio.current_time() - start == pytest.approx(1.0)
+            assert second.assignment() == set()
+            while not second.assignment() or len(first.assignment()) != 1:  # the first member polls, rejoins
+                await first.getmany(timeout_ms=100)
+                await second.getmany(timeout_ms=100)
+            assert first.assignment() | second.assignment() == {T0, TopicPartition("t", 1)}
+            assert not first.assignment() & second.assignment()
+
+
+async def test_getmany_and_close_are_bounded_while_a_joingroup_is_held(autojump_clock):
+    async with open_test_broker() as tb:
+        async with open_admin(tb) as admin:
+            await admin.create_topics([NewTopic("t", 1, 1)])
+        tb.faults.hold_responses("JOIN_GROUP")
+        start = None
+        async with open_consumer(tb, group_id="g", default_api_timeout_ms=2000) as consumer:
+            consumer.subscribe(["t"])
+            for timeout in (1000, 0, 2500):
+                start = trio.current_time()
+                assert await consumer.getmany(timeout_ms=timeout) == {}
+                # timeout 0 still lets one retry.backoff.ms (100 ms) of round trips complete
+                assert trio.current_time() - start == pytest.approx(max(timeout, 100) / 1000)
+            # The coordinator answers a connection's requests in order (Kafka mutes a channel
+            # while one is out): an OffsetFetch behind the held JoinGroup waits, bounded.
+            start = trio.current_time()
+            with pytest.raises(KafkaTimeoutError, match=r"committed\(\): no result after 2\.0 s"):
+                await consumer.committed([T0])
+            assert trio.current_time() - start == pytest.approx(2.0)
+            start = trio.current_time()
+        assert trio.current_time() - start <= 2.0  # the held JoinGroup is abandoned, not awaited

@@ -253,6 +253,10 @@ CLIENT_KEYS: dict[str, ConfigKey] = {
         _row("partition.assignment.strategy", ("range", "cooperative-sticky"), _assignors, CONSUMER,
              "Assignors offered to the group, preferred first."),
         _row("max.poll.records", 500, _int(1, INT32_MAX), CONSUMER, "Most records one poll returns."),
+        _row("queued.min.messages", 100000, _int(1, INT32_MAX), CONSUMER,
+             "Prefetch: a partition is fetched ahead while it has fewer records buffered than this."),
+        _row("queued.max.messages.kbytes", 65536, _int(1, 2097151), CONSUMER,
+             "Prefetch: nothing is fetched ahead while the buffered fetched data exceeds this many KB."),
     )
 }
 

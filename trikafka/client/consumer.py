@@ -2,10 +2,14 @@
 
 Theory of operation. Everything the application sees happens in *its* task, inside a poll
 (``getmany``, ``async for``): group (re)joins and the rebalance listener, initial positions
-(committed offset, else ``auto.offset.reset``), auto-commit when due, and the fetch itself.
-Only heartbeats run elsewhere, in a task of the consumer's nursery (see
-:mod:`trikafka.client.group_session`). So a listener's ``on_partitions_revoked`` always runs
-*before* the next fetch, and may await a commit or a producer flush.
+(committed offset, else ``auto.offset.reset``), auto-commit when due, and taking fetched
+records. Heartbeats run in a task of the consumer's nursery (see
+:mod:`trikafka.client.group_session`), and so do the requests a poll must not cut in the
+middle — a JoinGroup round, the Fetch out (:mod:`trikafka.client.consumer_prefetch`: the next
+one is sent while the application works) — whose answers the next poll takes.
+So a listener's ``on_partitions_revoked`` always runs
+*before* the next records are handed out (a fetched answer for a revoked partition is
+dropped), and may await a commit or a producer flush.
 
 Three objects, as in Java's consumer: this one (subscription API, positions, the fetched
 records' buffers, polling), its :class:`~trikafka.client.consumer_coordinator.ConsumerCoordinator`
@@ -27,12 +31,10 @@ at-least-once processing tolerates (and exactly-once uses transactions for).
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import math
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -44,7 +46,7 @@ from trikafka.client.consumer_coordinator import ConsumerCoordinator
 from trikafka.client.consumer_fetch import (
     LeaderReader,
 )
-from trikafka.client.consumer_positions import ConsumerPositions
+from trikafka.client.consumer_prefetch import ConsumerPrefetch
 from trikafka.client.consumer_protocol import TopicPartition
 from trikafka.client.consumer_state import OffsetResetStrategy, SubscriptionState
 from trikafka.client.deadlines import bounded_call
@@ -63,7 +65,7 @@ __all__ = ["Consumer", "open_consumer"]
 logger = logging.getLogger(__name__)
 
 
-class Consumer(ConsumerPositions):
+class Consumer(ConsumerPrefetch):
     """Use through :func:`open_consumer`; its nursery bounds the heartbeat task."""
 
     def __init__(
@@ -76,6 +78,10 @@ class Consumer(ConsumerPositions):
         self.subscriptions = SubscriptionState(OffsetResetStrategy(config["auto.offset.reset"]))
         self.reader = LeaderReader(client, config)
         self._buffers: dict[TopicPartition, tuple[deque[ConsumerRecord], int]] = {}
+        self._buffered_bytes: dict[TopicPartition, int] = {}
+        self._nursery = nursery
+        self._fetch = None  # the Fetch out (consumer_prefetch.py), if any
+        self._fetch_offsets: dict[TopicPartition, int] = {}
         #: The group's side (rebalance listener, auto-commit, commits); None without group.id.
         self.coordinator: ConsumerCoordinator | None = None
         self.group: GroupSession | None = None
@@ -84,27 +90,7 @@ class Consumer(ConsumerPositions):
             self.group = self.coordinator.group
         self.closed = False
         self._polling = False
-        self._poll_scope: trio.CancelScope | None = None  # a getmany's hard stop, while one runs
         self._last_poll_start = 0.0  # for KIP-714's poll.idle.ratio.avg
-        if self.group is not None:
-            self.group.hold_poll_deadline = self._hold_poll_deadline
-
-    @contextlib.contextmanager
-    def _hold_poll_deadline(self) -> Iterator[None]:
-        """Suspend the running poll's hard stop (a rebalance the coordinator is answering)."""
-        scope = self._poll_scope
-        if scope is None:
-            yield
-            return
-        saved, scope.deadline = scope.deadline, math.inf
-        try:
-            yield
-        finally:
-            scope.deadline = saved
-
-    def _drop_buffers(self, partitions: Iterable[TopicPartition]) -> None:
-        for tp in partitions:
-            self._buffers.pop(tp, None)
 
     @property
     def listener(self) -> Any:
@@ -154,11 +140,11 @@ class Consumer(ConsumerPositions):
         partitions = list(partitions)
         self.subscriptions.assign_from_user(partitions)
         self.client.cluster.add_interest({tp.topic for tp in partitions})
-        self._buffers = {tp: b for tp, b in self._buffers.items() if tp in self.subscriptions.assignment}
+        self._drop_buffers([tp for tp in self._buffers if tp not in self.subscriptions.assignment])
 
     def unsubscribe(self) -> None:
         self.subscriptions.unsubscribe()
-        self._buffers.clear()
+        self._drop_buffers(list(self._buffers))
         if self.group is not None:
             self.group.request_rejoin()
 
@@ -176,17 +162,17 @@ class Consumer(ConsumerPositions):
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self.subscriptions.seek(tp, offset)
-        self._buffers.pop(tp, None)
+        self._drop_buffers([tp])
 
     def seek_to_beginning(self, *partitions: TopicPartition) -> None:
         for tp in partitions or tuple(self.subscriptions.assignment):
             self.subscriptions.request_reset(tp, OffsetResetStrategy.EARLIEST)
-            self._buffers.pop(tp, None)
+            self._drop_buffers([tp])
 
     def seek_to_end(self, *partitions: TopicPartition) -> None:
         for tp in partitions or tuple(self.subscriptions.assignment):
             self.subscriptions.request_reset(tp, OffsetResetStrategy.LATEST)
-            self._buffers.pop(tp, None)
+            self._drop_buffers([tp])
 
     @bounded_call("default.api.timeout.ms")
     async def position(self, tp: TopicPartition) -> int:
@@ -202,7 +188,10 @@ class Consumer(ConsumerPositions):
         return await self._need_group("committed()").group.offsets.committed(partitions)
 
     def pause(self, *partitions: TopicPartition) -> None:
+        """Stop returning (and fetching) these partitions; their fetched records are dropped
+        (fetched again from the position on resume)."""
         self.subscriptions.pause(partitions)
+        self._drop_buffers(partitions)
 
     def resume(self, *partitions: TopicPartition) -> None:
         self.subscriptions.resume(partitions)
@@ -228,39 +217,19 @@ class Consumer(ConsumerPositions):
     async def _poll_once_unguarded(
         self, deadline: float, max_records: int
     ) -> dict[TopicPartition, list[ConsumerRecord]]:
-        group = self.group
         if self.coordinator is not None:
             await self.coordinator.poll()
         await self._update_positions()
         drained = self._drain(max_records)
+        if not drained:
+            if not await self._fetch_until(deadline):
+                with trio.move_on_at(deadline):
+                    await self._wait_for_change()
+                return {}
+            drained = self._drain(max_records)
         if drained:
-            return drained
-        positions = {
-            tp: s.position for tp, s in self.subscriptions.assignment.items()
-            if tp not in self._buffers and self.subscriptions.is_fetchable(tp)
-        }
-        if not positions:
-            with trio.move_on_at(deadline):
-                await self._wait_for_change()
-            return {}
-        # Rounded up: a fetch that may not wait while time remains would spin (time only
-        # moves while something waits — always so under MockClock).
-        remaining_ms = max(0, math.ceil((deadline - trio.current_time()) * 1000))
-        max_wait = min(self.config["fetch.max.wait.ms"], remaining_ms)
-        result = await self.reader.fetch(positions, max_wait)  # type: ignore[arg-type]
-        for tp, fetched in result.fetched.items():
-            state = self.subscriptions.assignment.get(tp)
-            if state is None or state.position != positions[tp]:
-                continue  # revoked, lost or seeked while the fetch was out
-            if group is not None and group.pending_lost and tp in group.pending_lost:
-                continue
-            if fetched.records:
-                self._buffers[tp] = (deque(fetched.records), fetched.next_offset)
-            else:
-                state.position = max(state.position, fetched.next_offset)
-            state.high_watermark = result.high_watermarks.get(tp, state.high_watermark)
-        self._reset_out_of_range(result.out_of_range)
-        return self._drain(max_records)
+            self._prefetch()  # the next Fetch goes out while the application works on these
+        return drained
 
     async def _wait_for_change(self) -> None:
         """Nothing to fetch (all paused, or no assignment yet): wait a heartbeat's time so
@@ -275,7 +244,9 @@ class Consumer(ConsumerPositions):
 
         Returns at ``timeout_ms`` (at least ``retry.backoff.ms``) whatever the cluster does: a
         join, a position look-up or a fetch still out then is cancelled (nothing moved) and
-        ``{}`` returned; the next call takes it up again. Errors the cluster *answered* (a
+        ``{}`` returned; the next call takes it up again. A JoinGroup the coordinator holds
+        (a rebalance waiting for other members) is not cancelled: it goes on in the
+        background (:mod:`~trikafka.client.pending`) and the next call waits on it. Errors the cluster *answered* (a
         missing topic) are raised."""
         limit = max_records or self.config["max.poll.records"]
         now = trio.current_time()
@@ -285,7 +256,7 @@ class Consumer(ConsumerPositions):
         # The hard stop: the timeout, but never less than one retry.backoff.ms, so that a
         # poll with timeout 0 still completes the round trips a live cluster answers at once
         # (an auto-commit, a fetch with max_wait 0) instead of being cancelled at its first await.
-        with trio.move_on_at(max(deadline, now + self.config["retry.backoff.ms"] / 1000)) as self._poll_scope:
+        with trio.move_on_at(max(deadline, now + self.config["retry.backoff.ms"] / 1000)):
             try:
                 while True:
                     records = await self._poll_once(deadline, limit)
@@ -294,7 +265,6 @@ class Consumer(ConsumerPositions):
                             await trio.lowlevel.checkpoint()
                         return records
             finally:
-                self._poll_scope = None
                 if self.client.telemetry is not None:
                     self._poll_telemetry(now, since_last, records)
         return {}

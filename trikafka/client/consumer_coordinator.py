@@ -52,6 +52,7 @@ class ConsumerCoordinator:
         self.group = session(
             client, config, on_revoke=self.on_revoke, on_assign=self.on_assign, on_lost=self.on_lost
         )
+        self.group.nursery = nursery  # where a join outlives a poll's timeout
         nursery.start_soon(self.group.run_heartbeats, name=f"consumer-heartbeat-{config['group.id']}")
         self._auto_commit = config["enable.auto.commit"]
         self._auto_commit_interval = config["auto.commit.interval.ms"] / 1000
@@ -72,7 +73,10 @@ class ConsumerCoordinator:
         if not self.subscriptions.has_auto_assignment:
             return
         self._check_metadata()
-        if self.subscriptions.mode is SubscriptionMode.AUTO_PATTERN and self._metadata_seen < 0:
+        if isinstance(group, ConsumerGroupSession):  # KIP-848: the coordinator resolves a pattern
+            pattern = self.subscriptions.pattern if self.subscriptions.mode is SubscriptionMode.AUTO_PATTERN else None
+            group.subscribe_regex(None if pattern is None else pattern.pattern)
+        elif self.subscriptions.mode is SubscriptionMode.AUTO_PATTERN and self._metadata_seen < 0:
             await self.client.refresh_metadata()
             self._check_metadata()
         await group.ensure_active_group(self.subscriptions.topics, self._partition_counts)

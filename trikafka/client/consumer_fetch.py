@@ -67,6 +67,7 @@ class FetchResult:
     fetched: dict[TopicPartition, FetchedPartition]
     high_watermarks: dict[TopicPartition, int]
     out_of_range: dict[TopicPartition, int]  # partition → the position the broker refused
+    sizes: dict[TopicPartition, int] = attrs.field(factory=dict)  # the record bytes each answered
 
 
 async def send(client: KafkaClient, node_id: int, api_key: int, **fields: Any) -> Any:
@@ -187,6 +188,7 @@ class LeaderReader:
                         check_crcs=self.check_crcs,
                     )
                     result.high_watermarks[tp] = int(p.high_watermark)
+                    result.sizes[tp] = len(p.records or b"")
                 elif code == ErrorCode.offset_out_of_range:
                     result.out_of_range[tp] = positions[tp]
                 elif code in STALE_METADATA or code.retriable:

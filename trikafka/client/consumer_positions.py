@@ -35,6 +35,7 @@ class ConsumerPositions:
     reader: LeaderReader
     group: GroupSession | None
     _buffers: dict[TopicPartition, tuple[deque[ConsumerRecord], int]]
+    _buffered_bytes: dict[TopicPartition, int]
     _decode: Callable[[ConsumerRecord], ConsumerRecord] | None  # the deserializers, if any
 
     async def _update_positions(self) -> None:
@@ -98,6 +99,7 @@ class ConsumerPositions:
                 state.position = record.offset + 1
             if not records:
                 del self._buffers[tp]
+                self._buffered_bytes.pop(tp, None)
                 state.position = max(state.position or 0, next_offset)
             if batch:
                 out[tp] = batch

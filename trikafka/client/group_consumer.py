@@ -23,11 +23,9 @@ Commits use the member epoch as the generation (OffsetCommit v9+, as KIP-848 req
 from __future__ import annotations
 
 import base64
-import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import trio
@@ -38,6 +36,7 @@ from trikafka.client.errors import KafkaError
 from trikafka.client.group_member import GroupMemberError, MemberState
 from trikafka.client.group_offsets import CoordinatorLink, GroupOffsets
 from trikafka.client.group_session import ConsumerGroupMetadata
+from trikafka.client.pending import Pending
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey
 
@@ -86,13 +85,20 @@ class ConsumerGroupSession:
         self._on_revoke, self._on_assign, self._on_lost = on_revoke, on_assign, on_lost
         self.offsets = GroupOffsets(self.link, self.member, self._handle_group_error)  # type: ignore[arg-type]
         self.subscribed: list[str] = []
+        #: ``subscribe(pattern=...)``: sent as SubscribedTopicRegex, resolved by the coordinator
+        #: (Kafka 4); the names matched here are only for metadata. "" clears a sent regex.
+        self.regex: str | None = None
+        self._regex_sent = False
         self.target: list[tuple[Any, list[int]]] | None = None  # (topic id, partitions) from the coordinator
         self.pending_lost: tuple[TopicPartition, ...] = ()
         self.fatal: GroupMemberError | None = None
         self.closed = False
         self.rejoin_needed = True  # a heartbeat with fresh fields is due from the poll
         self.last_poll = trio.current_time()
-        self.hold_poll_deadline: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+        #: Set by the consumer: where a poll's heartbeat runs, so a poll's timeout never loses
+        #: its answer (the new epoch): :mod:`~trikafka.client.pending`.
+        self.nursery: trio.Nursery | None = None
+        self._pending: Pending[None] | None = None
         self._lock = trio.Lock()  # one heartbeat in flight: epochs must not cross
         self._wake = trio.Event()
 
@@ -108,6 +114,12 @@ class ConsumerGroupSession:
     def request_rejoin(self) -> None:
         """Send the member's fields at the next poll (a new subscription or pattern match)."""
         self.rejoin_needed = True
+
+    def subscribe_regex(self, regex: str | None) -> None:
+        """The pattern subscription to send (None: topic names)."""
+        if regex != self.regex:
+            self.regex = regex
+            self.rejoin_needed = True
 
     @property
     def stable(self) -> bool:
@@ -139,7 +151,15 @@ class ConsumerGroupSession:
 
     async def _heartbeat_or_backoff(self) -> None:
         try:
-            await self._heartbeat()
+            if self.nursery is None:
+                await self._heartbeat()
+            else:
+                if self._pending is None:
+                    self._pending = Pending(self.nursery, self._heartbeat, f"group-heartbeat-{self.group_id}")
+                pending = self._pending
+                await pending.wait()  # cancelled: the heartbeat goes on; the next poll takes its answer
+                self._pending = None
+                pending.unwrap()
         except KafkaError as exc:
             if not exc.retriable:
                 raise
@@ -203,8 +223,8 @@ class ConsumerGroupSession:
                 instance_id=member.group_instance_id,
                 rack_id=None,
                 rebalance_timeout=self.rebalance_timeout_ms,
-                subscribed_topic_names=None if leaving else list(self.subscribed),
-                subscribed_topic_regex=None,
+                subscribed_topic_names=None if leaving else [] if self.regex else list(self.subscribed),
+                subscribed_topic_regex=None if leaving else self.regex or ("" if self._regex_sent else None),
                 server_assignor=None if leaving else self.server_assignor,
                 topic_partitions=None if leaving else self._owned_by_id(),
             )
@@ -215,6 +235,7 @@ class ConsumerGroupSession:
                 self._on_error(code, answer.error_message)
                 return
             self.rejoin_needed = False
+            self._regex_sent = bool(self.regex)
             member.generation_id = int(answer.member_epoch)
             if answer.member_id:
                 member.member_id = answer.member_id
@@ -268,6 +289,9 @@ class ConsumerGroupSession:
     async def leave(self, reason: str = "the consumer is being closed") -> tuple[TopicPartition, ...]:
         """Heartbeat with epoch -1 (-2 for a static member); returns what the member owned.
         Best effort, as LeaveGroup: the coordinator drops a silent member after its session."""
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
         owned = tuple(sorted(self.member.owned))
         joined = self.member.generation_id > 0
         epoch = LEAVE_STATIC_EPOCH if self.member.group_instance_id is not None else LEAVE_EPOCH

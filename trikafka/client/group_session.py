@@ -19,11 +19,9 @@ that make progress; ``retry.backoff.ms`` between retries.
 
 from __future__ import annotations
 
-import contextlib
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import AbstractContextManager
 from typing import Any
 
 import attrs
@@ -36,6 +34,7 @@ from trikafka.client.consumer_protocol import TopicPartition
 from trikafka.client.errors import KafkaError
 from trikafka.client.group_member import Action, GroupMember, GroupMemberError, MemberState, Step
 from trikafka.client.group_offsets import CoordinatorLink, GroupOffsets
+from trikafka.client.pending import Pending
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey
 
@@ -117,10 +116,11 @@ class GroupSession:
         self._changed = trio.Event()
         self.closed = False
         self._partition_counts: Callable[[set[str]], Any] = partition_counts_unset
-        #: Set by the consumer: held around a JoinGroup/SyncGroup that a connected coordinator
-        #: is answering, so a poll's timeout does not cut a rebalance in the middle (the
-        #: coordinator holds a JoinGroup until the group's members have joined).
-        self.hold_poll_deadline: Callable[[], AbstractContextManager[Any]] = contextlib.nullcontext
+        #: Set by the consumer: where a JoinGroup + SyncGroup round runs, so a poll's timeout
+        #: never cuts one in the middle (the coordinator holds a JoinGroup until the group's
+        #: members have joined): the poll returns, the round goes on, the next poll takes it up.
+        self.nursery: trio.Nursery | None = None
+        self._round: Pending[Step] | None = None
         self._next_heartbeat = trio.current_time()
         #: Commits and committed offsets, with this member's generation.
         self.offsets = GroupOffsets(self.link, self.member, self._handle_group_error)
@@ -132,11 +132,31 @@ class GroupSession:
         return await self.link.send(api_key, **fields)
 
     async def _exchange(self, api_key: int, **fields: Any) -> Any:
-        """A JoinGroup or SyncGroup: finding and connecting the coordinator is bounded by the
-        poll's timeout; the exchange itself by ``request.timeout.ms`` only."""
+        """A JoinGroup or SyncGroup (in a round's task: bounded by ``request.timeout.ms``)."""
         await self.client.connection(await self.link.coordinator())
-        with self.hold_poll_deadline():
-            return await self._send(api_key, **fields)
+        return await self._send(api_key, **fields)
+
+    async def _join_round(self) -> Step:
+        """One JoinGroup + SyncGroup round, in the nursery's task (:mod:`~trikafka.client.pending`):
+        a poll cancelled here leaves it running, and the next poll waits on the same round."""
+        if self.nursery is None:
+            return await self._join_once()
+        if self._round is None:
+            self._round = Pending(self.nursery, self._background_round, f"group-join-{self.group_id}")
+        pending = self._round
+        await pending.wait()
+        self._round = None
+        return pending.unwrap()
+
+    async def _background_round(self) -> Step:
+        step = await self._join_once()
+        if step.action is Action.STABLE and self.member.state is MemberState.STABLE:
+            # Heartbeats start when the round completes (Java's heartbeat thread does), not
+            # when the next poll applies it: an application that polls later stays in the group.
+            self.last_heartbeat_ok = self._next_heartbeat = trio.current_time()
+            self._heartbeating = True
+            self._notify()
+        return step
 
     def group_metadata(self) -> ConsumerGroupMetadata:
         return ConsumerGroupMetadata(
@@ -150,7 +170,8 @@ class GroupSession:
 
     @property
     def stable(self) -> bool:
-        return self.member.state is MemberState.STABLE and not self.rejoin_needed
+        # A round done in the background is not applied (listener, positions) until a poll takes it.
+        return self.member.state is MemberState.STABLE and not self.rejoin_needed and self._round is None
 
     async def ensure_active_group(self, topics: Iterable[str], partition_counts: Callable[[set[str]], Any]) -> bool:
         """Join (or rejoin) until the member is stable; returns True when a rebalance ran.
@@ -168,13 +189,14 @@ class GroupSession:
         self._partition_counts = partition_counts
         topics = sorted(topics)
         attempt = 0
-        self._heartbeating = False
-        self.rejoin_needed = False
-        step = self.member.prepare_join(topics)
-        if step.revoked:
-            await self._on_revoke(set(step.revoked))
+        if self._round is None:  # else: the round a cancelled poll left running
+            self._heartbeating = False
+            self.rejoin_needed = False
+            step = self.member.prepare_join(topics)
+            if step.revoked:
+                await self._on_revoke(set(step.revoked))
         while True:
-            step = await self._join_once()
+            step = await self._join_round()
             if step.action is Action.STABLE:
                 await self._apply(step)
                 if self.member.needs_rejoin_after_sync(step) and self.member.state is MemberState.STABLE:
@@ -334,6 +356,9 @@ class GroupSession:
         """LeaveGroup (dynamic members only), then forget membership; returns what the member
         owned. Never raises: leaving is best effort — the coordinator drops a silent member
         after session.timeout.ms anyway."""
+        if self._round is not None:
+            self._round.cancel()
+            self._round = None
         fields = self.member.leave_group_fields()
         owned = self.member.left()
         self.rejoin_needed = True

@@ -44,6 +44,7 @@ from trikafka.client.cluster import TopicInfo, TopicPartition
 from trikafka.client.config import ClientConfig
 from trikafka.client.deadlines import bounded, bounded_call
 from trikafka.client.errors import KafkaError, KafkaTimeoutError, TransactionAbortedError
+from trikafka.client.group_offsets import CommitFailedError
 from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.partitioner import StickyPartitioner, partition_for_key
 from trikafka.client.sender import Sender
@@ -57,6 +58,9 @@ from trikafka.protocol.registry import ApiKey
 __all__ = ["Producer", "open_producer"]
 
 log = logging.getLogger(__name__)
+
+#: TxnOffsetCommit answers saying the consumer's membership moved on (a rebalance).
+_MEMBER_GONE = frozenset({ErrorCode.illegal_generation, ErrorCode.unknown_member_id, ErrorCode.fenced_instance_id})
 
 _time_ns = time.time_ns
 
@@ -353,6 +357,10 @@ class Producer:
             )
         except KafkaError as exc:
             self.txn.fail(exc)
+            if exc.error_code in _MEMBER_GONE:  # Java: CommitFailedException; the transaction is abortable
+                raise CommitFailedError(
+                    exc.error_code, f"{exc}: the group rebalanced; abort the transaction and poll again"
+                ) from exc
             raise
 
     def _deadline(self) -> float:
