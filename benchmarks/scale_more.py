@@ -202,6 +202,10 @@ def more_curves(max_partitions: int | None, log: Callable[[str], None], only: tu
         curves.append(fetch_session_curve(sizes or SESSION_PARTITIONS[:1], log))
     if not only or "groups" in only:
         curves += group_curves(GROUP_SIZES, log)
+    if not only or "restart" in only:
+        from benchmarks import scale_restart
+
+        curves.append(scale_restart.restart_data_curve(None, log))
     if not only or "connections" in only:
         from benchmarks import scale_connections
 
