@@ -10,6 +10,8 @@ connections.
                  so timeouts cost no waiting and the figure is the CPU the rebalance takes.
 ``sessions``     fetch-session savings vs partitions per consumer (benchmarks.fetch_sessions):
                  bytes of one idle poll without a session and inside one (KIP-227).
+``share``        (benchmarks.scale_share) share-group fetch rate vs members.
+``restart``      (benchmarks.scale_restart) restart time (clean and after kill -9) vs data size.
 ``connections``  (benchmarks.scale_connections) RSS per idle connection and a produce's p99 on
                  a busy connection vs idle connections.
 """
@@ -212,6 +214,10 @@ def more_curves(max_partitions: int | None, log: Callable[[str], None], only: tu
         curves.append(fetch_session_curve(sizes or SESSION_PARTITIONS[:1], log))
     if not only or "groups" in only:
         curves += group_curves(GROUP_SIZES, log)
+    if not only or "share" in only:
+        from benchmarks import scale_share
+
+        curves.append(scale_share.share_curve(log))
     if not only or "restart" in only:
         from benchmarks import scale_restart
 
