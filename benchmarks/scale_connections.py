@@ -151,7 +151,7 @@ def connection_curve(log: Callable[[str], None], counts: tuple[int, ...] = CONNE
                    "slowest_1pct_ms": "slowest 1%: ms", "slowest_1pct_broker_cpu_ms": "of which broker CPU ms",
                    "slowest_1pct_broker_wait_ms": "broker waiting for a CPU ms",
                    "slowest_1pct_loadgen_wait_ms": "load generator waiting for a CPU ms"},
-        "plot": ["rss_growth_mb", "produce_p99_ms"], "points": [],
+        "plot": ["rss_growth_mb", "produce_p99_ms", "broker_cpu_us_per_produce"], "points": [],
     }
     try:
         for count in counts:
