@@ -56,11 +56,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--only", help="comma-separated workload ids (prefixes match)")
     parser.add_argument("--scale", action="store_true",
                         help="only the scale section (benchmarks/scale.py): cost vs partitions, "
-                             "connections, group size")
+                             "connections, group size, share-group members, data size")
     parser.add_argument("--scale-max", type=int, metavar="N",
                         help="the scale section's largest partition count (default 100,000)")
     parser.add_argument("--scale-only", help="comma-separated scale curves: partitions, connections, "
-                                             "groups, sessions")
+                                             "groups, sessions, share, restart")
     return parser.parse_args(argv)
 
 

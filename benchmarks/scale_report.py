@@ -172,6 +172,7 @@ def render_png(curve: dict, path: Path) -> bool:
         xs_all = [p[curve["x"]] for p in curve["points"]]
         if xs_all and min(xs_all) > 0 and max(xs_all) / min(xs_all) >= 30:
             ax.set_xscale("log")
+        ax.set_ylim(bottom=0)  # from zero: a flat curve looks flat, not like noise magnified
         ax.grid(True, alpha=0.3)
         if curve.get("series_by"):
             ax.legend(fontsize=8)

@@ -184,7 +184,7 @@ def recovery_progress(shape: str) -> Callable[[int, int, str], None] | None:
         TextColumn("loading logs"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("segments"),
+        TextColumn("partitions"),
         TimeElapsedColumn(),
         console=Console(stderr=True),
         transient=True,

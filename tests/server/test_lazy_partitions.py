@@ -87,3 +87,38 @@ async def test_partitions_appear_on_disk_with_their_first_record_and_survive_res
                 assert await _read_all(client, created.topic_id) == expected
                 assert partition_dirs(data_dir) == ["lazy-1", "lazy-2", "lazy-3"]
         assert broker.stop() == 0
+
+
+async def test_after_sigkill_a_partition_is_recovered_at_its_first_use_not_at_start(tmp_path):
+    data_dir = tmp_path / "data"
+    args = ("--data-dir", str(data_dir))
+    with broker_process(*args) as broker:
+        with trio.fail_after(60):
+            async with connect_tcp(broker.host, broker.port) as client:
+                created = await create_topic(client, TOPIC, PARTITIONS)
+                for partition in range(PARTITIONS):
+                    await _produce(client, created.topic_id, partition, [b"v%d" % partition, b"w"])
+                expected = await _read_all(client, created.topic_id)
+        broker.kill()  # no flush, no checkpoint, no clean-shutdown marker
+    for partition in (0, 1):  # torn writes past the recovery point
+        segment = data_dir / f"{TOPIC}-{partition}" / "00000000000000000000.log"
+        segment.write_bytes(segment.read_bytes() + b"\x00" * 30)
+
+    with broker_process(*args) as broker:
+        assert "Recovered partition" not in broker.output, "nothing is opened at start"
+        with trio.fail_after(60):
+            async with connect_tcp(broker.host, broker.port) as client:
+                response = await client.request(fetch_request(12, TOPIC, created.topic_id, 0, 0))
+                assert response.responses[0].partitions[0].high_watermark == 2
+                broker.wait_for_output(f"Recovered partition {TOPIC}-0: cut 30 bytes", timeout=10)
+                assert f"Recovered partition {TOPIC}-1" not in broker.output, "t-1 is not used yet"
+                assert await _read_all(client, created.topic_id) == expected
+                broker.wait_for_output(f"Recovered partition {TOPIC}-1: cut 30 bytes", timeout=10)
+        assert broker.stop() == 0
+
+    with broker_process(*args) as broker:  # every partition was opened, so the stop was clean
+        with trio.fail_after(60):
+            async with connect_tcp(broker.host, broker.port) as client:
+                assert await _read_all(client, created.topic_id) == expected
+        assert "Recovered partition" not in broker.output
+        assert broker.stop() == 0

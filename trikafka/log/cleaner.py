@@ -52,6 +52,7 @@ from trikafka.log.file import DELETED_SUFFIX, FileLog, FileStore, segment_file_n
 from trikafka.log.manager import read_checkpoint, write_checkpoint
 from trikafka.log.memory import MemoryStore
 from trikafka.log.segment import Segment
+from trikafka.log.unopened import UnopenedLog
 
 __all__ = ["CLEANER_CHECKPOINT", "CleanerStatistics", "LogCleaner", "clean_log"]
 
@@ -294,6 +295,8 @@ class LogCleaner:
         for log in self.log_manager.logs.values():
             if log.closed or not log.config.compact_enabled:
                 continue
+            if isinstance(log, UnopenedLog):
+                log = log.open()  # a compacted log's first cleaning is a use
             plan = plan_cleaning(log, self.first_dirty_offset(log), now_ms)
             if plan is not None and (
                 best is None or (plan.forced, plan.dirty_ratio) > (best[1].forced, best[1].dirty_ratio)

@@ -53,6 +53,7 @@ from trikafka.log.open_files import OpenFiles
 from trikafka.log.segment import Segment, SegmentStore, SyncHandle
 from trikafka.log.slices import FileSlice
 from trikafka.log.storage import SYSTEM_IO, FileIO
+from trikafka.log.unopened import LOG_SUFFIX, TRANSACTIONAL_MARKER
 
 __all__ = [
     "FileLog",
@@ -64,9 +65,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-LOG_SUFFIX = ".log"
-#: Left in a partition's directory once it holds a transactional batch (see step 5).
-TRANSACTIONAL_MARKER = "trikafka-transactional"
 DELETED_SUFFIX = ".deleted"
 _INDEX_SUFFIXES = (OffsetIndex.suffix, TimeIndex.suffix)
 _LEFTOVER_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap", ".tmp")

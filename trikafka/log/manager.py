@@ -7,14 +7,16 @@ The manager owns the logs of one broker. With ``log_dirs=None`` they are
 ``<log dir>/<topic>-<partition>``, a new partition going to the directory holding the fewest.
 
 On construction it takes each directory's ``.lock`` (:mod:`trikafka.log.lock`: a second broker
-on the same directory refuses to start) and opens what the directories hold (Kafka's
-LogManager.loadLogs): it reads the two checkpoint files of each directory, opens each partition
-with its recovery point and log start offset (see :mod:`trikafka.log.file` for what recovery
-does), finishes the deletion of ``*-delete`` directories a previous run left, and removes the
-clean-shutdown marker, so that a crash from now on is noticed at the next start. Loading many
-segments takes a while: the ``progress`` reporter hears after each partition how many of the
-directory's segments are done (by default, a log line at every tenth once there are
-``PROGRESS_MIN_SEGMENTS``).
+on the same directory refuses to start) and registers what the directories hold (Kafka's
+LogManager.loadLogs, minus the reading): it reads the two checkpoint files of each directory,
+lists its partition directories, finishes the deletion of ``*-delete`` directories a previous
+run left, and removes the clean-shutdown marker, so that a crash from now on is noticed at the
+next start. Each partition is an :class:`~trikafka.log.unopened.UnopenedLog` holding its
+recovery point and log start offset until its first use opens it (:meth:`get_log`; see
+:mod:`trikafka.log.unopened`, and :mod:`trikafka.log.file` for what opening and recovery do),
+so a start reads no segment and no index. The ``progress`` reporter hears after each
+partition how many of the directory's partitions are registered (by default, a log line at
+every tenth once there are ``PROGRESS_MIN_SEGMENTS``).
 
 :meth:`LogManager.run` is the manager's lifetime. Its tasks wake on trio's clock:
 
@@ -70,6 +72,7 @@ from trikafka.log.log import Log, wall_clock_ms
 from trikafka.log.memory import BLOCKS, MemoryLog
 from trikafka.log.open_files import OpenFiles
 from trikafka.log.storage import SYSTEM_IO, FileIO, KafkaStorageError, storage_error
+from trikafka.log.unopened import UnopenedLog
 
 __all__ = [
     "CLEAN_SHUTDOWN_FILE",
@@ -88,15 +91,15 @@ logger = logging.getLogger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_DIR_SUFFIX = "-delete"
 
-#: Below this many segments in a directory, loading it is quick and says nothing while it runs.
+#: Below this many partitions in a directory, loading it is quick and says nothing while it runs.
 PROGRESS_MIN_SEGMENTS = 500
 
-#: ``(segments loaded, segments in the directory, the directory)``, after each partition.
+#: ``(partitions loaded, partitions in the directory, the directory)``, after each partition.
 LoadProgress = Callable[[int, int, str], None]
 
 
 class _ProgressLines:
-    """The default reporter: a log line at every tenth of the segments, so a slow start on a
+    """The default reporter: a log line at every tenth of the partitions, so a slow start on a
     big data directory is visible in a log file (a terminal gets a bar: ``progress=``)."""
 
     def __init__(self) -> None:
@@ -106,7 +109,7 @@ class _ProgressLines:
         if total < PROGRESS_MIN_SEGMENTS:
             return
         if done * 10 >= self._next_tenth * total:
-            logger.info("loading logs in %s: %d of %d segments (%d%%)", log_dir, done, total, done * 100 // total)
+            logger.info("loading logs in %s: %d of %d partitions (%d%%)", log_dir, done, total, done * 100 // total)
             self._next_tenth = done * 10 // total + 1
 
 
@@ -118,6 +121,10 @@ class LogManagerStatistics:
     """A snapshot of the manager's work so far, for metrics and for tests to wait on."""
 
     logs: int = 0
+    #: Of ``logs``, those found at start and not used since (nothing of them read yet).
+    unopened_logs: int = 0
+    #: Logs found at start and opened (and recovered, after a crash) at their first use.
+    logs_opened: int = 0
     retention_checks: int = 0
     segments_deleted: int = 0
     flushes: int = 0
@@ -135,7 +142,83 @@ def _creation_error(what: str, exc: OSError) -> KafkaStorageError:
     return error
 
 
-class LogManager(LogMaintenance):
+class _LogLoading:
+    """Mixed into :class:`LogManager`: registering what the directories hold, and opening a
+    partition at its first use (see the module docstring)."""
+
+    # Provided by LogManager.
+    default_config: LogConfig
+    clock: Clock
+    io: FileIO
+    open_files: OpenFiles
+    _logs: dict[TopicPartition, Log]
+    _dir_of: dict[TopicPartition, Path]
+    _unopened: int
+    _placed: Callable[[TopicPartition, Path | None], None]
+    _count: Callable[..., None]
+
+    def _load_dir(self, log_dir: Path, progress: LoadProgress) -> None:
+        log_dir.mkdir(parents=True, exist_ok=True)
+        marker = log_dir / CLEAN_SHUTDOWN_FILE
+        clean = marker.exists()
+        recovery_points = read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
+        start_offsets = read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
+        partitions: list[tuple[str, TopicPartition]] = []
+        with os.scandir(log_dir) as entries:  # d_type: no stat per entry
+            for entry in sorted(entries, key=lambda e: e.name):
+                if not entry.is_dir():
+                    continue
+                if entry.name.endswith(DELETE_DIR_SUFFIX):
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                    continue
+                parsed = parse_partition_dir_name(entry.name)
+                if parsed is not None:
+                    partitions.append((entry.path, parsed))
+        for done, (path, parsed) in enumerate(partitions, 1):
+            if parsed in self._logs:
+                raise RuntimeError(
+                    f"partition {os.path.basename(path)} is in both {self._dir_of[parsed]} and {log_dir}"
+                )
+            self._logs[parsed] = UnopenedLog(
+                path,
+                *parsed,
+                self.default_config,
+                recovery_point=recovery_points.get(parsed, 0),
+                log_start_offset=start_offsets.get(parsed, 0),
+                clean_shutdown=clean,
+                opener=self._open_log,
+            )
+            self._unopened += 1
+            self._placed(parsed, log_dir)
+            progress(done, len(partitions), str(log_dir))
+        # From here on a crash must be noticed at the next start.
+        marker.unlink(missing_ok=True)
+
+    def _open_log(self, unopened: UnopenedLog) -> Log:
+        """Open a partition found at start, at its first use (UnopenedLog.open)."""
+        key = (unopened.topic, unopened.partition)
+        try:
+            log = FileLog(
+                unopened.directory,
+                *key,
+                unopened.config,
+                clock=self.clock,
+                recovery_point=unopened.recovery_point,
+                log_start_offset=unopened.log_start_offset,
+                clean_shutdown=unopened.clean_shutdown,
+                io=self.io,
+                open_files=self.open_files,
+            )
+        except OSError as exc:
+            raise _creation_error(f"opening {unopened.name} in {unopened.directory.parent}", exc) from None
+        if self._logs.get(key) is unopened:
+            self._logs[key] = log
+            self._unopened -= 1
+        self._count(logs_opened=1)
+        return log
+
+
+class LogManager(_LogLoading, LogMaintenance):
     """All partition logs of a broker; see the module docstring."""
 
     def __init__(
@@ -166,8 +249,10 @@ class LogManager(LogMaintenance):
         self._dir_of: dict[TopicPartition, Path] = {}
         self._dir_counts: dict[Path, int] = {d: 0 for d in self.log_dirs or ()}
         self._partitions_of: dict[str, set[int]] = {}  # topic → its partitions with a log
+        self._unopened = 0  # UnopenedLogs in _logs
         self._topic_configs: dict[str, LogConfig] = {}
         self._doomed_dirs: list[Path] = []
+        self._unrecovered_dirs: set[Path] = set()
         self._closed = False
         #: The latest :class:`LogManagerStatistics`, replaced (never mutated) as work
         #: completes, so a test can ``await statistics_value.wait_value(predicate)``.
@@ -187,57 +272,20 @@ class LogManager(LogMaintenance):
         where = ",".join(map(str, self.log_dirs)) if self.log_dirs else "memory"
         return f"<LogManager {where} logs={len(self._logs)}>"
 
-    # --- loading ---------------------------------------------------------------------------
-
-    def _load_dir(self, log_dir: Path, progress: LoadProgress) -> None:
-        log_dir.mkdir(parents=True, exist_ok=True)
-        marker = log_dir / CLEAN_SHUTDOWN_FILE
-        clean = marker.exists()
-        recovery_points = read_checkpoint(log_dir / RECOVERY_POINT_CHECKPOINT)
-        start_offsets = read_checkpoint(log_dir / LOG_START_OFFSET_CHECKPOINT)
-        partitions: list[tuple[Path, TopicPartition, int]] = []
-        for entry in sorted(log_dir.iterdir()):
-            if not entry.is_dir():
-                continue
-            if entry.name.endswith(DELETE_DIR_SUFFIX):
-                shutil.rmtree(entry, ignore_errors=True)
-                continue
-            parsed = parse_partition_dir_name(entry.name)
-            if parsed is not None:  # counted first, so progress has a total
-                partitions.append((entry, parsed, sum(name.endswith(".log") for name in os.listdir(entry))))
-        total = sum(count for *_, count in partitions)
-        done = 0
-        for entry, parsed, count in partitions:
-            if parsed in self._logs:
-                raise RuntimeError(
-                    f"partition {entry.name} is in both {self._dir_of[parsed]} and {log_dir}"
-                )
-            self._logs[parsed] = FileLog(
-                entry,
-                *parsed,
-                self.default_config,
-                clock=self.clock,
-                recovery_point=recovery_points.get(parsed, 0),
-                log_start_offset=start_offsets.get(parsed, 0),
-                clean_shutdown=clean,
-                io=self.io,
-                open_files=self.open_files,
-            )
-            self._placed(parsed, log_dir)
-            done += count
-            progress(done, total, str(log_dir))
-        # From here on a crash must be noticed at the next start.
-        marker.unlink(missing_ok=True)
-
     # --- the logs --------------------------------------------------------------------------
 
     @property
     def logs(self) -> Mapping[TopicPartition, Log]:
-        """A snapshot of the open logs by ``(topic, partition)``."""
+        """A snapshot of the logs by ``(topic, partition)``: those not used since the start are
+        :class:`~trikafka.log.unopened.UnopenedLog` s, opened by what reads their records."""
         return self._logs.copy()
 
     def get_log(self, topic: str, partition: int) -> Log | None:
-        return self._logs.get((topic, partition))
+        """The partition's log, opened now (and recovered after a crash) if this is its first use."""
+        log = self._logs.get((topic, partition))
+        if type(log) is UnopenedLog:
+            return log.open()
+        return log
 
     def get_or_create_log(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         """The partition's log, created empty if need be. A given ``config`` becomes the
@@ -249,7 +297,7 @@ class LogManager(LogMaintenance):
         key = (topic, partition)
         log = self._logs.get(key)
         if log is not None:
-            return log
+            return log.open() if type(log) is UnopenedLog else log
         config = self._topic_configs.get(topic, self.default_config)
         if self.log_dirs is None:
             log = MemoryLog(topic, partition, config, clock=self.clock)
@@ -277,12 +325,14 @@ class LogManager(LogMaintenance):
         """Create the partitions' logs, all or none: CreateTopics and CreatePartitions fail
         whole (a :class:`KafkaStorageError` naming the limit hit) and leave nothing behind."""
         created: list[int] = []
+        if config is not None and self._topic_configs.get(topic) != config:
+            self.update_topic_config(topic, config)
         try:
             for partition in partitions:
-                existed = (topic, partition) in self._logs
-                self.get_or_create_log(topic, partition, config)
-                if not existed:
-                    created.append(partition)
+                if (topic, partition) in self._logs:
+                    continue  # a log found at start stays unopened until its first use
+                self.get_or_create_log(topic, partition)
+                created.append(partition)
         except KafkaStorageError as exc:
             logger.error("Cannot create partitions of %s: %s", topic, exc)
             for partition in created:
@@ -305,6 +355,8 @@ class LogManager(LogMaintenance):
         log = self._logs.pop(key, None)
         if log is None:
             return False
+        if type(log) is UnopenedLog:
+            self._unopened -= 1
         log.close()
         partitions = self._partitions_of.get(topic)
         if partitions is not None:
@@ -314,7 +366,7 @@ class LogManager(LogMaintenance):
         log_dir = self._dir_of.pop(key, None)
         if log_dir is not None:
             self._dir_counts[log_dir] -= 1
-        if isinstance(log, FileLog) and log_dir is not None and log.directory.is_dir():
+        if isinstance(log, (FileLog, UnopenedLog)) and log_dir is not None and log.directory.is_dir():
             doomed = log.directory.with_name(
                 f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
             )
@@ -323,7 +375,10 @@ class LogManager(LogMaintenance):
         return True
 
     def statistics(self) -> LogManagerStatistics:
-        return attrs.evolve(self.statistics_value.value, logs=len(self._logs))
+        return attrs.evolve(self.statistics_value.value, logs=len(self._logs), unopened_logs=self._unopened)
+
+    def _opened_logs(self) -> list[Log]:
+        return [log for log in self._logs.values() if type(log) is not UnopenedLog]
 
     def _count(self, **increments: int) -> None:
         current = self.statistics_value.value
@@ -359,7 +414,7 @@ class LogManager(LogMaintenance):
             return
         clean = True
         try:
-            await self.flush_logs(list(self._logs.values()))
+            await self.flush_logs(self._opened_logs())
             await self._write_checkpoints(RECOVERY_POINTS, START_OFFSETS)
         except (OSError, KafkaStorageError) as exc:
             # A failing disk must not turn a stop into a crash: close what we can, leave no
@@ -375,7 +430,7 @@ class LogManager(LogMaintenance):
         """:meth:`aclose` for code outside trio (scripts, synchronous tests)."""
         if self._closed:
             return
-        for log in self._logs.values():
+        for log in self._opened_logs():
             log.flush()
         if self.log_dirs is not None:
             self._checkpoint_writer(RECOVERY_POINTS, START_OFFSETS)()
@@ -383,6 +438,13 @@ class LogManager(LogMaintenance):
         self._mark_clean()
 
     def _finish_close(self) -> list[Path]:
+        # A log left unopened since a start after a crash was never recovered: its directory
+        # gets no clean-shutdown marker, so the next start recovers it.
+        self._unrecovered_dirs = {
+            self._dir_of[key]
+            for key, log in self._logs.items()
+            if type(log) is UnopenedLog and not log.clean_shutdown
+        }
         for log in self._logs.values():
             try:
                 log.close()
@@ -395,7 +457,7 @@ class LogManager(LogMaintenance):
     def _mark_clean(self, clean: bool = True) -> None:
         try:
             for log_dir in self.log_dirs or ():
-                if clean:
+                if clean and log_dir not in self._unrecovered_dirs:
                     (log_dir / CLEAN_SHUTDOWN_FILE).touch()
         except OSError as exc:
             logger.error("Cannot mark a clean shutdown (the next start recovers): %s", exc)

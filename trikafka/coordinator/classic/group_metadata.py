@@ -27,6 +27,21 @@ _PERSISTED = ("member_id", "group_instance_id", "client_id", "client_host", "ses
               "rebalance_timeout_ms", "protocol_type", "protocols", "assignment")
 
 
+def _protocols_set(member: MemberMetadata, _attribute: Any, protocols: list[tuple[str, bytes]]) -> Any:
+    group = member._group
+    if group is not None:
+        group._count_protocols(member.protocols, -1)
+        group._count_protocols(protocols, 1)
+    return protocols
+
+
+def _awaiting_join_set(member: MemberMetadata, _attribute: Any, ticket: int | None) -> int | None:
+    group = member._group
+    if group is not None and (member.awaiting_join is None) != (ticket is None):
+        group._joined += 1 if ticket is not None else -1
+    return ticket
+
+
 @attrs.define(eq=False)
 class MemberMetadata:
     member_id: str
@@ -36,12 +51,15 @@ class MemberMetadata:
     session_timeout_ms: int
     rebalance_timeout_ms: int
     protocol_type: str
-    protocols: list[tuple[str, bytes]]  # (name, metadata), in the member's preference order
+    #: (name, metadata), in the member's preference order
+    protocols: list[tuple[str, bytes]] = attrs.field(on_setattr=_protocols_set)
     assignment: bytes = b""
     #: the ticket of a JoinGroup waiting for the rebalance to complete
-    awaiting_join: int | None = None
+    awaiting_join: int | None = attrs.field(default=None, on_setattr=_awaiting_join_set)
     #: the ticket of a SyncGroup waiting for the leader's assignment
     awaiting_sync: int | None = None
+    #: the group whose counts this member is in (set by :class:`_Members`)
+    _group: GroupMetadata | None = attrs.field(default=None, init=False, repr=False)
 
     def metadata_for(self, protocol: str) -> bytes:
         for name, metadata in self.protocols:
@@ -96,6 +114,73 @@ class OffsetAndMetadata:
     commit_timestamp_ms: float
 
 
+class _Members(dict):  # type: ignore[type-arg]
+    """A group's members by id. It keeps the group's counts as members come and go (and as a
+    member's protocols and JoinGroup ticket change, through MemberMetadata's setters), so a
+    JoinGroup asks "which protocols do all members support?" and "has everyone joined?" in
+    constant time, not by walking every member: a rebalance of N members stays O(N)."""
+
+    __slots__ = ("_owner",)
+
+    def __init__(self, owner: GroupMetadata, members: dict[str, MemberMetadata] | None = None) -> None:
+        super().__init__()
+        self._owner = owner
+        for member_id, member in (members or {}).items():
+            self[member_id] = member
+
+    def __setitem__(self, member_id: str, member: MemberMetadata) -> None:
+        old = self.get(member_id)
+        if old is not None:
+            self._owner._count_member(old, -1)
+        super().__setitem__(member_id, member)
+        self._owner._count_member(member, 1)
+
+    def __delitem__(self, member_id: str) -> None:
+        member = self[member_id]
+        super().__delitem__(member_id)
+        self._owner._count_member(member, -1)
+
+    def pop(self, member_id: str, *default: Any) -> Any:
+        if member_id in self:
+            member = super().pop(member_id)
+            self._owner._count_member(member, -1)
+            return member
+        if default:
+            return default[0]
+        raise KeyError(member_id)
+
+    def clear(self) -> None:
+        for member in self.values():
+            self._owner._count_member(member, -1)
+        super().clear()
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for member_id, member in dict(*args, **kwargs).items():
+            self[member_id] = member
+
+    def setdefault(self, member_id: str, member: Any = None) -> Any:
+        if member_id not in self:
+            self[member_id] = member
+        return self[member_id]
+
+    def popitem(self) -> Any:
+        member_id = next(reversed(self))
+        return member_id, self.pop(member_id)
+
+
+def _adopt_members(group: GroupMetadata, _attribute: Any, members: dict[str, MemberMetadata]) -> _Members:
+    """``group.members = {...}``: the old members leave the counts, the new ones enter."""
+    if isinstance(members, _Members) and members._owner is group:
+        return members
+    old = getattr(group, "members", None)
+    if isinstance(old, _Members):
+        for member in old.values():
+            member._group = None
+    group._protocol_counts = {}
+    group._joined = 0
+    return _Members(group, members)
+
+
 @attrs.define(eq=False)
 class GroupMetadata:
     group_id: str
@@ -104,7 +189,7 @@ class GroupMetadata:
     protocol_type: str | None = None
     protocol_name: str | None = None
     leader_id: str | None = None
-    members: dict[str, MemberMetadata] = attrs.Factory(dict)
+    members: dict[str, MemberMetadata] = attrs.field(factory=dict, on_setattr=_adopt_members)
     pending_members: dict[str, float] = attrs.Factory(dict)  # member id → expiry (MEMBER_ID_REQUIRED)
     static_members: dict[str, str] = attrs.Factory(dict)  # group.instance.id → member id
     offsets: dict[tuple[str, int], OffsetAndMetadata] = attrs.Factory(dict)
@@ -112,6 +197,27 @@ class GroupMetadata:
     new_member_added: bool = False  # InitialDelayedJoin extends while members keep arriving
     subscribed: set[str] | None = None  # the last generation's topics; None: not known yet
     delayed_join: DelayedJoin | None = None  # while PreparingRebalance: its timer's kind
+    #: protocol name → how many members support it; members with a JoinGroup parked
+    _protocol_counts: dict[str, int] = attrs.field(factory=dict, init=False, repr=False)
+    _joined: int = attrs.field(default=0, init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.members = _adopt_members(self, None, self.members)
+
+    def _count_member(self, member: MemberMetadata, sign: int) -> None:
+        member._group = self if sign > 0 else None
+        self._count_protocols(member.protocols, sign)
+        if member.awaiting_join is not None:
+            self._joined += sign
+
+    def _count_protocols(self, protocols: list[tuple[str, bytes]], sign: int) -> None:
+        counts = self._protocol_counts
+        for name in {name for name, _ in protocols}:
+            count = counts.get(name, 0) + sign
+            if count:
+                counts[name] = count
+            else:
+                del counts[name]
 
     def transition(self, target: GroupState, now_ms: float, event: str) -> None:
         check_transition(self.group_id, self.state, target, event)
@@ -152,9 +258,7 @@ class GroupMetadata:
 
     @property
     def all_joined(self) -> bool:
-        return not self.pending_members and all(
-            m.awaiting_join is not None for m in self.members.values()
-        )
+        return not self.pending_members and self._joined == len(self.members)
 
     @property
     def rebalance_timeout_ms(self) -> int:
@@ -170,8 +274,8 @@ class GroupMetadata:
         return bool(names & self.candidate_protocols())
 
     def candidate_protocols(self) -> set[str]:
-        sets = [set(name for name, _ in m.protocols) for m in self.members.values()]
-        return set.intersection(*sets) if sets else set()
+        everyone = len(self.members)
+        return {name for name, count in self._protocol_counts.items() if count == everyone} if everyone else set()
 
     def select_protocol(self) -> str:
         """Each member votes for its most preferred candidate; most votes wins."""

@@ -157,6 +157,11 @@ class ConsumerGroup:
     #: subscription changes: a heartbeat asks for the group's topics, and walking every member
     #: each time made a round of heartbeats O(members²).
     _subscriptions: tuple[frozenset[str], frozenset[str]] | None = attrs.field(default=None, init=False, repr=False)
+    #: (topic, partition) → the members holding it (assigned, or pending its revocation), kept
+    #: by put/remove: reconciling a member asks who holds each partition of its target, and
+    #: walking every member for that made a round of heartbeats O(members²) (Kafka's
+    #: partition epochs map).
+    _holders: dict[tuple[str, int], set[str]] = attrs.field(factory=dict, init=False, repr=False)
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -173,12 +178,32 @@ class ConsumerGroup:
         if before is None or (before.subscribed_topic_names, before.subscribed_topic_regex) != (
                 member.subscribed_topic_names, member.subscribed_topic_regex):
             self._subscriptions = None
+        if before is not None:
+            self._hold(before, False)
         self.members[member.member_id] = member
+        self._hold(member, True)
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
 
+    def _hold(self, member: ConsumerGroupMember, holds: bool) -> None:
+        holders = self._holders
+        for held in (member.assigned, member.pending_revocation):
+            for topic, partitions in held.items():
+                for partition in partitions:
+                    key = (topic, partition)
+                    if holds:
+                        holders.setdefault(key, set()).add(member.member_id)
+                    else:
+                        ids = holders.get(key)
+                        if ids is not None:
+                            ids.discard(member.member_id)
+                            if not ids:
+                                del holders[key]
+
     def remove(self, member_id: str) -> ConsumerGroupMember | None:
         member = self.members.pop(member_id, None)
+        if member is not None:
+            self._hold(member, False)
         self._subscriptions = None
         self.target.pop(member_id, None)
         self.join_timeouts.discard(member_id)
@@ -194,11 +219,9 @@ class ConsumerGroup:
     def partition_epoch(self, topic: str, partition: int, besides: str) -> int:
         """The epoch of the member (other than ``besides``) holding the partition, -1 if
         it is free: a partition is held until its owner acknowledged its revocation."""
-        for member in self.members.values():
-            if member.member_id == besides:
-                continue
-            if partition in member.assigned.get(topic, ()) or partition in member.pending_revocation.get(topic, ()):
-                return member.member_epoch
+        for member_id in self._holders.get((topic, partition), ()):
+            if member_id != besides:
+                return self.members[member_id].member_epoch
         return -1
 
     def waiting_on_unreleased(self, member: ConsumerGroupMember) -> bool:
