@@ -96,6 +96,7 @@ def is_file_log(log: Log) -> TypeGuard[FileLog]:
     file = sys.modules.get("trikafka.log.file")
     return file is not None and isinstance(log, file.FileLog)
 
+
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_DIR_SUFFIX = "-delete"
 
@@ -202,6 +203,7 @@ class LogManager(LogMaintenance):
 
     def _load_dir(self, log_dir: Path, progress: LoadProgress) -> None:
         from trikafka.log.file import FileLog, parse_partition_dir_name  # only with a data dir
+
         log_dir.mkdir(parents=True, exist_ok=True)
         marker = log_dir / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()

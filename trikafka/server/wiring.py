@@ -5,10 +5,11 @@ A standalone :class:`~trikafka.broker.Broker` and each node of an in-process clu
 once — a feature that adds a store, a coordinator or an API family adds it here and both get
 it. Two halves, split by lifetime:
 
-* :class:`BrokerCore` — what the broker *serves*: the replica manager it is given, the group
-  and transaction coordinators, the SCRAM users, the ACLs and the client quotas. A Broker has
-  one; a cluster has one for all its nodes (its state outlives any broker stopping, as
-  Kafka's outlives a broker in its internal topics and cluster metadata).
+* :class:`BrokerCore` — what the broker *serves*: the replica manager it is given, the group,
+  transaction and share coordinators (:class:`Coordinators`: at start with a data directory,
+  else on first use), the SCRAM users, the ACLs, the client quotas and the schema registry (on
+  first use). A Broker has one; a cluster has one for all its nodes (its state outlives any
+  broker stopping, as Kafka's outlives a broker in its internal topics and cluster metadata).
 * :class:`RequestPath` — one *run* of a broker's request path: the registry, the socket
   server, the request channel, the handler pool, the purgatory and the KafkaApis over every
   family of :data:`API_FAMILIES` (``server/api_table.py``: each imported and built when one
@@ -142,7 +143,7 @@ class BrokerCore:
         self.replicas = replicas
         self.now_ms = clock
         self.state_changes = StateChanges()
-        #: The group, transaction and share coordinators (server/coordinators.py): built at
+        #: The group, transaction and share coordinators (:class:`Coordinators`): built at
         #: start with a data directory, else on first use (``groups`` etc. below).
         self._coordinators: Coordinators | None = None
         self._built = trio.Event()  # set when they are built
@@ -246,11 +247,11 @@ class BrokerCore:
     def _share_state_store(self) -> ShareStateLog | None:
         """``__share_group_state`` (coordinator/share/state_store.py) with a data directory;
         in memory the share state lives as long as the broker."""
-        from trikafka.coordinator.share.state_store import SHARE_STATE_TOPIC, ShareStateLog
-
         replicas = self.replicas
         if not self.config.log_dirs:
             return None
+        from trikafka.coordinator.share.state_store import SHARE_STATE_TOPIC, ShareStateLog
+
 
         def log() -> OffsetsPartitionLog:
             if replicas.topics.get(SHARE_STATE_TOPIC) is None:
@@ -260,6 +261,7 @@ class BrokerCore:
         return ShareStateLog(log, self.now_ms, exists=lambda: SHARE_STATE_TOPIC in replicas.topics)
 
     def _verify_produce(self, *args: Any, **kwargs: Any) -> None:
+        """The replica manager's ``transaction_verifier`` (a transactional or control batch)."""
         self.transactions.verify_produce(*args, **kwargs)
 
     @property
