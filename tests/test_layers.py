@@ -549,9 +549,20 @@ LAZY_ENTRY_POINTS: dict[str, tuple[str, ...]] = {
     "trikafka.commands.parser": (*_BROKER_PARTS, "trikafka.testing", *_WEB_STACK),
     # The broker: the web server, the console and Spark only when configured; each API family
     # (server/apis/) when one of its APIs is first asked for (server/api_table.py); the schema
-    # registry's schema libraries when a schema is first parsed.
+    # registry's schema libraries when a schema is first parsed; the file log with a data
+    # directory, the coordinators and the schema registry on first use (server/wiring.py),
+    # crc32c (importlib.metadata) on the first record batch (protocol/crc.py).
     "trikafka.broker": (
         *_WEB_STACK,
+        "trikafka.log.file",
+        "trikafka.coordinator.group_coordinator",
+        "trikafka.coordinator.transactions",
+        "trikafka.coordinator.share",
+        "trikafka.server.share_dlq",
+        "trikafka.registry.service",
+        "trikafka.registry.validation",
+        "crc32c",
+        "importlib.metadata",
         "trikafka.server.apis",
         "fastavro",
         "jsonschema",

@@ -17,9 +17,14 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from confluent_kafka.admin import AdminClient
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 60
@@ -53,6 +58,21 @@ BROKER_MODULES = (
     "hypercorn",
     "jinja2",
     "prometheus_client",
+)
+
+#: What a broker without a data directory may not bring before a request needs it: the file
+#: log, the coordinators (built on the first request that uses one), the schema registry (on
+#: the first record validated or the first registry request), the crc32c package (whose
+#: ``__init__`` reads importlib.metadata; on the first record batch).
+NOT_FOR_AN_IN_MEMORY_START = (
+    "trikafka.log.file",
+    "trikafka.coordinator.group_coordinator",
+    "trikafka.coordinator.transactions",
+    "trikafka.coordinator.share",
+    "trikafka.registry.service",
+    "trikafka.registry.validation",
+    "crc32c",
+    "importlib.metadata",
 )
 
 #: What a broker without ``metrics.port`` or ``--ui`` may not bring (rich neither: into a
@@ -189,15 +209,17 @@ def test_an_embedded_broker_without_metrics_port_loads_no_web_server(tmp_path):
     assert _loaded(NOT_FOR_A_PLAIN_BROKER, modules) == []
 
 
-def _serve(args: list[str], tmp_path: Path) -> list[str]:
-    """Start ``python -m trikafka ARGS``, list topics with confluent-kafka once its banner is
-    out, stop it with SIGTERM (a graceful stop) and return what it had imported."""
+def _serve(args: list[str], tmp_path: Path, then: Callable[[AdminClient], object] | None = None) -> list[str]:
+    """Start ``python -m trikafka ARGS`` (``--in-memory`` unless ARGS give ``--data-dir``),
+    list topics with confluent-kafka once its banner is out (and call ``then`` with the admin
+    client), stop it with SIGTERM (a graceful stop) and return what it had imported."""
     from confluent_kafka.admin import AdminClient
 
     out = tmp_path / "modules.json"
+    storage = [] if "--data-dir" in args else ["--in-memory"]
     process = subprocess.Popen(
         [sys.executable, "-c", _AS_MAIN, str(out), "--listeners", "PLAINTEXT://127.0.0.1:0",
-         "--in-memory", "--log-level", "WARNING", *args],
+         *storage, "--log-level", "WARNING", *args],
         cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     lines: list[str] = []
@@ -216,6 +238,8 @@ def _serve(args: list[str], tmp_path: Path) -> list[str]:
         assert bootstrap is not None, "".join(lines)
         admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 3})
         assert admin.list_topics(timeout=10).brokers  # answered over the request path
+        if then is not None:
+            then(admin)
         del admin
         process.send_signal(signal.SIGTERM)
         lines += process.stdout.readlines()
@@ -238,3 +262,22 @@ def test_a_broker_process_with_ui_loads_the_console(tmp_path):
     """The check above is not vacuous: asked for, the web server and the console load."""
     modules = _serve(["--ui", "--override", "metrics.port=0"], tmp_path)
     assert {"hypercorn", "jinja2", "prometheus_client"} <= set(modules)
+
+
+def test_an_in_memory_broker_starts_without_the_file_log_the_coordinators_or_the_registry(tmp_path):
+    modules = _serve([], tmp_path)
+    assert "trikafka.log.memory" in modules
+    assert _loaded(NOT_FOR_AN_IN_MEMORY_START, modules) == []
+
+
+def test_the_first_group_request_loads_the_coordinators(tmp_path):
+    """Not vacuous: listing the groups reaches the group coordinator, which loads then."""
+    modules = _serve([], tmp_path, then=lambda admin: admin.list_consumer_groups().result(timeout=10))
+    assert "trikafka.coordinator.group_coordinator" in modules
+    assert "trikafka.log.file" not in modules
+
+
+def test_a_broker_with_a_data_dir_loads_the_file_log_and_its_coordinators_at_start(tmp_path):
+    """With a data directory the coordinators recover what it holds before the first answer."""
+    modules = _serve(["--data-dir", str(tmp_path / "data")], tmp_path)
+    assert {"trikafka.log.file", "trikafka.coordinator.group_coordinator"} <= set(modules)

@@ -41,7 +41,7 @@ import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -64,6 +64,10 @@ from trikafka.server.wiring import (
     new_log_manager,
 )
 from trikafka.web import HttpServer, metrics_app, schema_registry_app
+
+if TYPE_CHECKING:
+    from trikafka.coordinator.group_coordinator import GroupCoordinator
+    from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
 
 __all__ = ["API_FAMILIES", "Broker", "BrokerStatistics", "open_broker", "load_meta_properties"]
 
@@ -111,8 +115,6 @@ class Broker(AwaitableState):
         #: The request path: registry, socket server, request channel, handler pool,
         #: purgatory, KafkaApis, metrics — one lifecycle (``RequestPath.run``/``stop``).
         self.path = RequestPath(self.config, self.core, self.metadata_cache, trio_listeners=trio_listeners)
-        self.group_coordinator = self.core.groups
-        self.transaction_coordinator = self.core.transactions
         #: ``/metrics`` and whatever else is mounted (``http_server.mount("/ui", app)``);
         #: it runs when ``metrics.port`` is not -1.
         self.http_server = HttpServer(self.config.metrics_host, max(self.config.metrics_port, 0))
@@ -217,6 +219,16 @@ class Broker(AwaitableState):
                 nursery.cancel_scope.cancel()
 
     # --- what users read ---------------------------------------------------------------
+
+    @property
+    def group_coordinator(self) -> GroupCoordinator:
+        """``core.groups`` (built on first use without a data directory)."""
+        return self.core.groups
+
+    @property
+    def transaction_coordinator(self) -> TransactionCoordinator:
+        """``core.transactions`` (built on first use without a data directory)."""
+        return self.core.transactions
 
     @property
     def port(self) -> int:

@@ -4,11 +4,17 @@ See :mod:`trikafka.log.log` for the interface, :mod:`trikafka.log.file` for the 
 and crash recovery, and :mod:`trikafka.log.manager` for the periodic work.
 """
 
-from trikafka.log.config import LogConfig
-from trikafka.log.file import FileLog
-from trikafka.log.log import AppendInfo, FetchData, FlushJob, Log
-from trikafka.log.manager import LogManager
-from trikafka.log.memory import MemoryLog
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trikafka.log.config import LogConfig
+    from trikafka.log.file import FileLog
+    from trikafka.log.log import AppendInfo, FetchData, FlushJob, Log
+    from trikafka.log.manager import LogManager
+    from trikafka.log.memory import MemoryLog
 
 __all__ = [
     "AppendInfo",
@@ -20,3 +26,26 @@ __all__ = [
     "LogManager",
     "MemoryLog",
 ]
+
+#: name → its module: imported when the name is first looked up (PEP 562), so that importing
+#: one module of the package (``trikafka.log.manager`` for an in-memory broker) does not import
+#: the file log.
+_LAZY = {
+    "AppendInfo": "trikafka.log.log",
+    "FetchData": "trikafka.log.log",
+    "FileLog": "trikafka.log.file",
+    "FlushJob": "trikafka.log.log",
+    "Log": "trikafka.log.log",
+    "LogConfig": "trikafka.log.config",
+    "LogManager": "trikafka.log.manager",
+    "MemoryLog": "trikafka.log.memory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

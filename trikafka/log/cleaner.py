@@ -33,7 +33,7 @@ import os
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -48,11 +48,13 @@ from trikafka.log.cleaner_core import (
     segment_bytes,
 )
 from trikafka.log.cleaner_files import CLEANED_SUFFIX, SWAP_SUFFIX, fsync_directory
-from trikafka.log.file import DELETED_SUFFIX, FileLog, FileStore, segment_file_name
-from trikafka.log.manager import read_checkpoint, write_checkpoint
+from trikafka.log.manager import is_file_log, read_checkpoint, write_checkpoint
 from trikafka.log.memory import MemoryStore
 from trikafka.log.segment import Segment
 from trikafka.log.unopened import UnopenedLog
+
+if TYPE_CHECKING:
+    from trikafka.log.file import FileLog
 
 __all__ = ["CLEANER_CHECKPOINT", "CleanerStatistics", "LogCleaner", "clean_log"]
 
@@ -132,7 +134,7 @@ def compute(log: Any, plan: CleanPlan, now_ms: float, max_entries: int | None = 
             for segment in group
         )
         base = group[0].base_offset
-        path = _write_cleaned(log.directory, base, data) if isinstance(log, FileLog) and data else None
+        path = _write_cleaned(log.directory, base, data) if data and is_file_log(log) else None
         segment = None
         if data:
             store = MemoryStore()
@@ -144,6 +146,7 @@ def compute(log: Any, plan: CleanPlan, now_ms: float, max_entries: int | None = 
 
 
 def _write_cleaned(directory: Path, base_offset: int, data: bytes) -> Path:
+    from trikafka.log.file import segment_file_name  # a file log is open: no import
     path = directory / (segment_file_name(base_offset) + CLEANED_SUFFIX)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     try:
@@ -164,9 +167,10 @@ def commit(log: Any, cleaned: Sequence[_Cleaned], now_ms: float) -> bool:
             if c.cleaned_path is not None:
                 c.cleaned_path.unlink(missing_ok=True)
         return False
+    file_log = is_file_log(log)
     for c in cleaned:
         base = c.group[0].base_offset
-        if isinstance(log, FileLog):
+        if file_log:
             new = _swap_in_file(log, c, base)
         else:
             new = _memory_segment(log, c, base)
@@ -174,7 +178,9 @@ def commit(log: Any, cleaned: Sequence[_Cleaned], now_ms: float) -> bool:
             new.last_modified_ms = max(s.last_modified_ms for s in c.group)
         log.replace_segments(c.group, new)
         for old in c.group:
-            if isinstance(log, FileLog):
+            if file_log:
+                from trikafka.log.file import DELETED_SUFFIX  # a file log is open: no import
+
                 # Not ``store.delete()``: it would unlink ``<base>.log`` too — now the swap's.
                 for path in old.store.paths.values():
                     path.with_name(path.name + DELETED_SUFFIX).unlink(missing_ok=True)
@@ -190,6 +196,8 @@ def _memory_segment(log: Any, c: _Cleaned, base: int) -> Segment | None:
 
 
 def _swap_in_file(log: FileLog, c: _Cleaned, base: int) -> Segment | None:
+    from trikafka.log.file import FileStore, segment_file_name  # a file log is open: no import
+
     directory = log.directory
     if c.cleaned_path is None:  # nothing left: the old segments simply go
         for old in c.group:

@@ -45,9 +45,11 @@ import logging
 import os
 import resource
 import shutil
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeGuard
 
 import attrs
 import trio
@@ -66,13 +68,15 @@ from trikafka.log.checkpoints import (
     write_checkpoint,
 )
 from trikafka.log.config import INT64_MAX, LogConfig
-from trikafka.log.file import FileLog, parse_partition_dir_name, partition_dir_name
 from trikafka.log.lock import LogDirLock
 from trikafka.log.log import Log, wall_clock_ms
 from trikafka.log.memory import BLOCKS, MemoryLog
 from trikafka.log.open_files import OpenFiles
 from trikafka.log.storage import SYSTEM_IO, FileIO, KafkaStorageError, storage_error
 from trikafka.log.unopened import UnopenedLog
+
+if TYPE_CHECKING:
+    from trikafka.log.file import FileLog
 
 __all__ = [
     "CLEAN_SHUTDOWN_FILE",
@@ -82,11 +86,19 @@ __all__ = [
     "LogManager",
     "LogManagerStatistics",
     "RECOVERY_POINT_CHECKPOINT",
+    "is_file_log",
     "read_checkpoint",
     "write_checkpoint",
 ]
 
 logger = logging.getLogger(__name__)
+
+
+def is_file_log(log: Log) -> TypeGuard[FileLog]:
+    """Whether ``log`` is a FileLog, without importing the file log when none was opened."""
+    file = sys.modules.get("trikafka.log.file")
+    return file is not None and isinstance(log, file.FileLog)
+
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 DELETE_DIR_SUFFIX = "-delete"
@@ -158,6 +170,8 @@ class _LogLoading:
     _count: Callable[..., None]
 
     def _load_dir(self, log_dir: Path, progress: LoadProgress) -> None:
+        from trikafka.log.file import parse_partition_dir_name  # only with a data dir
+
         log_dir.mkdir(parents=True, exist_ok=True)
         marker = log_dir / CLEAN_SHUTDOWN_FILE
         clean = marker.exists()
@@ -196,6 +210,8 @@ class _LogLoading:
 
     def _open_log(self, unopened: UnopenedLog) -> Log:
         """Open a partition found at start, at its first use (UnopenedLog.open)."""
+        from trikafka.log.file import FileLog  # only with a data dir
+
         key = (unopened.topic, unopened.partition)
         try:
             log = FileLog(
@@ -304,6 +320,8 @@ class LogManager(_LogLoading, LogMaintenance):
         else:
             counts = self._dir_counts
             log_dir = min(self.log_dirs, key=lambda d: counts[d])
+            from trikafka.log.file import FileLog  # only with a data dir
+
             try:
                 log = FileLog.open(
                     log_dir, topic, partition, config,
@@ -366,7 +384,9 @@ class LogManager(_LogLoading, LogMaintenance):
         log_dir = self._dir_of.pop(key, None)
         if log_dir is not None:
             self._dir_counts[log_dir] -= 1
-        if isinstance(log, (FileLog, UnopenedLog)) and log_dir is not None and log.directory.is_dir():
+        if log_dir is not None and (type(log) is UnopenedLog or is_file_log(log)) and log.directory.is_dir():
+            from trikafka.log.file import partition_dir_name
+
             doomed = log.directory.with_name(
                 f"{partition_dir_name(topic, partition)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
             )

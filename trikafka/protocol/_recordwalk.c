@@ -29,7 +29,9 @@
 #include <string.h>
 
 static PyObject *InvalidRecordError = NULL; /* trikafka.errors.InvalidRecordError */
-static PyObject *crc32c_function = NULL;    /* crc32c.crc32c, the reference's CRC */
+static PyObject *crc32c_function = NULL;    /* crc32c.crc32c, the reference's CRC: imported on
+                                               the first batch (the package costs ~10 ms to
+                                               import, which a broker need not pay at start) */
 
 static int
 fail(const char *message)
@@ -267,6 +269,15 @@ check_one(const unsigned char *buf, Py_ssize_t position, Py_ssize_t total, int w
     int16_t producer_epoch = be16(b + 51);
     int32_t base_sequence = be32(b + 53);
     int32_t count = be32(b + 57);
+    if (crc32c_function == NULL) {
+        PyObject *crc32c = PyImport_ImportModule("crc32c");
+        if (crc32c == NULL)
+            return NULL;
+        crc32c_function = PyObject_GetAttrString(crc32c, "crc32c");
+        Py_DECREF(crc32c);
+        if (crc32c_function == NULL)
+            return NULL;
+    }
     PyObject *covered = PyMemoryView_FromMemory((char *)b + 21, size - 21, PyBUF_READ);
     if (covered == NULL)
         return NULL;
@@ -910,13 +921,6 @@ PyInit__recordwalk(void)
     InvalidRecordError = PyObject_GetAttrString(errors, "InvalidRecordError");
     Py_DECREF(errors);
     if (InvalidRecordError == NULL)
-        return NULL;
-    PyObject *crc32c = PyImport_ImportModule("crc32c");
-    if (crc32c == NULL)
-        return NULL;
-    crc32c_function = PyObject_GetAttrString(crc32c, "crc32c");
-    Py_DECREF(crc32c);
-    if (crc32c_function == NULL)
         return NULL;
     return PyModule_Create(&module_def);
 }

@@ -18,7 +18,6 @@ from __future__ import annotations
 import struct
 
 import cramjam
-from crc32c import crc32c
 
 from trikafka.errors import CorruptRecordError
 from trikafka.protocol.batch_layout import (
@@ -29,6 +28,7 @@ from trikafka.protocol.batch_layout import (
     BATCH_HEADER_SIZE,
     LOG_OVERHEAD,
 )
+from trikafka.protocol.crc import crc32c
 
 __all__ = ["CODECS", "compress", "decompress", "recompress_batches", "codec_id"]
 

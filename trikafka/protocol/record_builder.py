@@ -8,8 +8,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterable, Sequence
 
-from crc32c import crc32c
-
 from trikafka.protocol.batch_layout import (
     _ATTRIBUTES_AT,
     _BASE_OFFSET,
@@ -35,6 +33,7 @@ from trikafka.protocol.batch_layout import (
     Record,
     TimestampType,
 )
+from trikafka.protocol.crc import crc32c
 from trikafka.protocol.native import native_extension
 
 __all__ = [

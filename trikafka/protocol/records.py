@@ -24,8 +24,6 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from crc32c import crc32c
-
 from trikafka.errors import CorruptRecordError, ErrorCode, InvalidRecordError, KafkaProtocolError
 from trikafka.protocol.batch_layout import (
     _ATTRIBUTES_AT,
@@ -47,6 +45,7 @@ from trikafka.protocol.batch_layout import (
     TimestampType,
     next_offset_after,
 )
+from trikafka.protocol.crc import crc32c
 from trikafka.protocol.native import native_extension
 from trikafka.protocol.record_builder import (
     RecordSpec,

@@ -6,8 +6,31 @@ are an edge (:mod:`trikafka.web.schema_registry`), the broker wires a
 (:mod:`trikafka.server.wiring`). See docs/schema-registry.md.
 """
 
-from trikafka.registry.errors import RegistryError
-from trikafka.registry.service import SchemaRegistry
-from trikafka.registry.store import SCHEMAS_TOPIC
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from trikafka.registry.errors import RegistryError
+    from trikafka.registry.service import SchemaRegistry
+    from trikafka.registry.store import SCHEMAS_TOPIC
 
 __all__ = ["SCHEMAS_TOPIC", "RegistryError", "SchemaRegistry"]
+
+#: name → its module, imported when the name is first looked up (PEP 562): a broker builds
+#: its registry on first use, so importing one module of the package must not import the rest.
+_LAZY = {
+    "RegistryError": "trikafka.registry.errors",
+    "SchemaRegistry": "trikafka.registry.service",
+    "SCHEMAS_TOPIC": "trikafka.registry.store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -29,7 +29,7 @@ API_FAMILIES: tuple[LazyFamily, ...] = (
         (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS),
     ),
     LazyFamily("trikafka.server.apis.produce:ProduceApis", (ApiKey.PRODUCE,)),
-    LazyFamily("trikafka.server.apis.producers:ProducerApis", (ApiKey.INIT_PRODUCER_ID,)),
+    LazyFamily("trikafka.server.apis.producers:ProducerApis", (ApiKey.INIT_PRODUCER_ID,), coordinators=True),
     LazyFamily("trikafka.server.apis.fetch:FetchApis", (ApiKey.FETCH,)),
     LazyFamily("trikafka.server.apis.offsets:OffsetApis", (ApiKey.LIST_OFFSETS, ApiKey.DELETE_RECORDS)),
     LazyFamily(
@@ -41,32 +41,39 @@ API_FAMILIES: tuple[LazyFamily, ...] = (
         "trikafka.server.apis.groups:GroupApis",
         (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
          ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS),
+        coordinators=True,
     ),
     LazyFamily(
         "trikafka.server.apis.consumer_groups:ConsumerGroupApis",
         (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE),
+        coordinators=True,
     ),
     LazyFamily(
         "trikafka.server.apis.share_groups:ShareGroupApis",
         (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE),
+        coordinators=True,
     ),
     LazyFamily(
         "trikafka.server.apis.share_fetch:ShareFetchApis",
         (ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE),
+        coordinators=True,
     ),
     LazyFamily(
         "trikafka.server.apis.share_offsets:ShareOffsetApis",
         (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, ApiKey.ALTER_SHARE_GROUP_OFFSETS,
          ApiKey.DELETE_SHARE_GROUP_OFFSETS),
+        coordinators=True,
     ),
     LazyFamily(
         "trikafka.server.apis.group_offsets:GroupOffsetApis",
         (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.OFFSET_DELETE),
+        coordinators=True,
     ),
     LazyFamily(
         "trikafka.server.apis.transactions:TransactionApis",
         (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT,
          ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS),
+        coordinators=True,
     ),
     LazyFamily(
         "trikafka.server.apis.partition_state:PartitionStateApis",

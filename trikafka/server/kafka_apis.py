@@ -87,7 +87,8 @@ if TYPE_CHECKING:
     from trikafka.server.replica.replica_manager import ReplicaManager
 
 __all__ = [
-    "Answer", "ApiContext", "ApiFamily", "ErrorsInto", "KafkaApis", "LazyFamily", "RequestInterceptor", "errors_into",
+    "Answer", "ApiContext", "ApiFamily", "CoordinatorSource", "ErrorsInto", "KafkaApis", "LazyFamily",
+    "RequestInterceptor", "errors_into",
     "handles",
 ]
 
@@ -167,6 +168,23 @@ class ErrorsInto:
 errors_into = ErrorsInto
 
 
+class CoordinatorSource(typing.Protocol):
+    """Where an :class:`ApiContext` finds the coordinators (``server/wiring.py``'s BrokerCore):
+    each attribute builds them if they were not yet; ``coordinators_started`` also waits until
+    they have recovered their state and started their timers."""
+
+    @property
+    def groups(self) -> GroupCoordinator: ...
+
+    @property
+    def transactions(self) -> TransactionCoordinator: ...
+
+    @property
+    def shares(self) -> ShareCoordinator: ...
+
+    async def coordinators_started(self) -> None: ...
+
+
 @attrs.define(kw_only=True)
 class ApiContext:
     """What API families share: the broker's parts they read and call, each by its type."""
@@ -178,8 +196,8 @@ class ApiContext:
     channel: RequestChannel
     metrics: BrokerMetrics
     replicas: ReplicaManager
-    groups: GroupCoordinator
-    transactions: TransactionCoordinator
+    #: The group, transaction and share coordinators (a BrokerCore builds them on first use).
+    coordinators: CoordinatorSource
     now_ms: Clock = now_ms
     state_changes: StateChanges = attrs.Factory(StateChanges)  # awaitable broker state
     #: Leadership, ISRs and coordinators (server/cluster_view.py); None: this broker alone.
@@ -188,8 +206,6 @@ class ApiContext:
     scram_credentials: ScramCredentials | None = None
     #: The ACLs; None: no authorizer, everything allowed.
     acls: AclStore | None = None
-    #: Share groups (KIP-932): membership and share partitions; None: not served.
-    shares: ShareCoordinator | None = None
     #: Client quotas (AlterClientQuotas) and their enforcement on every answer (KIP-219).
     client_quotas: ClientQuotas = attrs.Factory(ClientQuotas)
     #: Client telemetry (KIP-714): subscriptions, client instances and what they pushed.
@@ -197,6 +213,19 @@ class ApiContext:
     throttler: RequestThrottler = attrs.Factory(
         lambda self: RequestThrottler(self.client_quotas), takes_self=True
     )
+
+    @property
+    def groups(self) -> GroupCoordinator:
+        return self.coordinators.groups
+
+    @property
+    def transactions(self) -> TransactionCoordinator:
+        return self.coordinators.transactions
+
+    @property
+    def shares(self) -> ShareCoordinator:
+        """Share groups (KIP-932): membership and share partitions."""
+        return self.coordinators.shares
 
     def respond(self, request: Request, body: Any) -> None:
         """Send ``body`` (a kio entity or a Response) as the answer to ``request``.
@@ -302,6 +331,9 @@ class LazyFamily(NamedTuple):
 
     path: str
     api_keys: tuple[ApiKey, ...]
+    #: Its first request waits until the coordinators are built and started (they are built
+    #: on first use: ``BrokerCore.coordinators_started``).
+    coordinators: bool = False
 
 
 class _Families(typing.Mapping[int, ApiFamily]):
@@ -350,6 +382,8 @@ class KafkaApis:
 
     def _stub(self, lazy: LazyFamily, key: ApiKey) -> Handler:
         async def build_then_handle(request: Request) -> Any:
+            if lazy.coordinators:
+                await self.context.coordinators.coordinators_started()
             return await self._build(lazy)[1][key](request)
 
         return build_then_handle

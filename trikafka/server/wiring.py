@@ -5,10 +5,11 @@ A standalone :class:`~trikafka.broker.Broker` and each node of an in-process clu
 once — a feature that adds a store, a coordinator or an API family adds it here and both get
 it. Two halves, split by lifetime:
 
-* :class:`BrokerCore` — what the broker *serves*: the replica manager it is given, the group
-  and transaction coordinators, the SCRAM users, the ACLs and the client quotas. A Broker has
-  one; a cluster has one for all its nodes (its state outlives any broker stopping, as
-  Kafka's outlives a broker in its internal topics and cluster metadata).
+* :class:`BrokerCore` — what the broker *serves*: the replica manager it is given, the group,
+  transaction and share coordinators (:class:`Coordinators`: at start with a data directory,
+  else on first use), the SCRAM users, the ACLs, the client quotas and the schema registry (on
+  first use). A Broker has one; a cluster has one for all its nodes (its state outlives any
+  broker stopping, as Kafka's outlives a broker in its internal topics and cluster metadata).
 * :class:`RequestPath` — one *run* of a broker's request path: the registry, the socket
   server, the request channel, the handler pool, the purgatory and the KafkaApis over every
   family of :data:`API_FAMILIES` (``server/api_table.py``: each imported and built when one
@@ -34,27 +35,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import attrs
 import trio
 
 from trikafka.clock import Clock
 from trikafka.config import BrokerConfig
-from trikafka.coordinator.group_coordinator import GroupCoordinator
-from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
-from trikafka.coordinator.ports import OffsetsPartitionLog
-from trikafka.coordinator.share.coordinator import ShareCoordinator
-from trikafka.coordinator.share.state_store import SHARE_STATE_TOPIC, ShareStateLog
-from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
-from trikafka.coordinator.transactions.transaction_state import TransactionLog
 from trikafka.log.manager import LoadProgress, LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
 from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
-from trikafka.registry import SCHEMAS_TOPIC, SchemaRegistry
-from trikafka.registry.validation import record_validator
 from trikafka.security.acl_store import AclStore
 from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
@@ -67,10 +60,20 @@ from trikafka.server.purgatory import Purgatory
 from trikafka.server.replica.cluster_view import ClusterView
 from trikafka.server.replica.replica_manager import ReplicaManager
 from trikafka.server.request_handler import RequestHandlerPool
-from trikafka.server.share_dlq import DeadLetterWriter
 from trikafka.server.throttling import RequestThrottler
 
-__all__ = ["API_FAMILIES", "BrokerCore", "RequestPath", "load_meta_properties", "new_log_manager"]
+if TYPE_CHECKING:
+    from trikafka.coordinator.group_coordinator import GroupCoordinator
+    from trikafka.coordinator.offsets import OffsetStore
+    from trikafka.coordinator.ports import OffsetsPartitionLog
+    from trikafka.coordinator.share.coordinator import ShareCoordinator
+    from trikafka.coordinator.share.state_store import ShareStateLog
+    from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
+    from trikafka.registry.service import SchemaRegistry
+    from trikafka.registry.validation import RecordValidator
+    from trikafka.server.share_dlq import DeadLetterWriter
+
+__all__ = ["API_FAMILIES", "BrokerCore", "Coordinators", "RequestPath", "load_meta_properties", "new_log_manager"]
 
 def load_meta_properties(config: BrokerConfig) -> str:
     """The cluster id: from config, else from ``meta.properties`` in the first log dir
@@ -112,6 +115,24 @@ def new_log_manager(config: BrokerConfig, clock: Clock, progress: LoadProgress |
     )
 
 
+@attrs.frozen
+class Coordinators:
+    """A core's group, transaction and share coordinators, built together by
+    :meth:`BrokerCore.coordinators`. Importing and building them costs a fresh broker ~40 ms
+    of start-up, and a broker without a data directory has nothing for them to recover, so such
+    a broker builds them on first use: the first request of a family that uses them (groups,
+    offsets, share groups, transactions, InitProducerId; ``LazyFamily.coordinators``), the first
+    transactional Produce, or anything reading ``core.groups`` and the like. A broker with a data
+    directory builds them at start, so committed offsets and transaction state are loaded (and
+    open transactions aborted) before its listeners are bound, as always."""
+
+    groups: GroupCoordinator
+    transactions: TransactionCoordinator
+    #: Share groups (KIP-932): membership, share partitions, share sessions.
+    shares: ShareCoordinator
+    dead_letters: DeadLetterWriter
+
+
 class BrokerCore:
     """The coordinators and stores over a replica manager (see the module docstring).
 
@@ -123,28 +144,12 @@ class BrokerCore:
         self.replicas = replicas
         self.now_ms = clock
         self.state_changes = StateChanges()
-        self.groups = GroupCoordinator(
-            config, self._offset_store(), clock, on_state_change=self.state_changes.bump,
-            topic_partitions=lambda: {t.name: t.partitions for t in replicas.topics},
-        )
-        self.transactions = TransactionCoordinator(
-            config,
-            TransactionLog.for_log_dirs(config.log_dirs),
-            producer_ids=replicas.producer_ids,
-            markers=replicas,  # markers go to each partition's leader (replicated in a cluster)
-            groups=self.groups,
-            now_ms=clock,
-            on_state_change=self.state_changes.bump,
-        )
-        replicas.transaction_verifier = self.transactions.verify_produce
-        #: Share groups (KIP-932): membership, share partitions, share sessions.
-        self.dead_letters = DeadLetterWriter(replicas, clock)
-        self.shares = ShareCoordinator(
-            config, lambda: {t.name: t.partitions for t in replicas.topics},
-            store=self._share_state_store(), on_state_change=self.state_changes.bump,
-            on_archived=self.dead_letters.archived,
-        )
-        self.dead_letters.shares = self.shares
+        #: The group, transaction and share coordinators (:class:`Coordinators`): built at
+        #: start with a data directory, else on first use (``groups`` etc. below).
+        self._coordinators: Coordinators | None = None
+        self._built = trio.Event()  # set when they are built
+        self._started = trio.Event()  # set once their ``run`` reported started (recovered)
+        replicas.transaction_verifier = self._verify_produce
         #: SCRAM users: AlterUserScramCredentials writes them, every SASL listener reads them.
         self.scram_credentials = ScramCredentials.from_config(
             config.security, [s.name for s in config.listeners], config.log_dirs
@@ -157,23 +162,75 @@ class BrokerCore:
         )
         #: Client telemetry (KIP-714): subscriptions (kept with the quotas), client instances.
         self.client_metrics = ClientMetricsManager.in_data_dir(config.log_dirs, clock, config.telemetry_max_bytes)
-        #: The schema registry over ``_schemas`` (served over HTTP with schema.registry.port).
-        self.schemas = SchemaRegistry(self._schemas_log, clock)
-        replicas.record_validator = record_validator(self.schemas)
+        self._schemas: SchemaRegistry | None = None
+        self._record_validator: RecordValidator | None = None
+        replicas.record_validator = self._validate_records
 
-    def _schemas_log(self, create: bool) -> Any:
-        """Partition 0 of ``_schemas``, created (compacted, one partition, as Confluent's
-        registry creates it) when ``create``; None while it does not exist."""
-        replicas = self.replicas
-        if replicas.topics.get(SCHEMAS_TOPIC) is None:
-            if not create:
-                return None
-            replicas.create_topic(SCHEMAS_TOPIC, 1, configs={"cleanup.policy": "compact"})
-        return replicas.get_log(SCHEMAS_TOPIC, 0)
+    def coordinators(self) -> Coordinators:
+        """The coordinators, imported and built now if they were not yet; their timers start
+        (``run_coordinators``) at the next checkpoint of the broker's nursery."""
+        if self._coordinators is None:
+            self._coordinators = self._build_coordinators()
+            self._built.set()
+        return self._coordinators
+
+    def _build_coordinators(self) -> Coordinators:
+        # Imported here: they cost a fresh broker ~40 ms (see Coordinators).
+        from trikafka.coordinator.group_coordinator import GroupCoordinator
+        from trikafka.coordinator.share.coordinator import ShareCoordinator
+        from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
+        from trikafka.coordinator.transactions.transaction_state import TransactionLog
+        from trikafka.server.share_dlq import DeadLetterWriter
+
+        config, replicas, clock, bump = self.config, self.replicas, self.now_ms, self.state_changes.bump
+        groups = GroupCoordinator(
+            config, self._offset_store(), clock, on_state_change=bump,
+            topic_partitions=lambda: {t.name: t.partitions for t in replicas.topics},
+        )
+        transactions = TransactionCoordinator(
+            config,
+            TransactionLog.for_log_dirs(config.log_dirs),
+            producer_ids=replicas.producer_ids,
+            markers=replicas,  # markers go to each partition's leader (replicated in a cluster)
+            groups=groups,
+            now_ms=clock,
+            on_state_change=bump,
+        )
+        dead_letters = DeadLetterWriter(replicas, clock)
+        shares = ShareCoordinator(
+            config, lambda: {t.name: t.partitions for t in replicas.topics},
+            store=self._share_state_store(), on_state_change=bump, on_archived=dead_letters.archived,
+        )
+        dead_letters.shares = shares
+        return Coordinators(groups, transactions, shares, dead_letters)
+
+    @property
+    def groups(self) -> GroupCoordinator:
+        return self.coordinators().groups
+
+    @property
+    def transactions(self) -> TransactionCoordinator:
+        return self.coordinators().transactions
+
+    @property
+    def shares(self) -> ShareCoordinator:
+        return self.coordinators().shares
+
+    @property
+    def dead_letters(self) -> DeadLetterWriter:
+        return self.coordinators().dead_letters
+
+    async def coordinators_started(self) -> None:
+        """Build the coordinators if need be and wait until they have recovered their state
+        and started their timers (the API families that use them wait on this once)."""
+        self.coordinators()
+        await self._started.wait()
 
     def _offset_store(self) -> OffsetStore:
         """``__consumer_offsets``: an internal, compacted topic, created — as in Kafka — the
         first time a group needs it, so a fresh broker lists no topics."""
+        from trikafka.coordinator.offsets import OFFSETS_TOPIC, OffsetStore
+
         replicas, config = self.replicas, self.config
         existing = replicas.topics.get(OFFSETS_TOPIC)
         partitions = existing.partitions if existing else config.offsets_topic_num_partitions
@@ -196,6 +253,8 @@ class BrokerCore:
         replicas = self.replicas
         if not self.config.log_dirs:
             return None
+        from trikafka.coordinator.share.state_store import SHARE_STATE_TOPIC, ShareStateLog
+
 
         def log() -> OffsetsPartitionLog:
             if replicas.topics.get(SHARE_STATE_TOPIC) is None:
@@ -204,12 +263,65 @@ class BrokerCore:
 
         return ShareStateLog(log, self.now_ms, exists=lambda: SHARE_STATE_TOPIC in replicas.topics)
 
+    def _verify_produce(self, *args: Any, **kwargs: Any) -> None:
+        """The replica manager's ``transaction_verifier`` (a transactional or control batch)."""
+        self.transactions.verify_produce(*args, **kwargs)
+
+    @property
+    def schemas(self) -> SchemaRegistry:
+        """The schema registry over ``_schemas`` (served over HTTP with schema.registry.port),
+        imported and built on first use: a broker that never validates records nor serves the
+        registry does not pay for it at start."""
+        if self._schemas is None:
+            from trikafka.registry.service import SchemaRegistry
+
+            self._schemas = SchemaRegistry(self._schemas_log, self.now_ms)
+        return self._schemas
+
+    def _validate_records(self, topic: str, configs: Mapping[str, Any], data: bytearray, headers: Any) -> None:
+        """The replica manager's ``record_validator``: the registry's (registry/validation.py),
+        built on the first batch of a topic that asks for schema validation."""
+        validate = self._record_validator
+        if validate is None:
+            if not any(configs.get(f"confluent.{f}.schema.validation") is True for f in ("key", "value")):
+                return
+            from trikafka.registry.validation import record_validator
+
+            validate = self._record_validator = record_validator(self.schemas)
+        validate(topic, configs, data, headers)
+
+    def _schemas_log(self, create: bool) -> Any:
+        """Partition 0 of ``_schemas``, created (compacted, one partition, as Confluent's
+        registry creates it) when ``create``; None while it does not exist."""
+        from trikafka.registry.store import SCHEMAS_TOPIC
+
+        replicas = self.replicas
+        if replicas.topics.get(SCHEMAS_TOPIC) is None:
+            if not create:
+                return None
+            replicas.create_topic(SCHEMAS_TOPIC, 1, configs={"cleanup.policy": "compact"})
+        return replicas.get_log(SCHEMAS_TOPIC, 0)
+
     async def run_coordinators(self, nursery: trio.Nursery, suffix: str = "") -> None:
-        """Start the coordinators' timers (recovery, session and transaction timeouts)."""
-        await nursery.start(self.groups.run, name=f"group-coordinator{suffix}")
-        await nursery.start(self.transactions.run, name=f"transaction-coordinator{suffix}")
-        await nursery.start(self.shares.run, name=f"share-coordinator{suffix}")
-        await nursery.start(self.dead_letters.run, name=f"share-dead-letters{suffix}")
+        """Start the coordinators' timers (recovery, session and transaction timeouts): now
+        with a data directory (there is state to recover before the listeners are bound) or
+        when something built them already; else once their first use builds them."""
+        if self.config.log_dirs or self._coordinators is not None:
+            await self._start_coordinators(nursery, suffix)
+        else:
+            nursery.start_soon(self._start_when_built, nursery, suffix, name=f"coordinators-on-first-use{suffix}")
+
+    async def _start_when_built(self, nursery: trio.Nursery, suffix: str) -> None:
+        await self._built.wait()
+        await self._start_coordinators(nursery, suffix)
+
+    async def _start_coordinators(self, nursery: trio.Nursery, suffix: str) -> None:
+        c = self.coordinators()
+        await nursery.start(c.groups.run, name=f"group-coordinator{suffix}")
+        await nursery.start(c.transactions.run, name=f"transaction-coordinator{suffix}")
+        await nursery.start(c.shares.run, name=f"share-coordinator{suffix}")
+        await nursery.start(c.dead_letters.run, name=f"share-dead-letters{suffix}")
+        self._started.set()
 
 
 class RequestPath:
@@ -249,9 +361,7 @@ class RequestPath:
             channel=self.request_channel,
             metrics=self.metrics,
             replicas=core.replicas,
-            groups=core.groups,
-            transactions=core.transactions,
-            shares=core.shares,
+            coordinators=core,
             cluster_view=cluster_view,
             now_ms=core.now_ms,
             state_changes=core.state_changes,

@@ -44,20 +44,25 @@ class ApiVersionsApis(ApiFamily):
         super().__init__(context)
         registry = context.registry
         lo, hi = registry.supported[ApiKey.API_VERSIONS]
-        self._v0 = registry.get(ApiKey.API_VERSIONS, 0)
         self._own_range = [{"api_key": ApiKey.API_VERSIONS, "min_version": lo, "max_version": hi}]
         self._all_ranges = [
             {"api_key": key, "min_version": lo, "max_version": hi}
             for key, lo, hi in registry.ranges()
         ]
-        # The answer never changes: encode each version's body once. Encoding the ~30-entry
-        # table with kio was half of the broker's CPU under a tiny-request load.
+        # The answer never changes: encode each version's body once, when it is first asked
+        # for (a client asks for one version; building all five cost a fresh broker's first
+        # answer ~10 ms of kio classes and encoders). Encoding the ~30-entry table with kio
+        # was half of the broker's CPU under a tiny-request load.
         self._answers: dict[int, tuple[Any, bytes]] = {}
         self._software: dict[tuple[str | None, str | None], bool] = {}
-        supported, levels = advertised_features(context.config)
-        finalized = [{"name": n, "max_version_level": v, "min_version_level": v} for n, v in levels.items()]
-        for version in range(lo, hi + 1):
-            spec = registry.get(ApiKey.API_VERSIONS, version)
+        self._features = advertised_features(context.config)  # (supported, finalized levels)
+
+    def _answer(self, version: int) -> tuple[Any, bytes]:
+        """The spec and the encoded body of the answer at ``version`` (a supported one)."""
+        answer = self._answers.get(version)
+        if answer is None:
+            supported, levels = self._features
+            spec = self.context.registry.get(ApiKey.API_VERSIONS, version)
             body = build(
                 spec.response_type,
                 error_code=ErrorCode.none,
@@ -68,9 +73,12 @@ class ApiVersionsApis(ApiFamily):
                     for n, (lo, hi) in supported.items() if version >= 4 or lo > 0
                 ],
                 finalized_features_epoch=FEATURES_EPOCH,
-                finalized_features=finalized,
+                finalized_features=[
+                    {"name": n, "max_version_level": v, "min_version_level": v} for n, v in levels.items()
+                ],
             )
-            self._answers[version] = (spec, encode_response_body(spec, body))
+            answer = self._answers[version] = (spec, encode_response_body(spec, body))
+        return answer
 
     def _valid_software(self, name: str | None, version: str | None) -> bool:
         """Kafka's check of the client's software name and version, remembered per pair
@@ -87,12 +95,9 @@ class ApiVersionsApis(ApiFamily):
     @handles(ApiKey.API_VERSIONS)
     async def handle_api_versions_request(self, request: Request) -> Any:
         if request.body is None:  # a version we do not support: answer v0, as Kafka does
-            body = build(
-                self._v0.response_type,
-                error_code=ErrorCode.unsupported_version,
-                api_keys=self._own_range,
-            )
-            return SendResponse(encode_response(self._v0, request.correlation_id, body))
+            v0 = self.context.registry.get(ApiKey.API_VERSIONS, 0)
+            body = build(v0.response_type, error_code=ErrorCode.unsupported_version, api_keys=self._own_range)
+            return SendResponse(encode_response(v0, request.correlation_id, body))
         response_type = request.spec.response_type
         if request.api_version >= 3 and not self._valid_software(
             request.body.client_software_name, request.body.client_software_version
@@ -102,5 +107,5 @@ class ApiVersionsApis(ApiFamily):
             self.context.client_metrics.note_software(
                 request.connection_id, request.body.client_software_name, request.body.client_software_version
             )
-        spec, encoded = self._answers[request.api_version]
+        spec, encoded = self._answer(request.api_version)
         return SendResponse(frame_response(spec, request.correlation_id, encoded))
