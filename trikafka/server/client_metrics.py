@@ -35,7 +35,6 @@ from pathlib import Path
 from typing import Any
 
 import attrs
-from crc32c import crc32c
 
 from trikafka.client_metrics_configs import (
     ALL_METRICS,
@@ -46,6 +45,7 @@ from trikafka.client_metrics_configs import (
 )
 from trikafka.clock import Clock, now_ms
 from trikafka.errors import ConfigError, ErrorCode
+from trikafka.protocol.crc import crc32c
 from trikafka.security.files import write_json_atomically
 
 __all__ = [
