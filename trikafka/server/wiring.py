@@ -144,6 +144,8 @@ class BrokerCore:
             on_archived=self.dead_letters.archived,
         )
         self.dead_letters.shares = self.shares
+        #: GROUP configs of every kind of group are kept by the share coordinator.
+        self.groups.consumer.group_overrides = lambda group_id: self.shares.group_configs.get(group_id, {})
         #: SCRAM users: AlterUserScramCredentials writes them, every SASL listener reads them.
         self.scram_credentials = ScramCredentials.from_config(
             config.security, [s.name for s in config.listeners], config.log_dirs
