@@ -19,6 +19,7 @@ __all__ = ["API_FAMILIES", "CONSUMER_PROTOCOL_APIS", "supported_apis"]
 #: Every API family a broker serves (each node of an in-process cluster serves the same).
 API_FAMILIES: tuple[LazyFamily, ...] = (
     LazyFamily("trikafka.server.apis.versions:ApiVersionsApis", (ApiKey.API_VERSIONS,)),
+    LazyFamily("trikafka.server.apis.versions:FeatureApis", (ApiKey.UPDATE_FEATURES,)),
     LazyFamily("trikafka.server.apis.metadata:MetadataApis", (ApiKey.METADATA,)),
     LazyFamily(
         "trikafka.server.apis.topics:TopicAdminApis",

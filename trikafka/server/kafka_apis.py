@@ -74,6 +74,7 @@ from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server import authorization
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.awaitable import StateChanges
+from trikafka.server.features import Features
 from trikafka.server.metadata_cache import MetadataCache
 from trikafka.server.purgatory import Purgatory
 from trikafka.server.replica.cluster_view import ClusterView
@@ -189,6 +190,8 @@ class ApiContext:
     acls: AclStore | None = None
     #: Share groups (KIP-932): membership and share partitions; None: not served.
     shares: ShareCoordinator | None = None
+    #: Finalized feature levels (ApiVersions; UpdateFeatures changes ``share.version``).
+    features: Features = attrs.Factory(lambda self: Features(self.config), takes_self=True)
     #: Client quotas (AlterClientQuotas) and their enforcement on every answer (KIP-219).
     client_quotas: ClientQuotas = attrs.Factory(ClientQuotas)
     throttler: RequestThrottler = attrs.Factory(

@@ -60,6 +60,7 @@ from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.api_table import API_FAMILIES, supported_apis
 from trikafka.server.awaitable import StateChanges
+from trikafka.server.features import Features
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
@@ -144,6 +145,8 @@ class BrokerCore:
             on_archived=self.dead_letters.archived,
         )
         self.dead_letters.shares = self.shares
+        #: Feature levels (KIP-584), one set for every node of a cluster.
+        self.features = Features(config)
         #: GROUP configs of every kind of group are kept by the share coordinator.
         self.groups.consumer.group_overrides = lambda group_id: self.shares.group_configs.get(group_id, {})
         #: SCRAM users: AlterUserScramCredentials writes them, every SASL listener reads them.
@@ -251,6 +254,7 @@ class RequestPath:
             groups=core.groups,
             transactions=core.transactions,
             shares=core.shares,
+            features=core.features,
             cluster_view=cluster_view,
             now_ms=core.now_ms,
             state_changes=core.state_changes,

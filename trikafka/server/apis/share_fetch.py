@@ -33,6 +33,7 @@ from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
+from trikafka.server.features import require_share_groups
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 from trikafka.server.replica.cluster_view import cluster_view, leader_endpoints
 from trikafka.server.share_reader import initial_offset, read_and_acquire
@@ -210,6 +211,7 @@ class ShareFetchApis(ApiFamily):
     @handles(ApiKey.SHARE_FETCH)
     async def handle_share_fetch_request(self, request: Request) -> Any:
         body = request.body
+        require_share_groups(self.context.features)
         self._check(request)
         session, unknown = self._session(request)
         results: dict[TopicPartition, dict[str, Any]] = {}
@@ -283,6 +285,7 @@ class ShareFetchApis(ApiFamily):
     @handles(ApiKey.SHARE_ACKNOWLEDGE)
     async def handle_share_acknowledge_request(self, request: Request) -> Any:
         body = request.body
+        require_share_groups(self.context.features)
         self._check(request)
         if body.share_session_epoch == INITIAL_EPOCH:
             raise KafkaProtocolError("ShareAcknowledge cannot open a share session.",
