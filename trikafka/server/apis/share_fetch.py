@@ -122,8 +122,10 @@ class ShareFetchApis(ApiFamily):
 
     # --- ShareFetch ---------------------------------------------------------------------------
 
-    def _session(self, request: Request) -> tuple[ShareSession, list[TopicPartition]]:
-        """Settle the share session; (the session, the unknown topic-partitions named)."""
+    def _session(self, request: Request) -> tuple[ShareSession, list[TopicPartition], list[TopicPartition]]:
+        """Settle the share session; (the session, the unknown topic-partitions named, the
+        partitions it forgot: what the member holds there goes back once the request's own
+        acknowledgements — often for those very partitions — are applied)."""
         body = request.body
         shares = self.shares
         named: list[TopicPartition] = []
@@ -141,10 +143,10 @@ class ShareFetchApis(ApiFamily):
             session, old = shares.sessions.open(body.group_id, body.member_id, named, self.context.config.node_id)
             if old is not None:
                 shares.release_session(old)
-            return session, unknown
+            return session, unknown, []
         session = shares.sessions.get(body.group_id, body.member_id, epoch, self.context.config.node_id)
         if epoch == FINAL_EPOCH:
-            return session, unknown
+            return session, unknown, []
         forgotten = set()
         for topic in body.forgotten_topics_data or ():
             info = self.replicas.topic_by_id(topic.topic_id)
@@ -153,13 +155,10 @@ class ShareFetchApis(ApiFamily):
         for tp in named:
             if tp not in session.partitions:
                 session.partitions.append(tp)
-        if forgotten:  # what the member holds on a partition it forgets goes back
-            shares.release_session(
-                attrs.evolve(session, partitions=[tp for tp in session.partitions if tp in forgotten])
-            )
+        dropped = [tp for tp in session.partitions if tp in forgotten]
         session.partitions = [tp for tp in session.partitions if tp not in forgotten]
         session.next_epoch()
-        return session, unknown
+        return session, unknown, dropped
 
     def _acquire(
         self, request: Request, session: ShareSession, results: dict[TopicPartition, dict[str, Any]]
@@ -186,6 +185,9 @@ class ShareFetchApis(ApiFamily):
                 continue
             if budget_records <= 0 or budget_bytes <= 0:
                 continue
+            existing = shares.partitions.get((body.group_id, name, partition))
+            if total and (existing is None or not existing.initialized):
+                continue  # initialized by a later fetch: Kafka answers with the partitions ready first
             partition_log = self.replicas.get_log(name, partition)
             sp = shares.share_partition(body.group_id, name, partition, str(info.topic_id))
             if not sp.initialized:
@@ -213,12 +215,14 @@ class ShareFetchApis(ApiFamily):
         body = request.body
         require_share_groups(self.context.features)
         self._check(request)
-        session, unknown = self._session(request)
+        session, unknown, dropped = self._session(request)
         results: dict[TopicPartition, dict[str, Any]] = {}
         for tp in unknown:
             results[tp] = _partition(None, tp[1])
             results[tp]["error_code"] = ErrorCode.unknown_topic_id
         self._acknowledge(request, body.group_id, body.member_id, body.topics, results, "acknowledge_error_code")
+        if dropped:  # what the member still holds on a partition it forgot goes back
+            self.shares.release_session(attrs.evolve(session, partitions=dropped))
         lock_ms = self.shares.configs(body.group_id)["share.record.lock.duration.ms"]
         if body.share_session_epoch == FINAL_EPOCH:
             self.shares.sessions.close(body.group_id, body.member_id, session.node_id)
