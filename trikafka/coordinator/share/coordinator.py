@@ -89,6 +89,8 @@ class ShareCoordinator:
         self.partitions: dict[PartitionKey, SharePartition] = {}
         self.sessions = ShareSessionCache(config.group_share_max_share_sessions)
         self.released = EndOffset(0)  # bumped when records become available again
+        #: Target assignments computed (Kafka's share-group-rebalance-count), ever.
+        self.rebalances = 0
         self._timers: TimerQueue[tuple[Any, ...]] = TimerQueue()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -131,12 +133,14 @@ class ShareCoordinator:
         if group is None:
             group = ShareGroup(group_id)
         configs = self.configs(group_id)
+        assignment_epoch = group.assignment_epoch
         result = group.heartbeat(
             member_id, member_epoch, topics=self.topic_partitions(), now=trio.current_time(),
             max_size=self.config.group_share_max_size,
             heartbeat_interval_ms=configs["share.heartbeat.interval.ms"],
             assignment_interval_ms=configs["share.assignment.interval.ms"], **fields,
         )
+        self.rebalances += group.assignment_epoch != assignment_epoch
         if created:
             self.groups[group_id] = group
             self.store.write_group(group_id, None, True)

@@ -44,6 +44,8 @@ class ShareStateLog:
         self._now_ms = now_ms
         self._exists = exists
         self._written: dict[bytes, bytes | None] = {}
+        #: Records written to ``__share_group_state`` (Kafka's share-coordinator write-total).
+        self.writes = 0
 
     def _append(self, key: list[Any], value: Any) -> None:
         raw_key = json.dumps(key).encode()
@@ -53,6 +55,7 @@ class ShareStateLog:
         self._written[raw_key] = raw
         now = int(self._now_ms())
         self._log().append(bytearray(build_batch([(raw_key, raw, [], now)])), leader_epoch=0, log_append_time_ms=now)
+        self.writes += 1
 
     def write_partition(self, sp: SharePartition) -> None:
         key = ["share-partition", sp.group_id, sp.topic, sp.partition]

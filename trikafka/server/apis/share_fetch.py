@@ -95,6 +95,8 @@ class ShareFetchApis(ApiFamily):
                     result["current_leader"] = leader
                 if code != ErrorCode.none:
                     result[field] = code
+                    if name is not None:
+                        self.context.metrics.record_share_ack(name, True)
                     continue
                 sp = shares.share_partition(group_id, name, p.partition_index, str(topic.topic_id))
                 try:
@@ -107,6 +109,7 @@ class ShareFetchApis(ApiFamily):
                     result[field] = exc.error_code
                     result[field.replace("code", "message")] = str(exc)
                 shares.changed(sp)
+                self.context.metrics.record_share_ack(name, result[field] != ErrorCode.none)
 
     def _respond(self, request: Request, results: dict[TopicPartition, dict[str, Any]], **top: Any) -> Answer:
         topics: dict[Any, dict[str, Any]] = {}
@@ -229,8 +232,12 @@ class ShareFetchApis(ApiFamily):
             self.shares.release_session(session)
             return self._respond(request, results, acquisition_lock_timeout=lock_ms)
         total, errors = self._acquire(request, session, results)
+        for tp in session.partitions:  # Kafka's BrokerTopicMetrics: each partition fetched, once
+            failed = results.get(tp, {}).get("error_code", ErrorCode.none) != ErrorCode.none
+            self.context.metrics.record_share_fetch(tp[0], failed)
         max_wait = body.max_wait.total_seconds()
         if total or errors or max_wait <= 0 or body.max_records == 0 or not session.partitions:
+            self._fetched(request, session, results)
             return self._respond(request, results, acquisition_lock_timeout=lock_ms)
         self.context.purgatory.delay(self._delayed_share_fetch, request, session, results,
                                      trio.current_time() + max_wait, lock_ms,
@@ -252,12 +259,21 @@ class ShareFetchApis(ApiFamily):
                     if total or errors:
                         break
                     await self._wait_for_news(request, session)
+            self._fetched(request, session, results)
             response: Any = self._respond(request, results, acquisition_lock_timeout=lock_ms)
         except Exception:
             log.exception("delayed share fetch for %s failed", request.connection_id)
             response = Answer(throttle_time=0, error_code=ErrorCode.unknown_server_error, error_message=None,
                               acquisition_lock_timeout=lock_ms, responses=[], node_endpoints=[])
         self.context.respond(request, response)
+
+    def _fetched(self, request: Request, session: ShareSession, results: dict[TopicPartition, dict[str, Any]]) -> None:
+        """Kafka's ShareGroupMetrics for an answered ShareFetch: the share of its partitions
+        that returned records, and the time from its arrival to their acquisition."""
+        with_records = sum(1 for tp in session.partitions if results.get(tp, {}).get("acquired_records"))
+        acquire_ms = (trio.current_time() - request.start_time) * 1000
+        self.context.metrics.record_share_fetch_done(request.body.group_id, len(session.partitions),
+                                                     with_records, acquire_ms)
 
     async def _wait_for_news(self, request: Request, session: ShareSession) -> None:
         """Until a partition of the session may have something to acquire: its end grew, or
