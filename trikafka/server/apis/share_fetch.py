@@ -3,9 +3,13 @@
 Theory of operation. A ShareFetch first settles its share session (``coordinator/share/
 sessions.py``: epoch 0 opens one with the request's partitions, a later epoch adds what the
 request names and drops its forgotten partitions), then applies the acknowledgements it
-carries (each partition answers for its own in ``acknowledge_error_code``), then acquires
-records for the member on every partition of the session this broker leads (``server/
-share_reader.py``), up to ``max_records`` in all and ``max_bytes``. When nothing was acquired
+carries (each partition answers for its own in ``acknowledge_error_code``) — only then does
+what the member holds on a forgotten partition go back — then acquires records for the
+member on every partition of the session this broker leads (``server/share_reader.py``), up
+to ``max_records`` in all and ``max_bytes``. A share partition not yet initialized (never
+read by the group) is initialized by the fetch only while it has acquired nothing else, as
+Kafka answers with the first partition whose state is loaded: a fetch over several new ones
+answers one. When nothing was acquired
 and ``max_wait`` is above zero the request waits in the purgatory, level-triggered, for any of
 its partitions' ends (high watermark, or LSO under read_committed) to grow or for records to be
 released (:attr:`ShareCoordinator.released`), then acquires again; ``max_wait`` on trio's clock
