@@ -17,10 +17,12 @@ import attrs
 __all__ = [
     "BrokerMetrics",
     "BrokerTopicMetrics",
+    "Histogram",
     "HistogramSnapshot",
     "ListenerConnectionMetrics",
     "QUANTILES",
     "RequestMetrics",
+    "ShareGroupFetchMetrics",
     "TIME_PARTS",
 ]
 
@@ -141,6 +143,39 @@ class BrokerTopicMetrics:
     total_produce_requests: int = 0  # TotalProduceRequestsPerSec (per partition, as Kafka)
     failed_produce_requests: int = 0  # FailedProduceRequestsPerSec
     total_fetch_requests: int = 0  # TotalFetchRequestsPerSec
+    total_share_fetch_requests: int = 0  # TotalShareFetchRequestsPerSec (per partition fetched)
+    failed_share_fetch_requests: int = 0  # FailedShareFetchRequestsPerSec
+    total_share_ack_requests: int = 0  # TotalShareAcknowledgementRequestsPerSec (per partition)
+    failed_share_ack_requests: int = 0  # FailedShareAcknowledgementRequestsPerSec
+
+
+class Histogram:
+    """One of Kafka's Yammer histograms of values (ms, or a percentage) on ``_BOUNDS``."""
+
+    __slots__ = ("count", "total", "largest", "buckets")
+
+    def __init__(self) -> None:
+        self.count, self.total, self.largest = 0, 0.0, 0.0
+        self.buckets = [0] * (len(_BOUNDS) + 1)
+
+    def record(self, value: float) -> None:
+        self.count += 1
+        self.total += value
+        self.largest = max(self.largest, value)
+        self.buckets[bisect.bisect_left(_BOUNDS, value)] += 1
+
+    def snapshot(self) -> HistogramSnapshot:
+        return _snapshot(self.count, self.total, self.largest, self.buckets)
+
+
+@attrs.define
+class ShareGroupFetchMetrics:
+    """Kafka's ShareGroupMetrics histograms tagged with one group, as this broker saw them."""
+
+    #: RequestTopicPartitionsFetchRatio: % of a ShareFetch's partitions that returned records
+    fetch_ratio: Histogram = attrs.Factory(Histogram)
+    #: TopicPartitionsAcquireTimeMs: from a ShareFetch's arrival to its records acquired
+    acquire_time_ms: Histogram = attrs.Factory(Histogram)
 
 
 class BrokerMetrics:
@@ -153,6 +188,7 @@ class BrokerMetrics:
             ListenerConnectionMetrics
         )
         self.topics: dict[str, BrokerTopicMetrics] = defaultdict(BrokerTopicMetrics)
+        self.share_groups: dict[str, ShareGroupFetchMetrics] = defaultdict(ShareGroupFetchMetrics)
         self.closed_by_error: int = 0  # connections closed for bad frames or versions
         self.injected_faults: dict[tuple[str, str], int] = defaultdict(int)  # (api, kind), tests
 
@@ -190,6 +226,27 @@ class BrokerMetrics:
         m = self.topics[topic]
         m.total_fetch_requests += 1
         m.bytes_out += size
+
+    def record_share_fetch(self, topic: str, failed: bool) -> None:
+        """A partition named by a ShareFetch (Kafka marks each, and the failed ones again)."""
+        m = self.topics[topic]
+        m.total_share_fetch_requests += 1
+        m.failed_share_fetch_requests += failed
+
+    def record_share_ack(self, topic: str, failed: bool) -> None:
+        """A partition's acknowledgements (in a ShareFetch or a ShareAcknowledge)."""
+        m = self.topics[topic]
+        m.total_share_ack_requests += 1
+        m.failed_share_ack_requests += failed
+
+    def record_share_fetch_done(self, group: str, requested: int, with_records: int, acquire_ms: float) -> None:
+        """A ShareFetch answered with what it acquired: the group's ratio, and (when it
+        acquired records) how long that took."""
+        m = self.share_groups[group]
+        if requested:
+            m.fetch_ratio.record(100.0 * with_records / requested)
+        if with_records:
+            m.acquire_time_ms.record(acquire_ms)
 
     def connection_opened(self, listener: str) -> None:
         m = self.connections[listener]

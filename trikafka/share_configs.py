@@ -5,8 +5,13 @@ A group config (IncrementalAlterConfigs on a GROUP resource) overrides the broke
 for that one group; the ones with a broker min/max (session timeout, heartbeat interval,
 record lock duration) must lie between them, as Kafka's ``GroupConfig.validate`` checks.
 ``share.auto.offset.reset`` is ``latest``, ``earliest`` or ``by_duration:<ISO-8601 duration>``
-(``by_duration:PT1H``: the first record of the last hour). Kafka's ``consumer.*`` group
-configs are not built here: they are refused with INVALID_CONFIG, never stored and ignored.
+(``by_duration:PT1H``: the first record of the last hour). The consumer-group keys Kafka has
+as group configs (``consumer.session.timeout.ms``, ``consumer.heartbeat.interval.ms``) are here
+too, bounded by the broker's ``group.consumer.min/max.*``; the KIP-848 coordinator reads them.
+Kafka's keys of what trikafka does not build (``consumer.assignment.interval.ms``, the
+``*.assignor.offload.enable`` keys, ``share.renew.acknowledge.enable``, every ``streams.*`` key:
+trikafka has no streams groups) are refused with INVALID_CONFIG saying so, never stored and
+ignored.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from trikafka.topic_configs import INT32_MAX
 __all__ = [
     "GROUP_CONFIG_KEYS",
     "GroupConfigSpec",
+    "NOT_BUILT_GROUP_KEYS",
     "ShareGroupKeys",
     "check_share_group_keys",
     "effective_group_configs",
@@ -168,26 +174,41 @@ class GroupConfigSpec:
     bounds: Callable[[Any], tuple[int, int]] | None = None  # BrokerConfig → (min, max)
     parse: Callable[[str], str] | None = None
     doc: str = ""
+    broker_key: str | None = None  # the broker-level synonym (Kafka's ALL_GROUP_CONFIG_SYNONYMS)
+    bound_keys: tuple[str, str] | None = None  # the broker keys of its min and max
 
 
 def _int_spec(
     key: str, broker: str, doc: str, bounded: bool = True, lo: int = 1, hi: int = 2**31 - 1
 ) -> GroupConfigSpec:
     attr = broker.replace(".", "_")
+    kind = "group_share_" if attr.startswith("group_share_") else "group_consumer_"
 
     def bounds(config: Any) -> tuple[int, int]:
         if bounded:
-            return getattr(config, attr.replace("group_share_", "group_share_min_")), getattr(
-                config, attr.replace("group_share_", "group_share_max_"))
+            low, high = attr.replace(kind, kind + "min_"), attr.replace(kind, kind + "max_")
+            return getattr(config, low), getattr(config, high)
         return lo, hi
 
-    return GroupConfigSpec(key, "int", lambda c: getattr(c, attr), bounds, None, doc)
+    prefix = kind.replace("_", ".")
+    names = (broker.replace(prefix, prefix + "min."), broker.replace(prefix, prefix + "max.")) if bounded else None
+    return GroupConfigSpec(key, "int", lambda c: getattr(c, attr), bounds, None, doc, broker, names)
 
 
-#: The per-group keys of a share group (Kafka's GroupConfig), in DescribeConfigs order.
+#: The per-group keys (Kafka's GroupConfig) trikafka honours, in DescribeConfigs order.
 GROUP_CONFIG_KEYS: dict[str, GroupConfigSpec] = {
     s.key: s
     for s in (
+        _int_spec(
+            "consumer.heartbeat.interval.ms",
+            "group.consumer.heartbeat.interval.ms",
+            "Heartbeat interval given to the consumer group's members (KIP-848).",
+        ),
+        _int_spec(
+            "consumer.session.timeout.ms",
+            "group.consumer.session.timeout.ms",
+            "A consumer-group member (KIP-848) missing heartbeats this long is removed.",
+        ),
         _int_spec("share.session.timeout.ms", "group.share.session.timeout.ms", "Share-group member session timeout."),
         _int_spec(
             "share.heartbeat.interval.ms",
@@ -258,6 +279,33 @@ GROUP_CONFIG_KEYS: dict[str, GroupConfigSpec] = {
 }
 
 
+_STREAMS = "streams groups (KIP-1071) are not served by trikafka, so no group of that kind can exist"
+#: Kafka 4.4's group configs trikafka does not build: key → why (refused, never stored).
+NOT_BUILT_GROUP_KEYS: dict[str, str] = {
+    "consumer.assignment.interval.ms": "not built: trikafka computes a consumer group's target assignment at once",
+    "consumer.assignor.offload.enable": "not built: trikafka runs the assignors inline",
+    "share.assignor.offload.enable": "not built: trikafka runs the assignor inline",
+    "share.renew.acknowledge.enable": "not built: RENEW is always allowed at ShareAcknowledge/ShareFetch v2",
+    **{f"streams.{name}": _STREAMS for name in (
+        "session.timeout.ms", "heartbeat.interval.ms", "num.standby.replicas", "initial.rebalance.delay.ms",
+        "assignment.interval.ms", "assignor.offload.enable", "task.offset.interval.ms", "num.warmup.replicas",
+        "acceptable.recovery.lag")},
+}
+
+
+def _check_intervals(out: Mapping[str, str], broker: Any) -> None:
+    """Kafka's GroupConfig rule: a session timeout above the heartbeat interval, each key taking
+    the group's value or the broker's default."""
+    for kind in ("consumer", "share"):
+        if f"{kind}.session.timeout.ms" not in out and f"{kind}.heartbeat.interval.ms" not in out:
+            continue
+        effective = effective_group_configs(out, broker)
+        session, interval = effective[f"{kind}.session.timeout.ms"], effective[f"{kind}.heartbeat.interval.ms"]
+        if session <= interval:
+            raise ConfigError(f"{kind}.session.timeout.ms", str(session),
+                              f"greater than {kind}.heartbeat.interval.ms ({interval})")
+
+
 def validate_group_configs(overrides: Mapping[str, str | None], broker: Any) -> dict[str, str]:
     """A group's complete new set of overrides, checked and normalized; ConfigError names the
     key, the value and what is allowed."""
@@ -266,9 +314,12 @@ def validate_group_configs(overrides: Mapping[str, str | None], broker: Any) -> 
         if value is None:
             continue
         spec = GROUP_CONFIG_KEYS.get(key)
+        if spec is None and key in NOT_BUILT_GROUP_KEYS:
+            why = NOT_BUILT_GROUP_KEYS[key]
+            raise ConfigError(key, value, f"a group config of Kafka's that trikafka refuses: {why}")
         if spec is None:
             known = ", ".join(GROUP_CONFIG_KEYS)
-            raise ConfigError(key, value, f"an unknown or unsupported group config (trikafka knows {known})")
+            raise ConfigError(key, value, f"an unknown group config (trikafka knows {known})")
         if spec.kind == "int":
             lo, hi = spec.bounds(broker) if spec.bounds else (0, 2**31 - 1)
             try:
@@ -276,13 +327,15 @@ def validate_group_configs(overrides: Mapping[str, str | None], broker: Any) -> 
             except ValueError:
                 raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required") from None
             if not lo <= number <= hi:
-                raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required")
+                between = f" (between {spec.bound_keys[0]} and {spec.bound_keys[1]})" if spec.bound_keys else ""
+                raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required{between}")
             out[key] = str(number)
         else:
             try:
                 out[key] = spec.parse(value) if spec.parse else value
             except ValueError as exc:
                 raise ConfigError(key, value, str(exc)) from None
+    _check_intervals(out, broker)
     return out
 
 

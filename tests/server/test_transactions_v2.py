@@ -138,7 +138,7 @@ async def test_api_versions_finalizes_transaction_version_2(autojump_clock):
     async with open_test_broker() as tb, tb.client() as client:
         response = await client.request(request(18, 4, client_software_name="t", client_software_version="1"))
         finalized = {f.name: f.max_version_level for f in response.finalized_features}
-        assert finalized == {"transaction.version": 2, "group.version": 1}
+        assert finalized == {"transaction.version": 2, "group.version": 1, "share.version": 2}
         assert response.finalized_features_epoch >= 0
         supported = {f.name: f.max_version for f in response.supported_features}
         assert supported == finalized

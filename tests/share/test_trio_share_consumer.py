@@ -1,15 +1,15 @@
 """The Trio share consumer against an in-memory broker, in virtual time (``autojump_clock``):
 the same behaviours as the ShareConsumer tests — one member per record while held, RELEASE
 redelivers with the count one higher, REJECT never, an expired lock hands the record back, the
-delivery count limit archives — with every timeout (locks, heartbeats, long polls) on trio's
-clock.
+delivery count limit archives (and writes the dead-letter queue), what was acknowledged outlives
+a restart on a data dir — with every timeout (locks, heartbeats, long polls) on trio's clock.
 """
 
 from __future__ import annotations
 
 import trio
 
-from trikafka.client import open_admin, open_producer, open_share_consumer
+from trikafka.client import TopicPartition, open_admin, open_consumer, open_producer, open_share_consumer
 from trikafka.client.admin_types import (
     AlterConfigOp,
     ConfigResource,
@@ -114,3 +114,62 @@ async def test_implicit_mode_accepts_what_the_last_poll_returned(autojump_clock)
         snapshot = await tb.broker.wait_for_share_records("g", "q", 0, state="Acknowledged", at_least=2)
         assert snapshot.start_offset == 2
         await tb.broker.wait_for_share_group_state("g", "Empty", members=0)
+
+
+async def test_archived_records_land_in_the_dead_letter_queue_with_kafkas_headers(autojump_clock):
+    async with open_test_broker(**FAST) as tb:
+        async with open_admin(tb) as admin:
+            await admin.create_topics([NewTopic("q.dlq", 1, 1)])
+        await prepare(tb, "q", "g", [b"rejected", b"tired", b"fine"], **{
+            "share.delivery.count.limit": "2", "errors.deadletterqueue.topic.name": "q.dlq",
+            "errors.deadletterqueue.copy.record.enable": "true"})
+        async with open_share_consumer(tb, group_id="g", acknowledgement_mode="explicit") as c:
+            c.subscribe("q")
+            for _ in range(2):
+                got = await poll_until(c, lambda got: any(r.value == b"tired" for r in got))
+                for r in got:
+                    c.acknowledge(r, {b"rejected": "reject", b"tired": "release", b"fine": "accept"}[r.value])
+                await c.commit()
+        await tb.broker.wait_for_high_watermark("q.dlq", 0, at_least=2)
+        async with open_consumer(tb, auto_offset_reset="earliest") as reader:
+            reader.assign([TopicPartition("q.dlq", 0)])
+            letters: list = []
+            with trio.fail_after(60):
+                while len(letters) < 2:
+                    for records in (await reader.getmany(1000)).values():
+                        letters.extend(records)
+        by_value = {r.value: dict((k, v.decode()) for k, v in r.headers) for r in letters}
+        assert by_value == {
+            b"rejected": {"__dlq.errors.topic": "q", "__dlq.errors.partition": "0", "__dlq.errors.offset": "0",
+                          "__dlq.errors.group": "g", "__dlq.errors.delivery.count": "1",
+                          "__dlq.errors.message": "Offset rejected by client."},
+            b"tired": {"__dlq.errors.topic": "q", "__dlq.errors.partition": "0", "__dlq.errors.offset": "1",
+                       "__dlq.errors.group": "g", "__dlq.errors.delivery.count": "2",
+                       "__dlq.errors.message": "Offset delivery count exceeded the threshold."},
+        }
+
+
+async def test_a_restart_on_a_data_dir_keeps_what_was_acknowledged(tmp_path, autojump_clock):
+    config = {**FAST, "log_dirs": str(tmp_path)}
+    async with open_test_broker(**config) as tb:
+        await prepare(tb, "q", "g", [b"%d" % i for i in range(4)])
+        async with open_share_consumer(tb, group_id="g", acknowledgement_mode="explicit", max_poll_records=2) as c:
+            c.subscribe("q")
+            got = await poll_until(c, lambda got: len(got) >= 2)
+            assert [r.value for r in got] == [b"0", b"1"]
+            for r in got:
+                c.acknowledge(r, "accept")
+            await c.commit()
+        snapshot = await tb.broker.wait_for_share_records("g", "q", 0, state="Acknowledged", at_least=2)
+        assert snapshot.start_offset == 2
+    async with open_test_broker(**config) as tb:  # the same data dir: what was accepted stays accepted
+        async with open_share_consumer(tb, group_id="g", acknowledgement_mode="explicit") as c:
+            c.subscribe("q")
+            again = await poll_until(c, lambda got: len(got) >= 2)
+            assert sorted(r.value for r in again) == [b"2", b"3"]
+            for r in again:
+                c.acknowledge(r, "accept")
+            await c.commit()
+        # (the Acknowledged total counts what this broker saw: the two of this run)
+        snapshot = await tb.broker.wait_for_share_records("g", "q", 0, state="Acknowledged", at_least=2)
+        assert snapshot.start_offset == 4

@@ -4,9 +4,10 @@ A broker (``python -m trikafka --override metrics.port=0``) serves a share group
 confluent-kafka's ``ShareConsumer``: five records, three accepted, one released, one rejected;
 another group's member holds a record past its 1 s lock so a second member gets it. The
 scrapes, parsed by ``prometheus_client``'s parser, must carry Kafka's share-group series
-(group coordinator ``share-group-count``/``group-count``, ShareGroupMetrics
-``RecordAcknowledgementsPerSec``, SharePartitionMetrics ``InFlightMessageCount`` and
-``AcquisitionLockTimeoutPerSec``) with those numbers.
+(group coordinator ``share-group-count``/``group-count``/``share-group-rebalance-count``,
+ShareGroupMetrics ``RecordAcknowledgementsPerSec`` and its histograms, SharePartitionMetrics
+``InFlightMessageCount`` and ``AcquisitionLockTimeoutPerSec``, the BrokerTopicMetrics share
+meters, the share coordinator's ``write-total``) with those numbers.
 """
 
 from __future__ import annotations
@@ -79,6 +80,19 @@ def test_share_group_counts_acknowledgements_and_in_flight(broker):
     where = {"group": group, "topic": topic, "partition": "0"}
     assert value(s, "kafka_server_sharepartitionmetrics_inflightmessagecount", **where) == 2
     assert value(s, "kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total", **where) == 0
+    # BrokerTopicMetrics: each partition a ShareFetch named, each partition acknowledged.
+    topic_metric = "kafka_server_brokertopicmetrics_{}_total"
+    assert value(s, topic_metric.format("totalsharefetchrequests"), topic=topic) >= 1
+    assert value(s, topic_metric.format("failedsharefetchrequests"), topic=topic) == 0
+    assert value(s, topic_metric.format("totalshareacknowledgementrequests"), topic=topic) >= 1
+    assert value(s, topic_metric.format("failedshareacknowledgementrequests"), topic=topic) == 0
+    # ShareGroupMetrics histograms: at least the fetch that returned the five records.
+    ratio = "kafka_server_sharegroupmetrics_requesttopicpartitionsfetchratio"
+    assert value(s, ratio + "_count", group=group) >= 1
+    assert value(s, ratio, group=group, quantile="0.999") == 100  # one partition, and it returned records
+    assert value(s, "kafka_server_sharegroupmetrics_topicpartitionsacquiretimems_count", group=group) >= 1
+    assert value(s, "kafka_server_group_coordinator_metrics_share_group_rebalance_count") >= 1
+    assert value(s, "kafka_server_share_coordinator_metrics_write_total") == 0  # --in-memory: nothing written
 
 
 def test_an_expired_acquisition_lock_is_counted(broker):

@@ -17,12 +17,13 @@ from trikafka.kafka_versions import KafkaProfile, profile
 from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey, api_name
 from trikafka.server.kafka_apis import LazyFamily
 
-__all__ = ["API_FAMILIES", "CONSUMER_PROTOCOL_APIS", "advertised_features", "kafka_profile", "log_kafka_profile",
+__all__ = ["API_FAMILIES", "CONSUMER_PROTOCOL_APIS", "kafka_profile", "log_kafka_profile",
            "supported_apis"]
 
 #: Every API family a broker serves (each node of an in-process cluster serves the same).
 API_FAMILIES: tuple[LazyFamily, ...] = (
     LazyFamily("trikafka.server.apis.versions:ApiVersionsApis", (ApiKey.API_VERSIONS,)),
+    LazyFamily("trikafka.server.apis.versions:FeatureApis", (ApiKey.UPDATE_FEATURES,)),
     LazyFamily("trikafka.server.apis.metadata:MetadataApis", (ApiKey.METADATA,)),
     LazyFamily(
         "trikafka.server.apis.topics:TopicAdminApis",
@@ -136,16 +137,3 @@ def supported_apis(config: BrokerConfig) -> dict[int, tuple[int, int]]:
     that release's ranges cut to what trikafka serves."""
     found = kafka_profile(config)
     return dict(found.apis) if found is not None else _own_apis(config)
-
-
-def advertised_features(config: BrokerConfig) -> tuple[dict[str, tuple[int, int]], dict[str, int]]:
-    """ApiVersions' features (KIP-584): supported ranges and finalized levels. Without a profile,
-    what trikafka implements, finalized at once: ``transaction.version`` 2 and, with the consumer
-    protocol enabled, ``group.version`` 1; with one, that release's."""
-    found = kafka_profile(config)
-    if found is not None:
-        return dict(found.supported_features), dict(found.finalized_features)
-    levels = {"transaction.version": 2}
-    if "consumer" in config.group_coordinator_rebalance_protocols:
-        levels["group.version"] = 1
-    return {name: (0, level) for name, level in levels.items()}, levels

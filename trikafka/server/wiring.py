@@ -54,6 +54,7 @@ from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.api_table import API_FAMILIES, supported_apis
 from trikafka.server.awaitable import StateChanges
 from trikafka.server.client_metrics import ClientMetricsManager
+from trikafka.server.features import Features
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
 from trikafka.server.purgatory import Purgatory
@@ -150,6 +151,8 @@ class BrokerCore:
         self._built = trio.Event()  # set when they are built
         self._started = trio.Event()  # set once their ``run`` reported started (recovered)
         replicas.transaction_verifier = self._verify_produce
+        #: Feature levels (KIP-584), one set for every node of a cluster.
+        self.features = Features(config)
         #: SCRAM users: AlterUserScramCredentials writes them, every SASL listener reads them.
         self.scram_credentials = ScramCredentials.from_config(
             config.security, [s.name for s in config.listeners], config.log_dirs
@@ -202,6 +205,8 @@ class BrokerCore:
             store=self._share_state_store(), on_state_change=bump, on_archived=dead_letters.archived,
         )
         dead_letters.shares = shares
+        #: GROUP configs of every kind of group are kept by the share coordinator.
+        groups.consumer.group_overrides = lambda group_id: shares.group_configs.get(group_id, {})
         return Coordinators(groups, transactions, shares, dead_letters)
 
     @property
@@ -362,6 +367,7 @@ class RequestPath:
             metrics=self.metrics,
             replicas=core.replicas,
             coordinators=core,
+            features=core.features,
             cluster_view=cluster_view,
             now_ms=core.now_ms,
             state_changes=core.state_changes,

@@ -50,6 +50,17 @@ TOPIC_COUNTERS = {
         "Produce requests refused per partition (FailedProduceRequestsPerSec).",
     ),
     "totalfetchrequests": ("total_fetch_requests", "Fetch requests per partition (TotalFetchRequestsPerSec)."),
+    "totalsharefetchrequests": (
+        "total_share_fetch_requests", "ShareFetch requests per partition (TotalShareFetchRequestsPerSec)."),
+    "failedsharefetchrequests": (
+        "failed_share_fetch_requests",
+        "ShareFetch partitions answered with an error (FailedShareFetchRequestsPerSec)."),
+    "totalshareacknowledgementrequests": (
+        "total_share_ack_requests",
+        "Partitions acknowledged by ShareFetch or ShareAcknowledge (TotalShareAcknowledgementRequestsPerSec)."),
+    "failedshareacknowledgementrequests": (
+        "failed_share_ack_requests",
+        "Partitions whose acknowledgements failed (FailedShareAcknowledgementRequestsPerSec)."),
 }
 
 
@@ -79,7 +90,7 @@ class KafkaCollector:
             groups.list_groups(), self._latest_offset, self.context.metadata_cache.cluster_id,
             groups.consumer.groups, len(shares.groups) if (shares := self.context.shares) else 0,
         )
-        yield from share_families(shares)
+        yield from share_families(shares, self.context.metrics)
         yield from client_metric_families(self.context.client_metrics)
 
     # --- BrokerTopicMetrics ------------------------------------------------------------

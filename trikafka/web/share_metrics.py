@@ -13,6 +13,25 @@ Kafka reports share groups in three places, and the JMX exporter's usual rules n
   ``InFlightMessageCount`` → ``kafka_server_sharepartitionmetrics_inflightmessagecount`` and
   ``AcquisitionLockTimeoutPerSec`` → ``kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total``.
 
+And beside them:
+
+- ``kafka.server:type=BrokerTopicMetrics`` ``TotalShareFetchRequestsPerSec``,
+  ``FailedShareFetchRequestsPerSec``, ``TotalShareAcknowledgementRequestsPerSec`` and
+  ``FailedShareAcknowledgementRequestsPerSec`` (per partition named, as Kafka marks them) are
+  served with the other BrokerTopicMetrics by :mod:`trikafka.web.metrics`
+  (``kafka_server_brokertopicmetrics_totalsharefetchrequests_total{topic}`` ...);
+- ``ShareGroupMetrics`` histograms tagged ``group``: ``RequestTopicPartitionsFetchRatio`` (the
+  percentage of a ShareFetch's partitions that returned records) →
+  ``kafka_server_sharegroupmetrics_requesttopicpartitionsfetchratio{group,quantile}`` and
+  ``TopicPartitionsAcquireTimeMs`` (from a ShareFetch's arrival to its records acquired, long
+  poll included) → ``kafka_server_sharegroupmetrics_topicpartitionsacquiretimems{group,quantile}``,
+  summaries with Yammer's percentiles as the exporter gives them;
+- ``group-coordinator-metrics`` ``share-group-rebalance-count`` (target assignments computed)
+  → ``kafka_server_group_coordinator_metrics_share_group_rebalance_count``;
+- ``share-coordinator-metrics`` ``write-total`` (records written to ``__share_group_state``; 0
+  without a data directory, where nothing is written) →
+  ``kafka_server_share_coordinator_metrics_write_total``.
+
 Kafka has no metric for a share partition's start or end offset; ``groups describe`` and the
 console show those (DescribeShareGroupOffsets). The counts are read from the share coordinator
 at scrape time; counters start at 0 when the broker starts, as Kafka's meters do.
@@ -23,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric, SummaryMetricFamily
 
 __all__ = ["ACK_TYPES", "SHARE_GROUP_STATES", "share_families"]
 
@@ -34,8 +53,9 @@ ACK_TYPES = ("Accept", "Release", "Reject", "Renew")
 _COORDINATOR = "kafka_server_group_coordinator_metrics"
 
 
-def share_families(shares: Any) -> Iterator[Metric]:
-    """The share-group series of one broker's share coordinator (none without one)."""
+def share_families(shares: Any, metrics: Any = None) -> Iterator[Metric]:
+    """The share-group series of one broker's share coordinator (none without one) and of
+    its request path's ``BrokerMetrics`` (``metrics``)."""
     if shares is None:
         return
     groups = list(shares.groups.values())
@@ -45,6 +65,14 @@ def share_families(shares: Any) -> Iterator[Metric]:
     for state in SHARE_GROUP_STATES:
         by_state.add_metric([state], sum(g.state == state for g in groups))
     yield by_state
+    yield GaugeMetricFamily(f"{_COORDINATOR}_share_group_rebalance_count",
+                            "Share-group target assignments computed (share-group-rebalance-count).",
+                            value=shares.rebalances)
+    yield GaugeMetricFamily("kafka_server_share_coordinator_metrics_write_total",
+                            "Records written to __share_group_state (share-coordinator-metrics write-total).",
+                            value=getattr(shares.store, "writes", 0))
+    if metrics is not None:
+        yield from _group_histograms(metrics.share_groups)
     partitions = sorted(shares.partitions.values(), key=lambda sp: (sp.group_id, sp.topic, sp.partition))
     acks = CounterMetricFamily(
         "kafka_server_sharegroupmetrics_recordacknowledgements",
@@ -70,3 +98,20 @@ def share_families(shares: Any) -> Iterator[Metric]:
         in_flight.add_metric(key, len(sp.in_flight))
         timeouts.add_metric(key, sp.lock_timeouts)
     yield from (in_flight, timeouts)
+
+
+def _group_histograms(by_group: Any) -> Iterator[Metric]:
+    for stem, field, doc in (
+        ("requesttopicpartitionsfetchratio", "fetch_ratio",
+         "Percentage of a ShareFetch's partitions that returned records (RequestTopicPartitionsFetchRatio)."),
+        ("topicpartitionsacquiretimems", "acquire_time_ms",
+         "Milliseconds from a ShareFetch's arrival to its records acquired (TopicPartitionsAcquireTimeMs)."),
+    ):
+        name = f"kafka_server_sharegroupmetrics_{stem}"
+        family = SummaryMetricFamily(name, doc, labels=["group"])
+        for group, m in sorted(dict(by_group).items()):
+            snap = getattr(m, field).snapshot()
+            family.add_metric([group], snap.count, snap.total)
+            for label, value in snap.quantiles.items():
+                family.add_sample(name, {"group": group, "quantile": label}, value)
+        yield family

@@ -139,6 +139,19 @@ class ConsumerGroupMachine:
         #: Online migration (Kafka 4's group.consumer.migration.policy); the shell wires these.
         self.upgrade: Upgrade = lambda group_id, now_ms, effects: None
         self.downgrade: Downgrade = lambda group, member_id, now_ms: None
+        #: A group's GROUP-config overrides (``consumer.session.timeout.ms``,
+        #: ``consumer.heartbeat.interval.ms``); the shell wires the share coordinator's store.
+        self.group_overrides: Callable[[str], Mapping[str, str]] = lambda group_id: {}
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's ``consumer.session.timeout.ms``, else ``group.consumer.session.timeout.ms``."""
+        value = self.group_overrides(group_id).get("consumer.session.timeout.ms")
+        return int(value) if value is not None else self.config.group_consumer_session_timeout_ms
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's ``consumer.heartbeat.interval.ms``, else the broker's."""
+        value = self.group_overrides(group_id).get("consumer.heartbeat.interval.ms")
+        return int(value) if value is not None else self.config.group_consumer_heartbeat_interval_ms
 
     # --- loading and persistence --------------------------------------------------------
 
@@ -161,9 +174,9 @@ class ConsumerGroupMachine:
             self.store.write(group_id, records)
 
     def session(self, group_id: str, member_id: str, now_ms: float) -> ScheduleTimer:
-        """The member's session starts again: the broker's timeout, or a classic member's own."""
+        """The member's session starts again: the group's timeout, or a classic member's own."""
         member = self.groups[group_id].members.get(member_id) if group_id in self.groups else None
-        timeout = self.config.group_consumer_session_timeout_ms
+        timeout = self.session_timeout_ms(group_id)
         if member is not None and member.uses_classic_protocol:
             timeout = member.classic_session_timeout_ms
         return ScheduleTimer(ConsumerTimerKey(SESSION, group_id, member_id), now_ms + timeout)  # type: ignore[arg-type]
@@ -243,7 +256,7 @@ class ConsumerGroupMachine:
             HeartbeatResult(
                 member_id=reconciled.member_id,
                 member_epoch=reconciled.member_epoch,
-                heartbeat_interval_ms=self.config.group_consumer_heartbeat_interval_ms,
+                heartbeat_interval_ms=self.heartbeat_interval_ms(group.group_id),
                 assignment=reconciled.assigned if full or changed else None,
             ),
             tuple(effects),

@@ -52,6 +52,8 @@ class ShareStateStore(Protocol):
 
     def write_group(self, group_id: str, configs: Mapping[str, str] | None, exists: bool) -> None: ...
 
+    def write_configs(self, group_id: str, configs: Mapping[str, str] | None) -> None: ...
+
 
 class _NoStore:
     def load(self) -> tuple[dict[str, dict[str, str]], dict[PartitionKey, SharePartition], set[str]]:
@@ -61,6 +63,9 @@ class _NoStore:
         pass
 
     def write_group(self, group_id: str, configs: Mapping[str, str] | None, exists: bool) -> None:
+        pass
+
+    def write_configs(self, group_id: str, configs: Mapping[str, str] | None) -> None:
         pass
 
 
@@ -84,6 +89,8 @@ class ShareCoordinator:
         self.partitions: dict[PartitionKey, SharePartition] = {}
         self.sessions = ShareSessionCache(config.group_share_max_share_sessions)
         self.released = EndOffset(0)  # bumped when records become available again
+        #: Target assignments computed (Kafka's share-group-rebalance-count), ever.
+        self.rebalances = 0
         self._timers: TimerQueue[tuple[Any, ...]] = TimerQueue()
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -107,7 +114,8 @@ class ShareCoordinator:
                                     c["share.partition.max.record.locks"])
 
     def alter_configs(self, group_id: str, overrides: Mapping[str, str | None], validate_only: bool = False) -> None:
-        """A group's complete new set of overrides (ConfigError when one is wrong)."""
+        """A group's complete new set of overrides (ConfigError when one is wrong): a group of
+        any kind, or none yet (Kafka keeps GROUP configs by group id)."""
         checked = validate_group_configs(overrides, self.config)
         if validate_only:
             return
@@ -115,7 +123,7 @@ class ShareCoordinator:
             self.group_configs[group_id] = checked
         else:
             self.group_configs.pop(group_id, None)
-        self.store.write_group(group_id, checked, group_id in self.groups)
+        self.store.write_configs(group_id, checked)
 
     # --- membership -----------------------------------------------------------------------
 
@@ -125,15 +133,17 @@ class ShareCoordinator:
         if group is None:
             group = ShareGroup(group_id)
         configs = self.configs(group_id)
+        assignment_epoch = group.assignment_epoch
         result = group.heartbeat(
             member_id, member_epoch, topics=self.topic_partitions(), now=trio.current_time(),
             max_size=self.config.group_share_max_size,
             heartbeat_interval_ms=configs["share.heartbeat.interval.ms"],
             assignment_interval_ms=configs["share.assignment.interval.ms"], **fields,
         )
+        self.rebalances += group.assignment_epoch != assignment_epoch
         if created:
             self.groups[group_id] = group
-            self.store.write_group(group_id, self.group_configs.get(group_id), True)
+            self.store.write_group(group_id, None, True)
         if result.member_epoch < 0:
             # A leaving client closes its share sessions right after (librdkafka leaves first,
             # then sends its final ShareAcknowledge): its records stay with the session until
@@ -176,6 +186,7 @@ class ShareCoordinator:
             sp.start_offset = -1  # written as a tombstone
             self.store.write_partition(sp)
         self.store.write_group(group_id, None, False)
+        self.store.write_configs(group_id, None)
         self.on_state_change()
 
     # --- share partitions ----------------------------------------------------------------

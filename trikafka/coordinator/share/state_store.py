@@ -9,8 +9,11 @@ keeps both in one compacted internal topic, ``__share_group_state`` (one partiti
   count], ...]}`` —
   the in-flight records as they are, except ACQUIRED, written as AVAILABLE (a restart ends
   every acquisition lock, as in Kafka); a null value (tombstone): the share partition is gone;
-* key ``["share-group", group]`` → value ``{"configs": {...}}`` (the group's GROUP config
-  overrides; membership is not kept: members join again), a tombstone when it is deleted.
+* key ``["share-group", group]`` → value ``{"configs": {...}}`` (a share group exists;
+  membership is not kept: members join again), a tombstone when it is deleted;
+* key ``["group-configs", group]`` → value ``{"configs": {...}}``: the GROUP config overrides
+  of a group of any kind (consumer or share; configs in a ``share-group`` value, as an
+  earlier trikafka wrote them, are read too), a tombstone when none are left.
 
 Each change appends one record (unchanged values are not written again); the log cleaner keeps
 the last value per key. Replayed once when the share coordinator starts.
@@ -41,6 +44,8 @@ class ShareStateLog:
         self._now_ms = now_ms
         self._exists = exists
         self._written: dict[bytes, bytes | None] = {}
+        #: Records written to ``__share_group_state`` (Kafka's share-coordinator write-total).
+        self.writes = 0
 
     def _append(self, key: list[Any], value: Any) -> None:
         raw_key = json.dumps(key).encode()
@@ -50,6 +55,7 @@ class ShareStateLog:
         self._written[raw_key] = raw
         now = int(self._now_ms())
         self._log().append(bytearray(build_batch([(raw_key, raw, [], now)])), leader_epoch=0, log_append_time_ms=now)
+        self.writes += 1
 
     def write_partition(self, sp: SharePartition) -> None:
         key = ["share-partition", sp.group_id, sp.topic, sp.partition]
@@ -64,6 +70,9 @@ class ShareStateLog:
 
     def write_group(self, group_id: str, configs: Mapping[str, str] | None, exists: bool) -> None:
         self._append(["share-group", group_id], {"configs": dict(configs or {})} if exists else None)
+
+    def write_configs(self, group_id: str, configs: Mapping[str, str] | None) -> None:
+        self._append(["group-configs", group_id], {"configs": dict(configs)} if configs else None)
 
     def _replay(self) -> Iterator[tuple[list[Any], Any]]:
         if not self._exists():
@@ -88,17 +97,20 @@ class ShareStateLog:
             self._written[json.dumps(key).encode()] = (
                 None if value is None else json.dumps(value, sort_keys=True).encode()
             )
-            if key[0] == "share-group":
+            if key[0] == "group-configs":
+                if value is None:
+                    configs.pop(key[1], None)
+                else:
+                    configs[key[1]] = dict(value["configs"])
+            elif key[0] == "share-group":
                 group_id = key[1]
                 if value is None:
                     groups.discard(group_id)
                     configs.pop(group_id, None)
                 else:
                     groups.add(group_id)
-                    if value.get("configs"):
+                    if value.get("configs"):  # as an earlier trikafka wrote them
                         configs[group_id] = dict(value["configs"])
-                    else:
-                        configs.pop(group_id, None)
             elif key[0] == "share-partition":
                 _, group_id, topic, partition = key
                 if value is None:

@@ -258,7 +258,8 @@ class ConfigApis(ApiFamily):
                     entries = broker_config_entries(self.replicas, keys, self.context.config) + _inert_entries(
                         self._inert, keys)
                 elif resource.resource_type == GROUP_RESOURCE:
-                    entries = group_config_entries(self.context, resource.resource_name, keys)
+                    entries = group_config_entries(self.context, resource.resource_name, keys,
+                                                   lambda key: _broker_source(self.replicas, key))
                 elif resource.resource_type == CLIENT_METRICS_RESOURCE:
                     entries = subscription_entries(self.context, resource.resource_name, keys)
                 else:

@@ -1,12 +1,15 @@
 """GROUP config resources (KIP-848/KIP-932): DescribeConfigs and (Incremental)AlterConfigs of a
 group's configs. The keys, their defaults from the broker's ``group.share.*`` keys and their
-bounds are in ``trikafka/share_configs.py``; the overrides live with the share coordinator
-(and in ``__share_group_state`` with a data directory). A set key is ``GROUP_CONFIG`` (8), an
-unset one shows the broker's value with its source, as Kafka's DescribeConfigs does.
+bounds are in ``trikafka/share_configs.py``; the overrides of every kind of group (consumer
+and share keys alike) live with the share coordinator (and in ``__share_group_state`` with a
+data directory). A set key is ``GROUP_CONFIG`` (8) with its broker synonym after it; an unset
+one shows the broker's value with that key's source (DEFAULT_CONFIG, or STATIC/DYNAMIC_BROKER_CONFIG
+when the broker key was set), as Kafka's DescribeConfigs does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
@@ -26,7 +29,10 @@ def _shares(context: Any) -> Any:
     return context.shares
 
 
-def group_config_entries(context: Any, group_id: str, keys: Any = None) -> list[dict[str, Any]]:
+def group_config_entries(
+    context: Any, group_id: str, keys: Any = None, broker_source: Callable[[str], int] = lambda key: DEFAULT_SOURCE
+) -> list[dict[str, Any]]:
+    """``broker_source(key)``: the ConfigSource of a broker key (set at start, dynamically, or not)."""
     shares = _shares(context)
     overrides = shares.group_configs.get(group_id, {})
     effective = effective_group_configs(overrides, context.config)
@@ -34,11 +40,19 @@ def group_config_entries(context: Any, group_id: str, keys: Any = None) -> list[
     for key, spec in GROUP_CONFIG_KEYS.items():
         if keys is not None and key not in keys:
             continue
-        source = GROUP_SOURCE if key in overrides else DEFAULT_SOURCE
         value = str(effective[key])
+        synonyms = [{"name": key, "value": value, "source": GROUP_SOURCE}] if key in overrides else []
+        source = GROUP_SOURCE if key in overrides else DEFAULT_SOURCE
+        if spec.broker_key is not None:
+            from_broker = broker_source(spec.broker_key)
+            source = source if key in overrides else from_broker
+            broker_value = str(spec.default(context.config))
+            synonyms.append({"name": spec.broker_key, "value": broker_value, "source": from_broker})
+        elif not synonyms:
+            synonyms = [{"name": key, "value": value, "source": source}]
         entries.append({
             "name": key, "value": value, "read_only": False, "config_source": source,
-            "is_sensitive": False, "synonyms": [{"name": key, "value": value, "source": source}],
+            "is_sensitive": False, "synonyms": synonyms,
             "config_type": _TYPES.get(spec.kind, 0), "documentation": spec.doc,
             "is_default": source == DEFAULT_SOURCE,
         })

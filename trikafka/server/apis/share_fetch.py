@@ -3,9 +3,13 @@
 Theory of operation. A ShareFetch first settles its share session (``coordinator/share/
 sessions.py``: epoch 0 opens one with the request's partitions, a later epoch adds what the
 request names and drops its forgotten partitions), then applies the acknowledgements it
-carries (each partition answers for its own in ``acknowledge_error_code``), then acquires
-records for the member on every partition of the session this broker leads (``server/
-share_reader.py``), up to ``max_records`` in all and ``max_bytes``. When nothing was acquired
+carries (each partition answers for its own in ``acknowledge_error_code``) — only then does
+what the member holds on a forgotten partition go back — then acquires records for the
+member on every partition of the session this broker leads (``server/share_reader.py``), up
+to ``max_records`` in all and ``max_bytes``. A share partition not yet initialized (never
+read by the group) is initialized by the fetch only while it has acquired nothing else, as
+Kafka answers with the first partition whose state is loaded: a fetch over several new ones
+answers one. When nothing was acquired
 and ``max_wait`` is above zero the request waits in the purgatory, level-triggered, for any of
 its partitions' ends (high watermark, or LSO under read_committed) to grow or for records to be
 released (:attr:`ShareCoordinator.released`), then acquires again; ``max_wait`` on trio's clock
@@ -33,6 +37,7 @@ from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
+from trikafka.server.features import require_share_groups
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 from trikafka.server.replica.cluster_view import cluster_view, leader_endpoints
 from trikafka.server.share_reader import initial_offset, read_and_acquire
@@ -94,6 +99,8 @@ class ShareFetchApis(ApiFamily):
                     result["current_leader"] = leader
                 if code != ErrorCode.none:
                     result[field] = code
+                    if name is not None:
+                        self.context.metrics.record_share_ack(name, True)
                     continue
                 sp = shares.share_partition(group_id, name, p.partition_index, str(topic.topic_id))
                 try:
@@ -106,6 +113,7 @@ class ShareFetchApis(ApiFamily):
                     result[field] = exc.error_code
                     result[field.replace("code", "message")] = str(exc)
                 shares.changed(sp)
+                self.context.metrics.record_share_ack(name, result[field] != ErrorCode.none)
 
     def _respond(self, request: Request, results: dict[TopicPartition, dict[str, Any]], **top: Any) -> Answer:
         topics: dict[Any, dict[str, Any]] = {}
@@ -121,8 +129,10 @@ class ShareFetchApis(ApiFamily):
 
     # --- ShareFetch ---------------------------------------------------------------------------
 
-    def _session(self, request: Request) -> tuple[ShareSession, list[TopicPartition]]:
-        """Settle the share session; (the session, the unknown topic-partitions named)."""
+    def _session(self, request: Request) -> tuple[ShareSession, list[TopicPartition], list[TopicPartition]]:
+        """Settle the share session; (the session, the unknown topic-partitions named, the
+        partitions it forgot: what the member holds there goes back once the request's own
+        acknowledgements — often for those very partitions — are applied)."""
         body = request.body
         shares = self.shares
         named: list[TopicPartition] = []
@@ -140,10 +150,10 @@ class ShareFetchApis(ApiFamily):
             session, old = shares.sessions.open(body.group_id, body.member_id, named, self.context.config.node_id)
             if old is not None:
                 shares.release_session(old)
-            return session, unknown
+            return session, unknown, []
         session = shares.sessions.get(body.group_id, body.member_id, epoch, self.context.config.node_id)
         if epoch == FINAL_EPOCH:
-            return session, unknown
+            return session, unknown, []
         forgotten = set()
         for topic in body.forgotten_topics_data or ():
             info = self.replicas.topic_by_id(topic.topic_id)
@@ -152,13 +162,10 @@ class ShareFetchApis(ApiFamily):
         for tp in named:
             if tp not in session.partitions:
                 session.partitions.append(tp)
-        if forgotten:  # what the member holds on a partition it forgets goes back
-            shares.release_session(
-                attrs.evolve(session, partitions=[tp for tp in session.partitions if tp in forgotten])
-            )
+        dropped = [tp for tp in session.partitions if tp in forgotten]
         session.partitions = [tp for tp in session.partitions if tp not in forgotten]
         session.next_epoch()
-        return session, unknown
+        return session, unknown, dropped
 
     def _acquire(
         self, request: Request, session: ShareSession, results: dict[TopicPartition, dict[str, Any]]
@@ -185,6 +192,9 @@ class ShareFetchApis(ApiFamily):
                 continue
             if budget_records <= 0 or budget_bytes <= 0:
                 continue
+            existing = shares.partitions.get((body.group_id, name, partition))
+            if total and (existing is None or not existing.initialized):
+                continue  # initialized by a later fetch: Kafka answers with the partitions ready first
             partition_log = self.replicas.get_log(name, partition)
             sp = shares.share_partition(body.group_id, name, partition, str(info.topic_id))
             if not sp.initialized:
@@ -210,21 +220,28 @@ class ShareFetchApis(ApiFamily):
     @handles(ApiKey.SHARE_FETCH)
     async def handle_share_fetch_request(self, request: Request) -> Any:
         body = request.body
+        require_share_groups(self.context.features)
         self._check(request)
-        session, unknown = self._session(request)
+        session, unknown, dropped = self._session(request)
         results: dict[TopicPartition, dict[str, Any]] = {}
         for tp in unknown:
             results[tp] = _partition(None, tp[1])
             results[tp]["error_code"] = ErrorCode.unknown_topic_id
         self._acknowledge(request, body.group_id, body.member_id, body.topics, results, "acknowledge_error_code")
+        if dropped:  # what the member still holds on a partition it forgot goes back
+            self.shares.release_session(attrs.evolve(session, partitions=dropped))
         lock_ms = self.shares.configs(body.group_id)["share.record.lock.duration.ms"]
         if body.share_session_epoch == FINAL_EPOCH:
             self.shares.sessions.close(body.group_id, body.member_id, session.node_id)
             self.shares.release_session(session)
             return self._respond(request, results, acquisition_lock_timeout=lock_ms)
         total, errors = self._acquire(request, session, results)
+        for tp in session.partitions:  # Kafka's BrokerTopicMetrics: each partition fetched, once
+            failed = results.get(tp, {}).get("error_code", ErrorCode.none) != ErrorCode.none
+            self.context.metrics.record_share_fetch(tp[0], failed)
         max_wait = body.max_wait.total_seconds()
         if total or errors or max_wait <= 0 or body.max_records == 0 or not session.partitions:
+            self._fetched(request, session, results)
             return self._respond(request, results, acquisition_lock_timeout=lock_ms)
         self.context.purgatory.delay(self._delayed_share_fetch, request, session, results,
                                      trio.current_time() + max_wait, lock_ms,
@@ -246,12 +263,21 @@ class ShareFetchApis(ApiFamily):
                     if total or errors:
                         break
                     await self._wait_for_news(request, session)
+            self._fetched(request, session, results)
             response: Any = self._respond(request, results, acquisition_lock_timeout=lock_ms)
         except Exception:
             log.exception("delayed share fetch for %s failed", request.connection_id)
             response = Answer(throttle_time=0, error_code=ErrorCode.unknown_server_error, error_message=None,
                               acquisition_lock_timeout=lock_ms, responses=[], node_endpoints=[])
         self.context.respond(request, response)
+
+    def _fetched(self, request: Request, session: ShareSession, results: dict[TopicPartition, dict[str, Any]]) -> None:
+        """Kafka's ShareGroupMetrics for an answered ShareFetch: the share of its partitions
+        that returned records, and the time from its arrival to their acquisition."""
+        with_records = sum(1 for tp in session.partitions if results.get(tp, {}).get("acquired_records"))
+        acquire_ms = (trio.current_time() - request.start_time) * 1000
+        self.context.metrics.record_share_fetch_done(request.body.group_id, len(session.partitions),
+                                                     with_records, acquire_ms)
 
     async def _wait_for_news(self, request: Request, session: ShareSession) -> None:
         """Until a partition of the session may have something to acquire: its end grew, or
@@ -283,6 +309,7 @@ class ShareFetchApis(ApiFamily):
     @handles(ApiKey.SHARE_ACKNOWLEDGE)
     async def handle_share_acknowledge_request(self, request: Request) -> Any:
         body = request.body
+        require_share_groups(self.context.features)
         self._check(request)
         if body.share_session_epoch == INITIAL_EPOCH:
             raise KafkaProtocolError("ShareAcknowledge cannot open a share session.",

@@ -21,6 +21,7 @@ from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
+from trikafka.server.features import require_share_groups
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["ShareGroupApis", "other_group_kind", "share_group_exists", "topic_ids"]
@@ -75,6 +76,7 @@ class ShareGroupApis(ApiFamily):
                                   "member_id": body.member_id, "member_epoch": body.member_epoch,
                                   "heartbeat_interval": 0, "assignment": None}
         try:
+            require_share_groups(self.context.features)
             self.require(request, AclOperation.READ, ResourceType.GROUP, body.group_id)
             if not body.group_id:
                 raise KafkaProtocolError("GroupId can't be empty.", ErrorCode.invalid_request)
@@ -109,6 +111,9 @@ class ShareGroupApis(ApiFamily):
         groups = []
         include = request.body.include_authorized_operations
         for group_id in request.body.group_ids:
+            if not self.context.features.share_groups_enabled:
+                groups.append(_missing(group_id, ErrorCode.unsupported_version, "Share groups are disabled."))
+                continue
             if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
                 groups.append(_missing(group_id, ErrorCode.group_authorization_failed, None))
                 continue

@@ -23,6 +23,7 @@ from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.apis.share_groups import other_group_kind
 from trikafka.server.authorization import AclOperation, ResourceType
+from trikafka.server.features import require_share_groups
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
 __all__ = ["ShareOffsetApis"]
@@ -47,6 +48,9 @@ class ShareOffsetApis(ApiFamily):
             entry: dict[str, Any] = {"group_id": g.group_id, "topics": [], "error_code": ErrorCode.none,
                                      "error_message": None}
             groups.append(entry)
+            if not self.context.features.share_groups_enabled:
+                entry.update(error_code=ErrorCode.unsupported_version, error_message="Share groups are disabled.")
+                continue
             if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id):
                 entry["error_code"] = ErrorCode.group_authorization_failed
                 continue
@@ -102,6 +106,7 @@ class ShareOffsetApis(ApiFamily):
     async def handle_alter_share_group_offsets_request(self, request: Request) -> Any:
         body = request.body
         try:
+            require_share_groups(self.context.features)
             self._empty_group(request, body.group_id)
         except KafkaProtocolError as exc:
             return Answer(throttle_time=0, error_code=exc.error_code, error_message=str(exc), responses=[])
@@ -133,6 +138,7 @@ class ShareOffsetApis(ApiFamily):
     async def handle_delete_share_group_offsets_request(self, request: Request) -> Any:
         body = request.body
         try:
+            require_share_groups(self.context.features)
             self._empty_group(request, body.group_id)
         except KafkaProtocolError as exc:
             return Answer(throttle_time=0, error_code=exc.error_code, error_message=str(exc), responses=[])
