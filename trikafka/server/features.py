@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.kafka_versions import profile
 
 __all__ = ["SHARE_VERSION", "Features", "UpgradeType", "require_share_groups"]
 
@@ -39,14 +40,11 @@ class Features:
 
     def __init__(self, config: Any = None) -> None:
         self.epoch = 1
-        profile = None
-        if config is not None:
-            from trikafka.server.api_table import kafka_profile  # api_table imports the API families' table
-
-            profile = kafka_profile(config)
-        if profile is not None:  # kafka.version: that release's features, as it finalized them
-            self.supported: dict[str, tuple[int, int]] = dict(profile.supported_features)
-            self.levels: dict[str, int] = dict(profile.finalized_features)
+        release = getattr(config, "kafka_version", None)
+        if release is not None:  # kafka.version: that release's features, as it finalized them
+            found = profile(release, {})
+            self.supported: dict[str, tuple[int, int]] = dict(found.supported_features)
+            self.levels: dict[str, int] = dict(found.finalized_features)
             return
         consumer = config is None or "consumer" in config.group_coordinator_rebalance_protocols
         #: feature → (min, max) this broker supports
