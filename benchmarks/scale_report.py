@@ -144,6 +144,8 @@ def verdict_text(curve: dict, metric: str, verdict: dict) -> str:
     steps = ", ".join(
         f"{s['from']:,}→{s['to']:,}" + (f" ({s['ratio']:.1f}×)" if s["ratio"] else "") for s in verdict["faster"]
     )
+    if verdict.get("kind") == "flat":
+        return f"{label}: NOT FLAT, GROWS at {steps} (above {FASTER:g}× the first)"
     return f"{label}: GROWS FASTER than linearly at {steps}"
 
 

@@ -45,3 +45,10 @@ def test_the_table_says_what_grows_faster_and_the_goals_read_their_point():
     goals = {g["name"]: g for g in evaluate_goals([curve])}
     assert goals["in-memory partition RSS"]["value"] == 1.8 and goals["in-memory partition RSS"]["met"] is True
     assert goals["clean restart, 20k file-backed partitions"]["value"] is None  # no such curve
+
+
+def test_a_flat_curve_that_climbs_is_not_called_faster_than_linear():
+    points = [{"n": n, "us": us} for n, us in ((1_000, 3.0), (10_000, 5.0), (100_000, 16.0))]
+    curve = {"id": "c", "title": "t", "x": "n", "columns": ["us"], "points": points,
+             "verdicts": {"us": growth_verdict(points, "n", "us", "flat")}}
+    assert "us: NOT FLAT, GROWS at 1,000→100,000 (5.3×)" in markdown([curve])

@@ -24,7 +24,8 @@ The rules are Kafka's (``FetchSession.scala``):
 * The cache holds ``max.incremental.fetch.session.cache.slots`` sessions. With no free slot a
   new session may evict: first the least recently used one if it was idle more than
   ``eviction_ms`` (Kafka's fixed 120 s); else, when at least one session is "evictable", the
-  smallest by (privileged, partition count, id), provided the newcomer is not smaller. A
+  smallest by (privileged, partition count, id), provided the newcomer sorts after it (a
+  privileged newcomer, or one with more partitions: Kafka compares ``(privileged, size, 0)``). A
   session becomes evictable by everyone once it is older than ``eviction_ms`` at a touch, and
   evictable by privileged newcomers (followers, ``replica_id >= 0``) at once when it is not
   itself privileged — both judged at its last use, as Kafka's cache does.
@@ -39,6 +40,7 @@ from an injectable :class:`random.Random`, so tests are deterministic.
 
 from __future__ import annotations
 
+import heapq
 import random
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -161,13 +163,29 @@ class FetchSession:
 
 
 class FetchSessionCache:
-    """At most ``max_entries`` sessions, with Kafka's eviction rules (see the module doc)."""
+    """At most ``max_entries`` sessions, with Kafka's eviction rules (see the module doc).
+
+    Kafka keeps its sessions in two ordered trees so a newcomer finds its victim in O(log N):
+    one by (last used, id), one by (privileged, size, id) for the evictable ones. Here each is a
+    heap with lazy deletion: a touch pushes fresh entries stamped with a new number and the old
+    ones are skipped when they reach the top (an entry counts only while its stamp is the
+    session's current one). When the dead entries outnumber the live ones the heaps are rebuilt,
+    so their size stays O(sessions) and each operation O(log N) amortised.
+    """
 
     def __init__(self, max_entries: int, eviction_ms: int = EVICTION_MS, rng: random.Random | None = None) -> None:
         self.max_entries = max_entries
         self.eviction_ms = eviction_ms
         self._rng = rng or random.Random()
         self._sessions: dict[int, FetchSession] = {}
+        #: (last used ms, id, stamp): the least recently used at the top.
+        self._by_last_used: list[tuple[int, int, int]] = []
+        #: (privileged, size, id, stamp) of sessions evictable by everyone / by privileged newcomers.
+        self._evictable_by_all: list[tuple[bool, int, int, int]] = []
+        self._evictable_by_privileged: list[tuple[bool, int, int, int]] = []
+        self._stamps: dict[int, int] = {}  # session id -> the stamp of its current entries
+        self._next_stamp = 0
+        self._total_partitions = 0
         self.evictions = 0
 
     def __len__(self) -> int:
@@ -178,13 +196,17 @@ class FetchSessionCache:
 
     @property
     def total_partitions(self) -> int:
-        return sum(max(s.cached_size, 0) for s in self._sessions.values())
+        return self._total_partitions
 
     def get(self, session_id: int) -> FetchSession | None:
         return self._sessions.get(session_id)
 
     def remove(self, session_id: int) -> FetchSession | None:
-        return self._sessions.pop(session_id, None)
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            del self._stamps[session_id]  # its heap entries are dead from now on
+            self._total_partitions -= max(session.cached_size, 0)
+        return session
 
     def _new_session_id(self) -> int:
         while True:
@@ -210,34 +232,62 @@ class FetchSessionCache:
         self.touch(session, now_ms)
         return session.id
 
+    def _top(self, heap: list) -> tuple | None:
+        """The live entry at the top of ``heap`` (dead ones above it are dropped), or None."""
+        stamps = self._stamps
+        while heap:
+            entry = heap[0]
+            if stamps.get(entry[-2]) == entry[-1]:
+                return entry
+            heapq.heappop(heap)
+        return None
+
     def _try_evict(self, privileged: bool, size: int, now_ms: int) -> bool:
-        if not self._sessions:
+        stalest = self._top(self._by_last_used)
+        if stalest is None:
             return False
-        stalest = min(self._sessions.values(), key=lambda s: (s.last_used_ms, s.id))
-        if now_ms - stalest.last_used_ms > self.eviction_ms:
-            self._evict(stalest)
+        if now_ms - stalest[0] > self.eviction_ms:
+            self._evict(stalest[1])
             return True
-        flag = "evictable_by_privileged" if privileged else "evictable_by_all"
-        candidates = [s for s in self._sessions.values() if getattr(s, flag)]
-        if not candidates:
+        cheapest = self._top(self._evictable_by_privileged if privileged else self._evictable_by_all)
+        if cheapest is None or (privileged, size, 0) < cheapest[:3]:
             return False
-        cheapest = min(candidates, key=lambda s: s.evictable_key)
-        if (privileged, size, 0) < cheapest.evictable_key:
-            return False
-        self._evict(cheapest)
+        self._evict(cheapest[2])
         return True
 
-    def _evict(self, session: FetchSession) -> None:
-        del self._sessions[session.id]
+    def _evict(self, session_id: int) -> None:
+        self.remove(session_id)
         self.evictions += 1
 
     def touch(self, session: FetchSession, now_ms: int) -> None:
         """Record a use: last-used time, size and evictability as of now."""
+        cached = self._sessions.get(session.id) is session
+        if cached:
+            self._total_partitions += len(session.partitions) - max(session.cached_size, 0)
         session.last_used_ms = now_ms
         session.cached_size = len(session.partitions)
         old = now_ms - session.creation_ms > self.eviction_ms
         session.evictable_by_privileged = not session.privileged or old
         session.evictable_by_all = old
+        if not cached:
+            return  # closed or evicted meanwhile: nothing to order
+        self._next_stamp += 1
+        stamp = self._stamps[session.id] = self._next_stamp
+        heapq.heappush(self._by_last_used, (now_ms, session.id, stamp))
+        key = (session.privileged, session.cached_size, session.id, stamp)
+        if session.evictable_by_all:
+            heapq.heappush(self._evictable_by_all, key)
+        if session.evictable_by_privileged:
+            heapq.heappush(self._evictable_by_privileged, key)
+        if len(self._by_last_used) > 2 * len(self._sessions) + 64:
+            self._compact()
+
+    def _compact(self) -> None:
+        """Drop the dead entries of all three heaps (amortised over the touches that made them)."""
+        stamps = self._stamps
+        for heap in (self._by_last_used, self._evictable_by_all, self._evictable_by_privileged):
+            heap[:] = [entry for entry in heap if stamps.get(entry[-2]) == entry[-1]]
+            heapq.heapify(heap)
 
 
 class FetchContext:
