@@ -194,7 +194,7 @@ def test_config_key_default_and_kafkas_rule():
 
 def test_requests_with_bytes_or_records_hold_their_frame():
     """Kafka's requiresDelayedAllocation (less the forwarding clause): Produce's records,
-    JoinGroup's protocol metadata, SyncGroup's assignments, SaslAuthenticate's token and
-    AlterUserScramCredentials' salts."""
-    assert frame_holding_api_keys(REGISTRY) == {0, 11, 14, 36, 51} == FRAME_HOLDING_API_KEYS  # the table
+    JoinGroup's protocol metadata, SyncGroup's assignments, SaslAuthenticate's token,
+    AlterUserScramCredentials' salts and PushTelemetry's metrics."""
+    assert frame_holding_api_keys(REGISTRY) == {0, 11, 14, 36, 51, 72} == FRAME_HOLDING_API_KEYS  # the table
     assert frame_holding_api_keys(ApiRegistry({18: (0, 4), 3: (0, 12)})) == frozenset()

@@ -247,10 +247,10 @@ class ConnectionMemory:
 
 
 #: What :func:`frame_holding_api_keys` finds for every API trikafka serves — Produce,
-#: JoinGroup, SyncGroup, SaslAuthenticate, AlterUserScramCredentials — as a table (checked
+#: JoinGroup, SyncGroup, SaslAuthenticate, AlterUserScramCredentials, PushTelemetry — as a table (checked
 #: against the schemas by the tests): walking every version's request type loads every kio
 #: entity module, half a second and ~19 MB at each broker's start.
-FRAME_HOLDING_API_KEYS = frozenset({0, 11, 14, 36, 51})
+FRAME_HOLDING_API_KEYS = frozenset({0, 11, 14, 36, 51, 72})
 
 
 def frame_holding_api_keys(registry: Any) -> frozenset[int]:
