@@ -76,6 +76,18 @@ def test_the_record_lock_limit_bounds_what_is_in_flight():
     assert sp.end_offset == 2
 
 
+def test_records_past_a_full_lock_window_stay_unread_never_taken_for_gaps():
+    # the read returned more batches than the window holds: the ones past it are records, not gaps
+    sp = fresh()
+    small = SharePartitionLimits(30_000, 3, max_record_locks=2)
+    batches = [(0, 0, False), (1, 1, False), (2, 2, False), (3, 3, False)]
+    assert sp.acquire("a", batches, 10, now=0.0, limits=small) == [(0, 1, 1)]
+    assert (sp.end_offset, sp.totals["Archived"], set(sp.in_flight)) == (2, 0, {0, 1})
+    sp.acknowledge("a", 0, 1, (ACCEPT,), 0.0, small)
+    assert sp.acquire("a", batches, 10, now=0.0, limits=small) == [(2, 3, 1)]
+    assert sp.totals == {"Acknowledged": 2, "Archived": 0}
+
+
 def test_locks_expire_and_renew_pushes_them_back():
     sp = fresh()
     sp.acquire("a", [(0, 1, False)], 10, now=0.0, limits=LIMITS)

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import attrs
 
@@ -148,33 +148,34 @@ class SharePartition:
         deadline = now + limits.lock_duration_ms / 1000
         skipped = set(skip)
         acquired: list[int] = []
-        for first, last, is_control in batches:
-            for offset in range(max(first, self.start_offset), last + 1):
-                if len(acquired) >= max_records:
+        for offset, is_control in _offsets(batches, self.start_offset):
+            if len(acquired) >= max_records:
+                break
+            record = self.in_flight.get(offset)
+            if record is None:
+                if offset < self.end_offset:
+                    continue  # done and forgotten already
+                if offset - self.start_offset >= limits.max_record_locks:
+                    # The in-flight window is full: stop. Every later offset is past the end
+                    # too; it stays unread (never taken for a gap) until the SPSO moves on.
                     break
-                record = self.in_flight.get(offset)
-                if record is None:
-                    if offset < self.end_offset:
-                        continue  # done and forgotten already
-                    if offset > self.end_offset:  # compacted away, or a gap: nothing to deliver
-                        for gap in range(self.end_offset, offset):
-                            self.in_flight[gap] = InFlight(RecordState.ARCHIVED)
-                            self.totals["Archived"] += 1
-                        self.end_offset = offset
-                    if offset - self.start_offset >= limits.max_record_locks:
-                        break
-                    record = self.in_flight[offset] = InFlight(RecordState.AVAILABLE)
-                    self.end_offset = offset + 1
-                    if is_control or offset in skipped:
-                        self._finish(record, RecordState.ARCHIVED)
-                        continue
-                if record.state is not RecordState.AVAILABLE:
+                if offset > self.end_offset:  # compacted away, or a gap: nothing to deliver
+                    for gap in range(self.end_offset, offset):
+                        self.in_flight[gap] = InFlight(RecordState.ARCHIVED)
+                        self.totals["Archived"] += 1
+                    self.end_offset = offset
+                record = self.in_flight[offset] = InFlight(RecordState.AVAILABLE)
+                self.end_offset = offset + 1
+                if is_control or offset in skipped:
+                    self._finish(record, RecordState.ARCHIVED)
                     continue
-                record.state = RecordState.ACQUIRED
-                record.delivery_count += 1
-                record.member_id = member_id
-                record.deadline = deadline
-                acquired.append(offset)
+            if record.state is not RecordState.AVAILABLE:
+                continue
+            record.state = RecordState.ACQUIRED
+            record.delivery_count += 1
+            record.member_id = member_id
+            record.deadline = deadline
+            acquired.append(offset)
         self._advance_start()
         return _ranges(acquired, self.in_flight)
 
@@ -287,6 +288,13 @@ class SharePartition:
                 return
             del self.in_flight[self.start_offset]
             self.start_offset += 1
+
+
+def _offsets(batches: Iterable[tuple[int, int, bool]], start: int) -> Iterator[tuple[int, bool]]:
+    """Each offset of ``batches`` from ``start`` on, with whether its batch is a control batch."""
+    for first, last, is_control in batches:
+        for offset in range(max(first, start), last + 1):
+            yield offset, is_control
 
 
 def _ranges(offsets: list[int], in_flight: dict[int, InFlight]) -> list[tuple[int, int, int]]:
