@@ -90,9 +90,14 @@ METADATA_MINIMUM_4X = 7
 #: IBP_4_0_IV2) from 4.0: Kafka 4.0's upgrade notes (kafka.apache.org/40/getting-started/upgrade).
 #: eligible.leader.replicas.version: supported from 4.0, on by default for new clusters from 4.1 (ELRV_1 at
 #: IBP_4_1_IV0; kafka.apache.org/41/operations/eligible-leader-replicas). kraft.version 0-1 since 3.9 (KIP-853).
-#: share.version 1 from 4.1 (KIP-932 preview, off by default); streams.version 1 from 4.1 (KIP-1071 early
-#: access, off by default). 4.2 turns both on by default (SV_1 at IBP_4_2_IV0, streams SV_1 at IBP_4_2_IV1:
-#: PRs #20972 / #20993 above). 4.3: the same levels as 4.2 (no feature level moved; a 4.3.1 cluster's
+#: A feature whose newest production level is 0 is not advertised at all (BrokerFeatures.defaultSupportedFeatures:
+#: "if (maxVersion > 0)"). share.version 1 from 4.1, a preview off by default: PR #19831 "sets SV_1 as the
+#: latest-production share version ... for AK 4.1 it will be a preview feature, not enabled by default ...
+#: analogous to how ELR worked for AK 4.0". streams.version is not advertised by 4.1: its early access needed
+#: unstable.feature.versions.enable=true (PR #20241, tried on 4.1.0 RC1; StreamsVersion.java @ 0b71a60d:
+#: "Mark 'streams' group as unstable in AK 4.1 release", LATEST_PRODUCTION = SV_0). 4.2 turns both on by
+#: default (share SV_1 at IBP_4_2_IV0, streams SV_1 at IBP_4_2_IV1: PRs #20972 / #20993 above).
+#: 4.3: the same levels as 4.2 (no feature level moved; a 4.3.1 cluster's
 #: `kafka-features.sh describe` and `version-mapping --release-version 4.3` print these ranges and
 #: metadata.version=30, transaction.version=2, group.version=1, eligible.leader.replicas.version=1,
 #: share.version=1, streams.version=1). 4.4: share.version 2 (KIP-1191 share-group dead-letter queues, SV_2 at
@@ -102,8 +107,7 @@ METADATA_MINIMUM_4X = 7
 _FEATURES_40 = {"kraft.version": ((0, 1), None), "group.version": ((0, 1), 1), "transaction.version": ((0, 2), 2)}
 FEATURES_4X = {
     "4.0": {**_FEATURES_40, "eligible.leader.replicas.version": ((0, 1), None)},
-    "4.1": {**_FEATURES_40, "eligible.leader.replicas.version": ((0, 1), 1),
-            "share.version": ((0, 1), None), "streams.version": ((0, 1), None)},
+    "4.1": {**_FEATURES_40, "eligible.leader.replicas.version": ((0, 1), 1), "share.version": ((0, 1), None)},
     "4.2": {**_FEATURES_40, "eligible.leader.replicas.version": ((0, 1), 1),
             "share.version": ((0, 1), 1), "streams.version": ((0, 1), 1)},
     "4.3": {**_FEATURES_40, "eligible.leader.replicas.version": ((0, 1), 1),

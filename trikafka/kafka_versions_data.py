@@ -209,7 +209,6 @@ RELEASES: dict[str, dict] = {
             "transaction.version": ((0, 2), 2),
             "eligible.leader.replicas.version": ((0, 1), 1),
             "share.version": ((0, 1), None),
-            "streams.version": ((0, 1), None),
         },
     },
     "4.2": {

@@ -69,13 +69,14 @@ NEW_IN_4_4 = {93: (0, 0), 94: (0, 0)}
 #: typed by hand from Kafka's pull requests and notes (not from the generator's table):
 #: metadata.version 4.0-IV3 = 25 (apache/kafka#18902), 4.1-IV1 = 27 (#20948), 4.2-IV1 = 29 (#20972: share and
 #: streams groups on by default), 4.3-IV0 = 30 (43/ upgrade notes), 4.4-IV2 = 33 (#23235), all from 3.3-IV3 = 7;
-#: share.version 2 in 4.4 (KIP-1191, #22803, #23235); ELR on by default from 4.1 (KIP-966).
+#: share.version 2 in 4.4 (KIP-1191, #22803, #23235); ELR on by default from 4.1 (KIP-966); share.version a
+#: preview off by default in 4.1 (#19831).
 _COMMON_4X = {"kraft.version": ((0, 1), None), "group.version": ((0, 1), 1), "transaction.version": ((0, 2), 2)}
 KNOWN_FEATURES = {
     "3.9": {"metadata.version": ((1, 21), 21), "kraft.version": ((0, 1), None)},
     "4.0": {"metadata.version": ((7, 25), 25), **_COMMON_4X, "eligible.leader.replicas.version": ((0, 1), None)},
     "4.1": {"metadata.version": ((7, 27), 27), **_COMMON_4X, "eligible.leader.replicas.version": ((0, 1), 1),
-            "share.version": ((0, 1), None), "streams.version": ((0, 1), None)},
+            "share.version": ((0, 1), None)},  # streams.version: early access behind unstable features (#20241)
     "4.2": {"metadata.version": ((7, 29), 29), **_COMMON_4X, "eligible.leader.replicas.version": ((0, 1), 1),
             "share.version": ((0, 1), 1), "streams.version": ((0, 1), 1)},
     "4.3": {"metadata.version": ((7, 30), 30), **_COMMON_4X, "eligible.leader.replicas.version": ((0, 1), 1),
