@@ -66,8 +66,9 @@ ZK_ERA = ("2.8", "3.0", "3.1", "3.2")
 TELEMETRY = (71, 72)
 
 #: metadata.version of each 4.x release: LATEST_PRODUCTION's level, which a newly formatted cluster finalizes;
-#: supported from MINIMUM_VERSION = IBP_3_3_IV3 (level 7: "the software and metadata versions must be at
-#: least 3.3.x", every 4.x upgrade note). Sources, all apache/kafka:
+#: supported from MINIMUM_VERSION = IBP_3_3_IV3 (level 7: apache/kafka#18845 "KAFKA-18601: Assume a baseline of
+#: 3.3 for server protocol versions", before 4.0.0; "the software and metadata versions must be at least 3.3.x",
+#: every 4.x upgrade note). Sources, apache/kafka unless named:
 #: 4.0 IBP_4_0_IV3 = 25: PR #18902 "Mark IBP_4_0_IV3 as production ready ... for the Apache Kafka 4.0
 #:     release" (MetadataVersionTest: "4.0-IV3 is the latest production version in the 4.0 line").
 #: 4.1 IBP_4_1_IV1 = 27: PR #20948 (2025-11-24, after 4.1.0): LATEST_PRODUCTION "is still set to IBP_4_1_IV1
@@ -78,7 +79,8 @@ TELEMETRY = (71, 72)
 #: 4.3 IBP_4_3_IV0 = 30: kafka-site content/en/43/getting-started/upgrade.md @ 11a9a8f8 ("IBP_4_3_IV0(30, "4.3",
 #:     "IV0", true)", finalize with --release-version 4.3); PR #23235: "metadata.version in RC0 [of 4.4] shipped
 #:     as 4.3-IV0" and kafkatest's LATEST_STABLE_METADATA_VERSION was "4.3-IV0" before it; m1a2st/kafka@59f99e2f
-#:     MetadataVersion.java: LATEST_PRODUCTION = IBP_4_3_IV0 with IBP_4_4_IV0/IV1 unstable.
+#:     MetadataVersion.java: LATEST_PRODUCTION = IBP_4_3_IV0 with IBP_4_4_IV0/IV1 unstable; kafbat/kafka-ui#1877,
+#:     checked against a Kafka 4.3.0 broker: "metadata.version=30 (4.3)", supported 3.3-IV3 .. 4.3-IV0.
 #: 4.4 IBP_4_4_IV2 = 33: PR #23235 "Bump LATEST_PRODUCTION to 4.4-IV2 for 4.4.0" (merged for 4.4.0 RC1).
 METADATA_4X = {"4.0": 25, "4.1": 27, "4.2": 29, "4.3": 30, "4.4": 33}
 METADATA_MINIMUM_4X = 7
