@@ -27,9 +27,7 @@ Sources, read with ``git show TAG:PATH`` from two local mirrors (bare git direct
   checking that franz-go's own tables agree with the ones derived above: its ``b39`` with 3.9,
   its ZooKeeper tables ``z28``..``z32`` with 2.8 – 3.2 (client-facing APIs); the share-group APIs'
   minimums corrected to v1 (``FRANZ_MIN_FIXES``). The apache/kafka mirror
-  holds no 4.x tag. The 4.x feature ranges are written below (``FEATURES_4X``) with the page
-  each one comes from; metadata.version's 4.x levels are not in any source at hand and are
-  marked as such.
+  holds no 4.x tag.
 * **4.3 and 4.4: transcribed by hand from Apache Kafka's own generated protocol docs** in
   apache/kafka-site (``43/generated/protocol_messages.html`` at c58a608fc4aa, and
   ``44/generated/protocol_messages.html`` at 70950cc6657b with ``44/generated/protocol_api_keys.html``
@@ -39,9 +37,13 @@ Sources, read with ``git show TAG:PATH`` from two local mirrors (bare git direct
   AllocateProducerIds, UpdateRaftVoter), so no listener filter is needed. Applied as for the other
   releases: a version the page marks "unstable" is not advertised (``DOCS_UNSTABLE``), telemetry is
   left out; and Produce keeps the minimum 0 the 4.0 – 4.2 tables have (the page documents v3 – 13;
-  Kafka's ApiVersions still answers 0 there, KAFKA-18659, as franz-go's 4.x tables record). Features:
-  no 4.3/4.4 level is in any source at hand, so every feature 4.2 had is listed with unknown levels
-  (a gap) rather than guessed.
+  Kafka's ApiVersions still answers 0 there, KAFKA-18659, as franz-go's 4.x tables record).
+* **4.x features** (4.0 – 4.4) are typed below (``METADATA_4X``, ``FEATURES_4X``), each level with
+  the apache/kafka pull request, kafka-site page or MetadataVersion.java snapshot it comes from:
+  metadata.version from ``MINIMUM_VERSION`` (3.3-IV3, level 7) to the release's
+  ``LATEST_PRODUCTION``, finalized there; each other feature at its default for that metadata
+  version, as ``kafka-storage format`` sets it. A level no source gives would be written as -1
+  (a gap, listed at start) rather than guessed; none is left.
 """
 
 from __future__ import annotations
@@ -63,23 +65,64 @@ TAGS = {
 ZK_ERA = ("2.8", "3.0", "3.1", "3.2")
 TELEMETRY = (71, 72)
 
-#: 4.x features (name → (supported min, max), finalized default or None), each from a page:
-#: group.version 1 and transaction.version 2 are 4.0's defaults (KIP-848 GA and KIP-890 part 2
-#: in Kafka 4.0's upgrade notes, kafka.apache.org/40/getting-started/upgrade);
-#: eligible.leader.replicas.version is supported from 4.0 and on by default for new clusters
-#: from 4.1 (kafka.apache.org/41/operations/eligible-leader-replicas); kraft.version 0-1 since
-#: 3.9 (KIP-853); share.version 1 from 4.1 (KIP-932 preview, off by default); streams.version 1
-#: from 4.1 (KIP-1071 early access, off by default) — 4.2 makes it available by default.
+#: metadata.version of each 4.x release: LATEST_PRODUCTION's level, which a newly formatted cluster finalizes;
+#: supported from MINIMUM_VERSION = IBP_3_3_IV3 (level 7: apache/kafka#18845 "KAFKA-18601: Assume a baseline of
+#: 3.3 for server protocol versions", before 4.0.0; "the software and metadata versions must be at least 3.3.x",
+#: every 4.x upgrade note). Sources, apache/kafka unless named:
+#: 4.0 IBP_4_0_IV3 = 25: PR #18902 "Mark IBP_4_0_IV3 as production ready ... for the Apache Kafka 4.0
+#:     release" (MetadataVersionTest: "4.0-IV3 is the latest production version in the 4.0 line").
+#: 4.1 IBP_4_1_IV1 = 27: PR #20948 (2025-11-24, after 4.1.0): LATEST_PRODUCTION "is still set to IBP_4_1_IV1
+#:     both in trunk and 4.2"; aiven/inkless@0c900bdc (a fork of apache/kafka in the 4.1 line) MetadataVersion.java:
+#:     LATEST_PRODUCTION = IBP_4_1_IV1, IBP_4_2_IV0/IV1 unstable placeholders.
+#: 4.2 IBP_4_2_IV1 = 29: PRs #20972 / #20993 "Bump LATEST_PRODUCTION to 4.2-IV1 ... for Apache Kafka 4.2.0 to
+#:     enable share groups and streams groups by default"; kafka-site 43/ upgrade notes name IBP_4_2_IV1(29).
+#: 4.3 IBP_4_3_IV0 = 30: kafka-site content/en/43/getting-started/upgrade.md @ 11a9a8f8 ("IBP_4_3_IV0(30, "4.3",
+#:     "IV0", true)", finalize with --release-version 4.3); PR #23235: "metadata.version in RC0 [of 4.4] shipped
+#:     as 4.3-IV0" and kafkatest's LATEST_STABLE_METADATA_VERSION was "4.3-IV0" before it; m1a2st/kafka@59f99e2f
+#:     MetadataVersion.java: LATEST_PRODUCTION = IBP_4_3_IV0 with IBP_4_4_IV0/IV1 unstable; kafbat/kafka-ui#1877,
+#:     checked against a Kafka 4.3.0 broker: "metadata.version=30 (4.3)", supported 3.3-IV3 .. 4.3-IV0.
+#: 4.4 IBP_4_4_IV2 = 33: PR #23235 "Bump LATEST_PRODUCTION to 4.4-IV2 for 4.4.0" (merged for 4.4.0 RC1).
+METADATA_4X = {"4.0": 25, "4.1": 27, "4.2": 29, "4.3": 30, "4.4": 33}
+METADATA_MINIMUM_4X = 7
+
+#: 4.x features (name → (supported min, max), finalized default or None). A feature's default is its newest
+#: level whose bootstrap metadata version is at or below the release's LATEST_PRODUCTION (Feature.defaultVersion);
+#: None: not finalized by a default format (kraft.version depends on how the quorum was formatted).
+#: group.version 1 (KIP-848, GV_1 at IBP_4_0_IV0) and transaction.version 2 (KIP-890 part 2, TV_2 at
+#: IBP_4_0_IV2) from 4.0: Kafka 4.0's upgrade notes (kafka.apache.org/40/getting-started/upgrade).
+#: eligible.leader.replicas.version: supported from 4.0, on by default for new clusters from 4.1 (ELRV_1 at
+#: IBP_4_1_IV0; kafka.apache.org/41/operations/eligible-leader-replicas). kraft.version 0-1 since 3.9 (KIP-853).
+#: A feature whose newest production level is 0 is not advertised at all (BrokerFeatures.defaultSupportedFeatures:
+#: "if (maxVersion > 0)"). share.version 1 from 4.1, a preview off by default: PR #19831 "sets SV_1 as the
+#: latest-production share version ... for AK 4.1 it will be a preview feature, not enabled by default ...
+#: analogous to how ELR worked for AK 4.0". streams.version is not advertised by 4.1: its early access needed
+#: unstable.feature.versions.enable=true (PR #20241, tried on 4.1.0 RC1; StreamsVersion.java @ 0b71a60d:
+#: "Mark 'streams' group as unstable in AK 4.1 release", LATEST_PRODUCTION = SV_0). 4.2 turns both on by
+#: default (share SV_1 at IBP_4_2_IV0, streams SV_1 at IBP_4_2_IV1: PRs #20972 / #20993 above).
+#: 4.3: the same levels as 4.2 (no feature level moved; a 4.3.1 cluster's
+#: `kafka-features.sh describe` and `version-mapping --release-version 4.3` print these ranges and
+#: metadata.version=30, transaction.version=2, group.version=1, eligible.leader.replicas.version=1,
+#: share.version=1, streams.version=1). 4.4: share.version 2 (KIP-1191 share-group dead-letter queues, SV_2 at
+#: IBP_4_4_IV0): PR #21994 "Add share.version=2" (slated for 4.4), PR #22803 "Bump latest production
+#: ShareVersion to 2 (SV_2)", PR #23235 "the default share.version at 4.4-IV2 moves from 1 to 2" (the only
+#: default that PR saw move).
+_FEATURES_40 = {"kraft.version": ((0, 1), None), "group.version": ((0, 1), 1), "transaction.version": ((0, 2), 2)}
 FEATURES_4X = {
-    "4.0": {"kraft.version": ((0, 1), None), "group.version": ((0, 1), 1),
-            "transaction.version": ((0, 2), 2), "eligible.leader.replicas.version": ((0, 1), None)},
-    "4.1": {"kraft.version": ((0, 1), None), "group.version": ((0, 1), 1),
-            "transaction.version": ((0, 2), 2), "eligible.leader.replicas.version": ((0, 1), 1),
-            "share.version": ((0, 1), None), "streams.version": ((0, 1), None)},
-    "4.2": {"kraft.version": ((0, 1), None), "group.version": ((0, 1), 1),
-            "transaction.version": ((0, 2), 2), "eligible.leader.replicas.version": ((0, 1), 1),
-            "share.version": ((0, 1), None), "streams.version": ((0, 1), 1)},
+    "4.0": {**_FEATURES_40, "eligible.leader.replicas.version": ((0, 1), None)},
+    "4.1": {**_FEATURES_40, "eligible.leader.replicas.version": ((0, 1), 1), "share.version": ((0, 1), None)},
+    "4.2": {**_FEATURES_40, "eligible.leader.replicas.version": ((0, 1), 1),
+            "share.version": ((0, 1), 1), "streams.version": ((0, 1), 1)},
+    "4.3": {**_FEATURES_40, "eligible.leader.replicas.version": ((0, 1), 1),
+            "share.version": ((0, 1), 1), "streams.version": ((0, 1), 1)},
+    "4.4": {**_FEATURES_40, "eligible.leader.replicas.version": ((0, 1), 1),
+            "share.version": ((0, 2), 2), "streams.version": ((0, 1), 1)},
 }
+
+
+def features_4x(release: str) -> dict[str, tuple[tuple[int, int], int | None]]:
+    """A 4.x release's features: metadata.version first, then the others (``METADATA_4X``, ``FEATURES_4X``)."""
+    level = METADATA_4X[release]
+    return {"metadata.version": ((METADATA_MINIMUM_4X, level), level), **FEATURES_4X[release]}
 
 
 #: 4.3 / 4.4 request versions as kafka-site's generated protocol pages document them (api key → (lowest,
@@ -107,9 +150,6 @@ DOCS = {
 }
 #: Versions the pages mark "This version of the request is unstable." (release → {api key: version}).
 DOCS_UNSTABLE = {"4.3": {22: 6}, "4.4": {22: 6}}
-#: Features 4.2 had; their 4.3 / 4.4 levels are in no source at hand (-1: a gap, not a guess).
-DOCS_FEATURES = ("metadata.version", "kraft.version", "group.version", "transaction.version",
-                 "eligible.leader.replicas.version", "share.version", "streams.version")
 
 
 def docs_release(release: str) -> dict:
@@ -121,8 +161,7 @@ def docs_release(release: str) -> dict:
         if DOCS_UNSTABLE[release].get(key) == hi:
             hi -= 1
         apis[key] = (0, hi) if key == 0 else (lo, hi)
-    features = {name: ((0, -1), -1) for name in DOCS_FEATURES}
-    return {"apis": dict(sorted(apis.items())), "features": features, "source": DOCS[release]["source"]}
+    return {"apis": dict(sorted(apis.items())), "features": features_4x(release), "source": DOCS[release]["source"]}
 #: franz-go's 4.1 / 4.2 tables start the share-group APIs (76-79) at v0; Kafka served them from v1 (4.0's
 #: early-access v0 was dropped in 4.1): kafka-site 42/generated/protocol_messages.html @ b4e4927ca8ae
 #: documents ShareGroupHeartbeat, ShareGroupDescribe and ShareFetch from v1, and kafka-python 3.0.12's own
@@ -299,8 +338,7 @@ def main() -> None:
         for key, low in FRANZ_MIN_FIXES.get(release, {}).items():
             table[key] = (low, table[key][1])
         base, previous = dict(sorted(table.items())), franz[name]
-        feats = {"metadata.version": ((7, -1), -1), **FEATURES_4X[release]}
-        releases[release] = {"apis": base, "features": feats,
+        releases[release] = {"apis": base, "features": features_4x(release),
                              "source": f"3.9 + franz-go pkg/kversion {name} (Kafka commits and KIPs it cites)"}
     for release in DOCS:
         releases[release] = docs_release(release)

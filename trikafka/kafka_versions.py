@@ -11,8 +11,9 @@ ApiVersions at a newer version is answered v0 with UNSUPPORTED_VERSION and the s
 (KIP-511), any other API's unknown version UNSUPPORTED_VERSION and the connection closed.
 
 A patch level is accepted and ignored (``3.9.1`` is the ``3.9`` profile): patch releases do not
-change the protocol. 4.3 and 4.4 come from Kafka's own generated protocol pages (see the
-generator); their features' levels are in no source at hand, so each is a gap.
+change the protocol. 4.3 and 4.4 come from Kafka's own generated protocol pages; every 4.x
+release's features from Kafka's pull requests and release notes (see the generator). A feature
+whose level no source gives would be a gap rather than a guess.
 """
 
 from __future__ import annotations

@@ -65,6 +65,26 @@ KNOWN_MIN = {
 #: APIs 4.4 has that 4.3 has not (request versions on the two pages): key → (lowest, highest).
 NEW_IN_4_4 = {93: (0, 0), 94: (0, 0)}
 
+#: release → feature → ((supported min, max), level a newly formatted cluster finalizes, None: not finalized),
+#: typed by hand from Kafka's pull requests and notes (not from the generator's table):
+#: metadata.version 4.0-IV3 = 25 (apache/kafka#18902), 4.1-IV1 = 27 (#20948), 4.2-IV1 = 29 (#20972: share and
+#: streams groups on by default), 4.3-IV0 = 30 (43/ upgrade notes), 4.4-IV2 = 33 (#23235), all from 3.3-IV3 = 7;
+#: share.version 2 in 4.4 (KIP-1191, #22803, #23235); ELR on by default from 4.1 (KIP-966); share.version a
+#: preview off by default in 4.1 (#19831).
+_COMMON_4X = {"kraft.version": ((0, 1), None), "group.version": ((0, 1), 1), "transaction.version": ((0, 2), 2)}
+KNOWN_FEATURES = {
+    "3.9": {"metadata.version": ((1, 21), 21), "kraft.version": ((0, 1), None)},
+    "4.0": {"metadata.version": ((7, 25), 25), **_COMMON_4X, "eligible.leader.replicas.version": ((0, 1), None)},
+    "4.1": {"metadata.version": ((7, 27), 27), **_COMMON_4X, "eligible.leader.replicas.version": ((0, 1), 1),
+            "share.version": ((0, 1), None)},  # streams.version: early access behind unstable features (#20241)
+    "4.2": {"metadata.version": ((7, 29), 29), **_COMMON_4X, "eligible.leader.replicas.version": ((0, 1), 1),
+            "share.version": ((0, 1), 1), "streams.version": ((0, 1), 1)},
+    "4.3": {"metadata.version": ((7, 30), 30), **_COMMON_4X, "eligible.leader.replicas.version": ((0, 1), 1),
+            "share.version": ((0, 1), 1), "streams.version": ((0, 1), 1)},
+    "4.4": {"metadata.version": ((7, 33), 33), **_COMMON_4X, "eligible.leader.replicas.version": ((0, 1), 1),
+            "share.version": ((0, 2), 2), "streams.version": ((0, 1), 1)},
+}
+
 
 def test_known_releases_are_all_profiles() -> None:
     assert KAFKA_VERSIONS == tuple(KNOWN_MAX)
@@ -176,6 +196,31 @@ async def test_every_broker_of_a_cluster_speaks_as_the_release(autojump_clock) -
                 assert ApiKey.DESCRIBE_TOPIC_PARTITIONS not in advertised
 
 
+@pytest.mark.parametrize("release", sorted(KNOWN_FEATURES))
+def test_features_match_the_known_levels(release: str) -> None:
+    assert RELEASES[release]["features"] == KNOWN_FEATURES[release]
+    profile = kafka_profile(BrokerConfig(kafka_version=release))
+    assert profile is not None and not [g for g in profile.gaps if g.startswith("feature")]
+    assert profile.finalized_features == {n: lv for n, (_, lv) in KNOWN_FEATURES[release].items() if lv is not None}
+
+
+@pytest.mark.parametrize("release", ["4.2", "4.3", "4.4"])
+async def test_kafka_4_x_features_over_api_versions_v4(release: str) -> None:
+    """ApiVersions v4 carries every supported range (minimum 0 too) and the levels a new cluster of
+    the release finalizes; from 4.2 share groups are on by default, so the share-group gate opens."""
+    async with open_test_broker(kafka_version=release) as tb:
+        stream = await tb.connect()
+        request = ApiVersionsV4(client_software_name="test", client_software_version="1")
+        await stream.send_all(encode_request(REGISTRY.get(ApiKey.API_VERSIONS, 4), 5, request, "raw"))
+        _, body = decode_response(REGISTRY.get(ApiKey.API_VERSIONS, 4), (await read_frames(stream, 1))[0])
+        assert body.error_code == ErrorCode.none
+        supported = {f.name: (f.min_version, f.max_version) for f in body.supported_features}
+        assert supported == {n: r for n, (r, _) in KNOWN_FEATURES[release].items()}
+        finalized = {f.name: (f.min_version_level, f.max_version_level) for f in body.finalized_features}
+        assert finalized == {n: (lv, lv) for n, (_, lv) in KNOWN_FEATURES[release].items() if lv is not None}
+        assert tb.broker.core.features.share_groups_enabled
+
+
 def test_4_4_adds_two_apis_to_4_3() -> None:
     assert {k: RELEASES["4.4"]["apis"][k] for k in NEW_IN_4_4} == NEW_IN_4_4
     assert not set(NEW_IN_4_4) & set(RELEASES["4.3"]["apis"])
@@ -183,8 +228,9 @@ def test_4_4_adds_two_apis_to_4_3() -> None:
 
 async def test_kafka_4_4_over_the_wire() -> None:
     """ApiVersions v3 from a 4.4 profile, typed from the 4.4 page and cut to trikafka: ApiVersions 0-5
-    served as 0-4, TxnOffsetCommit 0-6 as 0-5, DeleteGroups 0-3 as 0-2; share groups from v1; no
-    feature (4.4's levels are unknown here, so none is claimed); the two new APIs are gaps, named."""
+    served as 0-4, TxnOffsetCommit 0-6 as 0-5, DeleteGroups 0-3 as 0-2; share groups from v1; v3 carries
+    only the features whose minimum is above 0 (metadata.version 7-33), all finalized levels; the two new
+    APIs are gaps, named."""
     async with open_test_broker(kafka_version="4.4") as tb:
         stream = await tb.connect()
         await stream.send_all(api_versions_frame(3))
@@ -199,7 +245,11 @@ async def test_kafka_4_4_over_the_wire() -> None:
         assert advertised[ApiKey.SHARE_GROUP_HEARTBEAT] == (1, 1) and advertised[ApiKey.SHARE_FETCH] == (1, 2)
         assert advertised[ApiKey.PRODUCE] == (3, 13) and advertised[ApiKey.FETCH] == (4, 18)
         assert not {93, 94, 71, 72} & set(advertised)
-        assert list(body.supported_features) == [] and list(body.finalized_features) == []
+        supported = [(f.name, f.min_version, f.max_version) for f in body.supported_features]
+        assert supported == [("metadata.version", 7, 33)]
+        finalized = {f.name: f.max_version_level for f in body.finalized_features}
+        assert finalized == {"metadata.version": 33, "group.version": 1, "transaction.version": 2,
+                             "eligible.leader.replicas.version": 1, "share.version": 2, "streams.version": 1}
         gaps = kafka_profile(tb.broker.config).gaps
         assert "StreamsGroupTopologyDescriptionUpdate v0-0" in gaps and "UnregisterController v0-0" in gaps
-        assert "ApiVersions v0-5 served as v0-4" in gaps
+        assert "ApiVersions v0-5 served as v0-4" in gaps and not [g for g in gaps if g.startswith("feature")]
