@@ -23,7 +23,7 @@ import trio
 
 from trikafka.client.lifetime import open_service_nursery
 from trikafka.protocol.framing import NEED_DATA, FrameDecoder
-from trikafka.protocol.headers import decode_response, encode_request
+from trikafka.protocol.headers import decode_response, encode_request_parts
 from trikafka.protocol.registry import ApiVersionSpec
 
 __all__ = ["KafkaConnection", "open_connection", "connect_tcp", "ConnectionClosed", "ResponseDecodeError"]
@@ -32,6 +32,25 @@ __all__ = ["KafkaConnection", "open_connection", "connect_tcp", "ConnectionClose
 def _spec(api_key: int, version: int) -> ApiVersionSpec:
     """Any version kio knows (so tests can send what the broker refuses), resolved on first use."""
     return ApiVersionSpec.resolve(api_key, version)
+
+
+async def _send_parts(sock: Any, parts: list) -> None:
+    """Write every buffer of ``parts`` with scatter writes (``sendmsg``): a Produce request's
+    record batches go to the kernel without first being joined into one frame."""
+    views = [memoryview(part) for part in parts]
+    try:
+        while views:
+            sent = await sock.sendmsg(views[:512])
+            while sent:
+                first = len(views[0])
+                if sent >= first:
+                    sent -= first
+                    views.pop(0)
+                else:
+                    views[0] = views[0][sent:]
+                    sent = 0
+    except OSError as exc:
+        raise trio.BrokenResourceError(f"socket write failed: {exc}") from exc
 
 
 class ConnectionClosed(Exception):
@@ -71,7 +90,7 @@ class KafkaConnection:
             correlation_id = next(self._correlation)
             self._pending[correlation_id] = (spec, send)
             self._order.append(correlation_id)
-            await self._write(encode_request(spec, correlation_id, body, self.client_id), spec)
+            await self._write(encode_request_parts(spec, correlation_id, body, self.client_id), spec)
         try:
             result = await receive.receive()
         except trio.EndOfChannel:
@@ -85,14 +104,21 @@ class KafkaConnection:
         spec = _spec_for(body)
         if self.closed:
             raise ConnectionClosed(f"connection closed before sending {spec.name}")
-        frame = encode_request(spec, next(self._correlation), body, self.client_id)
+        frame = encode_request_parts(spec, next(self._correlation), body, self.client_id)
         async with self._send_lock:
             await self._write(frame, spec)
 
-    async def _write(self, frame: bytes, spec: ApiVersionSpec) -> None:
-        """Write one whole frame, or close the connection: half a frame poisons the stream."""
+    async def _write(self, frame: list, spec: ApiVersionSpec) -> None:
+        """Write one whole frame (a list of buffers), or close the connection: half a frame
+        poisons the stream."""
         try:
-            await self.stream.send_all(frame)
+            if len(frame) == 1:
+                await self.stream.send_all(frame[0])
+            elif isinstance(self.stream, trio.SocketStream):
+                await _send_parts(self.stream.socket, frame)
+            else:
+                for part in frame:
+                    await self.stream.send_all(part)
         except BaseException as exc:
             self.closed = True
             with trio.CancelScope(shield=True):

@@ -33,6 +33,7 @@ __all__ = [
     "LastRequest",
     "decode_request",
     "encode_request",
+    "encode_request_parts",
     "encode_response",
     "encode_response_body",
     "frame_response",
@@ -255,6 +256,50 @@ def encode_request(
         spec.write_request(buffer, body)
 
     return _frame(write)
+
+
+class _PartsWriter:
+    """A write target for kio's writers that keeps large values (a Produce request's record
+    batches) as parts of their own rather than copying them into one buffer."""
+
+    __slots__ = ("parts", "small", "size")
+
+    def __init__(self) -> None:
+        self.small = bytearray(4)  # the frame's size, patched at the end
+        self.parts: list = [self.small]
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        n = len(data)
+        self.size += n
+        if n >= _SEPARATE_PART:
+            self.parts.append(data)
+            self.small = bytearray()
+            self.parts.append(self.small)
+        else:
+            self.small += data
+        return n
+
+
+_SEPARATE_PART = 16 * 1024
+
+
+def encode_request_parts(
+    spec: ApiVersionSpec, correlation_id: int, body: object, client_id: str | None
+) -> list:
+    """:func:`encode_request` as a list of buffers whose concatenation is the frame: values of
+    16 KiB or more (record batches) are the caller's own objects, uncopied."""
+    header = spec.request_header_type(
+        request_api_key=i16(spec.api_key),
+        request_api_version=i16(spec.version),
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    out = _PartsWriter()
+    spec.write_request_header(out, header)
+    spec.write_request(out, body)
+    struct.pack_into(">i", out.parts[0], 0, out.size)
+    return [part for part in out.parts if part]
 
 
 def decode_response(spec: ApiVersionSpec, frame: bytes) -> tuple[int, object]:

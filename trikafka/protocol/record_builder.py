@@ -185,31 +185,28 @@ def build_batch(
         attributes |= _TRANSACTIONAL_BIT
     if control:
         attributes |= _CONTROL_BIT
-    after_crc = (
-        struct.pack(
-            ">hiqqqhii",
-            attributes,
-            len(records) - 1,
-            base_timestamp,
-            max_timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            len(records),
-        )
-        + body
+    head = _AFTER_CRC_HEAD.pack(
+        attributes,
+        len(records) - 1,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
     )
-    return (
-        struct.pack(
-            ">qiibI",
-            base_offset,
-            len(after_crc) + 9,  # + leader epoch, magic, crc
-            partition_leader_epoch,
-            CURRENT_MAGIC,
-            crc32c(after_crc),
-        )
-        + after_crc
+    prefix = _BEFORE_CRC.pack(
+        base_offset,
+        len(head) + len(body) + 9,  # + leader epoch, magic, crc
+        partition_leader_epoch,
+        CURRENT_MAGIC,
+        crc32c(body, crc32c(head)),
     )
+    return b"".join((prefix, head, body))  # the records are copied once, not once per part
+
+
+_AFTER_CRC_HEAD = struct.Struct(">hiqqqhii")
+_BEFORE_CRC = struct.Struct(">qiibI")
 
 
 def _py_encode_records(records: list[RecordSpec], base_timestamp: int) -> tuple[bytearray, int]:
