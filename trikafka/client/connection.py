@@ -53,6 +53,11 @@ async def _send_parts(sock: Any, parts: list) -> None:
         raise trio.BrokenResourceError(f"socket write failed: {exc}") from exc
 
 
+#: A large answer (a Fetch's) is received straight into a buffer of its declared size; one of
+#: up to this size is kept for the next (fresh memory costs page faults on first touch).
+_KEEP_SPARE = 64 * 1024 * 1024
+
+
 class ConnectionClosed(Exception):
     """The broker closed the connection before answering."""
 
@@ -74,7 +79,7 @@ class KafkaConnection:
         self._pending: dict[int, tuple[ApiVersionSpec, trio.MemorySendChannel]] = {}
         self._order: list[int] = []
         self._send_lock = trio.StrictFIFOLock()
-        self._decoder = FrameDecoder(2**31 - 1)
+        self._decoder = FrameDecoder(2**31 - 1, keep_spare=_KEEP_SPARE, trust_sizes=True)
         self.closed = False
         self.broken_by: BaseException | None = None
 
@@ -133,14 +138,28 @@ class KafkaConnection:
 
     async def _reader(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        decoder = self._decoder
+        # Straight from the socket into a large frame's buffer where the stream is a socket.
+        recv_into = self.stream.socket.recv_into if isinstance(self.stream, trio.SocketStream) else None
         try:
             while True:
-                frame = self._decoder.next_frame()
+                frame = decoder.next_frame()
                 if frame is NEED_DATA:
+                    into = decoder.unfilled() if recv_into is not None else None
+                    if into is not None:
+                        try:
+                            count = await recv_into(into)
+                        except OSError as exc:
+                            raise trio.BrokenResourceError(f"socket read failed: {exc}") from exc
+                        into = None  # dropped: the buffer may grow in place
+                        if not count:
+                            return
+                        decoder.received_into(count)
+                        continue
                     data = await self.stream.receive_some(256 * 1024)
                     if not data:
                         return
-                    self._decoder.receive_data(data)
+                    decoder.receive_data(data)
                     continue
                 correlation_id = int.from_bytes(frame[:4], "big", signed=True)
                 expected = self._order.pop(0) if self._order else None
