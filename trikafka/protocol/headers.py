@@ -29,6 +29,7 @@ from trikafka.protocol.guard import check_request, put_back_records
 from trikafka.protocol.registry import ApiKey, ApiRegistry, ApiVersionSpec, api_name
 
 __all__ = [
+    "Buffers",
     "DecodedRequest",
     "LastRequest",
     "decode_request",
@@ -258,6 +259,24 @@ def encode_request(
     return _frame(write)
 
 
+class Buffers:
+    """A bytes field's value as buffers whose concatenation is the value (a record batch's
+    header and records): :func:`encode_request_parts` puts each in the frame uncopied.
+    Only that function writes it; ``bytes(value)`` joins it."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, *parts: bytes | bytearray | memoryview) -> None:
+        self.parts = parts
+        self.size = sum(len(part) for part in parts)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
+
+
 class _PartsWriter:
     """A write target for kio's writers that keeps large values (a Produce request's record
     batches) as parts of their own rather than copying them into one buffer."""
@@ -269,10 +288,18 @@ class _PartsWriter:
         self.parts: list = [self.small]
         self.size = 0
 
-    def write(self, data: bytes) -> int:
+    def write(self, data: bytes | Buffers) -> int:
         n = len(data)
         self.size += n
-        if n >= _SEPARATE_PART:
+        if data.__class__ is Buffers:
+            for part in data.parts:  # type: ignore[union-attr]
+                if len(part) >= _SEPARATE_PART:
+                    self.parts.append(part)
+                    self.small = bytearray()
+                    self.parts.append(self.small)
+                else:
+                    self.small += part
+        elif n >= _SEPARATE_PART:
             self.parts.append(data)
             self.small = bytearray()
             self.parts.append(self.small)
