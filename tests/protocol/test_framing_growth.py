@@ -126,3 +126,21 @@ def test_after_one_whole_large_frame_a_claim_up_to_keep_spare_is_taken_at_once()
     decoder.receive_data(struct.pack(">i", 100 * MB))
     assert decoder.next_frame() is NEED_DATA
     assert decoder.allocated <= 3 * MB + FIRST_CHUNK + 8  # the spare, and a first chunk
+
+
+def test_a_client_trusting_its_broker_receives_a_large_answer_into_one_buffer():
+    """trust_sizes (the client's decoder): the declared size is allocated at once, so the
+    whole body is received into one view, and a kept spare serves the next answer."""
+    body = random.randbytes(3 * MB)
+    decoder = FrameDecoder(max_size=2**31 - 1, keep_spare=8 * MB, trust_sizes=True)
+    for _ in range(2):
+        decoder.receive_data(struct.pack(">i", len(body)) + body[:10])
+        assert decoder.next_frame() is NEED_DATA
+        view = decoder.unfilled()
+        assert view is not None and len(view) == len(body) - 10
+        view[:] = body[10:]
+        del view
+        decoder.received_into(len(body) - 10)
+        frame = decoder.next_frame()
+        assert bytes(frame) == body
+        del frame

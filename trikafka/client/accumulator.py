@@ -31,7 +31,9 @@ import trio
 
 from trikafka.client.cluster import TopicPartition
 from trikafka.protocol.compression import recompress_batches
-from trikafka.protocol.records import BATCH_HEADER_SIZE, build_batch, parse_batch_header
+from trikafka.protocol.headers import Buffers
+from trikafka.protocol.record_builder import build_batch_parts
+from trikafka.protocol.records import BATCH_HEADER_SIZE, parse_batch_header
 
 __all__ = ["PartitionQueue", "ProducerBatch", "RecordAccumulator", "RecordFuture", "RecordMetadata", "record_size"]
 
@@ -121,11 +123,13 @@ class ProducerBatch:
     attempts: int = 0
     retry_at: float = 0.0
     base_sequence: int = -1
-    encoded: bytes | None = None
+    encoded: bytes | Buffers | None = None
 
-    def encode(self, producer_id: int, epoch: int, transactional: bool, codec: int) -> bytes:
+    def encode(self, producer_id: int, epoch: int, transactional: bool, codec: int) -> bytes | Buffers:
+        """The batch's bytes, made at its first send and kept for its retries: uncompressed,
+        its header and records as two buffers (written with one scatter write, not joined)."""
         if self.encoded is None:
-            data = build_batch(
+            parts = build_batch_parts(
                 self.records,
                 producer_id=producer_id,
                 producer_epoch=epoch,
@@ -133,8 +137,10 @@ class ProducerBatch:
                 transactional=transactional,
             )
             if codec:
-                data = bytes(recompress_batches(data, [parse_batch_header(data)], codec))
-            self.encoded = data
+                data = b"".join(parts)
+                self.encoded = bytes(recompress_batches(data, [parse_batch_header(data)], codec))
+            else:
+                self.encoded = Buffers(*parts)
         return self.encoded
 
     def complete(self, base_offset: int, log_append_time: int) -> None:

@@ -23,7 +23,7 @@ import trio
 
 from trikafka.client.lifetime import open_service_nursery
 from trikafka.protocol.framing import NEED_DATA, FrameDecoder
-from trikafka.protocol.headers import decode_response, encode_request
+from trikafka.protocol.headers import decode_response, encode_request_parts
 from trikafka.protocol.registry import ApiVersionSpec
 
 __all__ = ["KafkaConnection", "open_connection", "connect_tcp", "ConnectionClosed", "ResponseDecodeError"]
@@ -32,6 +32,30 @@ __all__ = ["KafkaConnection", "open_connection", "connect_tcp", "ConnectionClose
 def _spec(api_key: int, version: int) -> ApiVersionSpec:
     """Any version kio knows (so tests can send what the broker refuses), resolved on first use."""
     return ApiVersionSpec.resolve(api_key, version)
+
+
+async def _send_parts(sock: Any, parts: list) -> None:
+    """Write every buffer of ``parts`` with scatter writes (``sendmsg``): a Produce request's
+    record batches go to the kernel without first being joined into one frame."""
+    views = [memoryview(part) for part in parts]
+    try:
+        while views:
+            sent = await sock.sendmsg(views[:512])
+            while sent:
+                first = len(views[0])
+                if sent >= first:
+                    sent -= first
+                    views.pop(0)
+                else:
+                    views[0] = views[0][sent:]
+                    sent = 0
+    except OSError as exc:
+        raise trio.BrokenResourceError(f"socket write failed: {exc}") from exc
+
+
+#: A large answer (a Fetch's) is received straight into a buffer of its declared size; one of
+#: up to this size is kept for the next (fresh memory costs page faults on first touch).
+_KEEP_SPARE = 64 * 1024 * 1024
 
 
 class ConnectionClosed(Exception):
@@ -55,7 +79,7 @@ class KafkaConnection:
         self._pending: dict[int, tuple[ApiVersionSpec, trio.MemorySendChannel]] = {}
         self._order: list[int] = []
         self._send_lock = trio.StrictFIFOLock()
-        self._decoder = FrameDecoder(2**31 - 1)
+        self._decoder = FrameDecoder(2**31 - 1, keep_spare=_KEEP_SPARE, trust_sizes=True)
         self.closed = False
         self.broken_by: BaseException | None = None
 
@@ -71,7 +95,7 @@ class KafkaConnection:
             correlation_id = next(self._correlation)
             self._pending[correlation_id] = (spec, send)
             self._order.append(correlation_id)
-            await self._write(encode_request(spec, correlation_id, body, self.client_id), spec)
+            await self._write(encode_request_parts(spec, correlation_id, body, self.client_id), spec)
         try:
             result = await receive.receive()
         except trio.EndOfChannel:
@@ -85,14 +109,21 @@ class KafkaConnection:
         spec = _spec_for(body)
         if self.closed:
             raise ConnectionClosed(f"connection closed before sending {spec.name}")
-        frame = encode_request(spec, next(self._correlation), body, self.client_id)
+        frame = encode_request_parts(spec, next(self._correlation), body, self.client_id)
         async with self._send_lock:
             await self._write(frame, spec)
 
-    async def _write(self, frame: bytes, spec: ApiVersionSpec) -> None:
-        """Write one whole frame, or close the connection: half a frame poisons the stream."""
+    async def _write(self, frame: list, spec: ApiVersionSpec) -> None:
+        """Write one whole frame (a list of buffers), or close the connection: half a frame
+        poisons the stream."""
         try:
-            await self.stream.send_all(frame)
+            if len(frame) == 1:
+                await self.stream.send_all(frame[0])
+            elif isinstance(self.stream, trio.SocketStream):
+                await _send_parts(self.stream.socket, frame)
+            else:
+                for part in frame:
+                    await self.stream.send_all(part)
         except BaseException as exc:
             self.closed = True
             with trio.CancelScope(shield=True):
@@ -107,14 +138,28 @@ class KafkaConnection:
 
     async def _reader(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
+        decoder = self._decoder
+        # Straight from the socket into a large frame's buffer where the stream is a socket.
+        recv_into = self.stream.socket.recv_into if isinstance(self.stream, trio.SocketStream) else None
         try:
             while True:
-                frame = self._decoder.next_frame()
+                frame = decoder.next_frame()
                 if frame is NEED_DATA:
+                    into = decoder.unfilled() if recv_into is not None else None
+                    if into is not None:
+                        try:
+                            count = await recv_into(into)
+                        except OSError as exc:
+                            raise trio.BrokenResourceError(f"socket read failed: {exc}") from exc
+                        into = None  # dropped: the buffer may grow in place
+                        if not count:
+                            return
+                        decoder.received_into(count)
+                        continue
                     data = await self.stream.receive_some(256 * 1024)
                     if not data:
                         return
-                    self._decoder.receive_data(data)
+                    decoder.receive_data(data)
                     continue
                 correlation_id = int.from_bytes(frame[:4], "big", signed=True)
                 expected = self._order.pop(0) if self._order else None

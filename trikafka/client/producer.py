@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 _MEMBER_GONE = frozenset({ErrorCode.illegal_generation, ErrorCode.unknown_member_id, ErrorCode.fenced_instance_id})
 
 _time_ns = time.time_ns
+_new_future = object.__new__  # a RecordFuture without its __init__ call (per record)
 
 
 def _as_bytes(value: Any, what: str) -> bytes | None:
@@ -203,7 +204,23 @@ class Producer:
         if queue is None:
             queue = route.queues[partition] = accumulator.queue(TopicPartition(topic, partition))
         size += record_size(None, None, record_headers) if record_headers else RECORD_OVERHEAD
-        return accumulator.append(queue, (key_bytes, value_bytes, record_headers, stamp), size)
+        record = (key_bytes, value_bytes, record_headers, stamp)
+        if queue:
+            # RecordAccumulator.append's common case inline (a call less per record): the
+            # record fits the partition's open batch. Keep the two in step.
+            batch = queue[-1]
+            if not batch.attempts and batch.encoded is None and batch.size + size <= accumulator.batch_size:
+                records = batch.records
+                future = _new_future(RecordFuture)
+                future.batch = batch
+                future.index = len(records)
+                records.append(record)
+                batch.size += size
+                accumulator.queued_bytes += size
+                if batch.size >= accumulator.batch_size:
+                    accumulator.wake()
+                return future
+        return accumulator.append(queue, record, size)
 
     async def _wait_for_room(self) -> None:
         """Buffer full: wait (at most ``max.block.ms``, as Java's send()) for batches to finish."""

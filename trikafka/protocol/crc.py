@@ -16,18 +16,19 @@ Buffer = bytes | bytearray | memoryview
 
 __all__ = ["Buffer", "crc32c"]
 
-_impl: Callable[[Buffer], int] | None = None
+_impl: Callable[..., int] | None = None
 
 
-def crc32c(data: Buffer) -> int:
-    """The CRC-32C of ``data`` (bytes, bytearray or a memoryview)."""
+def crc32c(data: Buffer, value: int = 0) -> int:
+    """The CRC-32C of ``data`` (bytes, bytearray or a memoryview); with ``value``, the CRC of
+    some earlier bytes followed by ``data`` (a checksum over parts, without joining them)."""
     impl = _impl
     if impl is None:
         impl = _load()
-    return impl(data)
+    return impl(data, value) if value else impl(data)
 
 
-def _load() -> Callable[[Buffer], int]:
+def _load() -> Callable[..., int]:
     global _impl
     from crc32c import crc32c as impl
 

@@ -64,13 +64,22 @@ class FrameDecoder:
 
     __slots__ = (
         "_buffer", "_start", "max_size", "_expected", "_large", "_size", "_filled", "_spare",
-        "large_frame", "keep_spare", "__weakref__",
+        "large_frame", "keep_spare", "trust_sizes", "__weakref__",
     )
 
     def __init__(
-        self, max_size: int, large_frame: int = 64 * 1024, keep_spare: int = 4 * 1024 * 1024
+        self,
+        max_size: int,
+        large_frame: int = 64 * 1024,
+        keep_spare: int = 4 * 1024 * 1024,
+        *,
+        trust_sizes: bool = False,
     ) -> None:
         self.max_size = max_size
+        #: A client reading its broker's answers takes a large frame's declared size at its
+        #: word and allocates the buffer whole (no growth steps, each a copy); the broker
+        #: never does for its clients' frames.
+        self.trust_sizes = trust_sizes
         self.large_frame = large_frame
         self.keep_spare = keep_spare
         #: Unconsumed bytes: the transport's own ``bytes`` while whole frames are sliced from
@@ -232,12 +241,14 @@ class FrameDecoder:
         spare = self._spare
         if spare is not None and len(spare) >= size:
             large = spare  # already held: taking it costs nothing
-        elif spare is not None and size <= self.keep_spare:
+        elif (spare is not None or self.trust_sizes) and size <= self.keep_spare:
             # This client has sent a large frame whole before (hence the spare): a frame up
             # to keep_spare is taken at once, as the spare itself would be — no growth steps
             # on the produce path. It replaces the spare when complete.
             large = bytearray(size)
             self._spare = None
+        elif self.trust_sizes:
+            large = bytearray(size)
         else:
             # Sized from what is here, not from the prefix: a declared size is only a claim.
             large = bytearray(min(size, max(have, FIRST_CHUNK)))

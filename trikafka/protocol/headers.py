@@ -29,10 +29,12 @@ from trikafka.protocol.guard import check_request, put_back_records
 from trikafka.protocol.registry import ApiKey, ApiRegistry, ApiVersionSpec, api_name
 
 __all__ = [
+    "Buffers",
     "DecodedRequest",
     "LastRequest",
     "decode_request",
     "encode_request",
+    "encode_request_parts",
     "encode_response",
     "encode_response_body",
     "frame_response",
@@ -255,6 +257,76 @@ def encode_request(
         spec.write_request(buffer, body)
 
     return _frame(write)
+
+
+class Buffers:
+    """A bytes field's value as buffers whose concatenation is the value (a record batch's
+    header and records): :func:`encode_request_parts` puts each in the frame uncopied.
+    Only that function writes it; ``bytes(value)`` joins it."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, *parts: bytes | bytearray | memoryview) -> None:
+        self.parts = parts
+        self.size = sum(len(part) for part in parts)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
+
+
+class _PartsWriter:
+    """A write target for kio's writers that keeps large values (a Produce request's record
+    batches) as parts of their own rather than copying them into one buffer."""
+
+    __slots__ = ("parts", "small", "size")
+
+    def __init__(self) -> None:
+        self.small = bytearray(4)  # the frame's size, patched at the end
+        self.parts: list = [self.small]
+        self.size = 0
+
+    def write(self, data: bytes | Buffers) -> int:
+        n = len(data)
+        self.size += n
+        if data.__class__ is Buffers:
+            for part in data.parts:  # type: ignore[union-attr]
+                if len(part) >= _SEPARATE_PART:
+                    self.parts.append(part)
+                    self.small = bytearray()
+                    self.parts.append(self.small)
+                else:
+                    self.small += part
+        elif n >= _SEPARATE_PART:
+            self.parts.append(data)
+            self.small = bytearray()
+            self.parts.append(self.small)
+        else:
+            self.small += data
+        return n
+
+
+_SEPARATE_PART = 16 * 1024
+
+
+def encode_request_parts(
+    spec: ApiVersionSpec, correlation_id: int, body: object, client_id: str | None
+) -> list:
+    """:func:`encode_request` as a list of buffers whose concatenation is the frame: values of
+    16 KiB or more (record batches) are the caller's own objects, uncopied."""
+    header = spec.request_header_type(
+        request_api_key=i16(spec.api_key),
+        request_api_version=i16(spec.version),
+        correlation_id=i32(correlation_id),
+        client_id=client_id,
+    )
+    out = _PartsWriter()
+    spec.write_request_header(out, header)
+    spec.write_request(out, body)
+    struct.pack_into(">i", out.parts[0], 0, out.size)
+    return [part for part in out.parts if part]
 
 
 def decode_response(spec: ApiVersionSpec, frame: bytes) -> tuple[int, object]:

@@ -41,6 +41,7 @@ __all__ = [
     "RecordSpec",
     "assign_offsets",
     "build_batch",
+    "build_batch_parts",
     "build_control_batch",
     "build_retained_batch",
     "rebase_batches",
@@ -174,6 +175,36 @@ def build_batch(
     For tests and the project's client. Offsets run densely from ``base_offset``; the first
     record's timestamp is the batch's base timestamp.
     """
+    return b"".join(
+        build_batch_parts(
+            records,
+            base_offset,
+            partition_leader_epoch=partition_leader_epoch,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+            transactional=transactional,
+            control=control,
+            timestamp_type=timestamp_type,
+        )
+    )
+
+
+def build_batch_parts(
+    records: Iterable[RecordSpec],
+    base_offset: int = 0,
+    *,
+    partition_leader_epoch: int = -1,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    transactional: bool = False,
+    control: bool = False,
+    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+) -> tuple[bytes, bytes | bytearray]:
+    """:func:`build_batch` as two buffers whose concatenation is the batch: its 61-byte
+    header and its records, not copied into one (the client writes both with one scatter
+    write)."""
     records = list(records)
     if not records:
         raise ValueError("a batch needs at least one record")
@@ -185,31 +216,28 @@ def build_batch(
         attributes |= _TRANSACTIONAL_BIT
     if control:
         attributes |= _CONTROL_BIT
-    after_crc = (
-        struct.pack(
-            ">hiqqqhii",
-            attributes,
-            len(records) - 1,
-            base_timestamp,
-            max_timestamp,
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            len(records),
-        )
-        + body
+    head = _AFTER_CRC_HEAD.pack(
+        attributes,
+        len(records) - 1,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
     )
-    return (
-        struct.pack(
-            ">qiibI",
-            base_offset,
-            len(after_crc) + 9,  # + leader epoch, magic, crc
-            partition_leader_epoch,
-            CURRENT_MAGIC,
-            crc32c(after_crc),
-        )
-        + after_crc
+    prefix = _BEFORE_CRC.pack(
+        base_offset,
+        len(head) + len(body) + 9,  # + leader epoch, magic, crc
+        partition_leader_epoch,
+        CURRENT_MAGIC,
+        crc32c(body, crc32c(head)),
     )
+    return prefix + head, body
+
+
+_AFTER_CRC_HEAD = struct.Struct(">hiqqqhii")
+_BEFORE_CRC = struct.Struct(">qiibI")
 
 
 def _py_encode_records(records: list[RecordSpec], base_timestamp: int) -> tuple[bytearray, int]:
