@@ -90,6 +90,11 @@ class KafkaConnection:
             raise ConnectionClosed(f"connection closed before sending {spec.name}")
         send, receive = trio.open_memory_channel(1)
         async with self._send_lock:
+            # The reader may have ended (the broker closed the connection) while this caller
+            # waited for the lock: nothing would ever read its answer, and a write after the
+            # peer's FIN still succeeds, so it would wait forever.
+            if self.closed:
+                raise ConnectionClosed(f"connection closed before sending {spec.name}")
             # Registered only once the lock is ours: a caller cancelled while waiting for it
             # must leave no correlation id behind, or the next answer would look out of order.
             correlation_id = next(self._correlation)
