@@ -219,6 +219,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "foundation",
         (
+            "trikafka.lazy_exports",
             "trikafka.errors",
             "trikafka.clock",
             "trikafka.properties",

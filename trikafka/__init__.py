@@ -3,6 +3,8 @@
 import sys as _sys
 from typing import TYPE_CHECKING
 
+from trikafka.lazy_exports import lazy_exports as _lazy_exports
+
 
 def _import_kio_quietly() -> None:
     """Import kio without the hypothesis strategies it registers when hypothesis is installed.
@@ -44,19 +46,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
     from trikafka.errors import ConfigError
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'trikafka' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from trikafka.lazy_exports import lazy_exports as _lazy_exports
+
 __all__ = ["COMMANDS", "CommandError", "RecordDecoder", "RegistryClient", "main", "subject_path", "watch_broker"]
 
 #: Names other edges use (the console reads the Schema Registry as ``consume --decode`` does),
@@ -47,12 +49,4 @@ async def watch_broker(broker: Any) -> None:
     await watch(broker)
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'trikafka.commands' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

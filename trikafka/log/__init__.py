@@ -6,8 +6,9 @@ and crash recovery, and :mod:`trikafka.log.manager` for the periodic work.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from trikafka.lazy_exports import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from trikafka.log.config import LogConfig
@@ -42,10 +43,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

@@ -8,8 +8,9 @@ are an edge (:mod:`trikafka.web.schema_registry`), the broker wires a
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from trikafka.lazy_exports import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from trikafka.registry.errors import RegistryError
@@ -27,10 +28,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

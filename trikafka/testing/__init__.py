@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from trikafka.lazy_exports import lazy_exports as _lazy_exports
+
 #: Where each public name lives.
 _LAZY = {
     "ClientMetricsSnapshot": "trikafka.server.client_metrics",
@@ -66,19 +68,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
     from trikafka.testing.thread import BrokerHandle, ThreadedBroker, TrioThread
 
 
-def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'trikafka.testing' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = [
