@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from trikafka.protocol.batch_layout import (
     _ATTRIBUTES_AT,
@@ -158,36 +159,14 @@ def rebase_batches(
 RecordSpec = tuple[bytes | None, bytes | None, Sequence[tuple[str | bytes, bytes | None]], int]
 
 
-def build_batch(
-    records: Iterable[RecordSpec],
-    base_offset: int = 0,
-    *,
-    partition_leader_epoch: int = -1,
-    producer_id: int = NO_PRODUCER_ID,
-    producer_epoch: int = -1,
-    base_sequence: int = -1,
-    transactional: bool = False,
-    control: bool = False,
-    timestamp_type: TimestampType = TimestampType.CREATE_TIME,
-) -> bytes:
-    """Encode one uncompressed batch of ``(key, value, headers, timestamp_ms)`` records.
+def build_batch(records: Iterable[RecordSpec], base_offset: int = 0, **options: Any) -> bytes:
+    """Encode one uncompressed batch of ``(key, value, headers, timestamp_ms)`` records, as
+    one buffer (:func:`build_batch_parts` takes the same arguments and gives the batch in two).
 
     For tests and the project's client. Offsets run densely from ``base_offset``; the first
     record's timestamp is the batch's base timestamp.
     """
-    return b"".join(
-        build_batch_parts(
-            records,
-            base_offset,
-            partition_leader_epoch=partition_leader_epoch,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            base_sequence=base_sequence,
-            transactional=transactional,
-            control=control,
-            timestamp_type=timestamp_type,
-        )
-    )
+    return b"".join(build_batch_parts(records, base_offset, **options))
 
 
 def build_batch_parts(
