@@ -4,6 +4,8 @@
   meaning, from :func:`trikafka.config.config_keys` (the one config table) and the dev broker's
   own defaults (:data:`trikafka.cli.DEV_DEFAULTS`);
 * ``<!-- generated: topic-keys -->``: every topic key, from :func:`trikafka.topic_configs.readme_table`;
+* ``<!-- generated: version-profiles -->``: per Kafka release, what a ``kafka.version`` profile
+  advertises and lacks, from the profiles the broker itself builds (``server.api_table.kafka_profile``);
 * ``assets/bench-latest.png``: ``make bench``'s chart, and ``assets/scale-*.png``, the scale
   section's curves, served from ``benchmarks/results/``.
 """
@@ -16,7 +18,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-MARKERS = ("<!-- generated: broker-keys -->", "<!-- generated: topic-keys -->")
+MARKERS = (
+    "<!-- generated: broker-keys -->",
+    "<!-- generated: topic-keys -->",
+    "<!-- generated: version-profiles -->",
+)
 
 
 def broker_table() -> str:
@@ -38,11 +44,23 @@ def topic_table() -> str:
     return readme_table()
 
 
+def profiles_table() -> str:
+    from trikafka.config import BrokerConfig
+    from trikafka.kafka_versions import KAFKA_VERSIONS
+    from trikafka.server.api_table import kafka_profile
+
+    lines = ["| release | source | APIs advertised | what trikafka lacks of it |", "|---|---|---|---|"]
+    for release in KAFKA_VERSIONS:
+        found = kafka_profile(BrokerConfig(kafka_version=release))
+        lacks = ", ".join(found.gaps).replace("|", "&#124;") or "nothing"
+        lines.append(f"| {release} | {found.source} | {len(found.apis)} | {lacks} |")
+    return "\n".join(lines) + "\n"
+
+
 def expand(markdown: str) -> str:
-    if MARKERS[0] in markdown:
-        markdown = markdown.replace(MARKERS[0], broker_table())
-    if MARKERS[1] in markdown:
-        markdown = markdown.replace(MARKERS[1], topic_table())
+    for marker, table in zip(MARKERS, (broker_table, topic_table, profiles_table), strict=True):
+        if marker in markdown:
+            markdown = markdown.replace(marker, table())
     return markdown
 
 
