@@ -7,8 +7,8 @@ import pytest
 
 from trikafka import BrokerConfig, ConfigError
 from trikafka.config import ListenerSpec, config_keys, parse_listeners, read_properties_file
+from trikafka.config.topics import format_value
 from trikafka.security.config import SECURITY_KEYS
-from trikafka.topic_configs import format_value
 
 KAFKA_DEFAULTS = {
     "num.network.threads": 3,
@@ -351,7 +351,7 @@ def test_the_topic_table_of_the_docs_is_generated_from_the_table() -> None:
     import importlib.util
     from pathlib import Path
 
-    from trikafka.topic_configs import readme_table
+    from trikafka.config.topics import readme_table
 
     root = Path(__file__).parent.parent
     spec = importlib.util.spec_from_file_location("generated", root / "docs" / "hooks" / "generated.py")
@@ -362,9 +362,9 @@ def test_the_topic_table_of_the_docs_is_generated_from_the_table() -> None:
 
 
 def test_log_config_broker_config_and_admin_apis_share_one_table() -> None:
+    from trikafka.config.topics import TOPIC_CONFIGS
     from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
     from trikafka.server.replica.topic_config import resolve_topic_config
-    from trikafka.topic_configs import TOPIC_CONFIGS
 
     assert set(TOPIC_CONFIG_KEYS) == set(TOPIC_CONFIGS)
     log_defaults = LogConfig().to_properties()
@@ -384,9 +384,9 @@ def test_log_config_broker_config_and_admin_apis_share_one_table() -> None:
     [("segment.bytes", "13"), ("retention.ms", "-2"), ("cleanup.policy", "forever"), ("preallocate", "maybe")],
 )
 def test_one_range_refused_everywhere(key: str, bad: str) -> None:
+    from trikafka.config.topics import TOPIC_CONFIGS
     from trikafka.log.config import LogConfig
     from trikafka.server.replica.topic_config import validate_topic_configs
-    from trikafka.topic_configs import TOPIC_CONFIGS
 
     with pytest.raises(ConfigError, match=key):
         validate_topic_configs({key: bad})

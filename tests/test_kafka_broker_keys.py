@@ -1,4 +1,4 @@
-"""Every key of Kafka's broker configuration (``trikafka/kafka_keys.py``, derived from Kafka's
+"""Every key of Kafka's broker configuration (``trikafka/config/kafka_keys.py``, derived from Kafka's
 sources) goes through ``server.properties`` loading: honoured, or accepted with one INFO line
 saying why it has no effect in one process — never refused as unknown."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from trikafka.config import TIME_ALIASES, BrokerConfig, config_keys
+from trikafka.config.kafka_keys import KAFKA_BROKER_KEYS
 from trikafka.errors import ConfigError
-from trikafka.kafka_keys import KAFKA_BROKER_KEYS
 from trikafka.testing.process import BrokerProcess
 
 #: The keys trikafka honours, with a value it takes (Kafka's hour/minute aliases included).

@@ -19,6 +19,7 @@ Packages that do not exist yet are simply empty here; the rules wait for them.
 from __future__ import annotations
 
 import ast
+import warnings
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -222,22 +223,21 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "trikafka.lazy_exports",
             "trikafka.errors",
             "trikafka.clock",
-            "trikafka.properties",
-            "trikafka.topic_configs",
-            "trikafka.group_configs",
-            "trikafka.rack_configs",
-            "trikafka.share_configs",
-            "trikafka.kafka_keys_later",
-            "trikafka.kafka_keys",
-            "trikafka.kafka_versions_data",
-            "trikafka.kafka_versions",
-            "trikafka.config_fields",
-            "trikafka.client_metrics_configs",
+            "trikafka.config.properties",
+            "trikafka.config.topics",
+            "trikafka.config.groups",
+            "trikafka.config.racks",
+            "trikafka.config.share",
+            "trikafka.config.kafka_keys",
+            "trikafka.config.kafka_versions_data",
+            "trikafka.config.kafka_versions",
+            "trikafka.config.fields",
+            "trikafka.config.client_metrics",
         ),
     ),
     ("protocol", ("trikafka.protocol",)),
     ("security", ("trikafka.security",)),
-    ("configuration", ("trikafka.config", "trikafka.metrics", "trikafka.otlp")),
+    ("configuration", ("trikafka.config", "trikafka.metrics", "trikafka.otlp")),  # config.broker and the package
     (
         "network, storage, coordination",
         ("trikafka.network", "trikafka.log", "trikafka.coordinator", "trikafka.registry"),
@@ -469,25 +469,37 @@ def test_edges_use_each_other_only_through_public_names():
     assert problems == []
 
 
-#: Generated code may be longer; nothing is generated into trikafka/ today.
-GENERATED: frozenset[str] = frozenset()
+#: Sizes are a smell, not a gate: a file or class past these is listed as a warning in the test
+#: summary, to be read, never to be split to fit. Files follow seams (a long file that is one
+#: concept beats two halves that call each other); circles and layer breaks fail, sizes do not.
 MAX_FILE_LINES = 500
 MAX_CLASS_LINES = 300
 
 
-def test_no_file_over_500_lines_and_no_class_over_300():
+class SizeSmell(UserWarning):
+    """A file or class past the sizes above: worth a look, not a failure."""
+
+
+def _oversized(max_file_lines: int, max_class_lines: int) -> list[str]:
     too_long = []
     for module, path in _modules().items():
         source = path.read_text(encoding="utf-8")
         lines = len(source.splitlines())
-        if lines > MAX_FILE_LINES and module not in GENERATED:
+        if lines > max_file_lines:
             too_long.append(f"{module}: {lines} lines")
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.ClassDef):
                 length = node.end_lineno - node.lineno + 1
-                if length > MAX_CLASS_LINES:
+                if length > max_class_lines:
                     too_long.append(f"{module}.{node.name}: class of {length} lines")
-    assert too_long == []
+    return too_long
+
+
+def test_long_files_and_classes_are_reported_not_refused():
+    assert _oversized(1, 1)  # the walk sees every file and class: not vacuous
+    too_long = _oversized(MAX_FILE_LINES, MAX_CLASS_LINES)
+    if too_long:
+        warnings.warn(SizeSmell("long (a smell to read, not a gate): " + "; ".join(too_long)), stacklevel=1)
 
 
 #: What only ``trikafka/server/wiring.py`` builds: a Broker and a cluster node are wired in

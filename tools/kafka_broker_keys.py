@@ -6,7 +6,7 @@ It reads the ``define()``/``defineInternal()`` calls of the ConfigDefs Kafka's
 ``AbstractKafkaConfig.CONFIG_DEF`` merges (the classes listed below, and
 ``LogConfig.SERVER_CONFIG_DEF``), resolving each key constant through the ``static final String``
 declarations of the tree (string concatenation and ``ServerTopicConfigSynonyms.serverSynonym``
-included). Its output is what ``trikafka/kafka_keys.py`` holds. Unresolvable keys are reported
+included). Its output is what ``trikafka/config/kafka_keys.py`` holds. Unresolvable keys are reported
 on stderr and skipped.
 """
 

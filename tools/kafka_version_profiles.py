@@ -1,6 +1,6 @@
-"""Generate ``trikafka/kafka_versions_data.py``: what each Kafka release's broker served.
+"""Generate ``trikafka/config/kafka_versions_data.py``: what each Kafka release's broker served.
 
-    python tools/kafka_version_profiles.py [KAFKA_GIT_DIR] [FRANZ_GO_GIT_DIR] > trikafka/kafka_versions_data.py
+    python tools/kafka_version_profiles.py [KAFKA_GIT_DIR] [FRANZ_GO_GIT_DIR] > trikafka/config/kafka_versions_data.py
 
 Sources, read with ``git show TAG:PATH`` from two local mirrors (bare git directories):
 

@@ -48,10 +48,10 @@ import trio
 
 from trikafka.clock import Clock, now_ms
 from trikafka.config import BrokerConfig
+from trikafka.config.racks import rack_of
 from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LoadProgress
 from trikafka.network.endpoints import BoundEndpoint, endpoint_address
-from trikafka.rack_configs import rack_of
 from trikafka.server.api_table import log_kafka_profile
 from trikafka.server.awaitable import AwaitableState
 from trikafka.server.metadata_cache import MetadataCache

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 from trikafka import __version__
 from trikafka.commands import COMMANDS
 from trikafka.config import BrokerConfig, changed_from_defaults, config_keys, read_properties_file
+from trikafka.config.kafka_versions import KAFKA_VERSIONS
 from trikafka.errors import ConfigError
-from trikafka.kafka_versions import KAFKA_VERSIONS
 from trikafka.output import (
     LOG_FORMATS,
     StartupInfo,

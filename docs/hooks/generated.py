@@ -3,7 +3,7 @@
 * ``<!-- generated: broker-keys -->``: every broker key trikafka implements, with its default and
   meaning, from :func:`trikafka.config.config_keys` (the one config table) and the dev broker's
   own defaults (:data:`trikafka.cli.DEV_DEFAULTS`);
-* ``<!-- generated: topic-keys -->``: every topic key, from :func:`trikafka.topic_configs.readme_table`;
+* ``<!-- generated: topic-keys -->``: every topic key, from :func:`trikafka.config.topics.readme_table`;
 * ``<!-- generated: version-profiles -->``: per Kafka release, what a ``kafka.version`` profile
   advertises and lacks, from the profiles the broker itself builds (``server.api_table.kafka_profile``);
 * ``assets/bench-latest.png``: ``make bench``'s chart, and ``assets/scale-*.png``, the scale
@@ -39,14 +39,14 @@ def broker_table() -> str:
 
 
 def topic_table() -> str:
-    from trikafka.topic_configs import readme_table
+    from trikafka.config.topics import readme_table
 
     return readme_table()
 
 
 def profiles_table() -> str:
     from trikafka.config import BrokerConfig
-    from trikafka.kafka_versions import KAFKA_VERSIONS
+    from trikafka.config.kafka_versions import KAFKA_VERSIONS
     from trikafka.server.api_table import kafka_profile
 
     lines = ["| release | source | APIs advertised | what trikafka lacks of it |", "|---|---|---|---|"]

@@ -19,8 +19,8 @@ from kio.schema.errors import ErrorCode
 from tests.compat.support import TIMEOUT, Deadline
 from trikafka import open_cluster
 from trikafka.config import BrokerConfig
+from trikafka.config.racks import RACK_AWARE_SELECTOR
 from trikafka.errors import ConfigError
-from trikafka.rack_configs import RACK_AWARE_SELECTOR
 from trikafka.testing.faults import Faults
 
 from .support import batch, connected, metadata, produce, records_of, request

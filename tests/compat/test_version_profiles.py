@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from trikafka.kafka_versions import KAFKA_VERSIONS
+from trikafka.config.kafka_versions import KAFKA_VERSIONS
 
 pytestmark = [
     pytest.mark.compat,
@@ -37,7 +37,7 @@ def test_kafka_pythons_table_agrees_from_4_0(release: str) -> None:
     from 4.0) against ours; before 4.0 its tables are ZooKeeper brokers' (cluster actions included)."""
     from kafka.protocol.broker_version_data import BROKER_API_VERSIONS
 
-    from trikafka.kafka_versions_data import RELEASES
+    from trikafka.config.kafka_versions_data import RELEASES
 
     theirs = BROKER_API_VERSIONS.get(tuple(map(int, release.split("."))))
     if theirs is None:

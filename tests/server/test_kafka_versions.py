@@ -14,9 +14,9 @@ from kio.schema.api_versions.v4.request import ApiVersionsRequest as ApiVersions
 from kio.schema.metadata.v12.request import MetadataRequest as MetadataV12
 
 from trikafka.config import BrokerConfig
+from trikafka.config.kafka_versions import KAFKA_VERSIONS, parse_kafka_version
+from trikafka.config.kafka_versions_data import RELEASES
 from trikafka.errors import ConfigError, ErrorCode
-from trikafka.kafka_versions import KAFKA_VERSIONS, parse_kafka_version
-from trikafka.kafka_versions_data import RELEASES
 from trikafka.protocol.headers import decode_response, encode_request
 from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey
 from trikafka.server.api_table import kafka_profile, supported_apis

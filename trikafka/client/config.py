@@ -5,7 +5,7 @@ check and the client roles (``producer``, ``consumer``, ``admin``) it applies to
 spell a key either way (``linger_ms=5`` or ``{"linger.ms": "5"}``); strings are parsed as a
 ``.properties`` file would hold them.
 
-Refusals follow the broker's config (``trikafka/config.py``): an unknown key names the closest
+Refusals follow the broker's config (``trikafka/config/broker.py``): an unknown key names the closest
 known one; a bad value names key, value and what is allowed. Kafka's Java clients only *warn*
 about a key that belongs to another client role (``group.id`` given to a producer); trikafka
 refuses it, saying which roles take it, because a key that silently does nothing is the bug a

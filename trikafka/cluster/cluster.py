@@ -32,10 +32,10 @@ from trikafka.cluster.node import ClusterNode
 from trikafka.cluster.replication import ClusterLogManager, catch_up
 from trikafka.cluster.state import ClusterState
 from trikafka.config import BrokerConfig, ListenerSpec
+from trikafka.config.racks import rack_of
 from trikafka.errors import ConfigError
 from trikafka.log.log import EndOffset
 from trikafka.network.memory import MemoryListener
-from trikafka.rack_configs import rack_of
 from trikafka.server.api_table import log_kafka_profile
 from trikafka.server.awaitable import AwaitableState
 from trikafka.server.metadata_cache import BrokerEndpoint

@@ -1,7 +1,7 @@
 """Per-topic log settings with Kafka's names and defaults.
 
 ``LogConfig`` has one field per row of the topic-config table
-(:data:`trikafka.topic_configs.TOPIC_CONFIGS`): its Kafka key, default, type and allowed range
+(:data:`trikafka.config.topics.TOPIC_CONFIGS`): its Kafka key, default, type and allowed range
 all come from there, so the log, the admin APIs and the README cannot disagree.
 
 ``LogConfig`` is frozen: a topic whose settings change (AlterConfigs) gets a new value and
@@ -18,8 +18,8 @@ from typing import Any
 
 import attrs
 
+from trikafka.config.topics import INT64_MAX, TOPIC_CONFIGS, format_value
 from trikafka.errors import ConfigError
-from trikafka.topic_configs import INT64_MAX, TOPIC_CONFIGS, format_value
 
 __all__ = ["LogConfig", "INT64_MAX", "TOPIC_CONFIG_KEYS"]
 

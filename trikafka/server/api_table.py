@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from trikafka.config import BrokerConfig
-from trikafka.kafka_versions import KafkaProfile, profile
+from trikafka.config.kafka_versions import KafkaProfile, profile
 from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey, api_name
 from trikafka.server.kafka_apis import LazyFamily
 

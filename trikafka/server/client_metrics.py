@@ -36,14 +36,14 @@ from typing import Any
 
 import attrs
 
-from trikafka.client_metrics_configs import (
+from trikafka.clock import Clock, now_ms
+from trikafka.config.client_metrics import (
     ALL_METRICS,
     INTERVAL_MS_DEFAULT,
     Subscription,
     SubscriptionError,
     parse_subscription,
 )
-from trikafka.clock import Clock, now_ms
 from trikafka.errors import ConfigError, ErrorCode
 from trikafka.protocol.crc import crc32c
 from trikafka.security.files import write_json_atomically

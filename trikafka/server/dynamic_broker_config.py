@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from trikafka.config.topics import INT64_MAX, TopicConfigDef
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
-from trikafka.topic_configs import INT64_MAX, TopicConfigDef
 
 __all__ = ["INERT_BROKER_KEYS", "KAFKA_DYNAMIC_BROKER_KEYS", "check_broker_overrides", "scala_set"]
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trikafka.config.kafka_versions import profile
 from trikafka.errors import ErrorCode, KafkaProtocolError
-from trikafka.kafka_versions import profile
 
 __all__ = ["SHARE_VERSION", "Features", "UpgradeType", "require_share_groups"]
 

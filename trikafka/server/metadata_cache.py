@@ -12,8 +12,8 @@ from collections.abc import Mapping
 import attrs
 
 from trikafka.config import BrokerConfig, ListenerSpec
+from trikafka.config.racks import rack_of
 from trikafka.network.endpoints import BoundEndpoint
-from trikafka.rack_configs import rack_of
 
 __all__ = ["MetadataCache", "BrokerEndpoint", "new_cluster_id"]
 

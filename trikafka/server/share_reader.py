@@ -17,10 +17,10 @@ from typing import Any
 
 import attrs
 
+from trikafka.config.share import parse_duration_ms
 from trikafka.coordinator.share.partition import SharePartition, SharePartitionLimits
 from trikafka.log.slices import materialize
 from trikafka.protocol.records import parse_batch_header
-from trikafka.share_configs import parse_duration_ms
 
 __all__ = ["ShareRead", "initial_offset", "read_and_acquire"]
 

@@ -77,7 +77,7 @@ def broker_key(variable: str) -> str:
 @cache
 def _known_keys() -> frozenset[str]:
     from trikafka.config import config_keys
-    from trikafka.kafka_keys import KAFKA_BROKER_KEYS
+    from trikafka.config.kafka_keys import KAFKA_BROKER_KEYS
 
     return frozenset(key for key, _, _ in config_keys()) | KAFKA_BROKER_KEYS
 

@@ -29,12 +29,12 @@ from typing import Any, Protocol
 
 import trio
 
+from trikafka.config.share import effective_group_configs, validate_group_configs
 from trikafka.coordinator.share.group import HeartbeatResult, ShareGroup
 from trikafka.coordinator.share.partition import SharePartition, SharePartitionLimits
 from trikafka.coordinator.share.sessions import ShareSession, ShareSessionCache
 from trikafka.coordinator.timers import TimerQueue
 from trikafka.log.log import EndOffset
-from trikafka.share_configs import effective_group_configs, validate_group_configs
 
 __all__ = ["ShareCoordinator", "ShareStateStore"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trikafka.client_metrics_configs import CLIENT_METRICS_KEYS, SubscriptionError
+from trikafka.config.client_metrics import CLIENT_METRICS_KEYS, SubscriptionError
 from trikafka.errors import ErrorCode, KafkaProtocolError
 
 __all__ = ["CLIENT_METRICS_SOURCE", "LIST_KEYS", "alter_subscription", "subscription_entries", "subscription_overrides"]

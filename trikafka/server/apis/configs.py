@@ -17,8 +17,8 @@ from typing import Any
 
 import attrs
 
-from trikafka.client_metrics_configs import CLIENT_METRICS_RESOURCE
 from trikafka.config import BrokerConfig
+from trikafka.config.client_metrics import CLIENT_METRICS_RESOURCE
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build

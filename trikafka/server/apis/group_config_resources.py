@@ -1,6 +1,6 @@
 """GROUP config resources (KIP-848/KIP-932): DescribeConfigs and (Incremental)AlterConfigs of a
 group's configs. The keys, their defaults from the broker's ``group.share.*`` keys and their
-bounds are in ``trikafka/share_configs.py``; the overrides of every kind of group (consumer
+bounds are in ``trikafka/config/share.py``; the overrides of every kind of group (consumer
 and share keys alike) live with the share coordinator (and in ``__share_group_state`` with a
 data directory). A set key is ``GROUP_CONFIG`` (8) with its broker synonym after it; an unset
 one shows the broker's value with that key's source (DEFAULT_CONFIG, or STATIC/DYNAMIC_BROKER_CONFIG
@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from trikafka.config.share import GROUP_CONFIG_KEYS, effective_group_configs
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
-from trikafka.share_configs import GROUP_CONFIG_KEYS, effective_group_configs
 
 __all__ = ["GROUP_RESOURCE", "GROUP_SOURCE", "alter_group_configs", "group_config_entries", "group_overrides"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from trikafka.client_metrics_configs import CLIENT_METRICS_RESOURCE
+from trikafka.config.client_metrics import CLIENT_METRICS_RESOURCE
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from trikafka.rack_configs import RACK_AWARE_SELECTOR
+from trikafka.config.racks import RACK_AWARE_SELECTOR
 from trikafka.server.replica.cluster_view import PartitionLeadership
 
 __all__ = ["preferred_read_replica"]

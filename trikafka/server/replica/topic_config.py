@@ -1,6 +1,6 @@
 """Topic-level configuration at the broker: validation, and each key's effective value.
 
-The keys, their types, ranges and defaults are the one table in :mod:`trikafka.topic_configs`.
+The keys, their types, ranges and defaults are the one table in :mod:`trikafka.config.topics`.
 A topic config either overrides its broker default (source TOPIC_CONFIG in DescribeConfigs)
 or inherits it (source DEFAULT_CONFIG, or STATIC_BROKER_CONFIG when the broker's own config
 set it). Validation errors name the key, the value and what is allowed — the message Kafka
@@ -15,9 +15,9 @@ from typing import Any
 import attrs
 
 from trikafka.config import BrokerConfig
+from trikafka.config.topics import TOPIC_CONFIGS, TopicConfigDef, format_value, unknown_topic_config
 from trikafka.errors import ConfigError
 from trikafka.log.config import TOPIC_CONFIG_KEYS, LogConfig
-from trikafka.topic_configs import TOPIC_CONFIGS, TopicConfigDef, format_value, unknown_topic_config
 
 __all__ = [
     "LogConfigs",

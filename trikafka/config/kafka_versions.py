@@ -23,8 +23,8 @@ from typing import Any
 
 import attrs
 
+from trikafka.config.kafka_versions_data import RELEASES
 from trikafka.errors import ConfigError
-from trikafka.kafka_versions_data import RELEASES
 
 __all__ = [
     "KAFKA_VERSIONS",

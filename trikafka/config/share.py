@@ -22,9 +22,9 @@ from typing import Any
 
 import attrs
 
-from trikafka.config_fields import int_bounds, int_field
+from trikafka.config.fields import int_bounds, int_field
+from trikafka.config.topics import INT32_MAX
 from trikafka.errors import ConfigError
-from trikafka.topic_configs import INT32_MAX
 
 __all__ = [
     "GROUP_CONFIG_KEYS",

@@ -15,8 +15,8 @@ from typing import Any
 
 import attrs
 
+from trikafka.config.topics import INT64_MAX, TOPIC_CONFIGS
 from trikafka.errors import ConfigError
-from trikafka.topic_configs import INT64_MAX, TOPIC_CONFIGS
 
 __all__ = [
     "ListenerSpec",

@@ -17,8 +17,10 @@ from typing import Any
 
 import attrs
 
-from trikafka import group_configs, rack_configs, share_configs
-from trikafka.config_fields import (
+from trikafka.config import groups as group_configs
+from trikafka.config import racks as rack_configs
+from trikafka.config import share as share_configs
+from trikafka.config.fields import (
     ListenerSpec,
     advertised_listeners_field,
     cluster_id_field,
@@ -27,19 +29,19 @@ from trikafka.config_fields import (
     log_dirs_field,
     parse_listeners,
 )
-from trikafka.config_fields import bool_field as _bool_field
-from trikafka.config_fields import check_host as _check_host
-from trikafka.config_fields import check_queued_max_request_bytes as _check_queued_max_request_bytes
-from trikafka.config_fields import field as _field
-from trikafka.config_fields import int_bounds as _int
-from trikafka.config_fields import int_field as _int_field
-from trikafka.config_fields import topic_default as _topic_default
+from trikafka.config.fields import bool_field as _bool_field
+from trikafka.config.fields import check_host as _check_host
+from trikafka.config.fields import check_queued_max_request_bytes as _check_queued_max_request_bytes
+from trikafka.config.fields import field as _field
+from trikafka.config.fields import int_bounds as _int
+from trikafka.config.fields import int_field as _int_field
+from trikafka.config.fields import topic_default as _topic_default
+from trikafka.config.kafka_keys import KAFKA_BROKER_KEYS, no_effect_reason
+from trikafka.config.kafka_versions import kafka_version_field
+from trikafka.config.properties import TIME_ALIASES, read_properties_file, resolve_time_aliases
+from trikafka.config.topics import INT32_MAX, INT64_MAX
 from trikafka.errors import ConfigError
-from trikafka.kafka_keys import KAFKA_BROKER_KEYS, no_effect_reason
-from trikafka.kafka_versions import kafka_version_field
-from trikafka.properties import TIME_ALIASES, read_properties_file, resolve_time_aliases
 from trikafka.security import config as security
-from trikafka.topic_configs import INT32_MAX, INT64_MAX
 
 __all__ = [
     "BrokerConfig", "changed_from_defaults", "config_keys", "parse_listeners", "read_properties_file", "ListenerSpec",
