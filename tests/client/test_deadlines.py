@@ -141,25 +141,26 @@ async def test_a_connect_that_never_completes_is_reported_as_such(autojump_clock
     ) as admin:
         start = trio.current_time()
         with pytest.raises(
-            BrokerUnreachableError, match="kafka-1:9092 after 5.0 s.*no connection within request.timeout.ms"
+            BrokerUnreachableError, match=r"kafka-1:9092 after 5.0 s.*no connection within 1\.0 s \(request.timeout.ms\)"
         ):
             await admin.list_topics()
         assert trio.current_time() - start == pytest.approx(5.0)
 
 
 async def test_a_broker_that_never_answers_times_out_each_request_and_the_call(autojump_clock):
+    """A peer that accepts the connection and never answers (a stopped process, a firewall
+    that swallows) is unreachable: the call ends at its bound saying so."""
     async with open_admin(
         "kafka-1:9092", connector=silent, default_api_timeout_ms=5000, request_timeout_ms=1000
     ) as admin:
         start = trio.current_time()
         with pytest.raises(
-            KafkaTimeoutError,
-            match=r"no result after 5\.0 s .*no answer from broker -1 to api 18 \(API_VERSIONS\)|within "
-            r"request.timeout.ms",
-        ) as raised:
+            BrokerUnreachableError,
+            match=r"kafka-1:9092 after 5\.0 s \(default\.api\.timeout\.ms\): connected, but no answer to "
+            r"ApiVersions within 1\.0 s \(request\.timeout\.ms\)",
+        ):
             await admin.list_topics()
         assert trio.current_time() - start == pytest.approx(5.0)
-        assert "request.timeout.ms" in str(raised.value)
 
 
 async def test_consumer_calls_in_virtual_time(autojump_clock):

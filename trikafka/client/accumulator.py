@@ -124,6 +124,7 @@ class ProducerBatch:
     retry_at: float = 0.0
     base_sequence: int = -1
     encoded: bytes | Buffers | None = None
+    last_error: BaseException | None = None  # its last failed attempt's, for delivery.timeout.ms's error
 
     def encode(self, producer_id: int, epoch: int, transactional: bool, codec: int) -> bytes | Buffers:
         """The batch's bytes, made at its first send and kept for its retries: uncompressed,

@@ -56,6 +56,13 @@ class Admin(GroupOffsetsAndLogDirs, ShareGroupAdmin):
         self.config = config
         self.timeout_ms = config["request.timeout.ms"]
 
+    @property
+    def connected(self) -> bool:
+        """True while a connection to some broker of the cluster is open; False while none
+        could be reached (the client then logs one WARNING naming the bootstrap servers and
+        why, once no broker was reached for ``default.api.timeout.ms``)."""
+        return self.client.connected
+
     def _deadline(self) -> float:
         return trio.current_time() + self.config["default.api.timeout.ms"] / 1000
 

@@ -50,8 +50,9 @@ from trikafka.client.client_metadata import MetadataRefresh
 from trikafka.client.cluster import BrokerNode, ClusterMetadata
 from trikafka.client.config import ClientConfig
 from trikafka.client.connection import ConnectionClosed, KafkaConnection, ResponseDecodeError
-from trikafka.client.deadlines import Sightings, connect_reason
+from trikafka.client.deadlines import Sightings, connect_reason, seconds
 from trikafka.client.errors import (
+    BrokerUnreachableError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
@@ -98,6 +99,8 @@ class _NodeState:
     connecting: trio.Event | None = None
     failures: int = 0
     retry_at: float = 0.0
+    #: Why the last attempt failed: what a caller that waited on that attempt raises.
+    last_error: KafkaError | None = None
 
 
 class KafkaClient(MetadataRefresh):
@@ -128,6 +131,15 @@ class KafkaClient(MetadataRefresh):
         #: subscription asks for metrics; None otherwise.
         self.telemetry: Any = None
         self.connections_created = 0
+        #: Trio time a broker was last reachable (a connection open, or the client's start):
+        #: no broker reached for the call bound's key since then logs one WARNING.
+        self.last_reached = trio.current_time()
+        self._unreached_warned = False
+
+    @property
+    def connected(self) -> bool:
+        """True while a connection to some broker is open."""
+        return self.live_connections() > 0
 
     # --- connections ----------------------------------------------------------------------
 
@@ -150,8 +162,8 @@ class KafkaClient(MetadataRefresh):
             if state.connecting is None:
                 break
             await state.connecting.wait()
-            if state.connection is None:  # that attempt failed; report it rather than spin
-                raise KafkaConnectionError(f"cannot connect to broker {node_id}")
+            if state.connection is None:  # that attempt failed: its reason, rather than a spin
+                raise _again(state.last_error, self._where(node_id))
         state.connecting = trio.Event()
         try:
             delay = state.retry_at - trio.current_time()
@@ -159,28 +171,62 @@ class KafkaClient(MetadataRefresh):
                 await trio.sleep(delay)
             state.connection = await self._connect(node_id)
             state.failures = 0
+            state.last_error = None
+            self.last_reached = trio.current_time()
+            self._unreached_warned = False
             return state.connection
-        except BaseException:
+        except BaseException as exc:
             state.connection = None
             state.failures += 1
             state.retry_at = trio.current_time() + self.reconnect_backoff.delay(state.failures - 1)
+            state.last_error = exc if isinstance(exc, KafkaError) else None
+            if isinstance(exc, KafkaConnectionError):
+                self._warn_if_unreached()
             raise
         finally:
             state.connecting.set()
             state.connecting = None
 
+    def _where(self, node_id: int) -> str:
+        """``bootstrap server 127.0.0.1:9092`` or ``broker 1 at 127.0.0.1:9092``: what a person
+        can look up (a bootstrap entry's negative id is the client's own bookkeeping)."""
+        try:
+            node = self._address(node_id)
+        except KafkaConnectionError:
+            return f"broker {node_id}"
+        if node_id < 0:
+            return f"bootstrap server {node.host}:{node.port}"
+        return f"broker {node_id} at {node.host}:{node.port}"
+
+    def _warn_if_unreached(self) -> None:
+        """One WARNING when no broker has been reachable for the client's call bound
+        (``default.api.timeout.ms``, or the producer's ``max.block.ms``): a consumer's
+        ``getmany`` returns ``{}`` then, and would otherwise say nothing."""
+        if self._unreached_warned or self.closed or self.live_connections():
+            return
+        key = "default.api.timeout.ms" if "default.api.timeout.ms" in self.config.values else "max.block.ms"
+        limit = self.config[key] / 1000
+        if trio.current_time() - self.last_reached < limit:
+            return
+        self._unreached_warned = True
+        tried = ", ".join(f"{b.host}:{b.port}" for b in self.bootstrap)
+        why = "; ".join(f"{a}: {r}" for a, r in self.seen.unreachable.items()) or "no connection attempt finished"
+        log.warning("no broker reached for %s (%s); bootstrap servers %s — %s", seconds(limit), key, tried, why)
+
     async def _connect(self, node_id: int) -> NodeConnection:
         node = self._address(node_id)
-        where = f"broker {node_id} at {node.host}:{node.port}"
+        where = self._where(node_id)
+        address = f"{node.host}:{node.port}"
         stream = None
         with trio.move_on_after(self.request_timeout) as scope:
             try:
                 stream = await self.connector(node.host, node.port)
             except OSError as exc:
                 self.cluster.request_update()
-                self.seen.connect_failed(f"{node.host}:{node.port}", reason := connect_reason(exc))
-                raise KafkaConnectionError(f"cannot connect to {where}: {reason}") from exc
-            connection = KafkaConnection(stream, self.client_id)
+                self.seen.connect_failed(address, reason := connect_reason(exc))
+                raise BrokerUnreachableError(f"cannot connect to {where}: {reason}") from exc
+            self.seen.connecting(address, "connected, but no answer to ApiVersions yet")
+            connection = KafkaConnection(stream, self.client_id, handshake=True)
             await self.nursery.start(self._serve, node_id, connection)
             try:
                 answer = await _api_versions(connection, 3)
@@ -188,13 +234,27 @@ class KafkaClient(MetadataRefresh):
                     # KIP-511: a broker without v3 answers in v0 — ask again in v0.
                     answer = await _api_versions(connection, 0)
             except ConnectionClosed as exc:
-                raise closed_during_api_versions(where, node.host, node.port, connection.broken_by) from exc
+                self.cluster.request_update()
+                if connection.not_kafka is not None:
+                    self.seen.connect_failed(address, f"not a Kafka broker: {connection.not_kafka}")
+                    raise BrokerUnreachableError(f"{where} is not a Kafka broker: {connection.not_kafka}") from exc
+                error = closed_during_api_versions(where, node.host, node.port, connection.broken_by)
+                self.seen.connect_failed(address, str(error).partition(": ")[2] or str(error))
+                raise error from exc
         if scope.cancelled_caught:
+            self.seen.waiting.pop(address, None)
             if stream is not None:
                 await trio.aclose_forcefully(stream)
-            self.seen.connect_failed(f"{node.host}:{node.port}", "no connection within request.timeout.ms")
-            raise KafkaTimeoutError(f"no connection to {where} within request.timeout.ms")
-        self.seen.connected(f"{node.host}:{node.port}")
+            self.cluster.request_update()
+            limit = seconds(self.request_timeout)
+            if stream is None:
+                reason = f"no connection within {limit} (request.timeout.ms)"
+            else:
+                reason = f"connected, but no answer to ApiVersions within {limit} (request.timeout.ms)"
+            self.seen.connect_failed(address, reason)
+            raise BrokerUnreachableError(f"{where}: {reason}")
+        connection.handshake_done()
+        self.seen.connected(address)
         self.connections_created += 1  # KIP-714's connection.creation.total
         if answer is None or answer.error_code != ErrorCode.none:
             await trio.aclose_forcefully(stream)
@@ -225,6 +285,7 @@ class KafkaClient(MetadataRefresh):
             state = self._nodes.get(node_id)
             if state is not None and state.connection is not None and state.connection.connection is connection:
                 state.connection = None
+                self.last_reached = trio.current_time()  # reachable until now
             if not self.closed:
                 self.cluster.request_update()
                 self._coordinators = {k: v for k, v in self._coordinators.items() if v != node_id}
@@ -339,6 +400,18 @@ class KafkaClient(MetadataRefresh):
 
     def coordinator_dead(self, key: str, key_type: CoordinatorType) -> None:
         self._coordinators.pop((int(key_type), key), None)
+
+
+def _again(error: KafkaError | None, where: str) -> KafkaError:
+    """For a caller that waited on another task's connection attempt: that attempt's error,
+    anew (one exception object is not raised in two tasks)."""
+    if error is None:
+        return KafkaConnectionError(f"cannot connect to {where}")
+    if isinstance(error, BrokerUnreachableError):
+        return BrokerUnreachableError(error.message)
+    if isinstance(error, KafkaConnectionError):
+        return KafkaConnectionError(error.message)
+    return KafkaError(error.error_code, error.message, retriable=error.retriable)
 
 
 def _api_name(api_key: int) -> str:

@@ -21,7 +21,7 @@ import trio
 from trikafka.client.cluster import ClusterMetadata
 from trikafka.client.config import ClientConfig
 from trikafka.client.deadlines import Sightings, seconds, timeout_error
-from trikafka.client.errors import KafkaError, UnknownTopicOrPartitionError, error_for
+from trikafka.client.errors import KafkaConnectionError, KafkaError, UnknownTopicOrPartitionError, error_for
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey
 
@@ -76,8 +76,12 @@ class MetadataRefresh:
                     self.metadata_error = exc
                     self._metadata_updated.set()
                     self._metadata_updated = trio.Event()
-                if attempt == 0:  # one line per outage, not per retry
+                if attempt == 0 and not isinstance(exc, KafkaConnectionError):
+                    # One line per outage, not per retry; a connection that failed was
+                    # logged once per address already (deadlines.Sightings).
                     log.warning("metadata refresh failed (%s); retrying with backoff", exc)
+                else:
+                    log.debug("metadata refresh failed (%s); retry %d", exc, attempt + 1)
                 await self.retry_sleep(attempt)
                 attempt += 1
 

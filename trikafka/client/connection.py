@@ -22,6 +22,7 @@ from typing import Any
 import trio
 
 from trikafka.client.lifetime import open_service_nursery
+from trikafka.errors import FrameSizeError
 from trikafka.protocol.framing import NEED_DATA, FrameDecoder
 from trikafka.protocol.headers import decode_response, encode_request_parts
 from trikafka.protocol.registry import ApiVersionSpec
@@ -57,6 +58,29 @@ async def _send_parts(sock: Any, parts: list) -> None:
 #: up to this size is kept for the next (fresh memory costs page faults on first touch).
 _KEEP_SPARE = 64 * 1024 * 1024
 
+#: Until the peer has answered one request as Kafka does (``handshake_done``), an answer may be
+#: at most this large: an ApiVersions answer is a few kilobytes. A peer that is not Kafka (an
+#: HTTP server: ``HTTP`` read as a size is 1.2 GB) is then recognised at its first bytes,
+#: instead of the client allocating the size it seemed to declare and waiting for it.
+HANDSHAKE_MAX_FRAME = 1024 * 1024
+_MAX_FRAME = 2**31 - 1
+
+
+def describe_answer(data: bytes) -> str:
+    """What a peer that is not a Kafka broker sent, as a person reads it: its first bytes, and
+    what they look like (an HTTP server, a TLS server)."""
+    shown = data[:40]
+    text = "".join(chr(b) if 32 <= b < 127 else "." for b in shown)
+    if data.startswith(b"HTTP/"):
+        looks = " (an HTTP server)"
+    elif data[:1] == b"\x15" and data[1:2] == b"\x03":
+        looks = " (a TLS server: security.protocol=SSL?)"
+    elif data.startswith(b"SSH-"):
+        looks = " (an SSH server)"
+    else:
+        looks = ""
+    return f"it answered {text!r}{'…' if len(data) > len(shown) else ''}{looks}, not a Kafka response"
+
 
 class ConnectionClosed(Exception):
     """The broker closed the connection before answering."""
@@ -72,16 +96,31 @@ def _spec_for(body: Any) -> ApiVersionSpec:
 
 
 class KafkaConnection:
-    def __init__(self, stream: trio.abc.Stream, client_id: str | None = "trikafka-client") -> None:
+    def __init__(
+        self, stream: trio.abc.Stream, client_id: str | None = "trikafka-client", *, handshake: bool = False
+    ) -> None:
+        """``handshake``: the peer is not yet known to be Kafka — until :meth:`handshake_done`,
+        an answer over ``HANDSHAKE_MAX_FRAME`` ends the connection with :attr:`not_kafka` set."""
         self.stream = stream
         self.client_id = client_id
         self._correlation = itertools.count(1)
         self._pending: dict[int, tuple[ApiVersionSpec, trio.MemorySendChannel]] = {}
         self._order: list[int] = []
         self._send_lock = trio.StrictFIFOLock()
-        self._decoder = FrameDecoder(2**31 - 1, keep_spare=_KEEP_SPARE, trust_sizes=True)
+        self._decoder = FrameDecoder(
+            HANDSHAKE_MAX_FRAME if handshake else _MAX_FRAME, keep_spare=_KEEP_SPARE, trust_sizes=True
+        )
+        self._first_bytes = b""  # what the peer sent first, kept until it answered like Kafka
         self.closed = False
         self.broken_by: BaseException | None = None
+        #: Why the peer is not a Kafka broker (its first bytes), when what it sent could not be
+        #: a Kafka response: a size out of range, or an answer to no request sent.
+        self.not_kafka: str | None = None
+
+    def handshake_done(self) -> None:
+        """The peer answered like a Kafka broker: answers of any size from now on."""
+        self._decoder.max_size = _MAX_FRAME
+        self._first_bytes = b""
 
     async def request(self, body: Any) -> Any:
         """Send a kio request entity; return the decoded response entity."""
@@ -164,20 +203,28 @@ class KafkaConnection:
                     data = await self.stream.receive_some(256 * 1024)
                     if not data:
                         return
+                    if decoder.max_size != _MAX_FRAME and len(self._first_bytes) < 64:
+                        self._first_bytes += bytes(data[: 64 - len(self._first_bytes)])
                     decoder.receive_data(data)
                     continue
                 correlation_id = int.from_bytes(frame[:4], "big", signed=True)
                 expected = self._order.pop(0) if self._order else None
                 if correlation_id != expected:
-                    raise RuntimeError(
-                        f"response out of order: got correlation id {correlation_id}, expected {expected}"
+                    # Kafka answers in order: this is not a Kafka broker, or the stream is
+                    # corrupt. The connection ends; every waiter gets ConnectionClosed.
+                    self.not_kafka = describe_answer(self._first_bytes) if self._first_bytes else (
+                        f"it answered correlation id {correlation_id} where {expected} was due"
                     )
+                    return
                 spec, send = self._pending.pop(correlation_id)
                 try:
                     _, body = decode_response(spec, frame)
                 except Exception as exc:  # the frame is whole: only this answer is lost
                     body = ResponseDecodeError(f"cannot decode {spec.name} v{spec.version} answer: {exc!r}")
                 send.send_nowait(body)
+        except FrameSizeError:
+            self.not_kafka = describe_answer(self._first_bytes)
+            return
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             self.broken_by = exc.__cause__  # a TLS alert (ssl.SSLError) says why; see tls.py
             return

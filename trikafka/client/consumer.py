@@ -93,6 +93,13 @@ class Consumer(ConsumerPrefetch):
         self._last_poll_start = 0.0  # for KIP-714's poll.idle.ratio.avg
 
     @property
+    def connected(self) -> bool:
+        """True while a connection to some broker of the cluster is open; False while none
+        could be reached (the client then logs one WARNING naming the bootstrap servers and
+        why, once no broker was reached for ``default.api.timeout.ms``: ``getmany`` returns ``{}`` meanwhile)."""
+        return self.client.connected
+
+    @property
     def listener(self) -> Any:
         """The rebalance listener (set by ``subscribe(listener=...)``)."""
         return self._need_group("a rebalance listener").listener

@@ -19,6 +19,7 @@ last sighting.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import socket
 from collections.abc import Callable, Iterator
@@ -36,6 +37,8 @@ from trikafka.client.errors import (
 from trikafka.client.lifetime import leaves
 
 __all__ = ["Sightings", "bounded", "bounded_call", "connect_reason", "seconds", "timeout_error"]
+
+log = logging.getLogger("trikafka.client.client")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,21 +61,44 @@ def seconds(value: float) -> str:
 
 
 class Sightings:
-    """What the client core saw last, kept for the message of a call that times out."""
+    """What the client core saw last, kept for the message of a call that times out; and the
+    log of connection outages: one WARNING per address per outage (each retry at DEBUG), one
+    INFO line when it is reached again."""
 
     def __init__(self) -> None:
         self.unreachable: dict[str, str] = {}  # "host:port" → why its last attempt failed
+        self.down_since: dict[str, tuple[float, int]] = {}  # "host:port" → (first failure, attempts)
+        self.waiting: dict[str, str] = {}  # "host:port" → what an unfinished attempt waits for
         self.last: str | None = None
         self.last_error: KafkaError | None = None  # an error code a broker answered
         self.count = 0  # sightings so far: a call reports only what it saw itself
 
     def connect_failed(self, address: str, reason: str) -> None:
+        since, attempts = self.down_since.get(address, (trio.current_time(), 0))
+        if not attempts:
+            log.warning("cannot connect to %s: %s (retrying with backoff; each retry logged at DEBUG)", address, reason)
+        else:
+            log.debug("cannot connect to %s: %s (attempt %d)", address, reason, attempts + 1)
+        self.down_since[address] = (since, attempts + 1)
+        self.waiting.pop(address, None)
         self.unreachable[address] = reason
         self.saw(f"cannot connect to {address}: {reason}")
         self.last_error = None
 
+    def connecting(self, address: str, stage: str) -> None:
+        """An attempt in progress reached ``stage`` (what a call bound that ends now reports)."""
+        self.waiting[address] = stage
+
     def connected(self, address: str) -> None:
         self.unreachable.pop(address, None)
+        self.waiting.pop(address, None)
+        down = self.down_since.pop(address, None)
+        if down is not None:
+            since, attempts = down
+            log.info(
+                "connected to %s again after %s (%d failed attempt%s)",
+                address, seconds(trio.current_time() - since), attempts, "" if attempts == 1 else "s",
+            )
 
     def saw(self, text: str) -> None:
         self.last = text
@@ -94,6 +120,10 @@ def timeout_error(client: Any, what: str, key: str, limit: float, since: int = -
     if not client.live_connections() and seen.unreachable:
         where = ", ".join(seen.unreachable)
         why = "; ".join(dict.fromkeys(seen.unreachable.values()))
+        return BrokerUnreachableError(f"{what}: no broker reachable at {where} after {seconds(limit)} ({key}): {why}")
+    if not client.live_connections() and seen.waiting:
+        where = ", ".join(seen.waiting)
+        why = "; ".join(dict.fromkeys(seen.waiting.values()))
         return BrokerUnreachableError(f"{what}: no broker reachable at {where} after {seconds(limit)} ({key}): {why}")
     if not client.live_connections() and seen.last is None:
         where = ", ".join(f"{b.host}:{b.port}" for b in client.bootstrap)

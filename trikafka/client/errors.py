@@ -67,6 +67,7 @@ class KafkaError(Exception):
     def __init__(self, error_code: ErrorCode, message: str = "", *, retriable: bool | None = None) -> None:
         self.error_code = ErrorCode(error_code)
         self.retriable = self.error_code.retriable if retriable is None else retriable
+        self.message = message  #: what the error says besides its code's name
         text = self.error_code.name.upper()
         super().__init__(f"{text}: {message}" if message else text)
 
@@ -94,9 +95,12 @@ class KafkaTimeoutError(KafkaError):
 
 
 class BrokerUnreachableError(KafkaConnectionError, KafkaTimeoutError):
-    """A call ran out of its deadline without reaching any broker. The message names the
-    addresses tried and what each connection attempt met ("connection refused"). Both a
-    connection error and a timeout: ``except`` either catches it."""
+    """No Kafka broker could be reached: the message names the address and what the attempt
+    met — "connection refused", "cannot resolve the host name", "connected, but no answer to
+    ApiVersions" (a silent peer), or the first bytes of a peer that is not Kafka ("it answered
+    'HTTP/1.1 400 Bad Request' (an HTTP server)"). A call that runs out of its bound that way
+    raises it too, naming every address tried. Both a connection error and a timeout:
+    ``except`` either catches it."""
 
     def __init__(self, message: str) -> None:
         KafkaError.__init__(self, ErrorCode.network_exception, message, retriable=True)

@@ -260,6 +260,13 @@ class Producer:
         finally:
             self.accumulator.flushing -= 1
 
+    @property
+    def connected(self) -> bool:
+        """True while a connection to some broker of the cluster is open; False while none
+        could be reached (the client then logs one WARNING naming the bootstrap servers and
+        why, once no broker was reached for ``max.block.ms``)."""
+        return self.client.connected
+
     def partitions_for(self, topic: str) -> list[int]:
         info = self.client.cluster.topic(topic)
         return sorted(info.partitions) if info else []

@@ -32,6 +32,7 @@ from trikafka.client.accumulator import ProducerBatch, RecordAccumulator
 from trikafka.client.calls import call_any_node, call_coordinator
 from trikafka.client.client import CoordinatorType, KafkaClient
 from trikafka.client.config import ClientConfig
+from trikafka.client.deadlines import seconds
 from trikafka.client.errors import KafkaError, KafkaTimeoutError, error_for
 from trikafka.client.transactions import TransactionManager
 from trikafka.errors import ErrorCode
@@ -72,6 +73,8 @@ class Sender:
         self.wakeup = trio.Event()
         self.progress = trio.Event()  # set whenever a batch finishes; flush and buffer waits
         self.reinit_producer = False
+        self.delivery_timeout_ms = config["delivery.timeout.ms"]
+        self._failing_nodes: set[int] = set()  # brokers whose produce failed since their last success
 
     def wake(self) -> None:
         self.wakeup.set()
@@ -87,7 +90,7 @@ class Sender:
                 self.wakeup = trio.Event()
                 now = trio.current_time()
                 for batch in self.accumulator.expired(now):
-                    self._fail(batch, KafkaTimeoutError(f"{batch.tp}: not delivered within delivery.timeout.ms"))
+                    self._fail(batch, self._expired_error(batch))
                 ready, next_check = self.accumulator.ready(now)
                 sent = False
                 if ready:
@@ -165,7 +168,7 @@ class Sender:
             answer = await self.client.send(node_id, ApiKey.PRODUCE, **fields)
         except KafkaError as exc:
             for batch in batches:
-                self._retry_or_fail(batch, exc)
+                self._retry_or_fail(batch, exc, node_id)
             return
         finally:
             self.in_flight[node_id] -= 1
@@ -186,6 +189,9 @@ class Sender:
                     -1 if duplicate else int(result.base_offset),
                     _millis(getattr(result, "log_append_time", None)),
                 )
+                if node_id in self._failing_nodes:
+                    self._failing_nodes.discard(node_id)
+                    log.info("produce to broker %d succeeds again", node_id)
             else:
                 message = getattr(result, "error_message", None) or ""
                 error = error_for(
@@ -193,18 +199,37 @@ class Sender:
                 )
                 if error.stale_metadata:
                     self.client.request_metadata_update()
-                self._retry_or_fail(batch, error)
+                self._retry_or_fail(batch, error, node_id)
 
-    def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError) -> None:
+    def _retry_or_fail(self, batch: ProducerBatch, error: KafkaError, node_id: int) -> None:
         now = trio.current_time()
+        batch.last_error = error
         if error.retriable and batch.attempts < self.retries and now < batch.deadline:
-            log.warning(
-                "produce to %s-%d failed (%s); retry %d", batch.tp.topic, batch.tp.partition, error, batch.attempts + 1
+            # One WARNING per broker per outage; each retry at DEBUG.
+            level = logging.DEBUG if node_id in self._failing_nodes else logging.WARNING
+            self._failing_nodes.add(node_id)
+            log.log(
+                level, "produce to %s-%d failed (%s); retry %d%s", batch.tp.topic, batch.tp.partition, error,
+                batch.attempts + 1, "" if level == logging.DEBUG else " (further retries logged at DEBUG)",
             )
             self.accumulator.reenqueue(batch, now + self.client.retry_backoff.delay(batch.attempts))
             self.wake()
         else:
             self._fail(batch, error)
+
+    def _expired_error(self, batch: ProducerBatch) -> KafkaTimeoutError:
+        """A batch past delivery.timeout.ms: the error says the last thing that went wrong with
+        it (its last failed attempt, else what the client saw last: a broker it cannot reach,
+        a topic without a leader), and carries that error as its ``__cause__``."""
+        last = batch.last_error
+        seen = str(last) if last is not None else self.client.seen.last
+        error = KafkaTimeoutError(
+            f"{batch.tp.topic}-{batch.tp.partition}: {len(batch.records)} record(s) not delivered within "
+            f"{seconds(self.delivery_timeout_ms / 1000)} (delivery.timeout.ms)"
+            + (f"; last error: {seen}" if seen else "")
+        )
+        error.__cause__ = last
+        return error
 
     def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self.accumulator.done(batch)
