@@ -51,7 +51,7 @@ from trikafka.protocol.registry import ApiRegistry
 from trikafka.security.acl_store import AclStore
 from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
-from trikafka.server.api_table import API_FAMILIES, supported_apis
+from trikafka.server.api_table import API_FAMILIES, listed_min, supported_apis
 from trikafka.server.awaitable import StateChanges
 from trikafka.server.client_metrics import ClientMetricsManager
 from trikafka.server.features import Features
@@ -355,7 +355,7 @@ class RequestPath:
         self.endpoints: dict[str, BoundEndpoint] = {}
         self._nursery: trio.Nursery | None = None
         self.metrics = BrokerMetrics()
-        self.registry = ApiRegistry(supported_apis(config))
+        self.registry = ApiRegistry(supported_apis(config), listed_min(config))
         self.request_channel = RequestChannel(config.queued_max_requests, config.queued_max_request_bytes)
         self.purgatory = Purgatory()
         self.context = ApiContext(
