@@ -23,6 +23,7 @@ __all__ = [
     "QUANTILES",
     "RequestMetrics",
     "ShareGroupFetchMetrics",
+    "SharePartitionFetchMetrics",
     "TIME_PARTS",
 ]
 
@@ -178,6 +179,19 @@ class ShareGroupFetchMetrics:
     acquire_time_ms: Histogram = attrs.Factory(Histogram)
 
 
+@attrs.define
+class SharePartitionFetchMetrics:
+    """Kafka's SharePartitionMetrics histograms of one share partition (group, topic, partition)."""
+
+    #: FetchLockTimeMs: how long a ShareFetch held the partition (read and acquire)
+    fetch_lock_time_ms: Histogram = attrs.Factory(Histogram)
+    #: FetchLockRatio: that time as a percentage of the time since the previous fetch took it
+    fetch_lock_ratio: Histogram = attrs.Factory(Histogram)
+    #: InFlightBatchMessageCount: records in each batch a ShareFetch acquired
+    in_flight_batch_messages: Histogram = attrs.Factory(Histogram)
+    last_lock_at: float | None = None
+
+
 class BrokerMetrics:
     """Everything the broker counts, by Kafka's metric names."""
 
@@ -189,6 +203,11 @@ class BrokerMetrics:
         )
         self.topics: dict[str, BrokerTopicMetrics] = defaultdict(BrokerTopicMetrics)
         self.share_groups: dict[str, ShareGroupFetchMetrics] = defaultdict(ShareGroupFetchMetrics)
+        self.share_partitions: dict[tuple[str, str, int], SharePartitionFetchMetrics] = defaultdict(
+            SharePartitionFetchMetrics
+        )
+        #: ShareGroupMetrics PartitionLoadTimeMs: loading a share partition's state at the leader
+        self.share_partition_load_ms = Histogram()
         self.closed_by_error: int = 0  # connections closed for bad frames or versions
         self.injected_faults: dict[tuple[str, str], int] = defaultdict(int)  # (api, kind), tests
 
@@ -247,6 +266,20 @@ class BrokerMetrics:
             m.fetch_ratio.record(100.0 * with_records / requested)
         if with_records:
             m.acquire_time_ms.record(acquire_ms)
+
+    def record_share_partition_fetch(
+        self, key: tuple[str, str, int], started: float, ended: float, batches: list[int]
+    ) -> None:
+        """A ShareFetch read share partition ``key`` (group, topic, partition) from ``started``
+        to ``ended`` (seconds, trio time) and acquired ``batches`` (records in each)."""
+        m = self.share_partitions[key]
+        held_ms = (ended - started) * 1000
+        m.fetch_lock_time_ms.record(held_ms)
+        if m.last_lock_at is not None and started > m.last_lock_at:
+            m.fetch_lock_ratio.record(100.0 * held_ms / ((ended - m.last_lock_at) * 1000))
+        m.last_lock_at = started
+        for count in batches:
+            m.in_flight_batch_messages.record(count)
 
     def connection_opened(self, listener: str) -> None:
         m = self.connections[listener]

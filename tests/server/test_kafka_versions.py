@@ -8,6 +8,9 @@ generated table, so a wrong table or a wrong cut fails here.
 
 from __future__ import annotations
 
+import datetime
+import struct
+
 import pytest
 import trio
 from kio.schema.api_versions.v4.request import ApiVersionsRequest as ApiVersionsV4
@@ -18,7 +21,7 @@ from trikafka.config.kafka_versions import KAFKA_VERSIONS, parse_kafka_version
 from trikafka.config.kafka_versions_data import RELEASES
 from trikafka.errors import ConfigError, ErrorCode
 from trikafka.protocol.headers import decode_response, encode_request
-from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey
+from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey, ApiVersionSpec
 from trikafka.server.api_table import kafka_profile, supported_apis
 from trikafka.testing import open_test_broker
 from trikafka.testing.frames import REGISTRY, api_versions_frame, api_versions_response, read_frames
@@ -122,7 +125,10 @@ async def test_profile_advertises_the_release_cut_to_what_trikafka_serves(releas
         _, body = api_versions_response((await read_frames(stream, 1))[0])
         assert body.error_code == ErrorCode.none
         advertised = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
-        assert advertised == supported_apis(tb.broker.config)
+        listed = dict(supported_apis(tb.broker.config))
+        if release.startswith("4."):  # Produce listed from v0, served from v3 (KAFKA-18659)
+            listed[ApiKey.PRODUCE] = (0, listed[ApiKey.PRODUCE][1])
+        assert advertised == listed
         features = {f.name: (f.min_version, f.max_version) for f in body.supported_features}
         known = {n: r for n, (r, _) in RELEASES[release]["features"].items() if r[1] >= 0 and r[0] > 0}
         assert features == known  # ApiVersions v3 omits minimums of 0 (KAFKA-17011)
@@ -152,6 +158,43 @@ async def test_a_version_above_the_profile_is_refused_and_the_connection_closed(
         await stream.send_all(encode_request(REGISTRY.get(ApiKey.METADATA, 12), 1, body, "raw"))
         with trio.fail_after(5):
             assert await stream.receive_some(65536) == b""
+
+
+@pytest.mark.parametrize("release", ["4.0", "4.4"])
+async def test_kafka_4_lists_produce_from_v0_and_closes_a_connection_that_uses_v0_to_v2(release: str) -> None:
+    """Kafka 4 removed Produce v0-2 (KIP-896) but lists Produce from v0, for librdkafka's sake
+    (KAFKA-18659): a v2 request closes the connection, a v3 request is served."""
+    async with open_test_broker(kafka_version=release) as tb:
+        stream = await tb.connect()
+        await stream.send_all(api_versions_frame(3))
+        _, body = api_versions_response((await read_frames(stream, 1))[0])
+        advertised = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+        assert advertised[ApiKey.PRODUCE][0] == 0
+        assert not [g for g in kafka_profile(tb.broker.config).gaps if g.startswith("Produce")]
+        # Produce v2, by hand (kio reads v3 on): header v1 (key, version, correlation id,
+        # client id), then acks, timeout and an empty topic array.
+        payload = struct.pack(">hhih3shii", ApiKey.PRODUCE, 2, 5, 3, b"raw", 1, 1000, 0)
+        await stream.send_all(struct.pack(">i", len(payload)) + payload)
+        with trio.fail_after(5):
+            assert await stream.receive_some(65536) == b""
+        stream = await tb.connect()
+        v3 = ApiVersionSpec.resolve(ApiKey.PRODUCE, 3)
+        request = v3.request_type(transactional_id=None, acks=1, timeout=datetime.timedelta(seconds=1), topic_data=())
+        await stream.send_all(encode_request(v3, 6, request, "raw"))
+        correlation_id, answer = decode_response(v3, (await read_frames(stream, 1))[0])
+        assert correlation_id == 6 and list(answer.responses) == []
+
+
+async def test_kafka_3_profiles_list_produce_from_what_trikafka_serves() -> None:
+    """Kafka 3.x served Produce v0-2; trikafka does not, so a 3.x profile lists Produce from v3
+    and names the gap."""
+    async with open_test_broker(kafka_version="3.9") as tb:
+        stream = await tb.connect()
+        await stream.send_all(api_versions_frame(3))
+        _, body = api_versions_response((await read_frames(stream, 1))[0])
+        advertised = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+        assert advertised[ApiKey.PRODUCE][0] == 3
+        assert [g for g in kafka_profile(tb.broker.config).gaps if g.startswith("Produce")]
 
 
 def test_profile_logs_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
@@ -243,7 +286,7 @@ async def test_kafka_4_4_over_the_wire() -> None:
         assert advertised[ApiKey.DESCRIBE_LOG_DIRS] == (1, 5)
         assert advertised[ApiKey.INIT_PRODUCER_ID] == (0, 5)  # v6 is unstable on the 4.4 page
         assert advertised[ApiKey.SHARE_GROUP_HEARTBEAT] == (1, 1) and advertised[ApiKey.SHARE_FETCH] == (1, 2)
-        assert advertised[ApiKey.PRODUCE] == (3, 13) and advertised[ApiKey.FETCH] == (4, 18)
+        assert advertised[ApiKey.PRODUCE] == (0, 13) and advertised[ApiKey.FETCH] == (4, 18)
         assert not {93, 94, 71, 72} & set(advertised)
         supported = [(f.name, f.min_version, f.max_version) for f in body.supported_features]
         assert supported == [("metadata.version", 7, 33)]

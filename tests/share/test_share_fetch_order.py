@@ -1,10 +1,10 @@
 """What librdkafka's share tests 0172 (mixed acknowledgement modes) and 0179 (destroy with
 explicit acks) rely on, on the wire over the in-memory transport in virtual time:
 
-* a ShareFetch answers with the share partitions ready first: Kafka initializes a share
-  partition (its state read from the share coordinator) when a fetch first names it, and the
-  fetch completes with the first one ready, so a fetch over several new partitions answers
-  one; the others come with the next fetches;
+* a ShareFetch answers with the share partitions ready first: Kafka's partition leader loads
+  a share partition (its state read from the share coordinator) when a fetch first names it,
+  and the fetch completes with the first one ready, so a fetch over several partitions not
+  loaded yet answers one; the others come with the next fetches;
 * acknowledgements carried by a ShareFetch that also forgets their partition (a member whose
   assignment shrank) are applied before what the member still holds there goes back, so an
   acknowledged record is never handed to another member.
@@ -42,7 +42,7 @@ async def test_a_fetch_over_new_share_partitions_answers_the_first_ready(autojum
         assert by_partition(first) == {0: [(0, 4, 1)]}
         second = await client.request(share_fetch("g", topic_id, epoch=1, partitions=(0, 1)))
         assert by_partition(second) == {1: [(0, 4, 1)]}
-        # Once initialized, partitions are read together.
+        # Once loaded, partitions are read together.
         await produce(client, 9, "t", None, 0, build_batch([(None, b"x", [], 0)]))
         await produce(client, 9, "t", None, 1, build_batch([(None, b"y", [], 0)]))
         third = await client.request(share_fetch("g", topic_id, epoch=2, partitions=(0, 1)))
@@ -70,3 +70,18 @@ async def test_acks_on_a_partition_forgotten_in_the_same_fetch_are_applied_first
         snapshot = tb.broker.share_partition_snapshot("g", "t", 0)
         assert snapshot.start_offset == 2
         assert [(r.offset, r.state) for r in snapshot.records] == [(2, "Available")]
+
+
+async def test_records_produced_after_the_assignment_and_before_the_first_fetch_are_delivered(autojump_clock):
+    """With ``share.auto.offset.reset=latest`` (the default) a share partition starts where its
+    log ended when the member subscribed — Kafka initializes it before assigning it — not where
+    it ended at the member's first ShareFetch."""
+    async with open_test_broker() as tb, tb.client() as client:
+        await create_topic(client, "t", 1)
+        topic_id = (await metadata(client, ["t"])).topics[0].topic_id
+        await produce(client, 9, "t", None, 0, build_batch([(None, b"before", [], 0)]))
+        joined = await client.request(heartbeat("g"))
+        assert joined.error_code == ErrorCode.none and joined.assignment is not None
+        await produce(client, 9, "t", None, 0, build_batch([(None, b"after", [], 0)]))
+        fetched = await client.request(share_fetch("g", topic_id, epoch=0))
+        assert by_partition(fetched) == {0: [(1, 1, 1)]}

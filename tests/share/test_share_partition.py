@@ -102,11 +102,39 @@ def test_locks_expire_and_renew_pushes_them_back():
 
 def test_simple_assignor_shares_partitions_when_members_outnumber_them():
     members = {f"m{i}": ("t",) for i in range(5)}
-    assignment = assign_simple(members, {"t": 2})
+    assignment = assign_simple(members, {"t": (0, 1)})
     assert all(len(a["t"]) == 1 for a in assignment.values())
     assert sorted(p for a in assignment.values() for p in a["t"]) == [0, 0, 0, 1, 1]
-    assert assign_simple({"a": ("t",), "b": ("t",)}, {"t": 5}) == {"a": {"t": frozenset({0, 2, 4})},
-                                                                   "b": {"t": frozenset({1, 3})}}
+    assert assign_simple({"a": ("t",), "b": ("t",)}, {"t": range(5)}) == {"a": {"t": frozenset({0, 2, 4})},
+                                                                          "b": {"t": frozenset({1, 3})}}
+
+
+def test_simple_assignor_assigns_only_the_partitions_it_is_given():
+    """The coordinator hands it the initialized share partitions only."""
+    assert assign_simple({"a": ("t",), "b": ("t",)}, {"t": (0, 3)}) == {"a": {"t": frozenset({0})},
+                                                                        "b": {"t": frozenset({3})}}
+    assert assign_simple({"a": ("t",)}, {"t": ()}) == {"a": {}}
+
+
+async def test_the_coordinator_assigns_only_initialized_share_partitions(autojump_clock):
+    """Partitions of a subscribed topic are initialized at the heartbeat (Kafka's
+    InitializeShareGroupState); one whose log cannot be read yet is not assigned, and is once it is."""
+    readable = {0}
+
+    def start(group_id: str, topic: str, partition: int) -> int | None:
+        return 7 if partition in readable else None
+
+    coordinator = ShareCoordinator(BrokerConfig(), lambda: {"t": 2}, initial_offset=start)
+    fields = dict(rack_id=None, client_id="c", client_host="/h")
+    first = coordinator.heartbeat("g", "m", 0, subscribed=("t",), **fields)
+    assert first.assignment == {"t": frozenset({0})}
+    assert coordinator.partitions[("g", "t", 0)].start_offset == 7
+    assert ("g", "t", 1) not in coordinator.partitions
+    readable.add(1)
+    autojump_clock.jump(5)  # past share.assignment.interval.ms
+    second = coordinator.heartbeat("g", "m", first.member_epoch, subscribed=None, **fields)
+    assert second.assignment == {"t": frozenset({0, 1})}
+    assert coordinator.partitions[("g", "t", 1)].initialized
 
 
 def test_share_sessions_check_their_epochs():

@@ -39,3 +39,28 @@ async def test_share_meters_histograms_and_writes(tmp_path, autojump_clock):
     assert got[("kafka_server_sharegroupmetrics_topicpartitionsacquiretimems_count", (("group", "g"),))] == 1
     assert got[("kafka_server_group_coordinator_metrics_share_group_rebalance_count", ())] >= 1
     assert got[("kafka_server_share_coordinator_metrics_write_total", ())] >= 2  # the group, its partition
+
+
+async def test_share_partition_metrics_load_fetch_lock_and_in_flight_batches(autojump_clock):
+    """PartitionLoadTimeMs (one load per share partition the leader loads), FetchLockTimeMs and
+    FetchLockRatio (per fetch of a partition), InFlightBatchMessageCount (records per acquired
+    batch) and InFlightBatchCount (batches held now), under Kafka's names."""
+    async with open_test_broker() as tb, tb.client() as client:
+        topic_id = await two_partitions(client)  # 5 records in each partition
+        await client.request(share_fetch("g", topic_id, epoch=0, partitions=(0, 1)))  # loads and reads 0
+        autojump_clock.jump(1)  # the ratio is over the time since the previous fetch of a partition
+        await client.request(share_fetch("g", topic_id, epoch=1, partitions=(0, 1)))  # loads and reads 1
+        accept = [{"first_offset": 1, "last_offset": 1, "acknowledge_types": [1]}]
+        await client.request(share_ack("g", topic_id, epoch=2, acks={0: accept}))  # splits 0-4 in three
+        got = samples(tb)
+    assert got[("kafka_server_sharegroupmetrics_partitionloadtimems_count", ())] == 2
+    for partition, fetches in (("0", 2), ("1", 1)):
+        labels = (("group", "g"), ("partition", partition), ("topic", "t"))
+        assert got[("kafka_server_sharepartitionmetrics_fetchlocktimems_count", labels)] == fetches
+        assert got[("kafka_server_sharepartitionmetrics_inflightbatchmessagecount_count", labels)] == 1
+        assert got[("kafka_server_sharepartitionmetrics_inflightbatchmessagecount_sum", labels)] == 5
+    labels0 = (("group", "g"), ("partition", "0"), ("topic", "t"))
+    labels1 = (("group", "g"), ("partition", "1"), ("topic", "t"))
+    assert got[("kafka_server_sharepartitionmetrics_fetchlockratio_count", labels0)] == 1  # the second fetch
+    assert got[("kafka_server_sharepartitionmetrics_inflightbatchcount", labels0)] == 3  # 0, 1 done, 2-4
+    assert got[("kafka_server_sharepartitionmetrics_inflightbatchcount", labels1)] == 1

@@ -28,6 +28,7 @@ from trikafka.errors import ConfigError
 
 __all__ = [
     "KAFKA_VERSIONS",
+    "LISTED_NOT_SERVED",
     "KafkaProfile",
     "kafka_version_field",
     "parse_kafka_version",
@@ -77,11 +78,24 @@ class KafkaProfile:
     finalized_features: Mapping[str, int]
     #: One line per API, version range or feature the release had and this profile lacks.
     gaps: tuple[str, ...]
+    #: api key → the min version ApiVersions lists below the min served (``LISTED_NOT_SERVED``).
+    listed_min: Mapping[int, int] = attrs.field(factory=dict)
 
     def summary(self) -> str:
         head = (f"kafka.version {self.release}: advertising {len(self.apis)} APIs as Kafka {self.release} "
                 f"served them ({self.source})")
         return head + ("; not served by trikafka: " + "; ".join(self.gaps) if self.gaps else "")
+
+
+#: Kafka 4.0 removed Produce v0-2 (KIP-896) yet lists Produce from v0 in ApiVersions, because
+#: librdkafka decides from that listing whether a broker can produce at all (KAFKA-18659); a
+#: request at v0-2 closes the connection. api key → (lowest version listed, lowest served).
+LISTED_NOT_SERVED: dict[int, tuple[int, int]] = {0: (0, 3)}
+LISTED_NOT_SERVED_SINCE = (4, 0)
+
+
+def _release_tuple(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split("."))
 
 
 def profile(release: str, served: Mapping[int, tuple[int, int]], name: Any = str) -> KafkaProfile:
@@ -90,7 +104,12 @@ def profile(release: str, served: Mapping[int, tuple[int, int]], name: Any = str
     data = RELEASES[release]
     apis: dict[int, tuple[int, int]] = {}
     gaps: list[str] = []
+    listed_min: dict[int, int] = {}
     for key, (lo, hi) in data["apis"].items():
+        listed = LISTED_NOT_SERVED.get(key)
+        if listed is not None and _release_tuple(release) >= LISTED_NOT_SERVED_SINCE and lo <= listed[0]:
+            listed_min[key] = listed[0]
+            lo = listed[1]  # what the release itself accepted
         ours = served.get(key)
         if ours is None:
             gaps.append(f"{name(key)} v{lo}-{hi}")
@@ -111,6 +130,7 @@ def profile(release: str, served: Mapping[int, tuple[int, int]], name: Any = str
         supported[feature] = (lo, hi)
         if level is not None:
             finalized[feature] = level
-    return KafkaProfile(release, data["source"], apis, supported, finalized, tuple(gaps))
+    listed_min = {key: low for key, low in listed_min.items() if key in apis}
+    return KafkaProfile(release, data["source"], apis, supported, finalized, tuple(gaps), listed_min)
 
 

@@ -238,10 +238,15 @@ class ApiRegistry:
     at start, not on the first request.
     """
 
-    def __init__(self, supported: Mapping[int, tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self, supported: Mapping[int, tuple[int, int]] | None = None, listed_min: Mapping[int, int] | None = None
+    ) -> None:
         self.supported: dict[int, tuple[int, int]] = dict(
             IMPLEMENTED_APIS if supported is None else supported
         )
+        #: api key → the min version ApiVersions lists, below the min this registry accepts
+        #: (Kafka 4 lists Produce from v0 and refuses v0-2: KAFKA-18659).
+        self.listed_min: dict[int, int] = dict(listed_min or {})
         self._specs: dict[tuple[int, int], ApiVersionSpec] = {}
         self._known: set[tuple[int, int]] = set()
         for api_key, (lo, hi) in self.supported.items():
@@ -264,4 +269,4 @@ class ApiRegistry:
         """(api key, min, max) for ApiVersions, sorted by api key."""
         for api_key in sorted(self.supported):
             lo, hi = self.supported[api_key]
-            yield api_key, lo, hi
+            yield api_key, min(lo, self.listed_min.get(api_key, lo)), hi

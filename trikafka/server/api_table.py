@@ -18,7 +18,7 @@ from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey, api_name
 from trikafka.server.kafka_apis import LazyFamily
 
 __all__ = ["API_FAMILIES", "CONSUMER_PROTOCOL_APIS", "kafka_profile", "log_kafka_profile",
-           "supported_apis"]
+           "listed_min", "supported_apis"]
 
 #: Every API family a broker serves (each node of an in-process cluster serves the same).
 API_FAMILIES: tuple[LazyFamily, ...] = (
@@ -129,6 +129,13 @@ def log_kafka_profile(config: BrokerConfig, logger: logging.Logger) -> None:
     found = kafka_profile(config)
     if found is not None:
         logger.info("%s", found.summary())
+
+
+def listed_min(config: BrokerConfig) -> dict[int, int]:
+    """api key → the min version ApiVersions lists below the min served: with a Kafka 4
+    ``kafka.version``, Produce from v0 (refused at v0-2, as Kafka 4 does: KAFKA-18659)."""
+    found = kafka_profile(config)
+    return dict(found.listed_min) if found is not None else {}
 
 
 def supported_apis(config: BrokerConfig) -> dict[int, tuple[int, int]]:

@@ -42,6 +42,7 @@ import trio
 
 from trikafka.clock import Clock
 from trikafka.config import BrokerConfig
+from trikafka.errors import KafkaProtocolError
 from trikafka.log.manager import LoadProgress, LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
@@ -51,7 +52,7 @@ from trikafka.protocol.registry import ApiRegistry
 from trikafka.security.acl_store import AclStore
 from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
-from trikafka.server.api_table import API_FAMILIES, supported_apis
+from trikafka.server.api_table import API_FAMILIES, listed_min, supported_apis
 from trikafka.server.awaitable import StateChanges
 from trikafka.server.client_metrics import ClientMetricsManager
 from trikafka.server.features import Features
@@ -184,6 +185,7 @@ class BrokerCore:
         from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
         from trikafka.coordinator.transactions.transaction_state import TransactionLog
         from trikafka.server.share_dlq import DeadLetterWriter
+        from trikafka.server.share_reader import initial_offset
 
         config, replicas, clock, bump = self.config, self.replicas, self.now_ms, self.state_changes.bump
         groups = GroupCoordinator(
@@ -200,9 +202,23 @@ class BrokerCore:
             on_state_change=bump,
         )
         dead_letters = DeadLetterWriter(replicas, clock)
+
+        def share_start(group_id: str, topic: str, partition: int) -> int | None:
+            """Where a new share partition starts: share.auto.offset.reset over its log, read
+            when a member first subscribes (Kafka's InitializeShareGroupState), so records
+            produced between the heartbeat that assigns it and the first ShareFetch are not
+            skipped by ``latest``; None while the partition has no log here (not assigned yet)."""
+            try:
+                partition_log = replicas.get_log(topic, partition)
+            except KafkaProtocolError:
+                return None
+            reset = shares.configs(group_id)["share.auto.offset.reset"]
+            return initial_offset(partition_log, reset, clock())
+
         shares = ShareCoordinator(
             config, lambda: {t.name: t.partitions for t in replicas.topics},
             store=self._share_state_store(), on_state_change=bump, on_archived=dead_letters.archived,
+            initial_offset=share_start,
         )
         dead_letters.shares = shares
         #: GROUP configs of every kind of group are kept by the share coordinator.
@@ -355,7 +371,7 @@ class RequestPath:
         self.endpoints: dict[str, BoundEndpoint] = {}
         self._nursery: trio.Nursery | None = None
         self.metrics = BrokerMetrics()
-        self.registry = ApiRegistry(supported_apis(config))
+        self.registry = ApiRegistry(supported_apis(config), listed_min(config))
         self.request_channel = RequestChannel(config.queued_max_requests, config.queued_max_request_bytes)
         self.purgatory = Purgatory()
         self.context = ApiContext(

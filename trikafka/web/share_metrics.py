@@ -11,7 +11,15 @@ Kafka reports share groups in three places, and the JMX exporter's usual rules n
   Release, Reject, Renew;
 - ``kafka.server:type=SharePartitionMetrics`` tagged group, topic, partition:
   ``InFlightMessageCount`` → ``kafka_server_sharepartitionmetrics_inflightmessagecount`` and
-  ``AcquisitionLockTimeoutPerSec`` → ``kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total``.
+  ``AcquisitionLockTimeoutPerSec`` → ``kafka_server_sharepartitionmetrics_acquisitionlocktimeout_total``,
+  ``InFlightBatchCount`` (runs of consecutive in-flight records in one state, holder and lock: the
+  batches Kafka's cached state keeps) → ``kafka_server_sharepartitionmetrics_inflightbatchcount``,
+  and the histograms ``FetchLockTimeMs`` (a ShareFetch's read and acquire of the partition),
+  ``FetchLockRatio`` (that time as a percentage of the time since the previous fetch took it) and
+  ``InFlightBatchMessageCount`` (records per acquired batch) →
+  ``kafka_server_sharepartitionmetrics_fetchlocktimems{group,topic,partition,quantile}`` etc.;
+- ``ShareGroupMetrics`` ``PartitionLoadTimeMs`` (loading a share partition's state at its leader,
+  at the first ShareFetch that names it) → ``kafka_server_sharegroupmetrics_partitionloadtimems``.
 
 And beside them:
 
@@ -73,6 +81,17 @@ def share_families(shares: Any, metrics: Any = None) -> Iterator[Metric]:
                             value=getattr(shares.store, "writes", 0))
     if metrics is not None:
         yield from _group_histograms(metrics.share_groups)
+        yield _summary(
+            "kafka_server_sharegroupmetrics_partitionloadtimems",
+            "Milliseconds to load a share partition's state at its leader (PartitionLoadTimeMs).",
+            [((), metrics.share_partition_load_ms)], [],
+        )
+        by_partition = sorted(dict(metrics.share_partitions).items())
+        for stem, field, doc in _PARTITION_HISTOGRAMS:
+            yield _summary(
+                f"kafka_server_sharepartitionmetrics_{stem}", doc,
+                [((g, t, str(p)), getattr(m, field)) for (g, t, p), m in by_partition], ["group", "topic", "partition"],
+            )
     partitions = sorted(shares.partitions.values(), key=lambda sp: (sp.group_id, sp.topic, sp.partition))
     acks = CounterMetricFamily(
         "kafka_server_sharegroupmetrics_recordacknowledgements",
@@ -93,11 +112,73 @@ def share_families(shares: Any, metrics: Any = None) -> Iterator[Metric]:
         "Acquisition locks that expired before the record was acknowledged (AcquisitionLockTimeoutPerSec).",
         labels=labels,
     )
+    batches = GaugeMetricFamily(
+        "kafka_server_sharepartitionmetrics_inflightbatchcount",
+        "Batches of in-flight records a share partition tracks (InFlightBatchCount).",
+        labels=labels,
+    )
     for sp in partitions:
         key = [sp.group_id, sp.topic, str(sp.partition)]
         in_flight.add_metric(key, len(sp.in_flight))
         timeouts.add_metric(key, sp.lock_timeouts)
-    yield from (in_flight, timeouts)
+        batches.add_metric(key, sp.in_flight_batches())
+    yield from (in_flight, timeouts, batches)
+
+
+_PARTITION_HISTOGRAMS = (
+    ("fetchlocktimems", "fetch_lock_time_ms",
+     "Milliseconds a ShareFetch held a share partition to read and acquire its records (FetchLockTimeMs)."),
+    ("fetchlockratio", "fetch_lock_ratio",
+     "A share partition's fetch lock time as a percentage of the time since the previous fetch took it "
+     "(FetchLockRatio)."),
+    ("inflightbatchmessagecount", "in_flight_batch_messages",
+     "Records in each batch a ShareFetch acquired (InFlightBatchMessageCount)."),
+)
+
+
+def _summary(name: str, doc: str, series: list[tuple[tuple[str, ...], Any]], labels: list[str]) -> Metric:
+    """A Yammer histogram as the JMX exporter serves it: a summary with its percentiles."""
+    family = SummaryMetricFamily(name, doc, labels=labels)
+    for values, histogram in series:
+        snap = histogram.snapshot()
+        family.add_metric(list(values), snap.count, snap.total)
+        for label, value in snap.quantiles.items():
+            family.add_sample(name, {**dict(zip(labels, values, strict=True)), "quantile": label}, value)
+    return family
+
+
+def _group_histograms(by_group: Any) -> Iterator[Metric]:
+    groups = sorted(dict(by_group).items())
+    for stem, field, doc in (
+        ("requesttopicpartitionsfetchratio", "fetch_ratio",
+         "Percentage of a ShareFetch's partitions that returned records (RequestTopicPartitionsFetchRatio)."),
+        ("topicpartitionsacquiretimems", "acquire_time_ms",
+         "Milliseconds from a ShareFetch's arrival to its records acquired (TopicPartitionsAcquireTimeMs)."),
+    ):
+        yield _summary(f"kafka_server_sharegroupmetrics_{stem}", doc,
+                       [((group,), getattr(m, field)) for group, m in groups], ["group"])
+
+
+_PARTITION_HISTOGRAMS = (
+    ("fetchlocktimems", "fetch_lock_time_ms",
+     "Milliseconds a ShareFetch held a share partition to read and acquire its records (FetchLockTimeMs)."),
+    ("fetchlockratio", "fetch_lock_ratio",
+     "A share partition's fetch lock time as a percentage of the time since the previous fetch took it "
+     "(FetchLockRatio)."),
+    ("inflightbatchmessagecount", "in_flight_batch_messages",
+     "Records in each batch a ShareFetch acquired (InFlightBatchMessageCount)."),
+)
+
+
+def _summary(name: str, doc: str, series: list[tuple[tuple[str, ...], Any]], labels: list[str]) -> Metric:
+    """A Yammer histogram as the JMX exporter serves it: a summary with its percentiles."""
+    family = SummaryMetricFamily(name, doc, labels=labels)
+    for values, histogram in series:
+        snap = histogram.snapshot()
+        family.add_metric(list(values), snap.count, snap.total)
+        for label, value in snap.quantiles.items():
+            family.add_sample(name, {**dict(zip(labels, values, strict=True)), "quantile": label}, value)
+    return family
 
 
 def _group_histograms(by_group: Any) -> Iterator[Metric]:

@@ -11,21 +11,22 @@ same after a restart.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 __all__ = ["assign_simple"]
 
 
 def assign_simple(
-    subscriptions: Mapping[str, tuple[str, ...]], partitions: Mapping[str, int]
+    subscriptions: Mapping[str, tuple[str, ...]], partitions: Mapping[str, Sequence[int]]
 ) -> dict[str, dict[str, frozenset[int]]]:
     """member id → {topic: partitions} for ``subscriptions`` (member → topics) over
-    ``partitions`` (topic → partition count; a topic missing there is not assigned)."""
+    ``partitions`` (topic → the partitions that may be assigned, sorted: those whose share
+    state is initialized; a topic missing there is not assigned)."""
     result: dict[str, dict[str, set[int]]] = {m: {} for m in subscriptions}
-    for topic, count in sorted(partitions.items()):
+    for topic, parts in sorted(partitions.items()):
         members = sorted(m for m, topics in subscriptions.items() if topic in topics)
-        if not members or count <= 0:
+        if not members or not parts:
             continue
-        for i in range(max(len(members), count)):
-            result[members[i % len(members)]].setdefault(topic, set()).add(i % count)
+        for i in range(max(len(members), len(parts))):
+            result[members[i % len(members)]].setdefault(topic, set()).add(parts[i % len(parts)])
     return {m: {t: frozenset(p) for t, p in topics.items()} for m, topics in result.items()}

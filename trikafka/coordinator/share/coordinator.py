@@ -78,9 +78,14 @@ class ShareCoordinator:
         store: ShareStateStore | None = None,
         on_state_change: Callable[[], None] = lambda: None,
         on_archived: Callable[[SharePartition, list[tuple[int, int, str]]], None] | None = None,
+        initial_offset: Callable[[str, str, int], int | None] | None = None,
     ) -> None:
         self.config = config
         self.topic_partitions = topic_partitions
+        #: (group, topic, partition) → where a new share partition starts
+        #: (``share.auto.offset.reset`` over its log), None while it cannot be read (no leader);
+        #: None here: partitions are initialized at their first ShareFetch and all assignable.
+        self.initial_offset = initial_offset
         self.store: ShareStateStore = store or _NoStore()
         self.on_state_change = on_state_change
         self.on_archived = on_archived
@@ -134,8 +139,13 @@ class ShareCoordinator:
             group = ShareGroup(group_id)
         configs = self.configs(group_id)
         assignment_epoch = group.assignment_epoch
+        topics: Mapping[str, Any] = self.topic_partitions()
+        if self.initial_offset is not None and member_epoch >= 0:
+            subscribed = fields.get("subscribed")
+            wanted = group.subscribed_topics() | set(subscribed or ())
+            topics = self._initialized(group_id, {t: n for t, n in topics.items() if t in wanted})
         result = group.heartbeat(
-            member_id, member_epoch, topics=self.topic_partitions(), now=trio.current_time(),
+            member_id, member_epoch, topics=topics, now=trio.current_time(),
             max_size=self.config.group_share_max_size,
             heartbeat_interval_ms=configs["share.heartbeat.interval.ms"],
             assignment_interval_ms=configs["share.assignment.interval.ms"], **fields,
@@ -157,6 +167,27 @@ class ShareCoordinator:
             self._timers.schedule(("member", group_id, member_id), trio.current_time() + timeout)
         self.on_state_change()
         return result
+
+    def _initialized(self, group_id: str, counts: Mapping[str, int]) -> dict[str, tuple[int, ...]]:
+        """Topic → the partitions of ``counts``' topics whose share state is initialized, each
+        one initialized now if it was not (Kafka assigns only initialized share partitions)."""
+        assert self.initial_offset is not None
+        ready: dict[str, tuple[int, ...]] = {}
+        for topic, count in counts.items():
+            parts = []
+            for partition in range(count):
+                sp = self.partitions.get((group_id, topic, partition))
+                if sp is None or not sp.initialized:
+                    offset = self.initial_offset(group_id, topic, partition)
+                    if offset is None:
+                        continue  # no log to read yet (no leader): assigned once it has one
+                    sp = self.share_partition(group_id, topic, partition)
+                    if not sp.initialized:
+                        sp.initialize(offset)
+                        self.changed(sp)
+                parts.append(partition)
+            ready[topic] = tuple(parts)
+        return ready
 
     def _member_gone(self, group_id: str, member_id: str) -> None:
         self._timers.cancel(("member", group_id, member_id))

@@ -8,7 +8,10 @@ member takes its new assignment the moment the coordinator computes it. The grou
 with every change of membership or subscriptions; a new target assignment (Kafka's simple
 assignor, ``assignor.py``) is computed when the group epoch is ahead of the assignment epoch
 and at least ``share.assignment.interval.ms`` has passed since the last one (Kafka 4.3's
-``canComputeNextTargetAssignment``; 0 computes at once). Each member's epoch is the
+``canComputeNextTargetAssignment``; 0 computes at once). Only partitions whose share state is
+initialized are assigned (the shell initializes those of subscribed topics first, as Kafka's
+coordinator does with InitializeShareGroupState): a partition that becomes initialized later
+changes the assignable set, and the group is assigned anew. Each member's epoch is the
 assignment epoch it was last given, and a heartbeat whose epoch is not the member's is fenced
 (FENCED_MEMBER_EPOCH), as in Kafka's share groups.
 
@@ -23,7 +26,7 @@ States, as Kafka's ShareGroup: ``Empty`` (no members), ``Stable`` (members), ``D
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import attrs
 
@@ -82,7 +85,7 @@ class ShareGroup:
         subscribed: tuple[str, ...] | None,
         client_id: str,
         client_host: str,
-        topics: Mapping[str, int],
+        topics: Mapping[str, int | Sequence[int]],
         now: float,
         max_size: int,
         heartbeat_interval_ms: int,
@@ -132,11 +135,6 @@ class ShareGroup:
         member.member_epoch = max(self.assignment_epoch, 1) if member_id in self.target else max(member.member_epoch, 1)
         return HeartbeatResult(member_id, member.member_epoch, heartbeat_interval_ms, changed)
 
-    def topics_changed(self, topics: Mapping[str, int]) -> None:
-        """The partition counts of subscribed topics changed (created, deleted, grown)."""
-        if self._partitions(topics) != self._assigned_partitions():
-            self.group_epoch += 1
-
     def remove(self, member_id: str) -> bool:
         if self.members.pop(member_id, None) is None:
             return False
@@ -144,17 +142,25 @@ class ShareGroup:
         self.group_epoch += 1
         return True
 
-    def _partitions(self, topics: Mapping[str, int]) -> dict[str, int]:
-        return {t: topics[t] for t in self.subscribed_topics() if t in topics}
+    def _partitions(self, topics: Mapping[str, int | Sequence[int]]) -> dict[str, tuple[int, ...]]:
+        """Subscribed topic → the partitions that may be assigned (a count means all of them)."""
+        found = {}
+        for t in self.subscribed_topics():
+            parts = topics.get(t)
+            if parts is not None:
+                ids = tuple(range(parts)) if isinstance(parts, int) else tuple(sorted(parts))
+                if ids:
+                    found[t] = ids
+        return found
 
-    def _assigned_partitions(self) -> dict[str, int]:
+    def _assigned_partitions(self) -> dict[str, tuple[int, ...]]:
         seen: dict[str, set[int]] = {}
         for assignment in self.target.values():
             for t, parts in assignment.items():
                 seen.setdefault(t, set()).update(parts)
-        return {t: len(p) for t, p in seen.items()}
+        return {t: tuple(sorted(p)) for t, p in seen.items() if p}
 
-    def _maybe_assign(self, topics: Mapping[str, int], now: float, interval_ms: int) -> None:
+    def _maybe_assign(self, topics: Mapping[str, int | Sequence[int]], now: float, interval_ms: int) -> None:
         if self._partitions(topics) != self._assigned_partitions() and self.assignment_epoch == self.group_epoch:
             self.group_epoch += 1
         if self.group_epoch <= self.assignment_epoch:

@@ -97,6 +97,22 @@ class SharePartition:
     #: Release, Reject, Renew), and acquisition locks that timed out: what ``/metrics`` serves.
     acknowledgements: dict[str, int] = attrs.Factory(dict)
     lock_timeouts: int = 0
+    #: The partition's leader has loaded this state since the broker started (Kafka's
+    #: SharePartitionManager reads it from the share coordinator when a ShareFetch first names
+    #: the partition): a fetch over partitions not loaded yet answers with the first one ready.
+    loaded: bool = False
+
+    def in_flight_batches(self) -> int:
+        """Kafka's InFlightBatchCount: runs of consecutive in-flight offsets in one state, with
+        one holder, delivery count and lock (what Kafka's cached state keeps as one batch)."""
+        batches, previous, last = 0, None, None
+        for offset in sorted(self.in_flight):
+            record = self.in_flight[offset]
+            shape = (record.state, record.member_id, record.delivery_count, record.deadline)
+            if shape != previous or last is None or offset != last + 1:
+                batches += 1
+            previous, last = shape, offset
+        return batches
 
     @property
     def initialized(self) -> bool:

@@ -193,15 +193,23 @@ class ShareFetchApis(ApiFamily):
             if budget_records <= 0 or budget_bytes <= 0:
                 continue
             existing = shares.partitions.get((body.group_id, name, partition))
-            if total and (existing is None or not existing.initialized):
-                continue  # initialized by a later fetch: Kafka answers with the partitions ready first
+            if total and (existing is None or not existing.loaded):
+                continue  # loaded by a later fetch: Kafka answers with the partitions ready first
+            started = trio.current_time()
             partition_log = self.replicas.get_log(name, partition)
             sp = shares.share_partition(body.group_id, name, partition, str(info.topic_id))
             if not sp.initialized:
                 sp.initialize(initial_offset(partition_log, configs["share.auto.offset.reset"], self.context.now_ms()))
+            if not sp.loaded:
+                sp.loaded = True
+                self.context.metrics.share_partition_load_ms.record((trio.current_time() - started) * 1000)
             read = read_and_acquire(sp, partition_log, body.member_id, max_records=budget_records,
-                                    max_bytes=budget_bytes, now=trio.current_time(), limits=limits,
+                                    max_bytes=budget_bytes, now=started, limits=limits,
                                     committed=committed)
+            self.context.metrics.record_share_partition_fetch(
+                (body.group_id, name, partition), started, trio.current_time(),
+                [last - first + 1 for first, last, _ in read.acquired],
+            )
             shares.changed(sp)
             if not read.acquired:
                 continue
