@@ -141,7 +141,8 @@ async def test_a_connect_that_never_completes_is_reported_as_such(autojump_clock
     ) as admin:
         start = trio.current_time()
         with pytest.raises(
-            BrokerUnreachableError, match=r"kafka-1:9092 after 5.0 s.*no connection within 1\.0 s \(request.timeout.ms\)"
+            BrokerUnreachableError,
+            match=r"kafka-1:9092 after 5.0 s.*no connection within 1\.0 s \(request.timeout.ms\)",
         ):
             await admin.list_topics()
         assert trio.current_time() - start == pytest.approx(5.0)
