@@ -27,6 +27,11 @@ that Kafka release (``kafka.version``), ``racks=["a", "b", "c"]`` gives brokers 
 fault scenario on the broker (each cluster) as the fixture hands it over:
 ``kafka_broker.scenario_status()``/``wait_for_scenario()`` follow it.
 
+``pytest --kafka-bootstrap=HOST:PORT`` (or ``TRIKAFKA_BOOTSTRAP=HOST:PORT``) runs the same tests
+against an external Kafka cluster: the three fixtures hand out a handle on it
+(``trikafka.testing.external``) and a test that needs trikafka's own broker (faults, the
+recorder, the MockClock, stop/start, broker config from the mark) is skipped, naming the option.
+
 asyncio and Trio together: pytest-trio's ``trio_mode`` claims every ``async def`` test; this
 plugin hands tests marked ``@pytest.mark.asyncio`` back to pytest-asyncio.
 
@@ -49,8 +54,8 @@ if TYPE_CHECKING:
     from trikafka.testing.thread import ThreadedBroker
 
 __all__ = [
-    "FIXTURE_DEFAULTS", "TRIO_MISSING", "kafka_broker", "kafka_cluster", "trikafka_broker", "marked_config",
-    "marked_scenario",
+    "FIXTURE_DEFAULTS", "TRIO_MISSING", "external_bootstrap", "kafka_broker", "kafka_cluster", "trikafka_broker",
+    "marked_config", "marked_scenario",
 ]  # fmt: skip
 
 MARK = "trikafka"
@@ -59,7 +64,61 @@ MARK = "trikafka"
 FIXTURE_DEFAULTS = {"schema.registry.port": 0}
 
 
+#: The external cluster's option and environment variable (trikafka.testing.external).
+BOOTSTRAP_OPTION = "--kafka-bootstrap"
+BOOTSTRAP_ENV = "TRIKAFKA_BOOTSTRAP"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("trikafka").addoption(
+        BOOTSTRAP_OPTION,
+        dest="kafka_bootstrap",
+        default=None,
+        metavar="HOST:PORT[,...]",
+        help=f"run the kafka_broker, kafka_cluster and trikafka_broker fixtures against this external Kafka "
+        f"cluster instead of trikafka's brokers (default: ${BOOTSTRAP_ENV}); tests that need trikafka's own "
+        "broker (faults, the recorder, the MockClock, stop/start) are skipped",
+    )
+
+
+def external_bootstrap(config: pytest.Config) -> str | None:
+    """The external cluster's bootstrap servers (``--kafka-bootstrap``, else
+    ``$TRIKAFKA_BOOTSTRAP``), or None: trikafka's own brokers."""
+    import os
+    import re
+
+    bootstrap = config.getoption("kafka_bootstrap", None) or os.environ.get(BOOTSTRAP_ENV) or None
+    if bootstrap is not None and not all(re.fullmatch(r"\S+:\d{1,5}", a.strip()) for a in bootstrap.split(",")):
+        where = BOOTSTRAP_OPTION if config.getoption("kafka_bootstrap", None) else f"${BOOTSTRAP_ENV}"
+        raise pytest.UsageError(f"{where}={bootstrap!r}: give HOST:PORT, or several comma-separated")
+    return bootstrap
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    bootstrap = external_bootstrap(config)
+    return None if bootstrap is None else f"trikafka: broker fixtures on the external cluster {bootstrap}"
+
+
+def _external(request: pytest.FixtureRequest) -> str | None:
+    """The external cluster for this test, or None; skips a test whose ``trikafka`` mark
+    asks for what only trikafka's broker can be given (config, a release, racks, a scenario)."""
+    bootstrap = external_bootstrap(request.config)
+    if bootstrap is None:
+        return None
+    marked = sorted(
+        {key for mark in request.node.iter_markers(MARK) for key, value in mark.kwargs.items() if value is not None}
+        | ({"config"} if any(mark.args for mark in request.node.iter_markers(MARK)) else set())
+    )
+    if marked:
+        pytest.skip(
+            f"@pytest.mark.{MARK}({', '.join(f'{k}=' for k in marked)}) configures trikafka's own broker; this run "
+            f"tests the external cluster {bootstrap} ({BOOTSTRAP_OPTION} / {BOOTSTRAP_ENV})"
+        )
+    return bootstrap
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    external_bootstrap(config)  # a malformed address: a usage error before anything runs
     config.addinivalue_line(
         "markers",
         f"{MARK}(config=None, kafka_version=None, racks=None, scenario=None): broker configuration (Kafka "
@@ -146,6 +205,11 @@ def marked_scenario(node: Any) -> Any:
 @pytest.fixture
 def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
     """A fresh broker for this test on 127.0.0.1 (see the module docstring)."""
+    if (bootstrap := _external(request)) is not None:
+        from trikafka.testing.external import ExternalBroker
+
+        yield ExternalBroker(bootstrap)  # type: ignore[misc]  # the same shape, on the external cluster
+        return
     from trikafka.testing.thread import ThreadedBroker
 
     broker = ThreadedBroker({**FIXTURE_DEFAULTS, **marked_config(request.node)}, record=True)
@@ -161,6 +225,9 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
 @pytest.fixture
 def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A factory: ``kafka_cluster(brokers=N, **config)`` starts a cluster for this test."""
+    if (bootstrap := _external(request)) is not None:
+        yield _external_cluster(bootstrap)
+        return
     from trikafka.testing.cluster import start_cluster
 
     started: list[ClusterHandle] = []
@@ -181,7 +248,32 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
             cluster.stop()
 
 
+def _external_cluster(bootstrap: str) -> Any:
+    """``kafka_cluster`` on the external cluster: one handle for the cluster as it is."""
+    from trikafka.testing.external import ExternalBroker, not_available
+
+    def start(brokers: int = 1, **config: Any) -> Any:
+        if brokers != 1 or config:
+            shown = ", ".join([f"brokers={brokers}", *(f"{k}={v!r}" for k, v in config.items())])
+            not_available(f"kafka_cluster({shown})", bootstrap)
+        return ExternalBroker(bootstrap)
+
+    return start
+
+
+#: Fixtures that put a test in virtual time: an external cluster answers in real time.
+_MOCK_CLOCKS = ("autojump_clock", "mock_clock")
+
+
 async def _trikafka_broker(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    if (bootstrap := _external(request)) is not None:
+        from trikafka.testing.external import ExternalControls, not_available
+
+        clocks = [name for name in _MOCK_CLOCKS if name in request.fixturenames]
+        if clocks:
+            not_available(f"virtual time (the MockClock of {clocks[0]})", bootstrap)
+        yield ExternalControls(bootstrap)
+        return
     from trikafka.testing.broker import open_test_broker
     from trikafka.testing.thread import TEST_DEFAULTS
 

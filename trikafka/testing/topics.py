@@ -155,8 +155,7 @@ async def produce(
                 acknowledged.append((await future.wait()).offset)
         return acknowledged
     raise TimeoutError(
-        f"produce({topic!r}, {len(items)} record(s)) not done within {timeout:g} s; "
-        f"{len(acknowledged)} acknowledged"
+        f"produce({topic!r}, {len(items)} record(s)) not done within {timeout:g} s; {len(acknowledged)} acknowledged"
     )
 
 
@@ -212,10 +211,13 @@ async def read(
                     )
         records = [r for tp in tps for r in got[tp]]
         return records if max_records is None else records[:max_records]
-    read_so_far = ", ".join(
-        f"partition {tp.partition}: {len(got[tp])} read, high watermark {seen['ends'].get(tp, '?')}"
-        for tp in got
-    ) if "ends" in seen else seen["topic"]
+    read_so_far = (
+        ", ".join(
+            f"partition {tp.partition}: {len(got[tp])} read, high watermark {seen['ends'].get(tp, '?')}" for tp in got
+        )
+        if "ends" in seen
+        else seen["topic"]
+    )
     wanted = "every record up to the high watermark" if max_records is None else f"{max_records} record(s)"
     shown = f"partition={partition}, " if partition is not None else ""
     raise TimeoutError(
