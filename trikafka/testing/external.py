@@ -34,6 +34,9 @@ import trio
 from trikafka.client import KafkaError, OffsetSpec, TopicPartition, connect_tcp, open_admin
 from trikafka.server.awaitable import GROUP_STATES, GroupSnapshot
 from trikafka.testing import topics
+from trikafka.testing.pytest_plugin import BOOTSTRAP_ENV as ENV
+from trikafka.testing.pytest_plugin import BOOTSTRAP_OPTION as OPTION
+from trikafka.testing.pytest_plugin import external_reason
 from trikafka.testing.surface import (
     CONTROL_METHODS,
     WAIT_METHODS,
@@ -45,8 +48,6 @@ from trikafka.testing.surface import (
 
 __all__ = ["ENV", "OPTION", "ExternalBroker", "ExternalControls", "not_available"]
 
-OPTION = "--kafka-bootstrap"
-ENV = "TRIKAFKA_BOOTSTRAP"
 #: How often a wait asks the cluster again (Kafka has no way to push a group's state).
 POLL_INTERVAL = 0.1
 
@@ -68,13 +69,22 @@ BROKER_ONLY = (
 )  # fmt: skip
 
 
+#: The reason of the latest skip of each test (by node id), for the plugin's report: a skip
+#: raised inside a Trio test's nursery reaches pytest without it (pytest-trio).
+last_reason: dict[str, str] = {}
+
+
 def not_available(what: str, bootstrap: str) -> NoReturn:
     """Skip the running test: ``what`` needs trikafka's own broker."""
+    import os
+
     import pytest
 
-    pytest.skip(
-        f"{what} needs trikafka's own broker; this run tests the external cluster {bootstrap} ({OPTION} / {ENV})"
-    )
+    reason = external_reason(what, bootstrap)
+    test = os.environ.get("PYTEST_CURRENT_TEST", "").rpartition(" (")[0]
+    if test:
+        last_reason[test] = reason
+    pytest.skip(reason)
 
 
 def _shown(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:

@@ -54,8 +54,8 @@ if TYPE_CHECKING:
     from trikafka.testing.thread import ThreadedBroker
 
 __all__ = [
-    "FIXTURE_DEFAULTS", "TRIO_MISSING", "external_bootstrap", "kafka_broker", "kafka_cluster", "trikafka_broker",
-    "marked_config", "marked_scenario",
+    "BOOTSTRAP_ENV", "BOOTSTRAP_OPTION", "FIXTURE_DEFAULTS", "TRIO_MISSING", "external_bootstrap", "external_reason",
+    "kafka_broker", "kafka_cluster", "trikafka_broker", "marked_config", "marked_scenario",
 ]  # fmt: skip
 
 MARK = "trikafka"
@@ -99,21 +99,35 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     return None if bootstrap is None else f"trikafka: broker fixtures on the external cluster {bootstrap}"
 
 
-def _external(request: pytest.FixtureRequest) -> str | None:
+def external_reason(what: str, bootstrap: str) -> str:
+    """Why a test is skipped on an external cluster: ``what`` needs trikafka's own broker."""
+    return (
+        f"{what} needs trikafka's own broker; this run tests the external cluster {bootstrap} "
+        f"({BOOTSTRAP_OPTION} / {BOOTSTRAP_ENV})"
+    )
+
+
+#: Fixtures that put a test in virtual time: an external cluster answers in real time.
+_MOCK_CLOCKS = ("autojump_clock", "mock_clock")
+
+
+def _external(item: Any) -> str | None:
     """The external cluster for this test, or None; skips a test whose ``trikafka`` mark
-    asks for what only trikafka's broker can be given (config, a release, racks, a scenario)."""
-    bootstrap = external_bootstrap(request.config)
+    asks for what only trikafka's broker can be given (config, a release, racks, a scenario),
+    or that runs in virtual time."""
+    bootstrap = external_bootstrap(item.config)
     if bootstrap is None:
         return None
+    marks = list(item.iter_markers(MARK))
     marked = sorted(
-        {key for mark in request.node.iter_markers(MARK) for key, value in mark.kwargs.items() if value is not None}
-        | ({"config"} if any(mark.args for mark in request.node.iter_markers(MARK)) else set())
+        {key for mark in marks for key, value in mark.kwargs.items() if value is not None}
+        | ({"config"} if any(mark.args for mark in marks) else set())
     )
     if marked:
-        pytest.skip(
-            f"@pytest.mark.{MARK}({', '.join(f'{k}=' for k in marked)}) configures trikafka's own broker; this run "
-            f"tests the external cluster {bootstrap} ({BOOTSTRAP_OPTION} / {BOOTSTRAP_ENV})"
-        )
+        pytest.skip(external_reason(f"@pytest.mark.{MARK}({', '.join(f'{k}=' for k in marked)})", bootstrap))
+    clocks = [name for name in _MOCK_CLOCKS if name in getattr(item, "fixturenames", ())]
+    if clocks:
+        pytest.skip(external_reason(f"virtual time (the MockClock of {clocks[0]})", bootstrap))
     return bootstrap
 
 
@@ -162,6 +176,23 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """A clear error, not pytest's "async fixture" one, when pytest-trio is missing."""
     if "trikafka_broker" in getattr(item, "fixturenames", ()) and not item.config.pluginmanager.has_plugin("trio"):
         pytest.fail(TRIO_MISSING, pytrace=False)
+    if {"trikafka_broker", "kafka_broker", "kafka_cluster"} & set(getattr(item, "fixturenames", ())):
+        _external(item)  # skips here, where the reason survives (pytest-trio drops a Trio fixture's)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """pytest-trio reports a skip raised inside a Trio test's nursery as a bare "Skipped":
+    put back the reason an external cluster's handle gave (trikafka.testing.external)."""
+    report = yield
+    import sys
+
+    external = sys.modules.get("trikafka.testing.external")
+    longrepr = report.longrepr
+    lost = report.skipped and isinstance(longrepr, tuple) and longrepr[2] == "Skipped"
+    if lost and external is not None and item.nodeid in external.last_reason:
+        report.longrepr = (longrepr[0], longrepr[1], f"Skipped: {external.last_reason[item.nodeid]}")
+    return report
 
 
 def marked_config(node: Any) -> dict[str, Any]:
@@ -205,7 +236,7 @@ def marked_scenario(node: Any) -> Any:
 @pytest.fixture
 def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
     """A fresh broker for this test on 127.0.0.1 (see the module docstring)."""
-    if (bootstrap := _external(request)) is not None:
+    if (bootstrap := _external(request.node)) is not None:
         from trikafka.testing.external import ExternalBroker
 
         yield ExternalBroker(bootstrap)  # type: ignore[misc]  # the same shape, on the external cluster
@@ -225,7 +256,7 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
 @pytest.fixture
 def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A factory: ``kafka_cluster(brokers=N, **config)`` starts a cluster for this test."""
-    if (bootstrap := _external(request)) is not None:
+    if (bootstrap := _external(request.node)) is not None:
         yield _external_cluster(bootstrap)
         return
     from trikafka.testing.cluster import start_cluster
@@ -261,17 +292,10 @@ def _external_cluster(bootstrap: str) -> Any:
     return start
 
 
-#: Fixtures that put a test in virtual time: an external cluster answers in real time.
-_MOCK_CLOCKS = ("autojump_clock", "mock_clock")
-
-
 async def _trikafka_broker(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
-    if (bootstrap := _external(request)) is not None:
-        from trikafka.testing.external import ExternalControls, not_available
+    if (bootstrap := _external(request.node)) is not None:
+        from trikafka.testing.external import ExternalControls
 
-        clocks = [name for name in _MOCK_CLOCKS if name in request.fixturenames]
-        if clocks:
-            not_available(f"virtual time (the MockClock of {clocks[0]})", bootstrap)
         yield ExternalControls(bootstrap)
         return
     from trikafka.testing.broker import open_test_broker
