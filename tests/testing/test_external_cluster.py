@@ -22,6 +22,7 @@ pytestmark = pytest.mark.compat
 ROOT = Path(__file__).resolve().parents[2]
 HELPERS = "tests/testing/test_topic_helpers.py"
 PLUGIN = "tests/testing/test_plugin.py"
+EXAMPLE = "examples/pytest_any_cluster.py"  # the one docs/testing/external-cluster.md shows
 
 #: Run against the external cluster, and what each must come out as.
 PASS = [
@@ -31,6 +32,7 @@ PASS = [
     f"{HELPERS}::test_aio_helpers_and_read_refused_inside_a_loop",
     f"{HELPERS}::test_a_blocking_read_from_a_plain_test_is_fine",
     f"{PLUGIN}::test_group_and_commit_waits_with_confluent_kafka",
+    f"{EXAMPLE}::test_orders_are_consumed_and_committed",
 ]
 SKIP = {
     f"{HELPERS}::test_create_produce_and_read_back_in_virtual_time": "virtual time (the MockClock of autojump_clock)",
@@ -42,6 +44,7 @@ SKIP = {
     f"{PLUGIN}::test_transaction_state_wait_with_a_transactional_producer": "wait_for_transaction_state()",
     f"{PLUGIN}::test_faults_over_threads_are_the_brokers_faults": "inject_error()",
     f"{PLUGIN}::test_kafka_cluster_of_one": ".brokers",
+    f"{EXAMPLE}::test_a_produce_retried_after_a_leader_change": "inject_error()",
 }
 
 
