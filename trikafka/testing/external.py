@@ -34,9 +34,9 @@ import trio
 from trikafka.client import KafkaError, OffsetSpec, TopicPartition, connect_tcp, open_admin
 from trikafka.server.awaitable import GROUP_STATES, GroupSnapshot
 from trikafka.testing import topics
-from trikafka.testing.pytest_plugin import BOOTSTRAP_ENV as ENV
-from trikafka.testing.pytest_plugin import BOOTSTRAP_OPTION as OPTION
-from trikafka.testing.pytest_plugin import external_reason
+from trikafka.testing.bootstrap_option import BOOTSTRAP_ENV as ENV
+from trikafka.testing.bootstrap_option import BOOTSTRAP_OPTION as OPTION
+from trikafka.testing.bootstrap_option import external_reason
 from trikafka.testing.surface import (
     CONTROL_METHODS,
     WAIT_METHODS,

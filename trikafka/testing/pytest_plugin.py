@@ -49,13 +49,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+# The external cluster's option, variable and skip reason (trikafka.testing.external).
+from trikafka.testing.bootstrap_option import BOOTSTRAP_ENV, BOOTSTRAP_OPTION, external_reason
+
 if TYPE_CHECKING:
     from trikafka.testing.cluster import ClusterHandle
     from trikafka.testing.thread import ThreadedBroker
 
 __all__ = [
-    "BOOTSTRAP_ENV", "BOOTSTRAP_OPTION", "FIXTURE_DEFAULTS", "TRIO_MISSING", "external_bootstrap", "external_reason",
-    "kafka_broker", "kafka_cluster", "trikafka_broker", "marked_config", "marked_scenario",
+    "FIXTURE_DEFAULTS", "TRIO_MISSING", "external_bootstrap", "kafka_broker", "kafka_cluster", "trikafka_broker",
+    "marked_config", "marked_scenario",
 ]  # fmt: skip
 
 MARK = "trikafka"
@@ -64,9 +67,6 @@ MARK = "trikafka"
 FIXTURE_DEFAULTS = {"schema.registry.port": 0}
 
 
-#: The external cluster's option and environment variable (trikafka.testing.external).
-BOOTSTRAP_OPTION = "--kafka-bootstrap"
-BOOTSTRAP_ENV = "TRIKAFKA_BOOTSTRAP"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -97,14 +97,6 @@ def external_bootstrap(config: pytest.Config) -> str | None:
 def pytest_report_header(config: pytest.Config) -> str | None:
     bootstrap = external_bootstrap(config)
     return None if bootstrap is None else f"trikafka: broker fixtures on the external cluster {bootstrap}"
-
-
-def external_reason(what: str, bootstrap: str) -> str:
-    """Why a test is skipped on an external cluster: ``what`` needs trikafka's own broker."""
-    return (
-        f"{what} needs trikafka's own broker; this run tests the external cluster {bootstrap} "
-        f"({BOOTSTRAP_OPTION} / {BOOTSTRAP_ENV})"
-    )
 
 
 #: Fixtures that put a test in virtual time: an external cluster answers in real time.
