@@ -13,7 +13,8 @@ What has a meaning without Docker keeps it: the container port is the broker's l
 ``with_cluster_id`` the cluster id, ``with_name`` the thread's name, ``get_logs()`` the
 broker's log lines. What has none (``exec``, volumes, networks, the Docker client) raises
 ``NotImplementedError`` saying what to do instead. ``broker`` gives trikafka's controls
-(faults, recorder, waits) on the same broker.
+(faults, recorder, waits) on the same broker; ``create_topic``, ``produce`` and ``read`` are
+the container's own (:mod:`trikafka.testing.topics`).
 """
 
 from __future__ import annotations
