@@ -96,9 +96,15 @@ async def test_read_with_max_records_waits_for_them_and_says_what_it_saw(trikafk
         records = await trikafka_broker.read("late", max_records=2)
     assert [r.value for r in records] == [b"a", b"b"] and trio.current_time() - start >= 3
 
+    async with trio.open_nursery() as nursery:  # an offset past the end: the records that land there
+        nursery.start_soon(produce_later)
+        records = await trikafka_broker.read("late", from_offset=3, max_records=1)
+    assert [(r.offset, r.value) for r in records] == [(3, b"b")]
+    assert await trikafka_broker.read("late", from_offset=9) == []
+
     start = trio.current_time()
-    with pytest.raises(TimeoutError, match=r"read\('late', .*3 record\(s\) within 5 s; partition 0: 2 read"):
-        await trikafka_broker.read("late", max_records=3, timeout=5)
+    with pytest.raises(TimeoutError, match=r"read\('late', .*5 record\(s\) within 5 s; partition 0: 4 read"):
+        await trikafka_broker.read("late", max_records=5, timeout=5)
     assert trio.current_time() - start == pytest.approx(5, abs=0.5)  # the bound is trio's clock
     with pytest.raises(TimeoutError, match=r"read\('missing'.*within 2 s; .*topic 'missing'.*does it exist"):
         await trikafka_broker.read("missing", timeout=2)

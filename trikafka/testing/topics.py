@@ -188,13 +188,18 @@ async def read(
                 raise ValueError(f"read({topic!r}, partition={partition}): the topic has partitions 0..{count - 1}")
             tps = [TopicPartition(topic, p) for p in ([partition] if partition is not None else range(count))]
             ends = {tp: o.offset for tp, o in (await admin.list_offsets({tp: OffsetSpec.LATEST for tp in tps})).items()}
+            starts = {
+                tp: o.offset for tp, o in (await admin.list_offsets(dict.fromkeys(tps, OffsetSpec.EARLIEST))).items()
+            }
         seen["ends"] = ends
         got = {tp: [] for tp in tps}
         config.update({"auto.offset.reset": "earliest", "enable.auto.commit": False})
         async with open_consumer(bootstrap, **config) as consumer:
             consumer.assign(tps)
             for tp in tps:
-                consumer.seek(tp, from_offset)
+                # Within the log, so no fetch is out of range (an offset past the end waits
+                # for records from where the log ends; those before from_offset are dropped).
+                consumer.seek(tp, min(max(from_offset, starts[tp]), ends[tp]))
             while True:
                 if max_records is not None and sum(map(len, got.values())) >= max_records:
                     break
@@ -207,7 +212,7 @@ async def read(
                     got[tp].extend(
                         Record(r.topic, r.partition, r.offset, r.timestamp, r.key, r.value, tuple(r.headers))
                         for r in batch
-                        if max_records is not None or r.offset < ends[tp]
+                        if r.offset >= from_offset and (max_records is not None or r.offset < ends[tp])
                     )
         records = [r for tp in tps for r in got[tp]]
         return records if max_records is None else records[:max_records]
