@@ -67,8 +67,6 @@ MARK = "trikafka"
 FIXTURE_DEFAULTS = {"schema.registry.port": 0}
 
 
-
-
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("trikafka").addoption(
         BOOTSTRAP_OPTION,
