@@ -172,16 +172,27 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
-    """pytest-trio reports a skip raised inside a Trio test's nursery as a bare "Skipped":
-    put back the reason an external cluster's handle gave (trikafka.testing.external)."""
+    """A skip by an external cluster's handle (trikafka.testing.external) is reported at the
+    test's line that asked for what the cluster cannot do, with its reason — which pytest-trio
+    drops when the skip was raised inside a Trio test's nursery (a bare "Skipped")."""
     report = yield
     import sys
 
     external = sys.modules.get("trikafka.testing.external")
     longrepr = report.longrepr
-    lost = report.skipped and isinstance(longrepr, tuple) and longrepr[2] == "Skipped"
-    if lost and external is not None and item.nodeid in external.last_reason:
-        report.longrepr = (longrepr[0], longrepr[1], f"Skipped: {external.last_reason[item.nodeid]}")
+    if external is None or not report.skipped or not isinstance(longrepr, tuple):
+        return report
+    reason = longrepr[2]
+    if reason == "Skipped" and item.nodeid in external.last_reason:
+        reason = f"Skipped: {external.last_reason[item.nodeid]}"
+    if BOOTSTRAP_OPTION not in reason:
+        return report
+    path, lineno = item.location[0], (item.location[1] or 0) + 1  # the test, not the plugin's line
+    if call.excinfo is not None:  # the test's own line that asked, when the traceback has it
+        for entry in call.excinfo.traceback:
+            if entry.path == getattr(item, "path", None):
+                path, lineno = item.location[0], entry.lineno + 1
+    report.longrepr = (path, lineno, reason)
     return report
 
 
