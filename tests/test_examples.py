@@ -52,7 +52,10 @@ def _plugin_args() -> list[str]:
 
 @pytest.mark.parametrize(
     "example",
-    ["pytest_confluent_kafka.py", "pytest_kafka_python.py", "pytest_aiokafka.py", "pytest_trio_broker.py"],
+    [
+        "pytest_confluent_kafka.py", "pytest_kafka_python.py", "pytest_aiokafka.py", "pytest_trio_broker.py",
+        "pytest_any_cluster.py",
+    ],  # fmt: skip
 )
 def test_pytest_plugin_examples_pass(example):
     result = subprocess.run(
@@ -79,7 +82,8 @@ def test_the_docs_show_the_pytest_plugin_examples():
     """Each client family's page includes its example file whole (pymdownx.snippets), so what
     the page shows is what the test above runs."""
     pages = {"pytest_confluent_kafka.py": "confluent-kafka.md", "pytest_kafka_python.py": "kafka-python.md",
-             "pytest_aiokafka.py": "aiokafka.md", "pytest_trio_broker.py": "trio.md"}
+             "pytest_aiokafka.py": "aiokafka.md", "pytest_trio_broker.py": "trio.md",
+             "pytest_any_cluster.py": "external-cluster.md"}
     for example, page in pages.items():
         assert f'--8<-- "examples/{example}"' in (ROOT / "docs" / "testing" / page).read_text(), page
 

@@ -23,6 +23,7 @@ _LAZY = {
     "Fault": "trikafka.testing.faults",
     "Faults": "trikafka.testing.faults",
     "RecordedRequest": "trikafka.testing.recorder",
+    "Record": "trikafka.testing.topics",
     "TestBroker": "trikafka.testing.broker",
     "open_test_broker": "trikafka.testing.broker",
     "ClusterHandle": "trikafka.testing.cluster",
@@ -66,6 +67,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ b
     from trikafka.testing.surface import BrokerControls, FaultSet, controls
     from trikafka.testing.targets import BrokerTarget, broker_targets
     from trikafka.testing.thread import BrokerHandle, ThreadedBroker, TrioThread
+    from trikafka.testing.topics import Record
 
 
 __getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())
@@ -86,6 +88,7 @@ __all__ = [
     "KafkaContainer",
     "MemoryListener",
     "MemoryStream",
+    "Record",
     "RecordedRequest",
     "Scenario",
     "ScenarioError",

@@ -27,7 +27,8 @@ class TestBroker(BrokerControls):
     __test__ = False  # not a pytest class
 
     def __init__(self, broker: Broker, listener: MemoryListener) -> None:
-        super().__init__(lambda: [Faults.of(broker)], lambda: broker)
+        # The Kafka-protocol helpers (create_topic, produce, read) dial the in-memory listener.
+        super().__init__(lambda: [Faults.of(broker)], lambda: broker, lambda: self)
         self.broker = broker
         self.listener = listener
 

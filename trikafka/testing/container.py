@@ -13,17 +13,19 @@ What has a meaning without Docker keeps it: the container port is the broker's l
 ``with_cluster_id`` the cluster id, ``with_name`` the thread's name, ``get_logs()`` the
 broker's log lines. What has none (``exec``, volumes, networks, the Docker client) raises
 ``NotImplementedError`` saying what to do instead. ``broker`` gives trikafka's controls
-(faults, recorder, waits) on the same broker.
+(faults, recorder, waits) on the same broker; ``create_topic``, ``produce`` and ``read`` are
+the container's own (:mod:`trikafka.testing.topics`).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from typing import Any
 
 from trikafka.testing.container_env import CONTAINER_NETWORK, broker_setting
-from trikafka.testing.thread import START_TIMEOUT, ThreadedBroker
+from trikafka.testing.thread import START_TIMEOUT, BrokerHandle, ThreadedBroker
 
 __all__ = ["DEFAULT_IMAGE", "KafkaContainer"]
 
@@ -46,6 +48,17 @@ class _LogLines(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         if record.threadName == self.thread_name:
             self.lines.append(self.format(record))
+
+
+def _on_the_broker(method: str) -> Any:
+    """``container.<method>(...)``: the running broker's own (``create_topic``, ``produce``,
+    ``read``), with its signature and docs."""
+
+    @functools.wraps(getattr(BrokerHandle, method))
+    def call(self: KafkaContainer, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self._running(method), method)(*args, **kwargs)
+
+    return call
 
 
 def _refused(method: str, instead: str) -> Any:
@@ -276,6 +289,12 @@ class KafkaContainer:
     def __repr__(self) -> str:
         where = self.get_bootstrap_server() if self._broker is not None else self.status
         return f"<KafkaContainer {self.image} (trikafka) {where}>"
+
+    # --- the everyday helpers, over the Kafka protocol (trikafka.testing.topics) ---------
+
+    create_topic = _on_the_broker("create_topic")
+    produce = _on_the_broker("produce")
+    read = _on_the_broker("read")
 
     # --- what needs Docker -------------------------------------------------------------
 

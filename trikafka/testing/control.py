@@ -32,10 +32,24 @@ client. Routes (``?broker=<node id>`` picks a broker of a cluster; the first by 
     DELETE /scenario                     cancel it (faults it added stay; DELETE /faults ends them)
     GET    /wait/client-metric?name=org.apache.kafka.producer.&client_id=app&at_least=1&timeout_ms=...
     GET    /client-metrics                   what clients pushed (KIP-714)  → {"clients": [...]}
+    POST   /topics  {"name": "t", "partitions": 3, "replication_factor": 1, "config": {...}}
+                                         create a topic (every partition led on return) → 201
+    POST   /topics/<t>/records  {"records": ["v", {"key": "k", "value": "v", "headers": {"h": "x"}}],
+                                 "partition": 0, "encoding": "utf-8"|"base64"}
+                                         produce; → {"offsets": [...]} once acknowledged
+    GET    /topics/<t>/records?partition=0&from_offset=0&max_records=5&timeout_ms=...&encoding=base64
+                                         read back → {"records": [{"topic", "partition", "offset",
+                                         "timestamp", "key", "value", "headers": [[n, v]]}]}
 
 A ``--brokers N`` process also serves the cluster's controls (stop and start a broker, move
 a leader or a coordinator, shrink and expand an ISR, a broker's round-trip time): see
 :mod:`trikafka.testing.control_cluster`.
+
+Keys, values and header values are UTF-8 text unless ``encoding`` is ``base64``; a read
+that meets bytes that are not UTF-8 answers 400 saying to ask with ``encoding=base64``. The
+topic routes speak Kafka to the broker (``trikafka.testing.topics``): the cluster's refusals
+answer 409 (the topic exists), 404 (no such topic) or 400, each naming the topic; a read
+that runs out of ``timeout_ms`` answers 408 with what it got.
 
 A wait answers 200 when the state is reached, 408 when ``timeout_ms`` (default 10000, on
 trio's clock) passes first, with what it saw (``"saw": "high watermark is 2"``). Bad input
@@ -58,6 +72,7 @@ from urllib.parse import parse_qsl, urlsplit
 import attrs
 import trio
 
+from trikafka.testing import topics
 from trikafka.testing.control_cluster import RouteError, cluster_route
 from trikafka.testing.surface import controls, describe_state
 from trikafka.testing.targets import BrokerTarget
@@ -272,6 +287,8 @@ class ControlServer:
             return answer
         if parts[0] == "scenario":
             return await self._scenario(request, method, parts[1:], payload)
+        if parts[0] == "topics":
+            return await self._topics(request, method, parts[1:], payload)
         target = self._target(request)
         faults = target.faults
         if parts[0] == "faults":
@@ -332,6 +349,53 @@ class ControlServer:
                 return 408, {"error": str(exc), "scenario": handle.scenario_status()}
             except RuntimeError as exc:
                 return 409, {"error": str(exc), "scenario": handle.scenario_status()}
+        raise HttpError(404, f"no route {method} {request.path}")
+
+    async def _topics(
+        self, request: HttpRequest, method: str, rest: list[str], payload: dict[str, Any]
+    ) -> tuple[int, Any]:
+        """The topic routes, over the Kafka protocol to the broker (the cluster)."""
+        from trikafka.client import KafkaError
+        from trikafka.errors import ErrorCode
+
+        bootstrap = self._target(request).state
+        q = request.query
+        try:
+            if not rest and method == "POST":
+                name = _arg(payload, "name")
+                config = payload.get("config") or {}
+                if not isinstance(config, dict):
+                    raise HttpError(400, f"config={config!r} must be an object of topic configs")
+                await topics.create_topic(
+                    bootstrap, name, _arg(payload, "partitions", int, 1), _arg(payload, "replication_factor", int, 1),
+                    config, timeout=_arg(payload, "timeout_ms", int, DEFAULT_WAIT_MS) / 1000,
+                )
+                return 201, {"topic": name}
+            if len(rest) == 2 and rest[1] == "records" and method == "POST":
+                encoding = topics.check_encoding(payload.get("encoding", "utf-8"))
+                records = payload.get("records")
+                if not isinstance(records, list):
+                    raise HttpError(400, "missing 'records': a list of values or {key, value, headers} objects")
+                offsets = await topics.produce(
+                    bootstrap, rest[0], [topics.record_from_json(r, i, encoding) for i, r in enumerate(records)],
+                    partition=_arg(payload, "partition", int, None),
+                    timeout=_arg(payload, "timeout_ms", int, DEFAULT_WAIT_MS) / 1000,
+                )
+                return 200, {"topic": rest[0], "offsets": offsets}
+            if len(rest) == 2 and rest[1] == "records" and method == "GET":
+                encoding = topics.check_encoding(q.get("encoding", "utf-8"))
+                found = await topics.read(
+                    bootstrap, rest[0], _arg(q, "partition", int, None), _arg(q, "from_offset", int, 0),
+                    _arg(q, "max_records", int, None), _arg(q, "timeout_ms", int, DEFAULT_WAIT_MS) / 1000,
+                )
+                return 200, {"records": [topics.record_to_json(r, encoding) for r in found]}
+        except TimeoutError as exc:
+            return 408, {"error": str(exc)}
+        except (TypeError, ValueError) as exc:
+            raise HttpError(400, str(exc)) from None
+        except KafkaError as exc:
+            status = {ErrorCode.topic_already_exists: 409, ErrorCode.unknown_topic_or_partition: 404}
+            return status.get(exc.error_code, 400), {"error": str(exc), "code": exc.error_code.name.upper()}
         raise HttpError(404, f"no route {method} {request.path}")
 
     async def _wait(self, broker: Any, what: str, q: dict[str, str]) -> tuple[int, Any]:

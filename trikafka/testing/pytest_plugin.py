@@ -27,6 +27,11 @@ that Kafka release (``kafka.version``), ``racks=["a", "b", "c"]`` gives brokers 
 fault scenario on the broker (each cluster) as the fixture hands it over:
 ``kafka_broker.scenario_status()``/``wait_for_scenario()`` follow it.
 
+``pytest --kafka-bootstrap=HOST:PORT`` (or ``TRIKAFKA_BOOTSTRAP=HOST:PORT``) runs the same tests
+against an external Kafka cluster: the three fixtures hand out a handle on it
+(``trikafka.testing.external``) and a test that needs trikafka's own broker (faults, the
+recorder, the MockClock, stop/start, broker config from the mark) is skipped, naming the option.
+
 asyncio and Trio together: pytest-trio's ``trio_mode`` claims every ``async def`` test; this
 plugin hands tests marked ``@pytest.mark.asyncio`` back to pytest-asyncio.
 
@@ -44,13 +49,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+# The external cluster's option, variable and skip reason (trikafka.testing.external).
+from trikafka.testing.bootstrap_option import BOOTSTRAP_ENV, BOOTSTRAP_OPTION, external_reason
+
 if TYPE_CHECKING:
     from trikafka.testing.cluster import ClusterHandle
     from trikafka.testing.thread import ThreadedBroker
 
 __all__ = [
-    "FIXTURE_DEFAULTS", "TRIO_MISSING", "kafka_broker", "kafka_cluster", "trikafka_broker", "marked_config",
-    "marked_scenario",
+    "FIXTURE_DEFAULTS", "TRIO_MISSING", "external_bootstrap", "kafka_broker", "kafka_cluster", "trikafka_broker",
+    "marked_config", "marked_scenario",
 ]  # fmt: skip
 
 MARK = "trikafka"
@@ -59,7 +67,62 @@ MARK = "trikafka"
 FIXTURE_DEFAULTS = {"schema.registry.port": 0}
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("trikafka").addoption(
+        BOOTSTRAP_OPTION,
+        dest="kafka_bootstrap",
+        default=None,
+        metavar="HOST:PORT[,...]",
+        help=f"run the kafka_broker, kafka_cluster and trikafka_broker fixtures against this external Kafka "
+        f"cluster instead of trikafka's brokers (default: ${BOOTSTRAP_ENV}); tests that need trikafka's own "
+        "broker (faults, the recorder, the MockClock, stop/start) are skipped",
+    )
+
+
+def external_bootstrap(config: pytest.Config) -> str | None:
+    """The external cluster's bootstrap servers (``--kafka-bootstrap``, else
+    ``$TRIKAFKA_BOOTSTRAP``), or None: trikafka's own brokers."""
+    import os
+    import re
+
+    bootstrap = config.getoption("kafka_bootstrap", None) or os.environ.get(BOOTSTRAP_ENV) or None
+    if bootstrap is not None and not all(re.fullmatch(r"\S+:\d{1,5}", a.strip()) for a in bootstrap.split(",")):
+        where = BOOTSTRAP_OPTION if config.getoption("kafka_bootstrap", None) else f"${BOOTSTRAP_ENV}"
+        raise pytest.UsageError(f"{where}={bootstrap!r}: give HOST:PORT, or several comma-separated")
+    return bootstrap
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    bootstrap = external_bootstrap(config)
+    return None if bootstrap is None else f"trikafka: broker fixtures on the external cluster {bootstrap}"
+
+
+#: Fixtures that put a test in virtual time: an external cluster answers in real time.
+_MOCK_CLOCKS = ("autojump_clock", "mock_clock")
+
+
+def _external(item: Any) -> str | None:
+    """The external cluster for this test, or None; skips a test whose ``trikafka`` mark
+    asks for what only trikafka's broker can be given (config, a release, racks, a scenario),
+    or that runs in virtual time."""
+    bootstrap = external_bootstrap(item.config)
+    if bootstrap is None:
+        return None
+    marks = list(item.iter_markers(MARK))
+    marked = sorted(
+        {key for mark in marks for key, value in mark.kwargs.items() if value is not None}
+        | ({"config"} if any(mark.args for mark in marks) else set())
+    )
+    if marked:
+        pytest.skip(external_reason(f"@pytest.mark.{MARK}({', '.join(f'{k}=' for k in marked)})", bootstrap))
+    clocks = [name for name in _MOCK_CLOCKS if name in getattr(item, "fixturenames", ())]
+    if clocks:
+        pytest.skip(external_reason(f"virtual time (the MockClock of {clocks[0]})", bootstrap))
+    return bootstrap
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    external_bootstrap(config)  # a malformed address: a usage error before anything runs
     config.addinivalue_line(
         "markers",
         f"{MARK}(config=None, kafka_version=None, racks=None, scenario=None): broker configuration (Kafka "
@@ -103,6 +166,34 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     """A clear error, not pytest's "async fixture" one, when pytest-trio is missing."""
     if "trikafka_broker" in getattr(item, "fixturenames", ()) and not item.config.pluginmanager.has_plugin("trio"):
         pytest.fail(TRIO_MISSING, pytrace=False)
+    if {"trikafka_broker", "kafka_broker", "kafka_cluster"} & set(getattr(item, "fixturenames", ())):
+        _external(item)  # skips here, where the reason survives (pytest-trio drops a Trio fixture's)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """A skip by an external cluster's handle (trikafka.testing.external) is reported at the
+    test's line that asked for what the cluster cannot do, with its reason — which pytest-trio
+    drops when the skip was raised inside a Trio test's nursery (a bare "Skipped")."""
+    report = yield
+    import sys
+
+    external = sys.modules.get("trikafka.testing.external")
+    longrepr = report.longrepr
+    if external is None or not report.skipped or not isinstance(longrepr, tuple):
+        return report
+    reason = longrepr[2]
+    if reason == "Skipped" and item.nodeid in external.last_reason:
+        reason = f"Skipped: {external.last_reason[item.nodeid]}"
+    if BOOTSTRAP_OPTION not in reason:
+        return report
+    path, lineno = item.location[0], (item.location[1] or 0) + 1  # the test, not the plugin's line
+    if call.excinfo is not None:  # the test's own line that asked, when the traceback has it
+        for entry in call.excinfo.traceback:
+            if entry.path == getattr(item, "path", None):
+                path, lineno = item.location[0], entry.lineno + 1
+    report.longrepr = (path, lineno, reason)
+    return report
 
 
 def marked_config(node: Any) -> dict[str, Any]:
@@ -146,6 +237,11 @@ def marked_scenario(node: Any) -> Any:
 @pytest.fixture
 def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
     """A fresh broker for this test on 127.0.0.1 (see the module docstring)."""
+    if (bootstrap := _external(request.node)) is not None:
+        from trikafka.testing.external import ExternalBroker
+
+        yield ExternalBroker(bootstrap)  # type: ignore[misc]  # the same shape, on the external cluster
+        return
     from trikafka.testing.thread import ThreadedBroker
 
     broker = ThreadedBroker({**FIXTURE_DEFAULTS, **marked_config(request.node)}, record=True)
@@ -161,6 +257,9 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
 @pytest.fixture
 def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
     """A factory: ``kafka_cluster(brokers=N, **config)`` starts a cluster for this test."""
+    if (bootstrap := _external(request.node)) is not None:
+        yield _external_cluster(bootstrap)
+        return
     from trikafka.testing.cluster import start_cluster
 
     started: list[ClusterHandle] = []
@@ -181,7 +280,25 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
             cluster.stop()
 
 
+def _external_cluster(bootstrap: str) -> Any:
+    """``kafka_cluster`` on the external cluster: one handle for the cluster as it is."""
+    from trikafka.testing.external import ExternalBroker, not_available
+
+    def start(brokers: int = 1, **config: Any) -> Any:
+        if brokers != 1 or config:
+            shown = ", ".join([f"brokers={brokers}", *(f"{k}={v!r}" for k, v in config.items())])
+            not_available(f"kafka_cluster({shown})", bootstrap)
+        return ExternalBroker(bootstrap)
+
+    return start
+
+
 async def _trikafka_broker(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    if (bootstrap := _external(request.node)) is not None:
+        from trikafka.testing.external import ExternalControls
+
+        yield ExternalControls(bootstrap)
+        return
     from trikafka.testing.broker import open_test_broker
     from trikafka.testing.thread import TEST_DEFAULTS
 

@@ -28,6 +28,7 @@ from typing import Any
 import attrs
 import trio
 
+from trikafka.testing import topics
 from trikafka.testing.faults import DEFAULT_COUNT, Fault, Faults
 from trikafka.testing.scenario import Scenario
 from trikafka.testing.scenario_run import ScenarioRun, start_scenario
@@ -36,6 +37,7 @@ __all__ = [
     "BrokerControls",
     "CONTROL_METHODS",
     "FaultSet",
+    "TOPIC_METHODS",
     "WAIT_METHODS",
     "WAIT_TIMEOUT",
     "asyncio_hosted",
@@ -62,6 +64,9 @@ WAIT_METHODS = (
     "wait_for_committed", "wait_for_transaction_state", "wait_for_share_group_state",
     "wait_for_share_records", "wait_for_scenario", "wait_for_client_metric",
 )  # fmt: skip
+#: The helpers over the Kafka protocol (trikafka.testing.topics): coroutines in Trio, plain
+#: calls on thread-hosted handles (``read`` refused inside an asyncio loop, as the waits).
+TOPIC_METHODS = topics.TOPIC_METHODS
 
 
 @attrs.define(eq=False)
@@ -137,9 +142,17 @@ class BrokerControls:
     """Faults, recorder, readers and waits over ``faults()`` (one broker's, or every
     broker's) and ``state()`` (what the waits read). See the module docstring."""
 
-    def __init__(self, faults: Callable[[], Sequence[Faults]], state: Callable[[], Any]) -> None:
+    def __init__(
+        self,
+        faults: Callable[[], Sequence[Faults]],
+        state: Callable[[], Any],
+        bootstrap: Callable[[], Any] | None = None,
+    ) -> None:
         self._faults_now = faults
         self._state_now = state
+        #: What the Kafka-protocol helpers connect to (trikafka.testing.topics): by default
+        #: the state itself (a Broker or a cluster: its ``bootstrap_servers``).
+        self._bootstrap_now = bootstrap or state
 
     def _all(self) -> list[Faults]:
         return list(self._faults_now())
@@ -403,6 +416,42 @@ class BrokerControls:
         )
 
 
+    # --- topics and records, over the Kafka protocol (trikafka.testing.topics) -------------
+
+    async def create_topic(
+        self,
+        name: str,
+        partitions: int = 1,
+        replication_factor: int = 1,
+        config: dict[str, Any] | None = None,
+        *,
+        timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
+    ) -> None:
+        """Create topic ``name``; returns once every partition has a leader."""
+        await topics.create_topic(
+            self._bootstrap_now(), name, partitions, replication_factor, config, timeout=timeout
+        )
+
+    async def produce(
+        self, topic: str, records: Any, *, partition: int | None = None, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
+    ) -> list[int]:
+        """Write ``records`` (values, ``(key, value)`` or ``(key, value, headers)`` tuples);
+        the offset of each, once acknowledged."""
+        return await topics.produce(self._bootstrap_now(), topic, records, partition=partition, timeout=timeout)
+
+    async def read(
+        self,
+        topic: str,
+        partition: int | None = None,
+        from_offset: int = 0,
+        max_records: int | None = None,
+        timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
+    ) -> list[Any]:
+        """The records (``trikafka.testing.Record``) of ``topic`` from ``from_offset``: up to
+        the high watermark, or the first ``max_records`` (waiting for them)."""
+        return await topics.read(self._bootstrap_now(), topic, partition, from_offset, max_records, timeout)
+
+
 def _owns(faults: Faults, fault: Fault | int) -> bool:
     return any(f is fault or f.id == fault for f in faults.faults)
 
@@ -440,6 +489,8 @@ def thread_hosted(cls: type) -> type:
         setattr(cls, name, _plain(name))
     for name in WAIT_METHODS:
         setattr(cls, name, _blocking(name))
+    for name in TOPIC_METHODS:
+        setattr(cls, name, _blocking(name) if name == "read" else _calling(name))
     return cls
 
 
@@ -455,6 +506,16 @@ def _blocking(name: str) -> Any:
     @functools.wraps(getattr(BrokerControls, name))
     def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         refuse_in_event_loop(name)
+        return self.thread.run(lambda: getattr(self._controls(), name)(*args, **kwargs))
+
+    return call
+
+
+def _calling(name: str) -> Any:
+    """A coroutine control that waits on nobody but the cluster: fine inside a loop too."""
+
+    @functools.wraps(getattr(BrokerControls, name))
+    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
         return self.thread.run(lambda: getattr(self._controls(), name)(*args, **kwargs))
 
     return call
