@@ -1,0 +1,90 @@
+"""The proxy's Kafka clients: one producer and admin client per caller, kept open and reused.
+
+Every Kafka call the proxy makes goes through trikafka's own Trio client, so the broker
+treats it as it treats any client: ACLs, quotas, record validation and transactions apply
+unchanged. A request carrying credentials (``scope["trikafka.credentials"]``, a
+``(mechanism, username, password)`` tuple set by the HTTP authentication in front of the
+proxy) gets that user's client set, opened on first use with those SASL credentials and
+reused after; a request without gets the proxy's own set. Each set lives in a task of the
+proxy's nursery and closes when the proxy stops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import trio
+
+from trikafka.client import Admin, Producer, open_admin, open_producer
+
+__all__ = ["ClientSet", "Clients", "Credentials", "credentials_config"]
+
+#: (SASL mechanism, username, password) as the authentication layer found them.
+Credentials = tuple[str, str, str]
+
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+def credentials_config(base: Mapping[str, Any], credentials: Credentials | None) -> dict[str, Any]:
+    """Client keys for a caller: ``base``, with SASL for ``credentials`` when there are some."""
+    config = dict(base)
+    if credentials is None:
+        return config
+    mechanism, username, password = credentials
+    module = _LOGIN_MODULES.get(mechanism.upper(), _LOGIN_MODULES["PLAIN"])
+    protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
+    config["security.protocol"] = "SASL_SSL" if protocol in ("SSL", "SASL_SSL") else "SASL_PLAINTEXT"
+    config["sasl.mechanism"] = mechanism.upper()
+    quoted_user, quoted_password = (json_quote(username), json_quote(password))
+    config["sasl.jaas.config"] = f"{module} required username={quoted_user} password={quoted_password};"
+    return config
+
+
+def json_quote(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+@attrs.define
+class ClientSet:
+    producer: Producer
+    admin: Admin
+    config: dict[str, Any]
+
+
+class Clients:
+    """Client sets by credentials, opened in ``nursery`` (the proxy's) on first use."""
+
+    def __init__(self, bootstrap: Any, base_config: Mapping[str, Any], nursery: trio.Nursery) -> None:
+        self.bootstrap = bootstrap
+        self.base_config = dict(base_config)
+        self.nursery = nursery
+        self._sets: dict[Credentials | None, ClientSet] = {}
+        self._locks: dict[Credentials | None, trio.Lock] = {}
+
+    async def get(self, credentials: Credentials | None) -> ClientSet:
+        found = self._sets.get(credentials)
+        if found is not None:
+            return found
+        lock = self._locks.setdefault(credentials, trio.Lock())
+        async with lock:
+            found = self._sets.get(credentials)
+            if found is None:
+                config = credentials_config(self.base_config, credentials)
+                found = await self.nursery.start(self._serve, config, name="rest-proxy-clients")
+                self._sets[credentials] = found
+            return found
+
+    async def _serve(self, config: dict[str, Any], *, task_status: trio.TaskStatus[ClientSet]) -> None:
+        producer_config = {"linger.ms": 0, **config}
+        async with (
+            open_producer(self.bootstrap, **producer_config) as producer,
+            open_admin(self.bootstrap, **config) as admin,
+        ):
+            task_status.started(ClientSet(producer, admin, config))
+            await trio.sleep_forever()
