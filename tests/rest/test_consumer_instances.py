@@ -40,7 +40,8 @@ def test_the_life_cycle(proxy_server):
         assert (again.status_code, again.json()["error_code"]) == (409, 40902)
 
         # Assigned by hand: positions, records within max_bytes, offsets.
-        assert http.post(f"{base}/assignments", json={"partitions": [{"topic": "life", "partition": 0}]}).status_code == 204
+        partition = {"topic": "life", "partition": 0}
+        assert http.post(f"{base}/assignments", json={"partitions": [partition]}).status_code == 204
         assert http.get(f"{base}/assignments").json() == {"partitions": [{"topic": "life", "partition": 0}]}
         refused = http.post(f"{base}/subscription", json={"topics": ["life"]})
         assert (refused.status_code, refused.json()["error_code"]) == (409, 40903)
@@ -105,7 +106,8 @@ async def test_an_unused_instance_expires(autojump_clock):
         async with open_producer(broker) as producer:
             await producer.send("expiring", b"v")
         transport = httpx.ASGITransport(app=proxy.app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://proxy", headers={"Content-Type": V2}) as http:
+        headers = {"Content-Type": V2}
+        async with httpx.AsyncClient(transport=transport, base_url="http://proxy", headers=headers) as http:
             created = await http.post("/consumers/g", json={"name": "i", "auto.offset.reset": "earliest"})
             assert created.status_code == 200, created.text
             base = "/consumers/g/instances/i"
