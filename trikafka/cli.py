@@ -469,7 +469,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.ui:
             from trikafka.console import console_app
 
-            broker.http_server.mount("/ui", console_app(broker, schema_registry_url=lambda: broker.schema_registry_url))
+            broker.http_server.mount(
+                "/ui",
+                console_app(
+                    broker,
+                    schema_registry_url=lambda: broker.schema_registry_url,
+                    rest_proxy_url=lambda: broker.rest_proxy_url,
+                ),
+            )
         proxy = None
         if config.rest_proxy_port >= 0:
             from trikafka.rest import serve_rest_proxy
