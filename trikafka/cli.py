@@ -89,7 +89,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m trikafka",
         description="A Kafka-wire-compatible broker on Trio.",
-        epilog="commands (each with --help): topics, produce, consume, groups, configs, cluster, top, schemas",
+        epilog="commands (each with --help): topics, produce, consume, groups, configs, cluster, top, schemas, rest",
     )
     parser.add_argument("--config", metavar="FILE", help="a server.properties file")
     parser.add_argument(

@@ -1,0 +1,54 @@
+"""How the proxy is served: rest.proxy.port on the broker's HTTP server, the CLI flag, the
+port's answer before the proxy is mounted, and a taken port named by its key."""
+
+from __future__ import annotations
+
+import socket
+
+import httpx
+import pytest
+import trio
+
+from trikafka.broker import open_broker
+from trikafka.cli import parse_args, resolve_config
+from trikafka.config import BrokerConfig
+from trikafka.testing.thread import test_broker_config
+
+
+def test_the_flag_sets_the_key_and_the_default_is_off():
+    config, _ = resolve_config(parse_args(["--rest-proxy-port", "8082", "--in-memory"]))
+    assert config.rest_proxy_port == 8082
+    assert BrokerConfig().rest_proxy_port == -1
+    assert BrokerConfig().consumer_instance_timeout_ms == 300_000
+    with pytest.raises(ValueError, match="rest.proxy.port"):
+        BrokerConfig.from_mapping({"rest.proxy.port": "70000"})
+
+
+async def _get(url: str) -> httpx.Response:
+    async with httpx.AsyncClient() as http:
+        return await http.get(url)
+
+
+async def test_the_port_answers_503_until_the_proxy_is_mounted():
+    async with open_broker(test_broker_config({"rest.proxy.port": 0})) as broker:
+        assert broker.rest_proxy_url is not None
+        answer = await _get(f"{broker.rest_proxy_url}/topics")
+        assert answer.status_code == 503
+        assert answer.json()["error_code"] == 50301
+        assert "serve_rest_proxy" in answer.json()["message"]
+
+
+async def test_no_port_without_the_key():
+    async with open_broker(test_broker_config({})) as broker:
+        assert broker.rest_proxy_url is None
+
+
+async def test_a_taken_port_names_the_key():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(BaseExceptionGroup) as failed:  # out of the broker's nursery
+            async with open_broker(test_broker_config({"rest.proxy.port": port})):
+                await trio.sleep(0)
+        assert failed.group_contains(OSError, match=r"in use: 127\.0\.0\.1:\d+ \(the HTTP server, rest\.proxy\.port\)")
