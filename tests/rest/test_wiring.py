@@ -8,6 +8,7 @@ import socket
 import httpx
 import pytest
 import trio
+import trio.lowlevel
 
 from trikafka.broker import open_broker
 from trikafka.cli import parse_args, resolve_config
@@ -50,5 +51,5 @@ async def test_a_taken_port_names_the_key():
         port = taken.getsockname()[1]
         with pytest.raises(BaseExceptionGroup) as failed:  # out of the broker's nursery
             async with open_broker(test_broker_config({"rest.proxy.port": port})):
-                await trio.sleep(0)
+                await trio.lowlevel.checkpoint()
         assert failed.group_contains(OSError, match=r"in use: 127\.0\.0\.1:\d+ \(the HTTP server, rest\.proxy\.port\)")
