@@ -92,9 +92,8 @@ def main(argv: list[str] | None = None) -> None:
             count = n // 10 if batch == 1 else n
             rows.append((f"HTTP v2 produce, httpx, {batch} record(s) per request", count,
                          _http(url, f"http-{batch}", count, batch)))
-        rows.append(
-            ("Kafka protocol, Trio producer, each record awaited", n // 10, _kafka(bootstrap, "kafka-1", n // 10, False))
-        )
+        awaited = _kafka(bootstrap, "kafka-1", n // 10, False)
+        rows.append(("Kafka protocol, Trio producer, each record awaited", n // 10, awaited))
         rows.append(("Kafka protocol, Trio producer, pipelined", n, _kafka(bootstrap, "kafka-n", n, True)))
         print(f"100-byte values, one partition, acks=all, one client; {time.strftime('%Y-%m-%d')}")
         print("| how | records | records/s |")
