@@ -78,7 +78,7 @@ class Codec:
                 return int(registry.register(subject, body)["id"])
             if isinstance(schema_id, bool) or not isinstance(schema_id, int):
                 raise errors.unprocessable(f"{'key' if is_key else 'value'}_schema_id: an integer is required")
-            stored = registry._by_id(schema_id)
+            stored = self._stored(schema_id)
             if stored.spec.schema_type != SCHEMA_FORMATS[fmt]:
                 raise errors.invalid_schema(
                     f"schema {schema_id} is {stored.spec.schema_type}, not {SCHEMA_FORMATS[fmt]}"
@@ -87,12 +87,22 @@ class Codec:
         except RegistryError as exc:
             raise _registry_error(exc) from None
 
+    def _stored(self, schema_id: int) -> Any:
+        found = [s for s in self._need_registry().state.by_id(schema_id) if not s.deleted]
+        if not found:
+            raise errors.invalid_schema(f"schema id {schema_id} is not registered")
+        return found[0]
+
+    def schema_type(self, schema_id: int) -> str:
+        """The registry's schemaType of ``schema_id`` (AVRO, JSON, PROTOBUF); 42205 if unknown."""
+        return str(self._stored(schema_id).spec.schema_type)
+
     def _parsed(self, schema_id: int) -> tuple[str, Any]:
         registry = self._need_registry()
         from trikafka.registry import RegistryError
 
         try:
-            stored = registry._by_id(schema_id)
+            stored = self._stored(schema_id)
             return stored.spec.schema_type, registry.parsed(stored.spec, registry.state)
         except RegistryError as exc:
             raise _registry_error(exc) from None
@@ -146,7 +156,10 @@ class Codec:
                 500, errors.KAFKA_ERROR, f"{what}: the record's bytes are not in the schema registry's format"
             )
         schema_id = struct.unpack(">I", data[1:5])[0]
-        schema_type, parsed = self._parsed(schema_id)
+        try:
+            schema_type, parsed = self._parsed(schema_id)
+        except errors.RestError as exc:  # the record's schema, not the request, is at fault
+            raise errors.RestError(500, errors.KAFKA_ERROR, f"{what}: {exc.message}") from None
         try:
             if schema_type == "AVRO":
                 return _avro_decode(parsed[0], data[5:])

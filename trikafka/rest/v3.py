@@ -502,7 +502,6 @@ async def lag_summary(request: Request) -> Response:
 
 _V3_TYPES = {"BINARY": "binary", "JSON": "json", "STRING": "string", "AVRO": "avro", "JSONSCHEMA": "jsonschema",
              "PROTOBUF": "protobuf"}
-_REGISTRY_TYPES = {"AVRO": "avro", "JSON": "jsonschema", "PROTOBUF": "protobuf"}
 
 
 def _parse_objects(data: bytes) -> list[Any]:
@@ -554,8 +553,7 @@ def _encode_v3(proxy: Any, topic: str, data: Any, is_key: bool) -> tuple[bytes |
     schema_text, schema_id = data.schema_, data.schema_id
     if not kind:
         if schema_id is not None:
-            stored = proxy.codec._parsed(schema_id)[0]
-            kind = {"AVRO": "AVRO", "JSON": "JSONSCHEMA", "PROTOBUF": "PROTOBUF"}[stored]
+            kind = {"AVRO": "AVRO", "JSON": "JSONSCHEMA", "PROTOBUF": "PROTOBUF"}[proxy.codec.schema_type(schema_id)]
         elif schema_text is not None:
             kind = "AVRO"
         else:
