@@ -153,8 +153,12 @@ class RestProxy:
 
     async def partition_count(self, clients: ClientSet, topic: str) -> int:
         """The topic's partition count, waiting a little for auto-creation; 40401 if none."""
+        client = clients.producer.client
+        if client.cluster.topic_error(topic) is not None:
+            # An earlier refusal is not kept: the topic may exist now, an ACL may allow it now.
+            client.cluster.forget(topic)
         try:
-            return await clients.producer.client.wait_for_topic(topic, self.metadata_wait_ms / 1000)
+            return await client.wait_for_topic(topic, self.metadata_wait_ms / 1000)
         except (KafkaTimeoutError, KafkaError) as exc:
             code = getattr(exc, "error_code", None)
             if isinstance(exc, KafkaTimeoutError) or code is not None and int(code) in (3, 17):

@@ -7,6 +7,10 @@ unchanged. A request carrying credentials (``scope["trikafka.credentials"]``, a
 proxy) gets that user's client set, opened on first use with those SASL credentials and
 reused after; a request without gets the proxy's own set. Each set lives in a task of the
 proxy's nursery and closes when the proxy stops.
+
+A new set is checked before it is kept: one Metadata round trip, bounded. Credentials the
+broker refuses are a 401 (40101) and the set is closed at once — a client left retrying a
+wrong password would knock on the broker forever; an unreachable broker is a 50003.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from typing import Any
 import attrs
 import trio
 
-from trikafka.client import Admin, Producer, open_admin, open_producer
+from trikafka.client import Admin, KafkaError, Producer, open_admin, open_producer
+from trikafka.errors import ErrorCode
+from trikafka.rest import errors
 
 __all__ = ["ClientSet", "Clients", "Credentials", "credentials_config"]
 
@@ -55,13 +61,18 @@ class ClientSet:
     producer: Producer
     admin: Admin
     config: dict[str, Any]
+    #: Set to close the set (its task leaves the clients' context managers).
+    closing: trio.Event = attrs.field(factory=trio.Event)
 
 
 class Clients:
     """Client sets by credentials, opened in ``nursery`` (the proxy's) on first use."""
 
-    def __init__(self, bootstrap: Any, base_config: Mapping[str, Any], nursery: trio.Nursery) -> None:
+    def __init__(
+        self, bootstrap: Any, base_config: Mapping[str, Any], nursery: trio.Nursery, *, check_timeout_s: float = 10.0
+    ) -> None:
         self.bootstrap = bootstrap
+        self.check_timeout_s = check_timeout_s
         self.base_config = dict(base_config)
         self.nursery = nursery
         self._sets: dict[Credentials | None, ClientSet] = {}
@@ -77,8 +88,26 @@ class Clients:
             if found is None:
                 config = credentials_config(self.base_config, credentials)
                 found = await self.nursery.start(self._serve, config, name="rest-proxy-clients")
+                await self._check(found, credentials)
                 self._sets[credentials] = found
             return found
+
+    async def _check(self, found: ClientSet, credentials: Credentials | None) -> None:
+        who = f"user {credentials[1]!r}" if credentials else "the proxy's own client"
+        try:
+            with trio.fail_after(self.check_timeout_s):
+                await found.admin.client.refresh_metadata()
+        except KafkaError as exc:
+            found.closing.set()
+            if exc.error_code == ErrorCode.sasl_authentication_failed:
+                raise errors.RestError(401, 40101, f"Authentication failed for {who}: {exc}") from None
+            raise
+        except trio.TooSlowError:
+            found.closing.set()
+            raise errors.RestError(
+                500, errors.KAFKA_RETRIABLE_ERROR,
+                f"Retriable Kafka error: no answer from the cluster within {self.check_timeout_s:g} s for {who}",
+            ) from None
 
     async def _serve(self, config: dict[str, Any], *, task_status: trio.TaskStatus[ClientSet]) -> None:
         producer_config = {"linger.ms": 0, **config}
@@ -86,5 +115,6 @@ class Clients:
             open_producer(self.bootstrap, **producer_config) as producer,
             open_admin(self.bootstrap, **config) as admin,
         ):
-            task_status.started(ClientSet(producer, admin, config))
-            await trio.sleep_forever()
+            found = ClientSet(producer, admin, config)
+            task_status.started(found)
+            await found.closing.wait()

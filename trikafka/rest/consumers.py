@@ -19,7 +19,8 @@ from typing import Any
 import attrs
 import trio
 
-from trikafka.client import Consumer, open_consumer
+from trikafka.client import Consumer, KafkaError, open_consumer
+from trikafka.errors import ErrorCode
 from trikafka.rest import errors
 
 __all__ = ["ConsumerInstance", "ConsumerInstances"]
@@ -55,6 +56,8 @@ class ConsumerInstances:
         self.nursery = nursery
         self.timeout_s = timeout_ms / 1000
         self.check_interval_s = check_interval_s or min(max(self.timeout_s / 10, 0.01), 1.0)
+        #: How long a new instance's first Metadata round trip may take.
+        self.check_timeout_s = 10.0
         self.instances: dict[tuple[str, str], ConsumerInstance] = {}
         self._creating: set[tuple[str, str]] = set()
 
@@ -69,11 +72,29 @@ class ConsumerInstances:
             instance: ConsumerInstance = await self.nursery.start(
                 self._serve, group, name, fmt, dict(config), request_timeout_ms, name=f"rest-consumer-{group}-{name}"
             )
+            await self._check(instance)
         finally:
             self._creating.discard(key)
         self.instances[key] = instance
         log.info("HTTP proxy: consumer instance %r of group %r created (%s)", name, group, fmt)
         return instance
+
+    async def _check(self, instance: ConsumerInstance) -> None:
+        """One bounded Metadata round trip: refused credentials are a 401 and no instance."""
+        try:
+            with trio.fail_after(self.check_timeout_s):
+                await instance.consumer.client.refresh_metadata()
+        except KafkaError as exc:
+            instance.done.set()
+            if exc.error_code == ErrorCode.sasl_authentication_failed:
+                raise errors.RestError(401, 40101, f"Authentication failed: {exc}") from None
+            raise
+        except trio.TooSlowError:
+            instance.done.set()
+            raise errors.RestError(
+                500, errors.KAFKA_RETRIABLE_ERROR,
+                f"Retriable Kafka error: no answer from the cluster within {self.check_timeout_s:g} s",
+            ) from None
 
     async def _serve(
         self,

@@ -187,6 +187,8 @@ def kafka_refusal(exc: Exception, topic: str | None = None) -> errors.RestError:
     code = getattr(exc, "error_code", None)
     if code == ErrorCode.unknown_topic_or_partition and topic is not None:
         return errors.topic_not_found(topic)
+    if code == ErrorCode.sasl_authentication_failed:
+        return errors.RestError(401, 40101, f"Authentication failed: {exc}")
     if code in _AUTHORIZATION:
         return errors.RestError(403, 40301, f"Not authorized: {exc}")
     if code in (ErrorCode.invalid_partitions, ErrorCode.invalid_replication_factor, ErrorCode.invalid_config,
