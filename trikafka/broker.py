@@ -132,6 +132,10 @@ class Broker(AwaitableState):
             self.config.metrics_host, max(self.config.rest_proxy_port, 0), key="rest.proxy.port"
         )
         self.rest_proxy_server.mount("/", not_attached_app)
+        #: Coroutine functions a graceful stop runs first, while the request path still serves,
+        #: within shutdown.grace.ms: an edge running beside the broker (the HTTP proxy) closes
+        #: its Kafka clients here, so its consumers leave their groups before the broker goes.
+        self.before_stop: list[Callable[[], Awaitable[Any]]] = []
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}
@@ -205,6 +209,9 @@ class Broker(AwaitableState):
 
     async def _shutdown(self, nursery: trio.Nursery) -> None:
         log.info("broker %d shutting down", self.config.node_id)
+        with trio.move_on_after(self.config.shutdown_grace_ms / 1000):
+            for hook in list(self.before_stop):
+                await hook()
         self.http_server.stop()  # it finishes in-flight scrapes while connections drain
         self.schema_registry_server.stop()
         self.rest_proxy_server.stop()

@@ -322,6 +322,7 @@ async def _serve_cluster(
                     functools.partial(control_server.serve, *control_at, listeners=control_bound)
                 )
             nodes = list(cluster.nodes.values())
+            proxy = None
             registry_urls: list[str] = []  # the console reads the first broker's, once it is bound
             for i, node in enumerate(nodes):
                 http = {"control": f"http://{control[0]}:{control[1]}"} if control and i == 0 else {}
@@ -373,6 +374,9 @@ async def _serve_cluster(
             async for signum in signals:
                 log.info("%s: stopping the cluster gracefully", signal.Signals(signum).name)
                 break
+            if proxy is not None:  # its consumer instances leave their groups while the cluster serves
+                with trio.move_on_after(config.shutdown_grace_ms / 1000):
+                    await proxy.aclose()
             nursery.cancel_scope.cancel()  # the control and HTTP servers end with the cluster
 
 

@@ -10,9 +10,10 @@ import pytest
 import trio
 import trio.lowlevel
 
-from trikafka.broker import open_broker
+from trikafka.broker import Broker, open_broker
 from trikafka.cli import parse_args, resolve_config
 from trikafka.config import BrokerConfig
+from trikafka.rest import serve_rest_proxy
 from trikafka.testing.thread import test_broker_config
 
 
@@ -53,3 +54,26 @@ async def test_a_taken_port_names_the_key():
             async with open_broker(test_broker_config({"rest.proxy.port": port})):
                 await trio.lowlevel.checkpoint()
         assert failed.group_contains(OSError, match=r"in use: 127\.0\.0\.1:\d+ \(the HTTP server, rest\.proxy\.port\)")
+
+
+async def test_a_graceful_stop_closes_consumer_instances_first():
+    """The broker's stop awaits the proxy: its consumers leave their groups while it serves."""
+    v2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+    with trio.fail_after(30):
+        async with trio.open_nursery() as outer:
+            broker = await outer.start(Broker(test_broker_config({"rest.proxy.port": 0})).run)
+            async with trio.open_nursery() as nursery:
+                proxy = serve_rest_proxy(broker)
+                await nursery.start(proxy.run)
+                async with httpx.AsyncClient(base_url=broker.rest_proxy_url, timeout=20) as http:
+                    await http.post("/topics/t", headers={"Content-Type": "application/vnd.kafka.json.v2+json"},
+                                    json={"records": [{"value": 1}]})
+                    await http.post("/consumers/g", headers=v2, json={"name": "c", "auto.offset.reset": "earliest"})
+                    await http.post("/consumers/g/instances/c/subscription", headers=v2, json={"topics": ["t"]})
+                    got = await http.get("/consumers/g/instances/c/records", params={"timeout": 10000})
+                    assert len(got.json()) == 1
+                assert len(broker.group_snapshot("g").members) == 1
+                broker.stop()
+                await broker.stopped.wait()  # the proxy's run has returned too
+                assert proxy.consumers.instances == {}
+                assert broker.group_snapshot("g").members == ()

@@ -111,6 +111,7 @@ class RestProxy:
         )
         self.app.state.proxy = self
         self.started = trio.Event()
+        self._stop = trio.Event()
 
     # --- lifecycle --------------------------------------------------------------------
 
@@ -124,10 +125,19 @@ class RestProxy:
             self.started.set()
             task_status.started(self)
             try:
-                await trio.sleep_forever()
+                await self._stop.wait()
+                await self._consumers.close_all_and_wait()
             finally:
                 self._consumers.close_all()
                 self._clients = None
+                nursery.cancel_scope.cancel()
+
+    async def aclose(self) -> None:
+        """Stop: every consumer instance closes (leaving its group), then the clients; ``run``
+        returns. A broker's graceful stop awaits this first (``serve_rest_proxy``)."""
+        self._stop.set()
+        if self._consumers is not None:
+            await self._consumers.close_all_and_wait()
 
     # --- what the routes use ----------------------------------------------------------
 
@@ -169,11 +179,13 @@ class RestProxy:
 def serve_rest_proxy(broker: Any) -> RestProxy:
     """A proxy over ``broker`` (its first listener, its schema registry and its
     ``consumer.instance.timeout.ms``), mounted on the broker's ``rest.proxy.port`` server.
-    Run it in a nursery: ``await nursery.start(serve_rest_proxy(broker).run)``."""
+    Run it in a nursery: ``await nursery.start(serve_rest_proxy(broker).run)``; the broker's
+    graceful stop closes it first, so its consumer instances leave their groups."""
     proxy = RestProxy(
         broker,
         registry=broker.core.schemas,
         consumer_instance_timeout_ms=broker.config.consumer_instance_timeout_ms,
     )
     broker.rest_proxy_server.mount("/", proxy.app)
+    broker.before_stop.append(proxy.aclose)
     return proxy

@@ -160,3 +160,9 @@ class ConsumerInstances:
     def close_all(self) -> None:
         for instance in list(self.instances.values()):
             instance.done.set()
+
+    async def close_all_and_wait(self) -> None:
+        instances = list(self.instances.values())
+        self.close_all()
+        for instance in instances:
+            await instance.closed.wait()
