@@ -98,6 +98,20 @@ def test_a_generated_name_and_json_records(proxy_server):
         assert http.delete(base).status_code == 204
 
 
+def test_a_topic_pattern(proxy_server):
+    with httpx.Client(base_url=proxy_server.url, headers={"Content-Type": V2}, timeout=30) as http:
+        http.post("/topics/pattern-a", headers={"Content-Type": "application/vnd.kafka.json.v2+json"},
+                  json={"records": [{"value": [1, 2]}]})
+        http.post("/consumers/pattern-group", json={"name": "p", "format": "json", "auto.offset.reset": "earliest"})
+        base = "/consumers/pattern-group/instances/p"
+        assert http.post(f"{base}/subscription", json={"topic_pattern": "pattern-.*"}).status_code == 204
+        got = http.get(f"{base}/records", params={"timeout": 10000},
+                       headers={"Accept": "application/vnd.kafka.json.v2+json"})
+        assert [r["value"] for r in got.json()] == [[1, 2]]
+        assert http.get(f"{base}/subscription").json() == {"topics": ["pattern-a"]}
+        assert http.delete(base).status_code == 204
+
+
 async def test_an_unused_instance_expires(autojump_clock):
     """consumer.instance.timeout.ms of disuse closes it: 40403 after; each request renews."""
     async with open_test_broker() as broker, trio.open_nursery() as nursery:
