@@ -130,3 +130,10 @@ def test_every_malformed_request_is_a_4xx_with_an_error_code(proxy_server, reque
     assert 400 <= answer.status_code < 500, (fault, method, url, headers, body, answer.status_code, answer.text)
     document = answer.json()
     assert isinstance(document["error_code"], int) and document["message"], (fault, url, answer.text)
+
+
+def test_the_table_above_is_every_route_the_proxy_serves():
+    from trikafka.rest import RestProxy
+
+    served = {(method, route.path) for route in RestProxy("127.0.0.1:9").app.routes for method in route.methods}
+    assert served - {(m, p) for m, p in served if m == "HEAD"} == {(m, p) for m, p, _, _ in ROUTES}

@@ -25,15 +25,19 @@ from trikafka.rest.models import describe_validation_error
 __all__ = [
     "MAX_BODY_BYTES",
     "V2_JSON",
+    "V3_JSON",
     "accepted_format",
     "answer",
     "check_accept",
+    "check_plain_content_type",
+    "content_type",
     "credentials_of",
     "error_response",
     "kafka_refusal",
     "produce_format",
     "read_json",
     "read_model",
+    "validate",
 ]
 
 log = logging.getLogger("trikafka.rest")

@@ -22,6 +22,7 @@ from trikafka.rest.http import (
     check_plain_content_type,
     kafka_refusal,
     produce_format,
+    read_json,
     read_model,
     validate,
 )
@@ -360,8 +361,6 @@ async def commit_offsets(request: Request) -> Response:
 async def committed_offsets(request: Request) -> Response:
     check_accept(request)
     instance = _instance(request)
-    from trikafka.rest.http import read_json
-
     body = validate(PartitionsRequest, await read_json(request))
     tps = [TopicPartition(p.topic, p.partition) for p in body.partitions]
     async with instance.lock:
