@@ -37,6 +37,7 @@ __all__ = [
     "produce_format",
     "read_json",
     "read_model",
+    "v3_cluster",
     "validate",
 ]
 
@@ -204,3 +205,18 @@ def kafka_refusal(exc: Exception, topic: str | None = None) -> errors.RestError:
         return errors.RestError(404, 404, f"Consumer group not found: {exc}")
     retriable = bool(getattr(exc, "retriable", False)) or not isinstance(exc, KafkaError)
     return errors.kafka_error(exc, retriable=retriable)
+
+
+async def v3_cluster(request: Request) -> tuple[Any, str]:
+    """The caller's clients (metadata fresh) and the cluster id a v3 path names (404 if
+    another cluster's)."""
+    clients = await request.app.state.proxy.clients_for(request)
+    try:
+        await clients.admin.list_topics(internal=True)
+    except KafkaError as exc:
+        raise kafka_refusal(exc) from None
+    cluster_id = clients.admin.client.cluster.cluster_id or ""
+    asked = request.path_params.get("cluster_id")
+    if asked is not None and asked != cluster_id:
+        raise errors.RestError(404, 404, f"Cluster {asked!r} not found (this one is {cluster_id!r})")
+    return clients, cluster_id

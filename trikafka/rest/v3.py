@@ -9,10 +9,6 @@ own line, once the request body has ended; one record answers with its own statu
 
 from __future__ import annotations
 
-import base64
-import binascii
-import datetime
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -30,18 +26,17 @@ from trikafka.client import (
     TopicPartition,
 )
 from trikafka.rest import errors
-from trikafka.rest.formats import SCHEMA_FORMATS
 from trikafka.rest.http import (
-    MAX_BODY_BYTES,
     V3_JSON,
     answer,
     check_accept,
     check_plain_content_type,
     kafka_refusal,
     read_model,
-    validate,
+    v3_cluster,
 )
-from trikafka.rest.models import AlterConfigsRequest, CreateTopicRequest, ProduceRecordV3, UpdateConfigRequest
+from trikafka.rest.models import AlterConfigsRequest, CreateTopicRequest, UpdateConfigRequest
+from trikafka.rest.records import produce_records
 
 __all__ = ["ROUTES"]
 
@@ -66,20 +61,6 @@ def _list(kind: str, self_url: str, data: list[Any]) -> dict[str, Any]:
     return {"kind": kind, "metadata": {"self": self_url, "next": None}, "data": data}
 
 
-async def _cluster(request: Request) -> tuple[Any, str]:
-    """The admin client (metadata fresh) and the cluster id the path names (404 if another)."""
-    clients = await _proxy(request).clients_for(request)
-    try:
-        await clients.admin.list_topics(internal=True)
-    except KafkaError as exc:
-        raise kafka_refusal(exc) from None
-    cluster_id = clients.admin.client.cluster.cluster_id or ""
-    asked = request.path_params.get("cluster_id")
-    if asked is not None and asked != cluster_id:
-        raise errors.RestError(404, 404, f"Cluster {asked!r} not found (this one is {cluster_id!r})")
-    return clients, cluster_id
-
-
 def _cluster_json(request: Request, clients: Any, cluster_id: str) -> dict[str, Any]:
     url = f"{_base(request)}/clusters/{cluster_id}"
     controller = clients.admin.client.cluster.controller_id
@@ -99,13 +80,13 @@ def _cluster_json(request: Request, clients: Any, cluster_id: str) -> dict[str, 
 
 async def list_clusters(request: Request) -> Response:
     check_accept(request, V3_JSON)
-    clients, cluster_id = await _cluster(request)
+    clients, cluster_id = await v3_cluster(request)
     return _ok(_list("KafkaClusterList", f"{_base(request)}/clusters", [_cluster_json(request, clients, cluster_id)]))
 
 
 async def get_cluster(request: Request) -> Response:
     check_accept(request, V3_JSON)
-    clients, cluster_id = await _cluster(request)
+    clients, cluster_id = await v3_cluster(request)
     return _ok(_cluster_json(request, clients, cluster_id))
 
 
@@ -126,7 +107,7 @@ def _broker_json(request: Request, cluster_id: str, node: Any) -> dict[str, Any]
 
 async def list_brokers(request: Request) -> Response:
     check_accept(request, V3_JSON)
-    clients, cluster_id = await _cluster(request)
+    clients, cluster_id = await v3_cluster(request)
     nodes = [clients.admin.client.cluster.brokers[b] for b in sorted(clients.admin.client.cluster.brokers)]
     url = f"{_base(request)}/clusters/{cluster_id}/brokers"
     return _ok(_list("KafkaBrokerList", url, [_broker_json(request, cluster_id, n) for n in nodes]))
@@ -134,7 +115,7 @@ async def list_brokers(request: Request) -> Response:
 
 async def get_broker(request: Request) -> Response:
     check_accept(request, V3_JSON)
-    clients, cluster_id = await _cluster(request)
+    clients, cluster_id = await v3_cluster(request)
     raw = request.path_params["broker_id"]
     node = clients.admin.client.cluster.brokers.get(int(raw)) if raw.isdigit() and len(raw) < 10 else None
     if node is None:
@@ -172,7 +153,7 @@ def _topic(clients: Any, topic: str) -> Any:
 
 async def list_topics(request: Request) -> Response:
     check_accept(request, V3_JSON)
-    clients, cluster_id = await _cluster(request)
+    clients, cluster_id = await v3_cluster(request)
     topics = clients.admin.client.cluster.topics
     data = [_topic_json(request, cluster_id, topics[n]) for n in sorted(topics) if not topics[n].error_code]
     return _ok(_list("KafkaTopicList", f"{_base(request)}/clusters/{cluster_id}/topics", data))
@@ -180,7 +161,7 @@ async def list_topics(request: Request) -> Response:
 
 async def get_topic(request: Request) -> Response:
     check_accept(request, V3_JSON)
-    clients, cluster_id = await _cluster(request)
+    clients, cluster_id = await v3_cluster(request)
     return _ok(_topic_json(request, cluster_id, _topic(clients, request.path_params["topic"])))
 
 
@@ -188,7 +169,7 @@ async def create_topic(request: Request) -> Response:
     check_plain_content_type(request, empty_ok=False)
     check_accept(request, V3_JSON)
     body = await read_model(request, CreateTopicRequest)
-    clients, cluster_id = await _cluster(request)
+    clients, cluster_id = await v3_cluster(request)
     configs = {c.name: c.value for c in body.configs if c.value is not None}
     new = NewTopic(body.topic_name, body.partitions_count or -1, body.replication_factor or -1, configs)
     try:
@@ -204,7 +185,7 @@ async def create_topic(request: Request) -> Response:
 
 async def delete_topic(request: Request) -> Response:
     check_accept(request, V3_JSON)
-    clients, _ = await _cluster(request)
+    clients, _ = await v3_cluster(request)
     topic = request.path_params["topic"]
     _topic(clients, topic)
     try:
@@ -244,7 +225,7 @@ def _config_json(request: Request, cluster_id: str, topic: str, entry: Any) -> d
 
 
 async def _configs(request: Request) -> tuple[Any, str, str, dict[str, Any]]:
-    clients, cluster_id = await _cluster(request)
+    clients, cluster_id = await v3_cluster(request)
     topic = request.path_params["topic"]
     _topic(clients, topic)
     try:
@@ -331,7 +312,7 @@ def _partition_json(request: Request, cluster_id: str, topic: str, p: Any) -> di
 
 async def list_partitions(request: Request) -> Response:
     check_accept(request, V3_JSON)
-    clients, cluster_id = await _cluster(request)
+    clients, cluster_id = await v3_cluster(request)
     topic = request.path_params["topic"]
     info = _topic(clients, topic)
     data = [_partition_json(request, cluster_id, topic, info.partitions[i]) for i in sorted(info.partitions)]
@@ -341,7 +322,7 @@ async def list_partitions(request: Request) -> Response:
 
 async def get_partition(request: Request) -> Response:
     check_accept(request, V3_JSON)
-    clients, cluster_id = await _cluster(request)
+    clients, cluster_id = await v3_cluster(request)
     topic = request.path_params["topic"]
     info = _topic(clients, topic)
     raw = request.path_params["partition_id"]
@@ -375,7 +356,7 @@ def _group_json(request: Request, cluster_id: str, group: Any) -> dict[str, Any]
 
 
 async def _groups(request: Request, group_ids: list[str] | None = None) -> tuple[Any, str, dict[str, Any]]:
-    clients, cluster_id = await _cluster(request)
+    clients, cluster_id = await v3_cluster(request)
     try:
         if group_ids is None:
             group_ids = [g.group_id for g in await clients.admin.list_groups() if g.type != "share"]
@@ -496,149 +477,6 @@ async def lag_summary(request: Request) -> Response:
             "max_lag_partition": None,
         }
     )
-
-
-# --- produce ------------------------------------------------------------------------------
-
-_V3_TYPES = {"BINARY": "binary", "JSON": "json", "STRING": "string", "AVRO": "avro", "JSONSCHEMA": "jsonschema",
-             "PROTOBUF": "protobuf"}
-
-
-def _parse_objects(data: bytes) -> list[Any]:
-    """Every JSON value in ``data``, one after another (whitespace between them)."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise errors.bad_request(f"the request body is not UTF-8: {exc}") from None
-    decoder = json.JSONDecoder()
-    found: list[Any] = []
-    at = 0
-    while True:
-        while at < len(text) and text[at].isspace():
-            at += 1
-        if at >= len(text):
-            return found
-        try:
-            value, at = decoder.raw_decode(text, at)
-        except (ValueError, RecursionError) as exc:
-            found.append(errors.bad_request(f"record {len(found)}: not JSON: {exc}"))
-            return found
-        found.append(value)
-
-
-def _timestamp(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, int):
-        return value
-    try:
-        parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise errors.bad_request(f"timestamp {value!r}: an ISO 8601 date-time or epoch milliseconds") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=datetime.UTC)
-    return int(parsed.timestamp() * 1000)
-
-
-def _iso(ms: int) -> str:
-    moment = datetime.datetime.fromtimestamp(ms / 1000, datetime.UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
-
-
-def _encode_v3(proxy: Any, topic: str, data: Any, is_key: bool) -> tuple[bytes | None, dict[str, Any] | None]:
-    if data is None:
-        return None, None
-    what = "key" if is_key else "value"
-    kind = (data.type or "").upper()
-    schema_text, schema_id = data.schema_, data.schema_id
-    if not kind:
-        if schema_id is not None:
-            kind = {"AVRO": "AVRO", "JSON": "JSONSCHEMA", "PROTOBUF": "PROTOBUF"}[proxy.codec.schema_type(schema_id)]
-        elif schema_text is not None:
-            kind = "AVRO"
-        else:
-            kind = "JSON"
-    fmt = _V3_TYPES.get(kind)
-    if fmt is None:
-        raise errors.bad_request(f"{what}.type {data.type!r}: one of {', '.join(_V3_TYPES)}")
-    if fmt == "string":
-        if not isinstance(data.data, str):
-            raise errors.bad_request(f"{what}.data: a STRING is a JSON string")
-        encoded: bytes | None = data.data.encode()
-    elif fmt in SCHEMA_FORMATS:
-        resolved = proxy.codec.schema_id(fmt, topic, is_key, schema_text, schema_id)
-        if resolved is None:
-            raise errors.key_schema_missing() if is_key else errors.value_schema_missing()
-        encoded = proxy.codec.encode(fmt, data.data, resolved, what)
-    else:
-        encoded = proxy.codec.encode(fmt, data.data, None, what)
-    if encoded is None and fmt == "json":
-        encoded = b"null"
-    return encoded, {"type": kind, "size": len(encoded or b"")}
-
-
-async def _produce_one(proxy: Any, clients: Any, cluster_id: str, topic: str, raw: Any) -> dict[str, Any]:
-    if isinstance(raw, errors.RestError):
-        raise raw
-    body = validate(ProduceRecordV3, raw)
-    key, key_info = _encode_v3(proxy, topic, body.key, True)
-    value, value_info = _encode_v3(proxy, topic, body.value, False)
-    headers = []
-    for i, header in enumerate(body.headers):
-        try:
-            decoded = None if header.value is None else base64.b64decode(header.value, validate=True)
-            headers.append((header.name, decoded))
-        except (binascii.Error, ValueError):
-            raise errors.bad_request(f"headers.{i}.value: base64 is required") from None
-    count = await proxy.partition_count(clients, topic)
-    if body.partition_id is not None and body.partition_id >= count:
-        raise errors.partition_not_found(topic, body.partition_id)
-    try:
-        future = await clients.producer.enqueue(
-            topic, value, key=key, headers=headers or None, partition=body.partition_id,
-            timestamp=_timestamp(body.timestamp),
-        )
-        meta = await future.wait()
-    except KafkaError as exc:
-        raise kafka_refusal(exc, topic) from None
-    stamp = getattr(meta, "timestamp", None)
-    return {
-        "error_code": 200,
-        "cluster_id": cluster_id,
-        "topic_name": topic,
-        "partition_id": meta.partition,
-        "offset": meta.offset,
-        "timestamp": _iso(stamp) if isinstance(stamp, int) and stamp >= 0 else None,
-        "key": key_info,
-        "value": value_info,
-    }
-
-
-async def produce_records(request: Request) -> Response:
-    proxy = _proxy(request)
-    check_plain_content_type(request, empty_ok=False)
-    check_accept(request, V3_JSON)
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise errors.RestError(413, 413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
-        chunks.append(chunk)
-    objects = _parse_objects(b"".join(chunks))
-    if not objects:
-        raise errors.unprocessable("a record (a JSON object) is required")
-    clients, cluster_id = await _cluster(request)
-    topic = request.path_params["topic"]
-    if len(objects) == 1:
-        return _ok(await _produce_one(proxy, clients, cluster_id, topic, objects[0]))
-    lines = []
-    for raw in objects:
-        try:
-            result = await _produce_one(proxy, clients, cluster_id, topic, raw)
-        except errors.RestError as exc:
-            result = exc.body()
-        lines.append(json.dumps(result))
-    return Response("\n".join(lines) + "\n", media_type=V3_JSON)
 
 
 C = "/v3/clusters/{cluster_id}"
