@@ -10,7 +10,8 @@ only, so even a value that got past escaping could not run.
 
 Mounting: the app serves paths relative to ASGI's ``root_path`` (``/ui`` when mounted
 there) and builds every link under it; a path that still carries the prefix is accepted too,
-whichever way the server mounting it passes paths on. Only GET and HEAD: the console reads.
+whichever way the server mounting it passes paths on. GET and HEAD — the console reads — but
+for the produce form's POST below.
 
 Errors: a missing topic, partition or group is a 404 page, a bad query parameter a 400 page
 naming the parameter and what is allowed, a cluster that does not answer a 503 page and one
