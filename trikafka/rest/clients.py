@@ -47,12 +47,12 @@ def credentials_config(base: Mapping[str, Any], credentials: Credentials | None)
     protocol = str(config.get("security.protocol", "PLAINTEXT")).upper()
     config["security.protocol"] = "SASL_SSL" if protocol in ("SSL", "SASL_SSL") else "SASL_PLAINTEXT"
     config["sasl.mechanism"] = mechanism.upper()
-    quoted_user, quoted_password = (json_quote(username), json_quote(password))
+    quoted_user, quoted_password = (_jaas_quote(username), _jaas_quote(password))
     config["sasl.jaas.config"] = f"{module} required username={quoted_user} password={quoted_password};"
     return config
 
 
-def json_quote(text: str) -> str:
+def _jaas_quote(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 

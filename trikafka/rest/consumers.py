@@ -40,7 +40,6 @@ class ConsumerInstance:
     lock: trio.Lock = attrs.field(factory=trio.Lock)
     done: trio.Event = attrs.field(factory=trio.Event)
     closed: trio.Event = attrs.field(factory=trio.Event)
-    auto_commit: bool = True
     #: Partitions were assigned by hand (``…/assignments``): subscribing is refused until
     #: ``DELETE …/subscription`` (Kafka's rule: one way of getting partitions at a time).
     assigned_by_hand: bool = False
@@ -109,10 +108,7 @@ class ConsumerInstances:
         instance = None
         try:
             async with open_consumer(self.bootstrap, **config) as consumer:
-                instance = ConsumerInstance(
-                    group, name, fmt, consumer, request_timeout_ms, trio.current_time(),
-                    auto_commit=bool(config.get("enable.auto.commit", True)),
-                )
+                instance = ConsumerInstance(group, name, fmt, consumer, request_timeout_ms, trio.current_time())
                 task_status.started(instance)
                 await instance.done.wait()
                 async with instance.lock:  # let a request in flight finish first
