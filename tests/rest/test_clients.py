@@ -13,6 +13,11 @@ import pytest
 
 V2 = "application/vnd.kafka.v2+json"
 
+pytestmark = [  # kafka-python loads its protocol schemas with importlib.resources' old API
+    pytest.mark.filterwarnings("ignore:read_text is deprecated:DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore:open_text is deprecated:DeprecationWarning"),
+]
+
 
 def rest_produce(server, topic: str, fmt: str, body: dict) -> dict:
     answer = httpx.post(
