@@ -86,6 +86,14 @@ async def test_each_user_is_its_own_principal_and_acls_decide():
                 assert (mallory.status_code, mallory.json()["error_code"]) == (401, 40101), mallory.text
                 assert "user 'mallory'" in mallory.json()["message"]
 
+                v2 = {"Content-Type": "application/vnd.kafka.v2+json"}
+                mine = await http.post("/consumers/ga", headers={**v2, "X-Test-User": "alice"}, json={"name": "a"})
+                assert mine.status_code == 200, mine.text
+                theirs = await http.get("/consumers/ga/instances/a/subscription")  # no credentials
+                assert (theirs.status_code, theirs.json()["error_code"]) == (404, 40403)
+                assert (await http.delete("/consumers/ga/instances/a", headers=v2)).status_code == 404
+                own = await http.get("/consumers/ga/instances/a/subscription", headers={"X-Test-User": "alice"})
+                assert own.status_code == 200
                 bad = await http.post(
                     "/consumers/g", headers={"Content-Type": "application/vnd.kafka.v2+json", "X-Test-User": "mallory"},
                     json={"name": "m"},

@@ -153,6 +153,8 @@ def test_topics_and_brokers(proxy_server):
     assert topic["name"] == "listed" and topic["partitions"][0]["leader"] == 1
     assert topic["configs"]["cleanup.policy"] == "delete"
     assert json.loads(run(proxy_server, 'curl "http://localhost:8082/brokers"')) == {"brokers": [1]}
+    offsets = json.loads(run(proxy_server, 'curl "http://localhost:8082/topics/listed/partitions/0/offsets"'))
+    assert offsets == {"beginning_offset": 0, "end_offset": 1}
 
 
 def test_the_v3_examples(proxy_server):

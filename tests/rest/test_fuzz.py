@@ -29,6 +29,7 @@ ROUTES = [
     ("GET", "/topics/{topic}/partitions", False, False),
     ("GET", "/topics/{topic}/partitions/{partition}", False, False),
     ("POST", "/topics/{topic}/partitions/{partition}", True, True),
+    ("GET", "/topics/{topic}/partitions/{partition}/offsets", False, False),
     ("GET", "/brokers", False, False),
     ("POST", "/consumers/{group}", True, True),
     ("DELETE", G, False, False),

@@ -43,6 +43,9 @@ class ConsumerInstance:
     #: Partitions were assigned by hand (``…/assignments``): subscribing is refused until
     #: ``DELETE …/subscription`` (Kafka's rule: one way of getting partitions at a time).
     assigned_by_hand: bool = False
+    #: The credentials it was created with (None: the proxy's own): another caller's
+    #: requests do not find it, so one user cannot read through another's consumer.
+    owner: Any = None
 
 
 class ConsumerInstances:
@@ -61,7 +64,7 @@ class ConsumerInstances:
         self._creating: set[tuple[str, str]] = set()
 
     async def create(
-        self, group: str, name: str, fmt: str, config: Mapping[str, Any], request_timeout_ms: int
+        self, group: str, name: str, fmt: str, config: Mapping[str, Any], request_timeout_ms: int, owner: Any = None
     ) -> ConsumerInstance:
         key = (group, name)
         if key in self.instances or key in self._creating:
@@ -71,6 +74,7 @@ class ConsumerInstances:
             instance: ConsumerInstance = await self.nursery.start(
                 self._serve, group, name, fmt, dict(config), request_timeout_ms, name=f"rest-consumer-{group}-{name}"
             )
+            instance.owner = owner
             await self._check(instance)
         finally:
             self._creating.discard(key)
@@ -118,15 +122,15 @@ class ConsumerInstances:
                 self.instances.pop((group, name), None)
                 instance.closed.set()
 
-    def get(self, group: str, name: str) -> ConsumerInstance:
+    def get(self, group: str, name: str, owner: Any = None) -> ConsumerInstance:
         instance = self.instances.get((group, name))
-        if instance is None or instance.done.is_set():
+        if instance is None or instance.done.is_set() or instance.owner != owner:
             raise errors.consumer_instance_not_found(group, name)
         instance.last_used = trio.current_time()
         return instance
 
-    async def delete(self, group: str, name: str) -> None:
-        instance = self.get(group, name)
+    async def delete(self, group: str, name: str, owner: Any = None) -> None:
+        instance = self.get(group, name, owner)
         instance.done.set()
         self.instances.pop((group, name), None)
         await instance.closed.wait()

@@ -12,7 +12,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from trikafka.client import ConfigResource, KafkaError, TopicPartition
+from trikafka.client import ConfigResource, KafkaError, OffsetSpec, TopicPartition
 from trikafka.rest import errors
 from trikafka.rest.formats import SCHEMA_FORMATS
 from trikafka.rest.http import (
@@ -20,6 +20,7 @@ from trikafka.rest.http import (
     answer,
     check_accept,
     check_plain_content_type,
+    credentials_of,
     kafka_refusal,
     produce_format,
     read_json,
@@ -116,6 +117,22 @@ async def get_partition(request: Request) -> Response:
     return answer(_partition_json(info.partitions[partition]))
 
 
+async def partition_offsets(request: Request) -> Response:
+    check_accept(request)
+    topic = request.path_params["topic"]
+    partition = _partition(request)
+    clients, info = await _topic_info(request, topic)
+    if partition not in info.partitions:
+        raise errors.partition_not_found(topic, partition)
+    tp = TopicPartition(topic, partition)
+    try:
+        first = await clients.admin.list_offsets({tp: OffsetSpec.EARLIEST})
+        last = await clients.admin.list_offsets({tp: OffsetSpec.LATEST})
+    except KafkaError as exc:
+        raise kafka_refusal(exc, topic) from None
+    return answer({"beginning_offset": first[tp].offset, "end_offset": last[tp].offset})
+
+
 async def list_brokers(request: Request) -> Response:
     check_accept(request)
     clients = await _proxy(request).clients_for(request)
@@ -189,7 +206,9 @@ async def _produce(request: Request, partition: int | None) -> Response:
 
 
 def _instance(request: Request) -> Any:
-    return _proxy(request).consumers.get(request.path_params["group"], request.path_params["instance"])
+    return _proxy(request).consumers.get(
+        request.path_params["group"], request.path_params["instance"], credentials_of(request)
+    )
 
 
 def _flag(value: Any) -> bool:
@@ -224,7 +243,7 @@ async def create_consumer(request: Request) -> Response:
     timeout = _int_setting(body.request_timeout_ms, "consumer.request.timeout.ms")
     request_timeout_ms = proxy.consumer_request_timeout_ms if timeout is None else timeout
     try:
-        await proxy.consumers.create(group, name, body.format, config, request_timeout_ms)
+        await proxy.consumers.create(group, name, body.format, config, request_timeout_ms, credentials_of(request))
     except (KafkaError, ValueError) as exc:
         raise errors.invalid_consumer_config(str(exc)) from None
     base = str(request.base_url).rstrip("/")
@@ -233,7 +252,9 @@ async def create_consumer(request: Request) -> Response:
 
 async def delete_consumer(request: Request) -> Response:
     check_accept(request)
-    await _proxy(request).consumers.delete(request.path_params["group"], request.path_params["instance"])
+    await _proxy(request).consumers.delete(
+        request.path_params["group"], request.path_params["instance"], credentials_of(request)
+    )
     return answer(None, 204)
 
 
@@ -441,6 +462,7 @@ ROUTES = [
     Route("/topics/{topic}/partitions", list_partitions, methods=["GET"]),
     Route("/topics/{topic}/partitions/{partition}", get_partition, methods=["GET"]),
     Route("/topics/{topic}/partitions/{partition}", produce_to_partition, methods=["POST"]),
+    Route("/topics/{topic}/partitions/{partition}/offsets", partition_offsets, methods=["GET"]),
     Route("/brokers", list_brokers, methods=["GET"]),
     Route("/consumers/{group}", create_consumer, methods=["POST"]),
     Route(G, delete_consumer, methods=["DELETE"]),
