@@ -206,3 +206,33 @@ def test_json_schema_and_protobuf_round_trip(proxy_server, fmt, schema, value):
         timeout=30,
     )
     assert (refused.status_code, refused.json()["error_code"]) == (422, 42203)
+
+
+def test_v3_records_with_a_schema_are_read_by_confluent_kafka(proxy_server):
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    url = f"{proxy_server.url}/v3/clusters/{proxy_server.cluster_id}/topics/v3-avro/records"
+    first = httpx.post(url, json={
+        "key": {"type": "STRING", "data": "u1"},
+        "value": {"type": "AVRO", "schema": json.dumps(USER), "data": {"name": "ada", "age": {"int": 3}}},
+    }, timeout=30)
+    assert first.status_code == 200, first.text
+    schema_id = SchemaRegistryClient({"url": proxy_server.schema_registry_url}).get_latest_version(
+        "v3-avro-value"
+    ).schema_id
+    second = httpx.post(url, json={"value": {"schema_id": schema_id, "data": {"name": "bob", "age": None}}}, timeout=30)
+    assert second.status_code == 200 and second.json()["value"]["type"] == "AVRO", second.text
+    refused = httpx.post(url, json={"value": {"schema_id": schema_id, "data": {"name": 1}}}, timeout=30)
+    assert (refused.status_code, refused.json()["error_code"]) == (422, 42203)
+
+    registry = SchemaRegistryClient({"url": proxy_server.schema_registry_url})
+    deserializer = AvroDeserializer(registry)
+    context = SerializationContext("v3-avro", MessageField.VALUE)
+    messages = confluent_read(proxy_server, "v3-avro", 2)
+    assert [m.key() for m in messages] == [b"u1", None]
+    assert [deserializer(m.value(), context) for m in messages] == [
+        {"name": "ada", "age": 3},
+        {"name": "bob", "age": None},
+    ]
