@@ -61,8 +61,9 @@ $(KAFKAJS): tests/compat/kafkajs/package.json tests/compat/kafkajs/package-lock.
 	cd tests/compat/kafkajs && npm ci --no-audit --no-fund
 	touch $(KAFKAJS)
 
+REST_PROXY_PORT ?= 8082
 run: $(STAMP)
-	$(PY) -m trikafka --listeners PLAINTEXT://127.0.0.1:9092 --override metrics.port=9404 --override schema.registry.port=8081 --ui
+	$(PY) -m trikafka --listeners PLAINTEXT://127.0.0.1:9092 --override metrics.port=9404 --override schema.registry.port=8081 --rest-proxy-port $(REST_PROXY_PORT) --ui
 
 # The main suite, then the stream processors' tests in their own venv; one command, and it
 # fails if either does.

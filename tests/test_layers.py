@@ -40,6 +40,7 @@ UPPER = (
     "trikafka.client",
     "trikafka.commands",
     "trikafka.console",
+    "trikafka.rest",
     "trikafka.spark",
 )
 
@@ -49,6 +50,7 @@ EDGE_PACKAGES = (
     "trikafka.client",
     "trikafka.commands",
     "trikafka.console",
+    "trikafka.rest",
     "trikafka.spark",
     "trikafka.testing",
 )

@@ -12,7 +12,9 @@
     │   ├── RequestHandlerPool  num.io.threads handler tasks  ◄── requests ── shared channel
     │   └── SocketServer        Acceptors and Processors (see network/socket_server.py)
     ├── HttpServer              /metrics and mounted apps, when metrics.port is set (web/)
-    └── HttpServer              the Schema Registry, when schema.registry.port is set (web/)
+    ├── HttpServer              the Schema Registry, when schema.registry.port is set (web/)
+    └── HttpServer              the HTTP proxy, when rest.proxy.port is set (web/; the
+                                proxy itself, trikafka.rest, is mounted from an edge)
 
 Parts start in dependency order with ``nursery.start`` so that "ready" means ready: when
 ``run`` reports started, every listener is bound and every handler is waiting.
@@ -63,7 +65,7 @@ from trikafka.server.wiring import (
     load_meta_properties,
     new_log_manager,
 )
-from trikafka.web import HttpServer, metrics_app, schema_registry_app
+from trikafka.web import HttpServer, metrics_app, not_attached_app, schema_registry_app
 
 if TYPE_CHECKING:
     from trikafka.coordinator.group_coordinator import GroupCoordinator
@@ -123,6 +125,17 @@ class Broker(AwaitableState):
         self.schema_registry_server = HttpServer(
             self.config.metrics_host, max(self.config.schema_registry_port, 0), key="schema.registry.port"
         )
+        #: The HTTP proxy's port, when ``rest.proxy.port`` is not -1 (on ``metrics.host``).
+        #: The proxy is an edge (trikafka.rest) mounted here from outside — the CLI, or
+        #: ``trikafka.rest.serve_rest_proxy(broker)``; until then every route answers 503.
+        self.rest_proxy_server = HttpServer(
+            self.config.metrics_host, max(self.config.rest_proxy_port, 0), key="rest.proxy.port"
+        )
+        self.rest_proxy_server.mount("/", not_attached_app)
+        #: Coroutine functions a graceful stop runs first, while the request path still serves,
+        #: within shutdown.grace.ms: an edge running beside the broker (the HTTP proxy) closes
+        #: its Kafka clients here, so its consumers leave their groups before the broker goes.
+        self.before_stop: list[Callable[[], Awaitable[Any]]] = []
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}
@@ -145,6 +158,16 @@ class Broker(AwaitableState):
                 if serve_http:
                     self.http_server.close()
                 raise
+        serve_proxy = self.config.rest_proxy_port >= 0
+        if serve_proxy:
+            try:
+                self.rest_proxy_server.bind()
+            except BaseException:
+                if serve_http:
+                    self.http_server.close()
+                if serve_registry:
+                    self.schema_registry_server.close()
+                raise
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -162,6 +185,9 @@ class Broker(AwaitableState):
                     self.schema_registry_server.mount("/", schema_registry_app(self.core.schemas))
                     await nursery.start(self.schema_registry_server.run, name="schema-registry")
                     serve_registry = False
+                if serve_proxy:
+                    await nursery.start(self.rest_proxy_server.run, name="rest-proxy")
+                    serve_proxy = False
                 log.info(
                     "broker %d of cluster %s started: %s",
                     self.config.node_id,
@@ -177,12 +203,18 @@ class Broker(AwaitableState):
                 self.http_server.close()
             if serve_registry:
                 self.schema_registry_server.close()
+            if serve_proxy:
+                self.rest_proxy_server.close()
             self.stopped.set()
 
     async def _shutdown(self, nursery: trio.Nursery) -> None:
         log.info("broker %d shutting down", self.config.node_id)
+        with trio.move_on_after(self.config.shutdown_grace_ms / 1000):
+            for hook in list(self.before_stop):
+                await hook()
         self.http_server.stop()  # it finishes in-flight scrapes while connections drain
         self.schema_registry_server.stop()
+        self.rest_proxy_server.stop()
         await self.path.stop(self.config.shutdown_grace_ms / 1000)
         nursery.cancel_scope.cancel()  # coordinators, the log manager, the rest
         log.info("broker %d stopped", self.config.node_id)
@@ -253,6 +285,11 @@ class Broker(AwaitableState):
     def schema_registry_url(self) -> str | None:
         """``http://host:port`` of the Schema Registry, or None without ``schema.registry.port``."""
         return self.schema_registry_server.url if self.config.schema_registry_port >= 0 else None
+
+    @property
+    def rest_proxy_url(self) -> str | None:
+        """``http://host:port`` of the HTTP proxy, or None without ``rest.proxy.port``."""
+        return self.rest_proxy_server.url if self.config.rest_proxy_port >= 0 else None
 
     def statistics(self) -> BrokerStatistics:
         path = self.path

@@ -89,7 +89,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m trikafka",
         description="A Kafka-wire-compatible broker on Trio.",
-        epilog="commands (each with --help): topics, produce, consume, groups, configs, cluster, top, schemas",
+        epilog="commands (each with --help): topics, produce, consume, groups, configs, cluster, top, schemas, rest",
     )
     parser.add_argument("--config", metavar="FILE", help="a server.properties file")
     parser.add_argument(
@@ -131,6 +131,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         action="store_true",
         help="serve the web console at /ui on the HTTP server (metrics.port; "
         f"{UI_DEFAULT_PORT} when not set)",
+    )
+    parser.add_argument(
+        "--rest-proxy-port",
+        type=int,
+        metavar="PORT",
+        help="serve the HTTP proxy (Confluent's REST Proxy API) on this port (rest.proxy.port; 0: a free one)",
     )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.add_argument(
@@ -179,7 +185,8 @@ def resolve_config(args: argparse.Namespace) -> tuple[BrokerConfig, dict[str, st
         items[key.strip()] = value
     if args.listeners:
         items["listeners"] = args.listeners
-    for flag, key in (("racks", "broker.rack"), ("kafka_version", "kafka.version")):
+    flags = (("racks", "broker.rack"), ("kafka_version", "kafka.version"), ("rest_proxy_port", "rest.proxy.port"))
+    for flag, key in flags:
         if getattr(args, flag, None) is not None:
             items[key] = getattr(args, flag)
     if args.in_memory:
@@ -230,6 +237,8 @@ def _startup_info(
             http[prefix.strip("/") or "http"] = broker.http_server.url + prefix
     if broker.schema_registry_url is not None:
         http["schema registry"] = broker.schema_registry_url
+    if broker.rest_proxy_url is not None:
+        http["rest proxy"] = broker.rest_proxy_url
     notes = []
     if not NATIVE_RECORD_WALK:
         notes.append(
@@ -313,6 +322,7 @@ async def _serve_cluster(
                     functools.partial(control_server.serve, *control_at, listeners=control_bound)
                 )
             nodes = list(cluster.nodes.values())
+            proxy = None
             registry_urls: list[str] = []  # the console reads the first broker's, once it is bound
             for i, node in enumerate(nodes):
                 http = {"control": f"http://{control[0]}:{control[1]}"} if control and i == 0 else {}
@@ -335,6 +345,19 @@ async def _serve_cluster(
                     http["schema registry"] = registry.url or ""
                     if registry.url:
                         registry_urls.append(registry.url)
+                if config.rest_proxy_port >= 0 and i == 0:  # broker 1 serves the cluster's proxy
+                    from trikafka.rest import RestProxy
+
+                    proxy = RestProxy(
+                        cluster, registry=cluster.core.schemas,
+                        consumer_instance_timeout_ms=config.consumer_instance_timeout_ms,
+                    )
+                    await nursery.start(proxy.run)
+                    rest = HttpServer(
+                        config.metrics_host, config.rest_proxy_port, {"/": proxy.app}, key="rest.proxy.port"
+                    )
+                    await nursery.start(rest.run)
+                    http["rest proxy"] = rest.url or ""
                 info = StartupInfo(
                     version=__version__,
                     node_id=node.node_id,
@@ -351,6 +374,9 @@ async def _serve_cluster(
             async for signum in signals:
                 log.info("%s: stopping the cluster gracefully", signal.Signals(signum).name)
                 break
+            if proxy is not None:  # its consumer instances leave their groups while the cluster serves
+                with trio.move_on_after(config.shutdown_grace_ms / 1000):
+                    await proxy.aclose()
             nursery.cancel_scope.cancel()  # the control and HTTP servers end with the cluster
 
 
@@ -447,7 +473,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.ui:
             from trikafka.console import console_app
 
-            broker.http_server.mount("/ui", console_app(broker, schema_registry_url=lambda: broker.schema_registry_url))
+            broker.http_server.mount(
+                "/ui",
+                console_app(
+                    broker,
+                    schema_registry_url=lambda: broker.schema_registry_url,
+                    rest_proxy_url=lambda: broker.rest_proxy_url,
+                ),
+            )
+        proxy = None
+        if config.rest_proxy_port >= 0:
+            from trikafka.rest import serve_rest_proxy
+
+            proxy = serve_rest_proxy(broker)
         server = None
         if control_at is not None:  # bound first: nothing is said to have started before it
             from trikafka.testing import ControlServer, broker_targets
@@ -462,6 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     for listener in bound:
                         await trio.aclose_forcefully(listener)
                 raise
+            if proxy is not None:
+                await nursery.start(proxy.run)
             http = {}
             if server is not None:
                 control = await nursery.start(functools.partial(server.serve, *control_at, listeners=bound))

@@ -132,6 +132,21 @@ async def test_pattern_subscription_picks_up_new_topics(autojump_clock):
             assert c.subscription() == {"logs-a", "logs-b"}
 
 
+async def test_a_pattern_subscribed_after_a_metadata_refresh_is_matched_at_once(autojump_clock):
+    """The pattern wakes the metadata refresher: it does not wait out metadata.max.age.ms
+    (5 minutes) because a refresh happened before it was subscribed."""
+    async with open_test_broker() as tb, open_writer(tb) as w:
+        await w.create_topic("logs-a", 1)
+        await w.send("logs-a", 0, [b"a"])
+        async with open_consumer(tb, group_id="g", auto_offset_reset="earliest") as c:
+            await c.client.refresh_metadata()
+            c.subscribe(pattern=r"logs-.*")
+            start = trio.current_time()
+            records = await c.getmany(timeout_ms=10_000)
+            assert [r.value for rs in records.values() for r in rs] == [b"a"]
+            assert trio.current_time() - start < 10
+
+
 async def test_mixing_subscription_modes_is_refused(autojump_clock):
     async with open_test_broker() as tb:
         async with open_consumer(tb, group_id="g") as c:

@@ -55,6 +55,8 @@ class ConsoleSite:
     registry: str
     driver: object
     consumer: object
+    #: The HTTP proxy's URL (``--rest-proxy-port 0``): the topic page's produce form uses it.
+    rest_proxy: str = ""
     offsets_partitions: int = OFFSETS_PARTITIONS
     events_base_ms: int = EVENTS_BASE_MS
 
@@ -80,12 +82,13 @@ class ConsoleSite:
             "--override", "group.share.heartbeat.interval.ms=500",
             "--override", "group.share.min.heartbeat.interval.ms=500",
             "--override", "group.share.assignment.interval.ms=0",
-            "--override", "schema.registry.port=0", cwd=workdir,
+            "--override", "schema.registry.port=0", "--rest-proxy-port", "0", cwd=workdir,
         )
         try:
             broker.wait_ready()
             base = broker.wait_for_output("  ui on ").split("ui on", 1)[1].strip().removesuffix("/ui")
             registry = broker.wait_for_output("  schema registry on ").split(" on ", 1)[1].strip()
+            rest_proxy = broker.wait_for_output("  rest proxy on ").split(" on ", 1)[1].strip()
             assert broker.port is not None and broker.cluster_id is not None
             _make_data(broker.bootstrap)
             _make_payments(broker.bootstrap, registry)
@@ -94,7 +97,8 @@ class ConsoleSite:
                 driver = _chromium()
                 try:
                     yield cls(
-                        broker, base, broker.port, broker.cluster_id, broker.bootstrap, registry, driver, consumer
+                        broker, base, broker.port, broker.cluster_id, broker.bootstrap, registry, driver, consumer,
+                        rest_proxy,
                     )
                 finally:
                     driver.quit()

@@ -115,3 +115,32 @@ async def test_the_record_browser_reads_past_transaction_markers():
                 page = await reader.records("txn", 0, offset=1, count=5)  # offset 1: a marker
                 assert [(r.offset, r.value.text) for r in page.records] == [(2, "v1"), (4, "v2")]
                 assert (page.end_offset, page.next_offset) == (6, 6)
+
+
+async def test_the_produce_form_refuses_another_sites_post_and_a_missing_proxy():
+    import httpx
+
+    with trio.fail_after(30):
+        async with open_broker(metrics_port=0) as broker:
+            app = console_app(broker, rest_proxy_url="http://127.0.0.1:9")  # nothing listens on port 9
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://console") as http:
+                form = {"value": '{"a": 1}'}
+                cross = await http.post("/topics/t/produce", data=form, headers={"Sec-Fetch-Site": "cross-site"})
+                assert cross.status_code == 403 and "another site" in cross.text
+                foreign = await http.post("/topics/t/produce", data=form, headers={"Origin": "http://evil.example"})
+                assert foreign.status_code == 403
+                not_json = await http.post("/topics/t/produce", data={"value": "{nope"})
+                assert not_json.status_code == 400 and "value: not JSON" in not_json.text
+                bad_partition = await http.post("/topics/t/produce", data={"value": "1", "partition": "x"})
+                assert bad_partition.status_code == 400 and "partition &#39;x&#39;" in bad_partition.text
+                unreachable = await http.post("/topics/t/produce", data=form)
+                assert unreachable.status_code == 503 and "cannot reach the HTTP proxy" in unreachable.text
+            without = httpx.ASGITransport(app=console_app(broker))
+            async with httpx.AsyncClient(transport=without, base_url="http://console") as http:
+                none = await http.post("/topics/t/produce", data=form)
+                assert none.status_code == 404 and "rest.proxy.port" in none.text
+                async with open_admin(broker) as admin:
+                    await admin.create_topics(["plain"])
+                page = await http.get("/topics/plain")
+                assert page.status_code == 200 and 'id="produce"' not in page.text

@@ -319,3 +319,25 @@ def test_client_metrics_page_shows_what_a_producer_pushed(site, browser):
     names = [r.find_elements("tag name", "td")[0].text for r in table.find_elements("css selector", "tbody tr")]
     assert "org.apache.kafka.producer.record.queue.time.avg" in names
     producer.flush(5)
+
+
+def test_the_topic_page_produces_a_json_record_through_the_proxy(site, browser):
+    site.produce_more("forms", 1)
+    browser.get(site.url("/topics/forms"))
+    browser.find_element("id", "produce-key").send_keys('"order-7"')
+    browser.find_element("id", "produce-value").send_keys('{"id": 7, "item": "lamp"}')
+    follow(browser, browser.find_element("id", "produce-submit"))
+    assert browser.find_element("id", "produced").text == (
+        "Produced to partition 0 at offset 1 through the HTTP proxy."
+    )
+    assert browser.find_element("tag name", "h1").text == "Topic forms"
+    browser.get(site.url("/records?topic=forms&partition=0&offset=1"))
+    row = browser.find_element("css selector", "#records tr[data-offset='1']")
+    assert row.find_element("css selector", "td.key pre").text == '"order-7"'
+    assert json.loads(row.find_element("css selector", "td.value pre").text) == {"id": 7, "item": "lamp"}
+
+    browser.get(site.url("/topics/forms"))
+    browser.find_element("id", "produce-value").send_keys("{not json")
+    follow(browser, browser.find_element("id", "produce-submit"))
+    assert browser.find_element("tag name", "h1").text == "Not produced"
+    assert "value: not JSON" in browser.find_element("tag name", "main").text

@@ -134,7 +134,7 @@ class Consumer(ConsumerPrefetch):
         if pattern is not None:
             self.subscriptions.subscribe_pattern(pattern)
             self.client.cluster.all_topics = True
-            self.client.cluster.request_update()
+            self.client.request_metadata_update()  # wakes the refresher: the pattern is matched now
             coordinator.pattern_changed()
         else:
             names = [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]

@@ -1,7 +1,7 @@
 """``python -m trikafka <command>``: kcat/rpk-like commands on the Trio client.
 
 One module per command group (``topics``, ``produce``, ``consume``, ``groups``, ``configs``, ``client-metrics``,
-``cluster``, ``top``, ``schemas``); each ``register``s its argparse parser and sets ``run`` (an async
+``cluster``, ``top``, ``schemas``, ``rest``); each ``register``s its argparse parser and sets ``run`` (an async
 function ``(args, output) -> exit code``) and, for commands that follow until interrupted,
 ``bounded=False``. :func:`main` is ``main(argv) -> int`` so tests drive it like a subprocess.
 Without a command name ``python -m trikafka`` is the broker (:mod:`trikafka.cli`), which only
@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from trikafka.commands.common import CommandError
     from trikafka.commands.registry_http import RecordDecoder, RegistryClient, subject_path
 
-COMMANDS = ("topics", "produce", "consume", "groups", "configs", "client-metrics", "cluster", "top", "schemas")
+COMMANDS = (
+    "topics", "produce", "consume", "groups", "configs", "client-metrics", "cluster", "top", "schemas", "rest",
+)
 
 
 def main(argv: Sequence[str]) -> int:

@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from trikafka.commands import client_metrics, cluster, configs, consume, groups, produce, schemas, top, topics
+from trikafka.commands import client_metrics, cluster, configs, consume, groups, produce, rest, schemas, top, topics
 from trikafka.commands.common import EXIT_USAGE, run_command
 
 __all__ = ["build_parser", "main"]
@@ -19,7 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 ok, 1 Kafka error (unknown topic, refused, unreachable, timeout), 2 usage error",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (topics, produce, consume, groups, configs, client_metrics, cluster, top, schemas):
+    for module in (topics, produce, consume, groups, configs, client_metrics, cluster, top, schemas, rest):
         module.register(commands)
     return parser
 

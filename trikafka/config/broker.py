@@ -366,6 +366,21 @@ class BrokerConfig(_PropertiesForm, share_configs.ShareGroupKeys):
         -1,
         65535,
     )
+    rest_proxy_port: int = _int_field(
+        "rest.proxy.port",
+        -1,
+        "trikafka: HTTP port of the HTTP proxy (Confluent's REST Proxy API v2 and v3, on metrics.host); "
+        "-1: off, 0: a free port.",
+        -1,
+        65535,
+    )
+    consumer_instance_timeout_ms: int = _int_field(
+        "consumer.instance.timeout.ms",
+        300000,
+        "trikafka: how long an HTTP proxy consumer instance lives unused before it is closed "
+        "(Confluent REST Proxy's key and default).",
+        1,
+    )
     security: security.SecurityConfig = security.security_field()  # ssl.*, sasl.*, listener.name.*
 
 

@@ -10,11 +10,15 @@ only, so even a value that got past escaping could not run.
 
 Mounting: the app serves paths relative to ASGI's ``root_path`` (``/ui`` when mounted
 there) and builds every link under it; a path that still carries the prefix is accepted too,
-whichever way the server mounting it passes paths on. Only GET and HEAD: the console reads.
+whichever way the server mounting it passes paths on. GET and HEAD — the console reads — but
+for the produce form's POST below.
 
 Errors: a missing topic, partition or group is a 404 page, a bad query parameter a 400 page
 naming the parameter and what is allowed, a cluster that does not answer a 503 page and one
 log line — never a traceback in the browser.
+
+The one write: with an HTTP proxy (``rest_proxy``), the topic page has a form that produces a
+JSON record through it (``POST <root>/topics/<topic>/produce``, see :mod:`trikafka.console.produce`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import jinja2
 import trio
 
 from trikafka.client import KafkaError
+from trikafka.console.produce import ProduceProblem, parse_produce_form, produce_through_proxy
 from trikafka.console.rates import ApiCounters, RateSampler
 from trikafka.console.reader import ClusterReader, GroupReads, NotFound
 from trikafka.console.render import format_bytes, format_timestamp
@@ -96,8 +101,11 @@ class ConsoleApp:
         bootstrap: Callable[[], str] | None = None,
         registry: Callable[[], str | None] = lambda: None,
         client_metrics: Callable[[], Sequence[Any]] = list,
+        rest_proxy: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.open_reader = open_reader
+        #: The HTTP proxy's URL (None: no produce form), asked at each page like the registry's.
+        self.rest_proxy = rest_proxy
         #: What clients pushed (KIP-714): the served broker's ``client_metrics()``.
         self.client_metrics = client_metrics
         self.registry = registry
@@ -129,6 +137,10 @@ class ConsoleApp:
         if quoted_root and (path == quoted_root or path.startswith(quoted_root + "/")):
             path = path[len(quoted_root) :]
         head = scope["method"] == "HEAD"
+        if scope["method"] == "POST" and path.endswith("/produce") and path.startswith("/topics/"):
+            status, body, content_type = await self._produce(scope, receive, path, root)
+            await _respond(send, status, body, content_type, head=False)
+            return
         if scope["method"] not in ("GET", "HEAD"):
             await _respond(
                 send,
@@ -197,7 +209,10 @@ class ConsoleApp:
                 if parts == ["topics"]:
                     return self.render("topics.html", root, page="topics", topics=await reader.topics())
                 if parts[0] == "topics":
-                    return self.render("topic.html", root, page="topics", topic=await reader.topic(parts[1]))
+                    return self.render(
+                        "topic.html", root, page="topics", topic=await reader.topic(parts[1]),
+                        proxy=self.rest_proxy() is not None, produced=query.get("produced"),
+                    )
                 if parts == ["groups"]:
                     return self.render("groups.html", root, page="groups", groups=await GroupReads(reader).groups())
                 if parts[0] == "groups":
@@ -206,6 +221,31 @@ class ConsoleApp:
                     return self.render(template, root, page="groups", group=group)
                 assert form is not None
                 return await self._records(reader, form, root)
+
+    async def _produce(self, scope: Scope, receive: Receive, path: str, root: str) -> tuple[int, bytes, str]:
+        """The topic page's form: the record goes through the HTTP proxy; the answer is a
+        redirect back to the topic page saying where it was written, or an error page."""
+        html = "text/html; charset=utf-8"
+        parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")]
+        try:
+            body = await _read_form(receive)
+            if len(parts) != 3 or not parts[1]:
+                raise NotFound(f"no page at {path}")
+            if not _same_origin(scope):
+                raise ProduceProblem("the form was posted from another site", 403)
+            proxy = self.rest_proxy()
+            if proxy is None:
+                raise ProduceProblem("no HTTP proxy is served (rest.proxy.port)", 404)
+            record = parse_produce_form(body)
+            produced = await produce_through_proxy(proxy, parts[1], record)
+        except NotFound as exc:
+            return 404, self.render("error.html", root, title="Not found", message=str(exc)), html
+        except ProduceProblem as exc:
+            log.info("console: producing to %r: %s", parts[1] if len(parts) > 1 else path, exc)
+            title = "Not produced" if exc.status < 500 else "The HTTP proxy did not answer"
+            return exc.status, self.render("error.html", root, title=title, message=str(exc)), html
+        page = await self.dispatch(f"/topics/{urllib.parse.quote(parts[1], safe='')}", {"produced": produced}, root)
+        return page
 
     async def _records(self, reader: ClusterReader, form: dict[str, Any], root: str) -> bytes:
         cluster = await reader.metadata()  # names for the topic menu: no offsets or sizes needed
@@ -346,6 +386,35 @@ def _records_form(query: Mapping[str, str]) -> dict[str, Any]:
         "timestamp_text": timestamp_text,
         "count": _int(query, "count", 20, 1, MAX_RECORDS),
     }
+
+
+async def _read_form(receive: Receive, limit: int = 1024 * 1024) -> bytes:
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise ProduceProblem(f"the form is larger than {limit} bytes", 413)
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def _same_origin(scope: Scope) -> bool:
+    """A POST from the console's own page: a browser's ``Sec-Fetch-Site`` says same-origin
+    (the console's no-referrer policy makes its form's Origin ``null``); without it, an
+    Origin naming this server, or none at all (curl, a script)."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+    site = headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
+    origin = headers.get("origin")
+    if origin is None:
+        return True
+    return urllib.parse.urlsplit(origin).netloc == headers.get("host", "")
 
 
 async def _respond(

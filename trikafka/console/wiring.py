@@ -63,12 +63,15 @@ def console_app(
     bootstrap: str | None = None,
     connector: Connector | None = None,
     schema_registry_url: str | Callable[[], str | None] | None = None,
+    rest_proxy_url: str | Callable[[], str | None] | None = None,
 ) -> ConsoleApp:
     """The console of ``target`` (a running ``Broker`` or ``Cluster``), read through
     ``bootstrap`` (default: its first listener; ``connector`` for the in-memory transport).
     ``schema_registry_url``: the Schema Registry whose schemas the console shows and decodes
     record values by (a URL, or a callable asked at each page, for a registry that binds its
-    port after the console is built); None, the default: no schema pages, values as bytes."""
+    port after the console is built); None, the default: no schema pages, values as bytes.
+    ``rest_proxy_url``: the HTTP proxy the topic page's produce form sends through (likewise
+    a URL or a callable); None: no form."""
     nodes = getattr(target, "nodes", None)
 
     def registry() -> str | None:
@@ -107,4 +110,5 @@ def console_app(
         bootstrap=servers,
         registry=registry,
         client_metrics=target.client_metrics,
+        rest_proxy=lambda: rest_proxy_url() if callable(rest_proxy_url) else rest_proxy_url,
     )

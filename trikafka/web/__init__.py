@@ -8,9 +8,9 @@ test), so that the broker imports this server and nothing above it.
 
 from typing import Any
 
-from trikafka.web.server import ASGIApp, HttpServer, Router
+from trikafka.web.server import ASGIApp, HttpServer, Router, not_attached_app
 
-__all__ = ["ASGIApp", "HttpServer", "Router", "metrics_app", "schema_registry_app"]
+__all__ = ["ASGIApp", "HttpServer", "Router", "metrics_app", "not_attached_app", "schema_registry_app"]
 
 
 def metrics_app(broker: Any) -> ASGIApp:

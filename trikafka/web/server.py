@@ -31,7 +31,7 @@ from typing import Any
 
 import trio
 
-__all__ = ["ASGIApp", "HttpServer", "Router", "route_for"]
+__all__ = ["ASGIApp", "HttpServer", "Router", "not_attached_app", "route_for"]
 
 log = logging.getLogger("trikafka.web")
 
@@ -117,6 +117,31 @@ async def _lifespan(receive: Receive, send: Send) -> None:
         elif message["type"] == "lifespan.shutdown":
             await send({"type": "lifespan.shutdown.complete"})
             return
+
+
+async def not_attached_app(scope: Scope, receive: Receive, send: Send) -> None:
+    """What ``rest.proxy.port`` answers before the HTTP proxy (an edge) is mounted on it:
+    503 with Confluent's error body, saying how to attach it."""
+    if scope["type"] != "http":
+        if scope["type"] == "websocket":
+            await receive()
+            await send({"type": "websocket.close", "code": 1000})
+        return
+    body = (
+        b'{"error_code":50301,"message":"the HTTP proxy is not attached to this port: '
+        b'python -m trikafka serves it, or trikafka.rest.serve_rest_proxy(broker) in a program"}'
+    )
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 503,
+            "headers": [
+                (b"content-type", b"application/vnd.kafka.v2+json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 class HttpServer:
