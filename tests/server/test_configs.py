@@ -34,7 +34,9 @@ async def test_describe_topic_and_broker_configs(autojump_clock):
         configs = {c.name: c for c in result.configs}
         assert configs["segment.bytes"].config_source == 1  # TOPIC_CONFIG
         assert configs["retention.ms"].config_source == 4  # STATIC_BROKER_CONFIG
-        assert [s.name for s in configs["retention.ms"].synonyms] == ["log.retention.ms"]
+        # Kafka's chain: the static value, then the default it overrides
+        assert [(s.name, s.source) for s in configs["retention.ms"].synonyms] == [
+            ("log.retention.ms", 4), ("log.retention.ms", 5)]
         assert configs["max.message.bytes"].config_source == 5  # DEFAULT_CONFIG
         only = await describe(client, TOPIC, "cfg", keys=["retention.ms"])
         assert [c.name for c in only.configs] == ["retention.ms"]
@@ -43,8 +45,10 @@ async def test_describe_topic_and_broker_configs(autojump_clock):
         broker = await describe(client, BROKER, "1")
         props = {c.name: c for c in broker.configs}
         assert props["num.io.threads"].value == "8"
-        assert props["num.io.threads"].read_only
+        assert not props["num.io.threads"].read_only  # cluster-wide in Kafka 4.4
+        assert props["auto.create.topics.enable"].read_only
         assert not props["log.retention.ms"].read_only
+        assert not props["listeners"].read_only  # per-broker
 
 
 async def test_alter_configs_replaces_and_incremental_edits(autojump_clock):
@@ -102,8 +106,11 @@ async def test_dynamic_broker_config_reaches_topics(autojump_clock):
         assert configs["retention.ms"].config_source == 2  # DYNAMIC_BROKER_CONFIG
         readonly = await client.request(request(44, 1, resources=[
             {"resource_type": BROKER, "resource_name": "1", "configs": [
-                {"name": "num.io.threads", "config_operation": 0, "value": "2"}]}], validate_only=False))
+                {"name": "auto.create.topics.enable", "config_operation": 0, "value": "false"},
+                {"name": "log.retention.hours", "config_operation": 0, "value": "1"}]}], validate_only=False))
         assert readonly.responses[0].error_code == ErrorCode.invalid_request
+        assert readonly.responses[0].error_message == (
+            "Cannot update these configs dynamically: Set(auto.create.topics.enable, log.retention.hours)")
 
 
 async def test_per_broker_dynamic_keys_need_the_broker_id(autojump_clock):
@@ -238,3 +245,36 @@ async def test_compacted_topic_refuses_records_without_key_one_by_one(autojump_c
         await create_topic(client, "plain")
         response = await produce(client, 9, "plain", None, 0, keyless)
         assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
+
+
+async def test_kafka_dynamic_keys_are_accepted_and_described_with_their_levels(autojump_clock):
+    """Keys Kafka 4.4 updates per broker or cluster-wide (log.cleaner.threads, num.io.threads,
+    a replication throttle trikafka has no field for) are accepted, for the broker and as the
+    cluster default, and described back with Kafka's sources and synonym chain."""
+    async with open_test_broker(num_io_threads=4) as tb, tb.client() as client:
+        def alter(name, configs):
+            return client.request(request(44, 1, resources=[
+                {"resource_type": BROKER, "resource_name": name, "configs": [
+                    {"name": key, "config_operation": 0, "value": value} for key, value in configs.items()]}],
+                validate_only=False))
+
+        (default,) = (await alter("", {"log.cleaner.threads": "2", "num.io.threads": "6",
+                                        "leader.replication.throttled.rate": "1000000"})).responses
+        assert (default.error_code, default.error_message) == (ErrorCode.none, None)
+        (own,) = (await alter("1", {"num.io.threads": "7"})).responses
+        assert (own.error_code, own.error_message) == (ErrorCode.none, None)
+        props = {c.name: c for c in (await describe(client, BROKER, "1")).configs}
+        assert (props["num.io.threads"].value, props["num.io.threads"].config_source) == ("7", 2)
+        assert [(s.value, s.source) for s in props["num.io.threads"].synonyms] == [
+            ("7", 2), ("6", 3), ("4", 4), ("8", 5)]
+        assert (props["log.cleaner.threads"].value, props["log.cleaner.threads"].config_source) == ("2", 3)
+        assert not props["log.cleaner.threads"].read_only
+        throttle = props["leader.replication.throttled.rate"]
+        assert (throttle.value, throttle.config_source, throttle.read_only) == ("1000000", 3, False)
+        cluster = {c.name: c for c in (await describe(client, BROKER, "")).configs}
+        assert sorted(cluster) == ["leader.replication.throttled.rate", "log.cleaner.threads", "num.io.threads"]
+        assert (cluster["num.io.threads"].value, cluster["num.io.threads"].config_source) == ("6", 3)
+        for key in ("log.cleaner.threads", "log.cleaner.backoff.ms"):  # typed, stored or applied
+            (bad,) = (await alter("1", {key: "many"})).responses
+            assert bad.error_code != ErrorCode.none and key in bad.error_message
+        assert (await describe(client, BROKER, "1", keys=["log.cleaner.threads"])).configs[0].value == "2"

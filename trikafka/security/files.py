@@ -1,8 +1,10 @@
 """Small JSON files the security layer keeps in the data directory, replaced atomically.
 
-SCRAM credentials, ACLs and client quotas are each one JSON document rewritten whole at every
-change: written to a temporary file beside it, fsynced, then renamed over the old one, so a
-crash leaves either the old file or the new one — never half of each. Readable by the
+SCRAM credentials, ACLs, client quotas, client-metrics subscriptions, dynamic broker configs
+and finalized feature levels are each one JSON document rewritten whole at every change:
+written to a temporary file beside it, fsynced, renamed over the old one, and the directory
+fsynced, so a crash leaves either the old file or the new one — never half of each — and the
+rename itself survives a power cut. Readable by the
 broker's user only (``0o600``): one of them holds salted credentials.
 """
 
@@ -13,7 +15,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["write_json_atomically"]
+__all__ = ["fsync_directory", "write_json_atomically"]
 
 
 def write_json_atomically(path: Path, document: Any) -> None:
@@ -26,3 +28,19 @@ def write_json_atomically(path: Path, document: Any) -> None:
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, path)
+    fsync_directory(path.parent)
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make a rename or a new file in ``directory`` durable (a no-op where the platform cannot
+    open a directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -55,6 +55,7 @@ from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.api_table import API_FAMILIES, listed_min, supported_apis
 from trikafka.server.awaitable import StateChanges
 from trikafka.server.client_metrics import ClientMetricsManager
+from trikafka.server.dynamic_broker_config import DynamicBrokerConfigs, applied
 from trikafka.server.features import Features
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
@@ -154,6 +155,10 @@ class BrokerCore:
         replicas.transaction_verifier = self._verify_produce
         #: Feature levels (KIP-584), one set for every node of a cluster.
         self.features = Features(config)
+        #: Dynamic broker configs (AlterConfigs on BROKER), kept in the data directory; the
+        #: topic defaults among them are applied to the replicas before anything is served.
+        self.dynamic_configs = DynamicBrokerConfigs.in_data_dir(config.log_dirs)
+        replicas.alter_broker_config(applied(self.dynamic_configs.effective(config.node_id)))
         #: SCRAM users: AlterUserScramCredentials writes them, every SASL listener reads them.
         self.scram_credentials = ScramCredentials.from_config(
             config.security, [s.name for s in config.listeners], config.log_dirs
@@ -384,6 +389,7 @@ class RequestPath:
             replicas=core.replicas,
             coordinators=core,
             features=core.features,
+            dynamic_configs=core.dynamic_configs,
             cluster_view=cluster_view,
             now_ms=core.now_ms,
             state_changes=core.state_changes,
