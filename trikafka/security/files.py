@@ -15,16 +15,21 @@ import os
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fsync_directory", "write_json_atomically"]
+__all__ = ["fsync_directory", "write_json_atomically", "write_text_atomically"]
 
 
 def write_json_atomically(path: Path, document: Any) -> None:
     """Replace ``path`` with ``document`` as JSON: temporary file, fsync, rename."""
+    write_text_atomically(path, json.dumps(document, indent=1))
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text``: temporary file, fsync, rename, directory fsync."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as file:
-        json.dump(document, file, indent=1)
+        file.write(text)
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, path)

@@ -50,6 +50,7 @@ from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.security.acl_store import AclStore
+from trikafka.security.files import write_text_atomically
 from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.api_table import API_FAMILIES, listed_min, supported_apis
@@ -98,10 +99,9 @@ def load_meta_properties(config: BrokerConfig) -> str:
                 )
             return stored
     cluster_id = config.cluster_id or new_cluster_id()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "#\n#written by trikafka\n"
-        f"cluster.id={cluster_id}\nnode.id={config.node_id}\nversion=1\n"
+    # written durably (temporary file, fsync, rename) before anything is served
+    write_text_atomically(
+        path, f"#\n#written by trikafka\ncluster.id={cluster_id}\nnode.id={config.node_id}\nversion=1\n"
     )
     return cluster_id
 
