@@ -278,3 +278,30 @@ async def test_kafka_dynamic_keys_are_accepted_and_described_with_their_levels(a
             (bad,) = (await alter("1", {key: "many"})).responses
             assert bad.error_code != ErrorCode.none and key in bad.error_message
         assert (await describe(client, BROKER, "1", keys=["log.cleaner.threads"])).configs[0].value == "2"
+
+
+async def test_dynamic_connection_limits_and_cleaner_settings_apply_at_once(autojump_clock):
+    """max.connections.per.ip (cluster-wide in Kafka) set as the cluster default holds for the
+    next connection; log.cleaner.backoff.ms and the dedupe buffer reach the running cleaner."""
+    from trikafka.testing.frames import api_versions_frame, read_frames, read_until_closed
+
+    async with open_test_broker() as tb, tb.client() as client:
+        (answer,) = (await client.request(request(44, 1, resources=[
+            {"resource_type": BROKER, "resource_name": "", "configs": [
+                {"name": "max.connections.per.ip", "config_operation": 0, "value": "1"},
+                {"name": "log.cleaner.backoff.ms", "config_operation": 0, "value": "1234"},
+                {"name": "log.cleaner.dedupe.buffer.size", "config_operation": 0, "value": "1048576"}]}],
+            validate_only=False))).responses
+        assert answer.error_code == ErrorCode.none
+        first = await tb.connect("10.0.0.7")
+        await first.send_all(api_versions_frame(1))
+        await read_frames(first, 1)
+        assert await read_until_closed(await tb.connect("10.0.0.7")) == b""  # over the new limit
+        cleaner = tb.broker.log_cleaner
+        assert cleaner.backoff_ms == 1234
+        small = cleaner.max_map_entries
+        await client.request(request(44, 1, resources=[
+            {"resource_type": BROKER, "resource_name": "", "configs": [
+                {"name": "log.cleaner.dedupe.buffer.size", "config_operation": 1, "value": None}]}],
+            validate_only=False))
+        assert cleaner.max_map_entries > small  # back to the static 128 MiB

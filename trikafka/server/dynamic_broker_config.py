@@ -27,9 +27,11 @@ restart — or a kill -9 right after the answer — keeps every one.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from trikafka.config import BrokerConfig
 from trikafka.config.topics import INT64_MAX, TOPIC_CONFIGS, TopicConfigDef
 from trikafka.config.update_modes import CLUSTER_WIDE, PER_BROKER, PER_BROKER_MODE, READ_ONLY, update_mode
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
@@ -37,10 +39,12 @@ from trikafka.security.files import write_json_atomically
 
 __all__ = [
     "APPLIED_BROKER_KEYS", "BROKER_CONFIGS_FILE", "DynamicBrokerConfigs", "INERT_BROKER_KEYS",
-    "KAFKA_DYNAMIC_BROKER_KEYS", "applied", "check_broker_overrides", "scala_set",
+    "KAFKA_DYNAMIC_BROKER_KEYS", "applied", "check_broker_overrides", "live_config", "scala_set",
 ]
 
 BROKER_CONFIGS_FILE = "trikafka-broker-configs.json"
+
+log = logging.getLogger("trikafka.server")
 
 #: SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only behind ``listener.name.<l>.``.
 _SSL_STORES = frozenset({
@@ -139,6 +143,8 @@ class DynamicBrokerConfigs:
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self._by_name: dict[str, dict[str, str]] = {}
+        #: (node id, callback): told a node's effective overrides at every change.
+        self._subscribers: list[tuple[int, Callable[[dict[str, str]], None]]] = []
         if path is not None and path.exists():
             try:
                 document = json.loads(path.read_text(encoding="utf-8"))
@@ -171,3 +177,22 @@ class DynamicBrokerConfigs:
             self._by_name.pop(name, None)
         if self.path is not None:
             write_json_atomically(self.path, {"version": 1, "brokers": self._by_name})
+        for node_id, callback in self._subscribers:
+            callback(self.effective(node_id))
+
+    def subscribe(self, node_id: int, callback: Callable[[dict[str, str]], None]) -> None:
+        """Call ``callback`` with broker ``node_id``'s effective overrides now (the kept ones,
+        after a restart) and after every change."""
+        self._subscribers.append((node_id, callback))
+        callback(self.effective(node_id))
+
+
+def live_config(static: BrokerConfig, overrides: Mapping[str, str]) -> BrokerConfig:
+    """``static`` with the dynamic overrides of keys it has fields for: what a part that
+    reconfigures itself at run time reads its settings from."""
+    known = static.as_properties()
+    try:
+        return static.with_overrides(**{k: v for k, v in overrides.items() if k in known})
+    except ConfigError as exc:  # each value was checked when set; a combination may still fail
+        log.warning("dynamic broker configs not applied (%s); the broker keeps its previous values", exc)
+        return static

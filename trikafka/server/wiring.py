@@ -33,6 +33,7 @@ to connections already closed: nobody could read its answer, so it is not applie
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,7 +57,7 @@ from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.api_table import API_FAMILIES, listed_min, supported_apis
 from trikafka.server.awaitable import StateChanges
 from trikafka.server.client_metrics import ClientMetricsManager
-from trikafka.server.dynamic_broker_config import DynamicBrokerConfigs, applied
+from trikafka.server.dynamic_broker_config import DynamicBrokerConfigs, applied, live_config
 from trikafka.server.features import Features
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
@@ -73,11 +74,15 @@ if TYPE_CHECKING:
     from trikafka.coordinator.share.coordinator import ShareCoordinator
     from trikafka.coordinator.share.state_store import ShareStateLog
     from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
+    from trikafka.log.cleaner import LogCleaner
     from trikafka.registry.service import SchemaRegistry
     from trikafka.registry.validation import RecordValidator
     from trikafka.server.share_dlq import DeadLetterWriter
 
-__all__ = ["API_FAMILIES", "BrokerCore", "Coordinators", "RequestPath", "load_meta_properties", "new_log_manager"]
+__all__ = [
+    "API_FAMILIES", "BrokerCore", "Coordinators", "RequestPath", "follow_cleaner_configs", "load_meta_properties",
+    "new_log_manager",
+]
 
 def load_meta_properties(config: BrokerConfig) -> str:
     """The cluster id: from config, else from ``meta.properties`` in the first log dir
@@ -350,6 +355,27 @@ class BrokerCore:
         self._started.set()
 
 
+def _limit_connections(socket_server: SocketServer, config: BrokerConfig, overrides: dict[str, str]) -> None:
+    live = live_config(config, overrides)
+    socket_server.quotas.reconfigure(
+        live.max_connections, live.max_connections_per_ip, live.max_connections_per_ip_overrides,
+        live.max_connection_creation_rate,
+    )
+
+
+def follow_cleaner_configs(core: BrokerCore, config: BrokerConfig, cleaner: LogCleaner) -> None:
+    """``cleaner`` (broker ``config.node_id``'s) follows its dynamic ``log.cleaner.backoff.ms``
+    and ``log.cleaner.dedupe.buffer.size``, the kept ones from the start."""
+
+    def apply(overrides: dict[str, str]) -> None:
+        live = live_config(config, overrides)
+        cleaner.reconfigure(
+            backoff_ms=live.log_cleaner_backoff_ms, dedupe_buffer_size=live.log_cleaner_dedupe_buffer_size
+        )
+
+    core.dynamic_configs.subscribe(config.node_id, apply)
+
+
 class RequestPath:
     """One run of a broker's request path over a :class:`BrokerCore`.
 
@@ -410,6 +436,9 @@ class RequestPath:
             config, self.registry, self.request_channel, self.metrics, trio_listeners,
             scram_credentials=core.scram_credentials,
         )
+        # the connection limits follow this broker's dynamic max.connections and friends
+        limit = functools.partial(_limit_connections, self.socket_server, config)
+        core.dynamic_configs.subscribe(config.node_id, limit)
 
     async def run(self, *, task_status: trio.TaskStatus[dict[str, BoundEndpoint]] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the purgatory, the handler pool and the socket server, in that order (each
