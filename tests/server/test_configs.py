@@ -305,3 +305,46 @@ async def test_dynamic_connection_limits_and_cleaner_settings_apply_at_once(auto
                 {"name": "log.cleaner.dedupe.buffer.size", "config_operation": 1, "value": None}]}],
             validate_only=False))
         assert cleaner.max_map_entries > small  # back to the static 128 MiB
+
+
+async def test_broker_logger_levels_change_at_once(autojump_clock):
+    """BROKER_LOGGER (kafka-configs.sh --entity-type broker-loggers): the loggers and their
+    levels described; SET and DELETE change a level at once; Kafka's errors otherwise."""
+    import logging
+
+    logger = logging.getLogger("trikafka.server")
+    before = logger.level
+    async with open_test_broker() as tb, tb.client() as client:
+        def alter(name, op, key, value):
+            return client.request(request(44, 1, resources=[
+                {"resource_type": 8, "resource_name": name, "configs": [
+                    {"name": key, "config_operation": op, "value": value}]}], validate_only=False))
+
+        try:
+            described = {c.name: c for c in (await describe(client, 8, "1")).configs}
+            assert "root" in described and "trikafka.server" in described
+            assert described["trikafka.server"].config_source == 6  # DYNAMIC_BROKER_LOGGER_CONFIG
+            (done,) = (await alter("1", 0, "trikafka.server", "TRACE")).responses
+            assert done.error_code == ErrorCode.none
+            assert logger.isEnabledFor(5) and not logging.getLogger("trikafka.network").isEnabledFor(5)
+            assert (await describe(client, 8, "1", keys=["trikafka.server"])).configs[0].value == "TRACE"
+            (done,) = (await alter("1", 1, "trikafka.server", None)).responses
+            assert done.error_code == ErrorCode.none and logger.level == logging.NOTSET
+            errors = [
+                (await alter("1", 0, "no.such.logger", "INFO")).responses[0],
+                (await alter("1", 0, "trikafka.server", "VERBOSE")).responses[0],
+                (await alter("1", 1, "root", None)).responses[0],
+                (await alter("1", 2, "trikafka.server", "INFO")).responses[0],
+                (await alter("2", 0, "trikafka.server", "INFO")).responses[0],
+            ]
+            assert [(e.error_code, e.error_message) for e in errors] == [
+                (ErrorCode.invalid_config, "Logger no.such.logger does not exist!"),
+                (ErrorCode.invalid_config, "Cannot set the log level of trikafka.server to VERBOSE as it is not "
+                                           "a supported log level. Valid log levels are DEBUG, ERROR, FATAL, INFO, "
+                                           "TRACE, WARN"),
+                (ErrorCode.invalid_request, "Removing the log level of the root logger is not allowed"),
+                (ErrorCode.invalid_request, "APPEND operation is not allowed for the BROKER_LOGGER resource"),
+                (ErrorCode.invalid_request, "Unexpected broker id, expected 1, but received 2"),
+            ]
+        finally:
+            logger.setLevel(before)

@@ -30,6 +30,7 @@ from trikafka.protocol.registry import ApiKey
 from trikafka.security.authorizer import AclOperation
 from trikafka.security.authorizer import ResourceType as AclResource
 from trikafka.security.config import SECURITY_KEYS, SENSITIVE
+from trikafka.server.apis.broker_logger_resources import BROKER_LOGGER_RESOURCE, alter_loggers, logger_entries
 from trikafka.server.apis.client_metrics_resources import (
     LIST_KEYS,
     alter_subscription,
@@ -247,8 +248,11 @@ class ConfigApis(ApiFamily):
 
     def _check_broker_name(self, name: str) -> None:
         """Kafka's validateResourceNameIsCurrentNodeId (an empty name: the cluster default)."""
-        if name == "":
-            return
+        if name != "":
+            self._check_node_id(name)
+
+    def _check_node_id(self, name: str) -> None:
+        """Kafka's validateResourceNameIsCurrentNodeId."""
         node_id = self.context.config.node_id
         try:
             named = int(name)
@@ -289,6 +293,9 @@ class ConfigApis(ApiFamily):
                         entries = default_broker_config_entries(self.context, keys)
                     else:
                         entries = broker_config_entries(self.context, keys, self.context.config)
+                elif resource.resource_type == BROKER_LOGGER_RESOURCE:
+                    self._check_node_id(resource.resource_name)
+                    entries = logger_entries(keys)
                 elif resource.resource_type == GROUP_RESOURCE:
                     entries = group_config_entries(self.context, resource.resource_name, keys,
                                                    BrokerLevels.of(self.context).source)
@@ -380,10 +387,14 @@ class ConfigApis(ApiFamily):
             response = self._resource_response(resource)
             with errors_into(response, message=True):
                 self._check_access(request, resource, AclOperation.ALTER_CONFIGS)
-                overrides = self._current(resource)
-                for change in resource.configs:
-                    self._apply_op(resource, overrides, change)
-                self._alter(resource, overrides, request.body.validate_only)
+                if resource.resource_type == BROKER_LOGGER_RESOURCE:  # log levels, at once
+                    self._check_node_id(resource.resource_name)
+                    alter_loggers(resource.configs, request.body.validate_only)
+                else:
+                    overrides = self._current(resource)
+                    for change in resource.configs:
+                        self._apply_op(resource, overrides, change)
+                    self._alter(resource, overrides, request.body.validate_only)
             responses.append(response)
         return Answer(throttle_time=0, responses=responses)
 
