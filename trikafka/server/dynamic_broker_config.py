@@ -3,14 +3,14 @@ where the changes are kept.
 
 Each key's update mode is Kafka 4.4's (``trikafka/config/update_modes.py``). Kafka's checks, on
 the resource's whole set of dynamic overrides after the change, in this order, each failure
-INVALID_REQUEST with Kafka's message (a Scala ``Set(...)``):
+INVALID_REQUEST with Kafka's message (Kafka 4.4's Java ``HashSet`` of the keys, ``[a, b]``):
 
-1. a ``read-only`` key: ``Cannot update these configs dynamically: Set(...)``;
+1. a ``read-only`` key: ``Cannot update these configs dynamically: [...]``;
 2. a TLS key store key without a listener prefix: ``These security configs can be
-   dynamically updated only per-listener using the listener prefix: Set(...)``;
+   dynamically updated only per-listener using the listener prefix: [...]``;
 3. the value's type;
 4. a ``per-broker`` key sent to the cluster default (empty resource name): ``Cannot update
-   these configs at default cluster level, broker id must be specified: Set(...)``.
+   these configs at default cluster level, broker id must be specified: [...]``.
 
 A key Kafka accepts is stored for its broker (resource name ``"<node id>"``, described as
 DYNAMIC_BROKER_CONFIG) or as the cluster default (``""``, DYNAMIC_DEFAULT_BROKER_CONFIG); a
@@ -39,7 +39,7 @@ from trikafka.security.files import write_json_atomically
 
 __all__ = [
     "APPLIED_BROKER_KEYS", "BROKER_CONFIGS_FILE", "DynamicBrokerConfigs", "INERT_BROKER_KEYS",
-    "KAFKA_DYNAMIC_BROKER_KEYS", "applied", "check_broker_overrides", "live_config", "scala_set",
+    "KAFKA_DYNAMIC_BROKER_KEYS", "applied", "check_broker_overrides", "java_set", "live_config",
 ]
 
 BROKER_CONFIGS_FILE = "trikafka-broker-configs.json"
@@ -95,9 +95,28 @@ INERT_BROKER_KEYS: dict[str, TopicConfigDef] = {
 }
 
 
-def scala_set(names: Iterable[str]) -> str:
-    """How Kafka's messages print a set of keys."""
-    return f"Set({', '.join(sorted(names))})"
+def _java_string_hash(text: str) -> int:
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():  # Java hashes UTF-16 code units
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h
+
+
+def java_set(names: Iterable[str], capacity: int = 16) -> str:
+    """How Kafka 4.4's messages print a set of keys: a Java ``HashSet``'s ``toString``, in its
+    iteration order (by hash bucket of a table grown from ``capacity`` as HashMap grows it)."""
+    keys = sorted(set(names))
+    size = 1
+    while size < capacity:
+        size *= 2
+    while len(keys) > size * 3 // 4:
+        size *= 2
+
+    def bucket(key: str) -> int:
+        h = _java_string_hash(key)
+        return (h ^ (h >> 16)) & (size - 1)
+
+    return "[" + ", ".join(sorted(keys, key=lambda key: (bucket(key), key))) + "]"
 
 
 def check_broker_overrides(
@@ -110,13 +129,15 @@ def check_broker_overrides(
     not_dynamic = {name for name in names if update_mode(name) == READ_ONLY}
     if not_dynamic:
         raise KafkaProtocolError(
-            f"Cannot update these configs dynamically: {scala_set(not_dynamic)}", ErrorCode.invalid_request
+            # DynamicBrokerConfig.nonDynamicConfigs: a HashSet sized for every key of the request
+            f"Cannot update these configs dynamically: {java_set(not_dynamic, max(int(len(names) / 0.75) + 1, 16))}",
+            ErrorCode.invalid_request,
         )
     unprefixed = names & _SSL_STORES
     if unprefixed:
         raise KafkaProtocolError(
             "These security configs can be dynamically updated only per-listener using the listener prefix: "
-            + scala_set(unprefixed),
+            + java_set(unprefixed),
             ErrorCode.invalid_request,
         )
     for name in names & set(INERT_BROKER_KEYS):
@@ -130,7 +151,7 @@ def check_broker_overrides(
     if not per_broker and at_broker_level:
         raise KafkaProtocolError(
             "Cannot update these configs at default cluster level, broker id must be specified: "
-            + scala_set(at_broker_level),
+            + java_set(at_broker_level),
             ErrorCode.invalid_request,
         )
 
