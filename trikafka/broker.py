@@ -62,6 +62,7 @@ from trikafka.server.wiring import (
     API_FAMILIES,
     BrokerCore,
     RequestPath,
+    follow_cleaner_configs,
     load_meta_properties,
     new_log_manager,
 )
@@ -117,6 +118,7 @@ class Broker(AwaitableState):
         #: The request path: registry, socket server, request channel, handler pool,
         #: purgatory, KafkaApis, metrics — one lifecycle (``RequestPath.run``/``stop``).
         self.path = RequestPath(self.config, self.core, self.metadata_cache, trio_listeners=trio_listeners)
+        follow_cleaner_configs(self.core, self.config, self.log_cleaner)
         #: ``/metrics`` and whatever else is mounted (``http_server.mount("/ui", app)``);
         #: it runs when ``metrics.port`` is not -1.
         self.http_server = HttpServer(self.config.metrics_host, max(self.config.metrics_port, 0))

@@ -95,3 +95,30 @@ def test_too_few_iterations_is_unacceptable(tmp_path):
         with pytest.raises(Exception, match="Too few iterations"):  # noqa: PT011 - KafkaException
             admin = _admin(broker)  # kept: a collected client destroys its futures
             admin.alter_user_scram_credentials([upsertion])["eve"].result(TIMEOUT)
+
+
+def test_describing_every_user_and_an_unknown_one(tmp_path):
+    """No user list describes every user (Kafka's ScramImage.describe); a user that has no
+    credential is RESOURCE_NOT_FOUND on its own, beside the ones found."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    with ThreadedBroker(_config(tmp_path)) as broker:
+        admin = _admin(broker)
+        upsertions = [
+            UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"a"),
+            UserScramCredentialUpsertion("bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), b"b"),
+        ]
+        for future in admin.alter_user_scram_credentials(upsertions).values():
+            future.result(TIMEOUT)
+        every = admin.describe_user_scram_credentials().result(TIMEOUT)
+        assert {user: [(c.mechanism, c.iterations) for c in d.scram_credential_infos] for user, d in every.items()} == {
+            "alice": [(ScramMechanism.SCRAM_SHA_256, 4096)],
+            "bob": [(ScramMechanism.SCRAM_SHA_512, 8192)],
+        }
+        futures = admin.describe_user_scram_credentials(["bob", "nobody"])
+        assert futures["bob"].result(TIMEOUT).user == "bob"
+        with pytest.raises(KafkaException) as caught:
+            futures["nobody"].result(TIMEOUT)
+        assert caught.value.args[0].code() == KafkaError.RESOURCE_NOT_FOUND
+        assert "does not exist: nobody" in caught.value.args[0].str()

@@ -34,7 +34,9 @@ async def test_describe_topic_and_broker_configs(autojump_clock):
         configs = {c.name: c for c in result.configs}
         assert configs["segment.bytes"].config_source == 1  # TOPIC_CONFIG
         assert configs["retention.ms"].config_source == 4  # STATIC_BROKER_CONFIG
-        assert [s.name for s in configs["retention.ms"].synonyms] == ["log.retention.ms"]
+        # Kafka's chain: the static value, then the default it overrides
+        assert [(s.name, s.source) for s in configs["retention.ms"].synonyms] == [
+            ("log.retention.ms", 4), ("log.retention.ms", 5)]
         assert configs["max.message.bytes"].config_source == 5  # DEFAULT_CONFIG
         only = await describe(client, TOPIC, "cfg", keys=["retention.ms"])
         assert [c.name for c in only.configs] == ["retention.ms"]
@@ -43,8 +45,10 @@ async def test_describe_topic_and_broker_configs(autojump_clock):
         broker = await describe(client, BROKER, "1")
         props = {c.name: c for c in broker.configs}
         assert props["num.io.threads"].value == "8"
-        assert props["num.io.threads"].read_only
+        assert not props["num.io.threads"].read_only  # cluster-wide in Kafka 4.4
+        assert props["auto.create.topics.enable"].read_only
         assert not props["log.retention.ms"].read_only
+        assert not props["listeners"].read_only  # per-broker
 
 
 async def test_alter_configs_replaces_and_incremental_edits(autojump_clock):
@@ -102,8 +106,11 @@ async def test_dynamic_broker_config_reaches_topics(autojump_clock):
         assert configs["retention.ms"].config_source == 2  # DYNAMIC_BROKER_CONFIG
         readonly = await client.request(request(44, 1, resources=[
             {"resource_type": BROKER, "resource_name": "1", "configs": [
-                {"name": "num.io.threads", "config_operation": 0, "value": "2"}]}], validate_only=False))
+                {"name": "auto.create.topics.enable", "config_operation": 0, "value": "false"},
+                {"name": "log.retention.hours", "config_operation": 0, "value": "1"}]}], validate_only=False))
         assert readonly.responses[0].error_code == ErrorCode.invalid_request
+        assert readonly.responses[0].error_message == (  # Kafka 4.4's HashSet, in its order
+            "Cannot update these configs dynamically: [log.retention.hours, auto.create.topics.enable]")
 
 
 async def test_per_broker_dynamic_keys_need_the_broker_id(autojump_clock):
@@ -116,10 +123,10 @@ async def test_per_broker_dynamic_keys_need_the_broker_id(autojump_clock):
         (at_default,) = (await alter("", "sasl.kerberos.min.time.before.relogin", "58000")).responses
         assert at_default.error_code == ErrorCode.invalid_request
         assert at_default.error_message == ("Cannot update these configs at default cluster level, broker id "
-                                            "must be specified: Set(sasl.kerberos.min.time.before.relogin)")
+                                            "must be specified: [sasl.kerberos.min.time.before.relogin]")
         (unprefixed,) = (await alter("1", "ssl.keystore.location", "/tmp/ks")).responses
         assert unprefixed.error_message == ("These security configs can be dynamically updated only "
-                                            "per-listener using the listener prefix: Set(ssl.keystore.location)")
+                                            "per-listener using the listener prefix: [ssl.keystore.location]")
         (other,) = (await alter("2", "log.retention.ms", "5000")).responses
         assert other.error_message == "Unexpected broker id, expected 1, but received 2"
         (cluster_wide,) = (await alter("", "log.retention.ms", "5000")).responses
@@ -238,3 +245,106 @@ async def test_compacted_topic_refuses_records_without_key_one_by_one(autojump_c
         await create_topic(client, "plain")
         response = await produce(client, 9, "plain", None, 0, keyless)
         assert response.responses[0].partition_responses[0].error_code == ErrorCode.none
+
+
+async def test_kafka_dynamic_keys_are_accepted_and_described_with_their_levels(autojump_clock):
+    """Keys Kafka 4.4 updates per broker or cluster-wide (log.cleaner.threads, num.io.threads,
+    a replication throttle trikafka has no field for) are accepted, for the broker and as the
+    cluster default, and described back with Kafka's sources and synonym chain."""
+    async with open_test_broker(num_io_threads=4) as tb, tb.client() as client:
+        def alter(name, configs):
+            return client.request(request(44, 1, resources=[
+                {"resource_type": BROKER, "resource_name": name, "configs": [
+                    {"name": key, "config_operation": 0, "value": value} for key, value in configs.items()]}],
+                validate_only=False))
+
+        (default,) = (await alter("", {"log.cleaner.threads": "2", "num.io.threads": "6",
+                                        "leader.replication.throttled.rate": "1000000"})).responses
+        assert (default.error_code, default.error_message) == (ErrorCode.none, None)
+        (own,) = (await alter("1", {"num.io.threads": "7"})).responses
+        assert (own.error_code, own.error_message) == (ErrorCode.none, None)
+        props = {c.name: c for c in (await describe(client, BROKER, "1")).configs}
+        assert (props["num.io.threads"].value, props["num.io.threads"].config_source) == ("7", 2)
+        assert [(s.value, s.source) for s in props["num.io.threads"].synonyms] == [
+            ("7", 2), ("6", 3), ("4", 4), ("8", 5)]
+        assert (props["log.cleaner.threads"].value, props["log.cleaner.threads"].config_source) == ("2", 3)
+        assert not props["log.cleaner.threads"].read_only
+        throttle = props["leader.replication.throttled.rate"]
+        assert (throttle.value, throttle.config_source, throttle.read_only) == ("1000000", 3, False)
+        cluster = {c.name: c for c in (await describe(client, BROKER, "")).configs}
+        assert sorted(cluster) == ["leader.replication.throttled.rate", "log.cleaner.threads", "num.io.threads"]
+        assert (cluster["num.io.threads"].value, cluster["num.io.threads"].config_source) == ("6", 3)
+        for key in ("log.cleaner.threads", "log.cleaner.backoff.ms"):  # typed, stored or applied
+            (bad,) = (await alter("1", {key: "many"})).responses
+            assert bad.error_code != ErrorCode.none and key in bad.error_message
+        assert (await describe(client, BROKER, "1", keys=["log.cleaner.threads"])).configs[0].value == "2"
+
+
+async def test_dynamic_connection_limits_and_cleaner_settings_apply_at_once(autojump_clock):
+    """max.connections.per.ip (cluster-wide in Kafka) set as the cluster default holds for the
+    next connection; log.cleaner.backoff.ms and the dedupe buffer reach the running cleaner."""
+    from trikafka.testing.frames import api_versions_frame, read_frames, read_until_closed
+
+    async with open_test_broker() as tb, tb.client() as client:
+        (answer,) = (await client.request(request(44, 1, resources=[
+            {"resource_type": BROKER, "resource_name": "", "configs": [
+                {"name": "max.connections.per.ip", "config_operation": 0, "value": "1"},
+                {"name": "log.cleaner.backoff.ms", "config_operation": 0, "value": "1234"},
+                {"name": "log.cleaner.dedupe.buffer.size", "config_operation": 0, "value": "1048576"}]}],
+            validate_only=False))).responses
+        assert answer.error_code == ErrorCode.none
+        first = await tb.connect("10.0.0.7")
+        await first.send_all(api_versions_frame(1))
+        await read_frames(first, 1)
+        assert await read_until_closed(await tb.connect("10.0.0.7")) == b""  # over the new limit
+        cleaner = tb.broker.log_cleaner
+        assert cleaner.backoff_ms == 1234
+        small = cleaner.max_map_entries
+        await client.request(request(44, 1, resources=[
+            {"resource_type": BROKER, "resource_name": "", "configs": [
+                {"name": "log.cleaner.dedupe.buffer.size", "config_operation": 1, "value": None}]}],
+            validate_only=False))
+        assert cleaner.max_map_entries > small  # back to the static 128 MiB
+
+
+async def test_broker_logger_levels_change_at_once(autojump_clock):
+    """BROKER_LOGGER (kafka-configs.sh --entity-type broker-loggers): the loggers and their
+    levels described; SET and DELETE change a level at once; Kafka's errors otherwise."""
+    import logging
+
+    logger = logging.getLogger("trikafka.server")
+    before = logger.level
+    async with open_test_broker() as tb, tb.client() as client:
+        def alter(name, op, key, value):
+            return client.request(request(44, 1, resources=[
+                {"resource_type": 8, "resource_name": name, "configs": [
+                    {"name": key, "config_operation": op, "value": value}]}], validate_only=False))
+
+        try:
+            described = {c.name: c for c in (await describe(client, 8, "1")).configs}
+            assert "root" in described and "trikafka.server" in described
+            assert described["trikafka.server"].config_source == 6  # DYNAMIC_BROKER_LOGGER_CONFIG
+            (done,) = (await alter("1", 0, "trikafka.server", "TRACE")).responses
+            assert done.error_code == ErrorCode.none
+            assert logger.isEnabledFor(5) and not logging.getLogger("trikafka.network").isEnabledFor(5)
+            assert (await describe(client, 8, "1", keys=["trikafka.server"])).configs[0].value == "TRACE"
+            (done,) = (await alter("1", 1, "trikafka.server", None)).responses
+            assert done.error_code == ErrorCode.none and logger.level == logging.NOTSET
+            errors = [
+                (await alter("1", 0, "no.such.logger", "INFO")).responses[0],
+                (await alter("1", 0, "trikafka.server", "VERBOSE")).responses[0],
+                (await alter("1", 1, "root", None)).responses[0],
+                (await alter("1", 2, "trikafka.server", "INFO")).responses[0],
+                (await alter("2", 0, "trikafka.server", "INFO")).responses[0],
+            ]
+            assert [(e.error_code, e.error_message) for e in errors] == [
+                (ErrorCode.invalid_config, "Logger no.such.logger does not exist!"),
+                (ErrorCode.invalid_config, "Cannot set the log level of trikafka.server to VERBOSE as it is not "
+                                           "a supported log level. Valid log levels are DEBUG, ERROR, FATAL, INFO, "
+                                           "TRACE, WARN"),
+                (ErrorCode.invalid_request, "Removing the log level of the root logger is not allowed"),
+                (ErrorCode.invalid_request, "APPEND operation is not allowed for the BROKER_LOGGER resource"),
+                (ErrorCode.invalid_request, "Unexpected broker id, expected 1, but received 2"),
+            ]
+        finally:
+            logger.setLevel(before)

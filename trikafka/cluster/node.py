@@ -39,7 +39,7 @@ from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LogManager
 from trikafka.network.endpoints import BoundEndpoint, endpoint_address
 from trikafka.server.metadata_cache import BrokerEndpoint, MetadataCache
-from trikafka.server.wiring import RequestPath
+from trikafka.server.wiring import RequestPath, follow_cleaner_configs
 
 __all__ = ["ClusterMetadataCache", "ClusterNode"]
 
@@ -102,6 +102,7 @@ class ClusterNode:
             clock=cluster.now_ms,
             dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
         )
+        follow_cleaner_configs(cluster.core, config, self.log_cleaner)
         self.endpoints: dict[str, BoundEndpoint] = {}
         self._stop_requested = trio.Event()
         self._grace = config.shutdown_grace_ms / 1000

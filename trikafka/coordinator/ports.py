@@ -59,6 +59,10 @@ class OffsetsPartitionLog(Protocol):
 
     def read(self, offset: int, max_bytes: int) -> RecordsRead: ...
 
+    def flush(self) -> None:
+        """Make everything appended so far durable (fsync)."""
+        ...
+
 
 class ProducerIdSource(Protocol):
     def next_id(self) -> int: ...

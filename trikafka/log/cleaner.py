@@ -266,6 +266,13 @@ class LogCleaner:
             Path(d): read_checkpoint(Path(d) / CLEANER_CHECKPOINT) for d in (log_manager.log_dirs or ())
         }
 
+
+    def reconfigure(self, *, backoff_ms: int, dedupe_buffer_size: int) -> None:
+        """New ``log.cleaner.backoff.ms`` / ``log.cleaner.dedupe.buffer.size``, at run time:
+        the next pause and the next cleaning use them."""
+        self.backoff_ms = backoff_ms
+        self.max_map_entries = map_capacity(dedupe_buffer_size)
+
     def first_dirty_offset(self, log: Any) -> int:
         """Where the log's dirty section starts: this run's memory, else the checkpoint."""
         found = self._first_dirty.get(log)

@@ -41,6 +41,16 @@ class ConnectionQuotas:
         self._per_ip: Counter[str] = Counter()
         self._total = 0
 
+    def reconfigure(
+        self, max_connections: int, max_per_ip: int, overrides: Mapping[str, int], max_creation_rate: int
+    ) -> None:
+        """New limits, at run time (dynamic ``max.connections`` and friends): they hold for the
+        next connection; connections already open stay."""
+        self.max_connections = max_connections
+        self.max_per_ip = max_per_ip
+        self.overrides = dict(overrides)
+        self.max_creation_rate = max_creation_rate
+
     def record_connection(self, now_ms: int) -> int:
         """Count a new connection against max.connection.creation.rate; the milliseconds
         the acceptor must wait before handing it on (0: none)."""

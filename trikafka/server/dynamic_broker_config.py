@@ -1,39 +1,50 @@
-"""Which broker keys AlterConfigs / IncrementalAlterConfigs may change at run time, and why.
+"""Dynamic broker configs: which keys AlterConfigs / IncrementalAlterConfigs may change, and
+where the changes are kept.
 
-Kafka's rule (``DynamicBrokerConfig.validateConfigs``), checked on the broker's whole set of
-dynamic overrides after the change, in this order, each failure INVALID_REQUEST with
-Kafka's message (a Scala ``Set(...)``):
+Each key's update mode is Kafka 4.4's (``trikafka/config/update_modes.py``). Kafka's checks, on
+the resource's whole set of dynamic overrides after the change, in this order, each failure
+INVALID_REQUEST with Kafka's message (Kafka 4.4's Java ``HashSet`` of the keys, ``[a, b]``):
 
-1. a key Kafka cannot update dynamically (not in its ``AllDynamicConfigs``):
-   ``Cannot update these configs dynamically: Set(...)``;
+1. a ``read-only`` key: ``Cannot update these configs dynamically: [...]``;
 2. a TLS key store key without a listener prefix: ``These security configs can be
-   dynamically updated only per-listener using the listener prefix: Set(...)``;
-3. the value's type (INVALID_REQUEST too: Kafka's KAFKA-13609 keeps it so);
-4. a per-broker key (TLS and listener keys, SASL login keys) sent to the cluster default
-   (empty resource name): ``Cannot update these configs at default cluster level, broker id
-   must be specified: Set(...)``.
+   dynamically updated only per-listener using the listener prefix: [...]``;
+3. the value's type;
+4. a ``per-broker`` key sent to the cluster default (empty resource name): ``Cannot update
+   these configs at default cluster level, broker id must be specified: [...]``.
 
-What trikafka does with a key Kafka accepts is one of three things, never a pretence:
+A key Kafka accepts is stored for its broker (resource name ``"<node id>"``, described as
+DYNAMIC_BROKER_CONFIG) or as the cluster default (``""``, DYNAMIC_DEFAULT_BROKER_CONFIG); a
+broker's own value wins over the default, which wins over its ``server.properties``. The topic
+defaults (``log.retention.ms`` and friends) apply at once to every topic inheriting one; a key
+of a part trikafka does not have (Kerberos, replication throttles, tiered storage, thread pools
+of a JVM broker …) is kept and described back, as a Kafka broker without that part would.
 
-* **applied** — the topic defaults (``log.retention.ms`` …, ``DYNAMIC_BROKER_KEYS`` in
-  ``apis/configs.py``): every topic inheriting one follows at once;
-* **inert** — keys of a feature trikafka does not have at all, where storing the value is all
-  a Kafka broker without that feature does too: Kerberos (trikafka offers no GSSAPI) and the
-  SASL login-refresh keys (they drive the broker's own client login, and a trikafka broker
-  never logs in to another). Stored, described back as DYNAMIC_BROKER_CONFIG, no effect;
-* **refused** — every other key Kafka reconfigures live (thread pools, connection limits, key
-  stores, listeners …): INVALID_REQUEST naming the keys, since trikafka reads them only at
-  start and silently keeping the old value would lie.
+:class:`DynamicBrokerConfigs` keeps them in ``<first log dir>/trikafka-broker-configs.json``,
+rewritten atomically (temporary file, fsync, rename) before the request is answered, so a
+restart — or a kill -9 right after the answer — keeps every one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 
-from trikafka.config.topics import INT64_MAX, TopicConfigDef
+from trikafka.config import BrokerConfig
+from trikafka.config.topics import INT64_MAX, TOPIC_CONFIGS, TopicConfigDef
+from trikafka.config.update_modes import CLUSTER_WIDE, PER_BROKER, PER_BROKER_MODE, READ_ONLY, update_mode
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
+from trikafka.security.files import write_json_atomically
 
-__all__ = ["INERT_BROKER_KEYS", "KAFKA_DYNAMIC_BROKER_KEYS", "check_broker_overrides", "scala_set"]
+__all__ = [
+    "APPLIED_BROKER_KEYS", "BROKER_CONFIGS_FILE", "DynamicBrokerConfigs", "INERT_BROKER_KEYS",
+    "KAFKA_DYNAMIC_BROKER_KEYS", "applied", "check_broker_overrides", "java_set", "live_config",
+]
+
+BROKER_CONFIGS_FILE = "trikafka-broker-configs.json"
+
+log = logging.getLogger("trikafka.server")
 
 #: SslConfigs.RECONFIGURABLE_CONFIGS: dynamic only behind ``listener.name.<l>.``.
 _SSL_STORES = frozenset({
@@ -41,51 +52,15 @@ _SSL_STORES = frozenset({
     "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
     "ssl.keystore.certificate.chain", "ssl.keystore.key", "ssl.truststore.certificates",
 })
-#: DynamicListenerConfig.ReconfigurableConfigs.
-_LISTENER = frozenset({
-    "advertised.listeners", "listeners", "listener.security.protocol.map",
-    "principal.builder.class", "ssl.protocol", "ssl.provider", "ssl.cipher.suites",
-    "ssl.enabled.protocols", "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password",
-    "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
-    "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm", "ssl.endpoint.identification.algorithm",
-    "ssl.secure.random.implementation", "ssl.client.auth", "ssl.engine.factory.class",
-    "sasl.mechanism.inter.broker.protocol", "sasl.jaas.config", "sasl.enabled.mechanisms",
-    "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd", "sasl.kerberos.ticket.renew.window.factor",
-    "sasl.kerberos.ticket.renew.jitter", "sasl.kerberos.min.time.before.relogin",
-    "sasl.kerberos.principal.to.local.rules", "sasl.login.refresh.window.factor",
-    "sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds",
-    "sasl.login.refresh.buffer.seconds", "max.connections", "max.connection.creation.rate",
-    "num.network.threads",
-})
-_CLUSTER_LEVEL_LISTENER = frozenset({"max.connections", "max.connection.creation.rate", "num.network.threads"})
-_PER_BROKER = (_SSL_STORES | _LISTENER) - _CLUSTER_LEVEL_LISTENER
-#: The broker synonyms of topic configs (ServerTopicConfigSynonyms) but message.format.version.
-_LOG = frozenset({
-    "log.segment.bytes", "log.roll.ms", "log.roll.hours", "log.roll.jitter.ms", "log.roll.jitter.hours",
-    "log.index.size.max.bytes", "log.flush.interval.messages", "log.flush.interval.ms",
-    "log.flush.scheduler.interval.ms", "log.retention.bytes", "log.retention.ms", "log.retention.minutes",
-    "log.retention.hours", "message.max.bytes", "log.index.interval.bytes",
-    "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
-    "log.cleaner.max.compaction.lag.ms", "log.segment.delete.delay.ms", "log.cleaner.min.cleanable.ratio",
-    "log.cleanup.policy", "unclean.leader.election.enable", "min.insync.replicas", "compression.type",
-    "compression.gzip.level", "compression.lz4.level", "compression.zstd.level", "log.preallocate",
-    "log.message.timestamp.type", "log.message.timestamp.difference.max.ms",
-    "log.message.timestamp.before.max.ms", "log.message.timestamp.after.max.ms",
-    "log.message.downconversion.enable", "log.local.retention.ms", "log.local.retention.bytes",
-})
-#: Kafka's DynamicBrokerConfig.AllDynamicConfigs.
-KAFKA_DYNAMIC_BROKER_KEYS = _SSL_STORES | _LISTENER | _LOG | frozenset({
-    # LogCleaner.ReconfigurableConfigs
-    "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.load.factor",
-    "log.cleaner.io.buffer.size", "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms",
-    # DynamicThreadPool, metric reporters, SocketServer, producer state, remote log
-    "num.io.threads", "num.replica.fetchers", "num.recovery.threads.per.data.dir", "background.threads",
-    "metric.reporters", "max.connections.per.ip", "max.connections.per.ip.overrides",
-    "producer.id.expiration.ms", "transaction.partition.verification.enable",
-    "remote.log.index.file.cache.total.size.bytes", "remote.fetch.max.wait.ms",
-    "remote.log.manager.copy.max.bytes.per.second", "remote.log.manager.fetch.max.bytes.per.second",
-    "remote.list.offsets.request.timeout.ms",
-})
+#: Kafka 4.4's keys of update mode ``per-broker`` or ``cluster-wide``.
+KAFKA_DYNAMIC_BROKER_KEYS = PER_BROKER | CLUSTER_WIDE
+#: The broker keys of topic defaults (``log.retention.ms`` …): applied to every topic at once.
+APPLIED_BROKER_KEYS = frozenset(d.broker_key for d in TOPIC_CONFIGS.values() if d.broker_key)
+
+
+def applied(overrides: Mapping[str, str]) -> dict[str, str]:
+    """The overrides trikafka applies to its replicas (the topic defaults)."""
+    return {k: v for k, v in overrides.items() if k in APPLIED_BROKER_KEYS}
 
 
 def _inert(name: str, kind: str, default: object, lo: float | None = None, hi: float | None = None) -> TopicConfigDef:
@@ -93,6 +68,7 @@ def _inert(name: str, kind: str, default: object, lo: float | None = None, hi: f
 
 
 #: Kafka-dynamic keys of features trikafka lacks: typed as Kafka types them, stored, inert.
+INT32_MAX = 2**31 - 1
 INERT_BROKER_KEYS: dict[str, TopicConfigDef] = {
     d.name: d
     for d in (
@@ -106,48 +82,138 @@ INERT_BROKER_KEYS: dict[str, TopicConfigDef] = {
         _inert("sasl.login.refresh.window.jitter", "double", 0.05, 0.0, 0.25),
         _inert("sasl.login.refresh.min.period.seconds", "int", 60, 0, 900),
         _inert("sasl.login.refresh.buffer.seconds", "int", 300, 0, 3600),
+        # cluster-wide keys of parts a one-process broker does not have: one cleaner, no
+        # replica fetcher threads or throttles between processes, no JVM thread pools
+        _inert("log.cleaner.threads", "int", 1, 0, INT32_MAX),
+        _inert("background.threads", "int", 10, 1, INT32_MAX),
+        _inert("num.replica.fetchers", "int", 1, 1, INT32_MAX),
+        _inert("num.recovery.threads.per.data.dir", "int", 2, 1, INT32_MAX),
+        _inert("leader.replication.throttled.rate", "long", INT64_MAX, 0, INT64_MAX),
+        _inert("follower.replication.throttled.rate", "long", INT64_MAX, 0, INT64_MAX),
+        _inert("replica.alter.log.dirs.io.max.bytes.per.second", "long", INT64_MAX, 0, INT64_MAX),
     )
 }
 
 
-def scala_set(names: Iterable[str]) -> str:
-    """How Kafka's messages print a set of keys."""
-    return f"Set({', '.join(sorted(names))})"
+def _java_string_hash(text: str) -> int:
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():  # Java hashes UTF-16 code units
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h
 
 
-def check_broker_overrides(overrides: Mapping[str, str | None], applied: Iterable[str], per_broker: bool) -> None:
-    """Raise INVALID_REQUEST as Kafka would for the broker's dynamic overrides after a
-    change; ``applied`` are the keys trikafka applies live (the topic defaults)."""
+def java_set(names: Iterable[str], capacity: int = 16) -> str:
+    """How Kafka 4.4's messages print a set of keys: a Java ``HashSet``'s ``toString``, in its
+    iteration order (by hash bucket of a table grown from ``capacity`` as HashMap grows it)."""
+    keys = sorted(set(names))
+    size = 1
+    while size < capacity:
+        size *= 2
+    while len(keys) > size * 3 // 4:
+        size *= 2
+
+    def bucket(key: str) -> int:
+        h = _java_string_hash(key)
+        return (h ^ (h >> 16)) & (size - 1)
+
+    return "[" + ", ".join(sorted(keys, key=lambda key: (bucket(key), key))) + "]"
+
+
+def check_broker_overrides(
+    overrides: Mapping[str, str | None], per_broker: bool, known: Mapping[str, object] | None = None
+) -> None:
+    """Raise INVALID_REQUEST as Kafka would for a broker resource's dynamic overrides after a
+    change (``per_broker``: a broker's own, else the cluster default). ``known``: the keys
+    trikafka's BrokerConfig reads, whose values it types itself (the caller checks them)."""
     names = set(overrides)
-    not_dynamic = names - KAFKA_DYNAMIC_BROKER_KEYS
+    not_dynamic = {name for name in names if update_mode(name) == READ_ONLY}
     if not_dynamic:
         raise KafkaProtocolError(
-            f"Cannot update these configs dynamically: {scala_set(not_dynamic)}", ErrorCode.invalid_request
+            # DynamicBrokerConfig.nonDynamicConfigs: a HashSet sized for every key of the request
+            f"Cannot update these configs dynamically: {java_set(not_dynamic, max(int(len(names) / 0.75) + 1, 16))}",
+            ErrorCode.invalid_request,
         )
     unprefixed = names & _SSL_STORES
     if unprefixed:
         raise KafkaProtocolError(
             "These security configs can be dynamically updated only per-listener using the listener prefix: "
-            + scala_set(unprefixed),
+            + java_set(unprefixed),
             ErrorCode.invalid_request,
         )
     for name in names & set(INERT_BROKER_KEYS):
         value = overrides[name]
-        if value is not None:
+        if value is not None and (known is None or name not in known):
             try:
                 INERT_BROKER_KEYS[name].parse(value)
             except ConfigError as exc:
                 raise KafkaProtocolError(str(exc), ErrorCode.invalid_request) from None
-    if not per_broker and names & _PER_BROKER:
+    at_broker_level = {name for name in names if update_mode(name) == PER_BROKER_MODE}
+    if not per_broker and at_broker_level:
         raise KafkaProtocolError(
             "Cannot update these configs at default cluster level, broker id must be specified: "
-            + scala_set(names & _PER_BROKER),
+            + java_set(at_broker_level),
             ErrorCode.invalid_request,
         )
-    unsupported = names - set(applied) - set(INERT_BROKER_KEYS)
-    if unsupported:
-        raise KafkaProtocolError(
-            f"trikafka reads these configs only at start and cannot update them dynamically (Kafka can): "
-            f"{scala_set(unsupported)}; restart the broker with the new values",
-            ErrorCode.invalid_request,
-        )
+
+
+class DynamicBrokerConfigs:
+    """The dynamic broker overrides by resource name: ``""`` the cluster default, ``"<node id>"``
+    a broker's own; one store for every node of an in-process cluster. ``path``: the JSON file
+    they are kept in (None: in memory only)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._by_name: dict[str, dict[str, str]] = {}
+        #: (node id, callback): told a node's effective overrides at every change.
+        self._subscribers: list[tuple[int, Callable[[dict[str, str]], None]]] = []
+        if path is not None and path.exists():
+            try:
+                document = json.loads(path.read_text(encoding="utf-8"))
+                self._by_name = {
+                    str(name): {str(k): str(v) for k, v in values.items()}
+                    for name, values in document["brokers"].items()
+                }
+            except (OSError, ValueError, KeyError, AttributeError) as exc:
+                raise ConfigError(str(path), "[file]", f"unreadable dynamic broker configs: {exc}") from None
+
+    @classmethod
+    def in_data_dir(cls, log_dirs: Sequence[str] | None) -> DynamicBrokerConfigs:
+        return cls(Path(log_dirs[0]) / BROKER_CONFIGS_FILE if log_dirs else None)
+
+    def overrides(self, name: str) -> dict[str, str]:
+        """A copy of resource ``name``'s overrides."""
+        return dict(self._by_name.get(name, {}))
+
+    def effective(self, node_id: int) -> dict[str, str]:
+        """What broker ``node_id`` runs with over its static config: the cluster default, then
+        its own overrides."""
+        return {**self._by_name.get("", {}), **self._by_name.get(str(node_id), {})}
+
+    def replace(self, name: str, overrides: Mapping[str, str | None]) -> None:
+        """Make ``overrides`` resource ``name``'s whole set, on disk before this returns."""
+        cleaned = {k: v for k, v in overrides.items() if v is not None}
+        if cleaned:
+            self._by_name[name] = cleaned
+        else:
+            self._by_name.pop(name, None)
+        if self.path is not None:
+            write_json_atomically(self.path, {"version": 1, "brokers": self._by_name})
+        for node_id, callback in self._subscribers:
+            callback(self.effective(node_id))
+
+    def subscribe(self, node_id: int, callback: Callable[[dict[str, str]], None]) -> None:
+        """Call ``callback`` with broker ``node_id``'s effective overrides now (the kept ones,
+        after a restart) and after every change."""
+        self._subscribers.append((node_id, callback))
+        callback(self.effective(node_id))
+
+
+def live_config(static: BrokerConfig, overrides: Mapping[str, str]) -> BrokerConfig:
+    """``static`` with the dynamic overrides of keys it has fields for: what a part that
+    reconfigures itself at run time reads its settings from."""
+    known = static.as_properties()
+    try:
+        return static.with_overrides(**{k: v for k, v in overrides.items() if k in known})
+    except ConfigError as exc:  # each value was checked when set; a combination may still fail
+        log.warning("dynamic broker configs not applied (%s); the broker keeps its previous values", exc)
+        return static

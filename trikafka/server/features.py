@@ -9,20 +9,30 @@ UpdateFeatures changes ``share.version`` as ``kafka-features.sh upgrade/downgrad
 share.version=N`` does: 0 turns share groups off — every share-group API then answers
 UNSUPPORTED_VERSION, as Kafka's ``isShareGroupProtocolEnabled`` gate does — and 1 or 2 turns
 them on. The other features are what the code is; asking for another level of them is
-INVALID_UPDATE_VERSION. Each change bumps the finalized-features epoch. Levels are not kept
-across a restart (nor are dynamic broker configs): a broker starts with its defaults. With
-``kafka.version`` (a version profile) the supported ranges and levels are that release's.
+INVALID_UPDATE_VERSION. Each change bumps the finalized-features epoch. With a data directory
+the finalized levels are kept in ``<first log dir>/trikafka-features.json`` (written atomically
+before UpdateFeatures is answered), so a restart finalizes them again, as Kafka's metadata log
+does. With ``kafka.version`` (a version profile) the supported ranges and levels are that
+release's.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from trikafka.config.kafka_versions import profile
-from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
+from trikafka.security.files import write_json_atomically
 
-__all__ = ["SHARE_VERSION", "Features", "UpgradeType", "require_share_groups"]
+__all__ = ["FEATURES_FILE", "SHARE_VERSION", "Features", "UpgradeType", "require_share_groups"]
+
+log = logging.getLogger("trikafka.server")
+
+FEATURES_FILE = "trikafka-features.json"
 
 SHARE_VERSION = "share.version"
 
@@ -40,19 +50,41 @@ class Features:
 
     def __init__(self, config: Any = None) -> None:
         self.epoch = 1
+        #: Where the finalized levels are kept (None: in memory only).
+        log_dirs = getattr(config, "log_dirs", None)
+        self.path: Path | None = Path(log_dirs[0]) / FEATURES_FILE if log_dirs else None
         release = getattr(config, "kafka_version", None)
         if release is not None:  # kafka.version: that release's features, as it finalized them
             found = profile(release, {})
             self.supported: dict[str, tuple[int, int]] = dict(found.supported_features)
             self.levels: dict[str, int] = dict(found.finalized_features)
-            return
-        consumer = config is None or "consumer" in config.group_coordinator_rebalance_protocols
-        #: feature → (min, max) this broker supports
-        self.supported = {"transaction.version": (0, 2), SHARE_VERSION: (0, 2)}
-        self.levels = {"transaction.version": 2, SHARE_VERSION: 2}
-        if consumer:
-            self.supported["group.version"] = (0, 1)
-            self.levels["group.version"] = 1
+        else:
+            consumer = config is None or "consumer" in config.group_coordinator_rebalance_protocols
+            #: feature → (min, max) this broker supports
+            self.supported = {"transaction.version": (0, 2), SHARE_VERSION: (0, 2)}
+            self.levels = {"transaction.version": 2, SHARE_VERSION: 2}
+            if consumer:
+                self.supported["group.version"] = (0, 1)
+                self.levels["group.version"] = 1
+        if self.path is not None and self.path.exists():
+            self._load(self.path)
+
+    def _load(self, path: Path) -> None:
+        """The levels UpdateFeatures finalized before the restart, where still supported."""
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+            stored = {str(name): int(level) for name, level in document["levels"].items()}
+            epoch = int(document.get("epoch", 1))
+        except (OSError, ValueError, KeyError, AttributeError, TypeError) as exc:
+            raise ConfigError(str(path), "[file]", f"unreadable feature levels: {exc}") from None
+        for name, level in stored.items():
+            lo, hi = self.supported.get(name, (0, -1))
+            if lo <= level <= hi:
+                self.levels[name] = level
+            else:
+                log.warning("%s: %s=%d is outside what this broker supports; kept at %d",
+                            path, name, level, self.levels.get(name, 0))
+        self.epoch = max(self.epoch, epoch)
 
     @property
     def share_groups_enabled(self) -> bool:
@@ -92,6 +124,8 @@ class Features:
         if changed:
             self.levels.update(changed)
             self.epoch += 1
+            if self.path is not None:  # on disk before UpdateFeatures is answered
+                write_json_atomically(self.path, {"version": 1, "epoch": self.epoch, "levels": self.levels})
 
 
 def require_share_groups(features: Features) -> None:

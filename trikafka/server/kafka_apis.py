@@ -75,6 +75,7 @@ from trikafka.server import authorization
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.awaitable import StateChanges
 from trikafka.server.client_metrics import ClientMetricsManager
+from trikafka.server.dynamic_broker_config import DynamicBrokerConfigs
 from trikafka.server.features import Features
 from trikafka.server.metadata_cache import MetadataCache
 from trikafka.server.purgatory import Purgatory
@@ -207,6 +208,8 @@ class ApiContext:
     scram_credentials: ScramCredentials | None = None
     #: The ACLs; None: no authorizer, everything allowed.
     acls: AclStore | None = None
+    #: Dynamic broker configs, per broker and the cluster default (AlterConfigs on BROKER).
+    dynamic_configs: DynamicBrokerConfigs = attrs.Factory(DynamicBrokerConfigs)
     #: Finalized feature levels (ApiVersions; UpdateFeatures changes ``share.version``).
     features: Features = attrs.Factory(lambda self: Features(self.config), takes_self=True)
     #: Client quotas (AlterClientQuotas) and their enforcement on every answer (KIP-219).

@@ -33,6 +33,7 @@ to connections already closed: nobody could read its answer, so it is not applie
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,11 +51,13 @@ from trikafka.network.request_channel import RequestChannel
 from trikafka.network.socket_server import SocketServer
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.security.acl_store import AclStore
+from trikafka.security.files import write_text_atomically
 from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.api_table import API_FAMILIES, listed_min, supported_apis
 from trikafka.server.awaitable import StateChanges
 from trikafka.server.client_metrics import ClientMetricsManager
+from trikafka.server.dynamic_broker_config import DynamicBrokerConfigs, applied, live_config
 from trikafka.server.features import Features
 from trikafka.server.kafka_apis import ApiContext, KafkaApis
 from trikafka.server.metadata_cache import MetadataCache, new_cluster_id
@@ -71,11 +74,15 @@ if TYPE_CHECKING:
     from trikafka.coordinator.share.coordinator import ShareCoordinator
     from trikafka.coordinator.share.state_store import ShareStateLog
     from trikafka.coordinator.transactions.transaction_coordinator import TransactionCoordinator
+    from trikafka.log.cleaner import LogCleaner
     from trikafka.registry.service import SchemaRegistry
     from trikafka.registry.validation import RecordValidator
     from trikafka.server.share_dlq import DeadLetterWriter
 
-__all__ = ["API_FAMILIES", "BrokerCore", "Coordinators", "RequestPath", "load_meta_properties", "new_log_manager"]
+__all__ = [
+    "API_FAMILIES", "BrokerCore", "Coordinators", "RequestPath", "follow_cleaner_configs", "load_meta_properties",
+    "new_log_manager",
+]
 
 def load_meta_properties(config: BrokerConfig) -> str:
     """The cluster id: from config, else from ``meta.properties`` in the first log dir
@@ -97,10 +104,9 @@ def load_meta_properties(config: BrokerConfig) -> str:
                 )
             return stored
     cluster_id = config.cluster_id or new_cluster_id()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "#\n#written by trikafka\n"
-        f"cluster.id={cluster_id}\nnode.id={config.node_id}\nversion=1\n"
+    # written durably (temporary file, fsync, rename) before anything is served
+    write_text_atomically(
+        path, f"#\n#written by trikafka\ncluster.id={cluster_id}\nnode.id={config.node_id}\nversion=1\n"
     )
     return cluster_id
 
@@ -154,6 +160,10 @@ class BrokerCore:
         replicas.transaction_verifier = self._verify_produce
         #: Feature levels (KIP-584), one set for every node of a cluster.
         self.features = Features(config)
+        #: Dynamic broker configs (AlterConfigs on BROKER), kept in the data directory; the
+        #: topic defaults among them are applied to the replicas before anything is served.
+        self.dynamic_configs = DynamicBrokerConfigs.in_data_dir(config.log_dirs)
+        replicas.alter_broker_config(applied(self.dynamic_configs.effective(config.node_id)))
         #: SCRAM users: AlterUserScramCredentials writes them, every SASL listener reads them.
         self.scram_credentials = ScramCredentials.from_config(
             config.security, [s.name for s in config.listeners], config.log_dirs
@@ -345,6 +355,27 @@ class BrokerCore:
         self._started.set()
 
 
+def _limit_connections(socket_server: SocketServer, config: BrokerConfig, overrides: dict[str, str]) -> None:
+    live = live_config(config, overrides)
+    socket_server.quotas.reconfigure(
+        live.max_connections, live.max_connections_per_ip, live.max_connections_per_ip_overrides,
+        live.max_connection_creation_rate,
+    )
+
+
+def follow_cleaner_configs(core: BrokerCore, config: BrokerConfig, cleaner: LogCleaner) -> None:
+    """``cleaner`` (broker ``config.node_id``'s) follows its dynamic ``log.cleaner.backoff.ms``
+    and ``log.cleaner.dedupe.buffer.size``, the kept ones from the start."""
+
+    def apply(overrides: dict[str, str]) -> None:
+        live = live_config(config, overrides)
+        cleaner.reconfigure(
+            backoff_ms=live.log_cleaner_backoff_ms, dedupe_buffer_size=live.log_cleaner_dedupe_buffer_size
+        )
+
+    core.dynamic_configs.subscribe(config.node_id, apply)
+
+
 class RequestPath:
     """One run of a broker's request path over a :class:`BrokerCore`.
 
@@ -384,6 +415,7 @@ class RequestPath:
             replicas=core.replicas,
             coordinators=core,
             features=core.features,
+            dynamic_configs=core.dynamic_configs,
             cluster_view=cluster_view,
             now_ms=core.now_ms,
             state_changes=core.state_changes,
@@ -404,6 +436,9 @@ class RequestPath:
             config, self.registry, self.request_channel, self.metrics, trio_listeners,
             scram_credentials=core.scram_credentials,
         )
+        # the connection limits follow this broker's dynamic max.connections and friends
+        limit = functools.partial(_limit_connections, self.socket_server, config)
+        core.dynamic_configs.subscribe(config.node_id, limit)
 
     async def run(self, *, task_status: trio.TaskStatus[dict[str, BoundEndpoint]] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the purgatory, the handler pool and the socket server, in that order (each

@@ -72,7 +72,10 @@ class ShareStateLog:
         self._append(["share-group", group_id], {"configs": dict(configs or {})} if exists else None)
 
     def write_configs(self, group_id: str, configs: Mapping[str, str] | None) -> None:
+        """A group's config overrides, fsynced before IncrementalAlterConfigs is answered (as
+        Kafka's metadata log keeps them): a crash right after the answer keeps them."""
         self._append(["group-configs", group_id], {"configs": dict(configs)} if configs else None)
+        self._log().flush()
 
     def _replay(self) -> Iterator[tuple[list[Any], Any]]:
         if not self._exists():

@@ -1,14 +1,17 @@
 """DescribeConfigs, AlterConfigs, IncrementalAlterConfigs, and DescribeCluster.
 
-Config sources are Kafka's: a topic override is TOPIC_CONFIG; a value the broker was started
-with (its server.properties or flags) is STATIC_BROKER_CONFIG; one changed at run time through
-AlterConfigs on the broker is DYNAMIC_BROKER_CONFIG; the rest DEFAULT_CONFIG. Synonyms list the
-chain a topic config inherits from, most specific first.
+Config sources are Kafka's: a topic override is TOPIC_CONFIG; a value set at run time for one
+broker (resource name ``"<node id>"``) is DYNAMIC_BROKER_CONFIG, for the cluster default
+(``""``) DYNAMIC_DEFAULT_BROKER_CONFIG; a value the broker was started with (its
+server.properties or flags) is STATIC_BROKER_CONFIG; the rest DEFAULT_CONFIG. Synonyms list
+the chain a value comes from in that order, most specific first, as Kafka's do; ``read_only``
+is true for a key whose update mode is read-only (``trikafka/config/update_modes.py``).
+DescribeConfigs of the cluster default (BROKER ``""``) lists the default-level dynamic
+configs only, as Kafka does.
 
 AlterConfigs replaces a resource's whole set of overrides; IncrementalAlterConfigs applies
-SET / DELETE / APPEND / SUBTRACT per key. Dynamic broker configs are the topic defaults
-(``log.retention.ms`` and friends), applied at once; which other broker keys Kafka changes at
-run time, and what trikafka answers for them, is ``server/dynamic_broker_config.py``.
+SET / DELETE / APPEND / SUBTRACT per key. Which broker keys may change at run time, what
+trikafka does with them and where they are kept is ``server/dynamic_broker_config.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import attrs
 
 from trikafka.config import BrokerConfig
 from trikafka.config.client_metrics import CLIENT_METRICS_RESOURCE
+from trikafka.config.update_modes import READ_ONLY, update_mode
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.entities import build
@@ -26,6 +30,7 @@ from trikafka.protocol.registry import ApiKey
 from trikafka.security.authorizer import AclOperation
 from trikafka.security.authorizer import ResourceType as AclResource
 from trikafka.security.config import SECURITY_KEYS, SENSITIVE
+from trikafka.server.apis.broker_logger_resources import BROKER_LOGGER_RESOURCE, alter_loggers, logger_entries
 from trikafka.server.apis.client_metrics_resources import (
     LIST_KEYS,
     alter_subscription,
@@ -38,7 +43,7 @@ from trikafka.server.apis.group_config_resources import (
     group_config_entries,
     group_overrides,
 )
-from trikafka.server.dynamic_broker_config import INERT_BROKER_KEYS, check_broker_overrides
+from trikafka.server.dynamic_broker_config import INERT_BROKER_KEYS, applied, check_broker_overrides
 from trikafka.server.kafka_apis import Answer, ApiFamily, errors_into, handles
 from trikafka.server.replica.topic_config import (
     TOPIC_CONFIGS,
@@ -71,38 +76,64 @@ class OpType:
 
 
 _CONFIG_TYPE = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7}
-DYNAMIC_BROKER_KEYS = {d.broker_key for d in TOPIC_CONFIGS.values() if d.broker_key}
 _DEFAULTS = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:9092").as_properties()
 
 
-def _broker_source(replicas: Any, key: str) -> int:
-    if key in replicas.dynamic_broker_configs:
-        return ConfigSource.DYNAMIC_BROKER_CONFIG
-    if replicas.static_config.as_properties().get(key) != _DEFAULTS.get(key):
-        return ConfigSource.STATIC_BROKER_CONFIG
-    return ConfigSource.DEFAULT_CONFIG
+@attrs.frozen
+class BrokerLevels:
+    """Where a broker key's value can come from, for one answering broker: its own dynamic
+    overrides, the cluster default's, and its static config."""
+
+    own: dict[str, str]
+    default: dict[str, str]
+    static: dict[str, str]
+
+    @classmethod
+    def of(cls, context: Any, node: BrokerConfig | None = None, per_broker: bool = True) -> BrokerLevels:
+        """``node``: the answering broker's config (its NODE_KEYS); ``per_broker`` False: the
+        cluster default's view (no broker's own overrides)."""
+        node = node or context.config
+        store = context.dynamic_configs
+        static = context.replicas.static_config.as_properties()
+        static.update({key: value for key, value in node.as_properties().items() if key in NODE_KEYS})
+        return cls(store.overrides(str(node.node_id)) if per_broker else {}, store.overrides(""), static)
+
+    def synonyms(self, key: str, sensitive: bool = False) -> list[dict[str, Any]]:
+        """Kafka's synonym chain of ``key``: DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG,
+        STATIC_BROKER_CONFIG, DEFAULT_CONFIG — each level that has a value."""
+        chain: list[tuple[str, int]] = []
+        if key in self.own:
+            chain.append((self.own[key], ConfigSource.DYNAMIC_BROKER_CONFIG))
+        if key in self.default:
+            chain.append((self.default[key], ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG))
+        kafka_default = _DEFAULTS.get(key)
+        static = self.static.get(key)
+        if static is not None and static != kafka_default:
+            chain.append((static, ConfigSource.STATIC_BROKER_CONFIG))
+        if kafka_default not in (None, ""):
+            chain.append((kafka_default, ConfigSource.DEFAULT_CONFIG))
+        return [{"name": key, "value": None if sensitive else value, "source": source} for value, source in chain]
+
+    def source(self, key: str) -> int:
+        chain = self.synonyms(key)
+        return chain[0]["source"] if chain else ConfigSource.DEFAULT_CONFIG
 
 
-def topic_config_entries(replicas: Any, topic: Any, keys: Any = None) -> list[dict[str, Any]]:
+def topic_config_entries(context: Any, topic: Any, keys: Any = None) -> list[dict[str, Any]]:
+    replicas = context.replicas
     effective = replicas.effective_config(topic)
-    broker_props = replicas.config.as_properties()
+    levels = BrokerLevels.of(context)
     entries = []
     for name, definition in TOPIC_CONFIGS.items():
         if keys is not None and name not in keys:
             continue
         synonyms = []
         if name in topic.configs:
-            source = ConfigSource.TOPIC_CONFIG
-            synonyms.append({"name": name, "value": format_value(topic.configs[name]), "source": source})
+            synonyms.append({"name": name, "value": format_value(topic.configs[name]),
+                             "source": ConfigSource.TOPIC_CONFIG})
         if definition.broker_key:
-            broker_source = _broker_source(replicas, definition.broker_key)
-            if name not in topic.configs:
-                source = broker_source
-            synonyms.append(
-                {"name": definition.broker_key, "value": broker_props[definition.broker_key], "source": broker_source}
-            )
-        elif name not in topic.configs:
-            source = ConfigSource.DEFAULT_CONFIG
+            synonyms += levels.synonyms(definition.broker_key)
+        source = synonyms[0]["source"] if synonyms else ConfigSource.DEFAULT_CONFIG
         entries.append(
             {
                 "name": name,
@@ -123,66 +154,71 @@ def topic_config_entries(replicas: Any, topic: Any, keys: Any = None) -> list[di
 NODE_KEYS = ("node.id", "broker.rack", "listeners", "advertised.listeners", "log.dirs")
 
 
-def broker_config_entries(replicas: Any, keys: Any = None, node: BrokerConfig | None = None) -> list[dict[str, Any]]:
-    """The broker's entries; ``node``: the answering broker's own config (its NODE_KEYS)."""
-    props = replicas.config.as_properties()
-    if node is not None:
-        props.update({key: value for key, value in node.as_properties().items() if key in NODE_KEYS})
+def _broker_entry(
+    levels: BrokerLevels, key: str, doc: str | None, config_type: int, sensitive: bool = False
+) -> dict[str, Any]:
+    synonyms = levels.synonyms(key, sensitive)
+    value = synonyms[0]["value"] if synonyms else None
+    source = synonyms[0]["source"] if synonyms else ConfigSource.DEFAULT_CONFIG
+    return {
+        "name": key, "value": value if value != "" else None, "read_only": update_mode(key) == READ_ONLY,
+        "config_source": source, "is_sensitive": sensitive, "synonyms": synonyms,
+        "config_type": config_type, "documentation": doc, "is_default": source == ConfigSource.DEFAULT_CONFIG,
+    }
+
+
+def broker_config_entries(context: Any, keys: Any = None, node: BrokerConfig | None = None) -> list[dict[str, Any]]:
+    """The answering broker's entries (``node``: its config): every key trikafka reads, then
+    the dynamic keys stored for it that trikafka has no field for."""
+    levels = BrokerLevels.of(context, node)
+    config = context.replicas.config
     entries = []
     for field in attrs.fields(BrokerConfig):
         key = field.metadata["key"]
-        if field.name == "security":  # one field, many keys: listed below
-            entries.extend(_security_entries(replicas, props, keys))
+        if field.name == "security":  # one field, many keys
+            for name, (_, _, doc) in SECURITY_KEYS.items():
+                if keys is None or name in keys:
+                    entries.append(_broker_entry(levels, name, doc, 0, sensitive=name in SENSITIVE))
             continue
-        if keys is not None and key not in keys:
-            continue
-        source = _broker_source(replicas, key)
-        entries.append(
-            {
-                "name": key,
-                "value": props[key] if props[key] != "" else None,
-                "read_only": key not in DYNAMIC_BROKER_KEYS,
-                "config_source": source,
-                "is_sensitive": False,
-                "synonyms": [{"name": key, "value": props[key], "source": source}],
-                "config_type": 1 if isinstance(getattr(replicas.config, field.name), bool) else 0,
-                "documentation": field.metadata["doc"],
-                "is_default": source == ConfigSource.DEFAULT_CONFIG,
-            }
-        )
+        if keys is None or key in keys:
+            config_type = 1 if isinstance(getattr(config, field.name), bool) else 0
+            entries.append(_broker_entry(levels, key, field.metadata["doc"], config_type))
+    entries += _stored_only_entries(levels, {**levels.default, **levels.own}, keys)
     return entries
 
 
-def _security_entries(replicas: Any, props: dict[str, str], keys: Any) -> list[dict[str, Any]]:
-    """The ssl.*/sasl.* keys (trikafka.security.config); secrets sensitive, without a value."""
+def default_broker_config_entries(context: Any, keys: Any = None) -> list[dict[str, Any]]:
+    """DescribeConfigs of BROKER ``""``: the cluster default's dynamic configs, as Kafka lists them."""
+    levels = BrokerLevels.of(context, per_broker=False)
+    known = set(levels.static)
     entries = []
-    for key, (_, _, doc) in SECURITY_KEYS.items():
+    for key in sorted(levels.default):
         if keys is not None and key not in keys:
             continue
-        source = _broker_source(replicas, key)
-        sensitive = key in SENSITIVE
-        value = None if sensitive or props[key] == "" else props[key]
-        entries.append({
-            "name": key, "value": value, "read_only": True, "config_source": source,
-            "is_sensitive": sensitive, "synonyms": [{"name": key, "value": value, "source": source}],
-            "config_type": 0, "documentation": doc, "is_default": source == ConfigSource.DEFAULT_CONFIG,
-        })
+        if key in known:
+            entries.append(_broker_entry(levels, key, None, 0, sensitive=key in SENSITIVE))
+    return entries + _stored_only_entries(levels, levels.default, keys)
+
+
+def _stored_only_entries(levels: BrokerLevels, stored: dict[str, str], keys: Any) -> list[dict[str, Any]]:
+    """Dynamic keys trikafka has no field for (replication throttles, Kerberos …): as stored."""
+    entries = []
+    for key in sorted(set(stored) - set(levels.static)):
+        if keys is not None and key not in keys:
+            continue
+        definition = INERT_BROKER_KEYS.get(key)
+        config_type = _CONFIG_TYPE[definition.kind] if definition is not None else 0
+        entries.append(_broker_entry(levels, key, definition.doc if definition else None, config_type,
+                                     sensitive=_is_password(key)))
     return entries
 
 
-def _inert_entries(inert: dict[str, str], keys: Any) -> list[dict[str, Any]]:
-    """Kafka-dynamic keys of features trikafka lacks, as stored (dynamic_broker_config.py)."""
-    source = ConfigSource.DYNAMIC_BROKER_CONFIG
-    return [
-        {
-            "name": key, "value": value, "read_only": False, "config_source": source,
-            "is_sensitive": False, "synonyms": [{"name": key, "value": value, "source": source}],
-            "config_type": _CONFIG_TYPE[INERT_BROKER_KEYS[key].kind],
-            "documentation": INERT_BROKER_KEYS[key].doc, "is_default": False,
-        }
-        for key, value in sorted(inert.items())
-        if keys is None or key in keys
-    ]
+def _is_password(key: str) -> bool:
+    """Kafka's PASSWORD-typed keys (a listener-prefixed one too): described without a value."""
+    return key.endswith((
+        "password", "ssl.keystore.key", "ssl.truststore.certificates", "ssl.keystore.certificate.chain",
+        "sasl.jaas.config",
+    ))
 
 
 def _append_or_subtract(items: list[str], value: str | None, append: bool) -> list[str]:
@@ -198,11 +234,6 @@ def _append_or_subtract(items: list[str], value: str | None, append: bool) -> li
 
 
 class ConfigApis(ApiFamily):
-    def __init__(self, context: Any) -> None:
-        super().__init__(context)
-        #: This broker's stored values of inert keys (dynamic_broker_config.py).
-        self._inert: dict[str, str] = {}
-
     def _check_access(self, request: Request, resource: Any, operation: AclOperation) -> None:
         """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for a broker."""
         if resource.resource_type == ResourceType.TOPIC:
@@ -217,8 +248,11 @@ class ConfigApis(ApiFamily):
 
     def _check_broker_name(self, name: str) -> None:
         """Kafka's validateResourceNameIsCurrentNodeId (an empty name: the cluster default)."""
-        if name == "":
-            return
+        if name != "":
+            self._check_node_id(name)
+
+    def _check_node_id(self, name: str) -> None:
+        """Kafka's validateResourceNameIsCurrentNodeId."""
         node_id = self.context.config.node_id
         try:
             named = int(name)
@@ -252,14 +286,19 @@ class ConfigApis(ApiFamily):
                         raise KafkaProtocolError(
                             f"Topic {resource.resource_name} does not exist", ErrorCode.unknown_topic_or_partition
                         )
-                    entries = topic_config_entries(self.replicas, topic, keys)
+                    entries = topic_config_entries(self.context, topic, keys)
                 elif resource.resource_type == ResourceType.BROKER:
                     self._check_broker_name(resource.resource_name)
-                    entries = broker_config_entries(self.replicas, keys, self.context.config) + _inert_entries(
-                        self._inert, keys)
+                    if resource.resource_name == "":
+                        entries = default_broker_config_entries(self.context, keys)
+                    else:
+                        entries = broker_config_entries(self.context, keys, self.context.config)
+                elif resource.resource_type == BROKER_LOGGER_RESOURCE:
+                    self._check_node_id(resource.resource_name)
+                    entries = logger_entries(keys)
                 elif resource.resource_type == GROUP_RESOURCE:
                     entries = group_config_entries(self.context, resource.resource_name, keys,
-                                                   lambda key: _broker_source(self.replicas, key))
+                                                   BrokerLevels.of(self.context).source)
                 elif resource.resource_type == CLIENT_METRICS_RESOURCE:
                     entries = subscription_entries(self.context, resource.resource_name, keys)
                 else:
@@ -285,16 +324,7 @@ class ConfigApis(ApiFamily):
                 raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
             self.replicas.alter_topic_config(resource.resource_name, typed, validate_only=validate_only)
         elif resource.resource_type == ResourceType.BROKER:
-            self._check_broker_name(resource.resource_name)
-            check_broker_overrides(new_overrides, DYNAMIC_BROKER_KEYS, per_broker=resource.resource_name != "")
-            inert = {k: v for k, v in new_overrides.items() if k in INERT_BROKER_KEYS and v is not None}
-            applied = {k: v for k, v in new_overrides.items() if k not in INERT_BROKER_KEYS}
-            try:
-                self.replicas.alter_broker_config(applied, validate_only=validate_only)
-            except ConfigError as exc:
-                raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
-            if not validate_only:
-                self._inert = inert
+            self._alter_broker(resource.resource_name, new_overrides, validate_only)
         elif resource.resource_type == GROUP_RESOURCE:
             alter_group_configs(self.context, resource.resource_name, new_overrides, validate_only)
         elif resource.resource_type == CLIENT_METRICS_RESOURCE:
@@ -314,7 +344,29 @@ class ConfigApis(ApiFamily):
             return group_overrides(self.context, resource.resource_name)
         if resource.resource_type == CLIENT_METRICS_RESOURCE:
             return subscription_overrides(self.context, resource.resource_name)
-        return {**self.replicas.dynamic_broker_configs, **self._inert}
+        return self.context.dynamic_configs.overrides(resource.resource_name)
+
+    def _alter_broker(self, name: str, new_overrides: dict[str, str | None], validate_only: bool) -> None:
+        """A broker's (``name``: its node id) or the cluster default's (``""``) whole new set of
+        dynamic overrides: checked as Kafka checks them, the topic defaults applied, then kept
+        on disk before the answer (dynamic_broker_config.py)."""
+        self._check_broker_name(name)
+        static = self.replicas.static_config
+        known = static.as_properties()
+        check_broker_overrides(new_overrides, per_broker=name != "", known=known)
+        cleaned = {k: v for k, v in new_overrides.items() if v is not None}
+        store = self.context.dynamic_configs
+        # The replicas follow the cluster default and their own broker's overrides (an
+        # in-process cluster's replicas are one set, following its first broker's).
+        own = str(static.node_id)
+        levels = {"": store.overrides(""), own: store.overrides(own), name: cleaned}
+        try:
+            static.with_overrides(**{k: v for k, v in cleaned.items() if k in known})  # types, as at start
+            self.replicas.alter_broker_config(applied({**levels[""], **levels[own]}), validate_only=validate_only)
+        except ConfigError as exc:
+            raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
+        if not validate_only:
+            store.replace(name, cleaned)
 
     @handles(ApiKey.ALTER_CONFIGS)
     async def handle_alter_configs_request(self, request: Request) -> Any:
@@ -335,10 +387,14 @@ class ConfigApis(ApiFamily):
             response = self._resource_response(resource)
             with errors_into(response, message=True):
                 self._check_access(request, resource, AclOperation.ALTER_CONFIGS)
-                overrides = self._current(resource)
-                for change in resource.configs:
-                    self._apply_op(resource, overrides, change)
-                self._alter(resource, overrides, request.body.validate_only)
+                if resource.resource_type == BROKER_LOGGER_RESOURCE:  # log levels, at once
+                    self._check_node_id(resource.resource_name)
+                    alter_loggers(resource.configs, request.body.validate_only)
+                else:
+                    overrides = self._current(resource)
+                    for change in resource.configs:
+                        self._apply_op(resource, overrides, change)
+                    self._alter(resource, overrides, request.body.validate_only)
             responses.append(response)
         return Answer(throttle_time=0, responses=responses)
 

@@ -36,10 +36,12 @@ class ScramApis(ApiFamily):
     async def handle_describe_user_scram_credentials_request(self, request: Request) -> Any:
         self.require_cluster(request, AclOperation.DESCRIBE)
         known = self.store.users()
-        asked = None if request.body.users is None else [u.name for u in request.body.users]
+        # Kafka's ScramImage.describe: no list, or an empty one, describes every user; a user
+        # named twice is answered once, as DUPLICATE_RESOURCE.
+        asked = [u.name for u in request.body.users or ()]
         results = []
-        for user in sorted(known) if asked is None else asked:
-            if asked is not None and asked.count(user) > 1:
+        for user in dict.fromkeys(asked) if asked else sorted(known):
+            if asked.count(user) > 1:
                 results.append({"user": user, "error_code": ErrorCode.duplicate_resource,
                                 "error_message": "Cannot describe SCRAM credentials for the same user "
                                 f"twice in a single request: {user}", "credential_infos": []})

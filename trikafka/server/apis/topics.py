@@ -102,7 +102,7 @@ class TopicAdminApis(ApiFamily):
                                 "config_source": e["config_source"],
                                 "is_sensitive": False,
                             }
-                            for e in topic_config_entries(self.replicas, topic)
+                            for e in topic_config_entries(self.context, topic)
                         ],
                     )
                 results.append(result)

@@ -10,7 +10,6 @@ in ``.`` versus ``_``.
 from __future__ import annotations
 
 import json
-import os
 import re
 import uuid
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from typing import Any
 import attrs
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.security.files import write_text_atomically
 
 __all__ = ["TopicInfo", "TopicStore", "validate_topic_name", "MAX_NAME_LENGTH"]
 
@@ -193,13 +193,7 @@ class TopicStore:
             self._dirty = True
             return
         self._dirty = False
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
         data = json.dumps(
             {"version": 1, "topics": [attrs.asdict(t, value_serializer=_json_value) for t in self]}, indent=1
         )
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self.path)
+        write_text_atomically(self.path, data)  # temporary file, fsync, rename, directory fsync
