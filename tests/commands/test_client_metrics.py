@@ -35,7 +35,7 @@ def test_alter_list_describe_and_delete_a_subscription(kafka_broker):
     assert trikafka("client-metrics", "list", "--json", bootstrap=b).json() == []
 
 
-@pytest.mark.trikafka(config={"metrics.port": 0})
+@pytest.mark.trikafka(config={"metrics.port": 0}, client_telemetry=True)
 def test_a_confluent_producer_pushes_its_metrics(kafka_broker):
     b = kafka_broker.bootstrap_servers
     run = trikafka("client-metrics", "alter", "--name", "producers", "--metrics", PRODUCER_METRICS,
@@ -59,6 +59,7 @@ def test_a_confluent_producer_pushes_its_metrics(kafka_broker):
     assert queue_time.labels["client_software_name"] == "confluent-kafka-python"
 
 
+@pytest.mark.trikafka(client_telemetry=True)
 def test_a_cluster_sees_pushes_to_any_of_its_brokers(kafka_cluster):
     cluster = kafka_cluster(brokers=2)
     b = cluster.bootstrap_servers
