@@ -21,6 +21,7 @@ from trikafka.commands import COMMANDS
 from trikafka.config import BrokerConfig, changed_from_defaults, config_keys, read_properties_file
 from trikafka.config.dev import DEV_DEFAULTS, DEV_REASON, with_dev_defaults
 from trikafka.config.kafka_versions import KAFKA_VERSIONS
+from trikafka.config.served import not_served_summary
 from trikafka.errors import ConfigError
 from trikafka.output import (
     LOG_FORMATS,
@@ -121,9 +122,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--kafka-version",
         metavar="X.Y",
         help=f"advertise exactly the API versions and features Kafka X.Y served ({', '.join(KAFKA_VERSIONS)}), "
-        "cut to what trikafka serves: what it lacks of that release (delegation tokens, AlterReplicaLogDirs, "
-        "UpdateFeatures, DescribeQuorum, the KRaft voter, share-state and streams-group APIs, the oldest "
-        "versions of some APIs) is logged at start and listed in docs/version-profiles.md",
+        f"cut to what trikafka serves: what it lacks of that release ({not_served_summary()}) is logged at "
+        "start and listed in docs/version-profiles.md and docs/features.md",
     )
     parser.add_argument(
         "--ui",
