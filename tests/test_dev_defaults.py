@@ -140,6 +140,11 @@ async def test_telemetry_apis_are_advertised_only_when_telemetry_is_on(autojump_
         assert TELEMETRY <= await advertised(tb)
     async with open_test_broker(kafka_version="3.9") as tb:  # a profile does not bring them back
         assert not TELEMETRY & await advertised(tb)
+    # With telemetry on, a profile of Kafka 3.7 or later has them (that Kafka with a receiver did).
+    async with open_test_broker(kafka_version="3.9", client_telemetry=True) as tb:
+        assert TELEMETRY <= await advertised(tb)
+    async with open_test_broker(kafka_version="3.6", client_telemetry=True) as tb:
+        assert not TELEMETRY & await advertised(tb)
 
 
 async def test_a_request_for_them_when_off_gets_kafkas_answer(autojump_clock):

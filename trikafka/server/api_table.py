@@ -111,6 +111,9 @@ CONSUMER_PROTOCOL_APIS = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP
 
 #: KIP-714's client telemetry APIs, advertised only with ``client.telemetry.enable``.
 TELEMETRY_APIS = (ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY)
+#: The first Kafka release with them (KIP-714, 3.7): a profile of it or later, with
+#: ``client.telemetry.enable``, advertises them as that Kafka with a receiver would.
+TELEMETRY_SINCE = (3, 7)
 
 
 def _own_apis(config: BrokerConfig) -> dict[int, tuple[int, int]]:
@@ -150,7 +153,14 @@ def supported_apis(config: BrokerConfig) -> dict[int, tuple[int, int]]:
     a request for an API not advertised closes the connection, Kafka's answer)."""
     found = kafka_profile(config)
     apis = dict(found.apis) if found is not None else _own_apis(config)
-    if not config.client_telemetry_enable:
-        for key in TELEMETRY_APIS:
+    for key in TELEMETRY_APIS:
+        if not config.client_telemetry_enable:
             apis.pop(key, None)
+        elif found is not None and _release(found.release) >= TELEMETRY_SINCE:
+            # A profile's tables are Kafka's without a telemetry receiver, which leaves them out.
+            apis[key] = IMPLEMENTED_APIS[key]
     return apis
+
+
+def _release(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split("."))

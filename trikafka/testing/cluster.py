@@ -55,7 +55,8 @@ def _open_cluster(brokers: int, config: dict[str, Any], kafka_defaults: bool = F
         ) from None
     from trikafka.testing.thread import TEST_DEFAULTS
 
-    return _serving_registry(open_cluster(brokers, {**TEST_DEFAULTS, **config}, kafka_defaults=kafka_defaults))
+    # As keyword arguments: ``racks=`` (kafka_cluster(racks=[...])) is open_cluster's own.
+    return _serving_registry(open_cluster(brokers, kafka_defaults=kafka_defaults, **{**TEST_DEFAULTS, **config}))
 
 
 @asynccontextmanager
