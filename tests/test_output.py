@@ -66,7 +66,7 @@ def test_list_config_names_why_a_value_is_not_the_default(capsys):
 def test_dev_defaults_are_one_table():
     """The broker's config, --list-config and the start-up block read the same table."""
     config, reasons = cli.resolve_config(cli.parse_args([]))
-    for key, value in cli.DEV_DEFAULTS.items():
+    for key, (value, _why) in cli.DEV_DEFAULTS.items():
         assert config.as_properties()[key] == value and reasons[key] == "dev default"
     changed = cli.changed_from_defaults(config, reasons)
     assert changed["group.initial.rebalance.delay.ms"] == ("0", "dev default")

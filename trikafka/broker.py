@@ -317,17 +317,24 @@ async def open_broker(
     config: BrokerConfig | Mapping[str, Any] | None = None,
     *,
     trio_listeners: Mapping[str, trio.abc.Listener] | None = None,
+    kafka_defaults: bool = False,
+    client_telemetry: bool | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Broker]:
     """Run a broker for the duration of the block; every listener is bound on entry.
 
-    ``config`` is a BrokerConfig or a mapping of Kafka keys; keyword overrides accept either
-    spelling (``num_io_threads=2``). With no ``listeners`` given, the broker binds an
-    ephemeral port on 127.0.0.1 — read it from ``broker.port``. ``trio_listeners`` maps a
-    listener name to a ready ``trio.abc.Listener`` (the in-memory one, TLS) to use instead of
-    binding a socket for it.
+    ``config`` is a BrokerConfig (taken as it is) or a mapping of Kafka keys, under the dev
+    defaults of ``python -m trikafka`` (``trikafka.config.dev.DEV_DEFAULTS``: a lone
+    consumer's group forms at once, ...) unless ``kafka_defaults=True``; keyword overrides
+    accept either spelling (``num_io_threads=2``). With no ``listeners`` given, the broker
+    binds an ephemeral port on 127.0.0.1 — read it from ``broker.port``. ``client_telemetry=True``
+    is ``client.telemetry.enable=true`` (KIP-714). ``trio_listeners`` maps a listener name to a
+    ready ``trio.abc.Listener`` (the in-memory one, TLS) to use instead of binding a socket for it.
     """
-    broker = Broker(BrokerConfig.coerce(config, **overrides), trio_listeners=trio_listeners)
+    if client_telemetry is not None:
+        overrides["client.telemetry.enable"] = client_telemetry
+    config = BrokerConfig.coerce(config, kafka_defaults=kafka_defaults, **overrides)
+    broker = Broker(config, trio_listeners=trio_listeners)
     async with trio.open_nursery() as nursery:
         await nursery.start(broker.run)
         try:

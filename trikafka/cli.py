@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from trikafka import __version__
 from trikafka.commands import COMMANDS
 from trikafka.config import BrokerConfig, changed_from_defaults, config_keys, read_properties_file
+from trikafka.config.dev import DEV_DEFAULTS, DEV_REASON, with_dev_defaults
 from trikafka.config.kafka_versions import KAFKA_VERSIONS
+from trikafka.config.served import not_served_summary
 from trikafka.errors import ConfigError
 from trikafka.output import (
     LOG_FORMATS,
@@ -51,22 +53,6 @@ __all__ = [
 log = logging.getLogger("trikafka")
 
 DEFAULT_DATA_DIR = "./trikafka-data"
-
-#: Where the dev broker departs from Kafka's defaults, each only when not set, and why. The one
-#: table ``build_config``, ``--list-config`` and the start-up block all read.
-DEV_DEFAULTS = {
-    # A dev broker answers a lone consumer at once; Kafka's 3 s default suits big groups.
-    "group.initial.rebalance.delay.ms": "0",
-    # The OS's socket buffers (Linux autotunes them up to net.ipv4.tcp_rmem/tcp_wmem's max):
-    # Kafka's fixed 100 KB suits thousands of connections, but makes a 1 MB produce arrive in
-    # ~10 reads. Produce 10 KB over loopback: 413-421 -> 457-781 MB/s, CPU/GB 1.45-1.6 -> 1.2-1.3 s.
-    "socket.receive.buffer.bytes": "-1",
-    "socket.send.buffer.bytes": "-1",
-    # Kafka's default is unbounded (-1): ten clients declaring 100 MB frames could make the
-    # broker hold a gigabyte. A dev broker bounds the bytes of requests being read or waiting
-    # for a handler (never below socket.request.max.bytes, which Kafka requires).
-    "queued.max.request.bytes": str(256 * 1024 * 1024),
-}
 
 #: ``--ui`` without ``metrics.port``: the HTTP server's port (where ``make run`` serves it too).
 UI_DEFAULT_PORT = 9404
@@ -106,6 +92,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--in-memory", action="store_true", help="keep no data on disk")
     parser.add_argument(
+        "--kafka-defaults",
+        action="store_true",
+        help="Kafka's own defaults for every key not set, instead of the dev defaults ("
+        + ", ".join(f"{key}={value}" for key, (value, _) in DEV_DEFAULTS.items())
+        + "); they are listed at start and by --list-config",
+    )
+    parser.add_argument(
+        "--client-telemetry",
+        action="store_true",
+        help="receive client telemetry (KIP-714; client.telemetry.enable=true): advertise "
+        "GetTelemetrySubscriptions and PushTelemetry, so clients push the metrics a "
+        "client-metrics subscription asks for",
+    )
+    parser.add_argument(
         "--brokers",
         type=int,
         default=1,
@@ -122,9 +122,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--kafka-version",
         metavar="X.Y",
         help=f"advertise exactly the API versions and features Kafka X.Y served ({', '.join(KAFKA_VERSIONS)}), "
-        "cut to what trikafka serves: what it lacks of that release (delegation tokens, AlterReplicaLogDirs, "
-        "UpdateFeatures, DescribeQuorum, the KRaft voter, share-state and streams-group APIs, the oldest "
-        "versions of some APIs) is logged at start and listed in docs/version-profiles.md",
+        f"cut to what trikafka serves: what it lacks of that release ({not_served_summary()}) is logged at "
+        "start and listed in docs/version-profiles.md and docs/features.md",
     )
     parser.add_argument(
         "--ui",
@@ -173,7 +172,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
 
 def resolve_config(args: argparse.Namespace) -> tuple[BrokerConfig, dict[str, str]]:
     """The config the broker will run with, and why each key the user did not set has the
-    value it has where that is not Kafka's default (``{key: "dev default"}``)."""
+    value it has where that is not Kafka's default (``{key: "dev default"}``): the dev defaults
+    (``trikafka.config.dev``) unless ``--kafka-defaults``."""
     items: dict[str, Any] = {}
     reasons: dict[str, str] = {}
     if args.config:
@@ -198,18 +198,15 @@ def resolve_config(args: argparse.Namespace) -> tuple[BrokerConfig, dict[str, st
     elif args.data_dir:
         items["log.dirs"] = args.data_dir
     elif not items.get("log.dirs"):
-        items["log.dirs"], reasons["log.dirs"] = DEFAULT_DATA_DIR, "dev default"
+        items["log.dirs"], reasons["log.dirs"] = DEFAULT_DATA_DIR, DEV_REASON
     given = {key.strip().replace("_", ".") for key in items}
     if getattr(args, "ui", False) and "metrics.port" not in given:
         items["metrics.port"], reasons["metrics.port"] = str(UI_DEFAULT_PORT), "--ui"
-    for key, value in DEV_DEFAULTS.items():
-        if key not in given:
-            items[key], reasons[key] = value, "dev default"
-    if reasons.get("queued.max.request.bytes") == "dev default":
-        # The pool must fit the largest request (Kafka's rule): a larger one set by the user wins.
-        largest = next((v for k, v in items.items() if k.strip().replace("_", ".") == "socket.request.max.bytes"), None)
-        if largest is not None and str(largest).strip().lstrip("-").isdigit():
-            items["queued.max.request.bytes"] = str(max(int(items["queued.max.request.bytes"]), int(largest)))
+    if getattr(args, "client_telemetry", False):
+        items["client.telemetry.enable"] = "true"
+    if not getattr(args, "kafka_defaults", False):
+        items, dev = with_dev_defaults(items)
+        reasons.update(dev)
     return BrokerConfig.from_mapping(items), reasons
 
 

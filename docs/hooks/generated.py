@@ -2,8 +2,11 @@
 
 * ``<!-- generated: broker-keys -->``: every broker key trikafka implements, with its default and
   meaning, from :func:`trikafka.config.config_keys` (the one config table) and the dev broker's
-  own defaults (:data:`trikafka.cli.DEV_DEFAULTS`);
+  dev defaults (:data:`trikafka.config.dev.DEV_DEFAULTS`);
 * ``<!-- generated: topic-keys -->``: every topic key, from :func:`trikafka.config.topics.readme_table`;
+* ``<!-- generated: dev-defaults -->``: the dev defaults, from :data:`trikafka.config.dev.DEV_DEFAULTS`;
+* ``<!-- generated: not-served -->``: what of Kafka's API trikafka does not serve, from
+  :data:`trikafka.config.served.NOT_SERVED` (``--help`` reads the same table);
 * ``<!-- generated: version-profiles -->``: per Kafka release, what a ``kafka.version`` profile
   advertises and lacks, from the profiles the broker itself builds (``server.api_table.kafka_profile``);
 * ``assets/bench-latest.png``: ``make bench``'s chart, and ``assets/scale-*.png``, the scale
@@ -22,18 +25,20 @@ MARKERS = (
     "<!-- generated: broker-keys -->",
     "<!-- generated: topic-keys -->",
     "<!-- generated: version-profiles -->",
+    "<!-- generated: not-served -->",
+    "<!-- generated: dev-defaults -->",
 )
 
 
 def broker_table() -> str:
-    from trikafka.cli import DEV_DEFAULTS
     from trikafka.config import config_keys
+    from trikafka.config.dev import DEV_DEFAULTS
 
     lines = ["| key | default | meaning |", "|---|---|---|"]
     for key, default, doc in config_keys():
         shown = f"`{default}`" if default != "" else "(none)"
         if key in DEV_DEFAULTS:
-            shown += f" (CLI: `{DEV_DEFAULTS[key]}`)"
+            shown += f" (dev default: `{DEV_DEFAULTS[key][0]}`)"
         lines.append(f"| `{key}` | {shown} | {' '.join(doc.split()).replace('|', '&#124;')} |")
     return "\n".join(lines) + "\n"
 
@@ -57,8 +62,25 @@ def profiles_table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def not_served() -> str:
+    from trikafka.config.served import not_served_table
+
+    return not_served_table()
+
+
+def dev_defaults_table() -> str:
+    from trikafka.config import BrokerConfig
+    from trikafka.config.dev import DEV_DEFAULTS
+
+    kafka = BrokerConfig().as_properties()
+    lines = ["| key | dev default | Kafka's default | why |", "|---|---|---|---|"]
+    lines += [f"| `{key}` | `{value}` | `{kafka[key]}` | {why} |" for key, (value, why) in DEV_DEFAULTS.items()]
+    return "\n".join(lines) + "\n"
+
+
 def expand(markdown: str) -> str:
-    for marker, table in zip(MARKERS, (broker_table, topic_table, profiles_table), strict=True):
+    tables = (broker_table, topic_table, profiles_table, not_served, dev_defaults_table)
+    for marker, table in zip(MARKERS, tables, strict=True):
         if marker in markdown:
             markdown = markdown.replace(marker, table())
     return markdown

@@ -26,7 +26,7 @@ def instance(tb, client_id: str):
 
 
 async def test_a_producer_pushes_at_the_interval_and_terminates_on_close(autojump_clock):
-    async with open_test_broker() as tb:
+    async with open_test_broker(client_telemetry=True) as tb:
         await subscribe(tb, PRODUCER, 1000)
         waits = controls(tb.broker)
         async with open_producer(tb, client_id="billing", linger_ms=5) as producer:
@@ -59,7 +59,7 @@ async def test_a_producer_pushes_at_the_interval_and_terminates_on_close(autojum
 
 
 async def test_a_consumer_pushes_fetch_and_commit_latencies(autojump_clock):
-    async with open_test_broker() as tb:
+    async with open_test_broker(client_telemetry=True) as tb:
         await subscribe(tb, "*", 500)
         async with open_producer(tb, enable_metrics_push=False) as producer:
             for i in range(3):
@@ -73,6 +73,7 @@ async def test_a_consumer_pushes_fetch_and_commit_latencies(autojump_clock):
                 batches = await consumer.getmany(timeout_ms=1000)
                 got += sum(len(records) for records in batches.values())
             await consumer.commit()
+            await consumer.getmany(timeout_ms=100)  # an idle poll: time for poll.idle.ratio to measure
             seen = await waits.wait_for_client_metric(f"{CONSUMER}coordinator.commit.latency.max", client_id="reader")
             assert {f"{CONSUMER}fetch.manager.fetch.latency.avg", f"{CONSUMER}node.request.latency.max",
                     f"{CONSUMER}connection.creation.total"} <= set(seen.metrics)
@@ -88,7 +89,7 @@ async def test_a_consumer_pushes_fetch_and_commit_latencies(autojump_clock):
 
 
 async def test_no_subscription_no_push_and_the_client_asks_again(autojump_clock):
-    async with open_test_broker() as tb, open_producer(tb, client_id="quiet") as producer:
+    async with open_test_broker(client_telemetry=True) as tb, open_producer(tb, client_id="quiet") as producer:
         await producer.send("t", b"x")
         await trio.sleep(1)
         quiet = instance(tb, "quiet")

@@ -104,7 +104,10 @@ async def test_eager_revokes_all_and_commits_in_the_listener(autojump_clock):
 
 
 async def test_static_member_restarts_without_a_rebalance(autojump_clock):
-    async with open_test_broker() as tb, open_writer(tb) as w:
+    # Kafka's initial delay, so both members form the group in one rebalance (generation 1), as
+    # this test was written for. Formed over two generations (the dev default, 0), a's static
+    # restart sometimes brings a third: not yet explained, and not what this test is about.
+    async with open_test_broker(group_initial_rebalance_delay_ms=3000) as tb, open_writer(tb) as w:
         await w.create_topic("t", 4)
         config = dict(group_id="g", partition_assignment_strategy="range", session_timeout_ms=30000)
         async with (

@@ -35,7 +35,7 @@ def test_alter_list_describe_and_delete_a_subscription(kafka_broker):
     assert trikafka("client-metrics", "list", "--json", bootstrap=b).json() == []
 
 
-@pytest.mark.trikafka(config={"metrics.port": 0})
+@pytest.mark.trikafka(config={"metrics.port": 0}, client_telemetry=True)
 def test_a_confluent_producer_pushes_its_metrics(kafka_broker):
     b = kafka_broker.bootstrap_servers
     run = trikafka("client-metrics", "alter", "--name", "producers", "--metrics", PRODUCER_METRICS,
@@ -59,6 +59,7 @@ def test_a_confluent_producer_pushes_its_metrics(kafka_broker):
     assert queue_time.labels["client_software_name"] == "confluent-kafka-python"
 
 
+@pytest.mark.trikafka(client_telemetry=True)
 def test_a_cluster_sees_pushes_to_any_of_its_brokers(kafka_cluster):
     cluster = kafka_cluster(brokers=2)
     b = cluster.bootstrap_servers
@@ -70,3 +71,18 @@ def test_a_cluster_sees_pushes_to_any_of_its_brokers(kafka_cluster):
     seen = cluster.wait_for_client_metric(PRODUCER_METRICS, client_id="fleet")
     assert seen.requested_metrics == ("*",)
     assert [c.client_id for c in cluster.brokers[1].client_metrics() if c.client_id == "fleet"] == ["fleet"]
+
+
+def test_it_says_how_to_turn_telemetry_on_when_the_broker_has_it_off(kafka_broker):
+    b = kafka_broker.bootstrap_servers
+    run = trikafka("client-metrics", "alter", "--name", "prod", "--metrics", "*", bootstrap=b)
+    assert run.code == 0 and "Altered client metrics config for prod." in run.out, run
+    assert "client.telemetry.enable=false" in run.err and "--client-telemetry" in run.err, run
+    listed = trikafka("client-metrics", "list", bootstrap=b)
+    assert listed.out.split() == ["prod"] and "client.telemetry.enable" in listed.err
+
+
+@pytest.mark.trikafka(client_telemetry=True)
+def test_no_word_about_it_when_telemetry_is_on(kafka_broker):
+    run = trikafka("client-metrics", "list", bootstrap=kafka_broker.bootstrap_servers)
+    assert run.code == 0 and "telemetry" not in run.err, run

@@ -116,9 +116,10 @@ def test_aiokafka_describe_cluster(broker_process):
 
 async def test_accepted_socket_has_nodelay_and_kafkas_buffer_sizes():
     """trio's SocketStream sets TCP_NODELAY itself; the broker applies
-    socket.send/receive.buffer.bytes (102400 by default; Linux reports double)."""
+    socket.send/receive.buffer.bytes (Kafka's 102400, not the dev default's OS buffers; Linux
+    reports double)."""
     with trio.fail_after(10):
-        async with trikafka.open_broker(listeners="PLAINTEXT://127.0.0.1:0") as broker:
+        async with trikafka.open_broker(listeners="PLAINTEXT://127.0.0.1:0", kafka_defaults=True) as broker:
             stream = await trio.open_tcp_stream("127.0.0.1", broker.port)
             async with open_connection(stream) as client:
                 response = await client.request(

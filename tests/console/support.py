@@ -75,7 +75,7 @@ class ConsoleSite:
     @contextmanager
     def started(cls, workdir: Path) -> Iterator[ConsoleSite]:
         broker = BrokerProcess(
-            "--in-memory", "--ui", "--override", "metrics.port=0",
+            "--in-memory", "--ui", "--client-telemetry", "--override", "metrics.port=0",
             "--control-listener", "127.0.0.1:0",  # waits on the broker (the client-metrics page)
             "--override", f"offsets.topic.num.partitions={OFFSETS_PARTITIONS}",
             # a share group's member gets its partition within a heartbeat (the share-group page)

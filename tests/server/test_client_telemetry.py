@@ -61,7 +61,7 @@ async def push(client, got, payload=b"", *, compression=0, terminating=False, su
 
 
 async def test_a_client_gets_an_instance_id_and_no_metrics_until_subscribed(autojump_clock):
-    async with open_test_broker() as tb, tb.client() as client:
+    async with open_test_broker(client_telemetry=True) as tb, tb.client() as client:
         advertised = {int(k.api_key): (k.min_version, k.max_version)
                       for k in (await client.request(request(18, 3, client_software_name="t",
                                                              client_software_version="1"))).api_keys}
@@ -84,7 +84,7 @@ async def test_a_client_gets_an_instance_id_and_no_metrics_until_subscribed(auto
 
 
 async def test_pushes_are_checked_in_kafkas_order(autojump_clock):
-    async with open_test_broker(telemetry_max_bytes=4096) as tb, tb.client() as client:
+    async with open_test_broker(telemetry_max_bytes=4096, client_telemetry=True) as tb, tb.client() as client:
         await subscribe(client, interval="1000")
         got = await get_subscriptions(client)
         assert await push(client, got, subscription_id=got.subscription_id + 1) == ErrorCode.unknown_subscription_id
@@ -113,7 +113,7 @@ async def test_pushes_are_checked_in_kafkas_order(autojump_clock):
 async def test_compressed_payloads_are_decoded_and_waited_for(autojump_clock, codec):
     compress = {1: cramjam.gzip.compress, 2: cramjam.snappy.compress_raw, 3: cramjam.lz4.compress,
                 4: cramjam.zstd.compress}.get(codec, bytes)
-    async with open_test_broker() as tb, tb.client(client_id="app") as client:
+    async with open_test_broker(client_telemetry=True) as tb, tb.client(client_id="app") as client:
         await subscribe(client)
         got = await get_subscriptions(client)
         waits = controls(tb.broker)
@@ -134,7 +134,7 @@ async def test_compressed_payloads_are_decoded_and_waited_for(autojump_clock, co
 
 
 async def test_subscriptions_match_clients_and_merge(autojump_clock):
-    async with open_test_broker() as tb, tb.client(client_id="app") as client:
+    async with open_test_broker(client_telemetry=True) as tb, tb.client(client_id="app") as client:
         await subscribe(client, "others", metrics="x.", interval="500", match="client_id=other.*")
         await subscribe(client, "apps", metrics="a.,b.", interval="2000",
                         match="client_id=ap+, client_source_port=\\d+")
@@ -148,7 +148,7 @@ async def test_subscriptions_match_clients_and_merge(autojump_clock):
 
 
 async def test_subscription_configs_are_validated_described_listed_and_deleted(autojump_clock):
-    async with open_test_broker() as tb, tb.client() as client:
+    async with open_test_broker(client_telemetry=True) as tb, tb.client() as client:
         bad = {
             (("interval.ms", 0, "50"),): (ErrorCode.invalid_request, "Invalid value 50 for interval.ms, interval "
                                                                      "must be between 100 and 3600000"),
@@ -182,9 +182,9 @@ async def test_subscription_configs_are_validated_described_listed_and_deleted(a
 
 
 async def test_subscriptions_survive_a_restart_with_a_data_dir(autojump_clock, tmp_path):
-    async with open_test_broker(log_dirs=str(tmp_path)) as tb, tb.client() as client:
+    async with open_test_broker(log_dirs=str(tmp_path), client_telemetry=True) as tb, tb.client() as client:
         await subscribe(client, "kept", metrics="org.apache.kafka.", interval="2500")
-    async with open_test_broker(log_dirs=str(tmp_path)) as tb, tb.client() as client:
+    async with open_test_broker(log_dirs=str(tmp_path), client_telemetry=True) as tb, tb.client() as client:
         got = await get_subscriptions(client)
         assert list(got.requested_metrics) == ["org.apache.kafka."] and got.push_interval.total_seconds() == 2.5
 
@@ -196,6 +196,7 @@ async def test_acls_as_kafka_checks_them(autojump_clock):
     config = BrokerConfig.from_mapping({
         "listeners": "PLAINTEXT://memory:9092",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "client.telemetry.enable": True,
     })
     async with open_test_broker(config) as tb, tb.client() as client:
         # No ACL at all: the telemetry APIs need none; the subscriptions need the cluster's.

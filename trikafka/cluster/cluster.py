@@ -290,6 +290,8 @@ async def open_cluster(
     *,
     transport: str = "tcp",
     racks: Sequence[str] | None = None,
+    kafka_defaults: bool = False,
+    client_telemetry: bool | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Cluster]:
     """Run ``brokers`` brokers in this process for the duration of the block.
@@ -299,8 +301,13 @@ async def open_cluster(
     is 0, the default). ``transport="memory"`` puts every broker on the in-memory transport
     (``cluster.client(node_id)`` reaches it), for tests under trio's MockClock. ``racks`` gives
     each broker its rack (``broker.rack``), in node-id order: replicas are then placed rack-aware.
+    Keys not given take the dev defaults, as ``open_broker``'s (``kafka_defaults=True``: Kafka's
+    own); ``client_telemetry=True`` is ``client.telemetry.enable=true``.
     """
-    cluster = Cluster(BrokerConfig.coerce(config, **overrides), brokers, transport=transport, racks=racks)
+    if client_telemetry is not None:
+        overrides["client.telemetry.enable"] = client_telemetry
+    config = BrokerConfig.coerce(config, kafka_defaults=kafka_defaults, **overrides)
+    cluster = Cluster(config, brokers, transport=transport, racks=racks)
     async with trio.open_nursery() as nursery:
         await nursery.start(cluster.run)
         try:

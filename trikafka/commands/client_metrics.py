@@ -6,16 +6,22 @@ A subscription is a CLIENT_METRICS config resource: ``alter --name NAME`` sets t
 IncrementalAlterConfigs (``--generate-name`` names a new one with a random UUID, as Kafka's
 tool does); ``delete`` removes every key, which removes the subscription; ``list`` is
 ListConfigResources; ``describe`` shows one subscription's keys, or every subscription's.
+
+Subscriptions are kept whether or not the broker receives telemetry; one with
+``client.telemetry.enable`` off (the default) does not advertise the telemetry APIs, so no
+client ever pushes: each action then says so on stderr, and how to turn it on.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 import uuid
 from typing import Any
 
 from trikafka.client import ConfigResource, ConfigResourceType, open_admin
 from trikafka.commands.common import EXIT_OK, Output, UsageError, add_connection_flags, client_settings
+from trikafka.config.client_metrics import TELEMETRY_OFF
 
 __all__ = ["register"]
 
@@ -26,9 +32,23 @@ def _resource(name: str) -> ConfigResource:
     return ConfigResource(ConfigResourceType.CLIENT_METRICS, name)
 
 
+#: GetTelemetrySubscriptions' api key: a broker receiving telemetry advertises it.
+GET_TELEMETRY_SUBSCRIPTIONS = 71
+
+
+async def _say_if_telemetry_off(admin: Any) -> None:
+    """One line on stderr when the broker does not receive telemetry (its ApiVersions
+    lacks GetTelemetrySubscriptions): the subscriptions would never be pushed to."""
+    client = admin.client
+    connection = await client.connection(client.least_loaded_node())
+    if GET_TELEMETRY_SUBSCRIPTIONS not in connection.versions:
+        print(f"trikafka: {TELEMETRY_OFF}", file=sys.stderr)
+
+
 async def _list(args: argparse.Namespace, out: Output) -> int:
     async with open_admin(**client_settings(args, "admin")) as admin:
         names = sorted(r.name for r in await admin.list_config_resources())
+        await _say_if_telemetry_off(admin)
     if out.as_json:
         out.json(names)
     else:
@@ -41,6 +61,7 @@ async def _describe(args: argparse.Namespace, out: Output) -> int:
     async with open_admin(**client_settings(args, "admin")) as admin:
         names = [args.name] if args.name else sorted(r.name for r in await admin.list_config_resources())
         described = await admin.describe_configs([_resource(n) for n in names]) if names else {}
+        await _say_if_telemetry_off(admin)
     found = {r.name: {e.name: e.value for e in entries.values()} for r, entries in described.items()}
     if out.as_json:
         out.json([{"name": n, "configs": found.get(n, {})} for n in names])
@@ -62,6 +83,7 @@ async def _alter(args: argparse.Namespace, out: Output) -> int:
         raise UsageError("client-metrics alter needs --metrics, --interval or --match")
     async with open_admin(**client_settings(args, "admin")) as admin:
         await admin.incremental_alter_configs({_resource(name): changes})
+        await _say_if_telemetry_off(admin)
     if out.as_json:
         out.json({"name": name, "set": changes})
     else:
@@ -72,6 +94,7 @@ async def _alter(args: argparse.Namespace, out: Output) -> int:
 async def _delete(args: argparse.Namespace, out: Output) -> int:
     async with open_admin(**client_settings(args, "admin")) as admin:
         await admin.incremental_alter_configs({_resource(args.name): dict.fromkeys(KEYS)})
+        await _say_if_telemetry_off(admin)
     if out.as_json:
         out.json({"deleted": args.name})
     else:

@@ -12,7 +12,9 @@ and validation.
   without effect where trikafka has nothing to apply);
 - :mod:`~trikafka.config.kafka_versions`: ``kafka.version``'s profiles over the generated
   :mod:`~trikafka.config.kafka_versions_data`;
-- :mod:`~trikafka.config.properties`: ``.properties`` files and Kafka's time-unit aliases.
+- :mod:`~trikafka.config.properties`: ``.properties`` files and Kafka's time-unit aliases;
+- :mod:`~trikafka.config.dev`: the dev defaults every development entry point applies;
+- :mod:`~trikafka.config.served`: what of Kafka's API the broker does not serve.
 
 ``BrokerConfig`` and the other names below are re-exported here and imported on first use, so
 ``import trikafka.config.topics`` does not build the broker's config class.

@@ -20,6 +20,7 @@ import attrs
 from trikafka.config import groups as group_configs
 from trikafka.config import racks as rack_configs
 from trikafka.config import share as share_configs
+from trikafka.config.dev import with_dev_defaults
 from trikafka.config.fields import (
     ListenerSpec,
     advertised_listeners_field,
@@ -62,12 +63,18 @@ class _PropertiesForm:
         return cls.from_mapping({**(items or {}), **overrides})
 
     @classmethod
-    def coerce(cls, config: BrokerConfig | Mapping[str, Any] | None = None, **overrides: Any) -> BrokerConfig:
-        """What ``open_broker`` and ``open_cluster`` take: a BrokerConfig, Kafka keys, or None
-        (one listener on a free port of 127.0.0.1); overrides in either spelling win."""
-        if not isinstance(config, BrokerConfig):
-            config = cls.from_mapping(config or {"listeners": "PLAINTEXT://127.0.0.1:0"})
-        return config.with_overrides(**overrides) if overrides else config
+    def coerce(
+        cls, config: BrokerConfig | Mapping[str, Any] | None = None, *, kafka_defaults: bool = False,
+        **overrides: Any,
+    ) -> BrokerConfig:
+        """What ``open_broker`` and ``open_cluster`` take: a BrokerConfig (taken as it is), or
+        Kafka keys or None (one listener on a free port of 127.0.0.1) under the dev defaults
+        (``trikafka.config.dev``; ``kafka_defaults=True``: Kafka's own); overrides in either
+        spelling win."""
+        if isinstance(config, BrokerConfig):
+            return config.with_overrides(**overrides) if overrides else config
+        items = {**(config or {"listeners": "PLAINTEXT://127.0.0.1:0"}), **overrides}
+        return cls.from_mapping(items if kafka_defaults else with_dev_defaults(items)[0])
 
     @classmethod
     def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
@@ -172,6 +179,11 @@ class BrokerConfig(_PropertiesForm, share_configs.ShareGroupKeys):
     )
     quota_window_size_seconds: int = _int_field(
         "quota.window.size.seconds", 1, "Seconds each quota sample spans.", 1, INT32_MAX
+    )
+    client_telemetry_enable: bool = _bool_field(
+        "client.telemetry.enable", False,
+        "Receive client telemetry (KIP-714): advertise GetTelemetrySubscriptions and PushTelemetry, "
+        "as Kafka does once a telemetry receiver is configured; off, clients never start the exchange.",
     )
     telemetry_max_bytes: int = _int_field(
         "telemetry.max.bytes", 1_048_576, "The largest PushTelemetry metrics payload a client may send (KIP-714).",

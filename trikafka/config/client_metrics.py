@@ -18,6 +18,7 @@ from collections.abc import Mapping
 import attrs
 
 __all__ = [
+    "TELEMETRY_OFF",
     "ALL_METRICS",
     "CLIENT_METRICS_KEYS",
     "CLIENT_METRICS_RESOURCE",
@@ -27,6 +28,14 @@ __all__ = [
     "SubscriptionError",
     "parse_subscription",
 ]
+
+#: What to say where client telemetry is asked for and the broker has it off.
+TELEMETRY_OFF = (
+    "client telemetry is off on this broker (client.telemetry.enable=false, the default): it does not "
+    "advertise GetTelemetrySubscriptions and PushTelemetry, so no client pushes metrics. Turn it on with "
+    "client.telemetry.enable=true: `python -m trikafka --client-telemetry`, open_broker(client_telemetry=True) "
+    "or open_cluster(client_telemetry=True), @pytest.mark.trikafka(client_telemetry=True)"
+)
 
 CLIENT_METRICS_RESOURCE = 16  # ConfigResource.Type.CLIENT_METRICS
 ALL_METRICS = "*"

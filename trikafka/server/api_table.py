@@ -17,7 +17,7 @@ from trikafka.config.kafka_versions import KafkaProfile, profile
 from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey, api_name
 from trikafka.server.kafka_apis import LazyFamily
 
-__all__ = ["API_FAMILIES", "CONSUMER_PROTOCOL_APIS", "kafka_profile", "log_kafka_profile",
+__all__ = ["API_FAMILIES", "CONSUMER_PROTOCOL_APIS", "TELEMETRY_APIS", "kafka_profile", "log_kafka_profile",
            "listed_min", "supported_apis"]
 
 #: Every API family a broker serves (each node of an in-process cluster serves the same).
@@ -109,6 +109,13 @@ API_FAMILIES: tuple[LazyFamily, ...] = (
 CONSUMER_PROTOCOL_APIS = (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE)
 
 
+#: KIP-714's client telemetry APIs, advertised only with ``client.telemetry.enable``.
+TELEMETRY_APIS = (ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY)
+#: The first Kafka release with them (KIP-714, 3.7): a profile of it or later, with
+#: ``client.telemetry.enable``, advertises them as that Kafka with a receiver would.
+TELEMETRY_SINCE = (3, 7)
+
+
 def _own_apis(config: BrokerConfig) -> dict[int, tuple[int, int]]:
     apis = dict(IMPLEMENTED_APIS)
     if "consumer" not in config.group_coordinator_rebalance_protocols:
@@ -141,6 +148,19 @@ def listed_min(config: BrokerConfig) -> dict[int, int]:
 def supported_apis(config: BrokerConfig) -> dict[int, tuple[int, int]]:
     """The API table this broker advertises: the consumer protocol's APIs only when
     ``group.coordinator.rebalance.protocols`` lists ``consumer``; with ``kafka.version``,
-    that release's ranges cut to what trikafka serves."""
+    that release's ranges cut to what trikafka serves; the telemetry APIs only with
+    ``client.telemetry.enable`` (as Kafka advertises them only with a telemetry receiver:
+    a request for an API not advertised closes the connection, Kafka's answer)."""
     found = kafka_profile(config)
-    return dict(found.apis) if found is not None else _own_apis(config)
+    apis = dict(found.apis) if found is not None else _own_apis(config)
+    for key in TELEMETRY_APIS:
+        if not config.client_telemetry_enable:
+            apis.pop(key, None)
+        elif found is not None and _release(found.release) >= TELEMETRY_SINCE:
+            # A profile's tables are Kafka's without a telemetry receiver, which leaves them out.
+            apis[key] = IMPLEMENTED_APIS[key]
+    return apis
+
+
+def _release(release: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in release.split("."))

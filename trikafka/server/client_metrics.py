@@ -40,6 +40,7 @@ from trikafka.clock import Clock, now_ms
 from trikafka.config.client_metrics import (
     ALL_METRICS,
     INTERVAL_MS_DEFAULT,
+    TELEMETRY_OFF,
     Subscription,
     SubscriptionError,
     parse_subscription,
@@ -151,8 +152,12 @@ def _elapsed(now: float, then: float) -> int:
 class ClientMetricsManager:
     """Subscriptions and client instances of a broker (of a whole in-process cluster)."""
 
-    def __init__(self, path: Path | None = None, clock: Clock = now_ms, max_bytes: int = 1_048_576) -> None:
+    def __init__(
+        self, path: Path | None = None, clock: Clock = now_ms, max_bytes: int = 1_048_576, enabled: bool = True
+    ) -> None:
         self.path = path
+        #: ``client.telemetry.enable``: off, the telemetry APIs are not advertised and no client pushes.
+        self.enabled = enabled
         self.now_ms = clock
         self.max_bytes = max_bytes
         #: name → the subscription's configs as set (what DescribeConfigs shows).
@@ -166,8 +171,16 @@ class ClientMetricsManager:
             self._load(path)
 
     @classmethod
-    def in_data_dir(cls, log_dirs: Sequence[str] | None, clock: Clock = now_ms, max_bytes: int = 1_048_576) -> Any:
-        return cls(Path(log_dirs[0]) / CLIENT_METRICS_FILE if log_dirs else None, clock, max_bytes)
+    def in_data_dir(
+        cls, log_dirs: Sequence[str] | None, clock: Clock = now_ms, max_bytes: int = 1_048_576, enabled: bool = True
+    ) -> Any:
+        return cls(Path(log_dirs[0]) / CLIENT_METRICS_FILE if log_dirs else None, clock, max_bytes, enabled)
+
+    def check_enabled(self, what: str) -> None:
+        """Raise, saying how to turn it on, when client telemetry is off."""
+        if not self.enabled:
+            raise ConfigError("client.telemetry.enable", False, f"{what} reads the metrics clients push, and "
+                              f"{TELEMETRY_OFF}")
 
     def _load(self, path: Path) -> None:
         try:

@@ -38,7 +38,9 @@ class ClientMetricsAwaitableState:
 
     def client_metrics(self) -> list[ClientMetricsSnapshot]:
         """Every client instance the broker knows (KIP-714): who it is, its subscription and
-        the latest value of each metric it pushed (``.metrics``: name → value)."""
+        the latest value of each metric it pushed (``.metrics``: name → value). Raises
+        ``ConfigError`` naming ``client.telemetry.enable`` when the broker has telemetry off."""
+        self.core.client_metrics.check_enabled("client_metrics()")
         return self.core.client_metrics.snapshot()
 
     async def wait_for_client_metric(
@@ -46,7 +48,9 @@ class ClientMetricsAwaitableState:
     ) -> ClientMetricsSnapshot:
         """Wait until a client (``client_id``'s, if given) pushed metric ``name`` — a full name,
         or a prefix such as ``org.apache.kafka.producer.`` — with a value ≥ ``at_least`` (any
-        value if None); returns that client instance's snapshot."""
+        value if None); returns that client instance's snapshot. Raises ``ConfigError`` naming
+        ``client.telemetry.enable`` at once when the broker has telemetry off."""
+        self.core.client_metrics.check_enabled("wait_for_client_metric")
         found: list[ClientMetricsSnapshot] = []
 
         def ready() -> bool:

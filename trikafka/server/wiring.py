@@ -175,7 +175,9 @@ class BrokerCore:
             config.log_dirs, config.quota_window_num, config.quota_window_size_seconds
         )
         #: Client telemetry (KIP-714): subscriptions (kept with the quotas), client instances.
-        self.client_metrics = ClientMetricsManager.in_data_dir(config.log_dirs, clock, config.telemetry_max_bytes)
+        self.client_metrics = ClientMetricsManager.in_data_dir(
+            config.log_dirs, clock, config.telemetry_max_bytes, config.client_telemetry_enable
+        )
         self._schemas: SchemaRegistry | None = None
         self._record_validator: RecordValidator | None = None
         replicas.record_validator = self._validate_records

@@ -14,7 +14,6 @@ from trikafka.config import BrokerConfig
 from trikafka.network.memory import MemoryListener, MemoryStream
 from trikafka.testing.faults import Faults
 from trikafka.testing.surface import BrokerControls
-from trikafka.testing.thread import QUEUED_MAX_REQUEST_BYTES
 
 __all__ = ["TestBroker", "open_test_broker"]
 
@@ -68,15 +67,19 @@ class TestBroker(BrokerControls):
 
 
 @asynccontextmanager
-async def open_test_broker(config: BrokerConfig | None = None, **overrides: Any) -> AsyncIterator[TestBroker]:
+async def open_test_broker(
+    config: BrokerConfig | None = None, *, kafka_defaults: bool = False, **overrides: Any
+) -> AsyncIterator[TestBroker]:
     """Open a broker whose only listener is in memory (named PLAINTEXT, port 9092).
 
-    Keyword arguments are config overrides in either spelling (``num_io_threads=1``).
+    Keyword arguments are config overrides in either spelling (``num_io_threads=1``); keys not
+    given take the dev defaults (``trikafka.config.dev``; ``kafka_defaults=True``: Kafka's own).
+    A BrokerConfig is taken as it is.
     """
     listener = MemoryListener("memory", 9092)
-    base = config or BrokerConfig(
-        listeners="PLAINTEXT://memory:9092", queued_max_request_bytes=QUEUED_MAX_REQUEST_BYTES
-    )
-    async with open_broker(base, trio_listeners={"PLAINTEXT": listener}, **overrides) as broker:
+    base: BrokerConfig | dict[str, Any] = config or {"listeners": "PLAINTEXT://memory:9092"}
+    async with open_broker(
+        base, trio_listeners={"PLAINTEXT": listener}, kafka_defaults=kafka_defaults, **overrides
+    ) as broker:
         yield TestBroker(broker, listener)
     await trio.lowlevel.checkpoint()

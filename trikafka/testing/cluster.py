@@ -38,24 +38,25 @@ class ClusterUnavailableError(RuntimeError):
 
 
 @asynccontextmanager
-async def _one_broker(config: dict[str, Any]) -> AsyncIterator[Any]:
-    async with open_broker(test_broker_config(config)) as broker:
+async def _one_broker(config: dict[str, Any], kafka_defaults: bool) -> AsyncIterator[Any]:
+    async with open_broker(test_broker_config(config, kafka_defaults=kafka_defaults)) as broker:
         yield broker
 
 
-def _open_cluster(brokers: int, config: dict[str, Any]) -> Any:
+def _open_cluster(brokers: int, config: dict[str, Any], kafka_defaults: bool = False) -> Any:
     try:
         from trikafka.cluster import open_cluster  # type: ignore[import-not-found]
     except ImportError as exc:
         if brokers == 1:
-            return _one_broker(config)
+            return _one_broker(config, kafka_defaults)
         raise ClusterUnavailableError(
             f"kafka_cluster(brokers={brokers}) needs trikafka.cluster.open_cluster, which this "
             f"installation of trikafka does not have ({exc}); brokers=1 works"
         ) from None
     from trikafka.testing.thread import TEST_DEFAULTS
 
-    return _serving_registry(open_cluster(brokers=brokers, **{**TEST_DEFAULTS, **config}))
+    # As keyword arguments: ``racks=`` (kafka_cluster(racks=[...])) is open_cluster's own.
+    return _serving_registry(open_cluster(brokers, kafka_defaults=kafka_defaults, **{**TEST_DEFAULTS, **config}))
 
 
 @asynccontextmanager
@@ -186,13 +187,16 @@ class AsyncClusterHandle:
 asyncio_hosted(AsyncClusterHandle, ClusterHandle)
 
 
-def start_cluster(brokers: int = 1, config: dict[str, Any] | None = None, *, record: bool = True) -> ClusterHandle:
+def start_cluster(
+    brokers: int = 1, config: dict[str, Any] | None = None, *, record: bool = True, kafka_defaults: bool = False
+) -> ClusterHandle:
     """Start ``brokers`` brokers on a background Trio thread (see the module docstring);
     with ``record`` every broker records requests from the start (a broker the cluster
-    restarts later starts without recording)."""
+    restarts later starts without recording). Keys not given take the dev defaults
+    (``kafka_defaults=True``: Kafka's own)."""
     if isinstance(brokers, bool) or not isinstance(brokers, int) or brokers < 1:
         raise ValueError(f"brokers must be a positive int, not {brokers!r}")
-    opener = _open_cluster(brokers, dict(config or {}))
+    opener = _open_cluster(brokers, dict(config or {}), kafka_defaults)
     thread = TrioThread(f"trikafka-cluster-{brokers}")
     cluster = thread.start(lambda: opener)
     try:

@@ -21,7 +21,10 @@ Installed with trikafka (entry point ``pytest11``), it gives every suite:
 
 ``@pytest.mark.trikafka(config={...})`` (on a test, class or module; the closest wins key by
 key) sets broker configuration for all three; ``kafka_version="3.9"`` makes the broker speak as
-that Kafka release (``kafka.version``), ``racks=["a", "b", "c"]`` gives brokers their racks.
+that Kafka release (``kafka.version``), ``racks=["a", "b", "c"]`` gives brokers their racks,
+``client_telemetry=True`` turns client telemetry on (``client.telemetry.enable``) and
+``kafka_defaults=True`` gives Kafka's own defaults instead of the dev defaults every fixture
+starts with (``trikafka.config.dev.DEV_DEFAULTS``).
 ``@pytest.mark.trikafka(scenario=...)`` (a
 ``trikafka.testing.Scenario`` or its JSON; the closest mark that has one wins) starts that
 fault scenario on the broker (each cluster) as the fixture hands it over:
@@ -57,11 +60,13 @@ if TYPE_CHECKING:
     from trikafka.testing.thread import ThreadedBroker
 
 __all__ = [
-    "FIXTURE_DEFAULTS", "TRIO_MISSING", "external_bootstrap", "kafka_broker", "kafka_cluster", "trikafka_broker",
-    "marked_config", "marked_scenario",
+    "FIXTURE_DEFAULTS", "MARK_ARGUMENTS", "TRIO_MISSING", "external_bootstrap", "kafka_broker", "kafka_cluster",
+    "trikafka_broker", "marked_config", "marked_kafka_defaults", "marked_scenario",
 ]  # fmt: skip
 
 MARK = "trikafka"
+#: What ``@pytest.mark.trikafka(...)`` takes.
+MARK_ARGUMENTS = ("config", "kafka_version", "racks", "scenario", "kafka_defaults", "client_telemetry")
 #: What the TCP fixtures serve beside Kafka: the Schema Registry, on a free port
 #: (``kafka_broker.schema_registry_url``); ``schema.registry.port: -1`` in a mark turns it off.
 FIXTURE_DEFAULTS = {"schema.registry.port": 0}
@@ -125,9 +130,11 @@ def pytest_configure(config: pytest.Config) -> None:
     external_bootstrap(config)  # a malformed address: a usage error before anything runs
     config.addinivalue_line(
         "markers",
-        f"{MARK}(config=None, kafka_version=None, racks=None, scenario=None): broker configuration (Kafka "
-        "keys), the Kafka release to speak as (kafka.version), rack ids (broker.rack) and a fault scenario "
-        "(trikafka.testing.Scenario or its JSON) for the kafka_broker, kafka_cluster and trikafka_broker fixtures",
+        f"{MARK}(config=None, kafka_version=None, racks=None, scenario=None, kafka_defaults=False, "
+        "client_telemetry=None): broker configuration (Kafka keys), the Kafka release to speak as "
+        "(kafka.version), rack ids (broker.rack), a fault scenario (trikafka.testing.Scenario or its JSON), "
+        "Kafka's own defaults instead of the dev defaults, and client telemetry (client.telemetry.enable) "
+        "for the kafka_broker, kafka_cluster and trikafka_broker fixtures",
     )
 
 
@@ -198,8 +205,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 def marked_config(node: Any) -> dict[str, Any]:
     """The ``trikafka`` marks' config for a test: module, then class, then function;
-    ``kafka_version=`` becomes ``kafka.version`` and ``racks=`` (a list or ``"a,b,c"``)
-    ``broker.rack``."""
+    ``kafka_version=`` becomes ``kafka.version``, ``racks=`` (a list or ``"a,b,c"``)
+    ``broker.rack`` and ``client_telemetry=`` ``client.telemetry.enable``."""
     merged: dict[str, Any] = {}
     for mark in reversed(list(node.iter_markers(MARK))):
         config = mark.kwargs.get("config", mark.args[0] if mark.args else None)
@@ -212,13 +219,24 @@ def marked_config(node: Any) -> dict[str, Any]:
             value = mark.kwargs.get(name)
             if value is not None:  # racks: "a,b,c" or a list, one per broker
                 merged[key] = value if isinstance(value, str) else ",".join(map(str, value))
-        unknown = set(mark.kwargs) - {"config", "kafka_version", "racks", "scenario"}
+        if mark.kwargs.get("client_telemetry") is not None:
+            merged["client.telemetry.enable"] = bool(mark.kwargs["client_telemetry"])
+        unknown = set(mark.kwargs) - set(MARK_ARGUMENTS)
         if unknown:
             raise pytest.UsageError(
-                f"@pytest.mark.{MARK} takes config=, kafka_version=, racks= and scenario=, "
+                f"@pytest.mark.{MARK} takes {', '.join(a + '=' for a in MARK_ARGUMENTS)} "
                 f"not {', '.join(sorted(unknown))}"
             )
     return merged
+
+
+def marked_kafka_defaults(node: Any) -> bool:
+    """The closest ``trikafka`` mark's ``kafka_defaults`` (Kafka's own defaults instead of the
+    dev defaults); False without one."""
+    for mark in node.iter_markers(MARK):
+        if mark.kwargs.get("kafka_defaults") is not None:
+            return bool(mark.kwargs["kafka_defaults"])
+    return False
 
 
 def marked_scenario(node: Any) -> Any:
@@ -244,7 +262,10 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
         return
     from trikafka.testing.thread import ThreadedBroker
 
-    broker = ThreadedBroker({**FIXTURE_DEFAULTS, **marked_config(request.node)}, record=True)
+    broker = ThreadedBroker(
+        {**FIXTURE_DEFAULTS, **marked_config(request.node)}, record=True,
+        kafka_defaults=marked_kafka_defaults(request.node),
+    )
     broker.start()
     try:
         if (scenario := marked_scenario(request.node)) is not None:
@@ -265,9 +286,10 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
     started: list[ClusterHandle] = []
     base = {**FIXTURE_DEFAULTS, **marked_config(request.node)}
     scenario = marked_scenario(request.node)
+    kafka_defaults = marked_kafka_defaults(request.node)
 
     def start(brokers: int = 1, **config: Any) -> ClusterHandle:
-        cluster = start_cluster(brokers, {**base, **config})
+        cluster = start_cluster(brokers, {**base, **config}, kafka_defaults=kafka_defaults)
         started.append(cluster)
         if scenario is not None:
             cluster.apply_scenario(scenario)
@@ -303,7 +325,7 @@ async def _trikafka_broker(request: pytest.FixtureRequest) -> AsyncIterator[Any]
     from trikafka.testing.thread import TEST_DEFAULTS
 
     config = {**TEST_DEFAULTS, "listeners": "PLAINTEXT://memory:9092", **marked_config(request.node)}
-    async with open_test_broker(**config) as broker:
+    async with open_test_broker(kafka_defaults=marked_kafka_defaults(request.node), **config) as broker:
         broker.faults.recorder.start()
         if (scenario := marked_scenario(request.node)) is not None:
             broker.apply_scenario(scenario)

@@ -17,7 +17,7 @@ broker thread's trio clock.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -25,6 +25,7 @@ import trio
 
 from trikafka.broker import Broker, open_broker
 from trikafka.config import BrokerConfig
+from trikafka.config.dev import DEV_DEFAULTS
 from trikafka.testing.faults import Faults
 from trikafka.testing.surface import WAIT_TIMEOUT, BrokerControls, asyncio_hosted, thread_hosted
 from trikafka.testing.targets import BrokerTarget, broker_targets
@@ -37,26 +38,27 @@ __all__ = [
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
 
-#: What a test broker is unless the test says otherwise: in memory, a free port on
-#: 127.0.0.1, and a lone consumer's group forms at once (Kafka's 3 s delay suits big groups).
-#: queued.max.request.bytes of the test kit's brokers, in memory and over TCP.
-QUEUED_MAX_REQUEST_BYTES = 256 * 1024 * 1024
+#: queued.max.request.bytes of the test kit's brokers, in memory and over TCP: the dev default.
+QUEUED_MAX_REQUEST_BYTES = int(DEV_DEFAULTS["queued.max.request.bytes"][0])
 
+#: What a test broker is unless the test says otherwise: in memory, a free port on 127.0.0.1,
+#: and the dev defaults every development broker has (``trikafka.config.dev.DEV_DEFAULTS``:
+#: a lone consumer's group forms at once, requests pile up to a bound, ...) unless the test
+#: asks for Kafka's own (``kafka_defaults=True``).
 TEST_DEFAULTS = {
     "listeners": "PLAINTEXT://127.0.0.1:0",
     "log.dirs": "",
-    "group.initial.rebalance.delay.ms": 0,
-    # Bounded, as the dev broker's (Kafka's default is -1, unbounded): a test that makes
-    # requests pile up holds at most this much (docs/reliability.md).
-    "queued.max.request.bytes": QUEUED_MAX_REQUEST_BYTES,
 }
 
 
-def test_broker_config(config: BrokerConfig | dict[str, Any] | None = None) -> BrokerConfig:
-    """``TEST_DEFAULTS`` under ``config`` (a BrokerConfig is taken as it is)."""
+def test_broker_config(
+    config: BrokerConfig | Mapping[str, Any] | None = None, *, kafka_defaults: bool = False
+) -> BrokerConfig:
+    """``TEST_DEFAULTS`` and the dev defaults (Kafka's with ``kafka_defaults=True``) under
+    ``config`` (a BrokerConfig is taken as it is)."""
     if isinstance(config, BrokerConfig):
         return config
-    return BrokerConfig.from_mapping({**TEST_DEFAULTS, **(config or {})})
+    return BrokerConfig.coerce({**TEST_DEFAULTS, **(config or {})}, kafka_defaults=kafka_defaults)
 
 
 test_broker_config.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
@@ -197,11 +199,15 @@ class ThreadedBroker(BrokerHandle):
     """A broker on its own Trio thread (see the module docstring). A context manager.
 
     ``config`` is a BrokerConfig or a mapping of Kafka keys over the test defaults (in
-    memory, 127.0.0.1 on a free port, no initial rebalance delay).
+    memory, 127.0.0.1 on a free port) and the dev defaults (no initial rebalance delay, ...;
+    ``kafka_defaults=True``: Kafka's own).
     """
 
-    def __init__(self, config: BrokerConfig | dict[str, Any] | None = None, *, record: bool = False) -> None:
-        self.config = test_broker_config(config)
+    def __init__(
+        self, config: BrokerConfig | Mapping[str, Any] | None = None, *, record: bool = False,
+        kafka_defaults: bool = False,
+    ) -> None:
+        self.config = test_broker_config(config, kafka_defaults=kafka_defaults)
         self.record = record
         thread = TrioThread(f"trikafka-broker-{id(self):x}")
         super().__init__(thread, lambda: broker_targets(thread.value)[0])
