@@ -51,9 +51,13 @@ import trio
 from trikafka.clock import Clock, now_ms
 from trikafka.config import BrokerConfig
 from trikafka.config.racks import rack_of
+from trikafka.errors import ConfigError
 from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LoadProgress
 from trikafka.network.endpoints import BoundEndpoint, endpoint_address
+from trikafka.security.config import HTTP_PORTS
+from trikafka.security.http_users import HttpUsers
+from trikafka.security.tls import server_ssl_context
 from trikafka.server.api_table import log_kafka_profile
 from trikafka.server.awaitable import AwaitableState
 from trikafka.server.metadata_cache import MetadataCache
@@ -119,19 +123,28 @@ class Broker(AwaitableState):
         #: purgatory, KafkaApis, metrics — one lifecycle (``RequestPath.run``/``stop``).
         self.path = RequestPath(self.config, self.core, self.metadata_cache, trio_listeners=trio_listeners)
         follow_cleaner_configs(self.core, self.config, self.log_cleaner)
+        check_metrics_host(self.config)
+        #: The broker's SASL users as HTTP Basic users, when the HTTP ports ask for them
+        #: (``http.authentication.method``; by default whenever a listener uses SASL).
+        self.http_users = http_users(self.config, self.core.scram_credentials)
+        tls = server_ssl_context(self.config.security, HTTP_PORTS) if self.config.security.http_tls() else None
         #: ``/metrics`` and whatever else is mounted (``http_server.mount("/ui", app)``);
         #: it runs when ``metrics.port`` is not -1.
-        self.http_server = HttpServer(self.config.metrics_host, max(self.config.metrics_port, 0))
+        self.http_server = HttpServer(
+            self.config.metrics_host, max(self.config.metrics_port, 0), users=self.http_users, ssl_context=tls
+        )
         #: The Schema Registry's REST API over ``core.schemas``, when ``schema.registry.port``
         #: is not -1 (on ``metrics.host``).
         self.schema_registry_server = HttpServer(
-            self.config.metrics_host, max(self.config.schema_registry_port, 0), key="schema.registry.port"
+            self.config.metrics_host, max(self.config.schema_registry_port, 0), key="schema.registry.port",
+            users=self.http_users, ssl_context=tls,
         )
         #: The HTTP proxy's port, when ``rest.proxy.port`` is not -1 (on ``metrics.host``).
         #: The proxy is an edge (trikafka.rest) mounted here from outside — the CLI, or
         #: ``trikafka.rest.serve_rest_proxy(broker)``; until then every route answers 503.
         self.rest_proxy_server = HttpServer(
-            self.config.metrics_host, max(self.config.rest_proxy_port, 0), key="rest.proxy.port"
+            self.config.metrics_host, max(self.config.rest_proxy_port, 0), key="rest.proxy.port",
+            users=self.http_users, ssl_context=tls,
         )
         self.rest_proxy_server.mount("/", not_attached_app)
         #: Coroutine functions a graceful stop runs first, while the request path still serves,
@@ -180,11 +193,14 @@ class Broker(AwaitableState):
                 self.endpoints = await nursery.start(self.path.run, name="request-path")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)
                 if serve_http:
-                    self.http_server.mount("/metrics", metrics_app(self))
+                    self.http_server.mount("/metrics", metrics_app(self), public=True)
                     await nursery.start(self.http_server.run, name="http-server")
                     serve_http = False  # run() owns the socket now
                 if serve_registry:
-                    self.schema_registry_server.mount("/", schema_registry_app(self.core.schemas))
+                    acls = self.core.acls
+                    self.schema_registry_server.mount(
+                        "/", schema_registry_app(self.core.schemas, acls.authorizer if acls else None)
+                    )
                     await nursery.start(self.schema_registry_server.run, name="schema-registry")
                     serve_registry = False
                 if serve_proxy:
@@ -334,3 +350,27 @@ async def open_broker(
             yield broker
         finally:
             broker.stop()
+
+
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
+
+
+def check_metrics_host(config: BrokerConfig) -> None:
+    """``/metrics`` and the console are test tools: on loopback unless ``metrics.allow.remote``."""
+    host = config.metrics_host
+    if config.metrics_port >= 0 and not config.metrics_allow_remote and not (
+        host in _LOOPBACK or host.startswith("127.")
+    ):
+        raise ConfigError(
+            "metrics.host", host,
+            "metrics.port serves /metrics and the console, test tools kept on loopback "
+            "(127.0.0.1, ::1, localhost); set metrics.allow.remote=true to serve them on another address",
+        )
+
+
+def http_users(config: BrokerConfig, scram: Any) -> HttpUsers | None:
+    """The users HTTP Basic checks against, or None when the HTTP ports do not ask for them."""
+    listeners = [spec.name for spec in config.listeners]
+    if not config.security.http_authentication(listeners):
+        return None
+    return HttpUsers(config.security, listeners, scram)
