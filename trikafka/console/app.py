@@ -23,6 +23,8 @@ JSON record through it (``POST <root>/topics/<topic>/produce``, see :mod:`trikaf
 
 from __future__ import annotations
 
+import base64
+import contextvars
 import datetime
 import importlib.resources
 import logging
@@ -60,6 +62,11 @@ _SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"cache-control", b"no-store"),
 ]
+
+#: The page's caller's HTTP Basic (the ``Authorization`` header the HTTP authentication in
+#: front of the console verified), passed on to the registry and the proxy it calls, so they
+#: decide as for that user. Each request runs in its own task, hence its own value.
+_CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("trikafka_console_caller", default=None)
 
 Scope = Mapping[str, Any]
 Receive = Callable[[], Awaitable[Mapping[str, Any]]]
@@ -123,11 +130,9 @@ class ConsoleApp:
     # --- ASGI ---------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
         if scope["type"] != "http":
             return
+        _CALLER.set(_authorization(scope))
         root = scope.get("root_path", "").rstrip("/")
         # Still percent-encoded, so that a group id with a '/' stays one path segment.
         raw = scope.get("raw_path")
@@ -237,7 +242,7 @@ class ConsoleApp:
             if proxy is None:
                 raise ProduceProblem("no HTTP proxy is served (rest.proxy.port)", 404)
             record = parse_produce_form(body)
-            produced = await produce_through_proxy(proxy, parts[1], record)
+            produced = await produce_through_proxy(proxy, parts[1], record, authorization=_authorization(scope))
         except NotFound as exc:
             return 404, self.render("error.html", root, title="Not found", message=str(exc)), html
         except ProduceProblem as exc:
@@ -261,7 +266,7 @@ class ConsoleApp:
             )
         url = self.registry()
         if page is not None and url is not None and any(r.value_bytes is not None for r in page.records):
-            page = await SchemaReads(url).decode(page)
+            page = await SchemaReads(url, authorization=_CALLER.get()).decode(page)
         return self.render("records.html", root, page="records", form=form, topics=topics, records=page)
 
     async def _schemas(self, parts: list[str], query: Mapping[str, str], root: str) -> bytes:
@@ -270,7 +275,7 @@ class ConsoleApp:
         url = self.registry()
         if url is None:
             return self.render("schemas.html", root, page="schemas", registry=None, subjects=())
-        reads = SchemaReads(url)
+        reads = SchemaReads(url, authorization=_CALLER.get())
         with trio.fail_after(PAGE_TIMEOUT_S):
             if not parts:
                 return self.render("schemas.html", root, page="schemas", registry=url, subjects=await reads.subjects())
@@ -436,12 +441,10 @@ async def _respond(
     await send({"type": "http.response.body", "body": b"" if head else body})
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
-    """Nothing to start or stop: each page opens its own client."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+def _authorization(scope: Scope) -> str | None:
+    """HTTP Basic for the caller the authentication in front of the console verified."""
+    credentials = scope.get("trikafka.credentials")
+    if not credentials:
+        return None
+    token = base64.b64encode(f"{credentials[1]}:{credentials[2]}".encode()).decode()
+    return f"Basic {token}"

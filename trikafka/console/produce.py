@@ -54,12 +54,12 @@ def parse_produce_form(body: bytes) -> dict[str, Any]:
     return record
 
 
-def _post(url: str, record: dict[str, Any]) -> dict[str, Any]:
+def _post(url: str, record: dict[str, Any], authorization: str | None) -> dict[str, Any]:
     data = json.dumps({"records": [record]}).encode()
-    request = urllib.request.Request(
-        url, data=data, method="POST",
-        headers={"Content-Type": "application/vnd.kafka.json.v2+json", "Accept": "application/vnd.kafka.v2+json"},
-    )
+    headers = {"Content-Type": "application/vnd.kafka.json.v2+json", "Accept": "application/vnd.kafka.v2+json"}
+    if authorization:
+        headers["Authorization"] = authorization
+    request = urllib.request.Request(url, data=data, method="POST", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=PRODUCE_TIMEOUT_S) as response:  # noqa: S310 - our proxy
             return json.loads(response.read())
@@ -74,10 +74,13 @@ def _post(url: str, record: dict[str, Any]) -> dict[str, Any]:
         raise ProduceProblem(f"cannot reach the HTTP proxy at {url}: {getattr(exc, 'reason', exc)}", 503) from None
 
 
-async def produce_through_proxy(proxy_url: str, topic: str, record: dict[str, Any]) -> str:
-    """Send ``record`` to ``topic`` through the proxy; a sentence saying where it was written."""
+async def produce_through_proxy(
+    proxy_url: str, topic: str, record: dict[str, Any], *, authorization: str | None = None
+) -> str:
+    """Send ``record`` to ``topic`` through the proxy (as the console's caller: their
+    ``authorization`` header, HTTP Basic, passed on); a sentence saying where it was written."""
     url = f"{proxy_url.rstrip('/')}/topics/{urllib.parse.quote(topic, safe='')}"
-    answer = await trio.to_thread.run_sync(_post, url, record)
+    answer = await trio.to_thread.run_sync(_post, url, record, authorization)
     offsets = answer.get("offsets") or [{}]
     first = offsets[0]
     if first.get("error_code") is not None:
