@@ -162,7 +162,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--control-listener",
         metavar="HOST:PORT",
         help="serve the test control interface (faults, recorder, waits) over HTTP, "
-        "e.g. 127.0.0.1:0 — for tests only",
+        "e.g. 127.0.0.1:0 — for tests only; a host other than loopback needs --control-allow-remote",
+    )
+    parser.add_argument(
+        "--control-allow-remote",
+        action="store_true",
+        help="let --control-listener bind an address other than loopback (anyone who reaches it "
+        "can inject faults and read recorded requests)",
     )
     return parser.parse_args(argv)
 
@@ -213,10 +219,17 @@ def resolve_config(args: argparse.Namespace) -> tuple[BrokerConfig, dict[str, st
     return BrokerConfig.from_mapping(items), reasons
 
 
-def parse_control_listener(value: str) -> tuple[str, int]:
+def parse_control_listener(value: str, allow_remote: bool = False) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not host or not port.isdigit() or int(port) > 65535:
         raise ConfigError("--control-listener", value, "give HOST:PORT, e.g. 127.0.0.1:0")
+    bare = host.strip("[]")
+    if not allow_remote and not (bare in ("localhost", "::1") or bare.startswith("127.")):
+        raise ConfigError(
+            "--control-listener", value,
+            "the control interface is a test tool kept on loopback (127.0.0.1, ::1, localhost); "
+            "add --control-allow-remote to serve it on another address",
+        )
     return host, int(port)
 
 
@@ -447,7 +460,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError("--log-level", args.log_level, "allowed values are DEBUG, INFO, WARNING, ERROR")
         shape = setup_logging(level, args.log_format)  # first: reading the config may log (Kafka keys with no effect)
         config, reasons = resolve_config(args)
-        control_at = parse_control_listener(args.control_listener) if args.control_listener else None
+        control_at = (
+            parse_control_listener(args.control_listener, args.control_allow_remote) if args.control_listener else None
+        )
         if args.brokers < 1:
             raise ConfigError("--brokers", args.brokers, "a number of brokers >= 1")
         if args.live and args.brokers != 1:

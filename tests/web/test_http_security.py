@@ -236,3 +236,13 @@ def test_a_basic_header_that_is_not_base64_is_a_401():
     )
     token = base64.b64encode(b"alice:pa:ss").decode()
     assert _basic({"headers": [(b"authorization", f"Basic {token}".encode())]}) == ("alice", "pa:ss")
+
+
+def test_the_control_interface_stays_on_loopback_unless_a_flag_says_otherwise(capsys):
+    from trikafka.cli import main, parse_control_listener
+
+    assert main(["--control-listener", "0.0.0.0:0"]) == 2
+    error = capsys.readouterr().err
+    assert "--control-listener='0.0.0.0:0'" in error and "--control-allow-remote" in error
+    assert parse_control_listener("0.0.0.0:0", allow_remote=True) == ("0.0.0.0", 0)
+    assert parse_control_listener("[::1]:9000") == ("[::1]", 9000)
