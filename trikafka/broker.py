@@ -51,13 +51,9 @@ import trio
 from trikafka.clock import Clock, now_ms
 from trikafka.config import BrokerConfig
 from trikafka.config.racks import rack_of
-from trikafka.errors import ConfigError
 from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LoadProgress
 from trikafka.network.endpoints import BoundEndpoint, endpoint_address
-from trikafka.security.config import HTTP_PORTS
-from trikafka.security.http_users import HttpUsers
-from trikafka.security.tls import server_ssl_context
 from trikafka.server.api_table import log_kafka_profile
 from trikafka.server.awaitable import AwaitableState
 from trikafka.server.metadata_cache import MetadataCache
@@ -71,6 +67,7 @@ from trikafka.server.wiring import (
     new_log_manager,
 )
 from trikafka.web import HttpServer, metrics_app, not_attached_app, schema_registry_app
+from trikafka.web.security import http_security
 
 if TYPE_CHECKING:
     from trikafka.coordinator.group_coordinator import GroupCoordinator
@@ -123,11 +120,12 @@ class Broker(AwaitableState):
         #: purgatory, KafkaApis, metrics — one lifecycle (``RequestPath.run``/``stop``).
         self.path = RequestPath(self.config, self.core, self.metadata_cache, trio_listeners=trio_listeners)
         follow_cleaner_configs(self.core, self.config, self.log_cleaner)
-        check_metrics_host(self.config)
+        #: Every HTTP port's login and TLS (see trikafka.web.security).
+        self.http_security = http_security(self.config, self.core.scram_credentials)
         #: The broker's SASL users as HTTP Basic users, when the HTTP ports ask for them
         #: (``http.authentication.method``; by default whenever a listener uses SASL).
-        self.http_users = http_users(self.config, self.core.scram_credentials)
-        tls = server_ssl_context(self.config.security, HTTP_PORTS) if self.config.security.http_tls() else None
+        self.http_users = self.http_security.users
+        tls = self.http_security.ssl_context
         #: ``/metrics`` and whatever else is mounted (``http_server.mount("/ui", app)``);
         #: it runs when ``metrics.port`` is not -1.
         self.http_server = HttpServer(
@@ -351,26 +349,3 @@ async def open_broker(
         finally:
             broker.stop()
 
-
-_LOOPBACK = ("127.0.0.1", "::1", "localhost")
-
-
-def check_metrics_host(config: BrokerConfig) -> None:
-    """``/metrics`` and the console are test tools: on loopback unless ``metrics.allow.remote``."""
-    host = config.metrics_host
-    if config.metrics_port >= 0 and not config.metrics_allow_remote and not (
-        host in _LOOPBACK or host.startswith("127.")
-    ):
-        raise ConfigError(
-            "metrics.host", host,
-            "metrics.port serves /metrics and the console, test tools kept on loopback "
-            "(127.0.0.1, ::1, localhost); set metrics.allow.remote=true to serve them on another address",
-        )
-
-
-def http_users(config: BrokerConfig, scram: Any) -> HttpUsers | None:
-    """The users HTTP Basic checks against, or None when the HTTP ports do not ask for them."""
-    listeners = [spec.name for spec in config.listeners]
-    if not config.security.http_authentication(listeners):
-        return None
-    return HttpUsers(config.security, listeners, scram)

@@ -315,12 +315,22 @@ async def _serve_cluster(
 
         control_server = ControlServer(lambda: broker_targets(cluster), cluster=lambda: cluster)
         control_bound = await control_server.bind(*control_at)
+    from trikafka.security.sasl.credentials import ScramCredentials
+    from trikafka.web.security import http_security
+
+    # The cluster's SCRAM users are read from the same places (config, data directory) when
+    # it opens; this store is filled the same way, for the servers bound before that.
+    early = ScramCredentials.from_config(config.security, [s.name for s in config.listeners], config.log_dirs)
+    secured = http_security(config, early)
     if config.metrics_port >= 0:
         for i in range(brokers):
-            webs.append(HttpServer(config.metrics_host, config.metrics_port + i if config.metrics_port else 0))
+            port = config.metrics_port + i if config.metrics_port else 0
+            webs.append(HttpServer(config.metrics_host, port, **secured.server_options()))
             webs[-1].bind()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_cluster(brokers, config) as cluster, trio.open_nursery() as nursery:
+            if secured.users is not None:  # the cluster's own store: AlterUserScramCredentials' users count
+                secured.users.scram = cluster.core.scram_credentials
             # First, so that whoever waits for the first "listening on" line has them too.
             header = f"trikafka cluster of {brokers} brokers · bootstrap.servers={cluster.bootstrap_servers}"
             if shape == "json":
@@ -341,7 +351,7 @@ async def _serve_cluster(
                 http = {"control": f"http://{control[0]}:{control[1]}"} if control and i == 0 else {}
                 if webs:
                     web = webs[i]
-                    web.mount("/metrics", metrics_app(node))
+                    web.mount("/metrics", metrics_app(node), public=True)
                     if ui and i == 0:
                         web.mount(
                             "/ui",
@@ -353,7 +363,12 @@ async def _serve_cluster(
                         http["ui"] = f"{web.url}/ui"
                 if config.schema_registry_port >= 0:  # every broker serves the cluster's registry
                     port = config.schema_registry_port + i if config.schema_registry_port else 0
-                    registry = HttpServer(config.metrics_host, port, {"/": schema_registry_app(cluster.core.schemas)})
+                    acls = cluster.core.acls
+                    registry = HttpServer(
+                        config.metrics_host, port,
+                        {"/": schema_registry_app(cluster.core.schemas, acls.authorizer if acls else None)},
+                        **secured.server_options(),
+                    )
                     await nursery.start(registry.run)
                     http["schema registry"] = registry.url or ""
                     if registry.url:
@@ -367,7 +382,8 @@ async def _serve_cluster(
                     )
                     await nursery.start(proxy.run)
                     rest = HttpServer(
-                        config.metrics_host, config.rest_proxy_port, {"/": proxy.app}, key="rest.proxy.port"
+                        config.metrics_host, config.rest_proxy_port, {"/": proxy.app}, key="rest.proxy.port",
+                        **secured.server_options(),
                     )
                     await nursery.start(rest.run)
                     http["rest proxy"] = rest.url or ""
