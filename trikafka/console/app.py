@@ -35,6 +35,11 @@ from typing import Any
 
 import jinja2
 import trio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from trikafka.client import KafkaError
 from trikafka.console.produce import ProduceProblem, parse_produce_form, produce_through_proxy
@@ -122,6 +127,7 @@ class ConsoleApp:
         self.listeners = listeners
         self.sampler = RateSampler()
         self.templates = _environment()
+        self._app = self._routes()
         try:
             self.rates()  # the first sample: the first view then has a rate since start
         except RuntimeError:  # built outside trio: the first view takes the first sample
@@ -130,35 +136,43 @@ class ConsoleApp:
     # --- ASGI ---------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            return
-        _CALLER.set(_authorization(scope))
-        root = scope.get("root_path", "").rstrip("/")
-        # Still percent-encoded, so that a group id with a '/' stays one path segment.
-        raw = scope.get("raw_path")
-        path = raw.decode("latin-1") if raw else urllib.parse.quote(scope["path"])
-        path = path.partition("?")[0]
-        quoted_root = urllib.parse.quote(root)
-        if quoted_root and (path == quoted_root or path.startswith(quoted_root + "/")):
-            path = path[len(quoted_root) :]
-        head = scope["method"] == "HEAD"
-        if scope["method"] == "POST" and path.endswith("/produce") and path.startswith("/topics/"):
-            status, body, content_type = await self._produce(scope, receive, path, root)
-            await _respond(send, status, body, content_type, head=False)
-            return
-        if scope["method"] not in ("GET", "HEAD"):
-            await _respond(
-                send,
-                405,
-                b"the console only reads: GET and HEAD\n",
-                "text/plain; charset=utf-8",
-                head=False,
-                extra=[(b"allow", b"GET, HEAD")],
-            )
-            return
-        query = {k: v[-1] for k, v in urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
-        status, body, content_type = await self.dispatch(path or "/", query, root)
-        await _respond(send, status, body, content_type, head=head)
+        if scope["type"] == "http":
+            # Routed on the raw path, each segment decoded and re-escaped (``%`` and ``/``
+            # only), so that a group id with a '/' stays one path segment.
+            raw = scope.get("raw_path")
+            path = (raw.decode("latin-1") if raw else urllib.parse.quote(scope["path"])).partition("?")[0]
+            path = "/".join(_escape(urllib.parse.unquote(s)) for s in path.split("/"))
+            root = scope.get("root_path", "")
+            if path == root or path == "":  # the mount itself: the overview
+                path += "/"
+            scope = {**scope, "path": path}
+            _CALLER.set(_authorization(scope))
+        await self._app(scope, receive, send)
+
+    def _routes(self) -> Starlette:
+        """The console's route table: every page is a GET (and HEAD), the produce form the
+        one POST; a path under no route is the 404 page, another method a 405."""
+        pages = [
+            "/", "/rates", "/rates/table", "/clients", "/topics", "/topics/{topic}", "/groups", "/groups/{group}",
+            "/records", "/schemas", "/schemas/{subject}", "/schemas/{subject}/{version}", "/static/{name}",
+        ]
+        routes = [Route(page, self._page_endpoint, methods=["GET"]) for page in pages]
+        routes.append(Route("/topics/{topic}/produce", self._produce_endpoint, methods=["POST"]))
+        routes.append(Route("/{rest:path}", self._page_endpoint, methods=["GET"]))  # the 404 page
+        return Starlette(routes=routes, exception_handlers={HTTPException: _method_not_allowed})
+
+    async def _page_endpoint(self, request: Request) -> Response:
+        root = request.scope.get("root_path", "").rstrip("/")
+        path = request.scope["path"][len(request.scope.get("root_path", "")) :] or "/"
+        query = {k: v for k, v in request.query_params.items()}
+        status, body, content_type = await self.dispatch(path, query, root)
+        return _response(status, body, content_type)
+
+    async def _produce_endpoint(self, request: Request) -> Response:
+        root = request.scope.get("root_path", "").rstrip("/")
+        path = request.scope["path"][len(request.scope.get("root_path", "")) :]
+        status, body, content_type = await self._produce(request.scope, request.receive, path, root)
+        return _response(status, body, content_type)
 
     async def dispatch(self, path: str, query: Mapping[str, str], root: str) -> tuple[int, bytes, str]:
         html = "text/html; charset=utf-8"
@@ -422,23 +436,23 @@ def _same_origin(scope: Scope) -> bool:
     return urllib.parse.urlsplit(origin).netloc == headers.get("host", "")
 
 
-async def _respond(
-    send: Send,
-    status: int,
-    body: bytes,
-    content_type: str,
-    *,
-    head: bool,
-    extra: list[tuple[bytes, bytes]] | None = None,
-) -> None:
-    headers = [
-        (b"content-type", content_type.encode()),
-        (b"content-length", str(len(body)).encode()),
-        *_SECURITY_HEADERS,
-        *(extra or []),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": b"" if head else body})
+def _response(status: int, body: bytes, content_type: str, extra: Mapping[str, str] | None = None) -> Response:
+    headers = {k.decode(): v.decode() for k, v in _SECURITY_HEADERS}
+    headers.update(extra or {})
+    return Response(body, status_code=status, headers=headers, media_type=content_type)
+
+
+async def _method_not_allowed(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        return _response(
+            405, b"the console only reads: GET and HEAD\n", "text/plain; charset=utf-8", {"allow": "GET, HEAD"}
+        )
+    return _response(exc.status_code, f"{exc.detail}\n".encode(), "text/plain; charset=utf-8")
+
+
+def _escape(segment: str) -> str:
+    return segment.replace("%", "%25").replace("/", "%2F")
 
 
 def _authorization(scope: Scope) -> str | None:
