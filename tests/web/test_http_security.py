@@ -246,3 +246,36 @@ def test_the_control_interface_stays_on_loopback_unless_a_flag_says_otherwise(ca
     assert "--control-listener='0.0.0.0:0'" in error and "--control-allow-remote" in error
     assert parse_control_listener("0.0.0.0:0", allow_remote=True) == ("0.0.0.0", 0)
     assert parse_control_listener("[::1]:9000") == ("[::1]", 9000)
+
+
+def test_a_new_scram_password_takes_effect_at_once_and_plain_users_count():
+    from trikafka.security.config import SecurityConfig
+    from trikafka.security.http_users import HttpUsers
+    from trikafka.security.sasl.credentials import ScramCredentials
+    from trikafka.security.sasl.scram import scram_credential
+
+    security = SecurityConfig.from_properties({
+        "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-256,PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": f'{PLAIN} required user_admin="admin-secret";',
+    })
+    store = ScramCredentials()
+    users = HttpUsers(security, ["SASL_PLAINTEXT"], store)
+    store.set("carol", "SCRAM-SHA-256", scram_credential("SCRAM-SHA-256", "first", iterations=4096))
+    assert users.verify("carol", "first") == ("SCRAM-SHA-256", "carol", "first")
+    assert users.verify("carol", "first") is not None  # remembered: no second PBKDF2
+    store.set("carol", "SCRAM-SHA-256", scram_credential("SCRAM-SHA-256", "second", iterations=4096))
+    assert users.verify("carol", "first") is None
+    assert users.verify("carol", "second") is not None
+    store.delete("carol", "SCRAM-SHA-256")
+    assert users.verify("carol", "second") is None
+    assert users.verify("admin", "admin-secret") == ("PLAIN", "admin", "admin-secret")
+    assert users.verify("admin", "admin-secre") is None
+
+
+def test_a_missing_http_keystore_is_refused_at_start_naming_its_key(tmp_path):
+    missing = tmp_path / "nope.pem"
+    config = {"schema.registry.port": 0, "http.ssl.keystore.type": "PEM", "http.ssl.keystore.location": str(missing)}
+    with pytest.raises(ConfigError) as refused:
+        Broker(test_broker_config(config))
+    assert refused.value.key == "http.ssl.keystore.location" and str(missing) in str(refused.value)
