@@ -1,6 +1,7 @@
 """One HTTP server for the broker's web surfaces: ``/metrics`` and the console, on its Trio loop.
 
-The server is hypercorn's Trio worker (``hypercorn.trio.serve``'s ``worker_serve``) running a tiny router.
+The server is hypercorn's Trio worker (``hypercorn.trio.serve``'s ``worker_serve``) running a router
+that is a Starlette app (Starlette runs on anyio, which hypercorn's Trio worker drives).
 Why hypercorn: it runs *inside* a Trio nursery we own (no second event loop, no thread),
 speaks HTTP/1.1 and HTTP/2 with keep-alive and graceful shutdown done as a deadline on its
 connection nursery — the pattern the broker follows itself (STYLE.md) — and it serves any
