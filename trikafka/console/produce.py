@@ -16,8 +16,9 @@ import urllib.request
 from typing import Any
 
 import trio
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
-__all__ = ["PRODUCE_TIMEOUT_S", "ProduceProblem", "parse_produce_form", "produce_through_proxy"]
+__all__ = ["PRODUCE_TIMEOUT_S", "ProduceForm", "ProduceProblem", "parse_produce_form", "produce_through_proxy"]
 
 #: How long the proxy may take to answer before the page says it did not.
 PRODUCE_TIMEOUT_S = 15.0
@@ -31,26 +32,56 @@ class ProduceProblem(Exception):
         self.status = status
 
 
-def parse_produce_form(body: bytes) -> dict[str, Any]:
-    """``key``/``value`` parsed as JSON (an empty key: none), ``partition`` an int or None."""
-    parsed = urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
-    fields = {k: v[-1] for k, v in parsed.items()}
-    record: dict[str, Any] = {}
-    for name in ("key", "value"):
-        text = fields.get(name, "").strip()
+class ProduceForm(BaseModel):
+    """The form's fields: ``key``/``value`` JSON text (an empty key: none), ``partition`` a
+    number or empty (the partitioner's choice). Other fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore", validate_default=True)
+
+    key: Any = ""
+    value: Any = ""
+    partition: int | None = None
+
+    @field_validator("key", "value", mode="before")
+    @classmethod
+    def _json(cls, text: Any, info: ValidationInfo) -> Any:
+        text = str(text).strip()
         if not text:
-            if name == "value":
-                raise ProduceProblem("value: a JSON value is required (e.g. {\"id\": 1})")
-            continue
+            if info.field_name == "value":
+                raise ValueError('a JSON value is required (e.g. {"id": 1})')
+            return None
         try:
-            record[name] = json.loads(text)
+            return json.loads(text)
         except ValueError as exc:
-            raise ProduceProblem(f"{name}: not JSON: {exc}") from None
-    partition = fields.get("partition", "").strip()
-    if partition:
-        if not partition.isdigit():
-            raise ProduceProblem(f"partition {partition!r}: a partition number, or empty for the partitioner's choice")
-        record["partition"] = int(partition)
+            raise ValueError(f"not JSON: {exc}") from None
+
+    @field_validator("partition", mode="before")
+    @classmethod
+    def _partition(cls, text: Any) -> int | None:
+        text = str(text or "").strip()
+        if not text:
+            return None
+        if not text.isdigit():
+            raise ValueError(f"{text!r}: a partition number, or empty for the partitioner's choice")
+        return int(text)
+
+
+def parse_produce_form(body: bytes) -> dict[str, Any]:
+    """The form validated by :class:`ProduceForm`: the record for the proxy, or a
+    :class:`ProduceProblem` (400) naming the field."""
+    parsed = urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    try:
+        form = ProduceForm.model_validate({k: v[-1] for k, v in parsed.items()})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error.get("loc", ())) or "the form"
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        raise ProduceProblem(f"{field}{' ' if message.startswith(chr(39)) else ': '}{message}") from None
+    record: dict[str, Any] = {"value": form.value}
+    if form.key is not None:
+        record = {"key": form.key, **record}
+    if form.partition is not None:
+        record["partition"] = form.partition
     return record
 
 
