@@ -67,6 +67,7 @@ from trikafka.server.wiring import (
     new_log_manager,
 )
 from trikafka.web import HttpServer, metrics_app, not_attached_app, schema_registry_app
+from trikafka.web.security import http_security
 
 if TYPE_CHECKING:
     from trikafka.coordinator.group_coordinator import GroupCoordinator
@@ -119,19 +120,29 @@ class Broker(AwaitableState):
         #: purgatory, KafkaApis, metrics — one lifecycle (``RequestPath.run``/``stop``).
         self.path = RequestPath(self.config, self.core, self.metadata_cache, trio_listeners=trio_listeners)
         follow_cleaner_configs(self.core, self.config, self.log_cleaner)
+        #: Every HTTP port's login and TLS (see trikafka.web.security).
+        self.http_security = http_security(self.config, self.core.scram_credentials)
+        #: The broker's SASL users as HTTP Basic users, when the HTTP ports ask for them
+        #: (``http.authentication.method``; by default whenever a listener uses SASL).
+        self.http_users = self.http_security.users
+        tls = self.http_security.ssl_context
         #: ``/metrics`` and whatever else is mounted (``http_server.mount("/ui", app)``);
         #: it runs when ``metrics.port`` is not -1.
-        self.http_server = HttpServer(self.config.metrics_host, max(self.config.metrics_port, 0))
+        self.http_server = HttpServer(
+            self.config.metrics_host, max(self.config.metrics_port, 0), users=self.http_users, ssl_context=tls
+        )
         #: The Schema Registry's REST API over ``core.schemas``, when ``schema.registry.port``
         #: is not -1 (on ``metrics.host``).
         self.schema_registry_server = HttpServer(
-            self.config.metrics_host, max(self.config.schema_registry_port, 0), key="schema.registry.port"
+            self.config.metrics_host, max(self.config.schema_registry_port, 0), key="schema.registry.port",
+            users=self.http_users, ssl_context=tls,
         )
         #: The HTTP proxy's port, when ``rest.proxy.port`` is not -1 (on ``metrics.host``).
         #: The proxy is an edge (trikafka.rest) mounted here from outside — the CLI, or
         #: ``trikafka.rest.serve_rest_proxy(broker)``; until then every route answers 503.
         self.rest_proxy_server = HttpServer(
-            self.config.metrics_host, max(self.config.rest_proxy_port, 0), key="rest.proxy.port"
+            self.config.metrics_host, max(self.config.rest_proxy_port, 0), key="rest.proxy.port",
+            users=self.http_users, ssl_context=tls,
         )
         self.rest_proxy_server.mount("/", not_attached_app)
         #: Coroutine functions a graceful stop runs first, while the request path still serves,
@@ -180,11 +191,14 @@ class Broker(AwaitableState):
                 self.endpoints = await nursery.start(self.path.run, name="request-path")
                 self.metadata_cache.set_bound_endpoints(self.endpoints)
                 if serve_http:
-                    self.http_server.mount("/metrics", metrics_app(self))
+                    self.http_server.mount("/metrics", metrics_app(self), public=True)
                     await nursery.start(self.http_server.run, name="http-server")
                     serve_http = False  # run() owns the socket now
                 if serve_registry:
-                    self.schema_registry_server.mount("/", schema_registry_app(self.core.schemas))
+                    acls = self.core.acls
+                    self.schema_registry_server.mount(
+                        "/", schema_registry_app(self.core.schemas, acls.authorizer if acls else None)
+                    )
                     await nursery.start(self.schema_registry_server.run, name="schema-registry")
                     serve_registry = False
                 if serve_proxy:
@@ -341,3 +355,4 @@ async def open_broker(
             yield broker
         finally:
             broker.stop()
+

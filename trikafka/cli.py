@@ -161,7 +161,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--control-listener",
         metavar="HOST:PORT",
         help="serve the test control interface (faults, recorder, waits) over HTTP, "
-        "e.g. 127.0.0.1:0 — for tests only",
+        "e.g. 127.0.0.1:0 — for tests only; a host other than loopback needs --control-allow-remote",
+    )
+    parser.add_argument(
+        "--control-allow-remote",
+        action="store_true",
+        help="let --control-listener bind an address other than loopback (anyone who reaches it "
+        "can inject faults and read recorded requests)",
     )
     return parser.parse_args(argv)
 
@@ -210,10 +216,17 @@ def resolve_config(args: argparse.Namespace) -> tuple[BrokerConfig, dict[str, st
     return BrokerConfig.from_mapping(items), reasons
 
 
-def parse_control_listener(value: str) -> tuple[str, int]:
+def parse_control_listener(value: str, allow_remote: bool = False) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
     if not sep or not host or not port.isdigit() or int(port) > 65535:
         raise ConfigError("--control-listener", value, "give HOST:PORT, e.g. 127.0.0.1:0")
+    bare = host.strip("[]")
+    if not allow_remote and not (bare in ("localhost", "::1") or bare.startswith("127.")):
+        raise ConfigError(
+            "--control-listener", value,
+            "the control interface is a test tool kept on loopback (127.0.0.1, ::1, localhost); "
+            "add --control-allow-remote to serve it on another address",
+        )
     return host, int(port)
 
 
@@ -299,12 +312,22 @@ async def _serve_cluster(
 
         control_server = ControlServer(lambda: broker_targets(cluster), cluster=lambda: cluster)
         control_bound = await control_server.bind(*control_at)
+    from trikafka.security.sasl.credentials import ScramCredentials
+    from trikafka.web.security import http_security
+
+    # The cluster's SCRAM users are read from the same places (config, data directory) when
+    # it opens; this store is filled the same way, for the servers bound before that.
+    early = ScramCredentials.from_config(config.security, [s.name for s in config.listeners], config.log_dirs)
+    secured = http_security(config, early)
     if config.metrics_port >= 0:
         for i in range(brokers):
-            webs.append(HttpServer(config.metrics_host, config.metrics_port + i if config.metrics_port else 0))
+            port = config.metrics_port + i if config.metrics_port else 0
+            webs.append(HttpServer(config.metrics_host, port, **secured.server_options()))
             webs[-1].bind()
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with open_cluster(brokers, config) as cluster, trio.open_nursery() as nursery:
+            if secured.users is not None:  # the cluster's own store: AlterUserScramCredentials' users count
+                secured.users.scram = cluster.core.scram_credentials
             # First, so that whoever waits for the first "listening on" line has them too.
             header = f"trikafka cluster of {brokers} brokers · bootstrap.servers={cluster.bootstrap_servers}"
             if shape == "json":
@@ -325,7 +348,7 @@ async def _serve_cluster(
                 http = {"control": f"http://{control[0]}:{control[1]}"} if control and i == 0 else {}
                 if webs:
                     web = webs[i]
-                    web.mount("/metrics", metrics_app(node))
+                    web.mount("/metrics", metrics_app(node), public=True)
                     if ui and i == 0:
                         web.mount(
                             "/ui",
@@ -337,7 +360,12 @@ async def _serve_cluster(
                         http["ui"] = f"{web.url}/ui"
                 if config.schema_registry_port >= 0:  # every broker serves the cluster's registry
                     port = config.schema_registry_port + i if config.schema_registry_port else 0
-                    registry = HttpServer(config.metrics_host, port, {"/": schema_registry_app(cluster.core.schemas)})
+                    acls = cluster.core.acls
+                    registry = HttpServer(
+                        config.metrics_host, port,
+                        {"/": schema_registry_app(cluster.core.schemas, acls.authorizer if acls else None)},
+                        **secured.server_options(),
+                    )
                     await nursery.start(registry.run)
                     http["schema registry"] = registry.url or ""
                     if registry.url:
@@ -351,7 +379,8 @@ async def _serve_cluster(
                     )
                     await nursery.start(proxy.run)
                     rest = HttpServer(
-                        config.metrics_host, config.rest_proxy_port, {"/": proxy.app}, key="rest.proxy.port"
+                        config.metrics_host, config.rest_proxy_port, {"/": proxy.app}, key="rest.proxy.port",
+                        **secured.server_options(),
                     )
                     await nursery.start(rest.run)
                     http["rest proxy"] = rest.url or ""
@@ -444,7 +473,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise ConfigError("--log-level", args.log_level, "allowed values are DEBUG, INFO, WARNING, ERROR")
         shape = setup_logging(level, args.log_format)  # first: reading the config may log (Kafka keys with no effect)
         config, reasons = resolve_config(args)
-        control_at = parse_control_listener(args.control_listener) if args.control_listener else None
+        control_at = (
+            parse_control_listener(args.control_listener, args.control_allow_remote) if args.control_listener else None
+        )
         if args.brokers < 1:
             raise ConfigError("--brokers", args.brokers, "a number of brokers >= 1")
         if args.live and args.brokers != 1:

@@ -27,16 +27,18 @@ DEFAULT_REGISTRY = "http://127.0.0.1:8081"
 
 
 class RegistryClient:
-    def __init__(self, url: str, timeout: float) -> None:
+    def __init__(self, url: str, timeout: float, *, authorization: str | None = None) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
+        #: An ``Authorization`` header value sent with every call (HTTP Basic), or None.
+        self.authorization = authorization
 
     def call_sync(self, method: str, path: str, body: Any = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            self.url + path, data=data, method=method,
-            headers={"Content-Type": "application/vnd.schemaregistry.v1+json", "Accept": "application/json"},
-        )
+        headers = {"Content-Type": "application/vnd.schemaregistry.v1+json", "Accept": "application/json"}
+        if self.authorization:
+            headers["Authorization"] = self.authorization
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 - the user's URL
                 return json.loads(response.read() or b"null")

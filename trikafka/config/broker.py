@@ -371,6 +371,12 @@ class BrokerConfig(_PropertiesForm, share_configs.ShareGroupKeys):
     metrics_host: str = _field(
         "metrics.host", "127.0.0.1", lambda v, k: v, _check_host, "trikafka: address the HTTP server binds."
     )
+    metrics_allow_remote: bool = _bool_field(
+        "metrics.allow.remote",
+        False,
+        "trikafka: /metrics and the console (metrics.port) are test tools served on loopback; true lets "
+        "metrics.host be another address.",
+    )
     schema_registry_port: int = _int_field(
         "schema.registry.port",
         -1,

@@ -23,6 +23,8 @@ JSON record through it (``POST <root>/topics/<topic>/produce``, see :mod:`trikaf
 
 from __future__ import annotations
 
+import base64
+import contextvars
 import datetime
 import importlib.resources
 import logging
@@ -33,6 +35,11 @@ from typing import Any
 
 import jinja2
 import trio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from trikafka.client import KafkaError
 from trikafka.console.produce import ProduceProblem, parse_produce_form, produce_through_proxy
@@ -60,6 +67,11 @@ _SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"cache-control", b"no-store"),
 ]
+
+#: The page's caller's HTTP Basic (the ``Authorization`` header the HTTP authentication in
+#: front of the console verified), passed on to the registry and the proxy it calls, so they
+#: decide as for that user. Each request runs in its own task, hence its own value.
+_CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("trikafka_console_caller", default=None)
 
 Scope = Mapping[str, Any]
 Receive = Callable[[], Awaitable[Mapping[str, Any]]]
@@ -115,6 +127,7 @@ class ConsoleApp:
         self.listeners = listeners
         self.sampler = RateSampler()
         self.templates = _environment()
+        self._app = self._routes()
         try:
             self.rates()  # the first sample: the first view then has a rate since start
         except RuntimeError:  # built outside trio: the first view takes the first sample
@@ -123,37 +136,43 @@ class ConsoleApp:
     # --- ASGI ---------------------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        if scope["type"] != "http":
-            return
-        root = scope.get("root_path", "").rstrip("/")
-        # Still percent-encoded, so that a group id with a '/' stays one path segment.
-        raw = scope.get("raw_path")
-        path = raw.decode("latin-1") if raw else urllib.parse.quote(scope["path"])
-        path = path.partition("?")[0]
-        quoted_root = urllib.parse.quote(root)
-        if quoted_root and (path == quoted_root or path.startswith(quoted_root + "/")):
-            path = path[len(quoted_root) :]
-        head = scope["method"] == "HEAD"
-        if scope["method"] == "POST" and path.endswith("/produce") and path.startswith("/topics/"):
-            status, body, content_type = await self._produce(scope, receive, path, root)
-            await _respond(send, status, body, content_type, head=False)
-            return
-        if scope["method"] not in ("GET", "HEAD"):
-            await _respond(
-                send,
-                405,
-                b"the console only reads: GET and HEAD\n",
-                "text/plain; charset=utf-8",
-                head=False,
-                extra=[(b"allow", b"GET, HEAD")],
-            )
-            return
-        query = {k: v[-1] for k, v in urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
-        status, body, content_type = await self.dispatch(path or "/", query, root)
-        await _respond(send, status, body, content_type, head=head)
+        if scope["type"] == "http":
+            # Routed on the raw path, each segment decoded and re-escaped (``%`` and ``/``
+            # only), so that a group id with a '/' stays one path segment.
+            raw = scope.get("raw_path")
+            path = (raw.decode("latin-1") if raw else urllib.parse.quote(scope["path"])).partition("?")[0]
+            path = "/".join(_escape(urllib.parse.unquote(s)) for s in path.split("/"))
+            root = scope.get("root_path", "")
+            if path == root or path == "":  # the mount itself: the overview
+                path += "/"
+            scope = {**scope, "path": path}
+            _CALLER.set(_authorization(scope))
+        await self._app(scope, receive, send)
+
+    def _routes(self) -> Starlette:
+        """The console's route table: every page is a GET (and HEAD), the produce form the
+        one POST; a path under no route is the 404 page, another method a 405."""
+        pages = [
+            "/", "/rates", "/rates/table", "/clients", "/topics", "/topics/{topic}", "/groups", "/groups/{group}",
+            "/records", "/schemas", "/schemas/{subject}", "/schemas/{subject}/{version}", "/static/{name}",
+        ]
+        routes = [Route(page, self._page_endpoint, methods=["GET"]) for page in pages]
+        routes.append(Route("/topics/{topic}/produce", self._produce_endpoint, methods=["POST"]))
+        routes.append(Route("/{rest:path}", self._page_endpoint, methods=["GET"]))  # the 404 page
+        return Starlette(routes=routes, exception_handlers={HTTPException: _method_not_allowed})
+
+    async def _page_endpoint(self, request: Request) -> Response:
+        root = request.scope.get("root_path", "").rstrip("/")
+        path = request.scope["path"][len(request.scope.get("root_path", "")) :] or "/"
+        query = {k: v for k, v in request.query_params.items()}
+        status, body, content_type = await self.dispatch(path, query, root)
+        return _response(status, body, content_type)
+
+    async def _produce_endpoint(self, request: Request) -> Response:
+        root = request.scope.get("root_path", "").rstrip("/")
+        path = request.scope["path"][len(request.scope.get("root_path", "")) :]
+        status, body, content_type = await self._produce(request.scope, request.receive, path, root)
+        return _response(status, body, content_type)
 
     async def dispatch(self, path: str, query: Mapping[str, str], root: str) -> tuple[int, bytes, str]:
         html = "text/html; charset=utf-8"
@@ -237,7 +256,7 @@ class ConsoleApp:
             if proxy is None:
                 raise ProduceProblem("no HTTP proxy is served (rest.proxy.port)", 404)
             record = parse_produce_form(body)
-            produced = await produce_through_proxy(proxy, parts[1], record)
+            produced = await produce_through_proxy(proxy, parts[1], record, authorization=_authorization(scope))
         except NotFound as exc:
             return 404, self.render("error.html", root, title="Not found", message=str(exc)), html
         except ProduceProblem as exc:
@@ -261,7 +280,7 @@ class ConsoleApp:
             )
         url = self.registry()
         if page is not None and url is not None and any(r.value_bytes is not None for r in page.records):
-            page = await SchemaReads(url).decode(page)
+            page = await SchemaReads(url, authorization=_CALLER.get()).decode(page)
         return self.render("records.html", root, page="records", form=form, topics=topics, records=page)
 
     async def _schemas(self, parts: list[str], query: Mapping[str, str], root: str) -> bytes:
@@ -270,7 +289,7 @@ class ConsoleApp:
         url = self.registry()
         if url is None:
             return self.render("schemas.html", root, page="schemas", registry=None, subjects=())
-        reads = SchemaReads(url)
+        reads = SchemaReads(url, authorization=_CALLER.get())
         with trio.fail_after(PAGE_TIMEOUT_S):
             if not parts:
                 return self.render("schemas.html", root, page="schemas", registry=url, subjects=await reads.subjects())
@@ -417,31 +436,29 @@ def _same_origin(scope: Scope) -> bool:
     return urllib.parse.urlsplit(origin).netloc == headers.get("host", "")
 
 
-async def _respond(
-    send: Send,
-    status: int,
-    body: bytes,
-    content_type: str,
-    *,
-    head: bool,
-    extra: list[tuple[bytes, bytes]] | None = None,
-) -> None:
-    headers = [
-        (b"content-type", content_type.encode()),
-        (b"content-length", str(len(body)).encode()),
-        *_SECURITY_HEADERS,
-        *(extra or []),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": b"" if head else body})
+def _response(status: int, body: bytes, content_type: str, extra: Mapping[str, str] | None = None) -> Response:
+    headers = {k.decode(): v.decode() for k, v in _SECURITY_HEADERS}
+    headers.update(extra or {})
+    return Response(body, status_code=status, headers=headers, media_type=content_type)
 
 
-async def _lifespan(receive: Receive, send: Send) -> None:
-    """Nothing to start or stop: each page opens its own client."""
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+async def _method_not_allowed(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 405:
+        return _response(
+            405, b"the console only reads: GET and HEAD\n", "text/plain; charset=utf-8", {"allow": "GET, HEAD"}
+        )
+    return _response(exc.status_code, f"{exc.detail}\n".encode(), "text/plain; charset=utf-8")
+
+
+def _escape(segment: str) -> str:
+    return segment.replace("%", "%25").replace("/", "%2F")
+
+
+def _authorization(scope: Scope) -> str | None:
+    """HTTP Basic for the caller the authentication in front of the console verified."""
+    credentials = scope.get("trikafka.credentials")
+    if not credentials:
+        return None
+    token = base64.b64encode(f"{credentials[1]}:{credentials[2]}".encode()).decode()
+    return f"Basic {token}"

@@ -16,8 +16,9 @@ import urllib.request
 from typing import Any
 
 import trio
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
-__all__ = ["PRODUCE_TIMEOUT_S", "ProduceProblem", "parse_produce_form", "produce_through_proxy"]
+__all__ = ["PRODUCE_TIMEOUT_S", "ProduceForm", "ProduceProblem", "parse_produce_form", "produce_through_proxy"]
 
 #: How long the proxy may take to answer before the page says it did not.
 PRODUCE_TIMEOUT_S = 15.0
@@ -31,35 +32,65 @@ class ProduceProblem(Exception):
         self.status = status
 
 
-def parse_produce_form(body: bytes) -> dict[str, Any]:
-    """``key``/``value`` parsed as JSON (an empty key: none), ``partition`` an int or None."""
-    parsed = urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
-    fields = {k: v[-1] for k, v in parsed.items()}
-    record: dict[str, Any] = {}
-    for name in ("key", "value"):
-        text = fields.get(name, "").strip()
+class ProduceForm(BaseModel):
+    """The form's fields: ``key``/``value`` JSON text (an empty key: none), ``partition`` a
+    number or empty (the partitioner's choice). Other fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore", validate_default=True)
+
+    key: Any = ""
+    value: Any = ""
+    partition: int | None = None
+
+    @field_validator("key", "value", mode="before")
+    @classmethod
+    def _json(cls, text: Any, info: ValidationInfo) -> Any:
+        text = str(text).strip()
         if not text:
-            if name == "value":
-                raise ProduceProblem("value: a JSON value is required (e.g. {\"id\": 1})")
-            continue
+            if info.field_name == "value":
+                raise ValueError('a JSON value is required (e.g. {"id": 1})')
+            return None
         try:
-            record[name] = json.loads(text)
+            return json.loads(text)
         except ValueError as exc:
-            raise ProduceProblem(f"{name}: not JSON: {exc}") from None
-    partition = fields.get("partition", "").strip()
-    if partition:
-        if not partition.isdigit():
-            raise ProduceProblem(f"partition {partition!r}: a partition number, or empty for the partitioner's choice")
-        record["partition"] = int(partition)
+            raise ValueError(f"not JSON: {exc}") from None
+
+    @field_validator("partition", mode="before")
+    @classmethod
+    def _partition(cls, text: Any) -> int | None:
+        text = str(text or "").strip()
+        if not text:
+            return None
+        if not text.isdigit():
+            raise ValueError(f"{text!r}: a partition number, or empty for the partitioner's choice")
+        return int(text)
+
+
+def parse_produce_form(body: bytes) -> dict[str, Any]:
+    """The form validated by :class:`ProduceForm`: the record for the proxy, or a
+    :class:`ProduceProblem` (400) naming the field."""
+    parsed = urllib.parse.parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True)
+    try:
+        form = ProduceForm.model_validate({k: v[-1] for k, v in parsed.items()})
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(p) for p in error.get("loc", ())) or "the form"
+        message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+        raise ProduceProblem(f"{field}{' ' if message.startswith(chr(39)) else ': '}{message}") from None
+    record: dict[str, Any] = {"value": form.value}
+    if form.key is not None:
+        record = {"key": form.key, **record}
+    if form.partition is not None:
+        record["partition"] = form.partition
     return record
 
 
-def _post(url: str, record: dict[str, Any]) -> dict[str, Any]:
+def _post(url: str, record: dict[str, Any], authorization: str | None) -> dict[str, Any]:
     data = json.dumps({"records": [record]}).encode()
-    request = urllib.request.Request(
-        url, data=data, method="POST",
-        headers={"Content-Type": "application/vnd.kafka.json.v2+json", "Accept": "application/vnd.kafka.v2+json"},
-    )
+    headers = {"Content-Type": "application/vnd.kafka.json.v2+json", "Accept": "application/vnd.kafka.v2+json"}
+    if authorization:
+        headers["Authorization"] = authorization
+    request = urllib.request.Request(url, data=data, method="POST", headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=PRODUCE_TIMEOUT_S) as response:  # noqa: S310 - our proxy
             return json.loads(response.read())
@@ -74,10 +105,13 @@ def _post(url: str, record: dict[str, Any]) -> dict[str, Any]:
         raise ProduceProblem(f"cannot reach the HTTP proxy at {url}: {getattr(exc, 'reason', exc)}", 503) from None
 
 
-async def produce_through_proxy(proxy_url: str, topic: str, record: dict[str, Any]) -> str:
-    """Send ``record`` to ``topic`` through the proxy; a sentence saying where it was written."""
+async def produce_through_proxy(
+    proxy_url: str, topic: str, record: dict[str, Any], *, authorization: str | None = None
+) -> str:
+    """Send ``record`` to ``topic`` through the proxy (as the console's caller: their
+    ``authorization`` header, HTTP Basic, passed on); a sentence saying where it was written."""
     url = f"{proxy_url.rstrip('/')}/topics/{urllib.parse.quote(topic, safe='')}"
-    answer = await trio.to_thread.run_sync(_post, url, record)
+    answer = await trio.to_thread.run_sync(_post, url, record, authorization)
     offsets = answer.get("offsets") or [{}]
     first = offsets[0]
     if first.get("error_code") is not None:

@@ -82,9 +82,10 @@ def _version(found: dict[str, Any]) -> SchemaVersion:
 class SchemaReads:
     """One page's reads of the registry at ``url``."""
 
-    def __init__(self, url: str, timeout: float = REGISTRY_TIMEOUT_S) -> None:
+    def __init__(self, url: str, timeout: float = REGISTRY_TIMEOUT_S, *, authorization: str | None = None) -> None:
         self.url = url
-        self.client = RegistryClient(url, timeout)
+        # The console's caller's HTTP Basic, passed on: the registry decides as for them.
+        self.client = RegistryClient(url, timeout, authorization=authorization)
 
     async def _get(self, path: str) -> Any:
         try:

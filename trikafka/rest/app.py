@@ -177,15 +177,32 @@ class RestProxy:
 
 
 def serve_rest_proxy(broker: Any) -> RestProxy:
-    """A proxy over ``broker`` (its first listener, its schema registry and its
-    ``consumer.instance.timeout.ms``), mounted on the broker's ``rest.proxy.port`` server.
+    """A proxy over ``broker`` (its first listener — its first SASL_PLAINTEXT listener when the
+    HTTP ports ask for the broker's users, so each caller logs in as itself —, its schema
+    registry and its ``consumer.instance.timeout.ms``), mounted on the broker's ``rest.proxy.port`` server.
     Run it in a nursery: ``await nursery.start(serve_rest_proxy(broker).run)``; the broker's
     graceful stop closes it first, so its consumer instances leave their groups."""
     proxy = RestProxy(
-        broker,
+        _LoginListener(broker) if getattr(broker, "http_users", None) is not None else broker,
         registry=broker.core.schemas,
         consumer_instance_timeout_ms=broker.config.consumer_instance_timeout_ms,
     )
     broker.rest_proxy_server.mount("/", proxy.app)
     broker.before_stop.append(proxy.aclose)
     return proxy
+
+
+class _LoginListener:
+    """The broker's first SASL_PLAINTEXT listener as a bootstrap (looked up when a client
+    opens, after the broker bound its listeners); the first listener if it has none."""
+
+    def __init__(self, broker: Any) -> None:
+        self.broker = broker
+
+    @property
+    def bootstrap_servers(self) -> str:
+        security = self.broker.config.security
+        for name in self.broker.endpoints:
+            if security.protocol(name) == "SASL_PLAINTEXT":
+                return str(self.broker.address(name))
+        return str(self.broker.bootstrap_servers)

@@ -28,6 +28,7 @@ from trikafka.security.jaas import JaasEntry, parse_jaas_config
 
 __all__ = [
     "DEFAULT_PROTOCOL_MAP",
+    "HTTP_PORTS",
     "IMPLEMENTED_PROTOCOLS",
     "IMPLEMENTED_MECHANISMS",
     "SECURITY_KEYS",
@@ -88,7 +89,15 @@ SECURITY_KEYS: dict[str, tuple[str, bool, str]] = {
     "ssl.endpoint.identification.algorithm": (
         "https", True, "Accepted for compatibility: a broker-side client setting."),
     "ssl.principal.mapping.rules": ("DEFAULT", True, "Only DEFAULT: the certificate's full subject."),
+    "http.authentication.method": (
+        "", False, "trikafka: HTTP Basic on the schema registry, HTTP proxy and console ports: BASIC, "
+        "NONE, or empty (BASIC when any listener uses SASL_PLAINTEXT or SASL_SSL)."),
 }
+#: The pseudo listener whose ``ssl.*`` keys are ``http.ssl.*``: TLS on the HTTP ports
+#: (schema registry, HTTP proxy, console). An ``http.ssl.*`` key not given falls back to the
+#: broker's ``ssl.*``; HTTPS is on when ``http.ssl.keystore.location`` (or
+#: ``http.ssl.keystore.certificate.chain``) is set.
+HTTP_PORTS = "(http)"
 _LISTENER_PREFIX = re.compile(r"^listener\.name\.([A-Za-z0-9_-]+)\.(.+)$", re.I)
 _JAAS_KEY = re.compile(r"^([a-z0-9-]+)\.sasl\.jaas\.config$", re.I)
 _PROTOCOL_VALUES = {
@@ -97,6 +106,7 @@ _PROTOCOL_VALUES = {
     "ssl.client.auth": ("none", "requested", "required"),
     "ssl.principal.mapping.rules": ("DEFAULT",),
     "allow.everyone.if.no.acl.found": ("true", "false"),
+    "http.authentication.method": ("BASIC", "NONE"),
 }
 TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 
@@ -110,6 +120,8 @@ def security_key(raw_key: str) -> str | None:
     """
     key = raw_key if "." in raw_key else raw_key.replace("_", ".")
     if key in SECURITY_KEYS:
+        return key
+    if key.startswith("http.ssl.") and key[len("http."):] in SECURITY_KEYS:
         return key
     match = _LISTENER_PREFIX.match(key)
     if match is None:
@@ -159,7 +171,7 @@ class SecurityConfig:
             base = self.base_key(key)
             allowed = _PROTOCOL_VALUES.get(base)
             value = self.values[key]
-            if allowed and value not in allowed and value.lower() not in allowed:
+            if allowed and value not in allowed and value.lower() not in allowed and value.upper() not in allowed:
                 raise ConfigError(key, value, f"allowed values are {', '.join(allowed)}")
             if base == "authorizer.class.name" and value and value not in ACCEPTED_CLASS_NAMES:
                 raise ConfigError(
@@ -202,6 +214,8 @@ class SecurityConfig:
 
     @staticmethod
     def base_key(key: str) -> str:
+        if key.startswith("http.ssl."):
+            return key[len("http."):]
         match = _LISTENER_PREFIX.match(key)
         if match is None:
             return key
@@ -229,7 +243,7 @@ class SecurityConfig:
     def get(self, key: str, listener: str | None = None) -> str:
         """``listener.name.<listener>.<key>``, else ``<key>``, else Kafka's default."""
         if listener is not None:
-            prefixed = f"listener.name.{listener.lower()}.{key}"
+            prefixed = self._prefixed(key, listener)
             if prefixed in self.values:
                 return self.values[prefixed]
         if key in self.values:
@@ -238,8 +252,26 @@ class SecurityConfig:
 
     def key_for(self, key: str, listener: str) -> str:
         """The key a listener's value came from (for error messages)."""
-        prefixed = f"listener.name.{listener.lower()}.{key}"
+        prefixed = self._prefixed(key, listener)
         return prefixed if prefixed in self.values else key
+
+    @staticmethod
+    def _prefixed(key: str, listener: str) -> str:
+        return f"http.{key}" if listener == HTTP_PORTS else f"listener.name.{listener.lower()}.{key}"
+
+    def http_authentication(self, listeners: Iterable[str]) -> bool:
+        """Whether the HTTP ports ask for HTTP Basic: ``http.authentication.method`` if given,
+        else whenever a listener uses SASL (the broker has users, so HTTP has them too)."""
+        method = self.get("http.authentication.method").upper()
+        if method:
+            return method == "BASIC"
+        return any(self.protocol(name) in ("SASL_PLAINTEXT", "SASL_SSL") for name in listeners)
+
+    def http_tls(self) -> bool:
+        """Whether the HTTP ports serve HTTPS (an ``http.ssl`` keystore is given)."""
+        return bool(
+            self.values.get("http.ssl.keystore.location") or self.values.get("http.ssl.keystore.certificate.chain")
+        )
 
     def protocol(self, listener: str) -> str:
         return self.protocol_map[listener.upper()]

@@ -67,14 +67,18 @@ async def _serving_registry(opener: Any) -> AsyncIterator[Any]:
     import trio
 
     from trikafka.web import HttpServer, schema_registry_app
+    from trikafka.web.security import http_security
 
     async with opener as cluster, trio.open_nursery() as nursery:
         config = cluster.config
         cluster.schema_registry_urls = []
         if config.schema_registry_port >= 0:
+            secured = http_security(config, cluster.core.scram_credentials)
+            acls = cluster.core.acls
+            app = schema_registry_app(cluster.core.schemas, acls.authorizer if acls else None)
             for i, _ in enumerate(cluster.nodes):
                 port = config.schema_registry_port + i if config.schema_registry_port else 0
-                server = HttpServer(config.metrics_host, port, {"/": schema_registry_app(cluster.core.schemas)})
+                server = HttpServer(config.metrics_host, port, {"/": app}, **secured.server_options())
                 await nursery.start(server.run)
                 cluster.schema_registry_urls.append(server.url)
         yield cluster

@@ -21,9 +21,10 @@ def metrics_app(broker: Any) -> ASGIApp:
     return make(broker)
 
 
-def schema_registry_app(registry: Any) -> ASGIApp:
+def schema_registry_app(registry: Any, authorizer: Any = None) -> ASGIApp:
     """The Schema Registry's REST API over ``registry`` (a ``trikafka.registry.SchemaRegistry``),
-    to mount at ``/`` of its own server (see :mod:`trikafka.web.schema_registry`)."""
+    to mount at ``/`` of its own server (see :mod:`trikafka.web.schema_registry`); with
+    ``authorizer`` (the broker's ACLs) each request is authorized as its caller."""
     from trikafka.web.schema_registry import schema_registry_app as make
 
-    return make(registry)
+    return make(registry, authorizer)

@@ -2,6 +2,11 @@
 
 A handler takes the registry and a :class:`Request` (path parameters, query, JSON body) and
 returns the JSON answer, or bytes for the routes that answer a schema's raw text.
+
+:func:`access` says what each route needs from the broker's ACLs, after Confluent's Schema
+Registry operations (SUBJECT_READ, SUBJECT_WRITE, …) mapped onto Kafka's resources: a
+subject is a topic resource of the same name (so a PREFIXED ACL on ``orders`` covers
+``orders-key`` and ``orders-value``), the global settings are the cluster resource.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from trikafka.registry import SchemaRegistry
 from trikafka.registry.errors import bad_request
 from trikafka.registry.reads import schema_entity
 
-__all__ = ["ROUTES", "Request"]
+__all__ = ["ROUTES", "Access", "Request", "access"]
 
 
 @attrs.frozen
@@ -149,3 +154,31 @@ ROUTES: tuple[tuple[str, tuple[str, ...], Handler], ...] = (
     ("DELETE", ("mode", S), lambda r, q: r.delete_mode(q.params["subject"])),
     ("GET", ("contexts",), lambda r, q: ["."]),
 )
+
+
+#: What a route needs: (operation, on what). "subject": that operation on the topic resource
+#: named like the subject; "cluster": on the cluster resource; "schema": READ on at least one
+#: subject the schema id is registered under (Confluent's SCHEMA_READ); "listed": the answer
+#: (a list of subjects) keeps only the subjects the caller may READ; None: any caller.
+Access = tuple[str, str] | None
+
+
+def access(method: str, pattern: tuple[str, ...]) -> Access:
+    """What ``method`` on ``pattern`` (a row of :data:`ROUTES`) needs from the ACLs."""
+    head = pattern[0] if pattern else ""
+    if head == "subjects" and len(pattern) == 1:
+        return ("READ", "listed")
+    if head == "subjects":
+        if method == "DELETE":
+            return ("DELETE", "subject")
+        if method == "POST" and len(pattern) == 3:  # register a version
+            return ("WRITE", "subject")
+        return ("READ", "subject")  # reads, and POST /subjects/{s}: lookup
+    if head == "compatibility":
+        return ("WRITE", "subject")
+    if head in ("config", "mode"):
+        operation = "DESCRIBE_CONFIGS" if method == "GET" else "ALTER_CONFIGS"
+        return (operation, "subject" if len(pattern) == 2 else "cluster")
+    if head == "schemas" and len(pattern) >= 3 and pattern[1] in ("ids", "guids"):
+        return ("READ", "schema")
+    return None

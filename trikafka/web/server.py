@@ -1,6 +1,7 @@
 """One HTTP server for the broker's web surfaces: ``/metrics`` and the console, on its Trio loop.
 
-The server is hypercorn's Trio worker (``hypercorn.trio.serve``'s ``worker_serve``) running a tiny router.
+The server is hypercorn's Trio worker (``hypercorn.trio.serve``'s ``worker_serve``) running a router
+that is a Starlette app (Starlette runs on anyio, which hypercorn's Trio worker drives).
 Why hypercorn: it runs *inside* a Trio nursery we own (no second event loop, no thread),
 speaks HTTP/1.1 and HTTP/2 with keep-alive and graceful shutdown done as a deadline on its
 connection nursery — the pattern the broker follows itself (STYLE.md) — and it serves any
@@ -18,18 +19,28 @@ followed by ``/`` in it (``/ui`` serves ``/ui`` and ``/ui/topics``, not ``/uix``
 receives the unchanged ASGI ``http`` or ``websocket`` scope with ``root_path`` extended by
 the prefix and ``path`` still the full path (the convention of uvicorn and Starlette >= 0.33),
 so links it builds from ``root_path`` are right. ``/`` lists the mounts; anything else is 404.
-Lifespan events are answered by the router itself and not forwarded: a mounted app lives as
-long as the broker that mounted it and takes what it needs from it, not from start-up hooks.
+The router is a Starlette app: it answers lifespan events itself and does not forward them (a
+mounted app lives as long as the broker that mounted it and takes what it needs from it, not
+from start-up hooks).
+
+Security: with ``users`` every mount but the ``public`` ones (``/metrics``) asks for HTTP
+Basic (:mod:`trikafka.web.http_auth`); with ``ssl_context`` the port speaks HTTPS only.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import ssl
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 import trio
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import BaseRoute, Match, Route
+
+from trikafka.web.http_auth import Verifier, require_basic
 
 __all__ = ["ASGIApp", "HttpServer", "Router", "not_attached_app", "route_for"]
 
@@ -64,59 +75,62 @@ def route_for(routes: Mapping[str, Any], path: str) -> str | None:
     return best
 
 
-class Router:
-    """An ASGI app dispatching by path prefix to mounted ASGI apps (see the module doc)."""
+class _Mounts(BaseRoute):
+    """Starlette's route for the mounted apps: the longest mounted prefix wins (see the module
+    doc); an app mounted with a verifier gets HTTP Basic in front of it."""
 
-    def __init__(self, routes: Mapping[str, ASGIApp] | None = None) -> None:
+    def __init__(self, router: Router) -> None:
+        self.router = router
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] not in ("http", "websocket"):
+            return Match.NONE, {}
+        prefix = route_for(self.router.routes, scope.get("path", "/"))
+        if prefix is None:
+            return Match.NONE, {}
+        return Match.FULL, {_MOUNT_KEY: prefix}
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        prefix = scope[_MOUNT_KEY]
+        child = dict(scope)
+        del child[_MOUNT_KEY]
+        child["root_path"] = scope.get("root_path", "") + ("" if prefix == "/" else prefix)
+        await self.router.routes[prefix](child, receive, send)
+
+
+_MOUNT_KEY = "trikafka.mount"
+
+
+class Router:
+    """An ASGI app dispatching by path prefix to mounted ASGI apps (see the module doc).
+
+    It is a Starlette app (which answers lifespan, and 404 for a path under no mount) whose
+    one dynamic route looks the prefix up per request, so mounting works after start. With
+    ``users`` (the broker's SASL users, :class:`~trikafka.security.http_users.HttpUsers`),
+    every app mounted without ``public=True`` is behind HTTP Basic (:mod:`trikafka.web.http_auth`).
+    """
+
+    def __init__(self, routes: Mapping[str, ASGIApp] | None = None, *, users: Verifier | None = None) -> None:
         self.routes: dict[str, ASGIApp] = {}
+        self.users = users
         for prefix, app in (routes or {}).items():
             self.mount(prefix, app)
+        self._app = Starlette(routes=[_Mounts(self), Route("/", self._index, include_in_schema=False)])
 
-    def mount(self, prefix: str, app: ASGIApp) -> None:
-        """Serve ``app`` under ``prefix`` (e.g. ``"/ui"``); replaces an earlier mount there."""
+    def mount(self, prefix: str, app: ASGIApp, *, public: bool = False) -> None:
+        """Serve ``app`` under ``prefix`` (e.g. ``"/ui"``); replaces an earlier mount there.
+        ``public``: no HTTP Basic in front of it even when the server asks for it (``/metrics``,
+        a test tool kept on loopback)."""
+        if self.users is not None and not public:
+            app = require_basic(app, self.users, what=f"HTTP {prefix}")
         self.routes[_normalise(prefix)] = app
 
+    async def _index(self, request: Any) -> Response:
+        body = "trikafka\n" + "".join(f"  {prefix}\n" for prefix in sorted(self.routes))
+        return PlainTextResponse(body)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            await _lifespan(receive, send)
-            return
-        path = scope.get("path", "/")
-        prefix = route_for(self.routes, path)
-        if prefix is not None:
-            child = dict(scope)
-            child["root_path"] = scope.get("root_path", "") + ("" if prefix == "/" else prefix)
-            await self.routes[prefix](child, receive, send)
-        elif scope["type"] == "http":
-            await self._index_or_404(path, send)
-        else:  # a websocket to nowhere: refuse the handshake
-            await receive()
-            await send({"type": "websocket.close", "code": 1000})
-
-    async def _index_or_404(self, path: str, send: Send) -> None:
-        if path == "/":
-            status = 200
-            body = "trikafka\n" + "".join(f"  {prefix}\n" for prefix in sorted(self.routes))
-        else:
-            status = 404
-            body = f"not found: {path}\n"
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8")],
-            }
-        )
-        await send({"type": "http.response.body", "body": body.encode()})
-
-
-async def _lifespan(receive: Receive, send: Send) -> None:
-    while True:
-        message = await receive()
-        if message["type"] == "lifespan.startup":
-            await send({"type": "lifespan.startup.complete"})
-        elif message["type"] == "lifespan.shutdown":
-            await send({"type": "lifespan.shutdown.complete"})
-            return
+        await self._app(scope, receive, send)
 
 
 async def not_attached_app(scope: Scope, receive: Receive, send: Send) -> None:
@@ -160,28 +174,36 @@ class HttpServer:
         *,
         graceful_timeout: float = 1.0,
         key: str = "metrics.port",
+        users: Verifier | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
         self.port = port
         #: The config key that chose ``port``, named when the port is taken.
         self.key = key
-        self.router = Router(routes)
+        self.router = Router(routes, users=users)
+        #: HTTPS only when set (``http.ssl.*``, see trikafka.security.config.HTTP_PORTS).
+        self.ssl_context = ssl_context
+        if ssl_context is not None:
+            ssl_context.set_alpn_protocols(["h2", "http/1.1"])
         self.graceful_timeout = graceful_timeout
         #: (host, port) once bound; None before.
         self.bound: tuple[str, int] | None = None
         self._stop = trio.Event()
         self._sockets: Any = None  # hypercorn's Sockets, once bound
 
-    def mount(self, prefix: str, app: ASGIApp) -> None:
-        """Serve ``app`` under ``prefix``; works before and after ``run`` started."""
-        self.router.mount(prefix, app)
+    def mount(self, prefix: str, app: ASGIApp, *, public: bool = False) -> None:
+        """Serve ``app`` under ``prefix``; works before and after ``run`` started. ``public``:
+        without HTTP Basic even when the server asks for it."""
+        self.router.mount(prefix, app, public=public)
 
     @property
     def url(self) -> str | None:
         if self.bound is None:
             return None
         host, port = self.bound
-        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://[{host}]:{port}" if ":" in host else f"{scheme}://{host}:{port}"
 
     def stop(self) -> None:
         self._stop.set()
@@ -191,7 +213,7 @@ class HttpServer:
         bind every port it needs before it says anything has started. A taken port is an
         OSError naming the address; idempotent."""
         if self._sockets is None:
-            from hypercorn.config import Config
+            from hypercorn.config import Config, Sockets
 
             config = Config()
             config.bind = [f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"]
@@ -205,6 +227,8 @@ class HttpServer:
             sock.listen(config.backlog)
             address = sock.getsockname()
             self.bound = (address[0], address[1])
+            if self.ssl_context is not None:  # the same socket, served by hypercorn's TLS path
+                sockets = Sockets([sock], [], [])
             self._sockets = sockets
         assert self.bound is not None
         return self.bound
@@ -212,15 +236,14 @@ class HttpServer:
     def close(self) -> None:
         """Close a socket ``bind`` opened when ``run`` will not serve it (a start that failed)."""
         if self._sockets is not None:
-            for sock in self._sockets.insecure_sockets:
+            for sock in [*self._sockets.secure_sockets, *self._sockets.insecure_sockets]:
                 sock.close()
 
     async def run(self, *, task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED) -> None:
-        from hypercorn.config import Config
         from hypercorn.trio.run import worker_serve
         from hypercorn.utils import wrap_app
 
-        config = Config()
+        config = _hypercorn_config(self.ssl_context)
         config.bind = [f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"]
         config.accesslog = None
         config.errorlog = _hypercorn_log
@@ -243,3 +266,15 @@ class HttpServer:
             )
             log.info("HTTP served at %s (%s)", self.url, ", ".join(sorted(self.router.routes)) or "no mounts")
             task_status.started(self.bound)
+
+
+def _hypercorn_config(context: ssl.SSLContext | None) -> Any:
+    """hypercorn's settings, with our TLS context (built from the broker's keystore keys)
+    instead of one hypercorn would build from certfile/keyfile."""
+    from hypercorn.config import Config
+
+    class TlsConfig(Config):
+        def create_ssl_context(self) -> ssl.SSLContext | None:
+            return context
+
+    return TlsConfig()
