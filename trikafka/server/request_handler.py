@@ -16,7 +16,7 @@ request.
 
 Left alone, the pool ends when the request channel is closed and drained — Kafka's shutdown
 pill, without the pill; at broker shutdown it is cancelled instead, once every connection is
-closed (see ``RequestPath.stop``: what is still queued then has no one to answer).
+closed (see ``RequestPath.aclose``: what is still queued then has no one to answer).
 """
 
 from __future__ import annotations
@@ -62,9 +62,9 @@ class RequestHandlerPool:
             task_status.started()
 
     async def _handler(self) -> None:
-        receive_channel = self.channel.receive_channel
-        receive_nowait = receive_channel.receive_nowait
-        receive = receive_channel.receive
+        request_receive = self.channel.request_receive
+        receive_nowait = request_receive.receive_nowait
+        receive = request_receive.receive
         handle = self.apis.handle
         # trio's clock (the MockClock in tests) without trio.current_time()'s layers of
         # calls; read twice per request.
