@@ -12,10 +12,9 @@ per connection there is always room, so a handler never waits on a slow client (
 channel would be our bug, raised as ``trio.WouldBlock``). A connection that went away closed
 its receive end; answering it is then not an error (Kafka drops those responses too).
 
-Closing the shared send end (:meth:`RequestChannel.close`) ends the handlers: they drain
-what is queued, then their receive ends with ``trio.EndOfChannel``. A broker that stops
-does not need it: once every connection is closed, nobody could read an answer to what is
-still queued, so the handlers are cancelled instead (``RequestPath.aclose``).
+Nothing is sent to stop the handlers (Kafka's poison-pill ShutdownRequest): a broker that
+stops closes every connection first, after which nobody could read an answer to what is
+still queued, so the handlers are cancelled (``RequestPath.aclose``).
 
 ``queued.max.request.bytes`` (Kafka's request MemoryPool, off by default) bounds the *bytes*
 of requests being read or read but not yet handled across the broker:
@@ -339,10 +338,6 @@ class RequestChannel:
             request.response_send.send_nowait(response)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the connection closed while we worked; Kafka drops these too
-
-    async def close(self) -> None:
-        """No more requests: the handlers end once they have drained what is queued."""
-        await self.request_send.aclose()
 
     def statistics(self) -> RequestChannelStatistics:
         channel = self.request_send.statistics()
