@@ -286,3 +286,24 @@ async def test_a_stop_during_a_throttle_closes_at_once(autojump_clock):
             assert trio.current_time() == start
     assert connection.close_reason == "broker shutting down"
     assert closed == [connection]
+
+
+async def test_cancelling_a_processor_closes_the_streams_still_queued_for_it(autojump_clock):
+    """A stop without grace is cancellation: streams handed to a processor but not yet
+    started are its own too, closed at once (the client sees the close, not silence)."""
+    from trikafka.testing import MemoryListener
+
+    processor, _handler = _bare_processor(grace_ms=60_000)
+    listener = MemoryListener()
+    with trio.fail_after(5):
+        with trio.CancelScope() as scope:
+            scope.cancel()  # the processor never gets to start a connection
+            queued = await _connect_shielded(processor, listener)
+            await processor.run()
+        assert await read_until_closed(queued) == b""
+    assert processor.quotas.statistics().total == 0
+
+
+async def _connect_shielded(processor, listener):
+    with trio.CancelScope(shield=True):
+        return await _connect(processor, listener)

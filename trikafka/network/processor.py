@@ -136,18 +136,35 @@ class Processor:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._started_at = trio.current_time()
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._expire_idle_connections, name=f"{self.name}:idle-expiry")
-            task_status.started()
-            async with self._new_connections_receive:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._expire_idle_connections, name=f"{self.name}:idle-expiry")
+                task_status.started()
                 async for stream in self._new_connections_receive:
                     self._start_connection(nursery, stream)
                     del stream  # held by its connection alone, freed with it
-            # The acceptor closed newConnections: the broker is stopping (module docstring).
-            self._idle_expiry.cancel()  # no read begins now; stop_reading ends those waiting
-            for connection in list(self.connections.values()):
-                connection.stop_reading()
-            nursery.cancel_scope.deadline = trio.current_time() + self.settings.shutdown_grace_ms / 1000
+                # The acceptor closed newConnections: the broker is stopping (module docstring).
+                self._idle_expiry.cancel()  # no read begins now; stop_reading ends those waiting
+                for connection in list(self.connections.values()):
+                    connection.stop_reading()
+                nursery.cancel_scope.deadline = trio.current_time() + self.settings.shutdown_grace_ms / 1000
+        finally:
+            await self._close_queued_streams()
+
+    async def _close_queued_streams(self) -> None:
+        """Cancelled (a stop without grace): the streams handed over but not yet started are
+        this processor's too — closed here, so their clients see the close at once."""
+        receive = self._new_connections_receive
+        with trio.CancelScope(shield=True):
+            while True:
+                try:
+                    stream = receive.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+                _, (host, _port) = stream_addresses(stream)
+                self.quotas.dec(host)
+                await trio.aclose_forcefully(stream)
+            await receive.aclose()
 
     async def _expire_idle_connections(self) -> None:
         """Close connections that waited connections.max.idle.ms for a request, to the moment.
