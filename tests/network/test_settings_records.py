@@ -36,9 +36,11 @@ def test_no_network_module_takes_the_broker_config():
     assert takes == []
 
 
-def test_scram_credentials_are_built_in_one_place():
+def test_the_request_path_builds_scram_credentials_in_one_place():
+    """The wiring builds the broker's SCRAM users once; every SASL listener and the SCRAM
+    APIs read that one store (the socket server no longer builds a second as a fallback)."""
     builders = []
-    for path in PACKAGE.rglob("*.py"):
+    for path in [*(PACKAGE / "network").rglob("*.py"), *(PACKAGE / "server").rglob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if (
                 isinstance(node, ast.Call)
