@@ -20,9 +20,9 @@ Parts start in dependency order with ``nursery.start`` so that "ready" means rea
 ``run`` reports started, every listener is bound and every handler is waiting.
 
 Graceful stop (``stop()``, SIGINT/SIGTERM in the CLI, leaving ``open_broker``) is
-``RequestPath.stop``: delayed operations answer, acceptors stop; processors stop reading,
+``RequestPath.aclose``: delayed operations answer, acceptors stop; processors stop reading,
 finish in-flight responses within ``shutdown.grace.ms`` and close their connections; then
-the request channel closes and the handlers are cancelled; then everything else —
+the handlers are cancelled; then everything else —
 coordinators, the log manager — is cancelled. Requests still queued at that point
 belong to connections that are already closed (their in-flight responses had the grace to
 finish), so no answer could reach their clients: they are dropped unprocessed rather than
@@ -117,7 +117,7 @@ class Broker(AwaitableState):
         #: The coordinators and stores, and the request path over them (server/wiring.py).
         self.core = BrokerCore(self.config, self.replica_manager, self.now_ms)
         #: The request path: registry, socket server, request channel, handler pool,
-        #: purgatory, KafkaApis, metrics — one lifecycle (``RequestPath.run``/``stop``).
+        #: purgatory, KafkaApis, metrics — one lifecycle (``RequestPath.run``/``aclose``).
         self.path = RequestPath(self.config, self.core, self.metadata_cache, trio_listeners=trio_listeners)
         follow_cleaner_configs(self.core, self.config, self.log_cleaner)
         #: Every HTTP port's login and TLS (see trikafka.web.security).
@@ -231,7 +231,7 @@ class Broker(AwaitableState):
         self.http_server.stop()  # it finishes in-flight scrapes while connections drain
         self.schema_registry_server.stop()
         self.rest_proxy_server.stop()
-        await self.path.stop(self.config.shutdown_grace_ms / 1000)
+        await self.path.aclose()
         nursery.cancel_scope.cancel()  # coordinators, the log manager, the rest
         log.info("broker %d stopped", self.config.node_id)
 

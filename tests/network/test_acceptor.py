@@ -5,10 +5,9 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from trikafka.config import BrokerConfig
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.acceptor import Acceptor
-from trikafka.network.processor import CONNECTION_QUEUE_SIZE, Processor
+from trikafka.network.processor import CONNECTION_QUEUE_SIZE, Processor, ProcessorSettings
 from trikafka.network.quotas import ConnectionQuotas
 from trikafka.network.request_channel import RequestChannel
 from trikafka.testing import MemoryListener, open_test_broker
@@ -16,14 +15,13 @@ from trikafka.testing.frames import api_versions_frame, read_frames, read_until_
 
 
 def _processors(count: int, registry) -> list[Processor]:
-    config = BrokerConfig()
     channel = RequestChannel(10)
     quotas = ConnectionQuotas(100, 100, {})
     return [
         Processor(
             i,
             "PLAINTEXT",
-            config=config,
+            settings=ProcessorSettings(),
             registry=registry,
             request_channel=channel,
             quotas=quotas,
@@ -77,7 +75,7 @@ async def test_all_queues_full_blocks_on_the_last_try(autojump_clock, registry):
         assert assigned == []  # it waits: backpressure on accept
         await trio.sleep(1)
         # The last processor tried (index 1) frees a slot; the waiting hand-off lands there.
-        processors[1]._new_connections.receive_nowait()
+        processors[1]._new_connections_receive.receive_nowait()
     assert assigned == [1]
     assert acceptor.statistics().blocked_seconds == 1.0
 

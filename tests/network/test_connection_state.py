@@ -16,6 +16,7 @@ import pytest
 import trikafka
 from trikafka.network.connection_state import (
     NEED_DATA,
+    SHUTTING_DOWN,
     TRANSITIONS,
     Closed,
     ConnectionEvent,
@@ -247,15 +248,17 @@ assert "trio" not in sys.modules
     assert result.returncode == 0, result.stderr
 
 
-def test_discard_unread_drops_pipelined_requests_not_the_one_in_flight():
+def test_stop_reading_drops_pipelined_requests_not_the_one_in_flight():
     state = _state()
     state.receive_data(api_versions_frame(1) + api_versions_frame(2) + api_versions_frame(3)[:5])
     in_flight = state.next_event()
-    dropped = state.discard_unread()
+    dropped = state.stop_reading()
     assert dropped == len(api_versions_frame(2)) + 5
     assert in_flight.correlation_id == 1
     assert _answer(state) == b"answer"
-    assert state.next_event() is NEED_DATA
+    # Where the next request would be read, the connection closes instead (not the client's fault).
+    assert state.next_event() == Closed(SHUTTING_DOWN, client_fault=False)
+    assert state.state is MuteState.CLOSED
 
 
 # -- one answer, one write -----------------------------------------------------------------

@@ -54,7 +54,7 @@ async def test_ten_pipelined_requests_one_in_flight_each_answer_through_the_capa
             in_flight += 1
             most = max(most, in_flight)
             await trio.sleep(0.01)  # any other request of this connection would come now
-            channel = request.response_channel
+            channel = request.response_send
             stats = channel.statistics()
             seen.append((
                 request.correlation_id, channel, type(channel), stats.max_buffer_size,
@@ -86,8 +86,8 @@ async def test_full_request_channel_pushes_back(autojump_clock):
     handled_in: list[str] = []
     async with open_test_broker(num_io_threads=1, queued_max_requests=2) as tb:
         channel = tb.broker.path.request_channel
-        assert isinstance(channel.send_channel, trio.MemorySendChannel)
-        assert channel.send_channel.statistics().max_buffer_size == 2
+        assert isinstance(channel.request_send, trio.MemorySendChannel)
+        assert channel.request_send.statistics().max_buffer_size == 2
         original = tb.broker.path.apis.handlers[ApiKey.API_VERSIONS]
 
         async def held(request):

@@ -127,3 +127,183 @@ async def test_a_tls_connection_handed_over_after_shutdown_began_closes_without_
         await connection.run()
     assert connection.close_reason == "broker shutting down"
     assert closed == [connection]
+
+
+# -- the stop path's parts, each alone (MockClock) ------------------------------------------
+
+
+class _HeldHandler:
+    """The handler side of a bare Processor: takes each request off the request channel and
+    answers it when the test says (``answer``), or never."""
+
+    def __init__(self, channel) -> None:
+        self.channel = channel
+        self.requests: list = []
+        self.arrived = trio.Event()
+
+    async def run(self) -> None:
+        async for request in self.channel.request_receive:
+            self.requests.append(request)
+            self.arrived.set()
+
+    def answer(self) -> None:
+        from trikafka.network.request_channel import SendResponse
+
+        request = self.requests.pop(0)
+        frame = api_versions_frame(request.correlation_id)  # any bytes will do: the client reads a frame
+        self.channel.send_response(request, SendResponse(frame))
+
+
+async def _connect(processor, listener):
+    """A client stream handed to ``processor`` as its acceptor would (quotas counted)."""
+    accepted: list = []
+
+    async def accept() -> None:
+        accepted.append(await listener.accept())
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(accept)
+        client = await listener.connect()
+    processor.quotas.inc("127.0.0.1")
+    processor.new_connections_send.send_nowait(accepted[0])
+    return client
+
+
+def _bare_processor(grace_ms: int):
+    from trikafka.metrics import BrokerMetrics
+    from trikafka.network.processor import Processor, ProcessorSettings
+    from trikafka.network.quotas import ConnectionQuotas
+    from trikafka.network.request_channel import RequestChannel
+    from trikafka.protocol.registry import ApiRegistry
+
+    channel = RequestChannel(10)
+    processor = Processor(
+        0, "PLAINTEXT", settings=ProcessorSettings(shutdown_grace_ms=grace_ms), registry=ApiRegistry(),
+        request_channel=channel, quotas=ConnectionQuotas(100, 100, {}), metrics=BrokerMetrics(),
+    )
+    return processor, _HeldHandler(channel)
+
+
+@pytest.mark.parametrize("answered_after", [1.0, None])
+async def test_a_processor_stops_when_its_new_connections_close(autojump_clock, answered_after):
+    """Closing newConnections (what its acceptor does when it stops) is the processor's one
+    stop signal: an idle connection closes at once; one with a response pending gets it
+    written if it comes within shutdown.grace.ms, and the processor is done then — else the
+    grace deadline closes it unanswered, to the moment."""
+    from trikafka.testing import MemoryListener
+
+    processor, handler = _bare_processor(grace_ms=2_000)
+    listener = MemoryListener()
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(handler.run)
+            done = trio.Event()
+
+            async def run_processor() -> None:
+                await processor.run()
+                done.set()
+
+            await nursery.start(_started, run_processor)
+            idle = await _connect(processor, listener)
+            busy = await _connect(processor, listener)
+            await busy.send_all(api_versions_frame(7))
+            await handler.arrived.wait()
+            start = trio.current_time()
+            await processor.new_connections_send.aclose()
+            assert await read_until_closed(idle) == b""
+            assert trio.current_time() == start  # the idle one at once
+            if answered_after is not None:
+                await trio.sleep(answered_after)
+                handler.answer()
+            received = await read_until_closed(busy)
+            await done.wait()
+            stopped_after = trio.current_time() - start
+            nursery.cancel_scope.cancel()
+    if answered_after is None:
+        assert received == b""
+        assert stopped_after == pytest.approx(2.0)  # shutdown.grace.ms, from the close
+    else:
+        (frame,) = await read_frames(_Replay(received), 1)
+        assert frame[4:8] == (7).to_bytes(4, "big")  # its answer, then the close
+        assert stopped_after == pytest.approx(answered_after)
+    assert processor.connections == {}
+    assert processor.quotas.statistics().total == 0
+
+
+async def _started(run, *, task_status=trio.TASK_STATUS_IGNORED):
+    """Start ``run`` (a coroutine function without task_status) as started at once."""
+    task_status.started()
+    await run()
+
+
+async def test_request_path_aclose_honours_the_grace_deadline(autojump_clock):
+    """``RequestPath.aclose`` is the graceful stop: the listener stops accepting at once, a
+    connection waiting for its next request closes at once, one whose answer never comes is
+    closed at shutdown.grace.ms; it returns then, and the handlers are cancelled."""
+    release, entered = trio.Event(), trio.Event()
+    async with open_test_broker(shutdown_grace_ms=3_000) as tb:
+        _hold(tb, release, entered)
+        stuck = await tb.connect()
+        idle = await tb.connect()
+        await stuck.send_all(api_versions_frame(1))
+        await entered.wait()
+        start = trio.current_time()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tb.broker.path.aclose)
+            assert await read_until_closed(idle) == b""
+            assert trio.current_time() == start
+            with pytest.raises(trio.ClosedResourceError):
+                await tb.listener.connect()
+            assert await read_until_closed(stuck) == b""
+        assert trio.current_time() - start == pytest.approx(3.0)  # shutdown.grace.ms
+
+
+async def test_a_stop_during_a_throttle_closes_at_once(autojump_clock):
+    """A connection muted by a client quota (KIP-219) waits in its own task; a stop ends
+    that wait as it ends a read, and the connection closes without waiting the throttle out."""
+    from trikafka.network.connection import Connection
+
+    from .test_transport import _answering_hooks, _settings, pair
+
+    transport, peer = await pair("memory")
+    closed: list[Connection] = []
+
+    def throttled_answer(request):
+        request.throttle_deadline = trio.current_time() + 60  # muted for a minute after it
+        return api_versions_frame(request.correlation_id)
+
+    connection = Connection(transport, "c-0", "127.0.0.1", _settings(), _answering_hooks([], closed, throttled_answer))
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(connection.run)
+            await peer.send_all(api_versions_frame(1))
+            await read_frames(peer, 1)
+            await trio.testing.wait_all_tasks_blocked()
+            assert connection.state == "MUTED_AND_THROTTLED"
+            start = trio.current_time()
+            connection.stop_reading()
+            assert await read_until_closed(peer) == b""
+            assert trio.current_time() == start
+    assert connection.close_reason == "broker shutting down"
+    assert closed == [connection]
+
+
+async def test_cancelling_a_processor_closes_the_streams_still_queued_for_it(autojump_clock):
+    """A stop without grace is cancellation: streams handed to a processor but not yet
+    started are its own too, closed at once (the client sees the close, not silence)."""
+    from trikafka.testing import MemoryListener
+
+    processor, _handler = _bare_processor(grace_ms=60_000)
+    listener = MemoryListener()
+    with trio.fail_after(5):
+        with trio.CancelScope() as scope:
+            scope.cancel()  # the processor never gets to start a connection
+            queued = await _connect_shielded(processor, listener)
+            await processor.run()
+        assert await read_until_closed(queued) == b""
+    assert processor.quotas.statistics().total == 0
+
+
+async def _connect_shielded(processor, listener):
+    with trio.CancelScope(shield=True):
+        return await _connect(processor, listener)

@@ -192,7 +192,7 @@ def _answering_hooks(log: list[Request], closed: list[Connection], response_for)
 
     async def submit(request: Request) -> None:
         log.append(request)
-        request.response_channel.send_nowait(SendResponse(response_for(request)))
+        request.response_send.send_nowait(SendResponse(response_for(request)))
 
     return ConnectionHooks(
         submit=submit,

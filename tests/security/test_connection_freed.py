@@ -2,10 +2,10 @@
 
 With the cyclic garbage collector off, a connection that was served and closed — plaintext,
 TLS and SASL — leaves nothing behind: its Connection, its sans-IO state and frame decoder,
-its authentication state, transport and response channel are gone (weakrefs die) and the
+its authenticator, transport and response channel are gone (weakrefs die) and the
 memory its buffers held (a 1 MiB produce's reused frame buffer) is back (tracemalloc).
-Before this, ``ConnectionAuthentication(self)`` kept a reference back to the connection and
-a gigabyte of frame buffers waited for the collector. In-memory transport, MockClock.
+An object holding a reference back to its connection (as an authentication helper once
+did) would leave a gigabyte of frame buffers waiting for the collector. In-memory transport, MockClock.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def _produce_frame(value_size: int) -> bytes:
 def _parts(connection) -> list[weakref.ref]:
     """Weak references to everything a connection is made of (what supports them)."""
     objects = [
-        connection, connection.protocol, connection.protocol._decoder, connection.authentication,
-        connection.transport, connection.stream, connection.responses, connection.response_channel,
+        connection, connection.protocol, connection.protocol._decoder,
+        connection.transport, connection.stream, connection.response_receive, connection.response_send,
         connection.authenticator,
     ]
     return [weakref.ref(o) for o in objects if o is not None]

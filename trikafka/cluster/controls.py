@@ -105,7 +105,7 @@ class ClusterControls:
         offline if it was their last in-sync replica) and its replicas close."""
         self.state.stop_broker(node_id)
         node = self.nodes[node_id]
-        node.stop(grace_seconds=0)
+        node.cancel_scope.cancel()  # at once: its connections drop, as a broker's that dies
         await node.stopped.wait()
         manager = self._log_managers[node_id]
         if not self.config.log_dirs:

@@ -105,29 +105,32 @@ class ClusterNode:
         follow_cleaner_configs(cluster.core, config, self.log_cleaner)
         self.endpoints: dict[str, BoundEndpoint] = {}
         self._stop_requested = trio.Event()
-        self._grace = config.shutdown_grace_ms / 1000
+        #: Around ``run``: cancelling it stops this broker at once, without the grace of
+        #: :meth:`stop` (its connections drop; what was in flight is not answered).
+        self.cancel_scope = trio.CancelScope()
         self.stopped = trio.Event()
 
     async def run(self, *, task_status: trio.TaskStatus[ClusterNode] = trio.TASK_STATUS_IGNORED) -> None:
         try:
-            async with trio.open_nursery() as nursery:
-                if self._owns_log_manager:
-                    await nursery.start(self.log_manager.run, name=f"log-manager-{self.node_id}")
-                if self.config.log_cleaner_enable:
-                    await nursery.start(self.log_cleaner.run, name=f"log-cleaner-{self.node_id}")
-                self.endpoints = await nursery.start(self.path.run, name=f"request-path-{self.node_id}")
-                self.metadata_cache.set_bound_endpoints(self.endpoints)
-                task_status.started(self)
-                await self._stop_requested.wait()
-                await self.path.stop(self._grace)
-                nursery.cancel_scope.cancel()
+            with self.cancel_scope:
+                async with trio.open_nursery() as nursery:
+                    if self._owns_log_manager:
+                        await nursery.start(self.log_manager.run, name=f"log-manager-{self.node_id}")
+                    if self.config.log_cleaner_enable:
+                        await nursery.start(self.log_cleaner.run, name=f"log-cleaner-{self.node_id}")
+                    self.endpoints = await nursery.start(self.path.run, name=f"request-path-{self.node_id}")
+                    self.metadata_cache.set_bound_endpoints(self.endpoints)
+                    task_status.started(self)
+                    await self._stop_requested.wait()
+                    await self.path.aclose()
+                    nursery.cancel_scope.cancel()
         finally:
             self.stopped.set()
 
-    def stop(self, grace_seconds: float | None = None) -> None:
-        """Begin stopping; ``grace_seconds=0`` drops the connections at once."""
-        if grace_seconds is not None:
-            self._grace = grace_seconds
+    def stop(self) -> None:
+        """Begin a graceful stop, as ``Broker.stop`` (``RequestPath.aclose``: in-flight
+        answers get shutdown.grace.ms); ``run`` returns when it is done. To stop at once,
+        cancel :attr:`cancel_scope`."""
         self._stop_requested.set()
 
     @property

@@ -5,6 +5,10 @@ processors with ``send_nowait``; if a processor's queue is full, try the next; t
 waits, so a broker whose processors cannot keep up pushes back on accept (the time spent so
 is Kafka's AcceptorBlockedPercent).
 
+It owns the send ends of its processors' newConnections (it is their only sender): when it
+ends — cancelled, as the socket server stops accepting — it closes them, which tells each
+processor to stop. The listener is the socket server's, which bound it and closes it.
+
 The accept loop survives overload, not bugs: running out of file descriptors or buffers is
 logged once and retried after a short sleep on trio's clock; any other error propagates.
 """
@@ -91,7 +95,6 @@ class Acceptor:
                 del stream  # a closed connection's stream is not held until the next accept
         finally:
             with trio.CancelScope(shield=True):
-                await self.listener.aclose()
                 for processor in self.processors:
                     await processor.new_connections_send.aclose()
 

@@ -34,10 +34,13 @@ cancels the read (``request_wait``, a cancel scope without a deadline) of a conn
 waited that long for a request, measured from its last activity — a byte received or a
 response written — on trio's clock (``Processor._expire_idle_connections`` says why).
 
-Shutdown is cancellation, not a flag: ``stop_reading()`` cancels the read scope and makes
-every later read start past its deadline, so a connection waiting for its next request
-closes at once while one with a request in flight finishes writing the response first;
-the processor's nursery deadline (shutdown.grace.ms) bounds that grace period.
+Stopping is cancellation: ``stop_reading()`` (the processor's, when the broker stops)
+cancels the read in progress — the read scope, which also covers the TLS handshake and a
+throttle's wait — and puts the sans-IO state where it hands out no more requests
+(``ConnectionState.stop_reading``: where the next read would begin, its event is
+``Closed``). So a connection waiting for its next request closes at once, and one with a
+request in flight writes that answer first; the deadline on the processor's nursery
+(shutdown.grace.ms) bounds the write, and cancelling the connection's task ends it at once.
 
 ``queued.max.request.bytes``: with a :class:`RequestMemoryPool` in the hooks, a frame's
 declared size is reserved from the pool as soon as its prefix is read, before its body is
@@ -47,8 +50,14 @@ channel) — the wait is part of the read, so shutdown and idle expiry end it as
 read. The bytes go back when the request is parsed (most APIs), when it is handled
 (Produce, JoinGroup, SyncGroup: ``Request.memory``), or when the connection closes.
 
-Nothing here refers back to the connection (its authentication is given it per call), so a
-closed connection, its decoder and buffers are freed by reference counting alone.
+Security (TLS and SASL listeners) runs in this task too, before the first request and,
+with KIP-368, between requests: the TLS handshake under its own deadline, then the SASL
+exchange answered by the sans-IO ``SaslServerAuthenticator`` (ApiVersions before
+authentication goes through the handlers like any request). A slow or failed handshake
+holds up nobody else. The helpers that need no connection are in ``authentication.py``.
+
+Nothing refers back to the connection, so a closed connection, its decoder and buffers are
+freed by reference counting alone.
 
 Errors: a bad frame or header is the client's fault — one log line, this connection closes,
 nothing else notices. Transport errors (reset, broken pipe) just close.
@@ -58,6 +67,7 @@ from __future__ import annotations
 
 import logging
 import math
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -65,22 +75,32 @@ import attrs
 import trio
 
 from trikafka.network.authentication import (
-    ConnectionAuthentication,
+    ALERT_GRACE,
+    MIN_REAUTH_INTERVAL,
+    REAUTH_APIS,
     new_connection_state,
     release_tls_stream,
+    send_tls_alert,
 )
-from trikafka.network.connection_state import NEED_DATA, Closed, ConnectionStateError, MuteState
+from trikafka.network.connection_state import (
+    NEED_DATA,
+    SHUTTING_DOWN,
+    Closed,
+    ConnectionStateError,
+    MuteState,
+    RawFrame,
+)
 from trikafka.network.request_channel import (
     ConnectionMemory,
     Request,
     RequestMemoryPool,
     open_response_channel,
 )
-from trikafka.network.transport import TRANSPORT_ERRORS, Transport
-from trikafka.protocol.registry import ApiRegistry
-from trikafka.security.listener import ListenerSecurity
-from trikafka.security.sasl.authenticator import SASL_HANDSHAKE, SaslServerAuthenticator
-from trikafka.security.tls import ANONYMOUS
+from trikafka.network.transport import TRANSPORT_ERRORS, StreamTransport, Transport
+from trikafka.protocol.registry import ApiKey, ApiRegistry
+from trikafka.security.listener import HANDSHAKE_TIMEOUT, ListenerSecurity
+from trikafka.security.sasl.authenticator import MAX_RECEIVE_SIZE, SASL_HANDSHAKE, SaslServerAuthenticator
+from trikafka.security.tls import ANONYMOUS, principal_from_certificate
 
 __all__ = ["Connection", "ConnectionHooks", "ConnectionSettings", "RECEIVE_SIZE"]
 
@@ -97,7 +117,7 @@ class ConnectionSettings:
     listener_name: str
     registry: ApiRegistry
     max_request_size: int  # socket.request.max.bytes
-    connections_max_idle_ms: int
+    connections_max_idle_ms: int  # also bounds the TLS handshake (with HANDSHAKE_TIMEOUT)
     #: APIs whose bytes stay in the request memory pool until answered (Produce, …).
     held_api_keys: frozenset[int] = frozenset()
     #: TLS and SASL of the listener (None: plaintext, as for in-memory test listeners).
@@ -147,25 +167,25 @@ class Connection:
         self.protocol = new_connection_state(
             connection_id, settings.registry, settings.max_request_size, self.authenticator is not None
         )
-        #: The TLS handshake and the SASL exchange (network/authentication.py).
-        self.authentication = ConnectionAuthentication()
         #: This connection's share of queued.max.request.bytes; None when unbounded.
         pool = hooks.memory_pool
         self.memory = None if pool is None else ConnectionMemory(pool, settings.held_api_keys)
         #: KIP-368: when the SASL session ends (trio time), None if it never does.
         self.session_expiry: float | None = None
+        #: When the last re-authentication began (trio time), for MIN_REAUTH_INTERVAL.
+        self.reauthentication_started = -math.inf
         self.last_activity = trio.current_time()
+        #: What ``stop_reading`` cancels: a read, the TLS handshake, a throttle's wait.
         self.read_scope: trio.CancelScope | None = None
         #: A read waiting for the next request (idle expiry cancels it); None while busy.
         self.request_wait: trio.CancelScope | None = None
         self.close_reason: str | None = None
         #: Kafka's principal: from the client certificate or SASL, else User:ANONYMOUS.
         self.principal = ANONYMOUS
-        self.idle_seconds = settings.connections_max_idle_ms / 1000
         self._now = trio.current_time
         #: The mute (module docstring): the send end goes with each request to the handlers,
         #: the receive end is where this task awaits the one response in flight.
-        self.response_channel, self.responses = open_response_channel()
+        self.response_send, self.response_receive = open_response_channel()
 
     @property
     def state(self) -> str:
@@ -173,33 +193,28 @@ class Connection:
         return str(self.protocol.state)
 
     def stop_reading(self) -> None:
-        """Shutdown: end the current read and let no later read begin.
+        """The broker is stopping: end the current read and serve no further request.
 
-        With an idle time of minus infinity no read begins (``receive_event`` returns at
-        once) and the processor's idle expiry counts every connection as expired; with the
-        unread bytes discarded the next request must come from a read, so a connection that
-        finishes writing its in-flight response closes instead of serving another.
+        The state hands out nothing more (``ConnectionState.stop_reading``: pipelined
+        requests not yet handed out are dropped), the half-read frame's memory goes back,
+        and the read in progress is cancelled; a request in flight is answered first.
         """
-        self.idle_seconds = -math.inf
-        self.protocol.discard_unread()  # pipelined requests not yet handed out: not served
+        self.protocol.stop_reading()
         if self.memory is not None:
             self.memory.release_reserved()  # the frame half read is gone
         if self.read_scope is not None:
             self.read_scope.cancel()
 
     async def run(self) -> None:
-        responses = self.response_channel
         try:
             security = self.settings.security
             if security is not None and security.ssl_context is not None:
-                if not await self.authentication.tls_handshake(self, security.ssl_context):
+                if not await self._tls_handshake(security.ssl_context):
                     return
             authenticator = self.authenticator
-            if authenticator is not None and not await self.authentication.authenticate(
-                self, responses, authenticator
-            ):
+            if authenticator is not None and not await self._authenticate(authenticator):
                 return
-            await self._serve(responses)
+            await self._serve()
         except TRANSPORT_ERRORS as exc:
             self.close_reason = self.close_reason or f"transport: {type(exc).__name__}"
         except ConnectionStateError:
@@ -207,8 +222,8 @@ class Connection:
             log.exception("closing connection %s: illegal mute-cycle move", self.connection_id)
             self.close_reason = "internal error"
         finally:
-            self.responses.close()  # a handler answering now finds it gone (not an error)
-            responses.close()
+            self.response_receive.close()  # a handler answering now finds it gone (not an error)
+            self.response_send.close()
             self.protocol.close()
             if self.memory is not None:
                 self.memory.release_all()  # a frame half read, a request never queued
@@ -217,7 +232,7 @@ class Connection:
                 await trio.aclose_forcefully(self.stream)
             release_tls_stream(self.stream)
 
-    async def _serve(self, responses: trio.MemorySendChannel[Any]) -> None:
+    async def _serve(self) -> None:
         # trio's clock (the MockClock in tests) without trio.current_time()'s three layers
         # of calls; it is read several times per request.
         now = self._now = trio.lowlevel.current_clock().current_time
@@ -226,7 +241,8 @@ class Connection:
         settings = self.settings
         hooks = self.hooks
         submit = hooks.submit
-        receive_response = self.responses.receive
+        response_send = self.response_send
+        receive_response = self.response_receive.receive
         memory = self.memory
         processor_id = settings.processor_id
         listener_name = settings.listener_name
@@ -248,7 +264,7 @@ class Connection:
             if event.__class__ is Closed:
                 self.reject(event)  # type: ignore[arg-type]
                 return
-            if sasl and not await self._session_check(responses, event):
+            if sasl and not await self._session_check(event):
                 if state.state is MuteState.NOT_MUTED:
                     continue  # re-authenticated
                 return
@@ -262,7 +278,7 @@ class Connection:
                 body=event.body,  # type: ignore[union-attr]
                 spec=event.spec,  # type: ignore[union-attr]
                 size=size,
-                response_channel=responses,
+                response_send=response_send,
                 principal=self.principal,
                 start_time=start,
             )
@@ -289,10 +305,10 @@ class Connection:
             done = now()
             self.last_activity = done
             hooks.request_done(request, done)
-            if throttled_until and not await self._throttled(throttled_until):
-                return
+            if throttled_until:
+                await self._throttled(throttled_until)
 
-    async def _session_check(self, responses: trio.MemorySendChannel[Any], event: Any) -> bool:
+    async def _session_check(self, event: Any) -> bool:
         """KIP-368, before a request on a SASL connection: True to serve it as usual.
 
         A SaslHandshake re-authenticates (False, and NOT_MUTED again if that worked); any
@@ -300,8 +316,8 @@ class Connection:
         """
         now = self._now()
         api_key = event.header.request_api_key
-        if api_key == SASL_HANDSHAKE and self.authentication.wants_reauthentication(now):
-            await self.authentication.reauthenticate(self, responses, event)
+        if api_key == SASL_HANDSHAKE and now - self.reauthentication_started >= MIN_REAUTH_INTERVAL:
+            await self._reauthenticate(event)
             return False
         expiry = self.session_expiry
         if expiry is not None and now >= expiry:
@@ -313,10 +329,11 @@ class Connection:
             return False
         return True
 
-    async def _throttled(self, until: float) -> bool:
+    async def _throttled(self, until: float) -> None:
         """KIP-219: the answer was over a client quota; read nothing more until ``until``.
 
-        Only this task waits. Shutdown cancels the wait as it cancels a read (False: close).
+        Only this task waits. ``stop_reading`` cancels the wait as it cancels a read (the
+        next event is then ``Closed``).
         """
         with trio.CancelScope(deadline=until) as scope:
             self.read_scope = scope
@@ -324,23 +341,18 @@ class Connection:
         self.read_scope = None
         self.protocol.throttle_ended()
         self.last_activity = self._now()
-        if self.idle_seconds == -math.inf:
-            self.close_reason = "broker shutting down"
-            return False
-        return True
 
     async def receive_event(self) -> object | None:
-        """Read until the state has an event (a request or Closed); None at end of stream,
-        idle expiry or shutdown."""
+        """Read until the state has an event (a request or Closed); None at end of stream
+        or idle expiry."""
         state = self.protocol
+        if state.reading_stopped:  # the broker is stopping: no read begins
+            return self.next_event()  # Closed
         transport = self.transport
         memory = self.memory
         now = self._now
-        if self.idle_seconds == -math.inf:  # shutdown began: no read begins
-            self.close_reason = "broker shutting down"
-            return None
-        # One cancel scope for every way a read ends early: idle expiry and shutdown cancel
-        # it. No deadline (see Processor._expire_idle_connections for why).
+        # One cancel scope for every way a read ends early: idle expiry and stop_reading
+        # cancel it. No deadline (see Processor._expire_idle_connections for why).
         with trio.CancelScope() as scope:
             self.read_scope = self.request_wait = scope
             try:
@@ -375,11 +387,10 @@ class Connection:
                         return event
             finally:
                 self.read_scope = self.request_wait = None
-        if self.idle_seconds == -math.inf:
-            self.close_reason = "broker shutting down"
-        else:
-            self.close_reason = "idle"
-            log.debug("closing idle connection %s", self.connection_id)
+        if state.reading_stopped:
+            return self.next_event()  # Closed
+        self.close_reason = "idle"
+        log.debug("closing idle connection %s", self.connection_id)
         return None
 
     def next_event(self) -> object:
@@ -399,3 +410,152 @@ class Connection:
                 self.client_host,
                 closed.reason,
             )
+
+    # -- TLS -------------------------------------------------------------------------------
+
+    async def _tls_handshake(self, context: ssl.SSLContext) -> bool:
+        """Wrap the stream in TLS, here in this connection's own task, under a deadline.
+
+        A failed or stalled handshake is this client's problem alone: one log line, the
+        connection closes, and neither the processor nor any other connection waited. A
+        refused client is first sent the TLS alert that says why (``send_tls_alert``).
+        """
+        if self.protocol.reading_stopped:  # handed over after the broker began stopping
+            self.close_reason = SHUTTING_DOWN
+            return False
+        stream = trio.SSLStream(self.stream, context, server_side=True)
+        timeout = min(HANDSHAKE_TIMEOUT, self.settings.connections_max_idle_ms / 1000)
+        failure: trio.BrokenResourceError | None = None
+        with trio.move_on_after(timeout) as scope:
+            self.read_scope = scope  # stop_reading cancels a handshake as it cancels a read
+            try:
+                await stream.do_handshake()
+            except trio.BrokenResourceError as exc:
+                failure = exc
+        self.read_scope = None
+        if failure is not None or scope.cancelled_caught:
+            try:
+                if failure is not None:
+                    return await self._tls_refused(stream, failure, scope.deadline)
+                if self.protocol.reading_stopped:
+                    self.close_reason = SHUTTING_DOWN
+                    return False
+                self.reject(Closed(f"TLS handshake not done within {timeout:g} s", client_fault=True))
+                return False
+            finally:
+                release_tls_stream(stream)  # never handed to the connection: cut its cycle here
+                failure = None  # its traceback holds this frame: no cycle left behind
+        self.stream = stream
+        self.transport = StreamTransport(stream)
+        self.principal = principal_from_certificate(stream.getpeercert())
+        return True
+
+    async def _tls_refused(
+        self, stream: trio.SSLStream[Any], failure: trio.BrokenResourceError, deadline: float
+    ) -> bool:
+        """A refused handshake: the client gets OpenSSL's alert first, as from Kafka, within
+        the handshake's deadline and at most ALERT_GRACE; then one log line and the close."""
+        with trio.move_on_at(min(deadline, trio.current_time() + ALERT_GRACE)) as grace:
+            self.read_scope = grace  # stop_reading cancels it as it cancels a read
+            await send_tls_alert(stream)
+        self.read_scope = None
+        cause = failure.__cause__
+        reason = getattr(cause, "reason", None) or cause or failure
+        self.reject(Closed(f"TLS handshake failed: {reason}", client_fault=True))
+        return False
+
+    # -- SASL ------------------------------------------------------------------------------
+
+    async def _reauthenticate(self, handshake: Any) -> bool:
+        """KIP-368: run the SASL exchange again, beginning with ``handshake`` (already
+        received); same mechanism and principal, or the connection closes."""
+        self.reauthentication_started = trio.current_time()
+        previous = self.authenticator
+        security = self.settings.security
+        assert previous is not None and security is not None and security.authenticator_factory is not None  # SASL
+        authenticator = security.authenticator_factory(reauth_of=(previous.mechanism, self.principal))
+        self.protocol.reauthentication_started(REAUTH_APIS, MAX_RECEIVE_SIZE)
+        if not await self._authenticate(authenticator, handshake):
+            return False
+        self.authenticator = authenticator
+        if self.hooks.reauthenticated is not None:
+            self.hooks.reauthenticated()
+        log.debug("connection %s re-authenticated %s", self.connection_id, self.principal)
+        return True
+
+    async def _authenticate(self, authenticator: SaslServerAuthenticator, first: Any = None) -> bool:
+        """Kafka's SASL exchange, before the first ordinary request (or, KIP-368, from the
+        ``first`` request of a re-authentication): True once authenticated.
+
+        A failure is answered, logged once (mechanism, principal claimed, peer — never the
+        secret) and closes this connection. Success starts the session's lifetime.
+        """
+        state = self.protocol
+        while True:
+            event, first = (self.next_event() if first is None else first), None
+            if event is NEED_DATA:
+                event = await self.receive_event()
+                if event is None:
+                    return False
+            if event.__class__ is Closed:
+                self.reject(event)
+                return False
+            if event.__class__ is RawFrame:
+                step = authenticator.receive_token(event.data)
+            elif event.header.request_api_key == ApiKey.API_VERSIONS:
+                if not await self._exchange(event, self.last_activity):
+                    return False
+                continue
+            else:
+                step = authenticator.receive(event)
+            if step.data:
+                await self.transport.send(step.data)
+            self.last_activity = trio.current_time()
+            if step.failure is not None:
+                self.reject(Closed(step.failure, client_fault=True))
+                # Kafka's connection.failed.authentication.delay.ms: let the client read the
+                # answer (an immediate close can reset it away), in this task alone.
+                assert self.settings.security is not None  # a SASL listener
+                await trio.sleep(self.settings.security.failed_authentication_delay)
+                return False
+            if authenticator.complete:
+                state.authenticated()
+                self.principal = authenticator.principal or self.principal
+                lifetime = authenticator.session_lifetime_ms
+                self.session_expiry = None if lifetime is None else self.last_activity + lifetime / 1000
+                return True
+            state.answered()
+            state.raw_frames = authenticator.raw_tokens
+
+    async def _exchange(self, event: Any, start: float) -> bool:
+        """One request through the handlers and its answer written (the slow path of the
+        serve loop, for requests before authentication); False: the connection closes."""
+        state = self.protocol
+        request = Request(
+            processor=self.settings.processor_id,
+            connection_id=self.connection_id,
+            listener_name=self.settings.listener_name,
+            client_host=self.client_host,
+            header=event.header,
+            body=event.body,
+            spec=event.spec,
+            size=state.frame_size,
+            response_send=self.response_send,
+            principal=self.principal,
+            start_time=start,
+        )
+        await self.hooks.submit(request)
+        state.request_queued()
+        response = await self.response_receive.receive()
+        request.response_dequeue_time = trio.current_time()
+        out = state.send_response(response)
+        if out.__class__ is Closed:
+            self.close_reason = out.reason  # type: ignore[union-attr]
+            return False
+        if out.__class__ is tuple:
+            await self.transport.send_parts(out)  # type: ignore[arg-type]
+        elif out is not None:
+            await self.transport.send(out)  # type: ignore[arg-type]
+        self.last_activity = done = trio.current_time()
+        self.hooks.request_done(request, done)
+        return True

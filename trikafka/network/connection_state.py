@@ -85,6 +85,7 @@ from trikafka.protocol.registry import ApiRegistry, api_name
 __all__ = [
     "NEED_DATA",
     "SASL_TRANSITIONS",
+    "SHUTTING_DOWN",
     "TRANSITIONS",
     "AuthState",
     "RawFrame",
@@ -193,11 +194,15 @@ class Closed:
     client_fault: bool
 
 
+#: Why a connection closes once the broker stopped its reading (``Closed`` reason).
+SHUTTING_DOWN = "broker shutting down"
+
+
 class ConnectionState:
     """One connection's frame decoder, request decoder and mute cycle."""
 
     __slots__ = (
-        "connection_id", "state", "frame_size", "allowed_api_keys", "raw_frames",
+        "connection_id", "state", "frame_size", "allowed_api_keys", "raw_frames", "reading_stopped",
         "receive_data", "unfilled", "received_into",
         "_decoder", "_registry", "_transitions", "_max_request_size", "_last", "__weakref__",
     )
@@ -216,6 +221,8 @@ class ConnectionState:
         self.frame_size = 0  # bytes of the last request handed out (Request.size)
         self.allowed_api_keys: frozenset[int] | None = None  # None: every API (see module doc)
         self.raw_frames = False  # hand frames out undecoded (SASL tokens after a v0 handshake)
+        #: The broker is stopping (:meth:`stop_reading`): no request is handed out any more.
+        self.reading_stopped = False
         self._max_request_size = max_request_size
         self._registry = registry
         self._transitions = transitions
@@ -231,16 +238,18 @@ class ConnectionState:
         #: ``count`` bytes were received into :attr:`unfilled`'s view.
         self.received_into = decoder.received_into
 
-    def discard_unread(self) -> int:
-        """Drop every byte received but not handed out as a request; return how many.
+    def stop_reading(self) -> int:
+        """The broker is stopping: hand out no more requests; return the bytes dropped.
 
-        Shutdown: pipelined requests still in the buffer are not served (Kafka drops them
-        with the connection), so the shell's next ``next_event`` is ``NEED_DATA`` and its
-        next read, already past its deadline, ends the connection. A request in flight is
-        unaffected: its objects (and any views of its frame) keep the old buffers.
+        Every byte received but not handed out is dropped — pipelined requests are not
+        served (Kafka drops them with the connection) — and from now on, where a request
+        would be read, :meth:`next_event` is ``Closed(SHUTTING_DOWN)`` instead of
+        ``NEED_DATA``. A request in flight is unaffected: its answer is still written (its
+        objects, and any views of its frame, keep the old buffers).
         """
         dropped = self._decoder.buffered
         self._new_decoder(self._decoder.max_size)
+        self.reading_stopped = True
         return dropped
 
     # -- bytes in -------------------------------------------------------------------------
@@ -260,7 +269,8 @@ class ConnectionState:
     # -- events out -----------------------------------------------------------------------
 
     def next_event(self) -> DecodedRequest | Closed | object:
-        """The next decoded request, ``NEED_DATA``, or :class:`Closed`.
+        """The next decoded request, ``NEED_DATA``, or :class:`Closed` (also once reading
+        stopped: :meth:`stop_reading`).
 
         Only where the table allows REQUEST_RECEIVED (NOT_MUTED): a muted connection hands
         out nothing (``NEED_DATA`` would be a lie, so asking is our bug). A returned request
@@ -272,7 +282,7 @@ class ConnectionState:
         try:
             frame = self._decoder.next_frame()
             if frame is NEED_DATA:
-                return NEED_DATA
+                return self._close(SHUTTING_DOWN, False) if self.reading_stopped else NEED_DATA
             allowed = self.allowed_api_keys
             if self.raw_frames:
                 self.frame_size = len(frame)  # type: ignore[arg-type]

@@ -9,9 +9,12 @@ frozen :class:`ConnectionSettings` and one :class:`ConnectionHooks` shared by al
 processor's connections: the hooks are how a connection reaches the request channel and
 the metrics. The processor knows its connections; they do not know it.
 
-Shutdown (``begin_shutdown``) is cancellation: every connection stops reading (one waiting
-for its next request closes at once), and a deadline on this processor's nursery bounds how
-long in-flight responses may take to be written (shutdown.grace.ms).
+Stopping: the acceptor closes ``new_connections`` when it stops accepting — the close is
+Kafka's shutdown pill, and the only way a processor is told. The processor then starts what
+is still queued, tells every connection to stop reading (one waiting for its next request
+closes at once; one with a request in flight writes its answer first) and sets a deadline
+on its nursery, shutdown.grace.ms from then, that bounds those writes. ``run`` returns when
+its last connection is closed. Cancelling ``run`` closes every connection at once.
 
 Idle expiry (connections.max.idle.ms) is the processor's too, as in Kafka's Selector: one
 task wakes when the connection idle longest would expire and cancels the reads of those
@@ -33,18 +36,29 @@ from trikafka.network.request_channel import FRAME_HOLDING_API_KEYS
 from trikafka.network.transport import transport_for
 
 if TYPE_CHECKING:
-    from trikafka.config import BrokerConfig
     from trikafka.metrics import BrokerMetrics
     from trikafka.network.quotas import ConnectionQuotas
     from trikafka.network.request_channel import RequestChannel
     from trikafka.protocol.registry import ApiRegistry
     from trikafka.security.listener import ListenerSecurity
 
-__all__ = ["Processor", "ProcessorStatistics", "CONNECTION_QUEUE_SIZE"]
+__all__ = ["CONNECTION_QUEUE_SIZE", "Processor", "ProcessorSettings", "ProcessorStatistics"]
 
 log = logging.getLogger("trikafka.network")
 
 CONNECTION_QUEUE_SIZE = 20
+
+
+@attrs.frozen
+class ProcessorSettings:
+    """What a processor needs of the broker config (built once by ``server/wiring.py``);
+    the defaults are Kafka's."""
+
+    max_request_size: int = 104857600  # socket.request.max.bytes
+    connections_max_idle_ms: int = 600000  # connections.max.idle.ms
+    send_buffer_bytes: int = 102400  # socket.send.buffer.bytes (-1: the OS's)
+    receive_buffer_bytes: int = 102400  # socket.receive.buffer.bytes (-1: the OS's)
+    shutdown_grace_ms: int = 5000  # shutdown.grace.ms: in-flight answers once stopping
 
 
 @attrs.frozen
@@ -65,7 +79,7 @@ class Processor:
         id: int,
         listener_name: str,
         *,
-        config: BrokerConfig,
+        settings: ProcessorSettings,
         registry: ApiRegistry,
         request_channel: RequestChannel,
         quotas: ConnectionQuotas,
@@ -74,12 +88,13 @@ class Processor:
     ) -> None:
         self.id = id
         self.listener_name = listener_name
-        self.config = config
+        self.settings = settings
         self.registry = registry
         self.request_channel = request_channel
         self.quotas = quotas
         self.metrics = metrics
-        self.new_connections_send, self._new_connections = trio.open_memory_channel[
+        #: newConnections: the acceptor sends (and closes it when it stops accepting).
+        self.new_connections_send, self._new_connections_receive = trio.open_memory_channel[
             trio.abc.Stream
         ](CONNECTION_QUEUE_SIZE)
         self.connections: dict[str, Connection] = {}
@@ -90,16 +105,13 @@ class Processor:
         self._index = 0
         self._busy = 0.0
         self._started_at = 0.0
-        self._nursery: trio.Nursery | None = None
-        self._idle_expiry = trio.CancelScope()  # ends with the last connection, or shutdown
-        self._accepting = True
-        self._shutting_down = False  # streams still queued then get connections that never read
+        self._idle_expiry = trio.CancelScope()  # ends when the processor stops accepting
         self.connection_settings = ConnectionSettings(
             processor_id=id,
             listener_name=listener_name,
             registry=registry,
-            max_request_size=config.socket_request_max_bytes,
-            connections_max_idle_ms=config.connections_max_idle_ms,
+            max_request_size=settings.max_request_size,
+            connections_max_idle_ms=settings.connections_max_idle_ms,
             held_api_keys=(
                 frozenset()
                 if request_channel.memory_pool is None
@@ -124,17 +136,35 @@ class Processor:
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         self._started_at = trio.current_time()
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            nursery.start_soon(self._expire_idle_connections, name=f"{self.name}:idle-expiry")
-            task_status.started()
-            async with self._new_connections:
-                async for stream in self._new_connections:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._expire_idle_connections, name=f"{self.name}:idle-expiry")
+                task_status.started()
+                async for stream in self._new_connections_receive:
                     self._start_connection(nursery, stream)
                     del stream  # held by its connection alone, freed with it
-            self._accepting = False
-            if not self.connections:
-                self._idle_expiry.cancel()
+                # The acceptor closed newConnections: the broker is stopping (module docstring).
+                self._idle_expiry.cancel()  # no read begins now; stop_reading ends those waiting
+                for connection in list(self.connections.values()):
+                    connection.stop_reading()
+                nursery.cancel_scope.deadline = trio.current_time() + self.settings.shutdown_grace_ms / 1000
+        finally:
+            await self._close_queued_streams()
+
+    async def _close_queued_streams(self) -> None:
+        """Cancelled (a stop without grace): the streams handed over but not yet started are
+        this processor's too — closed here, so their clients see the close at once."""
+        receive = self._new_connections_receive
+        with trio.CancelScope(shield=True):
+            while True:
+                try:
+                    stream = receive.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+                _, (host, _port) = stream_addresses(stream)
+                self.quotas.dec(host)
+                await trio.aclose_forcefully(stream)
+            await receive.aclose()
 
     async def _expire_idle_connections(self) -> None:
         """Close connections that waited connections.max.idle.ms for a request, to the moment.
@@ -152,7 +182,7 @@ class Processor:
         later than any connection's expiry. A scan walks every connection: when a crowd of
         them expires one by one, scans are at least a microsecond per connection apart.
         """
-        idle = self.connection_settings.connections_max_idle_ms / 1000
+        idle = self.settings.connections_max_idle_ms / 1000
         with self._idle_expiry:
             while True:
                 now = trio.current_time()
@@ -161,7 +191,7 @@ class Processor:
                     waiting = connection.request_wait
                     if waiting is None:
                         continue
-                    expiry = connection.last_activity + connection.idle_seconds
+                    expiry = connection.last_activity + idle
                     if expiry <= now:
                         waiting.cancel()
                     elif expiry < check_at:
@@ -174,11 +204,7 @@ class Processor:
         self._index += 1
         self.accepted += 1
         try:
-            apply_socket_options(
-                stream,
-                self.config.socket_send_buffer_bytes,
-                self.config.socket_receive_buffer_bytes,
-            )
+            apply_socket_options(stream, self.settings.send_buffer_bytes, self.settings.receive_buffer_bytes)
         except OSError as exc:  # the peer is already gone; nothing to serve
             log.debug("connection %s failed before it started: %s", connection_id, exc)
         connection = Connection(
@@ -188,16 +214,12 @@ class Processor:
             self.connection_settings,
             self.connection_hooks,
         )
-        if self._shutting_down:
-            connection.stop_reading()
         self.connections[connection_id] = connection
         self.metrics.connection_opened(self.listener_name)
         nursery.start_soon(connection.run, name=f"{self.name}:{connection_id}")
 
     def connection_closed(self, connection: Connection) -> None:
         self.connections.pop(connection.connection_id, None)
-        if not self._accepting and not self.connections:
-            self._idle_expiry.cancel()
         self.quotas.dec(connection.client_host)
         self.metrics.connection_closed(self.listener_name)
 
@@ -212,17 +234,6 @@ class Processor:
 
     def busy(self, seconds: float) -> None:
         self._busy += seconds
-
-    def begin_shutdown(self, deadline: float) -> None:
-        """Stop reading, let in-flight responses finish until ``deadline``, then close all."""
-        self._shutting_down = True
-        self._idle_expiry.cancel()  # no read begins now, and stop_reading ends those waiting
-        for connection in list(self.connections.values()):
-            connection.stop_reading()
-        if self._nursery is not None:
-            self._nursery.cancel_scope.deadline = min(
-                self._nursery.cancel_scope.deadline, deadline
-            )
 
     def statistics(self) -> ProcessorStatistics:
         elapsed = trio.current_time() - self._started_at

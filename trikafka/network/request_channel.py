@@ -4,7 +4,7 @@ One shared ``trio.open_memory_channel(queued.max.requests)`` carries :class:`Req
 from every connection to the ``num.io.threads`` handler tasks; when it is full, the sending
 connection waits in ``send`` — the broker's backpressure, as Kafka's ArrayBlockingQueue.
 Responses travel back through each connection's own ``trio.open_memory_channel(1)``
-(:attr:`Request.response_channel`), which is what keeps a connection muted: it awaits its
+(:attr:`Request.response_send`), which is what keeps a connection muted: it awaits its
 one response there, writes it, and only then reads its next frame.
 
 A handler answers with ``send_nowait`` on the capacity-1 channel: with one request in flight
@@ -12,8 +12,9 @@ per connection there is always room, so a handler never waits on a slow client (
 channel would be our bug, raised as ``trio.WouldBlock``). A connection that went away closed
 its receive end; answering it is then not an error (Kafka drops those responses too).
 
-Closing the shared send side replaces Kafka's poison-pill ShutdownRequest: handlers drain
-what is queued, then their receive ends with ``trio.EndOfChannel``.
+Nothing is sent to stop the handlers (Kafka's poison-pill ShutdownRequest): a broker that
+stops closes every connection first, after which nobody could read an answer to what is
+still queued, so the handlers are cancelled (``RequestPath.aclose``).
 
 ``queued.max.request.bytes`` (Kafka's request MemoryPool, off by default) bounds the *bytes*
 of requests being read or read but not yet handled across the broker:
@@ -83,7 +84,7 @@ class Request:
     spec: Any  # ApiVersionSpec or None
     size: int
     #: The send end of the connection's capacity-1 response channel (the mute).
-    response_channel: ResponseSender = attrs.field(repr=False)
+    response_send: ResponseSender = attrs.field(repr=False)
     principal: str = "User:ANONYMOUS"
     start_time: float = 0.0  # frame received
     dequeue_time: float = 0.0  # taken by a handler
@@ -306,9 +307,9 @@ class RequestChannel:
             raise ValueError(f"queued.max.requests must be at least 1, not {capacity}")
         self.capacity = capacity
         #: ``trio.open_memory_channel(queued.max.requests)``: connections send, handlers receive.
-        self.send_channel, self.receive_channel = trio.open_memory_channel[Request](capacity)
-        self._send_nowait = self.send_channel.send_nowait
-        self._send = self.send_channel.send
+        self.request_send, self.request_receive = trio.open_memory_channel[Request](capacity)
+        self._send_nowait = self.request_send.send_nowait
+        self._send = self.request_send.send
         # queued.max.request.bytes <= 0 is unbounded, as in Kafka (MemoryPool.NONE).
         self.memory_pool = RequestMemoryPool(queued_max_bytes) if queued_max_bytes > 0 else None
 
@@ -334,16 +335,12 @@ class RequestChannel:
             self.memory_pool.release(request.memory)  # type: ignore[union-attr]
             request.memory = 0
         try:
-            request.response_channel.send_nowait(response)
+            request.response_send.send_nowait(response)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the connection closed while we worked; Kafka drops these too
 
-    async def close(self) -> None:
-        """No more requests: the handlers end once they have drained what is queued."""
-        await self.send_channel.aclose()
-
     def statistics(self) -> RequestChannelStatistics:
-        channel = self.send_channel.statistics()
+        channel = self.request_send.statistics()
         pool = self.memory_pool
         return RequestChannelStatistics(
             queue_size=channel.current_buffer_used,

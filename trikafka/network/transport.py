@@ -2,12 +2,12 @@
 
 Why an adapter: the broker's fast paths are socket system calls trio's ``Stream`` does not
 offer — ``os.write`` straight to a non-blocking socket, ``sendmsg`` scatter-gather,
-``recv_into`` a frame's own buffer. Reaching for them inside the Connection left the
-in-memory transport of the tests on a different code path. Now the Connection speaks to a
-:class:`Transport`; :class:`SocketTransport` implements it with those system calls and
-:class:`StreamTransport` with any ``trio.abc.Stream`` (the in-memory ``MemoryStream``, TLS
-later), so tests and production run the same Connection code, and the socket paths have
-their own tests over real sockets.
+``recv_into`` a frame's own buffer. The Connection speaks to a :class:`Transport`, so the
+in-memory transport of the tests runs the same Connection code: :class:`SocketTransport`
+implements it with those system calls over a plaintext TCP socket, and
+:class:`StreamTransport` with any ``trio.abc.Stream`` — the in-memory ``MemoryStream``, and
+the ``trio.SSLStream`` of a TLS listener (its bytes must pass through OpenSSL, so none of
+the socket paths apply). The socket paths have their own tests over real sockets.
 
 A part of a multi-part answer may also be a *file region* (:class:`FileRegion`, e.g. the
 log's ``FileSlice``): a reference to bytes of a segment file, read only as it is written.
@@ -82,7 +82,7 @@ class Transport(Protocol):
 
 
 class StreamTransport:
-    """Any ``trio.abc.Stream``: the in-memory transport of the tests, later TLS."""
+    """Any ``trio.abc.Stream``: the in-memory transport of the tests, and TLS connections."""
 
     __slots__ = ("stream", "receive_some", "__weakref__")
 

@@ -39,8 +39,9 @@ class ListenerSecurity:
     listener_name: str
     protocol: str  # PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
     ssl_context: ssl.SSLContext | None = None
-    #: ``() -> SaslServerAuthenticator`` for SASL listeners, else None.
-    authenticator_factory: Callable[[], SaslServerAuthenticator] | None = None
+    #: ``() -> SaslServerAuthenticator`` for SASL listeners (``reauth_of=(mechanism,
+    #: principal)`` for a KIP-368 re-authentication), else None.
+    authenticator_factory: Callable[..., SaslServerAuthenticator] | None = None
     #: connection.failed.authentication.delay.ms, in seconds: a failed authentication's
     #: answer is written, and the connection closes this much later (so the client reads it).
     failed_authentication_delay: float = 0.1

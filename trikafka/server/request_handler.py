@@ -14,9 +14,9 @@ the scheduler) even when an item is waiting; a burst of queued requests is bound
 next wait, so draining costs no fairness that matters and saves a scheduler pass per
 request.
 
-Left alone, the pool ends when the request channel is closed and drained — Kafka's shutdown
-pill, without the pill; at broker shutdown it is cancelled instead, once every connection is
-closed (see ``RequestPath.stop``: what is still queued then has no one to answer).
+The pool runs until cancelled: at broker shutdown, once every connection is closed (see
+``RequestPath.aclose``: what is still queued then has no one to answer, so it is not
+applied). No shutdown pill is sent.
 """
 
 from __future__ import annotations
@@ -62,9 +62,9 @@ class RequestHandlerPool:
             task_status.started()
 
     async def _handler(self) -> None:
-        receive_channel = self.channel.receive_channel
-        receive_nowait = receive_channel.receive_nowait
-        receive = receive_channel.receive
+        request_receive = self.channel.request_receive
+        receive_nowait = request_receive.receive_nowait
+        receive = request_receive.receive
         handle = self.apis.handle
         # trio's clock (the MockClock in tests) without trio.current_time()'s layers of
         # calls; read twice per request.
@@ -73,12 +73,7 @@ class RequestHandlerPool:
             try:
                 request = receive_nowait()  # drain what is queued (module docstring)
             except trio.WouldBlock:
-                try:
-                    request = await receive()
-                except trio.EndOfChannel:
-                    return
-            except trio.EndOfChannel:
-                return
+                request = await receive()
             start = request.dequeue_time = now()
             self._busy_now += 1
             try:

@@ -25,10 +25,16 @@ path has one lifecycle of its own, the same for a Broker and a cluster node::
     ├── RequestHandlerPool          num.io.threads handler tasks ◄── the shared request channel
     └── SocketServer                Acceptors ─newConnections─▶ Processors ─▶ connections
 
-``RequestPath.stop(grace)`` is the one stop sequence: delayed operations answer now, the
-socket server stops accepting and reading and gives in-flight responses ``grace`` seconds,
-the request channel closes, and the nursery is cancelled (what is still queued then belongs
-to connections already closed: nobody could read its answer, so it is not applied).
+Below this module no part takes the whole broker config: the request path's parts get
+small frozen settings records (:func:`socket_server_settings`, ``ConnectionSettings``), the
+connection quotas and each listener's security built here, over the core's one set of SCRAM
+users.
+
+``RequestPath.aclose()`` is the one graceful stop: delayed operations answer now, the socket
+server stops accepting, connections stop reading and in-flight responses get
+``shutdown.grace.ms``; then the nursery is cancelled (what is still queued then belongs to
+connections already closed: nobody could read its answer, so it is not applied). Cancelling
+``RequestPath.run`` instead stops at once.
 """
 
 from __future__ import annotations
@@ -47,11 +53,14 @@ from trikafka.errors import KafkaProtocolError
 from trikafka.log.manager import LoadProgress, LogManager
 from trikafka.metrics import BrokerMetrics
 from trikafka.network.endpoints import BoundEndpoint
+from trikafka.network.processor import ProcessorSettings
+from trikafka.network.quotas import ConnectionQuotas
 from trikafka.network.request_channel import RequestChannel
-from trikafka.network.socket_server import SocketServer
+from trikafka.network.socket_server import SocketServer, SocketServerSettings
 from trikafka.protocol.registry import ApiRegistry
 from trikafka.security.acl_store import AclStore
 from trikafka.security.files import write_text_atomically
+from trikafka.security.listener import ListenerSecurity, listener_security
 from trikafka.security.quota_store import ClientQuotas
 from trikafka.security.sasl.credentials import ScramCredentials
 from trikafka.server.api_table import API_FAMILIES, listed_min, supported_apis
@@ -80,8 +89,15 @@ if TYPE_CHECKING:
     from trikafka.server.share_dlq import DeadLetterWriter
 
 __all__ = [
-    "API_FAMILIES", "BrokerCore", "Coordinators", "RequestPath", "follow_cleaner_configs", "load_meta_properties",
+    "API_FAMILIES",
+    "BrokerCore",
+    "Coordinators",
+    "RequestPath",
+    "connection_quotas",
+    "follow_cleaner_configs",
+    "load_meta_properties",
     "new_log_manager",
+    "socket_server_settings",
 ]
 
 def load_meta_properties(config: BrokerConfig) -> str:
@@ -120,6 +136,33 @@ def new_log_manager(config: BrokerConfig, clock: Clock, progress: LoadProgress |
         flush_scheduler_interval_ms=config.log_flush_scheduler_interval_ms,
         flush_offset_checkpoint_interval_ms=config.log_flush_offset_checkpoint_interval_ms,
         progress=progress,
+    )
+
+
+def socket_server_settings(config: BrokerConfig) -> SocketServerSettings:
+    """What the socket server and its processors read of ``config``."""
+    return SocketServerSettings(
+        listeners=config.listeners,
+        num_network_threads=config.num_network_threads,
+        processor=ProcessorSettings(
+            max_request_size=config.socket_request_max_bytes,
+            connections_max_idle_ms=config.connections_max_idle_ms,
+            send_buffer_bytes=config.socket_send_buffer_bytes,
+            receive_buffer_bytes=config.socket_receive_buffer_bytes,
+            shutdown_grace_ms=config.shutdown_grace_ms,
+        ),
+    )
+
+
+def connection_quotas(config: BrokerConfig) -> ConnectionQuotas:
+    """max.connections, max.connections.per.ip(.overrides), max.connection.creation.rate."""
+    return ConnectionQuotas(
+        config.max_connections,
+        config.max_connections_per_ip,
+        config.max_connections_per_ip_overrides,
+        config.max_connection_creation_rate,
+        config.quota_window_num,
+        config.quota_window_size_seconds,
     )
 
 
@@ -434,9 +477,15 @@ class RequestPath:
             self.apis.build_all()  # the gate wraps the families' own handlers
             gate(self.apis.handlers)
         self.handler_pool = RequestHandlerPool(config.num_io_threads, self.request_channel, self.apis)
+        # TLS contexts and SASL settings now, when the broker is built: a bad keystore is a
+        # ConfigError before anything is bound. SASL/SCRAM reads the core's one set of users.
+        security: dict[str, ListenerSecurity] = {
+            spec.name: listener_security(config.security, spec.name, core.scram_credentials)
+            for spec in config.listeners
+        }
         self.socket_server = SocketServer(
-            config, self.registry, self.request_channel, self.metrics, trio_listeners,
-            scram_credentials=core.scram_credentials,
+            socket_server_settings(config), self.registry, self.request_channel, self.metrics,
+            connection_quotas(config), security, trio_listeners,
         )
         # the connection limits follow this broker's dynamic max.connections and friends
         limit = functools.partial(_limit_connections, self.socket_server, config)
@@ -444,7 +493,7 @@ class RequestPath:
 
     async def run(self, *, task_status: trio.TaskStatus[dict[str, BoundEndpoint]] = trio.TASK_STATUS_IGNORED) -> None:
         """Start the purgatory, the handler pool and the socket server, in that order (each
-        ready before the next starts); report the bound endpoints; run until :meth:`stop`
+        ready before the next starts); report the bound endpoints; run until :meth:`aclose`
         (or until cancelled: cancelling skips the grace)."""
         suffix = self.task_suffix
         async with trio.open_nursery() as nursery:
@@ -454,12 +503,12 @@ class RequestPath:
             self.endpoints = await nursery.start(self.socket_server.run, name=f"socket-server{suffix}")
             task_status.started(self.endpoints)
 
-    async def stop(self, grace: float) -> None:
-        """The one stop sequence (module docstring); returns once ``run``'s tasks are told to
-        end. ``grace`` bounds, in seconds, how long in-flight responses may take."""
+    async def aclose(self) -> None:
+        """The graceful stop (module docstring): delayed operations answer now, the socket
+        server stops accepting, connections stop reading and write what is in flight within
+        shutdown.grace.ms; then the handlers and the purgatory are cancelled. Returns once
+        every connection is closed and ``run``'s tasks are told to end."""
         self.purgatory.complete_all()  # long polls and joins answer now, not after the grace
-        self.socket_server.begin_shutdown(grace)
-        await self.socket_server.stopped.wait()  # every connection answered or closed
-        await self.request_channel.close()
+        await self.socket_server.aclose()  # every connection answered or closed
         if self._nursery is not None:
             self._nursery.cancel_scope.cancel()  # handlers (what is queued has no one to answer)

@@ -424,7 +424,7 @@ class Faults:
             return
         after = [f for f in hit if f.kind in (FaultKind.DROP_AFTER, FaultKind.THROTTLE, FaultKind.HOLD)]
         if after:
-            request.response_channel = FaultyResponses(self, request, request.response_channel, after)
+            request.response_send = FaultyResponses(self, request, request.response_send, after)
         await handle(request)
 
     def _holds(self, fault: Fault) -> bool:
