@@ -5,7 +5,10 @@ the broker's ``wait_for_client_metric`` sees what it pushed."""
 
 from __future__ import annotations
 
+import uuid
+
 import trio
+import trio.testing
 
 from trikafka.client import ConfigResource, ConfigResourceType, open_admin, open_consumer, open_producer
 from trikafka.testing import controls, open_test_broker
@@ -54,8 +57,13 @@ async def test_a_producer_pushes_at_the_interval_and_terminates_on_close(autojum
             await trio.sleep(10.5)
             assert instance(tb, "billing").pushes in (before + 5, before + 6)
             assert not instance(tb, "billing").terminating
-        closed = instance(tb, "billing")
-        assert closed.terminating and closed.pushes > before + 5
+            waits.start_recording()
+        # Closing pushes once more, terminating; then its connection closes and the broker
+        # drops the instance, as Kafka's ClientMetricsManager does.
+        (last,) = [r for r in waits.recorded("PushTelemetry", client_id="billing")]
+        assert last.body.terminating and last.body.client_instance_id == uuid.UUID(seen.client_instance_id)
+        await trio.testing.wait_all_tasks_blocked()
+        assert [c for c in tb.broker.client_metrics() if c.client_id == "billing"] == []
 
 
 async def test_a_consumer_pushes_fetch_and_commit_latencies(autojump_clock):
@@ -85,7 +93,9 @@ async def test_a_consumer_pushes_fetch_and_commit_latencies(autojump_clock):
             assigned = await waits.wait_for_client_metric(f"{CONSUMER}coordinator.assigned.partitions",
                                                           client_id="reader", at_least=1)
             assert assigned.metrics[f"{CONSUMER}coordinator.assigned.partitions"] == 1
-        assert [c.client_id for c in tb.broker.client_metrics()] == ["reader"]  # not the producer: push off
+            assert [c.client_id for c in tb.broker.client_metrics()] == ["reader"]  # not the producer: push off
+        await trio.testing.wait_all_tasks_blocked()
+        assert tb.broker.client_metrics() == []  # dropped with the consumer's connections
 
 
 async def test_no_subscription_no_push_and_the_client_asks_again(autojump_clock):

@@ -10,6 +10,7 @@ import uuid
 import cramjam
 import pytest
 import trio
+import trio.testing
 from opentelemetry.proto.common.v1 import common_pb2
 from opentelemetry.proto.metrics.v1 import metrics_pb2
 
@@ -217,3 +218,19 @@ async def test_acls_as_kafka_checks_them(autojump_clock):
         assert (await alter(client, "s", [("metrics", 0, "*")])).error_code == ErrorCode.none
         listed = await client.request(request(74, 1, resource_types=[CLIENT_METRICS]))
         assert [r.resource_name for r in listed.config_resources] == ["s"]
+
+
+async def test_an_instance_is_dropped_when_its_connection_closes(autojump_clock):
+    """Kafka's ClientMetricsManager listens for disconnects: a client's instance (and what it
+    pushed) goes when its connection closes, not max(60 s, 3 intervals) later; another
+    connection's instance stays."""
+    async with open_test_broker(client_telemetry=True) as tb, tb.client() as staying:
+        await subscribe(staying, interval="60000")
+        kept = await get_subscriptions(staying)
+        async with tb.client() as leaving:
+            gone = await get_subscriptions(leaving)
+            assert await push(leaving, gone, otlp({"a.b": 1.0})) == ErrorCode.none
+            ids = {s.client_instance_id for s in tb.broker.client_metrics()}
+            assert ids == {str(kept.client_instance_id), str(gone.client_instance_id)}
+        await trio.testing.wait_all_tasks_blocked()  # the broker has seen the close
+        assert [s.client_instance_id for s in tb.broker.client_metrics()] == [str(kept.client_instance_id)]

@@ -24,6 +24,7 @@ whose time is up (``_expire_idle_connections``).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -85,8 +86,11 @@ class Processor:
         quotas: ConnectionQuotas,
         metrics: BrokerMetrics,
         security: ListenerSecurity | None = None,
+        disconnect_listeners: Sequence[Callable[[str], None]] = (),
     ) -> None:
         self.id = id
+        #: Kafka's ConnectionDisconnectListeners: told each closed connection's id.
+        self.disconnect_listeners = tuple(disconnect_listeners)
         self.listener_name = listener_name
         self.settings = settings
         self.registry = registry
@@ -222,6 +226,8 @@ class Processor:
         self.connections.pop(connection.connection_id, None)
         self.quotas.dec(connection.client_host)
         self.metrics.connection_closed(self.listener_name)
+        for listener in self.disconnect_listeners:
+            listener(connection.connection_id)
 
     def _count_closed_by_error(self) -> None:
         self.metrics.closed_by_error += 1

@@ -21,7 +21,7 @@ returns when the last connection is closed. Cancelling ``run`` closes everything
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import attrs
@@ -63,8 +63,11 @@ class SocketServer:
         quotas: ConnectionQuotas,
         security: Mapping[str, ListenerSecurity],
         listeners: Mapping[str, trio.abc.Listener] | None = None,
+        disconnect_listeners: Sequence[Callable[[str], None]] = (),
     ) -> None:
         self.settings = settings
+        #: Kafka's ConnectionDisconnectListeners: each told the id of every connection that closes.
+        self.disconnect_listeners = tuple(disconnect_listeners)
         self.registry = registry
         self.request_channel = request_channel
         self.metrics = metrics
@@ -94,6 +97,7 @@ class SocketServer:
                             quotas=self.quotas,
                             metrics=self.metrics,
                             security=self.security.get(spec.name),
+                            disconnect_listeners=self.disconnect_listeners,
                         )
                         for _ in range(self.settings.num_network_threads)
                     ]

@@ -21,8 +21,9 @@ Follows Kafka's ``ClientMetricsManager``:
   too, unless the last push failed on its subscription id or codec.
 * **The metrics** a push carries are decoded (``trikafka/otlp.py``, imported at the first push
   with metrics) and kept, latest value per metric name and attributes, per instance: what
-  ``broker.client_metrics()``, ``/metrics`` and the console show. An instance unheard of for
-  max(60 s, 3 × its interval) is dropped, as Kafka's cache expires it.
+  ``broker.client_metrics()``, ``/metrics`` and the console show. An instance is dropped when
+  the connection it last spoke on closes (Kafka's ConnectionDisconnectListener), and one unheard
+  of for max(60 s, 3 × its interval) expires, as in Kafka's cache.
 """
 
 from __future__ import annotations
@@ -167,6 +168,7 @@ class ClientMetricsManager:
         self.instances: dict[uuid.UUID, ClientInstance] = {}
         #: connection id → (software name, software version), from ApiVersions v3+.
         self._software: dict[str, tuple[str, str]] = {}
+        self._by_connection: dict[str, uuid.UUID] = {}  # connection id → the instance that spoke on it
         if path is not None and path.exists():
             self._load(path)
 
@@ -257,7 +259,16 @@ class ClientMetricsManager:
         elif instance.subscription_version < self.version:
             self._evaluate(instance)
         instance.last_heard_ms = now
+        self._by_connection[request.connection_id] = instance_id
         return instance
+
+    def connection_closed(self, connection_id: str) -> None:
+        """The client's connection closed: its instance is dropped, as Kafka's
+        ClientMetricsManager drops it (a ConnectionDisconnectListener), not left to expire."""
+        self._software.pop(connection_id, None)
+        instance_id = self._by_connection.pop(connection_id, None)
+        if instance_id is not None:
+            self.instances.pop(instance_id, None)
 
     def expire(self, now: float | None = None) -> None:
         now = self.now_ms() if now is None else now

@@ -486,6 +486,7 @@ class RequestPath:
         self.socket_server = SocketServer(
             socket_server_settings(config), self.registry, self.request_channel, self.metrics,
             connection_quotas(config), security, trio_listeners,
+            disconnect_listeners=(core.client_metrics.connection_closed,),
         )
         # the connection limits follow this broker's dynamic max.connections and friends
         limit = functools.partial(_limit_connections, self.socket_server, config)
