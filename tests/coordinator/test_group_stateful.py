@@ -79,8 +79,10 @@ from trikafka.coordinator.group_protocol import (
     ScheduleTimer,
     TimerKey,
 )
+from trikafka.coordinator.settings import GroupSettings
 from trikafka.coordinator.timers import Waiter
 from trikafka.errors import ErrorCode
+from trikafka.server.wiring import group_settings
 
 E, P, C, S = (
     GroupState.EMPTY,
@@ -133,13 +135,13 @@ def decode_assignment(data: bytes) -> list[int]:
     return json.loads(data) if data else []
 
 
-def make_config(delay_ms: int) -> BrokerConfig:
-    return BrokerConfig(
+def make_config(delay_ms: int) -> GroupSettings:
+    return group_settings(BrokerConfig(
         group_initial_rebalance_delay_ms=delay_ms,
         group_min_session_timeout_ms=500,
         offsets_retention_minutes=1,
         offsets_retention_check_interval_ms=1,  # a retention pass after every clock jump
-    )
+    ))
 
 
 # --- Kafka's deviations, all fixed ------------------------------------------
@@ -276,7 +278,7 @@ class MachineDriver:
     The API is the Trio shell's, synchronous, so the model reads like a client's view.
     """
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: GroupSettings) -> None:
         self.now = 0.0  # seconds; the machine's milliseconds are BASE_MS + now * 1000
         self.manager = GroupMetadataManager(config, None)
         self.membership = GroupMembership(config, self.manager)

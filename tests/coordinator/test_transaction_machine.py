@@ -11,6 +11,7 @@ from trikafka.coordinator.transactions.transaction_machine import (
 )
 from trikafka.coordinator.transactions.transaction_state import TransactionLog, TxnState
 from trikafka.errors import ErrorCode
+from trikafka.server.wiring import transaction_settings
 
 NOW = 1_700_000_000_000.0
 
@@ -25,7 +26,7 @@ class ProducerIds:
 
 
 def machine() -> TransactionMachine:
-    m = TransactionMachine(BrokerConfig(), TransactionLog(None), ProducerIds())
+    m = TransactionMachine(transaction_settings(BrokerConfig()), TransactionLog(None), ProducerIds())
     m.loading = False
     return m
 

@@ -31,7 +31,6 @@ from typing import TypeVar
 
 import attrs
 
-from trikafka.config import BrokerConfig
 from trikafka.coordinator.classic.group_metadata import GroupMetadata, MemberMetadata
 from trikafka.coordinator.classic.group_state import GroupState
 from trikafka.coordinator.classic.rebalance import Rebalancer
@@ -49,6 +48,7 @@ from trikafka.coordinator.group_protocol import (
     SyncGroupResult,
     TimerKey,
 )
+from trikafka.coordinator.settings import GroupSettings
 from trikafka.errors import ErrorCode
 
 __all__ = ["GroupMembership", "check_member", "check_transactional_member"]
@@ -65,10 +65,10 @@ EMPTY, PREPARING, COMPLETING, STABLE = (
 
 
 class GroupMembership:
-    def __init__(self, config: BrokerConfig, groups: GroupMetadataManager) -> None:
-        self.config = config
+    def __init__(self, settings: GroupSettings, groups: GroupMetadataManager) -> None:
+        self.settings = settings
         self.groups = groups
-        self.rebalancer = Rebalancer(config, groups)
+        self.rebalancer = Rebalancer(settings, groups)
 
     def _reply(self, value: T, now_ms: float) -> Reply[T]:
         self.rebalancer.settle(now_ms)
@@ -107,8 +107,9 @@ class GroupMembership:
             return error(ErrorCode.coordinator_load_in_progress)
         if not request.group_id:
             return error(ErrorCode.invalid_group_id)
-        config = self.config
-        if not config.group_min_session_timeout_ms <= request.session_timeout_ms <= config.group_max_session_timeout_ms:
+        settings = self.settings
+        low, high = settings.group_min_session_timeout_ms, settings.group_max_session_timeout_ms
+        if not low <= request.session_timeout_ms <= high:
             return error(ErrorCode.invalid_session_timeout)
         group = self.groups.get(request.group_id)
         if group is None:
@@ -122,7 +123,7 @@ class GroupMembership:
         return self._join_known(group, request, now_ms)
 
     def _full(self, group: GroupMetadata) -> bool:
-        return len(group.members) + len(group.pending_members) >= self.config.group_max_size
+        return len(group.members) + len(group.pending_members) >= self.settings.group_max_size
 
     def _join_unknown(self, group: GroupMetadata, request: JoinGroupRequest, now_ms: float) -> JoinGroupResult | Parked:
         instance_id = request.group_instance_id

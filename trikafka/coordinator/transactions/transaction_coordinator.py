@@ -36,12 +36,12 @@ from typing import Any
 import trio
 
 from trikafka.clock import Clock
-from trikafka.config import BrokerConfig
 from trikafka.coordinator.ports import (
     ProducerIdSource,
     TransactionalOffsetCommitter,
     TxnMarkerWriter,
 )
+from trikafka.coordinator.settings import TransactionSettings
 from trikafka.coordinator.timers import TimerQueue
 from trikafka.coordinator.transactions.transaction_machine import (
     PREPARED,
@@ -71,7 +71,7 @@ log = logging.getLogger("trikafka.coordinator")
 class TransactionCoordinator:
     def __init__(
         self,
-        config: BrokerConfig,
+        settings: TransactionSettings,
         store: TransactionLog,
         *,
         producer_ids: ProducerIdSource,
@@ -80,11 +80,11 @@ class TransactionCoordinator:
         now_ms: Clock,
         on_state_change: Callable[[], None] = lambda: None,
     ) -> None:
-        self.config = config
+        self.settings = settings
         #: Called when a transaction ends with no request to answer (a timeout or fencing
         #: abort), so awaitable broker state sees it at once.
         self.on_state_change = on_state_change
-        self.machine = TransactionMachine(config, store, producer_ids)
+        self.machine = TransactionMachine(settings, store, producer_ids)
         self._markers = markers
         self._groups = groups
         self.now_ms = now_ms

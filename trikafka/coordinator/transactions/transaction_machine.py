@@ -37,8 +37,8 @@ from collections.abc import Iterable
 
 import attrs
 
-from trikafka.config import BrokerConfig
 from trikafka.coordinator.ports import ProducerIdSource
+from trikafka.coordinator.settings import TransactionSettings
 from trikafka.coordinator.transactions.transaction_state import (
     NO_EPOCH,
     NO_PRODUCER_ID,
@@ -87,8 +87,8 @@ TxnEffect = StartTxnTimer | CancelTxnTimer | AbortTxn
 
 
 class TransactionMachine:
-    def __init__(self, config: BrokerConfig, store: TransactionLog, producer_ids: ProducerIdSource) -> None:
-        self.config = config
+    def __init__(self, settings: TransactionSettings, store: TransactionLog, producer_ids: ProducerIdSource) -> None:
+        self.settings = settings
         self.store = store
         self.producer_ids = producer_ids
         self.txns: dict[str, TransactionMetadata] = store.load()
@@ -114,7 +114,7 @@ class TransactionMachine:
             return ErrorCode.coordinator_load_in_progress, *failed
         if not transactional_id:
             return ErrorCode.invalid_request, *failed
-        if not 0 < timeout_ms <= self.config.transaction_max_timeout_ms:
+        if not 0 < timeout_ms <= self.settings.transaction_max_timeout_ms:
             return ErrorCode.invalid_transaction_timeout, *failed
         txn = self.txns.get(transactional_id)
         if txn is None:
@@ -248,7 +248,7 @@ class TransactionMachine:
         pending = txn.pending_offsets.setdefault(group_id, {})
         for tp, value in offsets.items():
             metadata = value[2]
-            if metadata is not None and len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+            if metadata is not None and len(metadata.encode()) > self.settings.offset_metadata_max_bytes:
                 result[tp] = ErrorCode.offset_metadata_too_large
                 continue
             pending[tp] = value
