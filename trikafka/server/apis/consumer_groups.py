@@ -18,12 +18,11 @@ from trikafka.coordinator.consumer.consumer_group_protocol import ConsumerGroupH
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
-from trikafka.server.api_table import supported_apis
 from trikafka.server.apis.share_groups import share_group_exists, topic_ids
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
-__all__ = ["ConsumerGroupApis", "supported_apis"]
+__all__ = ["ConsumerGroupApis"]
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 def _ms(value: Any) -> int:
