@@ -42,7 +42,7 @@ trio time later.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
 import trio
@@ -78,6 +78,7 @@ from trikafka.coordinator.group_protocol import (
     Parked,
     Reply,
     ScheduleTimer,
+    SyncGroupRequest,
     SyncGroupResult,
     TimerKey,
 )
@@ -209,26 +210,14 @@ class GroupCoordinator:
         self._apply(reply, now)
         return waiter
 
-    def sync_group(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Iterable[tuple[str, bytes]],
-    ) -> Waiter[SyncGroupResult]:
+    def sync_group(self, request: SyncGroupRequest) -> Waiter[SyncGroupResult]:
         now = self.now_ms()
-        consumer_group = self.consumer.groups.get(group_id)
+        consumer_group = self.consumer.groups.get(request.group_id)
         if consumer_group is not None and not self.manager.loading:
-            synced = self.classic_members.sync(consumer_group, generation_id, member_id, instance_id, protocol_type,
-                                               protocol_name, now)
+            synced = self.classic_members.sync(consumer_group, request, now)
             self._apply(synced, now)
             return Waiter.done_with(synced.value)
-        reply = self.membership.sync_group(
-            group_id, generation_id, member_id, instance_id, protocol_type, protocol_name, assignments, now
-        )
+        reply = self.membership.sync_group(request, now)
         waiter = _waiter(self._syncs, reply.value)
         self._apply(reply, now)
         return waiter

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable
 from typing import TypeVar
 
 import attrs
@@ -45,6 +44,7 @@ from trikafka.coordinator.group_protocol import (
     JoinGroupResult,
     Parked,
     Reply,
+    SyncGroupRequest,
     SyncGroupResult,
     TimerKey,
 )
@@ -217,17 +217,11 @@ class GroupMembership:
 
     # --- SyncGroup, Heartbeat, LeaveGroup ------------------------------------------------
 
-    def sync_group(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Iterable[tuple[str, bytes]],
-        now_ms: float,
-    ) -> Reply[SyncGroupResult | Parked]:
+    def sync_group(self, request: SyncGroupRequest, now_ms: float) -> Reply[SyncGroupResult | Parked]:
+        group_id, generation_id, member_id = request.group_id, request.generation_id, request.member_id
+        instance_id, protocol_type, protocol_name = (
+            request.group_instance_id, request.protocol_type, request.protocol_name
+        )
         group = self.groups.get(group_id)
         if self.groups.loading:
             code: ErrorCode | None = ErrorCode.coordinator_load_in_progress
@@ -254,7 +248,7 @@ class GroupMembership:
             return self._reply(self.rebalancer.sync_result(group, member), now_ms)
         parked = self.rebalancer.park_sync(member)
         if member_id == group.leader_id:
-            given = dict(assignments)
+            given = dict(request.assignments)
             for m in group.members.values():
                 m.assignment = given.get(m.member_id, b"")
             group.transition(STABLE, now_ms, f"the leader {member_id} sent the assignment")

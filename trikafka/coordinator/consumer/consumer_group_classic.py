@@ -55,6 +55,7 @@ from trikafka.coordinator.group_protocol import (
     JoinGroupResult,
     Reply,
     ScheduleTimer,
+    SyncGroupRequest,
     SyncGroupResult,
 )
 from trikafka.errors import ErrorCode, KafkaProtocolError
@@ -187,8 +188,9 @@ class ClassicMembers:
 
     # --- SyncGroup, Heartbeat, LeaveGroup ------------------------------------------------
 
-    def sync(self, group: ConsumerGroup, generation_id: int, member_id: str, instance_id: str | None,
-             protocol_type: str | None, protocol_name: str | None, now_ms: float) -> Reply[SyncGroupResult]:
+    def sync(self, group: ConsumerGroup, request: SyncGroupRequest, now_ms: float) -> Reply[SyncGroupResult]:
+        generation_id, member_id, instance_id = request.generation_id, request.member_id, request.group_instance_id
+        protocol_type, protocol_name = request.protocol_type, request.protocol_name
         effects: list[Effect] = []
         try:
             member = self._member(group, member_id, instance_id)
