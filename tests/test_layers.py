@@ -237,6 +237,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "trikafka.config.kafka_versions",
             "trikafka.config.fields",
             "trikafka.config.client_metrics",
+            "trikafka.config.resources",
         ),
     ),
     ("protocol", ("trikafka.protocol",)),

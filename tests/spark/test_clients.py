@@ -101,7 +101,7 @@ def test_reader_reports_deleted_offsets_and_watermarks(kafka):
 
     with pytest.raises(OffsetOutOfRangeError) as failure:
         list(reader.read(TopicPartition(topic, 0), 2, 10, **READ))
-    assert failure.value.offset == 2
+    assert failure.value.partitions == {TopicPartition(topic, 0): 2}
     assert reader.watermarks(TopicPartition(topic, 0)) == (6, 10)
     # The same cached consumer reads on afterwards.
     assert [o for c in reader.read(TopicPartition(topic, 0), 6, 10, **READ) for o in c.offsets] == [6, 7, 8, 9]

@@ -24,6 +24,9 @@ from typing import Protocol
 
 import attrs
 
+# The client's own errors, one type per meaning: a request failed (the message names the Kafka
+# error), and an offset Kafka no longer (or not yet) has (``partitions``: offset by partition).
+from trikafka.client import KafkaClientError, OffsetOutOfRangeError
 from trikafka.spark.offsets import Offsets, TopicPartition
 
 __all__ = [
@@ -40,25 +43,12 @@ __all__ = [
 ]
 
 
-class KafkaClientError(RuntimeError):
-    """A Kafka request failed; the message names the Kafka error."""
-
-
 class KafkaProduceError(KafkaClientError):
     """Records could not be delivered; ``errors`` maps each Kafka error name to a count."""
 
     def __init__(self, message: str, errors: Mapping[str, int]) -> None:
         super().__init__(message)
         self.errors = dict(errors)
-
-
-class OffsetOutOfRangeError(KafkaClientError):
-    """Kafka no longer (or not yet) has ``offset`` of ``topic_partition``."""
-
-    def __init__(self, topic_partition: TopicPartition, offset: int) -> None:
-        super().__init__(f"offset {offset} of {topic_partition} is out of range")
-        self.topic_partition = topic_partition
-        self.offset = offset
 
 
 @attrs.define

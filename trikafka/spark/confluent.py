@@ -189,7 +189,7 @@ class ConfluentReader:
                         if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
                             offset = message.offset()
                             raise OffsetOutOfRangeError(
-                                topic_partition, offset if offset is not None and offset >= 0 else position
+                                {topic_partition: offset if offset is not None and offset >= 0 else position}
                             )
                         if error.fatal() or code in (
                             KafkaError.UNKNOWN_TOPIC_OR_PART,

@@ -179,7 +179,7 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
             earliest, latest = reader.watermarks(tp)
             start, warning = resume_after_out_of_range(
                 tp,
-                max(exc.offset, start),
+                max(exc.partitions.get(tp, start), start),
                 until,
                 earliest,
                 latest,
