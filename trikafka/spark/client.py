@@ -38,6 +38,7 @@ __all__ = [
     "KafkaTransactionalWriter",
     "KafkaWriter",
     "OffsetOutOfRangeError",
+    "ReadLimits",
     "RecordChunk",
     "load_clients",
 ]
@@ -82,16 +83,19 @@ class KafkaAdmin(Protocol):
     def close(self) -> None: ...
 
 
+@attrs.frozen(kw_only=True)
+class ReadLimits:
+    """How a :class:`KafkaReader` reads one range: at most ``max_records`` a chunk, headers
+    only ``with_headers``, giving up after ``poll_timeout_ms`` without progress."""
+
+    max_records: int
+    with_headers: bool
+    poll_timeout_ms: int
+
+
 class KafkaReader(Protocol):
     def read(
-        self,
-        topic_partition: TopicPartition,
-        start: int,
-        until: int,
-        *,
-        max_records: int,
-        with_headers: bool,
-        poll_timeout_ms: int,
+        self, topic_partition: TopicPartition, start: int, until: int, limits: ReadLimits
     ) -> Iterator[RecordChunk]:
         """The records with offsets in ``[start, until)``, in order, in chunks.
 
