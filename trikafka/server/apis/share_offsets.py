@@ -14,6 +14,7 @@ alter or delete.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from trikafka.coordinator.share.partition import DONE
@@ -106,49 +107,50 @@ class ShareOffsetApis(ApiFamily):
 
     @handles(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
     async def handle_alter_share_group_offsets_request(self, request: Request) -> Any:
-        body = request.body
-        refused = self._refused(request, body.group_id)
-        if refused is not None:
-            return refused
-        responses = []
-        for topic in body.topics:
-            entry: dict[str, Any] = {"topic_name": topic.topic_name, "topic_id": self._topic_id(topic.topic_name),
-                                     "partitions": []}
-            responses.append(entry)
-            info = self.replicas.topics.get(topic.topic_name)
-            readable = self.authorize(request, AclOperation.READ, ResourceType.TOPIC, topic.topic_name)
-            for p in topic.partitions:
-                result = {"partition_index": p.partition_index, "error_code": ErrorCode.none, "error_message": None}
-                entry["partitions"].append(result)
-                if not readable:
-                    result["error_code"] = ErrorCode.topic_authorization_failed
-                elif info is None or not 0 <= p.partition_index < info.partitions:
-                    result["error_code"] = ErrorCode.unknown_topic_or_partition
-                elif p.start_offset < 0:
-                    result.update(error_code=ErrorCode.invalid_request, error_message="StartOffset must be >= 0.")
-                else:
-                    log = self.replicas.get_log(topic.topic_name, p.partition_index)
-                    sp = self.context.shares.share_partition(body.group_id, topic.topic_name, p.partition_index,
-                                                     str(info.topic_id))
-                    sp.reset_to(min(max(p.start_offset, log.log_start_offset), log.high_watermark.value))
-                    self.context.shares.changed(sp)
-        return Answer(throttle_time=0, error_code=ErrorCode.none, error_message=None, responses=responses)
+        return self._each_topic(request, self._alter_topic)
 
     @handles(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
     async def handle_delete_share_group_offsets_request(self, request: Request) -> Any:
+        return self._each_topic(request, self._delete_topic)
+
+    def _each_topic(self, request: Request, answer: Callable[[Request, str, Any], dict[str, Any]]) -> Answer:
+        """Alter's and Delete's answer: refused as a whole (:meth:`_refused`), else one entry a topic."""
         body = request.body
         refused = self._refused(request, body.group_id)
         if refused is not None:
             return refused
-        responses = []
-        for topic in body.topics:
-            entry = {"topic_name": topic.topic_name, "topic_id": self._topic_id(topic.topic_name),
-                     "error_code": ErrorCode.none, "error_message": None}
-            responses.append(entry)
-            if not self.authorize(request, AclOperation.READ, ResourceType.TOPIC, topic.topic_name):
-                entry["error_code"] = ErrorCode.topic_authorization_failed
-            elif topic.topic_name not in self.replicas.topics:
-                entry["error_code"] = ErrorCode.unknown_topic_or_partition
-            else:
-                self.context.shares.forget_topic(body.group_id, topic.topic_name)
+        responses = [answer(request, body.group_id, topic) for topic in body.topics]
         return Answer(throttle_time=0, error_code=ErrorCode.none, error_message=None, responses=responses)
+
+    def _alter_topic(self, request: Request, group_id: str, topic: Any) -> dict[str, Any]:
+        entry: dict[str, Any] = {"topic_name": topic.topic_name, "topic_id": self._topic_id(topic.topic_name),
+                                 "partitions": []}
+        info = self.replicas.topics.get(topic.topic_name)
+        readable = self.authorize(request, AclOperation.READ, ResourceType.TOPIC, topic.topic_name)
+        for p in topic.partitions:
+            result = {"partition_index": p.partition_index, "error_code": ErrorCode.none, "error_message": None}
+            entry["partitions"].append(result)
+            if not readable:
+                result["error_code"] = ErrorCode.topic_authorization_failed
+            elif info is None or not 0 <= p.partition_index < info.partitions:
+                result["error_code"] = ErrorCode.unknown_topic_or_partition
+            elif p.start_offset < 0:
+                result.update(error_code=ErrorCode.invalid_request, error_message="StartOffset must be >= 0.")
+            else:
+                log = self.replicas.get_log(topic.topic_name, p.partition_index)
+                shares = self.context.shares
+                sp = shares.share_partition(group_id, topic.topic_name, p.partition_index, str(info.topic_id))
+                sp.reset_to(min(max(p.start_offset, log.log_start_offset), log.high_watermark.value))
+                shares.changed(sp)
+        return entry
+
+    def _delete_topic(self, request: Request, group_id: str, topic: Any) -> dict[str, Any]:
+        entry = {"topic_name": topic.topic_name, "topic_id": self._topic_id(topic.topic_name),
+                 "error_code": ErrorCode.none, "error_message": None}
+        if not self.authorize(request, AclOperation.READ, ResourceType.TOPIC, topic.topic_name):
+            entry["error_code"] = ErrorCode.topic_authorization_failed
+        elif topic.topic_name not in self.replicas.topics:
+            entry["error_code"] = ErrorCode.unknown_topic_or_partition
+        else:
+            self.context.shares.forget_topic(group_id, topic.topic_name)
+        return entry
