@@ -9,6 +9,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
@@ -192,3 +193,20 @@ async def test_one_wall_clock_follows_trio(autojump_clock) -> None:
     before = now_ms()
     await trio.sleep(3600)
     assert now_ms() - before == pytest.approx(3_600_000)
+
+
+def test_each_coordinator_gets_a_settings_record_built_from_the_config() -> None:
+    """Below the wiring no coordinator holds the whole BrokerConfig: each gets its own frozen
+    record, filled from the config keys of the same names."""
+    broker = Broker(BrokerConfig(listeners="PLAINTEXT://127.0.0.1:0", group_max_size=7, transaction_max_timeout_ms=1234,
+                                 group_share_max_size=11, group_share_record_lock_duration_ms=20000))
+    groups, transactions, shares = broker.core.groups, broker.core.transactions, broker.core.shares
+    assert groups.settings.group_max_size == 7 and groups.membership.settings is groups.settings
+    assert transactions.settings.transaction_max_timeout_ms == 1234
+    assert transactions.machine.settings is transactions.settings
+    assert shares.settings.group_share_max_size == 11
+    assert shares.configs("g")["share.record.lock.duration.ms"] == 20000  # the GROUP configs' defaults
+    for record in (groups.settings, transactions.settings, shares.settings):
+        assert not isinstance(record, BrokerConfig)
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            record.group_max_size = 1  # type: ignore[misc]  # frozen: the assignment is the point
