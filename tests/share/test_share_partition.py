@@ -125,7 +125,7 @@ async def test_the_coordinator_assigns_only_initialized_share_partitions(autojum
     def start(group_id: str, topic: str, partition: int) -> int | None:
         return 7 if partition in readable else None
 
-    coordinator = ShareCoordinator(BrokerConfig(), lambda: {"t": 2}, initial_offset=start)
+    coordinator = ShareCoordinator(share_settings(BrokerConfig()), lambda: {"t": 2}, initial_offset=start)
     fields = dict(rack_id=None, client_id="c", client_host="/h")
     first = coordinator.heartbeat("g", "m", 0, subscribed=("t",), **fields)
     assert first.assignment == {"t": frozenset({0})}
