@@ -10,7 +10,7 @@ ifneq ($(JAVA_HOME),)
 export JAVA_HOME
 endif
 
-.PHONY: run test install system-deps lint clean bench soak docs docs-serve
+.PHONY: run test check typecheck install system-deps lint clean bench soak docs docs-serve
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,17 @@ run: $(STAMP)
 test: $(STAMP) $(STREAMS_STAMP) system-deps $(KAFKAJS) docs
 	$(PY) -m pytest -q -m "not streams"
 	$(STREAMS_PY) -m pytest -q -m streams tests/compat/test_stream_changelogs.py
+
+# The fast gate for the edit-test loop (under four minutes on two cores): ruff, the type checker
+# and every test that needs no real client process (compat), stream processor or Spark, on two
+# pytest-xdist workers. `make test` stays the whole gate (.ci/run runs it).
+check: $(STAMP) typecheck
+	$(VENV)/bin/ruff check trikafka tests examples benchmarks tools
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not compat and not streams" --ignore=tests/spark
+
+# The type checker over trikafka/ (its configuration is pyproject.toml's); skipped, saying so, where mypy is not installed.
+typecheck: $(STAMP)
+	@if $(PY) -c "import mypy" 2>/dev/null; then $(PY) -m mypy trikafka; else echo "typecheck: mypy is not installed: skipped"; fi
 
 # The docs site (mkdocs.yml, docs/): built strictly — a broken link or anchor, or a page missing
 # from disk, fails the build. Its code blocks run in the suite (tests/test_docs.py).

@@ -34,17 +34,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import scale_report
-from benchmarks.targets import ROOT, api_versions_request, recv_frame, request_response
+from benchmarks.scale_broker import TOPIC_PARTITIONS, TOPICS_PER_REQUEST, ScaleBroker
+from benchmarks.targets import recv_frame
 from benchmarks.workloads import _settled_rss, raise_nofile
-from trikafka.testing.process import BrokerProcess
 
 __all__ = ["SIZES", "main_scale", "partition_curve", "run_scale"]
 
 SIZES = (1_000, 3_000, 10_000, 20_000, 30_000, 100_000)
-TOPIC_PARTITIONS = 10
-TOPICS_PER_REQUEST = 100
 METADATA_SAMPLES = 5
-READY_TIMEOUT = 300.0
 
 
 def metadata_request(correlation_id: int = 1) -> bytes:
@@ -68,72 +65,11 @@ def _metadata_ms(host: str, port: int, samples: int) -> tuple[float, float, int]
     return times[0], rest[len(rest) // 2], size
 
 
-class _Broker:
-    """A broker process on ``data`` (None: in memory), restartable on the same directory."""
-
-    def __init__(self, data: Path | None) -> None:
-        self.data = data
-        self.process: BrokerProcess | None = None
-        self._admin = None
-
-    def start(self) -> float:
-        """Spawn; returns ms until the first ApiVersions is answered."""
-        args = ("--data-dir", str(self.data)) if self.data else ("--in-memory",)
-        start = time.perf_counter()
-        self.process = BrokerProcess(*args, "--log-level", "WARNING", cwd=ROOT)
-        self.process.wait_ready(READY_TIMEOUT)
-        request_response(self.process.host, self.process.port, api_versions_request(3), timeout=READY_TIMEOUT)
-        return (time.perf_counter() - start) * 1000
-
-    @property
-    def pid(self) -> int:
-        return self.process.process.pid
-
-    def admin(self):  # noqa: ANN201
-        if self._admin is None:
-            from confluent_kafka.admin import AdminClient
-
-            self._admin = AdminClient({"bootstrap.servers": self.process.address, "log_level": 3})
-        return self._admin
-
-    def create(self, first: int, count: int) -> float:
-        """Create topics ``scale-<first>`` … of TOPIC_PARTITIONS each; returns seconds."""
-        from confluent_kafka.admin import NewTopic
-
-        started = time.perf_counter()
-        for start in range(first, first + count, TOPICS_PER_REQUEST):
-            names = [f"scale-{i:06d}" for i in range(start, min(start + TOPICS_PER_REQUEST, first + count))]
-            futures = self.admin().create_topics(
-                [NewTopic(n, TOPIC_PARTITIONS, 1) for n in names], request_timeout=600, operation_timeout=600
-            )
-            for future in futures.values():
-                future.result(timeout=600)
-        return time.perf_counter() - started
-
-    def create_named(self, name: str) -> None:
-        from confluent_kafka.admin import NewTopic
-
-        futures = self.admin().create_topics([NewTopic(name, TOPIC_PARTITIONS, 1)], request_timeout=600)
-        futures[name].result(timeout=600)
-
-    def stop(self) -> float:
-        self._admin = None
-        started = time.perf_counter()
-        if self.process is not None:
-            self.process.stop(READY_TIMEOUT)
-        return (time.perf_counter() - started) * 1000
-
-    def kill(self) -> None:
-        self._admin = None
-        if self.process is not None:
-            self.process.kill()
-
-
 def partition_curve(backend: str, sizes: tuple[int, ...], log: Callable[[str], None] = print) -> list[dict]:
     """The points of the partitions curve for one storage (``memory`` or ``file``), with the
     restart figures at each size for ``file``."""
     tmp = tempfile.TemporaryDirectory(prefix="trikafka-scale-") if backend == "file" else None
-    broker = _Broker(Path(tmp.name) / "data" if tmp else None)
+    broker = ScaleBroker(Path(tmp.name) / "data" if tmp else None)
     points: list[dict] = []
     try:
         empty_start = broker.start()
@@ -182,7 +118,7 @@ def partition_curve(backend: str, sizes: tuple[int, ...], log: Callable[[str], N
     return points
 
 
-def _restart(broker: _Broker, *, clean: bool) -> float:
+def _restart(broker: ScaleBroker, *, clean: bool) -> float:
     if clean:
         broker.stop()
     else:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import scale_report
-from benchmarks.scale import _Broker
+from benchmarks.scale_broker import ScaleBroker
 from benchmarks.targets import recv_frame
 
 __all__ = ["DATA_SIZES_MB", "restart_data_curve"]
@@ -42,7 +42,7 @@ def list_offsets_request(topic: str, partitions: int) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-def _first_use_ms(broker: _Broker) -> float:
+def _first_use_ms(broker: ScaleBroker) -> float:
     import socket
 
     started = time.perf_counter()
@@ -52,7 +52,7 @@ def _first_use_ms(broker: _Broker) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def _fill(broker: _Broker, megabytes: int, produced: int) -> int:
+def _fill(broker: ScaleBroker, megabytes: int, produced: int) -> int:
     """Produce until ``megabytes`` of values are in the topic; returns the bytes produced."""
     from confluent_kafka import Producer
 
@@ -89,7 +89,7 @@ def restart_data_curve(max_mb: int | None, log: Callable[[str], None] = print) -
         "points": [],
     }
     tmp = tempfile.TemporaryDirectory(prefix="trikafka-scale-restart-")
-    broker = _Broker(Path(tmp.name) / "data")
+    broker = ScaleBroker(Path(tmp.name) / "data")
     try:
         broker.start()
         from confluent_kafka.admin import NewTopic

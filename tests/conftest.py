@@ -9,9 +9,15 @@
    may replace a handler with one that waits on an event it controls; it never mocks the
    code under test.
 4. Log lines are counted with ``caplog``, not awaited.
+5. A test leaves the root logger as it found it (``restore_root_logger`` below): ``cli.main``
+   points it at the stderr pytest captured for that test, a stream closed when the test ends,
+   and a later line from any thread (a cluster's, py4j's at exit) would fail on it.
 """
 
 from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
 
 import pytest
 
@@ -21,6 +27,16 @@ from trikafka.protocol.registry import ApiRegistry
 @pytest.fixture(scope="session")
 def registry() -> ApiRegistry:
     return ApiRegistry()
+
+
+@pytest.fixture(autouse=True)
+def restore_root_logger() -> Iterator[None]:
+    """Put the root logger's handlers and level back after each test (rule 5)."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 def pytest_configure(config: pytest.Config) -> None:

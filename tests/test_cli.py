@@ -6,7 +6,6 @@ tested end to end in ``tests/compat/``.
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import attrs
@@ -15,17 +14,6 @@ import pytest
 from trikafka import BrokerConfig, ConfigError, cli
 from trikafka.cli import DEFAULT_DATA_DIR, build_config, parse_args
 from trikafka.security.config import SECURITY_KEYS
-
-
-@pytest.fixture(autouse=True)
-def restore_root_logger():
-    """``main`` configures logging (rich, force=True) before it reads the config; put the
-    root logger back so later tests see pytest's handlers, not ours."""
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 def _error_lines(capsys) -> list[str]:

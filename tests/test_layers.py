@@ -68,7 +68,9 @@ RULES: dict[str, tuple[str, ...]] = {
     ),
     "trikafka.network": ("trikafka.log", "trikafka.coordinator", *UPPER),
     "trikafka.log": ("trikafka.network", "trikafka.coordinator", *UPPER),
-    "trikafka.coordinator": ("trikafka.network", *UPPER),
+    # Each coordinator gets its settings record (coordinator/settings.py) from the wiring, never
+    # the broker's config: nothing in coordinator/ knows trikafka.config.
+    "trikafka.coordinator": ("trikafka.network", "trikafka.config", *UPPER),
     # TLS settings, SASL mechanisms and principals: fed bytes and settings by the connection,
     # never a stream; the network enters it, not the other way round.
     "trikafka.security": (
@@ -235,6 +237,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "trikafka.config.kafka_versions",
             "trikafka.config.fields",
             "trikafka.config.client_metrics",
+            "trikafka.config.resources",
         ),
     ),
     ("protocol", ("trikafka.protocol",)),

@@ -20,8 +20,8 @@ async def test_every_node_serves_the_one_core_through_its_own_request_path(autoj
             # SASL listeners authenticate against the users AlterUserScramCredentials writes:
             # the wiring builds their security over the core's (tests/network/test_settings_records.py).
             # a node builds every family before its gates wrap the handlers (API_FAMILIES are lazy)
-            built = {f"{type(f).__module__}:{type(f).__name__}" for f in node.path.apis._families.values()}
-            assert built == {family.path for family in API_FAMILIES}
+            built = {type(f) for f in node.path.apis._families.values()}
+            assert built == {family.load() for family in API_FAMILIES}
         assert len({id(node.path.request_channel) for node in nodes}) == 3
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import logging
 import re
 import urllib.request
 
@@ -12,15 +11,6 @@ import pytest
 from trikafka import cli
 from trikafka.cli import UI_DEFAULT_PORT, build_config, parse_args
 from trikafka.testing.process import BrokerProcess
-
-
-@pytest.fixture(autouse=True)
-def restore_root_logger():
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 def test_ui_is_off_by_default_and_brings_the_http_server_when_asked():

@@ -17,6 +17,7 @@ from trikafka.coordinator.consumer.consumer_group_machine import ConsumerGroupMa
 from trikafka.coordinator.consumer.consumer_group_protocol import ConsumerGroupHeartbeat
 from trikafka.coordinator.group_metadata_manager import GroupMetadataManager
 from trikafka.errors import ErrorCode
+from trikafka.server.wiring import group_settings
 
 TOPICS = {"t": 5, "u": 3}
 MEMBERS = ["m0", "m1", "m2", "m3"]
@@ -46,7 +47,7 @@ class Client:
 @settings(max_examples=150, deadline=None)
 @given(steps, st.sampled_from(["uniform", "range"]))
 def test_no_partition_has_two_owners(script, assignor):
-    config = BrokerConfig(group_consumer_assignors=(assignor,))
+    config = group_settings(BrokerConfig(group_consumer_assignors=(assignor,)))
     machine = ConsumerGroupMachine(config, None, lambda: TOPICS, GroupMetadataManager(config, None))
     clients = {m: Client(m) for m in MEMBERS}
 

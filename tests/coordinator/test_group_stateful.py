@@ -77,10 +77,13 @@ from trikafka.coordinator.group_protocol import (
     Parked,
     Reply,
     ScheduleTimer,
+    SyncGroupRequest,
     TimerKey,
 )
+from trikafka.coordinator.settings import GroupSettings
 from trikafka.coordinator.timers import Waiter
 from trikafka.errors import ErrorCode
+from trikafka.server.wiring import group_settings
 
 E, P, C, S = (
     GroupState.EMPTY,
@@ -133,13 +136,13 @@ def decode_assignment(data: bytes) -> list[int]:
     return json.loads(data) if data else []
 
 
-def make_config(delay_ms: int) -> BrokerConfig:
-    return BrokerConfig(
+def make_config(delay_ms: int) -> GroupSettings:
+    return group_settings(BrokerConfig(
         group_initial_rebalance_delay_ms=delay_ms,
         group_min_session_timeout_ms=500,
         offsets_retention_minutes=1,
         offsets_retention_check_interval_ms=1,  # a retention pass after every clock jump
-    )
+    ))
 
 
 # --- Kafka's deviations, all fixed ------------------------------------------
@@ -276,7 +279,7 @@ class MachineDriver:
     The API is the Trio shell's, synchronous, so the model reads like a client's view.
     """
 
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: GroupSettings) -> None:
         self.now = 0.0  # seconds; the machine's milliseconds are BASE_MS + now * 1000
         self.manager = GroupMetadataManager(config, None)
         self.membership = GroupMembership(config, self.manager)
@@ -345,8 +348,8 @@ class MachineDriver:
     def join_group(self, *fields: Any) -> Answer:
         return self._apply(self.membership.join_group(JoinGroupRequest(*fields), self.now_ms))
 
-    def sync_group(self, *fields: Any) -> Answer:
-        return self._apply(self.membership.sync_group(*fields, self.now_ms))
+    def sync_group(self, request: SyncGroupRequest) -> Answer:
+        return self._apply(self.membership.sync_group(request, self.now_ms))
 
     def heartbeat(self, *fields: Any) -> ErrorCode:
         return self._apply(self.membership.heartbeat(*fields, self.now_ms))
@@ -969,9 +972,9 @@ class GroupMachine(RuleBasedStateMachine):
         state = group.state if group is not None else None
 
         def call() -> tuple[Answer, bool]:
-            waiter = coordinator.sync_group(
+            waiter = coordinator.sync_group(SyncGroupRequest(
                 GROUP, generation, member_id, None, "consumer", protocol_name, list(plan.items())
-            )
+            ))
             return waiter, waiter.done
 
         def then(result: tuple[Answer, bool]) -> None:
@@ -1426,7 +1429,7 @@ async def stable_group(
     followers = [r for r in results if r is not leader]
     plan = range_assignment([m["member_id"] for m in leader["members"]])
     syncs = [
-        coordinator.sync_group(
+        coordinator.sync_group(SyncGroupRequest(
             GROUP,
             1,
             r["member_id"],
@@ -1434,7 +1437,7 @@ async def stable_group(
             "consumer",
             "range",
             list(plan.items()) if r is leader else [],
-        )  # fmt: skip
+        ))  # fmt: skip
         for r in [*followers, leader]
     ]
     await settle(clock)
@@ -1552,7 +1555,7 @@ async def test_kafka_stable_sync_pushes_back_the_session(
     leader, follower = await stable_group(coordinator, mock_clock, 2)
     await settle(mock_clock, 0.5)
     assert coordinator.heartbeat(GROUP, 1, leader, None) == ErrorCode.none
-    sync = coordinator.sync_group(GROUP, 1, follower, None, "consumer", "range", [])
+    sync = coordinator.sync_group(SyncGroupRequest(GROUP, 1, follower, None, "consumer", "range", []))
     assert sync.value.error_code == ErrorCode.none
     await settle(mock_clock, 0.5)  # 1 s after the rebalance, 0.5 s after the follower's sync
     assert follower in coordinator.groups[GROUP].members
@@ -1568,7 +1571,7 @@ async def test_kafka_member_awaiting_sync_is_kept_alive(
     await settle(mock_clock)
     assert leader.value.leader == leader.value.member_id
     follower_id = follower.value.member_id
-    waiting = coordinator.sync_group(GROUP, 1, follower_id, None, "consumer", "range", [])
+    waiting = coordinator.sync_group(SyncGroupRequest(GROUP, 1, follower_id, None, "consumer", "range", []))
     await settle(mock_clock, 0.75)
     assert coordinator.heartbeat(GROUP, 1, leader.value.member_id, None) == ErrorCode.none
     await settle(mock_clock, 2)  # the follower's session passes while it waits for the leader

@@ -7,21 +7,10 @@ Before issue 14, ``--listeners SSL://127.0.0.1:0`` started and served *plaintext
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
 from trikafka import BrokerConfig, ConfigError, cli
 from trikafka.security.config import DEFAULT_PROTOCOL_MAP, SecurityConfig, security_key
-
-
-@pytest.fixture(autouse=True)
-def restore_root_logger():
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 def _refused(**items: str) -> str:

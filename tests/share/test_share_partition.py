@@ -18,6 +18,7 @@ from trikafka.coordinator.share.coordinator import ShareCoordinator
 from trikafka.coordinator.share.partition import RecordState, SharePartition, SharePartitionLimits
 from trikafka.coordinator.share.sessions import ShareSessionCache
 from trikafka.errors import ErrorCode, KafkaProtocolError
+from trikafka.server.wiring import share_settings
 
 LIMITS = SharePartitionLimits(lock_duration_ms=30_000, delivery_count_limit=3, max_record_locks=100)
 ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
@@ -124,7 +125,7 @@ async def test_the_coordinator_assigns_only_initialized_share_partitions(autojum
     def start(group_id: str, topic: str, partition: int) -> int | None:
         return 7 if partition in readable else None
 
-    coordinator = ShareCoordinator(BrokerConfig(), lambda: {"t": 2}, initial_offset=start)
+    coordinator = ShareCoordinator(share_settings(BrokerConfig()), lambda: {"t": 2}, initial_offset=start)
     fields = dict(rack_id=None, client_id="c", client_host="/h")
     first = coordinator.heartbeat("g", "m", 0, subscribed=("t",), **fields)
     assert first.assignment == {"t": frozenset({0})}
@@ -151,7 +152,7 @@ def test_share_sessions_check_their_epochs():
 
 
 async def test_an_acquisition_lock_expires_in_virtual_time(autojump_clock):
-    shares = ShareCoordinator(BrokerConfig(), lambda: {"t": 1})
+    shares = ShareCoordinator(share_settings(BrokerConfig()), lambda: {"t": 1})
     async with trio.open_nursery() as nursery:
         await nursery.start(shares.run)
         sp = shares.share_partition("g", "t", 0)
@@ -167,7 +168,7 @@ async def test_an_acquisition_lock_expires_in_virtual_time(autojump_clock):
 
 async def test_a_silent_member_is_removed_after_the_session_timeout(autojump_clock):
     changed = trio.Event()
-    shares = ShareCoordinator(BrokerConfig(), lambda: {"t": 1}, on_state_change=lambda: changed.set())
+    shares = ShareCoordinator(share_settings(BrokerConfig()), lambda: {"t": 1}, on_state_change=lambda: changed.set())
     async with trio.open_nursery() as nursery:
         await nursery.start(shares.run)
         result = shares.heartbeat("g", "m1", 0, rack_id=None, subscribed=("t",), client_id="c", client_host="/h")

@@ -13,6 +13,7 @@ from trikafka.spark.client import (  # noqa: E402
     KafkaClientError,
     KafkaProduceError,
     OffsetOutOfRangeError,
+    ReadLimits,
     load_clients,
 )
 from trikafka.spark.confluent import (  # noqa: E402
@@ -24,7 +25,7 @@ from trikafka.spark.confluent import (  # noqa: E402
 from trikafka.spark.offsets import TopicPartition  # noqa: E402
 from trikafka.spark.session import _local_cores  # noqa: E402
 
-READ = {"max_records": 4, "with_headers": True, "poll_timeout_ms": 30_000}
+READ = ReadLimits(max_records=4, with_headers=True, poll_timeout_ms=30_000)
 
 
 def test_error_names_are_kafkas():
@@ -83,7 +84,7 @@ def test_reader_reads_a_range_in_chunks(kafka):
         [{"key": b"k", "value": b"%d" % i, "headers": [("h", b"%d" % i)], "timestamp": 1000 + i} for i in range(10)],
     )
 
-    chunks = list(_reader(kafka).read(TopicPartition(topic, 0), 2, 9, **READ))
+    chunks = list(_reader(kafka).read(TopicPartition(topic, 0), 2, 9, READ))
 
     assert [len(c) for c in chunks] == [4, 3]
     assert [o for c in chunks for o in c.offsets] == list(range(2, 9))
@@ -100,11 +101,11 @@ def test_reader_reports_deleted_offsets_and_watermarks(kafka):
     reader = _reader(kafka)
 
     with pytest.raises(OffsetOutOfRangeError) as failure:
-        list(reader.read(TopicPartition(topic, 0), 2, 10, **READ))
-    assert failure.value.offset == 2
+        list(reader.read(TopicPartition(topic, 0), 2, 10, READ))
+    assert failure.value.partitions == {TopicPartition(topic, 0): 2}
     assert reader.watermarks(TopicPartition(topic, 0)) == (6, 10)
     # The same cached consumer reads on afterwards.
-    assert [o for c in reader.read(TopicPartition(topic, 0), 6, 10, **READ) for o in c.offsets] == [6, 7, 8, 9]
+    assert [o for c in reader.read(TopicPartition(topic, 0), 6, 10, READ) for o in c.offsets] == [6, 7, 8, 9]
 
 
 def test_reader_gives_up_when_the_range_never_fills(kafka):
@@ -113,9 +114,8 @@ def test_reader_gives_up_when_the_range_never_fills(kafka):
     with pytest.raises(
         KafkaClientError, match=r"Failed to get records for .* at offset 3 \(range ends at 5\) after polling for 300 ms"
     ):
-        list(
-            _reader(kafka).read(TopicPartition(topic, 0), 0, 5, max_records=10, with_headers=False, poll_timeout_ms=300)
-        )
+        short = ReadLimits(max_records=10, with_headers=False, poll_timeout_ms=300)
+        list(_reader(kafka).read(TopicPartition(topic, 0), 0, 5, short))
 
 
 def test_writer_counts_deliveries_and_names_failures(kafka):
@@ -145,7 +145,7 @@ def _transactional(kafka, transactional_id, **config):
 def _committed_values(kafka, topic):
     config = {"isolation.level": "read_committed"}
     chunks = _reader(kafka, **config).read(
-        TopicPartition(topic, 0), 0, _reader(kafka, **config).watermarks(TopicPartition(topic, 0))[1], **READ
+        TopicPartition(topic, 0), 0, _reader(kafka, **config).watermarks(TopicPartition(topic, 0))[1], READ
     )
     return [v for chunk in chunks for v in chunk.values]
 

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 
 import attrs
 
+from trikafka.config.resources import ConfigResourceType
+
 __all__ = [
     "AlterConfigOp",
     "ConfigEntry",
@@ -21,16 +23,6 @@ __all__ = [
     "OffsetSpec",
     "OpType",
 ]
-
-
-class ConfigResourceType(enum.IntEnum):
-    """Kafka's ``ConfigResource.Type`` codes."""
-
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-    CLIENT_METRICS = 16  # client-metrics subscriptions (KIP-714)
-    GROUP = 32  # group configs (KIP-848, KIP-932 share groups)
 
 
 class OpType(enum.IntEnum):

@@ -8,6 +8,7 @@ and validation.
 - :mod:`~trikafka.config.groups`, :mod:`~trikafka.config.share`: the ``group.consumer.*`` and
   share-group keys and their cross-key rules; :mod:`~trikafka.config.racks`: rack-aware fetching;
 - :mod:`~trikafka.config.client_metrics`: KIP-714 subscriptions' keys;
+- :mod:`~trikafka.config.resources`: Kafka's config resource types (``ConfigResourceType``);
 - :mod:`~trikafka.config.kafka_keys`: every key of Kafka's broker configuration (accepted
   without effect where trikafka has nothing to apply);
 - :mod:`~trikafka.config.kafka_versions`: ``kafka.version``'s profiles over the generated

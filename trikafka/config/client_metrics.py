@@ -17,6 +17,8 @@ from collections.abc import Mapping
 
 import attrs
 
+from trikafka.config.resources import ConfigResourceType
+
 __all__ = [
     "TELEMETRY_OFF",
     "ALL_METRICS",
@@ -37,7 +39,7 @@ TELEMETRY_OFF = (
     "or open_cluster(client_telemetry=True), @pytest.mark.trikafka(client_telemetry=True)"
 )
 
-CLIENT_METRICS_RESOURCE = 16  # ConfigResource.Type.CLIENT_METRICS
+CLIENT_METRICS_RESOURCE = ConfigResourceType.CLIENT_METRICS
 ALL_METRICS = "*"
 INTERVAL_MS_DEFAULT = 5 * 60 * 1000
 MIN_INTERVAL_MS, MAX_INTERVAL_MS = 100, 3_600_000

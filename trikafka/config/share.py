@@ -28,6 +28,7 @@ from trikafka.errors import ConfigError
 
 __all__ = [
     "GROUP_CONFIG_KEYS",
+    "GroupConfigRules",
     "GroupConfigSpec",
     "NOT_BUILT_GROUP_KEYS",
     "ShareGroupKeys",
@@ -293,57 +294,82 @@ NOT_BUILT_GROUP_KEYS: dict[str, str] = {
 }
 
 
-def _check_intervals(out: Mapping[str, str], broker: Any) -> None:
-    """Kafka's GroupConfig rule: a session timeout above the heartbeat interval, each key taking
-    the group's value or the broker's default."""
-    for kind in ("consumer", "share"):
-        if f"{kind}.session.timeout.ms" not in out and f"{kind}.heartbeat.interval.ms" not in out:
-            continue
-        effective = effective_group_configs(out, broker)
-        session, interval = effective[f"{kind}.session.timeout.ms"], effective[f"{kind}.heartbeat.interval.ms"]
-        if session <= interval:
-            raise ConfigError(f"{kind}.session.timeout.ms", str(session),
-                              f"greater than {kind}.heartbeat.interval.ms ({interval})")
+@attrs.frozen
+class GroupConfigRules:
+    """The GROUP config keys with one broker's defaults and bounds: what the share coordinator
+    (``coordinator/settings.py``) resolves and checks a group's overrides with, built once by
+    the wiring, without the whole config."""
+
+    defaults: Mapping[str, Any]
+    bounds: Mapping[str, tuple[int, int]]
+
+    @classmethod
+    def of(cls, broker: Any) -> GroupConfigRules:
+        """The rules under ``broker`` (a BrokerConfig)."""
+        return cls(
+            {key: spec.default(broker) for key, spec in GROUP_CONFIG_KEYS.items()},
+            {key: spec.bounds(broker) for key, spec in GROUP_CONFIG_KEYS.items() if spec.bounds is not None},
+        )
+
+    def effective(self, overrides: Mapping[str, str]) -> dict[str, Any]:
+        """Every group key → its value for a group with ``overrides`` (ints as ints)."""
+        out: dict[str, Any] = {}
+        for key, spec in GROUP_CONFIG_KEYS.items():
+            raw = overrides.get(key)
+            value = raw if raw is not None else self.defaults[key]
+            out[key] = int(value) if spec.kind == "int" else value
+        return out
+
+    def validate(self, overrides: Mapping[str, str | None]) -> dict[str, str]:
+        """A group's complete new set of overrides, checked and normalized; ConfigError names
+        the key, the value and what is allowed."""
+        out: dict[str, str] = {}
+        for key, value in overrides.items():
+            if value is None:
+                continue
+            spec = GROUP_CONFIG_KEYS.get(key)
+            if spec is None and key in NOT_BUILT_GROUP_KEYS:
+                why = NOT_BUILT_GROUP_KEYS[key]
+                raise ConfigError(key, value, f"a group config of Kafka's that trikafka refuses: {why}")
+            if spec is None:
+                known = ", ".join(GROUP_CONFIG_KEYS)
+                raise ConfigError(key, value, f"an unknown group config (trikafka knows {known})")
+            if spec.kind == "int":
+                lo, hi = self.bounds.get(key, (0, 2**31 - 1))
+                try:
+                    number = int(value.strip())
+                except ValueError:
+                    raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required") from None
+                if not lo <= number <= hi:
+                    between = f" (between {spec.bound_keys[0]} and {spec.bound_keys[1]})" if spec.bound_keys else ""
+                    raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required{between}")
+                out[key] = str(number)
+            else:
+                try:
+                    out[key] = spec.parse(value) if spec.parse else value
+                except ValueError as exc:
+                    raise ConfigError(key, value, str(exc)) from None
+        self._check_intervals(out)
+        return out
+
+    def _check_intervals(self, out: Mapping[str, str]) -> None:
+        """Kafka's GroupConfig rule: a session timeout above the heartbeat interval, each key
+        taking the group's value or the broker's default."""
+        for kind in ("consumer", "share"):
+            if f"{kind}.session.timeout.ms" not in out and f"{kind}.heartbeat.interval.ms" not in out:
+                continue
+            effective = self.effective(out)
+            session, interval = effective[f"{kind}.session.timeout.ms"], effective[f"{kind}.heartbeat.interval.ms"]
+            if session <= interval:
+                raise ConfigError(f"{kind}.session.timeout.ms", str(session),
+                                  f"greater than {kind}.heartbeat.interval.ms ({interval})")
 
 
 def validate_group_configs(overrides: Mapping[str, str | None], broker: Any) -> dict[str, str]:
-    """A group's complete new set of overrides, checked and normalized; ConfigError names the
-    key, the value and what is allowed."""
-    out: dict[str, str] = {}
-    for key, value in overrides.items():
-        if value is None:
-            continue
-        spec = GROUP_CONFIG_KEYS.get(key)
-        if spec is None and key in NOT_BUILT_GROUP_KEYS:
-            why = NOT_BUILT_GROUP_KEYS[key]
-            raise ConfigError(key, value, f"a group config of Kafka's that trikafka refuses: {why}")
-        if spec is None:
-            known = ", ".join(GROUP_CONFIG_KEYS)
-            raise ConfigError(key, value, f"an unknown group config (trikafka knows {known})")
-        if spec.kind == "int":
-            lo, hi = spec.bounds(broker) if spec.bounds else (0, 2**31 - 1)
-            try:
-                number = int(value.strip())
-            except ValueError:
-                raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required") from None
-            if not lo <= number <= hi:
-                between = f" (between {spec.bound_keys[0]} and {spec.bound_keys[1]})" if spec.bound_keys else ""
-                raise ConfigError(key, value, f"an integer in [{lo}, {hi}] is required{between}")
-            out[key] = str(number)
-        else:
-            try:
-                out[key] = spec.parse(value) if spec.parse else value
-            except ValueError as exc:
-                raise ConfigError(key, value, str(exc)) from None
-    _check_intervals(out, broker)
-    return out
+    """:meth:`GroupConfigRules.validate` under ``broker``'s defaults and bounds."""
+    return GroupConfigRules.of(broker).validate(overrides)
 
 
 def effective_group_configs(overrides: Mapping[str, str], broker: Any) -> dict[str, Any]:
-    """Every group key → its value for a group with ``overrides`` (ints as ints)."""
-    out: dict[str, Any] = {}
-    for key, spec in GROUP_CONFIG_KEYS.items():
-        raw = overrides.get(key)
-        value = raw if raw is not None else spec.default(broker)
-        out[key] = int(value) if spec.kind == "int" else value
-    return out
+    """:meth:`GroupConfigRules.effective` under ``broker``'s defaults."""
+    return GroupConfigRules.of(broker).effective(overrides)

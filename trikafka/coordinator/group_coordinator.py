@@ -42,13 +42,12 @@ trio time later.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, TypeVar
 
 import trio
 
 from trikafka.clock import Clock
-from trikafka.config import BrokerConfig
 from trikafka.coordinator.classic.group_membership import (
     GroupMembership,
     check_transactional_member,
@@ -79,10 +78,12 @@ from trikafka.coordinator.group_protocol import (
     Parked,
     Reply,
     ScheduleTimer,
+    SyncGroupRequest,
     SyncGroupResult,
     TimerKey,
 )
 from trikafka.coordinator.offsets import OffsetStore
+from trikafka.coordinator.settings import GroupSettings
 from trikafka.coordinator.timers import TimerQueue, Waiter
 from trikafka.errors import ErrorCode, KafkaProtocolError
 
@@ -106,24 +107,24 @@ def _waiter(parked: dict[int, Waiter[R]], value: R | Parked) -> Waiter[R]:
 class GroupCoordinator:
     def __init__(
         self,
-        config: BrokerConfig,
+        settings: GroupSettings,
         store: OffsetStore | None,
         now_ms: Clock,
         *,
         on_state_change: Callable[[], None] = lambda: None,
         topic_partitions: Callable[[], Mapping[str, int]] = dict,
     ) -> None:
-        self.config = config
+        self.settings = settings
         self.now_ms = now_ms
         #: Called after a timer changed groups with no request to answer (a session expired,
         #: a delayed join completed), so awaitable broker state sees it at once.
         self.on_state_change = on_state_change
-        self.manager = GroupMetadataManager(config, store)
-        self.membership = GroupMembership(config, self.manager)
+        self.manager = GroupMetadataManager(settings, store)
+        self.membership = GroupMembership(settings, self.manager)
         #: KIP-848 groups; ``topic_partitions()``: every topic's partition count.
-        self.consumer = ConsumerGroupMachine(config, store, topic_partitions, self.manager)
+        self.consumer = ConsumerGroupMachine(settings, store, topic_partitions, self.manager)
         self.classic_members = ClassicMembers(self.consumer)
-        self.migration = GroupMigration(config, self.membership, self.consumer, self.classic_members)
+        self.migration = GroupMigration(settings, self.membership, self.consumer, self.classic_members)
         self.manager.in_use = lambda group_id: bool(getattr(self.consumer.groups.get(group_id), "members", None))
         self._timers: TimerQueue[Hashable] = TimerQueue()
         #: timer key type → the machine's on_timer(key, now_ms) -> Reply (see register_timers)
@@ -187,7 +188,7 @@ class GroupCoordinator:
 
     async def _expire_offsets_periodically(self) -> None:
         while True:
-            await trio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
+            await trio.sleep(self.settings.offsets_retention_check_interval_ms / 1000)
             try:
                 self.expire_offsets()
             except (OSError, KafkaProtocolError) as exc:  # as in _fire: say so, try next time
@@ -209,26 +210,14 @@ class GroupCoordinator:
         self._apply(reply, now)
         return waiter
 
-    def sync_group(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Iterable[tuple[str, bytes]],
-    ) -> Waiter[SyncGroupResult]:
+    def sync_group(self, request: SyncGroupRequest) -> Waiter[SyncGroupResult]:
         now = self.now_ms()
-        consumer_group = self.consumer.groups.get(group_id)
+        consumer_group = self.consumer.groups.get(request.group_id)
         if consumer_group is not None and not self.manager.loading:
-            synced = self.classic_members.sync(consumer_group, generation_id, member_id, instance_id, protocol_type,
-                                               protocol_name, now)
+            synced = self.classic_members.sync(consumer_group, request, now)
             self._apply(synced, now)
             return Waiter.done_with(synced.value)
-        reply = self.membership.sync_group(
-            group_id, generation_id, member_id, instance_id, protocol_type, protocol_name, assignments, now
-        )
+        reply = self.membership.sync_group(request, now)
         waiter = _waiter(self._syncs, reply.value)
         self._apply(reply, now)
         return waiter

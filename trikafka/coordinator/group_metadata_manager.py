@@ -24,7 +24,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from trikafka.config import BrokerConfig
 from trikafka.coordinator.classic.group_metadata import (
     GroupMetadata,
     MemberMetadata,
@@ -32,6 +31,7 @@ from trikafka.coordinator.classic.group_metadata import (
 )
 from trikafka.coordinator.classic.group_state import GroupState
 from trikafka.coordinator.offsets import OffsetStore, group_key, offset_key
+from trikafka.coordinator.settings import GroupSettings
 from trikafka.errors import ErrorCode
 
 __all__ = ["GroupMetadataManager", "OffsetCommit", "TopicPartition"]
@@ -44,8 +44,8 @@ OffsetCommit = tuple[int, int, str | None]
 
 
 class GroupMetadataManager:
-    def __init__(self, config: BrokerConfig, store: OffsetStore | None) -> None:
-        self.config = config
+    def __init__(self, settings: GroupSettings, store: OffsetStore | None) -> None:
+        self.settings = settings
         self.store = store
         self.groups: dict[str, GroupMetadata] = {}
         self.loading = True
@@ -144,7 +144,7 @@ class GroupMetadataManager:
         """Keep and persist commits (the member checks are the caller's)."""
         result: dict[TopicPartition, ErrorCode] = {}
         records = []
-        limit = self.config.offset_metadata_max_bytes
+        limit = self.settings.offset_metadata_max_bytes
         for tp, (offset, leader_epoch, metadata) in offsets.items():
             if check_metadata and metadata is not None and len(metadata.encode()) > limit:
                 result[tp] = ErrorCode.offset_metadata_too_large
@@ -225,7 +225,7 @@ class GroupMetadataManager:
 
     def expire_offsets(self, now_ms: float) -> int:
         """Remove offsets past offsets.retention.minutes; returns how many."""
-        retention = self.config.offsets_retention_minutes * 60_000
+        retention = self.settings.offsets_retention_minutes * 60_000
         removed = 0
         for group in list(self.groups.values()):
             if not group.is_(GroupState.EMPTY) or self.in_use(group.group_id):

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import logging
 
-from trikafka.config import BrokerConfig
 from trikafka.coordinator.classic.consumer_protocol_bytes import (
     decode_assignment,
     decode_subscription,
@@ -48,25 +47,18 @@ from trikafka.coordinator.consumer.consumer_group import ConsumerGroup, Consumer
 from trikafka.coordinator.consumer.consumer_group_classic import ClassicMembers
 from trikafka.coordinator.consumer.consumer_group_machine import ConsumerGroupMachine
 from trikafka.coordinator.group_protocol import CancelTimer, Effect, TimerKey, TimerKind
+from trikafka.coordinator.settings import GroupSettings
 from trikafka.errors import ErrorCode, KafkaProtocolError
 
-__all__ = ["GroupMigration", "downgrade_enabled", "upgrade_enabled"]
+__all__ = ["GroupMigration"]
 
 log = logging.getLogger("trikafka.coordinator")
 
 
-def upgrade_enabled(config: BrokerConfig) -> bool:
-    return config.group_consumer_migration_policy in ("upgrade", "bidirectional")
-
-
-def downgrade_enabled(config: BrokerConfig) -> bool:
-    return config.group_consumer_migration_policy in ("downgrade", "bidirectional")
-
-
 class GroupMigration:
-    def __init__(self, config: BrokerConfig, membership: GroupMembership, consumer: ConsumerGroupMachine,
+    def __init__(self, settings: GroupSettings, membership: GroupMembership, consumer: ConsumerGroupMachine,
                  classic_members: ClassicMembers) -> None:
-        self.config = config
+        self.settings = settings
         self.membership = membership
         self.consumer = consumer
         consumer.upgrade = self.upgrade
@@ -77,11 +69,11 @@ class GroupMigration:
 
     def _can_upgrade(self, classic: GroupMetadata) -> bool:
         why = None
-        if not upgrade_enabled(self.config):
+        if not self.settings.upgrade_enabled:
             why = "the online upgrade is disabled (group.consumer.migration.policy)"
         elif classic.protocol_type != "consumer":
             why = "the group does not use the consumer embedded protocol"
-        elif len(classic.members) > self.config.group_consumer_max_size:
+        elif len(classic.members) > self.settings.group_consumer_max_size:
             why = "the group size exceeds group.consumer.max.size"
         if why is not None:
             log.info("cannot upgrade classic group %s to a consumer group: %s", classic.group_id, why)
@@ -93,10 +85,10 @@ class GroupMigration:
         classic = self.membership.groups.get(group_id)
         if classic is None or not classic.members or not self._can_upgrade(classic):
             return None
-        if len(classic.members) >= self.config.group_consumer_max_size:  # no room for the one joining
+        if len(classic.members) >= self.settings.group_consumer_max_size:  # no room for the one joining
             raise KafkaProtocolError(
                 f"The consumer group has reached its maximum capacity of "
-                f"{self.config.group_consumer_max_size} members.",
+                f"{self.settings.group_consumer_max_size} members.",
                 ErrorCode.group_max_size_reached,
             )
         try:
@@ -162,9 +154,9 @@ class GroupMigration:
 
     def _may_downgrade(self, group: ConsumerGroup, size: int) -> bool:
         why = None
-        if not downgrade_enabled(self.config):
+        if not self.settings.downgrade_enabled:
             why = "the online downgrade is disabled (group.consumer.migration.policy)"
-        elif size > self.config.group_max_size:
+        elif size > self.settings.group_max_size:
             why = "its size is greater than group.max.size"
         if why is not None:
             log.info("cannot downgrade consumer group %s to a classic group: %s", group.group_id, why)

@@ -68,6 +68,19 @@ class JoinGroupRequest:
 
 
 @attrs.frozen
+class SyncGroupRequest:
+    """One SyncGroup, version differences already resolved by the API layer."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None  # v5+; None: not checked
+    protocol_name: str | None  # v5+; None: not checked
+    assignments: list[tuple[str, bytes]]  # (member id, assignment): the leader's, else empty
+
+
+@attrs.frozen
 class JoinGroupMember:
     member_id: str
     group_instance_id: str | None

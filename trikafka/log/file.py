@@ -43,6 +43,7 @@ import logging
 import os
 from bisect import bisect_right
 from pathlib import Path
+from typing import Any
 
 from trikafka.clock import Clock
 from trikafka.log.cleaner_files import complete_swaps
@@ -344,32 +345,13 @@ class FileLog(Log):
 
     @classmethod
     def open(
-        cls,
-        log_dir: str | os.PathLike[str],
-        topic: str,
-        partition: int,
-        config: LogConfig | None = None,
-        *,
-        clock: Clock | None = None,
-        recovery_point: int = 0,
-        log_start_offset: int = 0,
-        clean_shutdown: bool = False,
-        io: FileIO = SYSTEM_IO,
-        open_files: OpenFiles | None = None,
+        cls, log_dir: str | os.PathLike[str], topic: str, partition: int, config: LogConfig | None = None,
+        **options: Any,
     ) -> FileLog:
-        """Open (or create) ``topic``-``partition`` under the log directory ``log_dir``."""
-        return cls(
-            os.path.join(os.fspath(log_dir), partition_dir_name(topic, partition)),
-            topic,
-            partition,
-            config,
-            clock=clock,
-            recovery_point=recovery_point,
-            log_start_offset=log_start_offset,
-            clean_shutdown=clean_shutdown,
-            io=io,
-            open_files=open_files,
-        )
+        """Open (or create) ``topic``-``partition`` under the log directory ``log_dir``;
+        ``options`` are the keyword arguments of :class:`FileLog` (``clock``, ``recovery_point``…)."""
+        return cls(os.path.join(os.fspath(log_dir), partition_dir_name(topic, partition)), topic, partition, config,
+                   **options)
 
     @property
     def directory(self) -> Path:

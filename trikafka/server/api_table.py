@@ -1,11 +1,12 @@
 """The API families a broker serves, named without importing them, and the API table it
 advertises: what ``server/wiring.py`` builds a KafkaApis from.
 
-Each family is a :class:`~trikafka.server.kafka_apis.LazyFamily`: its module is imported and
-the family built when one of its APIs is first asked for (``server/kafka_apis.py``), so a
-broker answers its first ApiVersions without importing the others. A family added in
-``apis/`` is added here with the api keys its ``@handles`` methods answer;
-``tests/server/test_wiring.py`` builds every family and holds each to its keys.
+Each family is a :class:`~trikafka.server.kafka_apis.LazyFamily`: a function that imports its
+class (below, one per family, so every import of ``apis/`` is written here) and the api keys
+it answers. KafkaApis calls the function and builds the family when one of its APIs is first
+asked for, so a broker answers its first ApiVersions without importing the others. A family
+added in ``apis/`` is added here with the api keys its ``@handles`` methods answer;
+``tests/server/test_wiring.py`` imports every family and holds each to its keys.
 """
 
 from __future__ import annotations
@@ -15,93 +16,219 @@ import logging
 from trikafka.config import BrokerConfig
 from trikafka.config.kafka_versions import KafkaProfile, profile
 from trikafka.protocol.registry import IMPLEMENTED_APIS, ApiKey, api_name
-from trikafka.server.kafka_apis import LazyFamily
+from trikafka.server.kafka_apis import ApiFamily, LazyFamily
 
 __all__ = ["API_FAMILIES", "CONSUMER_PROTOCOL_APIS", "TELEMETRY_APIS", "kafka_profile", "log_kafka_profile",
            "listed_min", "supported_apis"]
 
-#: Every API family a broker serves (each node of an in-process cluster serves the same).
+# Each family's class, imported when KafkaApis first needs it (an import inside a function runs
+# when it is called): a fresh broker answers its first ApiVersions without importing the rest.
+
+
+def _api_versions_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.versions import ApiVersionsApis
+
+    return ApiVersionsApis
+
+
+def _feature_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.versions import FeatureApis
+
+    return FeatureApis
+
+
+def _metadata_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.metadata import MetadataApis
+
+    return MetadataApis
+
+
+def _topic_admin_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.topics import TopicAdminApis
+
+    return TopicAdminApis
+
+
+def _produce_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.produce import ProduceApis
+
+    return ProduceApis
+
+
+def _producer_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.producers import ProducerApis
+
+    return ProducerApis
+
+
+def _fetch_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.fetch import FetchApis
+
+    return FetchApis
+
+
+def _offset_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.offsets import OffsetApis
+
+    return OffsetApis
+
+
+def _config_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.configs import ConfigApis
+
+    return ConfigApis
+
+
+def _cluster_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.configs import ClusterApis
+
+    return ClusterApis
+
+
+def _group_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.groups import GroupApis
+
+    return GroupApis
+
+
+def _consumer_group_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.consumer_groups import ConsumerGroupApis
+
+    return ConsumerGroupApis
+
+
+def _share_group_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.share_groups import ShareGroupApis
+
+    return ShareGroupApis
+
+
+def _share_fetch_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.share_fetch import ShareFetchApis
+
+    return ShareFetchApis
+
+
+def _share_offset_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.share_offsets import ShareOffsetApis
+
+    return ShareOffsetApis
+
+
+def _group_offset_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.group_offsets import GroupOffsetApis
+
+    return GroupOffsetApis
+
+
+def _transaction_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.transactions import TransactionApis
+
+    return TransactionApis
+
+
+def _partition_state_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.partition_state import PartitionStateApis
+
+    return PartitionStateApis
+
+
+def _reassignment_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.reassignments import ReassignmentApis
+
+    return ReassignmentApis
+
+
+def _sasl_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.sasl import SaslApis
+
+    return SaslApis
+
+
+def _scram_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.scram import ScramApis
+
+    return ScramApis
+
+
+def _acl_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.acls import AclApis
+
+    return AclApis
+
+
+def _telemetry_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.telemetry import TelemetryApis
+
+    return TelemetryApis
+
+
+def _client_quota_apis() -> type[ApiFamily]:
+    from trikafka.server.apis.quotas import ClientQuotaApis
+
+    return ClientQuotaApis
+
+
+#: Every API family a broker serves and the api keys it answers (each node of an in-process
+#: cluster serves the same): the one declaration of which family serves which API;
+#: ``tests/server/test_wiring.py`` holds it to the families' ``@handles`` methods.
 API_FAMILIES: tuple[LazyFamily, ...] = (
-    LazyFamily("trikafka.server.apis.versions:ApiVersionsApis", (ApiKey.API_VERSIONS,)),
-    LazyFamily("trikafka.server.apis.versions:FeatureApis", (ApiKey.UPDATE_FEATURES,)),
-    LazyFamily("trikafka.server.apis.metadata:MetadataApis", (ApiKey.METADATA,)),
+    LazyFamily(_api_versions_apis, (ApiKey.API_VERSIONS,)),
+    LazyFamily(_feature_apis, (ApiKey.UPDATE_FEATURES,)),
+    LazyFamily(_metadata_apis, (ApiKey.METADATA,)),
+    LazyFamily(_topic_admin_apis, (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS)),
+    LazyFamily(_produce_apis, (ApiKey.PRODUCE,)),
+    LazyFamily(_producer_apis, (ApiKey.INIT_PRODUCER_ID,), coordinators=True),
+    LazyFamily(_fetch_apis, (ApiKey.FETCH,)),
+    LazyFamily(_offset_apis, (ApiKey.LIST_OFFSETS, ApiKey.DELETE_RECORDS)),
+    LazyFamily(_config_apis, (ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS)),
+    LazyFamily(_cluster_apis, (ApiKey.DESCRIBE_CLUSTER,)),
     LazyFamily(
-        "trikafka.server.apis.topics:TopicAdminApis",
-        (ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS),
-    ),
-    LazyFamily("trikafka.server.apis.produce:ProduceApis", (ApiKey.PRODUCE,)),
-    LazyFamily("trikafka.server.apis.producers:ProducerApis", (ApiKey.INIT_PRODUCER_ID,), coordinators=True),
-    LazyFamily("trikafka.server.apis.fetch:FetchApis", (ApiKey.FETCH,)),
-    LazyFamily("trikafka.server.apis.offsets:OffsetApis", (ApiKey.LIST_OFFSETS, ApiKey.DELETE_RECORDS)),
-    LazyFamily(
-        "trikafka.server.apis.configs:ConfigApis",
-        (ApiKey.DESCRIBE_CONFIGS, ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS),
-    ),
-    LazyFamily("trikafka.server.apis.configs:ClusterApis", (ApiKey.DESCRIBE_CLUSTER,)),
-    LazyFamily(
-        "trikafka.server.apis.groups:GroupApis",
+        _group_apis,
         (ApiKey.FIND_COORDINATOR, ApiKey.JOIN_GROUP, ApiKey.SYNC_GROUP, ApiKey.HEARTBEAT, ApiKey.LEAVE_GROUP,
          ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.DELETE_GROUPS),
         coordinators=True,
     ),
     LazyFamily(
-        "trikafka.server.apis.consumer_groups:ConsumerGroupApis",
+        _consumer_group_apis,
         (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE),
         coordinators=True,
     ),
+    LazyFamily(_share_group_apis, (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE), coordinators=True),
+    LazyFamily(_share_fetch_apis, (ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE), coordinators=True),
     LazyFamily(
-        "trikafka.server.apis.share_groups:ShareGroupApis",
-        (ApiKey.SHARE_GROUP_HEARTBEAT, ApiKey.SHARE_GROUP_DESCRIBE),
+        _share_offset_apis,
+        (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, ApiKey.ALTER_SHARE_GROUP_OFFSETS, ApiKey.DELETE_SHARE_GROUP_OFFSETS),
         coordinators=True,
     ),
     LazyFamily(
-        "trikafka.server.apis.share_fetch:ShareFetchApis",
-        (ApiKey.SHARE_FETCH, ApiKey.SHARE_ACKNOWLEDGE),
-        coordinators=True,
-    ),
-    LazyFamily(
-        "trikafka.server.apis.share_offsets:ShareOffsetApis",
-        (ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, ApiKey.ALTER_SHARE_GROUP_OFFSETS,
-         ApiKey.DELETE_SHARE_GROUP_OFFSETS),
-        coordinators=True,
-    ),
-    LazyFamily(
-        "trikafka.server.apis.group_offsets:GroupOffsetApis",
+        _group_offset_apis,
         (ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.OFFSET_DELETE),
         coordinators=True,
     ),
     LazyFamily(
-        "trikafka.server.apis.transactions:TransactionApis",
+        _transaction_apis,
         (ApiKey.ADD_PARTITIONS_TO_TXN, ApiKey.ADD_OFFSETS_TO_TXN, ApiKey.END_TXN, ApiKey.TXN_OFFSET_COMMIT,
          ApiKey.DESCRIBE_TRANSACTIONS, ApiKey.LIST_TRANSACTIONS),
         coordinators=True,
     ),
     LazyFamily(
-        "trikafka.server.apis.partition_state:PartitionStateApis",
+        _partition_state_apis,
         (ApiKey.OFFSET_FOR_LEADER_EPOCH, ApiKey.DESCRIBE_LOG_DIRS, ApiKey.DESCRIBE_PRODUCERS,
          ApiKey.DESCRIBE_TOPIC_PARTITIONS),
     ),
     LazyFamily(
-        "trikafka.server.apis.reassignments:ReassignmentApis",
+        _reassignment_apis,
         (ApiKey.ELECT_LEADERS, ApiKey.ALTER_PARTITION_REASSIGNMENTS, ApiKey.LIST_PARTITION_REASSIGNMENTS),
     ),
-    LazyFamily("trikafka.server.apis.sasl:SaslApis", (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE,)),
+    LazyFamily(_sasl_apis, (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE)),
+    LazyFamily(_scram_apis, (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS)),
+    LazyFamily(_acl_apis, (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS)),
     LazyFamily(
-        "trikafka.server.apis.scram:ScramApis",
-        (ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, ApiKey.ALTER_USER_SCRAM_CREDENTIALS),
-    ),
-    LazyFamily(
-        "trikafka.server.apis.acls:AclApis",
-        (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS),
-    ),
-    LazyFamily(
-        "trikafka.server.apis.telemetry:TelemetryApis",
+        _telemetry_apis,
         (ApiKey.GET_TELEMETRY_SUBSCRIPTIONS, ApiKey.PUSH_TELEMETRY, ApiKey.LIST_CONFIG_RESOURCES),
     ),
-    LazyFamily(
-        "trikafka.server.apis.quotas:ClientQuotaApis",
-        (ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS),
-    ),
+    LazyFamily(_client_quota_apis, (ApiKey.DESCRIBE_CLIENT_QUOTAS, ApiKey.ALTER_CLIENT_QUOTAS)),
 )
 
 #: KIP-848's consumer-group APIs, advertised only with ``consumer`` in

@@ -148,7 +148,7 @@ class AwaitableState(ShareAwaitableState, ClientMetricsAwaitableState):
                 generation_id=consumer_group.group_epoch,
                 members=tuple(consumer_group.members),
                 leader_id=None,
-                protocol_name=consumer_group.preferred_assignor(self.group_coordinator.config.group_consumer_assignors[0]),
+                protocol_name=consumer_group.preferred_assignor(self.group_coordinator.settings.group_consumer_assignors[0]),
             )
         group = self.group_coordinator.describe(group_id)
         if group is None:

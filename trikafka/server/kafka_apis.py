@@ -20,13 +20,14 @@ replica manager, the coordinators, the clock). Its handlers are methods marked w
 the registry advertises an API nobody handles or two families claim the same one. The api
 keys themselves live in one place, :class:`~trikafka.protocol.registry.ApiKey`.
 
-A broker names its families by :class:`LazyFamily` — the module, the class and the api keys it
-handles — so a family's module (and what it imports: coordinators' request code, share
+A broker names its families by :class:`LazyFamily` — a function that imports the family's class,
+and the api keys it handles (``server/api_table.py``, the one declaration of which family serves
+which API) — so a family's module (and what it imports: coordinators' request code, share
 fetches, ACL answers...) is imported and the family built when one of its APIs is first asked
 for, not at start-up: a fresh broker answers its first ApiVersions without importing the rest.
-Until then ``handlers[key]`` is a stub that builds the family, puts its real handlers in place
-of the stubs still there, and hands the request on; a family that turns out to handle other
-keys than it was declared with is refused then (``tests/server/test_wiring.py`` builds them all).
+``handlers`` holds the handlers of the families built so far; a miss builds the key's family,
+whose handlers join the table. The first request of a family that uses the coordinators waits
+until they have started (``BrokerCore.coordinators_started``).
 
 Authorization. Handlers ask ``self.authorize(request, AclOperation.X, ResourceType.Y, name)``
 (or ``require``/``require_cluster``, which raise the resource's *_AUTHORIZATION_FAILED); the
@@ -41,7 +42,6 @@ fails its neighbours.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import struct
 import typing
@@ -280,7 +280,7 @@ def to_response(request: Request, body: Any) -> Any:
 
 
 def _family_name(family: ApiFamily | LazyFamily) -> str:
-    return family.path.rpartition(":")[2] if isinstance(family, LazyFamily) else type(family).__name__
+    return family.load.__name__ if isinstance(family, LazyFamily) else type(family).__name__
 
 
 class ApiFamily:
@@ -332,10 +332,12 @@ class ApiFamily:
 
 
 class LazyFamily(NamedTuple):
-    """An API family imported and built on first use: ``path`` is ``"module:Class"``,
-    ``api_keys`` the APIs its ``@handles`` methods answer (checked when it is built)."""
+    """An API family built on first use: ``load()`` imports and returns its class (one
+    function per family in ``server/api_table.py``), ``api_keys`` are the APIs it answers —
+    the one declaration of them; ``tests/server/test_wiring.py`` holds it to the class's
+    ``@handles`` methods."""
 
-    path: str
+    load: Callable[[], type[ApiFamily]]
     api_keys: tuple[ApiKey, ...]
     #: Its first request waits until the coordinators are built and started (they are built
     #: on first use: ``BrokerCore.coordinators_started``).
@@ -358,70 +360,76 @@ class _Families(typing.Mapping[int, ApiFamily]):
         return len(self._apis._families)
 
 
+class _Handlers(dict[int, Handler]):
+    """api key → handler, for the families built so far: a miss builds the key's family and
+    answers with its handler (a handler put here before then — a test's hook — stays)."""
+
+    def __init__(self, build: Callable[[int], Handler]) -> None:
+        super().__init__()
+        self._build = build
+
+    def __missing__(self, key: int) -> Handler:
+        return self._build(key)
+
+
 class KafkaApis:
     def __init__(self, context: ApiContext, families: Sequence[ApiFamily | LazyFamily]) -> None:
         self.context = context
-        self.handlers: dict[int, Handler] = {}
         #: api key → its family, or the LazyFamily that builds it on first use.
         self._families: dict[int, ApiFamily | LazyFamily] = {}
-        #: what each lazy family's first use put in place of its stubs: path → (family, handlers).
-        self._built: dict[str, tuple[ApiFamily, dict[ApiKey, Handler]]] = {}
-        self._stubs: dict[int, Handler] = {}
+        #: api key → its handler; looking up a key whose family is not built yet builds it.
+        self.handlers: dict[int, Handler] = _Handlers(self._handler_of_new_family)
+        #: The api keys of lazy families that wait for the coordinators on their first request
+        #: (emptied once they have started).
+        self._before_coordinators: set[int] = set()
         for family in families:
             lazy = isinstance(family, LazyFamily)
-            found = dict.fromkeys(family.api_keys) if lazy else family.handlers()
-            for key, handler in found.items():
-                if key in self.handlers:
+            handlers = {} if lazy else family.handlers()
+            for key in family.api_keys if lazy else handlers:
+                if key in self._families:
                     raise RuntimeError(
-                        f"{key.name} is handled by both {_family_name(self._families[key])}"
+                        f"{ApiKey(key).name} is handled by both {_family_name(self._families[key])}"
                         f" and {_family_name(family)}"
                     )
-                self.handlers[key] = self._stubs[key] = self._stub(family, key) if lazy else handler
                 self._families[key] = family
-        missing = set(context.registry.supported) - set(self.handlers)
+            self.handlers.update(handlers)
+            if lazy and family.coordinators:
+                self._before_coordinators.update(family.api_keys)
+        missing = set(context.registry.supported) - set(self._families)
         if missing:
             names = sorted(ApiKey(k).name if k in ApiKey._value2member_map_ else str(k) for k in missing)
             raise RuntimeError(f"registry advertises api keys with no handler: {names}")
-        self._stubs = {key: stub for key, stub in self._stubs.items() if isinstance(self._families[key], LazyFamily)}
         #: Sees every request first while set (RequestInterceptor); None: nothing attached.
         self.interceptor: RequestInterceptor | None = None
 
-    def _stub(self, lazy: LazyFamily, key: ApiKey) -> Handler:
-        async def build_then_handle(request: Request) -> Any:
-            if lazy.coordinators:
-                await self.context.coordinators.coordinators_started()
-            return await self._build(lazy)[1][key](request)
-
-        return build_then_handle
-
-    def _build(self, lazy: LazyFamily) -> tuple[ApiFamily, dict[ApiKey, Handler]]:
-        """Import and build ``lazy`` once; its handlers replace the stubs still in place (one
-        wrapped since, by a cluster's gate or a test, keeps its wrapper around the stub)."""
-        built = self._built.get(lazy.path)
-        if built is not None:
-            return built
-        module_name, _, class_name = lazy.path.partition(":")
-        family: ApiFamily = getattr(importlib.import_module(module_name), class_name)(self.context)
+    def _build(self, lazy: LazyFamily) -> ApiFamily:
+        """Import and build ``lazy``; its handlers join the table (where a key has none yet)."""
+        family = lazy.load()(self.context)
         found = family.handlers()
-        if set(found) != set(lazy.api_keys):
-            raise RuntimeError(
-                f"{lazy.path} handles {sorted(k.name for k in found)}, declared {sorted(k.name for k in lazy.api_keys)}"
-            )
-        built = self._built[lazy.path] = (family, found)
-        for key, handler in found.items():
+        for key in lazy.api_keys:
             self._families[key] = family
-            if self.handlers.get(key) is self._stubs.pop(key, None):
-                self.handlers[key] = handler
-        return built
+            if key in found:
+                self.handlers.setdefault(key, found[key])
+        return family
+
+    def _handler_of_new_family(self, key: int) -> Handler:
+        """A miss in the handler table: build the key's family, then answer with its handler."""
+        family = self._families[key]
+        if isinstance(family, LazyFamily):
+            family = self._build(family)
+        handler = dict.get(self.handlers, key)
+        if handler is None:
+            raise RuntimeError(f"{_family_name(family)} has no @handles({ApiKey(key).name}) method")
+        return handler
 
     def _family(self, key: int) -> ApiFamily:
         family = self._families[key]
-        return self._build(family)[0] if isinstance(family, LazyFamily) else family
+        return self._build(family) if isinstance(family, LazyFamily) else family
 
     def build_all(self) -> None:
         """Build every lazy family now (a cluster node, before its gate wraps the handlers)."""
         for key in list(self._families):
-            self._family(key)
+            self.handlers[key]
 
     @property
     def families(self) -> typing.Mapping[int, ApiFamily]:
@@ -440,8 +448,10 @@ class KafkaApis:
         """Run the API's handler and send its answer (or leave it to the purgatory)."""
         context = self.context
         try:
-            handler = self.handlers[request.api_key]
-            result = await handler(request)
+            if self._before_coordinators and request.api_key in self._before_coordinators:
+                await context.coordinators.coordinators_started()  # built and started on first use
+                self._before_coordinators.clear()
+            result = await self.handlers[request.api_key](request)
         except KafkaProtocolError as exc:
             if exc.close_connection:
                 log.warning(

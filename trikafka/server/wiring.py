@@ -42,13 +42,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 import trio
 
 from trikafka.clock import Clock
 from trikafka.config import BrokerConfig
+from trikafka.config.share import GroupConfigRules
+from trikafka.coordinator.settings import GroupSettings, ShareSettings, TransactionSettings
 from trikafka.errors import KafkaProtocolError
 from trikafka.log.manager import LoadProgress, LogManager
 from trikafka.metrics import BrokerMetrics
@@ -95,9 +97,12 @@ __all__ = [
     "RequestPath",
     "connection_quotas",
     "follow_cleaner_configs",
+    "group_settings",
     "load_meta_properties",
     "new_log_manager",
+    "share_settings",
     "socket_server_settings",
+    "transaction_settings",
 ]
 
 def load_meta_properties(config: BrokerConfig) -> str:
@@ -164,6 +169,32 @@ def connection_quotas(config: BrokerConfig) -> ConnectionQuotas:
         config.quota_window_num,
         config.quota_window_size_seconds,
     )
+
+
+S = TypeVar("S")
+
+
+def _settings(record: type[S], config: BrokerConfig, **parts: Any) -> S:
+    """``record`` filled from ``config``: each field from the config attribute of its name
+    (the settings records name their fields so), ``parts`` for the fields that are not keys."""
+    fields = attrs.fields(record)  # type: ignore[arg-type]  # S is one of the attrs records above
+    names = [field.name for field in fields if field.name not in parts]
+    return record(**{name: getattr(config, name) for name in names}, **parts)
+
+
+def group_settings(config: BrokerConfig) -> GroupSettings:
+    """The group coordinator's settings (classic and consumer groups, offsets)."""
+    return _settings(GroupSettings, config)
+
+
+def transaction_settings(config: BrokerConfig) -> TransactionSettings:
+    """The transaction coordinator's settings."""
+    return _settings(TransactionSettings, config)
+
+
+def share_settings(config: BrokerConfig) -> ShareSettings:
+    """The share coordinator's settings, with the GROUP config rules under ``config``."""
+    return _settings(ShareSettings, config, group_configs=GroupConfigRules.of(config))
 
 
 @attrs.frozen
@@ -244,11 +275,11 @@ class BrokerCore:
 
         config, replicas, clock, bump = self.config, self.replicas, self.now_ms, self.state_changes.bump
         groups = GroupCoordinator(
-            config, self._offset_store(), clock, on_state_change=bump,
+            group_settings(config), self._offset_store(), clock, on_state_change=bump,
             topic_partitions=lambda: {t.name: t.partitions for t in replicas.topics},
         )
         transactions = TransactionCoordinator(
-            config,
+            transaction_settings(config),
             TransactionLog.for_log_dirs(config.log_dirs),
             producer_ids=replicas.producer_ids,
             markers=replicas,  # markers go to each partition's leader (replicated in a cluster)
@@ -271,7 +302,7 @@ class BrokerCore:
             return initial_offset(partition_log, reset, clock())
 
         shares = ShareCoordinator(
-            config, lambda: {t.name: t.partitions for t in replicas.topics},
+            share_settings(config), lambda: {t.name: t.partitions for t in replicas.topics},
             store=self._share_state_store(), on_state_change=bump, on_archived=dead_letters.archived,
             initial_offset=share_start,
         )

@@ -24,6 +24,9 @@ from typing import Protocol
 
 import attrs
 
+# The client's own errors, one type per meaning: a request failed (the message names the Kafka
+# error), and an offset Kafka no longer (or not yet) has (``partitions``: offset by partition).
+from trikafka.client import KafkaClientError, OffsetOutOfRangeError
 from trikafka.spark.offsets import Offsets, TopicPartition
 
 __all__ = [
@@ -35,13 +38,10 @@ __all__ = [
     "KafkaTransactionalWriter",
     "KafkaWriter",
     "OffsetOutOfRangeError",
+    "ReadLimits",
     "RecordChunk",
     "load_clients",
 ]
-
-
-class KafkaClientError(RuntimeError):
-    """A Kafka request failed; the message names the Kafka error."""
 
 
 class KafkaProduceError(KafkaClientError):
@@ -50,15 +50,6 @@ class KafkaProduceError(KafkaClientError):
     def __init__(self, message: str, errors: Mapping[str, int]) -> None:
         super().__init__(message)
         self.errors = dict(errors)
-
-
-class OffsetOutOfRangeError(KafkaClientError):
-    """Kafka no longer (or not yet) has ``offset`` of ``topic_partition``."""
-
-    def __init__(self, topic_partition: TopicPartition, offset: int) -> None:
-        super().__init__(f"offset {offset} of {topic_partition} is out of range")
-        self.topic_partition = topic_partition
-        self.offset = offset
 
 
 @attrs.define
@@ -92,16 +83,19 @@ class KafkaAdmin(Protocol):
     def close(self) -> None: ...
 
 
+@attrs.frozen(kw_only=True)
+class ReadLimits:
+    """How a :class:`KafkaReader` reads one range: at most ``max_records`` a chunk, headers
+    only ``with_headers``, giving up after ``poll_timeout_ms`` without progress."""
+
+    max_records: int
+    with_headers: bool
+    poll_timeout_ms: int
+
+
 class KafkaReader(Protocol):
     def read(
-        self,
-        topic_partition: TopicPartition,
-        start: int,
-        until: int,
-        *,
-        max_records: int,
-        with_headers: bool,
-        poll_timeout_ms: int,
+        self, topic_partition: TopicPartition, start: int, until: int, limits: ReadLimits
     ) -> Iterator[RecordChunk]:
         """The records with offsets in ``[start, until)``, in order, in chunks.
 

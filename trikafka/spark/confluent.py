@@ -31,6 +31,7 @@ from typing import Any
 from trikafka.spark.client import (
     KafkaClientError,
     OffsetOutOfRangeError,
+    ReadLimits,
     RecordChunk,
 )
 from trikafka.spark.offsets import Offsets, TopicPartition
@@ -161,17 +162,12 @@ class ConfluentReader:
         return self._consumer
 
     def read(
-        self,
-        topic_partition: TopicPartition,
-        start: int,
-        until: int,
-        *,
-        max_records: int,
-        with_headers: bool,
-        poll_timeout_ms: int,
+        self, topic_partition: TopicPartition, start: int, until: int, limits: ReadLimits
     ) -> Iterator[RecordChunk]:
         from confluent_kafka import KafkaError
         from confluent_kafka import TopicPartition as RdTopicPartition
+
+        max_records, with_headers, poll_timeout_ms = limits.max_records, limits.with_headers, limits.poll_timeout_ms
 
         consumer = self._get_consumer()
         topic, partition = topic_partition
@@ -189,7 +185,7 @@ class ConfluentReader:
                         if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
                             offset = message.offset()
                             raise OffsetOutOfRangeError(
-                                topic_partition, offset if offset is not None and offset >= 0 else position
+                                {topic_partition: offset if offset is not None and offset >= 0 else position}
                             )
                         if error.fatal() or code in (
                             KafkaError.UNKNOWN_TOPIC_OR_PART,

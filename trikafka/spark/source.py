@@ -39,7 +39,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from trikafka.spark.client import KafkaAdmin, OffsetOutOfRangeError, RecordChunk, load_clients
+from trikafka.spark.client import KafkaAdmin, OffsetOutOfRangeError, ReadLimits, RecordChunk, load_clients
 from trikafka.spark.offsets import (
     OffsetRange,
     Offsets,
@@ -158,17 +158,12 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
     tp = TopicPartition(partition.topic, partition.partition)
     schema = _arrow_schema(settings.include_headers)
     start, until = partition.from_offset, partition.until_offset
+    limits = ReadLimits(max_records=settings.max_records_per_batch, with_headers=settings.include_headers,
+                        poll_timeout_ms=settings.poll_timeout_ms)
     resumes = 0
     while start < until:
         try:
-            for chunk in reader.read(
-                tp,
-                start,
-                until,
-                max_records=settings.max_records_per_batch,
-                with_headers=settings.include_headers,
-                poll_timeout_ms=settings.poll_timeout_ms,
-            ):
+            for chunk in reader.read(tp, start, until, limits):
                 start = chunk.offsets[-1] + 1
                 yield _to_record_batch(chunk, tp, schema)
             return
@@ -179,7 +174,7 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
             earliest, latest = reader.watermarks(tp)
             start, warning = resume_after_out_of_range(
                 tp,
-                max(exc.offset, start),
+                max(exc.partitions.get(tp, start), start),
                 until,
                 earliest,
                 latest,

@@ -26,12 +26,10 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterable
 from typing import TypeVar
 
 import attrs
 
-from trikafka.config import BrokerConfig
 from trikafka.coordinator.classic.group_metadata import GroupMetadata, MemberMetadata
 from trikafka.coordinator.classic.group_state import GroupState
 from trikafka.coordinator.classic.rebalance import Rebalancer
@@ -46,9 +44,11 @@ from trikafka.coordinator.group_protocol import (
     JoinGroupResult,
     Parked,
     Reply,
+    SyncGroupRequest,
     SyncGroupResult,
     TimerKey,
 )
+from trikafka.coordinator.settings import GroupSettings
 from trikafka.errors import ErrorCode
 
 __all__ = ["GroupMembership", "check_member", "check_transactional_member"]
@@ -65,10 +65,10 @@ EMPTY, PREPARING, COMPLETING, STABLE = (
 
 
 class GroupMembership:
-    def __init__(self, config: BrokerConfig, groups: GroupMetadataManager) -> None:
-        self.config = config
+    def __init__(self, settings: GroupSettings, groups: GroupMetadataManager) -> None:
+        self.settings = settings
         self.groups = groups
-        self.rebalancer = Rebalancer(config, groups)
+        self.rebalancer = Rebalancer(settings, groups)
 
     def _reply(self, value: T, now_ms: float) -> Reply[T]:
         self.rebalancer.settle(now_ms)
@@ -107,8 +107,9 @@ class GroupMembership:
             return error(ErrorCode.coordinator_load_in_progress)
         if not request.group_id:
             return error(ErrorCode.invalid_group_id)
-        config = self.config
-        if not config.group_min_session_timeout_ms <= request.session_timeout_ms <= config.group_max_session_timeout_ms:
+        settings = self.settings
+        low, high = settings.group_min_session_timeout_ms, settings.group_max_session_timeout_ms
+        if not low <= request.session_timeout_ms <= high:
             return error(ErrorCode.invalid_session_timeout)
         group = self.groups.get(request.group_id)
         if group is None:
@@ -122,7 +123,7 @@ class GroupMembership:
         return self._join_known(group, request, now_ms)
 
     def _full(self, group: GroupMetadata) -> bool:
-        return len(group.members) + len(group.pending_members) >= self.config.group_max_size
+        return len(group.members) + len(group.pending_members) >= self.settings.group_max_size
 
     def _join_unknown(self, group: GroupMetadata, request: JoinGroupRequest, now_ms: float) -> JoinGroupResult | Parked:
         instance_id = request.group_instance_id
@@ -216,17 +217,11 @@ class GroupMembership:
 
     # --- SyncGroup, Heartbeat, LeaveGroup ------------------------------------------------
 
-    def sync_group(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: Iterable[tuple[str, bytes]],
-        now_ms: float,
-    ) -> Reply[SyncGroupResult | Parked]:
+    def sync_group(self, request: SyncGroupRequest, now_ms: float) -> Reply[SyncGroupResult | Parked]:
+        group_id, generation_id, member_id = request.group_id, request.generation_id, request.member_id
+        instance_id, protocol_type, protocol_name = (
+            request.group_instance_id, request.protocol_type, request.protocol_name
+        )
         group = self.groups.get(group_id)
         if self.groups.loading:
             code: ErrorCode | None = ErrorCode.coordinator_load_in_progress
@@ -253,7 +248,7 @@ class GroupMembership:
             return self._reply(self.rebalancer.sync_result(group, member), now_ms)
         parked = self.rebalancer.park_sync(member)
         if member_id == group.leader_id:
-            given = dict(assignments)
+            given = dict(request.assignments)
             for m in group.members.values():
                 m.assignment = given.get(m.member_id, b"")
             group.transition(STABLE, now_ms, f"the leader {member_id} sent the assignment")

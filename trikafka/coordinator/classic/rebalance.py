@@ -30,7 +30,6 @@ from __future__ import annotations
 import itertools
 import logging
 
-from trikafka.config import BrokerConfig
 from trikafka.coordinator.classic.group_metadata import DelayedJoin, GroupMetadata, MemberMetadata
 from trikafka.coordinator.classic.group_state import GroupState
 from trikafka.coordinator.group_metadata_manager import GroupMetadataManager
@@ -47,6 +46,7 @@ from trikafka.coordinator.group_protocol import (
     TimerKey,
     TimerKind,
 )
+from trikafka.coordinator.settings import GroupSettings
 from trikafka.errors import ErrorCode
 
 __all__ = ["Rebalancer"]
@@ -66,8 +66,8 @@ def heartbeat_key(group: GroupMetadata, member_id: str) -> TimerKey:
 
 
 class Rebalancer:
-    def __init__(self, config: BrokerConfig, groups: GroupMetadataManager) -> None:
-        self.config = config
+    def __init__(self, settings: GroupSettings, groups: GroupMetadataManager) -> None:
+        self.settings = settings
         self.groups = groups
         self.outbox: list[Effect] = []
         self._tickets = itertools.count(1)
@@ -180,7 +180,7 @@ class Rebalancer:
         timeout_ms = group.rebalance_timeout_ms  # fixed now, as Kafka's DelayedJoin is
         key = TimerKey(TimerKind.DELAYED_JOIN, group.group_id)
         if initial:
-            delay = self.config.group_initial_rebalance_delay_ms
+            delay = self.settings.group_initial_rebalance_delay_ms
             group.new_member_added = False
             group.delayed_join = DelayedJoin(initial=True, remaining_ms=max(timeout_ms - delay, 0))
             self.outbox.append(ScheduleTimer(key, now_ms + delay))
@@ -268,7 +268,7 @@ class Rebalancer:
             return
         if delayed.initial and group.new_member_added and delayed.remaining_ms > 0:
             group.new_member_added = False
-            configured = self.config.group_initial_rebalance_delay_ms
+            configured = self.settings.group_initial_rebalance_delay_ms
             delay = min(configured, delayed.remaining_ms)
             group.delayed_join = DelayedJoin(True, max(delayed.remaining_ms - configured, 0))
             key = TimerKey(TimerKind.DELAYED_JOIN, group.group_id)

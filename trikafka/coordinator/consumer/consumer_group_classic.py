@@ -55,6 +55,7 @@ from trikafka.coordinator.group_protocol import (
     JoinGroupResult,
     Reply,
     ScheduleTimer,
+    SyncGroupRequest,
     SyncGroupResult,
 )
 from trikafka.errors import ErrorCode, KafkaProtocolError
@@ -65,7 +66,7 @@ __all__ = ["ClassicMembers"]
 class ClassicMembers:
     def __init__(self, machine: ConsumerGroupMachine) -> None:
         self.machine = machine
-        self.config = machine.config
+        self.settings = machine.settings
         #: (group, now) → the effects of downgrading it once a classic static member replaced a
         #: consumer-protocol one, or None (wired by :mod:`~trikafka.coordinator.group_migration`)
         self.downgrade_replaced: Callable[[ConsumerGroup, float], tuple[Effect, ...] | None] = lambda g, now: None
@@ -132,14 +133,15 @@ class ClassicMembers:
         return replacement
 
     def _join(self, group: ConsumerGroup, request: JoinGroupRequest, now_ms: float) -> Reply[JoinGroupResult]:
-        config = self.config
-        if not config.group_min_session_timeout_ms <= request.session_timeout_ms <= config.group_max_session_timeout_ms:
+        settings = self.settings
+        low, high = settings.group_min_session_timeout_ms, settings.group_max_session_timeout_ms
+        if not low <= request.session_timeout_ms <= high:
             return Reply(JoinGroupResult(ErrorCode.invalid_session_timeout, member_id=request.member_id))
         unknown = request.member_id == UNKNOWN_MEMBER_ID
         member_id = new_member_id() if unknown else request.member_id
-        if member_id not in group.members and len(group.members) >= config.group_consumer_max_size:
+        if member_id not in group.members and len(group.members) >= settings.group_consumer_max_size:
             raise KafkaProtocolError(f"The consumer group has reached its maximum capacity of "
-                                     f"{config.group_consumer_max_size} members.", ErrorCode.group_max_size_reached)
+                                     f"{settings.group_consumer_max_size} members.", ErrorCode.group_max_size_reached)
         if not group.supports_classic(request.protocol_type, {name for name, _ in request.protocols}):
             raise KafkaProtocolError(f"Member {member_id}'s protocols are not supported.",
                                      ErrorCode.inconsistent_group_protocol)
@@ -186,8 +188,9 @@ class ClassicMembers:
 
     # --- SyncGroup, Heartbeat, LeaveGroup ------------------------------------------------
 
-    def sync(self, group: ConsumerGroup, generation_id: int, member_id: str, instance_id: str | None,
-             protocol_type: str | None, protocol_name: str | None, now_ms: float) -> Reply[SyncGroupResult]:
+    def sync(self, group: ConsumerGroup, request: SyncGroupRequest, now_ms: float) -> Reply[SyncGroupResult]:
+        generation_id, member_id, instance_id = request.generation_id, request.member_id, request.group_instance_id
+        protocol_type, protocol_name = request.protocol_type, request.protocol_name
         effects: list[Effect] = []
         try:
             member = self._member(group, member_id, instance_id)

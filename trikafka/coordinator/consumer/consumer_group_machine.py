@@ -40,7 +40,6 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from trikafka.config import BrokerConfig
 from trikafka.coordinator.consumer import consumer_group_membership as membership
 from trikafka.coordinator.consumer import consumer_group_records as rec
 from trikafka.coordinator.consumer import consumer_regex
@@ -68,6 +67,7 @@ from trikafka.coordinator.consumer.consumer_reconciliation import reconcile
 from trikafka.coordinator.group_metadata_manager import GroupMetadataManager
 from trikafka.coordinator.group_protocol import CancelTimer, Effect, Reply, ScheduleTimer
 from trikafka.coordinator.offsets import OffsetStore
+from trikafka.coordinator.settings import GroupSettings
 from trikafka.errors import ErrorCode, KafkaProtocolError
 
 __all__ = ["ConsumerGroupMachine", "new_member_id"]
@@ -129,9 +129,9 @@ def _validate(hb: ConsumerGroupHeartbeat, assignors: tuple[str, ...]) -> None:
 
 
 class ConsumerGroupMachine:
-    def __init__(self, config: BrokerConfig, store: OffsetStore | None, topics: TopicCounts,
+    def __init__(self, settings: GroupSettings, store: OffsetStore | None, topics: TopicCounts,
                  classic: GroupMetadataManager) -> None:
-        self.config = config
+        self.settings = settings
         self.store = store
         self.topics = topics
         self.classic = classic
@@ -146,12 +146,12 @@ class ConsumerGroupMachine:
     def session_timeout_ms(self, group_id: str) -> int:
         """The group's ``consumer.session.timeout.ms``, else ``group.consumer.session.timeout.ms``."""
         value = self.group_overrides(group_id).get("consumer.session.timeout.ms")
-        return int(value) if value is not None else self.config.group_consumer_session_timeout_ms
+        return int(value) if value is not None else self.settings.group_consumer_session_timeout_ms
 
     def heartbeat_interval_ms(self, group_id: str) -> int:
         """The group's ``consumer.heartbeat.interval.ms``, else the broker's."""
         value = self.group_overrides(group_id).get("consumer.heartbeat.interval.ms")
-        return int(value) if value is not None else self.config.group_consumer_heartbeat_interval_ms
+        return int(value) if value is not None else self.settings.group_consumer_heartbeat_interval_ms
 
     # --- loading and persistence --------------------------------------------------------
 
@@ -187,7 +187,7 @@ class ConsumerGroupMachine:
 
     def heartbeat(self, hb: ConsumerGroupHeartbeat, now_ms: float) -> Reply[HeartbeatResult]:
         try:
-            _validate(hb, self.config.group_consumer_assignors)
+            _validate(hb, self.settings.group_consumer_assignors)
             if hb.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
                 return self._leave(hb, now_ms)
             return self._heartbeat(hb, now_ms)
@@ -214,10 +214,10 @@ class ConsumerGroupMachine:
         records: list[rec.Record] = []
         effects: list[Effect] = []
         group, created = self._group_for(hb, now_ms, effects)
-        if hb.member_id not in group.members and len(group.members) >= self.config.group_consumer_max_size:
+        if hb.member_id not in group.members and len(group.members) >= self.settings.group_consumer_max_size:
             if not (hb.instance_id is not None and group.static_member(hb.instance_id) is not None):
                 raise _error(f"The consumer group has reached its maximum capacity of "
-                             f"{self.config.group_consumer_max_size} members.", ErrorCode.group_max_size_reached)
+                             f"{self.settings.group_consumer_max_size} members.", ErrorCode.group_max_size_reached)
         member = membership.member_for(group, hb, records, effects)
         if created:
             self.groups[group.group_id] = group
@@ -274,7 +274,7 @@ class ConsumerGroupMachine:
         counts = self.topics()
         bump = new_member or updated.subscribed_topic_names != member.subscribed_topic_names
         bump = consumer_regex.on_heartbeat(group, member, updated, counts, now_ms,
-                                           self.config.group_consumer_regex_refresh_interval_ms, effects) or bump
+                                           self.settings.group_consumer_regex_refresh_interval_ms, effects) or bump
         if new_member or updated != member:
             records.append(rec.member_metadata(group.group_id, updated))
         group.put(updated)
@@ -307,7 +307,7 @@ class ConsumerGroupMachine:
         counts = group.subscription_metadata
         subscriptions = {m.member_id: frozenset(member_topics(m, counts, group.resolved_regexes))
                          for m in group.members.values()}
-        name = group.preferred_assignor(self.config.group_consumer_assignors[0])
+        name = group.preferred_assignor(self.settings.group_consumer_assignors[0])
         new = assign(name, subscriptions, counts, group.target)
         records = [
             rec.target_member(group.group_id, mid, a) for mid, a in new.items() if group.target.get(mid, {}) != a

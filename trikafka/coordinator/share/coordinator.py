@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import trio
 
-from trikafka.config.share import effective_group_configs, validate_group_configs
+from trikafka.coordinator.settings import ShareSettings
 from trikafka.coordinator.share.group import HeartbeatResult, ShareGroup
 from trikafka.coordinator.share.partition import SharePartition, SharePartitionLimits
 from trikafka.coordinator.share.sessions import ShareSession, ShareSessionCache
@@ -72,7 +72,7 @@ class _NoStore:
 class ShareCoordinator:
     def __init__(
         self,
-        config: Any,
+        settings: ShareSettings,
         topic_partitions: Callable[[], Mapping[str, int]],
         *,
         store: ShareStateStore | None = None,
@@ -80,7 +80,7 @@ class ShareCoordinator:
         on_archived: Callable[[SharePartition, list[tuple[int, int, str]]], None] | None = None,
         initial_offset: Callable[[str, str, int], int | None] | None = None,
     ) -> None:
-        self.config = config
+        self.settings = settings
         self.topic_partitions = topic_partitions
         #: (group, topic, partition) → where a new share partition starts
         #: (``share.auto.offset.reset`` over its log), None while it cannot be read (no leader);
@@ -92,7 +92,7 @@ class ShareCoordinator:
         self.groups: dict[str, ShareGroup] = {}
         self.group_configs: dict[str, dict[str, str]] = {}
         self.partitions: dict[PartitionKey, SharePartition] = {}
-        self.sessions = ShareSessionCache(config.group_share_max_share_sessions)
+        self.sessions = ShareSessionCache(settings.group_share_max_share_sessions)
         self.released = EndOffset(0)  # bumped when records become available again
         #: Target assignments computed (Kafka's share-group-rebalance-count), ever.
         self.rebalances = 0
@@ -111,7 +111,7 @@ class ShareCoordinator:
     # --- configs --------------------------------------------------------------------------
 
     def configs(self, group_id: str) -> dict[str, Any]:
-        return effective_group_configs(self.group_configs.get(group_id, {}), self.config)
+        return self.settings.group_configs.effective(self.group_configs.get(group_id, {}))
 
     def limits(self, group_id: str) -> SharePartitionLimits:
         c = self.configs(group_id)
@@ -121,7 +121,7 @@ class ShareCoordinator:
     def alter_configs(self, group_id: str, overrides: Mapping[str, str | None], validate_only: bool = False) -> None:
         """A group's complete new set of overrides (ConfigError when one is wrong): a group of
         any kind, or none yet (Kafka keeps GROUP configs by group id)."""
-        checked = validate_group_configs(overrides, self.config)
+        checked = self.settings.group_configs.validate(overrides)
         if validate_only:
             return
         if checked:
@@ -146,7 +146,7 @@ class ShareCoordinator:
             topics = self._initialized(group_id, {t: n for t, n in topics.items() if t in wanted})
         result = group.heartbeat(
             member_id, member_epoch, topics=topics, now=trio.current_time(),
-            max_size=self.config.group_share_max_size,
+            max_size=self.settings.group_share_max_size,
             heartbeat_interval_ms=configs["share.heartbeat.interval.ms"],
             assignment_interval_ms=configs["share.assignment.interval.ms"], **fields,
         )

@@ -29,25 +29,25 @@ given to its constructor by the broker.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import trio
 
 from trikafka.clock import Clock
-from trikafka.config import BrokerConfig
 from trikafka.coordinator.ports import (
     ProducerIdSource,
     TransactionalOffsetCommitter,
     TxnMarkerWriter,
 )
+from trikafka.coordinator.settings import TransactionSettings
 from trikafka.coordinator.timers import TimerQueue
 from trikafka.coordinator.transactions.transaction_machine import (
     PREPARED,
     AbortTxn,
     CancelTxnTimer,
-    OffsetCommit,
     StartTxnTimer,
     TransactionMachine,
 )
@@ -68,10 +68,41 @@ __all__ = ["PendingOffsets", "TransactionCoordinator", "TxnState"]
 log = logging.getLogger("trikafka.coordinator")
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _with_now(
+    request: Callable[Concatenate[TransactionMachine, float, P], R],
+) -> Callable[Concatenate[TransactionCoordinator, P], R]:
+    """A request of the machine as the shell's: the machine is given the clock's now and the
+    caller's arguments, and its effects are carried out before the answer is returned."""
+
+    @functools.wraps(request)
+    def forward(self: TransactionCoordinator, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        answer = request(self.machine, self.now_ms(), *args, **kwargs)
+        self._apply()
+        return answer
+
+    return forward
+
+
+def _read(
+    query: Callable[Concatenate[TransactionMachine, P], R],
+) -> Callable[Concatenate[TransactionCoordinator, P], R]:
+    """A question to the machine, asked through the shell (it changes nothing)."""
+
+    @functools.wraps(query)
+    def forward(self: TransactionCoordinator, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return query(self.machine, *args, **kwargs)
+
+    return forward
+
+
 class TransactionCoordinator:
     def __init__(
         self,
-        config: BrokerConfig,
+        settings: TransactionSettings,
         store: TransactionLog,
         *,
         producer_ids: ProducerIdSource,
@@ -80,11 +111,11 @@ class TransactionCoordinator:
         now_ms: Clock,
         on_state_change: Callable[[], None] = lambda: None,
     ) -> None:
-        self.config = config
+        self.settings = settings
         #: Called when a transaction ends with no request to answer (a timeout or fencing
         #: abort), so awaitable broker state sees it at once.
         self.on_state_change = on_state_change
-        self.machine = TransactionMachine(config, store, producer_ids)
+        self.machine = TransactionMachine(settings, store, producer_ids)
         self._markers = markers
         self._groups = groups
         self.now_ms = now_ms
@@ -166,37 +197,12 @@ class TransactionCoordinator:
 
     # --- requests ------------------------------------------------------------------------
 
-    def init_producer_id(
-        self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None = None
-    ) -> tuple[ErrorCode, int, int]:
-        answer = self.machine.init_producer_id(transactional_id, timeout_ms, expected, self.now_ms())
-        self._apply()
-        return answer
-
-    def add_partitions(
-        self, transactional_id: str, producer_id: int, epoch: int, partitions: Iterable[TopicPartition]
-    ) -> ErrorCode:
-        code = self.machine.add_partitions(transactional_id, producer_id, epoch, partitions, self.now_ms())
-        self._apply()
-        return code
-
-    def add_offsets(self, transactional_id: str, producer_id: int, epoch: int, group_id: str) -> ErrorCode:
-        code = self.machine.add_offsets(transactional_id, producer_id, epoch, group_id, self.now_ms())
-        self._apply()
-        return code
-
-    def txn_offset_commit(
-        self,
-        transactional_id: str,
-        group_id: str,
-        producer_id: int,
-        epoch: int,
-        offsets: dict[TopicPartition, OffsetCommit],
-    ) -> dict[TopicPartition, ErrorCode]:
-        return self.machine.txn_offset_commit(transactional_id, group_id, producer_id, epoch, offsets, self.now_ms())
-
-    def has_pending_offsets(self, group_id: str, tp: TopicPartition) -> bool:
-        return self.machine.has_pending_offsets(group_id, tp)
+    # The machine's requests, forwarded with the clock's now and their effects carried out.
+    init_producer_id = _with_now(TransactionMachine.init_producer_id)
+    add_partitions = _with_now(TransactionMachine.add_partitions)
+    add_offsets = _with_now(TransactionMachine.add_offsets)
+    txn_offset_commit = _with_now(TransactionMachine.txn_offset_commit)
+    has_pending_offsets = _read(TransactionMachine.has_pending_offsets)
 
     def verify_produce(
         self, transactional_id: str | None, producer_id: int, epoch: int, topic: str, partition: int,
@@ -277,13 +283,8 @@ class TransactionCoordinator:
 
     # --- DescribeTransactions / ListTransactions -----------------------------------------
 
-    def describe(self, transactional_id: str) -> TransactionMetadata | None:
-        return self.machine.describe(transactional_id)
-
-    def list_transactions(
-        self, states: set[str], producer_ids: set[int], min_duration_ms: int = -1
-    ) -> list[TransactionMetadata]:
-        return self.machine.list_transactions(states, producer_ids, min_duration_ms, self.now_ms())
+    describe = _read(TransactionMachine.describe)
+    list_transactions = _with_now(TransactionMachine.list_transactions)
 
 
 async def _survive_storage_errors(fn: Callable[..., Any], args: tuple) -> None:

@@ -9,7 +9,8 @@ its producer id and epoch, the timeout the producer asked for, and a state::
       ▲                                   │                 PrepareAbort  ─markers─► CompleteAbort
       └──────────InitProducerId (epoch + 1)┴──── timeout, InitProducerId, restart: fence + abort
 
-:class:`TransactionMachine` makes every decision synchronously and takes ``now_ms``; what
+:class:`TransactionMachine` makes every decision synchronously and takes ``now_ms`` (first, where a
+request's answer depends on it: the shell forwards the rest of the arguments as they come); what
 needs the clock or the partitions is an effect in its outbox, which the Trio shell
 (:class:`~trikafka.coordinator.transactions.transaction_coordinator.TransactionCoordinator`) drains
 after each call: :class:`StartTxnTimer` / :class:`CancelTxnTimer` (the transaction timeout)
@@ -37,8 +38,8 @@ from collections.abc import Iterable
 
 import attrs
 
-from trikafka.config import BrokerConfig
 from trikafka.coordinator.ports import ProducerIdSource
+from trikafka.coordinator.settings import TransactionSettings
 from trikafka.coordinator.transactions.transaction_state import (
     NO_EPOCH,
     NO_PRODUCER_ID,
@@ -87,8 +88,8 @@ TxnEffect = StartTxnTimer | CancelTxnTimer | AbortTxn
 
 
 class TransactionMachine:
-    def __init__(self, config: BrokerConfig, store: TransactionLog, producer_ids: ProducerIdSource) -> None:
-        self.config = config
+    def __init__(self, settings: TransactionSettings, store: TransactionLog, producer_ids: ProducerIdSource) -> None:
+        self.settings = settings
         self.store = store
         self.producer_ids = producer_ids
         self.txns: dict[str, TransactionMetadata] = store.load()
@@ -106,7 +107,7 @@ class TransactionMachine:
     # --- InitProducerId ------------------------------------------------------------------
 
     def init_producer_id(
-        self, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None, now_ms: float
+        self, now_ms: float, transactional_id: str, timeout_ms: int, expected: tuple[int, int] | None = None
     ) -> tuple[ErrorCode, int, int]:
         """(error, producer id, epoch) for a transactional producer; see the module docstring."""
         failed = (NO_PRODUCER_ID, NO_EPOCH)
@@ -114,7 +115,7 @@ class TransactionMachine:
             return ErrorCode.coordinator_load_in_progress, *failed
         if not transactional_id:
             return ErrorCode.invalid_request, *failed
-        if not 0 < timeout_ms <= self.config.transaction_max_timeout_ms:
+        if not 0 < timeout_ms <= self.settings.transaction_max_timeout_ms:
             return ErrorCode.invalid_transaction_timeout, *failed
         txn = self.txns.get(transactional_id)
         if txn is None:
@@ -193,7 +194,7 @@ class TransactionMachine:
         return ErrorCode.none, txn
 
     def add_partitions(
-        self, transactional_id: str, producer_id: int, epoch: int, partitions: Iterable[TopicPartition], now_ms: float
+        self, now_ms: float, transactional_id: str, producer_id: int, epoch: int, partitions: Iterable[TopicPartition]
     ) -> ErrorCode:
         code, txn = self.check(transactional_id, producer_id, epoch)
         if txn is None:
@@ -207,7 +208,7 @@ class TransactionMachine:
         return ErrorCode.none
 
     def add_offsets(
-        self, transactional_id: str, producer_id: int, epoch: int, group_id: str, now_ms: float
+        self, now_ms: float, transactional_id: str, producer_id: int, epoch: int, group_id: str
     ) -> ErrorCode:
         code, txn = self.check(transactional_id, producer_id, epoch)
         if txn is None:
@@ -229,12 +230,12 @@ class TransactionMachine:
 
     def txn_offset_commit(
         self,
+        now_ms: float,
         transactional_id: str,
         group_id: str,
         producer_id: int,
         epoch: int,
         offsets: dict[TopicPartition, OffsetCommit],
-        now_ms: float,
     ) -> dict[TopicPartition, ErrorCode]:
         """Keep offsets pending in the transaction until it ends."""
         code, txn = self.check(transactional_id, producer_id, epoch)
@@ -248,7 +249,7 @@ class TransactionMachine:
         pending = txn.pending_offsets.setdefault(group_id, {})
         for tp, value in offsets.items():
             metadata = value[2]
-            if metadata is not None and len(metadata.encode()) > self.config.offset_metadata_max_bytes:
+            if metadata is not None and len(metadata.encode()) > self.settings.offset_metadata_max_bytes:
                 result[tp] = ErrorCode.offset_metadata_too_large
                 continue
             pending[tp] = value
@@ -355,7 +356,7 @@ class TransactionMachine:
         return self.txns.get(transactional_id)
 
     def list_transactions(
-        self, states: set[str], producer_ids: set[int], min_duration_ms: int, now_ms: float
+        self, now_ms: float, states: set[str], producer_ids: set[int], min_duration_ms: int = -1
     ) -> list[TransactionMetadata]:
         return [
             txn

@@ -22,6 +22,7 @@ import attrs
 
 from trikafka.config import BrokerConfig
 from trikafka.config.client_metrics import CLIENT_METRICS_RESOURCE
+from trikafka.config.resources import ConfigResourceType
 from trikafka.config.update_modes import READ_ONLY, update_mode
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
@@ -52,7 +53,7 @@ from trikafka.server.replica.topic_config import (
     validate_topic_configs,
 )
 
-__all__ = ["ConfigApis", "ClusterApis", "topic_config_entries", "ConfigSource", "ResourceType"]
+__all__ = ["ConfigApis", "ClusterApis", "topic_config_entries", "ConfigSource"]
 
 
 
@@ -63,12 +64,6 @@ class ConfigSource:
     DYNAMIC_DEFAULT_BROKER_CONFIG = 3
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
-
-
-class ResourceType:
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
 
 
 class OpType:
@@ -236,13 +231,14 @@ def _append_or_subtract(items: list[str], value: str | None, append: bool) -> li
 class ConfigApis(ApiFamily):
     def _check_access(self, request: Request, resource: Any, operation: AclOperation) -> None:
         """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for a broker."""
-        if resource.resource_type == ResourceType.TOPIC:
+        if resource.resource_type == ConfigResourceType.TOPIC:
             if not self.authorize(request, operation, AclResource.TOPIC, resource.resource_name):
                 raise KafkaProtocolError("Topic authorization failed.", ErrorCode.topic_authorization_failed)
         elif resource.resource_type == GROUP_RESOURCE:
             if not self.authorize(request, operation, AclResource.GROUP, resource.resource_name):
                 raise KafkaProtocolError("Group authorization failed.", ErrorCode.group_authorization_failed)
-        elif resource.resource_type in (ResourceType.BROKER, ResourceType.BROKER_LOGGER, CLIENT_METRICS_RESOURCE):
+        elif resource.resource_type in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER,
+                                        ConfigResourceType.CLIENT_METRICS):
             if not self.authorize(request, operation, AclResource.CLUSTER):
                 raise KafkaProtocolError("Cluster authorization failed.", ErrorCode.cluster_authorization_failed)
 
@@ -280,14 +276,14 @@ class ConfigApis(ApiFamily):
             }
             with errors_into(result, message=True):
                 self._check_access(request, resource, AclOperation.DESCRIBE_CONFIGS)
-                if resource.resource_type == ResourceType.TOPIC:
+                if resource.resource_type == ConfigResourceType.TOPIC:
                     topic = self.replicas.topics.get(resource.resource_name)
                     if topic is None:
                         raise KafkaProtocolError(
                             f"Topic {resource.resource_name} does not exist", ErrorCode.unknown_topic_or_partition
                         )
                     entries = topic_config_entries(self.context, topic, keys)
-                elif resource.resource_type == ResourceType.BROKER:
+                elif resource.resource_type == ConfigResourceType.BROKER:
                     self._check_broker_name(resource.resource_name)
                     if resource.resource_name == "":
                         entries = default_broker_config_entries(self.context, keys)
@@ -317,13 +313,13 @@ class ConfigApis(ApiFamily):
 
     def _alter(self, resource: Any, new_overrides: Any, validate_only: bool) -> None:
         """Apply a resource's complete new set of overrides."""
-        if resource.resource_type == ResourceType.TOPIC:
+        if resource.resource_type == ConfigResourceType.TOPIC:
             try:
                 typed = validate_topic_configs(new_overrides)
             except ConfigError as exc:
                 raise KafkaProtocolError(str(exc), ErrorCode.invalid_config) from None
             self.replicas.alter_topic_config(resource.resource_name, typed, validate_only=validate_only)
-        elif resource.resource_type == ResourceType.BROKER:
+        elif resource.resource_type == ConfigResourceType.BROKER:
             self._alter_broker(resource.resource_name, new_overrides, validate_only)
         elif resource.resource_type == GROUP_RESOURCE:
             alter_group_configs(self.context, resource.resource_name, new_overrides, validate_only)
@@ -333,7 +329,7 @@ class ConfigApis(ApiFamily):
             raise KafkaProtocolError(f"Unsupported resource type {resource.resource_type}", ErrorCode.invalid_request)
 
     def _current(self, resource: Any) -> dict[str, str]:
-        if resource.resource_type == ResourceType.TOPIC:
+        if resource.resource_type == ConfigResourceType.TOPIC:
             topic = self.replicas.topics.get(resource.resource_name)
             if topic is None:
                 raise KafkaProtocolError(
@@ -409,7 +405,7 @@ class ConfigApis(ApiFamily):
                 items = [item.strip() for item in (overrides.get(key) or "").split(",") if item.strip()]
                 overrides[key] = ",".join(_append_or_subtract(items, value, op == OpType.APPEND))
                 return
-            definition = TOPIC_CONFIGS.get(key) if resource.resource_type == ResourceType.TOPIC else None
+            definition = TOPIC_CONFIGS.get(key) if resource.resource_type == ConfigResourceType.TOPIC else None
             if definition is None or definition.kind != "list":
                 raise KafkaProtocolError(
                     f"Config value append is not allowed for config key: {key}", ErrorCode.invalid_config

@@ -18,12 +18,11 @@ from trikafka.coordinator.consumer.consumer_group_protocol import ConsumerGroupH
 from trikafka.errors import ErrorCode
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
-from trikafka.server.api_table import supported_apis
-from trikafka.server.apis.share_groups import share_group_exists, topic_ids
+from trikafka.server.apis.share_groups import describe_groups, share_group_exists, topic_ids
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
-__all__ = ["ConsumerGroupApis", "supported_apis"]
+__all__ = ["ConsumerGroupApis"]
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 def _ms(value: Any) -> int:
@@ -84,29 +83,13 @@ class ConsumerGroupApis(ApiFamily):
 
     @handles(ApiKey.CONSUMER_GROUP_DESCRIBE)
     async def handle_consumer_group_describe_request(self, request: Request) -> Any:
-        groups = []
-        include = request.body.include_authorized_operations
-        for group_id in request.body.group_ids:
-            if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
-                groups.append({"error_code": ErrorCode.group_authorization_failed, "group_id": group_id,
-                               "group_state": "", "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
-                               "members": [], "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
-                continue
-            group = self.context.groups.consumer_group(group_id)
-            if group is None:
-                classic = self.context.groups.describe(group_id)
-                message = f"Group {group_id} is not a consumer group." if classic is not None \
-                    else f"Group {group_id} not found."
-                groups.append({"error_code": ErrorCode.group_id_not_found, "error_message": message,
-                               "group_id": group_id, "group_state": "Dead", "group_epoch": -1,
-                               "assignment_epoch": -1, "assignor_name": "", "members": [],
-                               "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED})
-                continue
-            described = self._described(group)
-            if include:
-                described["authorized_operations"] = self.authorized_operations(request, ResourceType.GROUP, group_id)
-            groups.append(described)
-        return Answer(throttle_time=0, groups=groups)
+        def not_found(group_id: str) -> str:
+            if self.context.groups.describe(group_id) is not None:
+                return f"Group {group_id} is not a consumer group."
+            return f"Group {group_id} not found."
+
+        groups = self.context.groups
+        return describe_groups(self, request, groups.consumer_group, self._described, _missing, not_found)
 
     def _described(self, group: ConsumerGroup) -> dict[str, Any]:
         members = [
@@ -140,3 +123,11 @@ class ConsumerGroupApis(ApiFamily):
             "members": members,
             "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         }
+
+
+def _missing(group_id: str, code: ErrorCode, message: str | None) -> dict[str, Any]:
+    """A group not described: refused (no state) or not a consumer group (Dead)."""
+    return {"error_code": code, "error_message": message, "group_id": group_id,
+            "group_state": "Dead" if code == ErrorCode.group_id_not_found else "", "group_epoch": -1,
+            "assignment_epoch": -1, "assignor_name": "", "members": [],
+            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED}

@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from trikafka.config.resources import ConfigResourceType
 from trikafka.config.share import GROUP_CONFIG_KEYS, effective_group_configs
 from trikafka.errors import ConfigError, ErrorCode, KafkaProtocolError
 
 __all__ = ["GROUP_RESOURCE", "GROUP_SOURCE", "alter_group_configs", "group_config_entries", "group_overrides"]
 
-GROUP_RESOURCE = 32  # ConfigResource.Type.GROUP
+GROUP_RESOURCE = ConfigResourceType.GROUP
 GROUP_SOURCE = 8  # ConfigSource GROUP_CONFIG
 DEFAULT_SOURCE = 5
 _TYPES = {"boolean": 1, "string": 2, "int": 3}

@@ -16,7 +16,7 @@ import attrs
 
 from trikafka.coordinator.classic.group_metadata import GroupMetadata
 from trikafka.coordinator.group_coordinator import GroupCoordinator
-from trikafka.coordinator.group_protocol import JoinGroupRequest, JoinGroupResult, SyncGroupResult
+from trikafka.coordinator.group_protocol import JoinGroupRequest, JoinGroupResult, SyncGroupRequest, SyncGroupResult
 from trikafka.coordinator.timers import Waiter
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
@@ -143,7 +143,7 @@ class GroupApis(ApiFamily):
     async def handle_sync_group_request(self, request: Request) -> Any:
         body = request.body
         self.require(request, AclOperation.READ, ResourceType.GROUP, body.group_id)
-        waiter = self.coordinator.sync_group(
+        waiter = self.coordinator.sync_group(SyncGroupRequest(
             body.group_id,
             body.generation_id,
             body.member_id,
@@ -151,7 +151,7 @@ class GroupApis(ApiFamily):
             getattr(body, "protocol_type", None),
             getattr(body, "protocol_name", None),
             [(a.member_id, a.assignment) for a in body.assignments],
-        )
+        ))
         def make(result: SyncGroupResult) -> Any:
             return Answer(throttle_time=0, **attrs.asdict(result))
 

@@ -30,7 +30,6 @@ from typing import Any
 import attrs
 import trio
 
-from trikafka.coordinator.share.coordinator import ShareCoordinator
 from trikafka.coordinator.share.partition import AckType
 from trikafka.coordinator.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession
 from trikafka.errors import ErrorCode, KafkaProtocolError
@@ -50,13 +49,6 @@ TopicPartition = tuple[str, int]
 
 
 class ShareFetchApis(ApiFamily):
-    @property
-    def shares(self) -> ShareCoordinator:
-        shares = self.context.shares
-        if shares is None:
-            raise KafkaProtocolError("share groups are not served", ErrorCode.unsupported_version)
-        return shares
-
     # --- shared by both APIs --------------------------------------------------------------
 
     def _check(self, request: Request) -> None:
@@ -83,7 +75,7 @@ class ShareFetchApis(ApiFamily):
                      results: dict[TopicPartition, dict[str, Any]], field: str) -> None:
         """Apply every acknowledgement batch of ``topics``; each partition's outcome goes to
         ``results[tp][field]``."""
-        shares = self.shares
+        shares = self.context.shares
         limits = shares.limits(group_id)
         now = trio.current_time()
         for topic in topics:
@@ -134,7 +126,7 @@ class ShareFetchApis(ApiFamily):
         partitions it forgot: what the member holds there goes back once the request's own
         acknowledgements — often for those very partitions — are applied)."""
         body = request.body
-        shares = self.shares
+        shares = self.context.shares
         named: list[TopicPartition] = []
         unknown: list[TopicPartition] = []
         for topic in body.topics:
@@ -172,7 +164,7 @@ class ShareFetchApis(ApiFamily):
     ) -> tuple[int, bool]:
         """Acquire records on the session's partitions into ``results``; (records, errors)."""
         body = request.body
-        shares = self.shares
+        shares = self.context.shares
         configs = shares.configs(body.group_id)
         limits = shares.limits(body.group_id)
         committed = configs["share.isolation.level"] == "read_committed"
@@ -237,11 +229,11 @@ class ShareFetchApis(ApiFamily):
             results[tp]["error_code"] = ErrorCode.unknown_topic_id
         self._acknowledge(request, body.group_id, body.member_id, body.topics, results, "acknowledge_error_code")
         if dropped:  # what the member still holds on a partition it forgot goes back
-            self.shares.release_session(attrs.evolve(session, partitions=dropped))
-        lock_ms = self.shares.configs(body.group_id)["share.record.lock.duration.ms"]
+            self.context.shares.release_session(attrs.evolve(session, partitions=dropped))
+        lock_ms = self.context.shares.configs(body.group_id)["share.record.lock.duration.ms"]
         if body.share_session_epoch == FINAL_EPOCH:
-            self.shares.sessions.close(body.group_id, body.member_id, session.node_id)
-            self.shares.release_session(session)
+            self.context.shares.sessions.close(body.group_id, body.member_id, session.node_id)
+            self.context.shares.release_session(session)
             return self._respond(request, results, acquisition_lock_timeout=lock_ms)
         total, errors = self._acquire(request, session, results)
         for tp in session.partitions:  # Kafka's BrokerTopicMetrics: each partition fetched, once
@@ -290,8 +282,8 @@ class ShareFetchApis(ApiFamily):
     async def _wait_for_news(self, request: Request, session: ShareSession) -> None:
         """Until a partition of the session may have something to acquire: its end grew, or
         records were released. One event, woken by watchers (as DelayedFetch)."""
-        committed = self.shares.configs(request.body.group_id)["share.isolation.level"] == "read_committed"
-        ends = [self.shares.released]
+        committed = self.context.shares.configs(request.body.group_id)["share.isolation.level"] == "read_committed"
+        ends = [self.context.shares.released]
         for name, partition in session.partitions:
             if name in self.replicas.topics and self._partition_error(request, name, partition)[0] == ErrorCode.none:
                 partition_log = self.replicas.get_log(name, partition)
@@ -322,7 +314,7 @@ class ShareFetchApis(ApiFamily):
         if body.share_session_epoch == INITIAL_EPOCH:
             raise KafkaProtocolError("ShareAcknowledge cannot open a share session.",
                                      ErrorCode.invalid_share_session_epoch)
-        session = self.shares.sessions.get(body.group_id, body.member_id, body.share_session_epoch,
+        session = self.context.shares.sessions.get(body.group_id, body.member_id, body.share_session_epoch,
                                            self.context.config.node_id)
         results: dict[TopicPartition, dict[str, Any]] = {}
         self._acknowledge(request, body.group_id, body.member_id, body.topics, results, "error_code")
@@ -330,12 +322,12 @@ class ShareFetchApis(ApiFamily):
             for key in ("acknowledge_error_code", "acknowledge_error_message", "records", "acquired_records"):
                 result.pop(key, None)
         if body.share_session_epoch == FINAL_EPOCH:
-            self.shares.sessions.close(body.group_id, body.member_id, session.node_id)
-            self.shares.release_session(session)
+            self.context.shares.sessions.close(body.group_id, body.member_id, session.node_id)
+            self.context.shares.release_session(session)
         else:
             session.next_epoch()
         if _has_lock_timeout(request):  # ShareAcknowledge v2 (KIP-1222) says it too
-            lock_ms = self.shares.configs(body.group_id)["share.record.lock.duration.ms"]
+            lock_ms = self.context.shares.configs(body.group_id)["share.record.lock.duration.ms"]
             return self._respond(request, results, acquisition_lock_timeout=lock_ms)
         return self._respond(request, results)
 

@@ -12,8 +12,8 @@ fetched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from trikafka.coordinator.share.coordinator import ShareCoordinator
 from trikafka.coordinator.share.group import Assignment, ShareGroup
@@ -24,7 +24,7 @@ from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.features import require_share_groups
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
 
-__all__ = ["ShareGroupApis", "other_group_kind", "share_group_exists", "topic_ids"]
+__all__ = ["ShareGroupApis", "describe_groups", "other_group_kind", "share_group_exists", "topic_ids"]
 
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 ASSIGNOR_NAME = "simple"
@@ -62,13 +62,6 @@ def topic_ids(topics: Mapping[str, Any], assignment: Assignment, with_names: boo
 
 
 class ShareGroupApis(ApiFamily):
-    @property
-    def shares(self) -> ShareCoordinator:
-        shares = self.context.shares
-        if shares is None:
-            raise KafkaProtocolError("share groups are not served", ErrorCode.unsupported_version)
-        return shares
-
     @handles(ApiKey.SHARE_GROUP_HEARTBEAT)
     async def handle_share_group_heartbeat_request(self, request: Request) -> Any:
         body = request.body
@@ -81,7 +74,7 @@ class ShareGroupApis(ApiFamily):
             if not body.group_id:
                 raise KafkaProtocolError("GroupId can't be empty.", ErrorCode.invalid_request)
             kind = other_group_kind(self.context, body.group_id)
-            if kind is not None and body.group_id not in self.shares.groups:
+            if kind is not None and body.group_id not in self.context.shares.groups:
                 raise KafkaProtocolError(f"Group {body.group_id} is not a share group.", ErrorCode.group_id_not_found)
             names = body.subscribed_topic_names
             if names and self.context.acls is not None:
@@ -90,7 +83,7 @@ class ShareGroupApis(ApiFamily):
                 if refused:
                     raise KafkaProtocolError(f"Unauthorized topics: {', '.join(refused)}",
                                              ErrorCode.topic_authorization_failed)
-            result = self.shares.heartbeat(
+            result = self.context.shares.heartbeat(
                 body.group_id, body.member_id, body.member_epoch,
                 rack_id=body.rack_id, subscribed=tuple(names) if names is not None else None,
                 client_id=request.client_id or "", client_host=f"/{request.client_host}",
@@ -108,26 +101,15 @@ class ShareGroupApis(ApiFamily):
 
     @handles(ApiKey.SHARE_GROUP_DESCRIBE)
     async def handle_share_group_describe_request(self, request: Request) -> Any:
-        groups = []
-        include = request.body.include_authorized_operations
-        for group_id in request.body.group_ids:
-            if not self.context.features.share_groups_enabled:
-                groups.append(_missing(group_id, ErrorCode.unsupported_version, "Share groups are disabled."))
-                continue
-            if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
-                groups.append(_missing(group_id, ErrorCode.group_authorization_failed, None))
-                continue
-            group = self.shares.groups.get(group_id)
-            if group is None:
-                kind = other_group_kind(self.context, group_id)
-                message = f"Group {group_id} is not a share group." if kind else f"Group {group_id} not found."
-                groups.append(_missing(group_id, ErrorCode.group_id_not_found, message))
-                continue
-            described = self._described(group)
-            if include:
-                described["authorized_operations"] = self.authorized_operations(request, ResourceType.GROUP, group_id)
-            groups.append(described)
-        return Answer(throttle_time=0, groups=groups)
+        if not self.context.features.share_groups_enabled:
+            refused = ErrorCode.unsupported_version, "Share groups are disabled."
+            return Answer(throttle_time=0, groups=[_missing(g, *refused) for g in request.body.group_ids])
+
+        def not_found(group_id: str) -> str:
+            kind = other_group_kind(self.context, group_id)
+            return f"Group {group_id} is not a share group." if kind else f"Group {group_id} not found."
+
+        return describe_groups(self, request, self.context.shares.groups.get, self._described, _missing, not_found)
 
     def _described(self, group: ShareGroup) -> dict[str, Any]:
         return {
@@ -152,6 +134,37 @@ class ShareGroupApis(ApiFamily):
             ],
             "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
         }
+
+
+G = TypeVar("G")
+
+
+def describe_groups(
+    family: ApiFamily,
+    request: Request,
+    find: Callable[[str], G | None],
+    described: Callable[[G], dict[str, Any]],
+    missing: Callable[[str, ErrorCode, str | None], dict[str, Any]],
+    not_found: Callable[[str], str],
+) -> Answer:
+    """ConsumerGroupDescribe's and ShareGroupDescribe's answer: each group the principal may
+    describe and ``find`` finds, ``described``; the others, ``missing`` with the error code
+    and (for a group not found) ``not_found``'s message."""
+    groups = []
+    include = request.body.include_authorized_operations
+    for group_id in request.body.group_ids:
+        if not family.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(missing(group_id, ErrorCode.group_authorization_failed, None))
+            continue
+        group = find(group_id)
+        if group is None:
+            groups.append(missing(group_id, ErrorCode.group_id_not_found, not_found(group_id)))
+            continue
+        answer = described(group)
+        if include:
+            answer["authorized_operations"] = family.authorized_operations(request, ResourceType.GROUP, group_id)
+        groups.append(answer)
+    return Answer(throttle_time=0, groups=groups)
 
 
 def _missing(group_id: str, code: ErrorCode, message: str | None) -> dict[str, Any]:

@@ -14,9 +14,9 @@ alter or delete.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from trikafka.coordinator.share.coordinator import ShareCoordinator
 from trikafka.coordinator.share.partition import DONE
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
@@ -30,13 +30,6 @@ __all__ = ["ShareOffsetApis"]
 
 
 class ShareOffsetApis(ApiFamily):
-    @property
-    def shares(self) -> ShareCoordinator:
-        shares = self.context.shares
-        if shares is None:
-            raise KafkaProtocolError("share groups are not served", ErrorCode.unsupported_version)
-        return shares
-
     def _topic_id(self, name: str) -> Any:
         info = self.replicas.topics.get(name)
         return info.topic_id if info is not None else None
@@ -54,13 +47,13 @@ class ShareOffsetApis(ApiFamily):
             if not self.authorize(request, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id):
                 entry["error_code"] = ErrorCode.group_authorization_failed
                 continue
-            if g.group_id not in self.shares.groups and other_group_kind(self.context, g.group_id):
+            if g.group_id not in self.context.shares.groups and other_group_kind(self.context, g.group_id):
                 entry.update(error_code=ErrorCode.group_id_not_found,
                              error_message=f"Group {g.group_id} is not a share group.")
                 continue
             if g.topics is None:
                 wanted: dict[str, list[int]] = {}
-                for group_id, topic, partition in self.shares.partitions:
+                for group_id, topic, partition in self.context.shares.partitions:
                     if group_id == g.group_id:
                         wanted.setdefault(topic, []).append(partition)
             else:
@@ -84,7 +77,7 @@ class ShareOffsetApis(ApiFamily):
         if info is None or not 0 <= partition < info.partitions:
             out["error_code"] = ErrorCode.unknown_topic_or_partition
             return out
-        sp = self.shares.partitions.get((group_id, topic, partition))
+        sp = self.context.shares.partitions.get((group_id, topic, partition))
         if sp is None or not sp.initialized or sp.topic_id not in (None, str(info.topic_id)):
             return out  # never read, or state of an earlier topic of that name
         hw = self.replicas.get_log(topic, partition).high_watermark.value
@@ -92,9 +85,19 @@ class ShareOffsetApis(ApiFamily):
         out.update(start_offset=sp.start_offset, leader_epoch=0, lag=max(hw - sp.start_offset - done, 0))
         return out
 
+    def _refused(self, request: Request, group_id: str) -> Answer | None:
+        """Alter and Delete's whole-request answer when share groups are off or ``group_id`` is
+        not an empty share group the principal may read; None: go on."""
+        try:
+            require_share_groups(self.context.features)
+            self._empty_group(request, group_id)
+        except KafkaProtocolError as exc:
+            return Answer(throttle_time=0, error_code=exc.error_code, error_message=str(exc), responses=[])
+        return None
+
     def _empty_group(self, request: Request, group_id: str) -> None:
         self.require(request, AclOperation.READ, ResourceType.GROUP, group_id)
-        group = self.shares.groups.get(group_id)
+        group = self.context.shares.groups.get(group_id)
         if group is None:
             if other_group_kind(self.context, group_id):
                 raise KafkaProtocolError(f"Group {group_id} is not a share group.", ErrorCode.group_id_not_found)
@@ -104,53 +107,50 @@ class ShareOffsetApis(ApiFamily):
 
     @handles(ApiKey.ALTER_SHARE_GROUP_OFFSETS)
     async def handle_alter_share_group_offsets_request(self, request: Request) -> Any:
-        body = request.body
-        try:
-            require_share_groups(self.context.features)
-            self._empty_group(request, body.group_id)
-        except KafkaProtocolError as exc:
-            return Answer(throttle_time=0, error_code=exc.error_code, error_message=str(exc), responses=[])
-        responses = []
-        for topic in body.topics:
-            entry: dict[str, Any] = {"topic_name": topic.topic_name, "topic_id": self._topic_id(topic.topic_name),
-                                     "partitions": []}
-            responses.append(entry)
-            info = self.replicas.topics.get(topic.topic_name)
-            readable = self.authorize(request, AclOperation.READ, ResourceType.TOPIC, topic.topic_name)
-            for p in topic.partitions:
-                result = {"partition_index": p.partition_index, "error_code": ErrorCode.none, "error_message": None}
-                entry["partitions"].append(result)
-                if not readable:
-                    result["error_code"] = ErrorCode.topic_authorization_failed
-                elif info is None or not 0 <= p.partition_index < info.partitions:
-                    result["error_code"] = ErrorCode.unknown_topic_or_partition
-                elif p.start_offset < 0:
-                    result.update(error_code=ErrorCode.invalid_request, error_message="StartOffset must be >= 0.")
-                else:
-                    log = self.replicas.get_log(topic.topic_name, p.partition_index)
-                    sp = self.shares.share_partition(body.group_id, topic.topic_name, p.partition_index,
-                                                     str(info.topic_id))
-                    sp.reset_to(min(max(p.start_offset, log.log_start_offset), log.high_watermark.value))
-                    self.shares.changed(sp)
-        return Answer(throttle_time=0, error_code=ErrorCode.none, error_message=None, responses=responses)
+        return self._each_topic(request, self._alter_topic)
 
     @handles(ApiKey.DELETE_SHARE_GROUP_OFFSETS)
     async def handle_delete_share_group_offsets_request(self, request: Request) -> Any:
+        return self._each_topic(request, self._delete_topic)
+
+    def _each_topic(self, request: Request, answer: Callable[[Request, str, Any], dict[str, Any]]) -> Answer:
+        """Alter's and Delete's answer: refused as a whole (:meth:`_refused`), else one entry a topic."""
         body = request.body
-        try:
-            require_share_groups(self.context.features)
-            self._empty_group(request, body.group_id)
-        except KafkaProtocolError as exc:
-            return Answer(throttle_time=0, error_code=exc.error_code, error_message=str(exc), responses=[])
-        responses = []
-        for topic in body.topics:
-            entry = {"topic_name": topic.topic_name, "topic_id": self._topic_id(topic.topic_name),
-                     "error_code": ErrorCode.none, "error_message": None}
-            responses.append(entry)
-            if not self.authorize(request, AclOperation.READ, ResourceType.TOPIC, topic.topic_name):
-                entry["error_code"] = ErrorCode.topic_authorization_failed
-            elif topic.topic_name not in self.replicas.topics:
-                entry["error_code"] = ErrorCode.unknown_topic_or_partition
-            else:
-                self.shares.forget_topic(body.group_id, topic.topic_name)
+        refused = self._refused(request, body.group_id)
+        if refused is not None:
+            return refused
+        responses = [answer(request, body.group_id, topic) for topic in body.topics]
         return Answer(throttle_time=0, error_code=ErrorCode.none, error_message=None, responses=responses)
+
+    def _alter_topic(self, request: Request, group_id: str, topic: Any) -> dict[str, Any]:
+        entry: dict[str, Any] = {"topic_name": topic.topic_name, "topic_id": self._topic_id(topic.topic_name),
+                                 "partitions": []}
+        info = self.replicas.topics.get(topic.topic_name)
+        readable = self.authorize(request, AclOperation.READ, ResourceType.TOPIC, topic.topic_name)
+        for p in topic.partitions:
+            result = {"partition_index": p.partition_index, "error_code": ErrorCode.none, "error_message": None}
+            entry["partitions"].append(result)
+            if not readable:
+                result["error_code"] = ErrorCode.topic_authorization_failed
+            elif info is None or not 0 <= p.partition_index < info.partitions:
+                result["error_code"] = ErrorCode.unknown_topic_or_partition
+            elif p.start_offset < 0:
+                result.update(error_code=ErrorCode.invalid_request, error_message="StartOffset must be >= 0.")
+            else:
+                log = self.replicas.get_log(topic.topic_name, p.partition_index)
+                shares = self.context.shares
+                sp = shares.share_partition(group_id, topic.topic_name, p.partition_index, str(info.topic_id))
+                sp.reset_to(min(max(p.start_offset, log.log_start_offset), log.high_watermark.value))
+                shares.changed(sp)
+        return entry
+
+    def _delete_topic(self, request: Request, group_id: str, topic: Any) -> dict[str, Any]:
+        entry = {"topic_name": topic.topic_name, "topic_id": self._topic_id(topic.topic_name),
+                 "error_code": ErrorCode.none, "error_message": None}
+        if not self.authorize(request, AclOperation.READ, ResourceType.TOPIC, topic.topic_name):
+            entry["error_code"] = ErrorCode.topic_authorization_failed
+        elif topic.topic_name not in self.replicas.topics:
+            entry["error_code"] = ErrorCode.unknown_topic_or_partition
+        else:
+            self.context.shares.forget_topic(group_id, topic.topic_name)
+        return entry
