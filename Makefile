@@ -1,4 +1,4 @@
-# Two commands do everything: `make run` and `make test`.
+# Two commands do everything: `make run` and `make test` (`make dist` builds the sdist and wheel).
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -10,7 +10,7 @@ ifneq ($(JAVA_HOME),)
 export JAVA_HOME
 endif
 
-.PHONY: run test check typecheck install system-deps lint clean bench soak docs docs-serve
+.PHONY: run test test-pythons check typecheck install system-deps lint clean bench soak docs docs-serve dist
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -61,15 +61,75 @@ $(KAFKAJS): tests/compat/kafkajs/package.json tests/compat/kafkajs/package-lock.
 	cd tests/compat/kafkajs && npm ci --no-audit --no-fund
 	touch $(KAFKAJS)
 
+# `make run`: the dev broker, from a venv of its own with the package and the registry extra
+# only (no test, Spark or docs dependencies). Each port is a variable, -1 turns that server
+# off; ARGS for any other flag, e.g. make run PORT=19092 REGISTRY_PORT=-1 ARGS="--in-memory".
+RUN_VENV  := .venv-run
+RUN_PY    := $(RUN_VENV)/bin/python
+RUN_STAMP := $(RUN_VENV)/.installed
+PORT          ?= 9092
+METRICS_PORT  ?= 9404
+REGISTRY_PORT ?= 8081
 REST_PROXY_PORT ?= 8082
-run: $(STAMP)
-	$(PY) -m trikafka --listeners PLAINTEXT://127.0.0.1:9092 --override metrics.port=9404 --override schema.registry.port=8081 --rest-proxy-port $(REST_PROXY_PORT) --ui
+ARGS          ?=
+# One flag a line: a server of its own (a port variable) adds its line here.
+RUN_FLAGS = --listeners PLAINTEXT://127.0.0.1:$(PORT) \
+	--override metrics.port=$(METRICS_PORT) \
+	--override schema.registry.port=$(REGISTRY_PORT) \
+	--rest-proxy-port $(REST_PROXY_PORT) \
+	--ui
 
-# The main suite, then the stream processors' tests in their own venv; one command, and it
-# fails if either does.
-test: $(STAMP) $(STREAMS_STAMP) system-deps $(KAFKAJS) docs
-	$(PY) -m pytest -q -m "not streams"
+$(RUN_PY):
+	$(PYTHON) -m venv $(RUN_VENV)
+	$(RUN_PY) -m pip install -q --upgrade pip
+
+$(RUN_STAMP): pyproject.toml $(NATIVE) | $(RUN_PY)
+	$(RUN_PY) -m pip install -q -e '.[registry]'
+	touch $(RUN_STAMP)
+
+run: $(RUN_STAMP)
+	$(RUN_PY) -m trikafka $(RUN_FLAGS) $(ARGS)
+
+# The main suite, then the stream processors' tests in their own venv, then the suite on the
+# other Pythons (test-pythons); one command, and it fails if any does.
+# The tests that need no real client process run on two workers (pytest-xdist), the compat tests
+# (real clients against broker processes, timing-sensitive) one at a time after them.
+test: $(STAMP) $(STREAMS_STAMP) system-deps $(KAFKAJS) docs typecheck
+	$(PY) -m pytest -q -n 2 --dist loadgroup -m "not compat and not streams"
+	$(PY) -m pytest -q -m "compat and not streams"
 	$(STREAMS_PY) -m pytest -q -m streams tests/compat/test_stream_changelogs.py
+	@$(MAKE) --no-print-directory test-pythons
+
+# The suite on the other Pythons the package claims (pyproject's classifiers), each in a venv of
+# its own (.venv-py3.12, ...) with the test extra: all but the real-client (compat), stream
+# processor and Spark tests, on two workers (pytest-xdist; a group of tests that shares one
+# built wheel stays on one worker). A Python not installed is named in one line and skipped:
+# the default one above has run the whole suite. PYTHONS="3.13" (or "") to choose.
+PYTHONS ?= 3.12 3.13
+OTHER_PYTHONS_SUITE := -n 2 --dist loadgroup -m "not compat and not streams" --ignore=tests/spark
+
+test-pythons:
+	@for version in $(PYTHONS); do \
+	  python=$$(tools/find-python $$version) || { \
+	    echo "make test: no Python $$version here, so the suite did not run on it (pyenv install $$version; PYTHONS= to choose)"; \
+	    continue; }; \
+	  $(MAKE) --no-print-directory .venv-py$$version/.installed BASE_PYTHON=$$python || exit 1; \
+	  echo "make test: the suite on Python $$version ($$python)"; \
+	  .venv-py$$version/bin/python -m pytest -q $(OTHER_PYTHONS_SUITE) || exit 1; \
+	done
+
+.venv-py%/.installed: pyproject.toml $(NATIVE)
+	$(or $(BASE_PYTHON),$(shell tools/find-python $*)) -m venv .venv-py$*
+	.venv-py$*/bin/python -m pip install -q --upgrade pip
+	.venv-py$*/bin/python -m pip install -q -e '.[test]'
+	touch $@
+
+# The sdist and the wheel in dist/ (python -m build), checked as PyPI checks an upload
+# (twine check --strict). TRIKAFKA_NO_EXTENSIONS=1 make dist: a pure-Python wheel.
+dist: $(STAMP)
+	rm -rf dist
+	$(PY) -m build --outdir dist .
+	$(PY) -m twine check --strict dist/*
 
 # The fast gate for the edit-test loop (under four minutes on two cores): ruff, the type checker
 # and every test that needs no real client process (compat), stream processor or Spark, on two
@@ -124,4 +184,4 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check trikafka tests examples benchmarks tools
 
 clean:
-	rm -rf $(VENV) $(STREAMS_VENV) build site *.egg-info trikafka/protocol/*.so
+	rm -rf $(VENV) $(STREAMS_VENV) $(RUN_VENV) .venv-py3.* build dist site *.egg-info trikafka/protocol/*.so

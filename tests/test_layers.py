@@ -225,6 +225,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "foundation",
         (
             "trikafka.lazy_exports",
+            "trikafka._version",
             "trikafka.errors",
             "trikafka.clock",
             "trikafka.config.properties",

@@ -36,10 +36,13 @@ _LAZY = {
     "open_cluster": "trikafka.cluster",
     "BrokerConfig": "trikafka.config",
     "ConfigError": "trikafka.errors",
+    # From the installed metadata (pyproject.toml's version), read on first use.
+    "__version__": "trikafka._version",
 }
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ below
+    from trikafka._version import __version__ as __version__
     from trikafka.broker import Broker, BrokerStatistics, open_broker
     from trikafka.cluster import Cluster, open_cluster
     from trikafka.config import BrokerConfig
@@ -58,4 +61,3 @@ __all__ = [
     "open_broker",
     "open_cluster",
 ]
-__version__ = "0.1.0"

@@ -54,6 +54,7 @@ from trikafka.config.racks import rack_of
 from trikafka.log.cleaner import LogCleaner
 from trikafka.log.manager import LoadProgress
 from trikafka.network.endpoints import BoundEndpoint, endpoint_address
+from trikafka.registry.extra import require_registry_extra
 from trikafka.server.api_table import log_kafka_profile
 from trikafka.server.awaitable import AwaitableState
 from trikafka.server.metadata_cache import MetadataCache
@@ -102,6 +103,8 @@ class Broker(AwaitableState):
     ) -> None:
         """``load_progress`` hears how loading the log directories goes (see LogManager)."""
         self.config = config or BrokerConfig()
+        if self.config.schema_registry_port >= 0:  # before anything is made: no data dir left behind
+            require_registry_extra(self.config.schema_registry_port)
         #: Epoch milliseconds following trio's clock, for every timestamp the broker makes.
         self.now_ms: Clock = clock
         self.cluster_id = load_meta_properties(self.config)

@@ -77,6 +77,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         description="A Kafka-wire-compatible broker on Trio.",
         epilog="commands (each with --help): topics, produce, consume, groups, configs, cluster, top, schemas, rest",
     )
+    parser.add_argument("--version", action="version", version=f"trikafka {__version__}")
     parser.add_argument("--config", metavar="FILE", help="a server.properties file")
     parser.add_argument(
         "--override",

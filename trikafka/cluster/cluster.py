@@ -36,6 +36,7 @@ from trikafka.config.racks import rack_of
 from trikafka.errors import ConfigError
 from trikafka.log.log import EndOffset
 from trikafka.network.memory import MemoryListener
+from trikafka.registry.extra import require_registry_extra
 from trikafka.server.api_table import log_kafka_profile
 from trikafka.server.awaitable import AwaitableState
 from trikafka.server.metadata_cache import BrokerEndpoint
@@ -68,6 +69,8 @@ class Cluster(ClusterControls, AwaitableState):
             config = config.with_overrides(broker_rack=_racks_value(racks, brokers))
         if transport not in TRANSPORTS:
             raise ValueError(f"transport={transport!r}: allowed values are {', '.join(TRANSPORTS)}")
+        if config.schema_registry_port >= 0:  # before anything is made: no data dir left behind
+            require_registry_extra(config.schema_registry_port)
         self.config = config
         self.transport = transport
         self.cluster_id = load_meta_properties(config)

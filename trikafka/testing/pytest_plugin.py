@@ -9,7 +9,7 @@ Installed with trikafka (entry point ``pytest11``), it gives every suite:
   ``throttle``, ``recorded()``, ``wait_for_group_state(..., timeout=)`` and friends;
   ``kafka_broker.aio.<method>`` awaits the same from asyncio tests. Requests are recorded.
 * Both serve a Schema Registry on a free port of 127.0.0.1 (Confluent's REST API, for
-  confluent-kafka's serializers): ``kafka_broker.schema_registry_url``,
+  confluent-kafka's serializers) when the ``registry`` extra is installed: ``kafka_broker.schema_registry_url``,
   ``cluster.schema_registry_url`` (every broker of a cluster serves the same registry:
   ``cluster.schema_registry_urls``).
 * ``kafka_cluster`` — a factory, ``kafka_cluster(brokers=1, **config)``; several brokers need
@@ -68,8 +68,17 @@ MARK = "trikafka"
 #: What ``@pytest.mark.trikafka(...)`` takes.
 MARK_ARGUMENTS = ("config", "kafka_version", "racks", "scenario", "kafka_defaults", "client_telemetry")
 #: What the TCP fixtures serve beside Kafka: the Schema Registry, on a free port
-#: (``kafka_broker.schema_registry_url``); ``schema.registry.port: -1`` in a mark turns it off.
+#: (``kafka_broker.schema_registry_url``), when the registry extra is installed;
+#: ``schema.registry.port: -1`` in a mark turns it off.
 FIXTURE_DEFAULTS = {"schema.registry.port": 0}
+
+
+def _fixture_defaults() -> dict[str, Any]:
+    """:data:`FIXTURE_DEFAULTS`, less the Schema Registry where its extra is not installed (a
+    broker refuses ``schema.registry.port`` then, and these are defaults, not the user's ask)."""
+    from trikafka.registry.extra import missing_registry_modules
+
+    return dict(FIXTURE_DEFAULTS) if not missing_registry_modules() else {}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -263,7 +272,7 @@ def kafka_broker(request: pytest.FixtureRequest) -> Iterator[ThreadedBroker]:
     from trikafka.testing.thread import ThreadedBroker
 
     broker = ThreadedBroker(
-        {**FIXTURE_DEFAULTS, **marked_config(request.node)}, record=True,
+        {**_fixture_defaults(), **marked_config(request.node)}, record=True,
         kafka_defaults=marked_kafka_defaults(request.node),
     )
     broker.start()
@@ -284,7 +293,7 @@ def kafka_cluster(request: pytest.FixtureRequest) -> Iterator[Any]:
     from trikafka.testing.cluster import start_cluster
 
     started: list[ClusterHandle] = []
-    base = {**FIXTURE_DEFAULTS, **marked_config(request.node)}
+    base = {**_fixture_defaults(), **marked_config(request.node)}
     scenario = marked_scenario(request.node)
     kafka_defaults = marked_kafka_defaults(request.node)
 

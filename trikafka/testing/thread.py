@@ -229,7 +229,10 @@ class ThreadedBroker(BrokerHandle):
         the ``kafka_broker`` fixture serves it on a free port)."""
         url = self.thread.call(lambda: self.broker.schema_registry_url)
         if url is None:
-            raise RuntimeError("this broker serves no Schema Registry: set schema.registry.port (0: a free port)")
+            raise RuntimeError(
+                "this broker serves no Schema Registry: set schema.registry.port (0: a free port; the "
+                "kafka_broker fixture does when the registry extra is installed: pip install 'trikafka[registry]')"
+            )
         return url
 
     def stop(self, timeout: float = STOP_TIMEOUT) -> None:
