@@ -136,7 +136,7 @@ dist: $(STAMP)
 # pytest-xdist workers. `make test` stays the whole gate (.ci/run runs it).
 check: $(STAMP) typecheck
 	$(VENV)/bin/ruff check trikafka tests examples benchmarks tools
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 -m "not compat and not streams" --ignore=tests/spark
+	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup -m "not compat and not streams" --ignore=tests/spark
 
 # The type checker over trikafka/ (its configuration is pyproject.toml's); skipped, saying so, where mypy is not installed.
 typecheck: $(STAMP)

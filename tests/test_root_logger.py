@@ -10,7 +10,13 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from trikafka import cli
+
+#: The two run in this order on one worker (``--dist loadgroup``): the second checks what the
+#: first left behind.
+pytestmark = pytest.mark.xdist_group("root-logger")
 
 
 def test_the_cli_points_the_root_logger_at_this_tests_stderr(capsys) -> None:
