@@ -43,7 +43,7 @@ from trikafka.client.cluster import TopicPartition
 from trikafka.client.config import ClientConfig
 from trikafka.client.deadlines import bounded_call
 from trikafka.client.errors import KafkaError, error_for
-from trikafka.client.transport import Connector
+from trikafka.client.transport import Bootstrap, Connector
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey
 
@@ -316,7 +316,7 @@ class Admin(GroupOffsetsAndLogDirs, ShareGroupAdmin):
 
 @asynccontextmanager
 async def open_admin(
-    bootstrap: Any = None, *, connector: Connector | None = None, **config: Any
+    bootstrap: Bootstrap | None = None, *, connector: Connector | None = None, **config: object
 ) -> AsyncIterator[Admin]:
     """A running admin client; ``bootstrap`` as for :func:`~trikafka.client.open_producer`."""
     if isinstance(bootstrap, str | list | tuple):

@@ -63,7 +63,7 @@ from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.requests import make
 from trikafka.client.sasl import authenticate
 from trikafka.client.tls import TLS_PROTOCOLS, closed_during_api_versions, tls_connector
-from trikafka.client.transport import Connector, parse_bootstrap, resolve_bootstrap
+from trikafka.client.transport import Bootstrap, Connector, parse_bootstrap, resolve_bootstrap
 from trikafka.client.versions import negotiate
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey, ApiVersionSpec
@@ -471,7 +471,7 @@ async def _find_coordinator_once(client: KafkaClient, key: str, key_type: Coordi
 
 @asynccontextmanager
 async def open_client(
-    bootstrap: Any, config: ClientConfig, connector: Connector | None = None
+    bootstrap: Bootstrap, config: ClientConfig, connector: Connector | None = None
 ) -> AsyncIterator[KafkaClient]:
     """A running client core: connections and the metadata refresher live in its nursery."""
     servers, connector = resolve_bootstrap(bootstrap, connector)

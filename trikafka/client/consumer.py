@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -57,7 +57,7 @@ from trikafka.client.group_session import ConsumerGroupMetadata, GroupSession
 from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.serialization import record_decoder
 from trikafka.client.telemetry import start_telemetry
-from trikafka.client.transport import Connector
+from trikafka.client.transport import Bootstrap, Connector
 from trikafka.errors import ErrorCode
 
 __all__ = ["Consumer", "open_consumer"]
@@ -319,8 +319,9 @@ class Consumer(ConsumerPrefetch):
 
 @asynccontextmanager
 async def open_consumer(
-    bootstrap: Any = None, *, connector: Connector | None = None,
-    key_deserializer: Any = None, value_deserializer: Any = None, **config: Any,
+    bootstrap: Bootstrap | None = None, *, connector: Connector | None = None,
+    key_deserializer: Callable[..., object] | None = None, value_deserializer: Callable[..., object] | None = None,
+    **config: object,
 ) -> AsyncIterator[Consumer]:
     """Open a consumer; ``bootstrap`` as for :func:`~trikafka.client.open_producer`; ``config``
     takes Kafka's consumer keys in either spelling (``group_id=``, ``**{"group.id": …}``).

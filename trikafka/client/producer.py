@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import operator
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -51,7 +51,7 @@ from trikafka.client.sender import Sender
 from trikafka.client.serialization import codec
 from trikafka.client.telemetry import start_telemetry
 from trikafka.client.transactions import TransactionManager
-from trikafka.client.transport import Connector
+from trikafka.client.transport import Bootstrap, Connector
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey
 
@@ -76,7 +76,12 @@ def _as_bytes(value: Any, what: str) -> bytes | None:
     raise TypeError(f"{what} must be bytes, str or None, not {type(value).__name__}")
 
 
-def _headers(headers: Any) -> list[tuple[str, bytes | None]]:
+#: Record headers as users give them: ``{name: value}`` or ``[(name, value), ...]``, each value
+#: bytes, str (UTF-8) or None.
+Headers = Mapping[str, bytes | str | None] | Sequence[tuple[str, bytes | str | None]]
+
+
+def _headers(headers: Headers | None) -> list[tuple[str, bytes | None]]:
     if not headers:
         return []
     items = headers.items() if isinstance(headers, Mapping) else headers
@@ -139,10 +144,10 @@ class Producer:
     async def send(
         self,
         topic: str,
-        value: Any = None,
+        value: object = None,
         *,
-        key: Any = None,
-        headers: Any = None,
+        key: object = None,
+        headers: Headers | None = None,
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> RecordMetadata:
@@ -153,10 +158,10 @@ class Producer:
     async def enqueue(
         self,
         topic: str,
-        value: Any = None,
+        value: object = None,
         *,
-        key: Any = None,
-        headers: Any = None,
+        key: object = None,
+        headers: Headers | None = None,
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> RecordFuture:
@@ -431,8 +436,9 @@ def _offset_topics(offsets: Mapping[TopicPartition, Any]) -> list[dict[str, Any]
 
 @asynccontextmanager
 async def open_producer(
-    bootstrap: Any = None, *, connector: Connector | None = None,
-    key_serializer: Any = None, value_serializer: Any = None, **config: Any,
+    bootstrap: Bootstrap | None = None, *, connector: Connector | None = None,
+    key_serializer: Callable[..., object] | None = None, value_serializer: Callable[..., object] | None = None,
+    **config: object,
 ) -> AsyncIterator[Producer]:
     """A running producer. ``bootstrap``: ``"host:port,…"``, a list of them, or anything with
     a ``bootstrap_servers`` string (a ``Broker``, a ``Cluster``, ``kafka_broker``; a

@@ -77,7 +77,7 @@ class _PropertiesForm:
         return cls.from_mapping(items if kafka_defaults else with_dev_defaults(items)[0])
 
     @classmethod
-    def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
+    def from_mapping(cls, items: Mapping[str, object]) -> BrokerConfig:
         items, secure = security.split_security_keys(resolve_time_aliases(items))
         return cls(security=secure, **_typed_fields(items))
 

@@ -68,7 +68,7 @@ class TestBroker(BrokerControls):
 
 @asynccontextmanager
 async def open_test_broker(
-    config: BrokerConfig | None = None, *, kafka_defaults: bool = False, **overrides: Any
+    config: BrokerConfig | None = None, *, kafka_defaults: bool = False, **overrides: object
 ) -> AsyncIterator[TestBroker]:
     """Open a broker whose only listener is in memory (named PLAINTEXT, port 9092).
 

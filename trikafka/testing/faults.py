@@ -161,7 +161,7 @@ class Fault:
             parts.append(code.name.upper() + (f"+{rtt * 1000:g}ms" if rtt else ""))
         return " ".join(parts)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "id": self.id,
             "kind": self.kind,

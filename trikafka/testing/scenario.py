@@ -186,7 +186,7 @@ class Step:
         form = next(k for k in ("at", "after", "when") if k in self.trigger)
         return f"{form} {show(self.trigger, form)}: {show(self.action, 'do')}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"trigger": dict(self.trigger), "action": dict(self.action)}
 
 
@@ -212,7 +212,7 @@ class Scenario:
 
     # --- JSON ----------------------------------------------------------------------------
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """Plain dicts: ``{"steps": [{"trigger": {...}, "action": {...}}, ...]}``."""
         return {"steps": [step.to_json() for step in self.steps]}
 

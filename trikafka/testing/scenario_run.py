@@ -81,7 +81,7 @@ class ScenarioRun:
             text += f"; waiting on step {self.waiting_on} ({self.scenario.steps[self.waiting_on].describe()})"
         return text
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "steps": self.scenario.to_json()["steps"],
             "fired": list(self.fired),
