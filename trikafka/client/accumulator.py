@@ -235,7 +235,8 @@ class RecordAccumulator:
     def drain(self, tp: TopicPartition) -> ProducerBatch:
         batch = self.queues[tp].popleft()
         self.in_flight.add(tp)
-        return batch
+        result: ProducerBatch = batch
+        return result
 
     def done(self, batch: ProducerBatch) -> None:
         """The batch succeeded or failed for good."""

@@ -64,7 +64,8 @@ class Admin(GroupOffsetsAndLogDirs, ShareGroupAdmin):
         return self.client.connected
 
     def _deadline(self) -> float:
-        return trio.current_time() + self.config["default.api.timeout.ms"] / 1000
+        result: float = trio.current_time() + self.config["default.api.timeout.ms"] / 1000
+        return result
 
     async def _controller(self, api_key: int, errors_of: Any, what: str, **fields: Any) -> Any:
         """Send to the controller (any broker when unknown, or when Metadata names a

@@ -52,6 +52,7 @@ from trikafka.client.consumer_state import OffsetResetStrategy, SubscriptionStat
 from trikafka.client.deadlines import bounded_call
 from trikafka.client.errors import KafkaError
 from trikafka.client.fetcher import ConsumerRecord
+from trikafka.client.group_consumer import ConsumerGroupSession
 from trikafka.client.group_offsets import CommitFailedError
 from trikafka.client.group_session import ConsumerGroupMetadata, GroupSession
 from trikafka.client.lifetime import open_service_nursery
@@ -84,7 +85,7 @@ class Consumer(ConsumerPrefetch):
         self._fetch_offsets: dict[TopicPartition, int] = {}
         #: The group's side (rebalance listener, auto-commit, commits); None without group.id.
         self.coordinator: ConsumerCoordinator | None = None
-        self.group: GroupSession | None = None
+        self.group: GroupSession | ConsumerGroupSession | None = None
         if config["group.id"] is not None:
             self.coordinator = ConsumerCoordinator(client, config, self.subscriptions, self._drop_buffers, nursery)
             self.group = self.coordinator.group

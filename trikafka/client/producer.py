@@ -96,7 +96,8 @@ def _checked_partition(topic: str, partition: Any, count: int) -> int:
         raise TypeError(f"partition must be an int, not {type(partition).__name__}") from None
     if not 0 <= partition < count:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"partition {partition} of {topic!r}, which has {count}")
-    return partition
+    result: int = partition
+    return result
 
 
 class _TopicRoute:
@@ -338,7 +339,8 @@ class Producer:
         if self.txn.partitions or self._txn_started:
             try:
                 await call_coordinator(
-                    self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION, ApiKey.END_TXN,
+                    self.client, self.txn.transactional_id,  # type: ignore[arg-type]  # transactional producers only: the id is set
+                    CoordinatorType.TRANSACTION, ApiKey.END_TXN,
                     lambda r: [r.error_code], what="EndTxn", deadline=self._deadline(),
                     transactional_id=self.txn.transactional_id, producer_id=self.txn.producer_id,
                     producer_epoch=self.txn.epoch, committed=commit,
@@ -365,7 +367,8 @@ class Producer:
         txn_id = self.txn.transactional_id
         try:
             await call_coordinator(
-                self.client, txn_id, CoordinatorType.TRANSACTION, ApiKey.ADD_OFFSETS_TO_TXN,
+                self.client, txn_id, CoordinatorType.TRANSACTION,  # type: ignore[arg-type]  # transactional producers only: the id is set
+                ApiKey.ADD_OFFSETS_TO_TXN,
                 lambda r: [r.error_code], what="AddOffsetsToTxn", deadline=self._deadline(), group_id=group_id, **ids,
             )
             self._txn_started = True
@@ -394,7 +397,8 @@ class Producer:
 
     def _deadline(self) -> float:
         """Blocking transactional calls give up after max.block.ms, as Java's do."""
-        return trio.current_time() + self.config["max.block.ms"] / 1000
+        result: float = trio.current_time() + self.config["max.block.ms"] / 1000
+        return result
 
     # --- closing --------------------------------------------------------------------------
 

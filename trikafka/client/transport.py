@@ -16,13 +16,16 @@ port — routes exactly as it does over TCP.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Protocol, TypeAlias
+from typing import Protocol, TypeAlias
 
 import trio
 
 from trikafka.errors import ConfigError
 
-__all__ = ["Bootstrap", "Connector", "HasBootstrapServers", "MemoryDialable", "memory_connector", "parse_bootstrap", "resolve_bootstrap", "tcp_connector"]
+__all__ = [
+    "Bootstrap", "Connector", "HasBootstrapServers", "MemoryDialable", "memory_connector", "parse_bootstrap",
+    "resolve_bootstrap", "tcp_connector",
+]
 
 Connector = Callable[[str, int], Awaitable[trio.abc.Stream]]
 
@@ -86,7 +89,7 @@ def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
     otherwise it would be looked up as a host name until ``max.block.ms``.
     """
     if isinstance(servers, str):
-        items: list[object] = servers.split(",")
+        items: Sequence[object] = servers.split(",")
     elif isinstance(servers, Sequence):
         items = list(servers)
     else:
@@ -132,5 +135,5 @@ def resolve_bootstrap(
     if not isinstance(bootstrap, str | Sequence):
         servers = getattr(bootstrap, "bootstrap_servers", None)
         if isinstance(servers, str):
-            bootstrap = servers
-    return bootstrap, connector or tcp_connector
+            return servers, connector or tcp_connector
+    return bootstrap, connector or tcp_connector  # type: ignore[return-value]  # parse_bootstrap names a wrong one

@@ -178,7 +178,12 @@ class Cluster(ClusterControls, AwaitableState):
         return len(self.state.leadership(topic, 0).replicas)
 
     def assign(
-        self, topic: str, partitions: range, replication_factor: int, is_internal: bool, assignment: Sequence[Sequence[int]] | None = None
+        self,
+        topic: str,
+        partitions: range,
+        replication_factor: int,
+        is_internal: bool,
+        assignment: Sequence[Sequence[int]] | None = None,
     ) -> None:
         if is_internal:
             return  # placed when the state was built

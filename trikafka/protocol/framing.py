@@ -163,8 +163,8 @@ class FrameDecoder:
         else:
             if start:
                 # Cut consumed bytes once per receive, not once per frame.
-                del buf[:start]  # type: ignore[union-attr]
-            buf += data  # type: ignore[operator]
+                del buf[:start]  # type: ignore[union-attr]  # a bytearray: a bytes buffer took the branch above
+            buf += data
         self._start = 0
 
     def unfilled(self) -> memoryview | None:
@@ -221,7 +221,7 @@ class FrameDecoder:
             return NEED_DATA
         end = start + size
         if buf.__class__ is bytes:
-            frame: bytes | memoryview = memoryview(buf)[start:end]  # type: ignore[arg-type]
+            frame: bytes | memoryview = memoryview(buf)[start:end]
         else:
             # Copied out: a view would pin the bytearray against the next receive's resize.
             with memoryview(buf) as view:

@@ -21,13 +21,13 @@ broker.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from trikafka.broker import open_broker
 from trikafka.testing.surface import BrokerControls, asyncio_hosted, thread_hosted
-from trikafka.testing.targets import broker_targets, target_by_id
+from trikafka.testing.targets import BrokerTarget, broker_targets, target_by_id
 from trikafka.testing.thread import BrokerHandle, TrioThread, test_broker_config
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ async def _one_broker(config: dict[str, Any], kafka_defaults: bool) -> AsyncIter
 
 def _open_cluster(brokers: int, config: dict[str, Any], kafka_defaults: bool = False) -> Any:
     try:
-        from trikafka.cluster import open_cluster  # type: ignore[import-not-found]
+        from trikafka.cluster import open_cluster
     except ImportError as exc:
         if brokers == 1:
             return _one_broker(config, kafka_defaults)
@@ -100,10 +100,11 @@ class ClusterHandle(HostedControls):
         self.thread = thread
         self.cluster = cluster
         node_ids = thread.call(lambda: [t.node_id for t in broker_targets(cluster)])
-        self.brokers = [
-            BrokerHandle(thread, lambda i=i: target_by_id(self.cluster, i)) for i in node_ids
-        ]
+        self.brokers = [BrokerHandle(thread, self._target_of(i)) for i in node_ids]
         self.aio = AsyncClusterHandle(self)
+
+    def _target_of(self, node_id: int) -> Callable[[], BrokerTarget]:
+        return lambda: target_by_id(self.cluster, node_id)
 
     def _controls(self) -> BrokerControls:
         """Cluster-wide controls over the brokers the cluster has at each call (a broker it
@@ -115,7 +116,8 @@ class ClusterHandle(HostedControls):
 
     @property
     def bootstrap_servers(self) -> str:
-        return self.thread.call(lambda: self.cluster.bootstrap_servers)
+        result: str = self.thread.call(lambda: self.cluster.bootstrap_servers)
+        return result
 
     @property
     def schema_registry_urls(self) -> list[str]:
@@ -168,7 +170,8 @@ class ClusterHandle(HostedControls):
         self._cluster_call("expand_isr", topic, partition, to)
 
     def leader(self, topic: str, partition: int) -> int:
-        return self._cluster_call("leader", topic, partition)
+        result: int = self._cluster_call("leader", topic, partition)
+        return result
 
     if not TYPE_CHECKING:  # hidden from type checkers: they see the controls named above
 
@@ -212,7 +215,12 @@ def start_cluster(
     cluster = thread.start(lambda: opener)
     try:
         if record:
-            thread.call(lambda: [t.faults.recorder.start() for t in broker_targets(cluster)])
+
+            def start_recording() -> None:
+                for target in broker_targets(cluster):
+                    target.faults.recorder.start()
+
+            thread.call(start_recording)
         return ClusterHandle(thread, cluster)
     except BaseException:
         thread.stop()

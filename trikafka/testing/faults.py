@@ -363,10 +363,10 @@ class Faults:
         keys: RequestKeys | None = None
         if self.recorder.recording or self.watchers or any(f.needs_keys for f in self.faults):
             keys = request_keys(request.body, self.recorder.resolve_topic_id)
-        if self.recorder.recording:
-            self.recorder.record(request, keys)
-        for watcher in list(self.watchers):
-            watcher(request, keys)
+            if self.recorder.recording:
+                self.recorder.record(request, keys)
+            for watcher in list(self.watchers):
+                watcher(request, keys)
         hit = []
         for fault in list(self.faults):
             if fault.matches(request, keys):
@@ -420,7 +420,7 @@ class Faults:
             return
         if (fault := kinds.get(FaultKind.ERROR)) is not None:
             self.note(fault, request)
-            self.context.respond(request, self.error_response(request, fault.error))
+            self.context.respond(request, self.error_response(request, fault.error))  # type: ignore[arg-type]  # an error fault carries its error
             return
         after = [f for f in hit if f.kind in (FaultKind.DROP_AFTER, FaultKind.THROTTLE, FaultKind.HOLD)]
         if after:

@@ -346,19 +346,23 @@ class BrokerControls:
         return None if log is None else log.high_watermark.value
 
     def committed(self, group_id: str, topic: str, partition: int) -> int | None:
-        return self._state.committed(group_id, topic, partition)
+        result: int | None = self._state.committed(group_id, topic, partition)
+        return result
 
     def transaction_state(self, transactional_id: str) -> str | None:
-        return self._state.transaction_state(transactional_id)
+        result: str | None = self._state.transaction_state(transactional_id)
+        return result
 
     def client_metrics(self) -> list[ClientMetricsSnapshot]:
         """Every client instance that asked for telemetry subscriptions (KIP-714), with the
         latest value of each metric it pushed (``ClientMetricsSnapshot``)."""
-        return self._state.client_metrics()
+        result: list[ClientMetricsSnapshot] = self._state.client_metrics()
+        return result
 
     def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartitionSnapshot | None:
         """A snapshot of a share partition: SPSO, end offset, records, states, delivery counts."""
-        return self._state.share_partition_snapshot(group_id, topic, partition)
+        result: SharePartitionSnapshot | None = self._state.share_partition_snapshot(group_id, topic, partition)
+        return result
 
     # The waits take ``timeout`` (ASYNC109 prefers the caller's cancel scope): every handle's
     # waits share one signature and one default, and a timeout says what the state was.
@@ -374,32 +378,46 @@ class BrokerControls:
     async def wait_for_high_watermark(
         self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
     ) -> int:
-        return await self._wait("wait_for_high_watermark", (topic, partition), {"at_least": at_least}, timeout)
+        result: int = await self._wait("wait_for_high_watermark", (topic, partition), {"at_least": at_least}, timeout)
+        return result
 
     async def wait_for_last_stable_offset(
         self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
     ) -> int:
-        return await self._wait("wait_for_last_stable_offset", (topic, partition), {"at_least": at_least}, timeout)
+        result: int = await self._wait(
+            "wait_for_last_stable_offset", (topic, partition), {"at_least": at_least}, timeout
+        )
+        return result
 
     async def wait_for_group_state(
         self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
     ) -> GroupSnapshot:
-        return await self._wait("wait_for_group_state", (group_id, state), {"members": members}, timeout)
+        result: GroupSnapshot = await self._wait(
+            "wait_for_group_state", (group_id, state), {"members": members}, timeout
+        )
+        return result
 
     async def wait_for_committed(
         self, group_id: str, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
     ) -> int:
-        return await self._wait("wait_for_committed", (group_id, topic, partition), {"at_least": at_least}, timeout)
+        result: int = await self._wait(
+            "wait_for_committed", (group_id, topic, partition), {"at_least": at_least}, timeout
+        )
+        return result
 
     async def wait_for_transaction_state(
         self, transactional_id: str, state: str, *, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
     ) -> str:
-        return await self._wait("wait_for_transaction_state", (transactional_id, state), {}, timeout)
+        result: str = await self._wait("wait_for_transaction_state", (transactional_id, state), {}, timeout)
+        return result
 
     async def wait_for_share_group_state(
         self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
     ) -> ShareGroupSnapshot:
-        return await self._wait("wait_for_share_group_state", (group_id, state), {"members": members}, timeout)
+        result: ShareGroupSnapshot = await self._wait(
+            "wait_for_share_group_state", (group_id, state), {"members": members}, timeout
+        )
+        return result
 
     async def wait_for_share_records(
         self,
@@ -411,10 +429,10 @@ class BrokerControls:
         at_least: int,
         timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
     ) -> SharePartitionSnapshot:
-        return await self._wait(
+        result: SharePartitionSnapshot = await self._wait(
             "wait_for_share_records", (group_id, topic, partition), {"state": state, "at_least": at_least}, timeout
         )
-
+        return result
 
     async def wait_for_client_metric(
         self,
@@ -425,9 +443,10 @@ class BrokerControls:
         timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
     ) -> ClientMetricsSnapshot:
         """Wait until a client pushed metric ``name`` (a name or a prefix), ≥ ``at_least``."""
-        return await self._wait(
+        result: ClientMetricsSnapshot = await self._wait(
             "wait_for_client_metric", (name,), {"client_id": client_id, "at_least": at_least}, timeout
         )
+        return result
 
 
     # --- topics and records, over the Kafka protocol (trikafka.testing.topics) -------------

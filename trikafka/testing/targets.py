@@ -29,12 +29,14 @@ class BrokerTarget:
     @property
     def rack(self) -> str | None:
         """The broker's rack (``broker.rack``), or None."""
-        return self.node.rack
+        result: str | None = self.node.rack
+        return result
 
     @property
     def bootstrap_servers(self) -> str:
         """The broker's ``host:port`` (read in the Trio thread: it follows restarts)."""
-        return self.node.bootstrap_servers
+        result: str = self.node.bootstrap_servers
+        return result
 
 
 def _has_waits(obj: Any) -> bool:

@@ -17,9 +17,8 @@ broker thread's trio clock.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import trio
@@ -227,7 +226,8 @@ class ThreadedBroker(BrokerHandle):
     @property
     def broker(self) -> Broker:
         """The Broker itself: touch it only in its thread (``thread.call``/``thread.run``)."""
-        return self.thread.value
+        result: Broker = self.thread.value
+        return result
 
     def start(self, timeout: float = START_TIMEOUT) -> ThreadedBroker:
         broker = self.thread.start(lambda: open_broker(self.config), timeout)
