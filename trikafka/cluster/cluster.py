@@ -117,8 +117,8 @@ class Cluster(ClusterControls, AwaitableState):
         was out of the ISR when the process stopped is not taken for an in-sync one."""
         for topic, partition in self.logs.logs:
             lead = self.state.leadership(topic, partition)
-            found = [(self.logs.replica_log(r, topic, partition), r) for r in lead.replicas]
-            found = [(log_, r) for log_, r in found if log_ is not None]
+            replicas = [(self.logs.replica_log(r, topic, partition), r) for r in lead.replicas]
+            found = [(log_, r) for log_, r in replicas if log_ is not None]
             if not found:
                 continue
             best, best_id = max(found, key=lambda item: item[0].log_end_offset)  # first on ties

@@ -251,5 +251,5 @@ class ClusterLogManager:
         for node_id in (lead.leader, *lead.isr):
             manager = self._managers(node_id) if node_id >= 0 else None
             found = manager.get_log(replicated.topic, replicated.partition) if manager else None
-            if found is not None and found.flush_messages_due:
+            if manager is not None and found is not None and found.flush_messages_due:
                 await manager.flush_log(found)

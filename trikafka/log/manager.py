@@ -193,7 +193,8 @@ class _LogLoading:
                 raise RuntimeError(
                     f"partition {os.path.basename(path)} is in both {self._dir_of[parsed]} and {log_dir}"
                 )
-            self._logs[parsed] = UnopenedLog(
+            # An UnopenedLog stands in for its Log until first use (get_log opens it).
+            self._logs[parsed] = UnopenedLog(  # type: ignore[assignment]
                 path,
                 *parsed,
                 self.default_config,
