@@ -247,6 +247,7 @@ class Connection:
         processor_id = settings.processor_id
         listener_name = settings.listener_name
         sasl = self.authenticator is not None
+        event: DecodedRequest | RawFrame | Closed | NeedData | None
         while True:
             if memory is None:
                 event = state.next_event()
@@ -262,7 +263,7 @@ class Connection:
             else:
                 start = now()  # pipelined: already read, after the previous answer went out
             if event.__class__ is Closed:
-                self.reject(event)  # type: ignore[arg-type]
+                self.reject(event)
                 return
             if sasl and not await self._session_check(event):
                 if state.state is MuteState.NOT_MUTED:
@@ -296,10 +297,10 @@ class Connection:
             if out is None:
                 pass  # nothing to write (acks=0)
             elif out.__class__ is Closed:
-                self.close_reason = out.reason  # type: ignore[union-attr]
+                self.close_reason = out.reason
                 return
             elif out.__class__ is tuple:
-                await transport.send_parts(out)  # type: ignore[arg-type]
+                await transport.send_parts(out)
             else:
                 await transport.send(out)  # type: ignore[arg-type]
             done = now()
@@ -363,6 +364,7 @@ class Connection:
                         if event is not NEED_DATA:
                             return event
                     into = state.unfilled()
+                    data: bytes | bytearray | None
                     if into is None:
                         data = await transport.receive_some(RECEIVE_SIZE)
                         count = len(data)
@@ -393,7 +395,7 @@ class Connection:
         log.debug("closing idle connection %s", self.connection_id)
         return None
 
-    def next_event(self) -> object:
+    def next_event(self) -> DecodedRequest | RawFrame | Closed | NeedData:
         """The state's next event, its bytes accounted in the request memory pool (if any)."""
         event = self.protocol.next_event()
         if self.memory is not None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import enum
 import struct
+from typing import Literal, TypeAlias
 
 from trikafka.errors import FrameSizeError
 
-__all__ = ["NEED_DATA", "FrameDecoder", "encode_frame", "SIZE_PREFIX", "FIRST_CHUNK", "MAX_GROWTH"]
+__all__ = ["NEED_DATA", "NeedData", "FrameDecoder", "encode_frame", "SIZE_PREFIX", "FIRST_CHUNK", "MAX_GROWTH"]
 
 SIZE_PREFIX = struct.Struct(">i")
 
@@ -31,6 +32,8 @@ class _Sentinel(enum.Enum):
 
 
 NEED_DATA = _Sentinel.NEED_DATA
+#: The type of ``NEED_DATA``, for signatures that may return it.
+NeedData: TypeAlias = Literal[_Sentinel.NEED_DATA]
 
 
 def encode_frame(payload: bytes) -> bytes:
