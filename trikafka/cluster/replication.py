@@ -28,7 +28,7 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.log.config import LogConfig
-from trikafka.log.log import Log
+from trikafka.log.log import AppendInfo, Log
 from trikafka.protocol.records import iter_batches
 
 __all__ = ["ClusterLogManager", "ReplicatedLog", "catch_up"]
@@ -107,7 +107,7 @@ class ReplicatedLog:
         except KafkaProtocolError:
             return True
 
-    def append(self, batches: bytearray | bytes, *, leader_epoch: int, **options: Any) -> Any:
+    def append(self, batches: bytearray | bytes | memoryview, *, leader_epoch: int, **options: Any) -> AppendInfo:
         """Append on the leader with its current epoch (``options`` as ``Log.append`` takes
         them), then copy to the in-sync followers."""
         lead = self._logs.state.leadership(self.topic, self.partition)

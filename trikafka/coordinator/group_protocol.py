@@ -48,7 +48,7 @@ __all__ = [
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1
 
-T = TypeVar("T")
+T = TypeVar("T", covariant=True)  # a Reply is frozen: a Reply[JoinGroupResult] is a Reply[object]
 
 
 @attrs.frozen

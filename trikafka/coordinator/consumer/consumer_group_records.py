@@ -137,8 +137,8 @@ def replay(records: Iterable[tuple[list[Any], dict[str, Any] | None]]) -> dict[s
         else:
             members.setdefault((group_id, key[2]), {}).update(value)
     for (group_id, member_id), fields in members.items():
-        group = groups.get(group_id)
-        if group is None or "client_id" not in fields:
+        target = groups.get(group_id)
+        if target is None or "client_id" not in fields:
             continue
         member = ConsumerGroupMember(
             member_id=member_id,
@@ -161,5 +161,5 @@ def replay(records: Iterable[tuple[list[Any], dict[str, Any] | None]]) -> dict[s
                 assigned=fields["assigned_partitions"],
                 pending_revocation=fields["partitions_pending_revocation"],
             )
-        group.put(member)
+        target.put(member)
     return groups

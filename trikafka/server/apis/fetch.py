@@ -431,4 +431,5 @@ async def _wait_for_growth(seen: list[tuple[EndOffset, int]]) -> None:
 
 def _end_of(partition_log: Any, committed: bool) -> EndOffset:
     """The end a long poll waits on: the LSO under read_committed, else the HW."""
-    return partition_log.last_stable_offset if committed else partition_log.high_watermark
+    result: EndOffset = partition_log.last_stable_offset if committed else partition_log.high_watermark
+    return result

@@ -57,7 +57,9 @@ class ShareFetchApis(ApiFamily):
             raise KafkaProtocolError("GroupId and MemberId are required.", ErrorCode.invalid_request)
         self.require(request, AclOperation.READ, ResourceType.GROUP, body.group_id)
 
-    def _partition_error(self, request: Request, name: str | None, partition: int) -> tuple[ErrorCode, dict | None]:
+    def _partition_error(
+        self, request: Request, name: str | None, partition: int
+    ) -> tuple[ErrorCode, dict[Any, Any] | None]:
         if name is None:
             return ErrorCode.unknown_topic_id, None
         info = self.replicas.topics.get(name)
