@@ -268,6 +268,13 @@ class ApiRegistry:
             spec = self._specs[api_key, version] = ApiVersionSpec.resolve(api_key, version)
         return spec
 
+    def require(self, api_key: int, version: int) -> ApiVersionSpec:
+        """:meth:`get` of a version the caller knows is supported (a LookupError if not)."""
+        spec = self.get(api_key, version)
+        if spec is None:
+            raise LookupError(f"{api_name(api_key)} v{version} is not supported")
+        return spec
+
     def is_supported(self, api_key: int, version: int) -> bool:
         return (api_key, version) in self._known
 

@@ -11,21 +11,12 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest
 
 from trikafka.protocol.framing import NEED_DATA, FrameDecoder
 from trikafka.protocol.headers import decode_response, encode_request
-from trikafka.protocol.registry import ApiRegistry, ApiVersionSpec
+from trikafka.protocol.registry import ApiRegistry
 
 __all__ = ["api_versions_frame", "api_versions_response", "read_frames", "read_until_closed"]
 
 REGISTRY = ApiRegistry()
-
-
-def _spec(api_key: int, version: int) -> ApiVersionSpec:
-    spec = REGISTRY.get(api_key, version)
-    if spec is None:
-        raise LookupError(f"no api {api_key} v{version} in the registry")
-    return spec
-
-
-API_VERSIONS_V3 = _spec(18, 3)
+API_VERSIONS_V3 = REGISTRY.require(18, 3)
 
 
 def api_versions_frame(correlation_id: int) -> bytes:

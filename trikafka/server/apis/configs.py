@@ -412,7 +412,8 @@ class ConfigApis(ApiFamily):
                 )
             current = overrides.get(key)
             items = list(parse_value(definition, current)) if current else list(
-                self.replicas.effective_config(self.replicas.topics.get(resource.resource_name))[key]
+                # _current() refused a topic that does not exist, before any operation ran.
+                self.replicas.effective_config(self.replicas.topics.get(resource.resource_name))[key]  # type: ignore[arg-type]
             )
             overrides[key] = ",".join(_append_or_subtract(items, value, op == OpType.APPEND))
         else:

@@ -166,6 +166,7 @@ class MetadataApis(ApiFamily):
             return None
         body = request.body
         topics = replicas.topics
+        state: tuple[Any, ...]
         if body.topics is None or (request.api_version == 0 and not body.topics):
             state = ("all", topics.version)  # bumped by every change to the topics
         else:
