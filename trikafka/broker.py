@@ -116,8 +116,7 @@ class Broker(AwaitableState):
             clock=self.now_ms,
             dedupe_buffer_size=self.config.log_cleaner_dedupe_buffer_size,
         )
-        # flush_log takes the manager's own Log (PartitionLogs says PartitionLog): the logs it hands out.
-        self.replica_manager = ReplicaManager(self.config, self.log_manager)  # type: ignore[arg-type]
+        self.replica_manager = ReplicaManager(self.config, self.log_manager)  # type: ignore[arg-type]  # flush_log takes its own Log
         #: The coordinators and stores, and the request path over them (server/wiring.py).
         self.core = BrokerCore(self.config, self.replica_manager, self.now_ms)
         #: The request path: registry, socket server, request channel, handler pool,

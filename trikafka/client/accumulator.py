@@ -98,7 +98,7 @@ def record_size(key: bytes | None, value: bytes | None, headers: Any) -> int:
     return size
 
 
-class PartitionQueue(collections.deque):  # type: ignore[type-arg]
+class PartitionQueue(collections.deque):  # type: ignore[type-arg]  # of ProducerBatch; plain base
     """The batches of one partition, oldest first; knows its partition so that an append
     needs no hashing of a :class:`TopicPartition`."""
 

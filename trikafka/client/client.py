@@ -363,7 +363,7 @@ class KafkaClient(MetadataRefresh):
         now = trio.current_time()
         candidates = list(self.cluster.brokers) or [b.node_id for b in self.bootstrap]
         connected = [
-            (self._nodes[n].connection.in_flight, n)  # type: ignore[union-attr]
+            (self._nodes[n].connection.in_flight, n)  # type: ignore[union-attr]  # filtered to connected below
             for n in candidates
             if n in self._nodes and self._nodes[n].connection is not None
         ]

@@ -138,7 +138,7 @@ class Consumer(ConsumerPrefetch):
             self.client.request_metadata_update()  # wakes the refresher: the pattern is matched now
             coordinator.pattern_changed()
         else:
-            names = [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]
+            names = [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]  # not None: checked above
             self.subscriptions.subscribe(names)
             self.client.cluster.add_interest(names)
         coordinator.group.request_rejoin()

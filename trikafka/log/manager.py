@@ -193,8 +193,7 @@ class _LogLoading:
                 raise RuntimeError(
                     f"partition {os.path.basename(path)} is in both {self._dir_of[parsed]} and {log_dir}"
                 )
-            # An UnopenedLog stands in for its Log until first use (get_log opens it).
-            self._logs[parsed] = UnopenedLog(  # type: ignore[assignment]
+            self._logs[parsed] = UnopenedLog(  # type: ignore[assignment]  # a stand-in Log, opened on first use
                 path,
                 *parsed,
                 self.default_config,

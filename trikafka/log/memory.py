@@ -258,8 +258,7 @@ class MemoryStore:
         while position < end:
             chunk, start = self._chunks[i], self._starts[i]
             lo, hi = position - start, min(end - start, len(chunk))
-            # A bytearray chunk goes out as bytes do (callers only measure, join and send it).
-            out.append(chunk if lo == 0 and hi == len(chunk) else memoryview(chunk)[lo:hi])  # type: ignore[arg-type]
+            out.append(chunk if lo == 0 and hi == len(chunk) else memoryview(chunk)[lo:hi])  # type: ignore[arg-type]  # a bytearray chunk is sent as bytes are
             position = start + hi
             i += 1
         return out

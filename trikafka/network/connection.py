@@ -275,9 +275,9 @@ class Connection:
                 connection_id=self.connection_id,
                 listener_name=listener_name,
                 client_host=self.client_host,
-                header=event.header,  # type: ignore[union-attr]
-                body=event.body,  # type: ignore[union-attr]
-                spec=event.spec,  # type: ignore[union-attr]
+                header=event.header,  # type: ignore[union-attr]  # a DecodedRequest by now
+                body=event.body,  # type: ignore[union-attr]  # as above
+                spec=event.spec,  # type: ignore[union-attr]  # as above
                 size=size,
                 response_send=response_send,
                 principal=self.principal,
@@ -302,7 +302,7 @@ class Connection:
             elif out.__class__ is tuple:
                 await transport.send_parts(out)
             else:
-                await transport.send(out)  # type: ignore[arg-type]
+                await transport.send(out)  # type: ignore[arg-type]  # bytes: the other kinds went above
             done = now()
             self.last_activity = done
             hooks.request_done(request, done)

@@ -287,17 +287,17 @@ class ConnectionState:
             allowed = self.allowed_api_keys
             if self.raw_frames:
                 self.frame_size = len(frame)
-                self.state = muted  # type: ignore[assignment]
+                self.state = muted  # type: ignore[assignment]  # checked against None above
                 return RawFrame(bytes(frame))
             if allowed is not None:
-                api_key = peek_api(frame)[0]  # type: ignore[arg-type]
+                api_key = peek_api(frame)[0]  # type: ignore[arg-type]  # a frame: NEED_DATA returned above
                 if api_key not in allowed:
                     return self._close(f"{api_name(api_key)} is not allowed in this state", True)
-            decoded = decode_request(frame, self._registry, self._last)  # type: ignore[arg-type]
+            decoded = decode_request(frame, self._registry, self._last)  # type: ignore[arg-type]  # as above
         except InvalidRequestError as exc:
             return self._close(str(exc), True)
         self.frame_size = len(frame)
-        self.state = muted  # type: ignore[assignment]
+        self.state = muted  # type: ignore[assignment]  # checked against None above
         return decoded
 
     def request_queued(self) -> None:
@@ -318,7 +318,7 @@ class ConnectionState:
                 self._illegal(_SENT)
             if cls is NoOpResponse:
                 return None
-            return response.data  # type: ignore[union-attr]
+            return response.data  # type: ignore[union-attr]  # a SendResponse: the others returned
         if cls is CloseConnectionResponse:
             if _SENT not in self._transitions[self.state]:
                 self._illegal(_SENT)

@@ -276,8 +276,8 @@ def frame_holding_api_keys(registry: Any) -> frozenset[int]:
                 if leaf is bytes or leaf is Records:
                     return True
                 if dataclasses.is_dataclass(leaf) and leaf not in seen:
-                    seen.add(leaf)  # type: ignore[arg-type]
-                    if holds(leaf, seen):  # type: ignore[arg-type]
+                    seen.add(leaf)  # type: ignore[arg-type]  # a dataclass type, as checked
+                    if holds(leaf, seen):  # type: ignore[arg-type]  # as above
                         return True
         return False
 
@@ -335,7 +335,7 @@ class RequestChannel:
             request.api_local_complete_time = now
         request.api_remote_complete_time = now
         if request.memory:
-            self.memory_pool.release(request.memory)  # type: ignore[union-attr]
+            self.memory_pool.release(request.memory)  # type: ignore[union-attr]  # memory is taken only from a pool
             request.memory = 0
         try:
             request.response_send.send_nowait(response)

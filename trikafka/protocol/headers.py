@@ -179,7 +179,7 @@ def decode_request(frame: bytes, registry: ApiRegistry, last: LastRequest | None
     # Trailing bytes are ignored, as Kafka's parser does: librdkafka 2.x sends three extra
     # bytes after some Metadata v13 bodies, and Kafka answers them.
     if repeat is not None:
-        last.key, last.spec, last.header, last.body = repeat, spec, header, body  # type: ignore[union-attr]
+        last.key, last.spec, last.header, last.body = repeat, spec, header, body  # type: ignore[union-attr]  # repeat is set only with a LastRequest
     return DecodedRequest(header=header, body=body, spec=spec)
 
 

@@ -132,7 +132,7 @@ def handles(api_key: ApiKey) -> Callable[[F], F]:
     """Mark an :class:`ApiFamily` method as the handler of ``api_key``."""
 
     def mark(method: F) -> F:
-        method.__api_key__ = ApiKey(api_key)  # type: ignore[attr-defined]
+        method.__api_key__ = ApiKey(api_key)  # type: ignore[attr-defined]  # the mark @handles reads
         return method
 
     return mark

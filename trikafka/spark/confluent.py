@@ -78,8 +78,7 @@ class ConfluentAdmin:
             else IsolationLevel.READ_UNCOMMITTED
         )
         self._admin = AdminClient(
-            # confluent-kafka's stub types config values as scalars; its docs take a Logger here.
-            {"logger": librdkafka_log, **{k: v for k, v in config.items() if k not in _CONSUMER_ONLY}}  # type: ignore[dict-item]
+            {"logger": librdkafka_log, **{k: v for k, v in config.items() if k not in _CONSUMER_ONLY}}  # type: ignore[dict-item]  # a Logger: documented, not in the stub
         )
 
     def topics(self) -> dict[str, int]:

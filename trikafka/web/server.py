@@ -258,8 +258,7 @@ class HttpServer:
             await nursery.start(
                 functools.partial(
                     worker_serve,
-                    # An ASGI 3 app: hypercorn types scopes and messages as TypedDicts, we as mappings.
-                    wrap_app(self.router, config.wsgi_max_body_size, "asgi"),  # type: ignore[arg-type]
+                    wrap_app(self.router, config.wsgi_max_body_size, "asgi"),  # type: ignore[arg-type]  # ASGI 3; hypercorn's TypedDict scopes
                     config,
                     sockets=sockets,
                     shutdown_trigger=self._stop.wait,

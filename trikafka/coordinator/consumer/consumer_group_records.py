@@ -122,8 +122,8 @@ def replay(records: Iterable[tuple[list[Any], dict[str, Any] | None]]) -> dict[s
             continue
         group = groups.setdefault(group_id, ConsumerGroup(group_id))
         if kind == "ConsumerGroupMetadata":
-            group.group_epoch = value["epoch"]  # type: ignore[index]
-            group.subscription_metadata = dict(value["subscription_metadata"])  # type: ignore[index]
+            group.group_epoch = value["epoch"]  # type: ignore[index]  # a tombstone went above
+            group.subscription_metadata = dict(value["subscription_metadata"])  # type: ignore[index]  # as above
         elif kind == "ConsumerGroupTargetAssignmentMetadata":
             group.assignment_epoch = value["assignment_epoch"] if value else 0
         elif kind == "ConsumerGroupTargetAssignmentMember":

@@ -412,8 +412,7 @@ class ConfigApis(ApiFamily):
                 )
             current = overrides.get(key)
             items = list(parse_value(definition, current)) if current else list(
-                # _current() refused a topic that does not exist, before any operation ran.
-                self.replicas.effective_config(self.replicas.topics.get(resource.resource_name))[key]  # type: ignore[arg-type]
+                self.replicas.effective_config(self.replicas.topics.get(resource.resource_name))[key]  # type: ignore[arg-type]  # _current() refused a missing topic
             )
             overrides[key] = ",".join(_append_or_subtract(items, value, op == OpType.APPEND))
         else:

@@ -118,8 +118,7 @@ class GroupOffsetApis(ApiFamily):
                     continue
                 for index in topic.partition_indexes:
                     partitions.append((name, index))
-        # An unknown topic id's None name matches no offset (its partitions are answered so).
-        code, found = self.coordinator.fetch_offsets(group_id, partitions)  # type: ignore[arg-type]
+        code, found = self.coordinator.fetch_offsets(group_id, partitions)  # type: ignore[arg-type]  # None (unknown id) matches nothing
         for (name, index), committed in found.items():
             if topics is None and not may_describe(name):
                 continue  # all of the group's offsets: only topics the principal may describe

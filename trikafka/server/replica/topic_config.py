@@ -93,7 +93,7 @@ class LogConfigs:
             self._broker = broker
         try:
             key: tuple[Any, ...] | None = tuple(sorted(overrides.items()))
-            built = self._built.get(key)  # type: ignore[arg-type]
+            built = self._built.get(key)  # type: ignore[arg-type]  # a tuple here; None only in the except
         except TypeError:  # an unhashable override value: built afresh
             key, built = None, None
         if built is None:
