@@ -84,7 +84,7 @@ async def the_client(broker: Broker) -> None:
         await producer.flush()
     async with open_consumer(broker.bootstrap_servers, group_id="g", auto_offset_reset="earliest") as consumer:
         assert_type(consumer, client.Consumer)
-        consumer.subscribe(["t"])
+        consumer.subscribe(["t"], listener=Listener())
         batches = await consumer.getmany(timeout_ms=100)
         assert_type(batches, dict[TopicPartition, list[ConsumerRecord]])
         async for record in consumer:
@@ -144,6 +144,17 @@ def the_threaded_kit(kafka_broker: ThreadedBroker) -> None:
     cluster.stop()
     with ThreadedBroker({"num.partitions": 2}) as broker:
         assert_type(broker, ThreadedBroker)
+    assert_type(testing.Scenario.coerce({"steps": []}).run(kafka_broker), ScenarioRun)
+
+
+class Listener(client.RebalanceListener):
+    """Both shapes of callback type-check: a plain and an ``async`` method."""
+
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> None:
+        print(sorted(partitions))
+
+    async def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
+        await trio.sleep(0)
 
 
 async def the_asyncio_handles(kafka_broker: ThreadedBroker, cluster: ClusterHandle) -> None:

@@ -71,7 +71,8 @@ class Consumer(ConsumerPrefetch):
 
     def __init__(
         self, client: KafkaClient, config: ClientConfig, nursery: trio.Nursery,
-        key_deserializer: Any = None, value_deserializer: Any = None,
+        key_deserializer: Callable[..., object] | None = None,
+        value_deserializer: Callable[..., object] | None = None,
     ) -> None:
         self.client = client
         self._decode = record_decoder(key_deserializer, value_deserializer)
@@ -101,12 +102,12 @@ class Consumer(ConsumerPrefetch):
         return self.client.connected
 
     @property
-    def listener(self) -> Any:
+    def listener(self) -> object:
         """The rebalance listener (set by ``subscribe(listener=...)``)."""
         return self._need_group("a rebalance listener").listener
 
     @listener.setter
-    def listener(self, listener: Any) -> None:
+    def listener(self, listener: object) -> None:
         self._need_group("a rebalance listener").listener = listener
 
     # --- subscription ---------------------------------------------------------------------
@@ -121,7 +122,7 @@ class Consumer(ConsumerPrefetch):
         topics: str | Iterable[str] | re.Pattern[str] | None = None,
         *,
         pattern: str | re.Pattern[str] | None = None,
-        listener: Any = None,
+        listener: object = None,
     ) -> None:
         """Subscribe to topics, or to every topic matching ``pattern`` (a regex, checked on
         each metadata refresh). ``listener``: a :class:`RebalanceListener`-shaped object."""

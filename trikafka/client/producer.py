@@ -26,7 +26,7 @@ import operator
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -54,6 +54,9 @@ from trikafka.client.transactions import TransactionManager
 from trikafka.client.transport import Bootstrap, Connector
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey
+
+if TYPE_CHECKING:
+    from trikafka.client.group_session import ConsumerGroupMetadata
 
 __all__ = ["Producer", "open_producer"]
 
@@ -122,7 +125,8 @@ class _TopicRoute:
 
 class Producer:
     def __init__(
-        self, client: KafkaClient, config: ClientConfig, key_serializer: Any = None, value_serializer: Any = None
+        self, client: KafkaClient, config: ClientConfig, key_serializer: Callable[..., object] | None = None,
+        value_serializer: Callable[..., object] | None = None,
     ) -> None:
         self.client = client
         self._key_codec = codec(key_serializer, "key_serializer")
@@ -353,7 +357,9 @@ class Producer:
             await self.sender.init_producer_id()
 
     @bounded_call("max.block.ms")
-    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Any], group: Any) -> None:
+    async def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, object], group: str | ConsumerGroupMetadata
+    ) -> None:
         """Commit consumer offsets as part of the transaction (AddOffsetsToTxn, then
         TxnOffsetCommit to the group coordinator). ``group`` is a group id or the consumer's
         group metadata (``group_id``, ``generation_id``, ``member_id``, ``group_instance_id``).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -14,6 +14,9 @@ from trikafka.config import BrokerConfig
 from trikafka.network.memory import MemoryListener, MemoryStream
 from trikafka.testing.faults import Faults
 from trikafka.testing.surface import BrokerControls
+
+if TYPE_CHECKING:
+    from trikafka.server.awaitable import GroupSnapshot
 
 __all__ = ["TestBroker", "open_test_broker"]
 
@@ -47,7 +50,7 @@ class TestBroker(BrokerControls):
         """The broker's injected faults and request recorder (``trikafka.testing.faults``)."""
         return Faults.of(self.broker)
 
-    def group_snapshot(self, group_id: str) -> Any:
+    def group_snapshot(self, group_id: str) -> GroupSnapshot | None:
         return self.broker.group_snapshot(group_id)
 
     def partition_log(self, topic: str, partition: int) -> Any:

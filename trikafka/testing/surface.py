@@ -489,7 +489,7 @@ def _owns(faults: Faults, fault: Fault | int) -> bool:
     return any(f is fault or f.id == fault for f in faults.faults)
 
 
-def controls(target: Any, broker: int | None = None) -> BrokerControls:
+def controls(target: object, broker: int | None = None) -> BrokerControls:
     """The controls of a Broker, or of an ``open_cluster`` cluster: cluster-wide, or of its
     broker ``broker`` (whose waits read the cluster's state), for Trio code."""
     from trikafka.testing.targets import broker_targets, target_by_id
