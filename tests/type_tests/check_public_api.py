@@ -154,7 +154,7 @@ class Listener(client.RebalanceListener):
         print(sorted(partitions))
 
     async def on_partitions_revoked(self, partitions: set[TopicPartition]) -> None:
-        await trio.sleep(0)
+        await trio.lowlevel.checkpoint()
 
 
 async def the_asyncio_handles(kafka_broker: ThreadedBroker, cluster: ClusterHandle) -> None:
