@@ -129,6 +129,9 @@ def the_threaded_kit(kafka_broker: ThreadedBroker) -> None:
     assert_type(kafka_broker.wait_for_group_state("g", "Stable", members=2), GroupSnapshot)
     assert_type(kafka_broker.recorded(client_id="me"), list[RecordedRequest])
     assert_type(kafka_broker.faults, list[Fault])
+    kafka_broker.create_topic("t", partitions=2, config={"cleanup.policy": "compact"})
+    assert_type(kafka_broker.produce("t", [b"v", (b"k", b"v")]), list[int])
+    assert_type(kafka_broker.read("t", max_records=2), list[testing.Record])
     assert_type(kafka_broker.aio, AsyncBrokerHandle)
     assert_type(kafka_broker.thread, TrioThread)
     assert_type(kafka_broker.thread.call(lambda: 3), int)
@@ -160,6 +163,7 @@ class Listener(client.RebalanceListener):
 async def the_asyncio_handles(kafka_broker: ThreadedBroker, cluster: ClusterHandle) -> None:
     assert_type(await kafka_broker.aio.wait_for_committed("g", "t", 0, at_least=1), int)
     assert_type(await kafka_broker.aio.inject_error("Fetch", 6), Fault | FaultSet)
+    assert_type(await kafka_broker.aio.read("t"), list[testing.Record])
     assert_type(await cluster.aio.wait_for_transaction_state("tx", "Ongoing"), str)
     await cluster.aio.stop_broker(1)
 

@@ -72,13 +72,13 @@ def _signatures(tree: ast.Module, cls: str) -> dict[str, tuple[bool, str, str]]:
 def test_the_handles_stub_matches_broker_controls() -> None:
     # The thread-hosted handles' methods are made at import time from BrokerControls; the stub
     # that tells type checkers about them must say what BrokerControls says.
-    from trikafka.testing.surface import CONTROL_METHODS, WAIT_METHODS
+    from trikafka.testing.surface import CONTROL_METHODS, TOPIC_METHODS, WAIT_METHODS
 
     surface = _signatures(ast.parse((ROOT / "trikafka/testing/surface.py").read_text()), "BrokerControls")
     stub_tree = ast.parse((ROOT / "trikafka/testing/hosted_types.pyi").read_text())
     plain = _signatures(stub_tree, "HostedControls")
     coroutines = _signatures(stub_tree, "AsyncHostedControls")
-    names = set(CONTROL_METHODS + WAIT_METHODS)
+    names = set(CONTROL_METHODS + WAIT_METHODS + TOPIC_METHODS)
     assert set(plain) == names
     assert set(coroutines) == names
     for name in names:

@@ -253,6 +253,7 @@ class KafkaClient(MetadataRefresh):
                 reason = f"connected, but no answer to ApiVersions within {limit} (request.timeout.ms)"
             self.seen.connect_failed(address, reason)
             raise BrokerUnreachableError(f"{where}: {reason}")
+        assert stream is not None  # the connector returned: the scope was not cancelled
         connection.handshake_done()
         self.seen.connected(address)
         self.connections_created += 1  # KIP-714's connection.creation.total

@@ -32,6 +32,7 @@ from trikafka.testing import topics
 from trikafka.testing.faults import DEFAULT_COUNT, Fault, Faults
 from trikafka.testing.scenario import Scenario
 from trikafka.testing.scenario_run import ScenarioRun, start_scenario
+from trikafka.testing.topics import Record
 
 if TYPE_CHECKING:
     from kio.schema.errors import ErrorCode
@@ -456,7 +457,7 @@ class BrokerControls:
         name: str,
         partitions: int = 1,
         replication_factor: int = 1,
-        config: dict[str, Any] | None = None,
+        config: Mapping[str, object] | None = None,
         *,
         timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
     ) -> None:
@@ -466,7 +467,12 @@ class BrokerControls:
         )
 
     async def produce(
-        self, topic: str, records: Any, *, partition: int | None = None, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
+        self,
+        topic: str,
+        records: Iterable[object],
+        *,
+        partition: int | None = None,
+        timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
     ) -> list[int]:
         """Write ``records`` (values, ``(key, value)`` or ``(key, value, headers)`` tuples);
         the offset of each, once acknowledged."""
@@ -479,7 +485,7 @@ class BrokerControls:
         from_offset: int = 0,
         max_records: int | None = None,
         timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
-    ) -> list[Any]:
+    ) -> list[Record]:
         """The records (``trikafka.testing.Record``) of ``topic`` from ``from_offset``: up to
         the high watermark, or the first ``max_records`` (waiting for them)."""
         return await topics.read(self._bootstrap_now(), topic, partition, from_offset, max_records, timeout)
