@@ -151,7 +151,7 @@ class Broker(AwaitableState):
         #: Coroutine functions a graceful stop runs first, while the request path still serves,
         #: within shutdown.grace.ms: an edge running beside the broker (the HTTP proxy) closes
         #: its Kafka clients here, so its consumers leave their groups before the broker goes.
-        self.before_stop: list[Callable[[], Awaitable[Any]]] = []
+        self.before_stop: list[Callable[[], Awaitable[object]]] = []
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}

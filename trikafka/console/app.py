@@ -408,7 +408,8 @@ def _records_form(query: Mapping[str, str]) -> dict[str, Any]:
 
 
 async def _read_form(receive: Receive, limit: int = 1024 * 1024) -> bytes:
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":

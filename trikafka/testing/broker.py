@@ -71,7 +71,11 @@ class TestBroker(BrokerControls):
 
 @asynccontextmanager
 async def open_test_broker(
-    config: BrokerConfig | None = None, *, kafka_defaults: bool = False, **overrides: object
+    config: BrokerConfig | None = None,
+    *,
+    kafka_defaults: bool = False,
+    client_telemetry: bool | None = None,
+    **overrides: object,
 ) -> AsyncIterator[TestBroker]:
     """Open a broker whose only listener is in memory (named PLAINTEXT, port 9092).
 
@@ -82,7 +86,11 @@ async def open_test_broker(
     listener = MemoryListener("memory", 9092)
     base: BrokerConfig | dict[str, Any] = config or {"listeners": "PLAINTEXT://memory:9092"}
     async with open_broker(
-        base, trio_listeners={"PLAINTEXT": listener}, kafka_defaults=kafka_defaults, **overrides
+        base,
+        trio_listeners={"PLAINTEXT": listener},
+        kafka_defaults=kafka_defaults,
+        client_telemetry=client_telemetry,
+        **overrides,
     ) as broker:
         yield TestBroker(broker, listener)
     await trio.lowlevel.checkpoint()

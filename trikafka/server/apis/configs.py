@@ -71,7 +71,7 @@ class OpType:
 
 
 _CONFIG_TYPE = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7}
-_DEFAULTS = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:9092").as_properties()
+_DEFAULTS = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:9092").as_properties()  # type: ignore[arg-type]  # converted
 
 
 @attrs.frozen
