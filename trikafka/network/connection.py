@@ -97,6 +97,8 @@ from trikafka.network.request_channel import (
     open_response_channel,
 )
 from trikafka.network.transport import TRANSPORT_ERRORS, StreamTransport, Transport
+from trikafka.protocol.framing import NeedData
+from trikafka.protocol.headers import DecodedRequest
 from trikafka.protocol.registry import ApiKey, ApiRegistry
 from trikafka.security.listener import HANDSHAKE_TIMEOUT, ListenerSecurity
 from trikafka.security.sasl.authenticator import MAX_RECEIVE_SIZE, SASL_HANDSHAKE, SaslServerAuthenticator
@@ -343,7 +345,7 @@ class Connection:
         self.protocol.throttle_ended()
         self.last_activity = self._now()
 
-    async def receive_event(self) -> object | None:
+    async def receive_event(self) -> DecodedRequest | RawFrame | Closed | NeedData | None:
         """Read until the state has an event (a request or Closed); None at end of stream
         or idle expiry."""
         state = self.protocol
@@ -504,12 +506,12 @@ class Connection:
                 return False
             if event.__class__ is RawFrame:
                 step = authenticator.receive_token(event.data)
-            elif event.header.request_api_key == ApiKey.API_VERSIONS:
+            elif event.header.request_api_key == ApiKey.API_VERSIONS:  # type: ignore[union-attr]  # a DecodedRequest by now
                 if not await self._exchange(event, self.last_activity):
                     return False
                 continue
             else:
-                step = authenticator.receive(event)
+                step = authenticator.receive(event)  # type: ignore[arg-type]  # a DecodedRequest by now
             if step.data:
                 await self.transport.send(step.data)
             self.last_activity = trio.current_time()
@@ -552,10 +554,10 @@ class Connection:
         request.response_dequeue_time = trio.current_time()
         out = state.send_response(response)
         if out.__class__ is Closed:
-            self.close_reason = out.reason  # type: ignore[union-attr]
+            self.close_reason = out.reason
             return False
         if out.__class__ is tuple:
-            await self.transport.send_parts(out)  # type: ignore[arg-type]
+            await self.transport.send_parts(out)
         elif out is not None:
             await self.transport.send(out)  # type: ignore[arg-type]
         self.last_activity = done = trio.current_time()

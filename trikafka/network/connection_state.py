@@ -269,7 +269,7 @@ class ConnectionState:
 
     # -- events out -----------------------------------------------------------------------
 
-    def next_event(self) -> DecodedRequest | Closed | object:
+    def next_event(self) -> DecodedRequest | RawFrame | Closed | NeedData:
         """The next decoded request, ``NEED_DATA``, or :class:`Closed` (also once reading
         stopped: :meth:`stop_reading`).
 

@@ -185,7 +185,8 @@ class ConfluentReader:
                         if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
                             offset = message.offset()
                             raise OffsetOutOfRangeError(
-                                {topic_partition: offset if offset is not None and offset >= 0 else position}
+                                # spark's TopicPartition: the client's fields, as a tuple
+                                {topic_partition: offset if offset is not None and offset >= 0 else position}  # type: ignore[dict-item]  # same fields
                             )
                         if error.fatal() or code in (
                             KafkaError.UNKNOWN_TOPIC_OR_PART,

@@ -174,7 +174,7 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
             earliest, latest = reader.watermarks(tp)
             start, warning = resume_after_out_of_range(
                 tp,
-                max(exc.partitions.get(tp, start), start),
+                max(exc.partitions.get(tp, start), start),  # type: ignore[call-overload]  # spark's TopicPartition: same fields
                 until,
                 earliest,
                 latest,

@@ -13,6 +13,7 @@ fetched.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
 from trikafka.coordinator.share.coordinator import ShareCoordinator
