@@ -559,7 +559,7 @@ class Connection:
         if out.__class__ is tuple:
             await self.transport.send_parts(out)
         elif out is not None:
-            await self.transport.send(out)  # type: ignore[arg-type]
+            await self.transport.send(out)  # type: ignore[arg-type]  # bytes: the other kinds went above
         self.last_activity = done = trio.current_time()
         self.hooks.request_done(request, done)
         return True
