@@ -43,7 +43,7 @@ import logging
 import signal
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
@@ -84,8 +84,8 @@ class BrokerStatistics:
     request_queue_size: int
     network_processor_avg_idle_percent: float
     request_handler_avg_idle_percent: float
-    connections: Mapping[str, Any]
-    requests: Mapping[str, Any]
+    connections: Mapping[str, Mapping[str, object]]
+    requests: Mapping[str, Mapping[str, object]]
     purgatory_size: int
     #: queued.max.request.bytes (Kafka's MemoryPoolAvailable / MemoryPoolUsed); None: unbounded.
     memory_pool_available: int | None = None
@@ -97,7 +97,7 @@ class Broker(AwaitableState):
         self,
         config: BrokerConfig | None = None,
         *,
-        trio_listeners: Mapping[str, trio.abc.Listener] | None = None,
+        trio_listeners: Mapping[str, trio.abc.Listener[trio.abc.Stream]] | None = None,
         clock: Clock = now_ms,
         load_progress: LoadProgress | None = None,
     ) -> None:
@@ -116,7 +116,7 @@ class Broker(AwaitableState):
             clock=self.now_ms,
             dedupe_buffer_size=self.config.log_cleaner_dedupe_buffer_size,
         )
-        self.replica_manager = ReplicaManager(self.config, self.log_manager)
+        self.replica_manager = ReplicaManager(self.config, self.log_manager)  # type: ignore[arg-type]  # flush_log takes its own Log
         #: The coordinators and stores, and the request path over them (server/wiring.py).
         self.core = BrokerCore(self.config, self.replica_manager, self.now_ms)
         #: The request path: registry, socket server, request channel, handler pool,
@@ -151,7 +151,7 @@ class Broker(AwaitableState):
         #: Coroutine functions a graceful stop runs first, while the request path still serves,
         #: within shutdown.grace.ms: an edge running beside the broker (the HTTP proxy) closes
         #: its Kafka clients here, so its consumers leave their groups before the broker goes.
-        self.before_stop: list[Callable[[], Awaitable[Any]]] = []
+        self.before_stop: list[Callable[[], Awaitable[object]]] = []
         self._stop_requested = trio.Event()
         self.stopped = trio.Event()
         self.endpoints: dict[str, BoundEndpoint] = {}
@@ -238,7 +238,7 @@ class Broker(AwaitableState):
         nursery.cancel_scope.cancel()  # coordinators, the log manager, the rest
         log.info("broker %d stopped", self.config.node_id)
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
+    def start_soon(self, fn: Callable[..., Awaitable[object]], *args: object, name: str | None = None) -> None:
         """Run ``fn(*args)`` as a background task of the running broker (cancelled when it
         stops): what the test kit's scenarios run in."""
         if self._nursery is None or self.stopped.is_set():
@@ -331,12 +331,12 @@ class Broker(AwaitableState):
 
 @asynccontextmanager
 async def open_broker(
-    config: BrokerConfig | Mapping[str, Any] | None = None,
+    config: BrokerConfig | Mapping[str, object] | None = None,
     *,
-    trio_listeners: Mapping[str, trio.abc.Listener] | None = None,
+    trio_listeners: Mapping[str, trio.abc.Listener[trio.abc.Stream]] | None = None,
     kafka_defaults: bool = False,
     client_telemetry: bool | None = None,
-    **overrides: Any,
+    **overrides: object,
 ) -> AsyncIterator[Broker]:
     """Run a broker for the duration of the block; every listener is bound on entry.
 

@@ -338,7 +338,7 @@ async def _serve_cluster(
             else:
                 print(header, file=sys.stderr, flush=True)
             control = None
-            if control_server is not None:
+            if control_server is not None and control_at is not None:
                 control = await nursery.start(
                     functools.partial(control_server.serve, *control_at, listeners=control_bound)
                 )
@@ -532,7 +532,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if proxy is not None:
                 await nursery.start(proxy.run)
             http = {}
-            if server is not None:
+            if server is not None and control_at is not None:
                 control = await nursery.start(functools.partial(server.serve, *control_at, listeners=bound))
                 http["control"] = f"http://{control[0]}:{control[1]}"
             print_startup(_startup_info(broker, reasons, http, open_files), shape)

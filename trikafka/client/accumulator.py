@@ -98,7 +98,7 @@ def record_size(key: bytes | None, value: bytes | None, headers: Any) -> int:
     return size
 
 
-class PartitionQueue(collections.deque):  # type: ignore[type-arg]
+class PartitionQueue(collections.deque):  # type: ignore[type-arg]  # of ProducerBatch; plain base
     """The batches of one partition, oldest first; knows its partition so that an append
     needs no hashing of a :class:`TopicPartition`."""
 
@@ -235,7 +235,8 @@ class RecordAccumulator:
     def drain(self, tp: TopicPartition) -> ProducerBatch:
         batch = self.queues[tp].popleft()
         self.in_flight.add(tp)
-        return batch
+        result: ProducerBatch = batch
+        return result
 
     def done(self, batch: ProducerBatch) -> None:
         """The batch succeeded or failed for good."""

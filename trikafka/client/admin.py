@@ -43,7 +43,7 @@ from trikafka.client.cluster import TopicPartition
 from trikafka.client.config import ClientConfig
 from trikafka.client.deadlines import bounded_call
 from trikafka.client.errors import KafkaError, error_for
-from trikafka.client.transport import Connector
+from trikafka.client.transport import Bootstrap, Connector
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey
 
@@ -64,7 +64,8 @@ class Admin(GroupOffsetsAndLogDirs, ShareGroupAdmin):
         return self.client.connected
 
     def _deadline(self) -> float:
-        return trio.current_time() + self.config["default.api.timeout.ms"] / 1000
+        result: float = trio.current_time() + self.config["default.api.timeout.ms"] / 1000
+        return result
 
     async def _controller(self, api_key: int, errors_of: Any, what: str, **fields: Any) -> Any:
         """Send to the controller (any broker when unknown, or when Metadata names a
@@ -316,7 +317,7 @@ class Admin(GroupOffsetsAndLogDirs, ShareGroupAdmin):
 
 @asynccontextmanager
 async def open_admin(
-    bootstrap: Any = None, *, connector: Connector | None = None, **config: Any
+    bootstrap: Bootstrap | None = None, *, connector: Connector | None = None, **config: object
 ) -> AsyncIterator[Admin]:
     """A running admin client; ``bootstrap`` as for :func:`~trikafka.client.open_producer`."""
     if isinstance(bootstrap, str | list | tuple):

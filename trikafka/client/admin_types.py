@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -42,6 +43,10 @@ class OffsetSpec(enum.IntEnum):
     MAX_TIMESTAMP = -3
 
 
+def _string_map(configs: Mapping[str, str] | None) -> dict[str, str]:
+    return dict(configs or {})
+
+
 @attrs.frozen
 class NewTopic:
     """-1 partitions or replication factor: the broker's default (KIP-464)."""
@@ -49,7 +54,7 @@ class NewTopic:
     name: str
     num_partitions: int = -1
     replication_factor: int = -1
-    configs: Mapping[str, str] = attrs.field(factory=dict, converter=lambda m: dict(m or {}))
+    configs: Mapping[str, str] = attrs.field(factory=dict, converter=_string_map)
 
 
 @attrs.frozen
@@ -113,11 +118,11 @@ class MemberDescription:
     assignment: bytes
     #: A KIP-848 member's partitions as ConsumerGroupDescribe names them (there are no
     #: assignment bytes to decode); None for a member described by DescribeGroups.
-    assigned: tuple | None = None
+    assigned: tuple[Any, ...] | None = None
     member_epoch: int = -1
 
     @property
-    def partitions(self) -> tuple:
+    def partitions(self) -> tuple[Any, ...]:
         """The assigned partitions, read as the consumer protocol's assignment (Java's
         ``MemberDescription.assignment()``); () for other protocols or none yet."""
         from trikafka.client.consumer_protocol import ConsumerProtocolError, decode_assignment

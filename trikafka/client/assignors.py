@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Mapping
-from typing import ClassVar
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
 
 from trikafka.client.consumer_protocol import Assignment, Subscription, TopicPartition
 
@@ -62,7 +62,7 @@ class PartitionAssignor:
         raise NotImplementedError
 
 
-def _member_order(member_id: str, subscription: Subscription) -> tuple:
+def _member_order(member_id: str, subscription: Subscription) -> tuple[Any, ...]:
     # Kafka's MemberInfo order: static members (by instance id) before dynamic (by member id).
     if subscription.group_instance_id is not None:
         return (0, subscription.group_instance_id, member_id)
@@ -106,7 +106,8 @@ class CooperativeStickyAssignor(PartitionAssignor):
             return subscription.generation_id
         data = subscription.user_data
         if data is not None and len(data) >= 4:
-            return _GENERATION.unpack_from(data)[0]
+            result: int = _GENERATION.unpack_from(data)[0]
+            return result
         return -1
 
     def _valid_owned(
@@ -132,9 +133,9 @@ class CooperativeStickyAssignor(PartitionAssignor):
                     )
                     best[tp] = (generation, None)
         owned: dict[str, list[TopicPartition]] = {member: [] for member in subscriptions}
-        for tp, (_, member) in best.items():
-            if member is not None:
-                owned[member].append(tp)
+        for tp, (_, owner) in best.items():
+            if owner is not None:
+                owned[owner].append(tp)
         for parts in owned.values():
             parts.sort()
         return owned
@@ -160,7 +161,7 @@ class CooperativeStickyAssignor(PartitionAssignor):
         return result
 
 
-def _all_partitions(partitions_per_topic: Mapping[str, int], topics) -> list[TopicPartition]:
+def _all_partitions(partitions_per_topic: Mapping[str, int], topics: Iterable[str]) -> list[TopicPartition]:
     return [
         TopicPartition(topic, p)
         for topic in sorted(topics)

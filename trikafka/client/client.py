@@ -63,7 +63,7 @@ from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.requests import make
 from trikafka.client.sasl import authenticate
 from trikafka.client.tls import TLS_PROTOCOLS, closed_during_api_versions, tls_connector
-from trikafka.client.transport import Connector, parse_bootstrap, resolve_bootstrap
+from trikafka.client.transport import Bootstrap, Connector, parse_bootstrap, resolve_bootstrap
 from trikafka.client.versions import negotiate
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey, ApiVersionSpec
@@ -253,6 +253,7 @@ class KafkaClient(MetadataRefresh):
                 reason = f"connected, but no answer to ApiVersions within {limit} (request.timeout.ms)"
             self.seen.connect_failed(address, reason)
             raise BrokerUnreachableError(f"{where}: {reason}")
+        assert stream is not None  # the connector returned: the scope was not cancelled
         connection.handshake_done()
         self.seen.connected(address)
         self.connections_created += 1  # KIP-714's connection.creation.total
@@ -363,7 +364,7 @@ class KafkaClient(MetadataRefresh):
         now = trio.current_time()
         candidates = list(self.cluster.brokers) or [b.node_id for b in self.bootstrap]
         connected = [
-            (self._nodes[n].connection.in_flight, n)  # type: ignore[union-attr]
+            (self._nodes[n].connection.in_flight, n)  # type: ignore[union-attr]  # filtered to connected below
             for n in candidates
             if n in self._nodes and self._nodes[n].connection is not None
         ]
@@ -471,7 +472,7 @@ async def _find_coordinator_once(client: KafkaClient, key: str, key_type: Coordi
 
 @asynccontextmanager
 async def open_client(
-    bootstrap: Any, config: ClientConfig, connector: Connector | None = None
+    bootstrap: Bootstrap, config: ClientConfig, connector: Connector | None = None
 ) -> AsyncIterator[KafkaClient]:
     """A running client core: connections and the metadata refresher live in its nursery."""
     servers, connector = resolve_bootstrap(bootstrap, connector)

@@ -160,7 +160,7 @@ def _assignors(value: Any, key: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _row(key: str, default: Any, parse: Callable, roles: frozenset[str], doc: str) -> ConfigKey:
+def _row(key: str, default: Any, parse: Callable[..., Any], roles: frozenset[str], doc: str) -> ConfigKey:
     return ConfigKey(key, default, parse, roles, doc)
 
 
@@ -273,13 +273,17 @@ def _unknown(raw_key: str, value: Any, role: str) -> ConfigError:
     return ConfigError(raw_key, value, f"unknown {role} configuration key{hint}")
 
 
+def _read_only(values: Mapping[str, Any]) -> Mapping[str, Any]:
+    return types.MappingProxyType(values)
+
+
 @attrs.frozen
 class ClientConfig:
     """Checked settings of one client. Read them as ``config["linger.ms"]`` or
     ``config.linger_ms``; ``explicit`` holds the keys the user gave."""
 
     role: str
-    values: Mapping[str, Any] = attrs.field(converter=types.MappingProxyType)
+    values: Mapping[str, Any] = attrs.field(converter=_read_only)
     explicit: frozenset[str] = frozenset()
 
     @classmethod

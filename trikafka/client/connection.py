@@ -35,7 +35,7 @@ def _spec(api_key: int, version: int) -> ApiVersionSpec:
     return ApiVersionSpec.resolve(api_key, version)
 
 
-async def _send_parts(sock: Any, parts: list) -> None:
+async def _send_parts(sock: Any, parts: list[Any]) -> None:
     """Write every buffer of ``parts`` with scatter writes (``sendmsg``): a Produce request's
     record batches go to the kernel without first being joined into one frame."""
     views = [memoryview(part) for part in parts]
@@ -104,7 +104,7 @@ class KafkaConnection:
         self.stream = stream
         self.client_id = client_id
         self._correlation = itertools.count(1)
-        self._pending: dict[int, tuple[ApiVersionSpec, trio.MemorySendChannel]] = {}
+        self._pending: dict[int, tuple[ApiVersionSpec, trio.MemorySendChannel[Any]]] = {}
         self._order: list[int] = []
         self._send_lock = trio.StrictFIFOLock()
         self._decoder = FrameDecoder(
@@ -157,7 +157,7 @@ class KafkaConnection:
         async with self._send_lock:
             await self._write(frame, spec)
 
-    async def _write(self, frame: list, spec: ApiVersionSpec) -> None:
+    async def _write(self, frame: list[Any], spec: ApiVersionSpec) -> None:
         """Write one whole frame (a list of buffers), or close the connection: half a frame
         poisons the stream."""
         try:
@@ -190,7 +190,7 @@ class KafkaConnection:
                 frame = decoder.next_frame()
                 if frame is NEED_DATA:
                     into = decoder.unfilled() if recv_into is not None else None
-                    if into is not None:
+                    if into is not None and recv_into is not None:
                         try:
                             count = await recv_into(into)
                         except OSError as exc:

@@ -34,7 +34,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -52,12 +52,13 @@ from trikafka.client.consumer_state import OffsetResetStrategy, SubscriptionStat
 from trikafka.client.deadlines import bounded_call
 from trikafka.client.errors import KafkaError
 from trikafka.client.fetcher import ConsumerRecord
+from trikafka.client.group_consumer import ConsumerGroupSession
 from trikafka.client.group_offsets import CommitFailedError
 from trikafka.client.group_session import ConsumerGroupMetadata, GroupSession
 from trikafka.client.lifetime import open_service_nursery
 from trikafka.client.serialization import record_decoder
 from trikafka.client.telemetry import start_telemetry
-from trikafka.client.transport import Connector
+from trikafka.client.transport import Bootstrap, Connector
 from trikafka.errors import ErrorCode
 
 __all__ = ["Consumer", "open_consumer"]
@@ -70,7 +71,8 @@ class Consumer(ConsumerPrefetch):
 
     def __init__(
         self, client: KafkaClient, config: ClientConfig, nursery: trio.Nursery,
-        key_deserializer: Any = None, value_deserializer: Any = None,
+        key_deserializer: Callable[..., object] | None = None,
+        value_deserializer: Callable[..., object] | None = None,
     ) -> None:
         self.client = client
         self._decode = record_decoder(key_deserializer, value_deserializer)
@@ -84,7 +86,7 @@ class Consumer(ConsumerPrefetch):
         self._fetch_offsets: dict[TopicPartition, int] = {}
         #: The group's side (rebalance listener, auto-commit, commits); None without group.id.
         self.coordinator: ConsumerCoordinator | None = None
-        self.group: GroupSession | None = None
+        self.group: GroupSession | ConsumerGroupSession | None = None
         if config["group.id"] is not None:
             self.coordinator = ConsumerCoordinator(client, config, self.subscriptions, self._drop_buffers, nursery)
             self.group = self.coordinator.group
@@ -100,12 +102,12 @@ class Consumer(ConsumerPrefetch):
         return self.client.connected
 
     @property
-    def listener(self) -> Any:
+    def listener(self) -> object:
         """The rebalance listener (set by ``subscribe(listener=...)``)."""
         return self._need_group("a rebalance listener").listener
 
     @listener.setter
-    def listener(self, listener: Any) -> None:
+    def listener(self, listener: object) -> None:
         self._need_group("a rebalance listener").listener = listener
 
     # --- subscription ---------------------------------------------------------------------
@@ -120,7 +122,7 @@ class Consumer(ConsumerPrefetch):
         topics: str | Iterable[str] | re.Pattern[str] | None = None,
         *,
         pattern: str | re.Pattern[str] | None = None,
-        listener: Any = None,
+        listener: object = None,
     ) -> None:
         """Subscribe to topics, or to every topic matching ``pattern`` (a regex, checked on
         each metadata refresh). ``listener``: a :class:`RebalanceListener`-shaped object."""
@@ -137,7 +139,7 @@ class Consumer(ConsumerPrefetch):
             self.client.request_metadata_update()  # wakes the refresher: the pattern is matched now
             coordinator.pattern_changed()
         else:
-            names = [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]
+            names = [topics] if isinstance(topics, str) else list(topics)  # type: ignore[arg-type]  # not None: checked above
             self.subscriptions.subscribe(names)
             self.client.cluster.add_interest(names)
         coordinator.group.request_rejoin()
@@ -319,8 +321,9 @@ class Consumer(ConsumerPrefetch):
 
 @asynccontextmanager
 async def open_consumer(
-    bootstrap: Any = None, *, connector: Connector | None = None,
-    key_deserializer: Any = None, value_deserializer: Any = None, **config: Any,
+    bootstrap: Bootstrap | None = None, *, connector: Connector | None = None,
+    key_deserializer: Callable[..., object] | None = None, value_deserializer: Callable[..., object] | None = None,
+    **config: object,
 ) -> AsyncIterator[Consumer]:
     """Open a consumer; ``bootstrap`` as for :func:`~trikafka.client.open_producer`; ``config``
     takes Kafka's consumer keys in either spelling (``group_id=``, ``**{"group.id": …}``).

@@ -118,7 +118,7 @@ class LeaderReader:
         async def one(node_id: int, tps: list[TopicPartition]) -> None:
             session = self.sessions.setdefault(node_id, FetchSessionHandler())
             session_id, epoch, named, forgotten = session.build({tp: positions[tp] for tp in tps})
-            topics: dict[str, list[dict]] = {}
+            topics: dict[str, list[dict[Any, Any]]] = {}
             for tp in named:
                 topics.setdefault(tp.topic, []).append(
                     {
@@ -211,7 +211,7 @@ class LeaderReader:
                 await self.client.refresh_metadata()
                 continue
             for node_id, tps in by_leader.items():
-                topics: dict[str, list[dict]] = {}
+                topics: dict[str, list[dict[Any, Any]]] = {}
                 for tp in tps:
                     timestamp = EARLIEST_TIMESTAMP if wanted[tp] is OffsetResetStrategy.EARLIEST else LATEST_TIMESTAMP
                     topics.setdefault(tp.topic, []).append(

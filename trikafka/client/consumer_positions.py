@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 from trikafka.client.consumer_fetch import (
     LeaderReader,
@@ -25,6 +26,9 @@ from trikafka.client.fetcher import ConsumerRecord
 from trikafka.client.group_session import GroupSession
 from trikafka.client.serialization import RecordDeserializationError
 
+if TYPE_CHECKING:
+    from trikafka.client.group_consumer import ConsumerGroupSession
+
 __all__ = ["ConsumerPositions"]
 
 logger = logging.getLogger("trikafka.client.consumer")
@@ -33,7 +37,7 @@ logger = logging.getLogger("trikafka.client.consumer")
 class ConsumerPositions:
     subscriptions: SubscriptionState
     reader: LeaderReader
-    group: GroupSession | None
+    group: GroupSession | ConsumerGroupSession | None
     _buffers: dict[TopicPartition, tuple[deque[ConsumerRecord], int]]
     _buffered_bytes: dict[TopicPartition, int]
     _decode: Callable[[ConsumerRecord], ConsumerRecord] | None  # the deserializers, if any
@@ -82,7 +86,7 @@ class ConsumerPositions:
             batch: list[ConsumerRecord] = []
             while records and taken < limit:
                 record = records.popleft()
-                if record.offset < state.position:  # type: ignore[operator]
+                if record.offset < state.position:  # type: ignore[operator]  # a fetched partition has one
                     continue
                 if decode is not None:
                     try:

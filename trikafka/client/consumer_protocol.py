@@ -18,6 +18,7 @@ import functools
 import io
 import struct
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import attrs
 from kio.schema.consumer_protocol_assignment import v0 as assignment_v0
@@ -87,7 +88,7 @@ def _grouped(partitions: Iterable[TopicPartition]) -> list[tuple[str, list[int]]
 
 
 @functools.cache
-def _codec(module: object, name: str) -> tuple:
+def _codec(module: object, name: str) -> tuple[Any, ...]:
     entity = getattr(module, name)
     return entity, entity_writer(entity), entity_reader(entity)
 
@@ -98,7 +99,8 @@ def _version_of(data: bytes, what: str) -> int:
     (version,) = _VERSION.unpack_from(data)
     if version < 0:
         raise ConsumerProtocolError(f"{what} has negative version {version}")
-    return min(version, LATEST_VERSION)
+    result: int = min(version, LATEST_VERSION)
+    return result
 
 
 def encode_subscription(subscription: Subscription, version: int = LATEST_VERSION) -> bytes:
@@ -106,8 +108,8 @@ def encode_subscription(subscription: Subscription, version: int = LATEST_VERSIO
     if not 0 <= version <= LATEST_VERSION:
         raise ValueError(f"consumer protocol version {version} not in 0..{LATEST_VERSION}")
     entity, write, _ = _codec(_SUBSCRIPTIONS[version], "ConsumerProtocolSubscription")
-    nested = _SUBSCRIPTIONS[version].data.TopicPartition if version >= 1 else None
-    fields: dict = {"topics": tuple(subscription.topics), "user_data": subscription.user_data}
+    nested: Any = _SUBSCRIPTIONS[version].data.TopicPartition if version >= 1 else None
+    fields: dict[Any, Any] = {"topics": tuple(subscription.topics), "user_data": subscription.user_data}
     if version >= 1:
         fields["owned_partitions"] = tuple(
             nested(topic=topic, partitions=tuple(i32(p) for p in parts))

@@ -155,6 +155,6 @@ def bounded_call(key: str) -> Callable[[F], F]:
             with bounded(self.client, f"{type(self).__name__}.{method.__name__}()", key):
                 return await method(self, *args, **kwargs)
 
-        return call  # type: ignore[return-value]
+        return call  # type: ignore[return-value]  # wraps() keeps method's signature
 
     return wrap

@@ -23,7 +23,7 @@ fetch next. The rules are the Java consumer's (``CompletedFetch``):
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import attrs
 
@@ -196,7 +196,7 @@ def decode_partition(
     return FetchedPartition(tuple(out), position)
 
 
-def _unchecked(view: memoryview):
+def _unchecked(view: memoryview) -> Iterator[BatchHeader]:
     position = 0
     while position < len(view):
         header = parse_batch_header(view, position)

@@ -83,7 +83,7 @@ class ConsumerGroupSession:
         self.max_poll_interval = config["max.poll.interval.ms"] / 1000
         self.heartbeat_interval = config["heartbeat.interval.ms"] / 1000  # until the coordinator says
         self._on_revoke, self._on_assign, self._on_lost = on_revoke, on_assign, on_lost
-        self.offsets = GroupOffsets(self.link, self.member, self._handle_group_error)  # type: ignore[arg-type]
+        self.offsets = GroupOffsets(self.link, self.member, self._handle_group_error)  # type: ignore[arg-type]  # a ConsumerMember quacks as GroupMember
         self.subscribed: list[str] = []
         #: ``subscribe(pattern=...)``: sent as SubscribedTopicRegex, resolved by the coordinator
         #: (Kafka 4); the names matched here are only for metadata. "" clears a sent regex.

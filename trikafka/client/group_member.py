@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import attrs
 
@@ -177,7 +178,7 @@ class GroupMember:
         self.state = MemberState.PREPARING_REBALANCE
         return Step(Action.REJOIN, revoked=revoked)
 
-    def join_group_fields(self) -> dict:
+    def join_group_fields(self) -> dict[Any, Any]:
         """JoinGroup's body fields (minus timeouts): one protocol per assignor, in order."""
         protocols = []
         for name in self._order:
@@ -250,7 +251,7 @@ class GroupMember:
         """Every topic some member subscribes to: the leader needs metadata for all of them."""
         return {t for s in self.members.values() for t in s.topics} | set(self.topics)
 
-    def sync_group_fields(self, assignments: Mapping[str, bytes] | None = None) -> dict:
+    def sync_group_fields(self, assignments: Mapping[str, bytes] | None = None) -> dict[Any, Any]:
         return {
             "group_id": self.group_id,
             "generation_id": self.generation_id,
@@ -292,7 +293,7 @@ class GroupMember:
 
     # --- Heartbeat ---------------------------------------------------------------------------
 
-    def heartbeat_fields(self) -> dict:
+    def heartbeat_fields(self) -> dict[Any, Any]:
         return {
             "group_id": self.group_id,
             "generation_id": self.generation_id,
@@ -319,7 +320,7 @@ class GroupMember:
 
     # --- LeaveGroup ----------------------------------------------------------------------------
 
-    def leave_group_fields(self) -> dict | None:
+    def leave_group_fields(self) -> dict[Any, Any] | None:
         """LeaveGroup's fields, or None when we should not send it: never joined, or static
         (a static member's partitions wait for it through a restart)."""
         if self.group_instance_id is not None or self.member_id == UNKNOWN_MEMBER_ID:

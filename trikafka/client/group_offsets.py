@@ -86,7 +86,7 @@ class GroupOffsets:
         if not offsets:
             return
         group_id = self.link.group_id
-        by_topic: dict[str, list[dict]] = {}
+        by_topic: dict[str, list[dict[Any, Any]]] = {}
         for tp, offset in sorted(offsets.items()):
             by_topic.setdefault(tp.topic, []).append(
                 {

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -57,13 +57,13 @@ class ConsumerGroupMetadata:
 class RebalanceListener:
     """Override any of the three; each may be a plain or an ``async`` method."""
 
-    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> Any:
+    def on_partitions_revoked(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
         return None
 
-    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> Any:
+    def on_partitions_assigned(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
         return None
 
-    def on_partitions_lost(self, partitions: set[TopicPartition]) -> Any:
+    def on_partitions_lost(self, partitions: set[TopicPartition]) -> Awaitable[None] | None:
         # Kafka's default: lost partitions are treated as revoked.
         return self.on_partitions_revoked(partitions)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import struct
+from collections.abc import Callable
 
 from trikafka.protocol.native import native_extension
 
@@ -48,7 +49,7 @@ def _py_murmur2_unsigned(data: bytes) -> int:
     return h ^ (h >> 15)
 
 
-_murmur2_unsigned = getattr(native_extension(), "murmur2", None) or _py_murmur2_unsigned
+_murmur2_unsigned: Callable[[bytes], int] = getattr(native_extension(), "murmur2", None) or _py_murmur2_unsigned
 
 
 def murmur2(data: bytes) -> int:

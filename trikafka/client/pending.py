@@ -53,7 +53,7 @@ class Pending(Generic[T]):
     def unwrap(self) -> T:
         if self._error is not None:
             raise self._error
-        return self._value  # type: ignore[no-any-return]
+        return self._value  # type: ignore[no-any-return]  # set when there is no error
 
     def cancel(self) -> None:
         self._scope.cancel()

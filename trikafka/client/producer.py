@@ -24,9 +24,9 @@ from __future__ import annotations
 import logging
 import operator
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -51,9 +51,12 @@ from trikafka.client.sender import Sender
 from trikafka.client.serialization import codec
 from trikafka.client.telemetry import start_telemetry
 from trikafka.client.transactions import TransactionManager
-from trikafka.client.transport import Connector
+from trikafka.client.transport import Bootstrap, Connector
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey
+
+if TYPE_CHECKING:
+    from trikafka.client.group_session import ConsumerGroupMetadata
 
 __all__ = ["Producer", "open_producer"]
 
@@ -76,7 +79,12 @@ def _as_bytes(value: Any, what: str) -> bytes | None:
     raise TypeError(f"{what} must be bytes, str or None, not {type(value).__name__}")
 
 
-def _headers(headers: Any) -> list[tuple[str, bytes | None]]:
+#: Record headers as users give them: ``{name: value}`` or ``[(name, value), ...]``, each value
+#: bytes, str (UTF-8) or None.
+Headers = Mapping[str, bytes | str | None] | Sequence[tuple[str, bytes | str | None]]
+
+
+def _headers(headers: Headers | None) -> list[tuple[str, bytes | None]]:
     if not headers:
         return []
     items = headers.items() if isinstance(headers, Mapping) else headers
@@ -91,7 +99,8 @@ def _checked_partition(topic: str, partition: Any, count: int) -> int:
         raise TypeError(f"partition must be an int, not {type(partition).__name__}") from None
     if not 0 <= partition < count:
         raise KafkaError(ErrorCode.unknown_topic_or_partition, f"partition {partition} of {topic!r}, which has {count}")
-    return partition
+    result: int = partition
+    return result
 
 
 class _TopicRoute:
@@ -116,7 +125,8 @@ class _TopicRoute:
 
 class Producer:
     def __init__(
-        self, client: KafkaClient, config: ClientConfig, key_serializer: Any = None, value_serializer: Any = None
+        self, client: KafkaClient, config: ClientConfig, key_serializer: Callable[..., object] | None = None,
+        value_serializer: Callable[..., object] | None = None,
     ) -> None:
         self.client = client
         self._key_codec = codec(key_serializer, "key_serializer")
@@ -139,10 +149,10 @@ class Producer:
     async def send(
         self,
         topic: str,
-        value: Any = None,
+        value: object = None,
         *,
-        key: Any = None,
-        headers: Any = None,
+        key: object = None,
+        headers: Headers | None = None,
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> RecordMetadata:
@@ -153,10 +163,10 @@ class Producer:
     async def enqueue(
         self,
         topic: str,
-        value: Any = None,
+        value: object = None,
         *,
-        key: Any = None,
-        headers: Any = None,
+        key: object = None,
+        headers: Headers | None = None,
         partition: int | None = None,
         timestamp: int | None = None,
     ) -> RecordFuture:
@@ -333,7 +343,8 @@ class Producer:
         if self.txn.partitions or self._txn_started:
             try:
                 await call_coordinator(
-                    self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION, ApiKey.END_TXN,
+                    self.client, self.txn.transactional_id,  # type: ignore[arg-type]  # transactional producers only: the id is set
+                    CoordinatorType.TRANSACTION, ApiKey.END_TXN,
                     lambda r: [r.error_code], what="EndTxn", deadline=self._deadline(),
                     transactional_id=self.txn.transactional_id, producer_id=self.txn.producer_id,
                     producer_epoch=self.txn.epoch, committed=commit,
@@ -346,7 +357,9 @@ class Producer:
             await self.sender.init_producer_id()
 
     @bounded_call("max.block.ms")
-    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Any], group: Any) -> None:
+    async def send_offsets_to_transaction(
+        self, offsets: Mapping[TopicPartition, object], group: str | ConsumerGroupMetadata
+    ) -> None:
         """Commit consumer offsets as part of the transaction (AddOffsetsToTxn, then
         TxnOffsetCommit to the group coordinator). ``group`` is a group id or the consumer's
         group metadata (``group_id``, ``generation_id``, ``member_id``, ``group_instance_id``).
@@ -360,7 +373,8 @@ class Producer:
         txn_id = self.txn.transactional_id
         try:
             await call_coordinator(
-                self.client, txn_id, CoordinatorType.TRANSACTION, ApiKey.ADD_OFFSETS_TO_TXN,
+                self.client, txn_id, CoordinatorType.TRANSACTION,  # type: ignore[arg-type]  # transactional producers only: the id is set
+                ApiKey.ADD_OFFSETS_TO_TXN,
                 lambda r: [r.error_code], what="AddOffsetsToTxn", deadline=self._deadline(), group_id=group_id, **ids,
             )
             self._txn_started = True
@@ -389,7 +403,8 @@ class Producer:
 
     def _deadline(self) -> float:
         """Blocking transactional calls give up after max.block.ms, as Java's do."""
-        return trio.current_time() + self.config["max.block.ms"] / 1000
+        result: float = trio.current_time() + self.config["max.block.ms"] / 1000
+        return result
 
     # --- closing --------------------------------------------------------------------------
 
@@ -431,8 +446,9 @@ def _offset_topics(offsets: Mapping[TopicPartition, Any]) -> list[dict[str, Any]
 
 @asynccontextmanager
 async def open_producer(
-    bootstrap: Any = None, *, connector: Connector | None = None,
-    key_serializer: Any = None, value_serializer: Any = None, **config: Any,
+    bootstrap: Bootstrap | None = None, *, connector: Connector | None = None,
+    key_serializer: Callable[..., object] | None = None, value_serializer: Callable[..., object] | None = None,
+    **config: object,
 ) -> AsyncIterator[Producer]:
     """A running producer. ``bootstrap``: ``"host:port,…"``, a list of them, or anything with
     a ``bootstrap_servers`` string (a ``Broker``, a ``Cluster``, ``kafka_broker``; a

@@ -19,7 +19,7 @@ from trikafka.protocol.entities import build, entity_fields
 __all__ = ["make"]
 
 
-def _zero(field: dataclasses.Field, hint: Any, nested: type | None, is_tuple: bool) -> Any:
+def _zero(field: dataclasses.Field[Any], hint: Any, nested: type | None, is_tuple: bool) -> Any:
     if is_tuple:
         return ()
     if type(None) in typing.get_args(hint):

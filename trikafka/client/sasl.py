@@ -30,6 +30,8 @@ __all__ = ["MECHANISMS", "PlainClient", "ScramClient", "authenticate", "credenti
 
 #: mechanism → hashlib digest (None: not SCRAM).
 MECHANISMS = {"PLAIN": None, "SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+#: The SCRAM mechanisms' hash names.
+SCRAM_DIGESTS = {name: digest for name, digest in MECHANISMS.items() if digest is not None}
 
 
 def credentials_from_jaas(jaas: str | None, key: str = "sasl.jaas.config") -> tuple[str, str]:
@@ -69,7 +71,7 @@ class ScramClient:
     signature in its final message (a broker that does not know the password cannot forge it)."""
 
     def __init__(self, mechanism: str, username: str, password: str, nonce: str | None = None) -> None:
-        self.digest = MECHANISMS[mechanism]
+        self.digest = SCRAM_DIGESTS[mechanism]
         self.password = password
         self.nonce = nonce or base64.b64encode(secrets.token_bytes(24)).decode()
         name = username.replace("=", "=3D").replace(",", "=2C")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 import trio
@@ -107,8 +108,8 @@ class Sender:
                 with trio.move_on_at(next_check):
                     await self.wakeup.wait()
 
-    async def _send_ready(self, requests: trio.Nursery, ready: list) -> bool:
-        by_node: dict[int, list] = collections.defaultdict(list)
+    async def _send_ready(self, requests: trio.Nursery, ready: list[Any]) -> bool:
+        by_node: dict[int, list[Any]] = collections.defaultdict(list)
         for tp in ready:
             leader = self.client.cluster.leader_for(tp)
             if leader is None:
@@ -145,7 +146,7 @@ class Sender:
 
     async def _produce(self, node_id: int, batches: list[ProducerBatch]) -> None:
         try:
-            topics: dict[str, list] = collections.defaultdict(list)
+            topics: dict[str, list[Any]] = collections.defaultdict(list)
             for batch in batches:
                 data = batch.encode(self.txn.producer_id, self.txn.epoch, self.txn.transactional, self.codec)
                 topics[batch.tp.topic].append({"index": batch.tp.partition, "records": data})
@@ -282,7 +283,7 @@ class Sender:
         what = "InitProducerId"
         if self.txn.transactional:
             answer = await call_coordinator(
-                self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION,
+                self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION,  # type: ignore[arg-type]  # transactional producers only: the id is set
                 ApiKey.INIT_PRODUCER_ID, lambda r: [r.error_code], what=what, **fields,
             )
         else:
@@ -296,7 +297,7 @@ class Sender:
                 batch.base_sequence = -1
                 batch.encoded = None
 
-    async def _add_partitions(self, tps: list) -> bool:
+    async def _add_partitions(self, tps: list[Any]) -> bool:
         """AddPartitionsToTxn for partitions new to the transaction; False if it failed."""
         new = self.txn.new_partitions(tps)
         if not new:
@@ -310,7 +311,7 @@ class Sender:
         )
         try:
             await call_coordinator(
-                self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION,
+                self.client, self.txn.transactional_id, CoordinatorType.TRANSACTION,  # type: ignore[arg-type]  # transactional producers only: the id is set
                 ApiKey.ADD_PARTITIONS_TO_TXN, _add_partitions_errors, what="AddPartitionsToTxn",
                 deadline=trio.current_time() + self.max_block_ms / 1000,
                 **ids, topics=topics, **{f"v3_and_below_{k}": v for k, v in ids.items()},
@@ -324,6 +325,6 @@ class Sender:
         return True
 
 
-def _add_partitions_errors(answer: Any) -> list:
-    results = getattr(answer, "results_by_topic_v3_and_below", None) or getattr(answer, "results", ())
+def _add_partitions_errors(answer: Any) -> list[Any]:
+    results: Iterable[Any] = getattr(answer, "results_by_topic_v3_and_below", ()) or getattr(answer, "results", ())
     return [p.partition_error_code for t in results for p in t.results_by_partition]

@@ -46,7 +46,7 @@ class SerializationContext:
 
     topic: str
     field: str  # "key" or "value"
-    headers: Any = None
+    headers: object = None
 
 
 class RecordDeserializationError(KafkaError):

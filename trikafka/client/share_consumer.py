@@ -30,7 +30,7 @@ from trikafka.client.config import ClientConfig
 from trikafka.client.errors import KafkaError
 from trikafka.client.fetcher import decode_partition
 from trikafka.client.share_session import ACK_TYPES, NodeSession, PendingAcks, ShareMembership
-from trikafka.client.transport import Connector
+from trikafka.client.transport import Bootstrap, Connector
 from trikafka.errors import ErrorCode
 from trikafka.protocol.registry import ApiKey
 
@@ -267,8 +267,8 @@ class ShareConsumer:
 
 @asynccontextmanager
 async def open_share_consumer(
-    bootstrap: Any = None, *, group_id: str, acknowledgement_mode: str = "implicit",
-    connector: Connector | None = None, **config: Any,
+    bootstrap: Bootstrap | None = None, *, group_id: str, acknowledgement_mode: str = "implicit",
+    connector: Connector | None = None, **config: object,
 ) -> AsyncIterator[ShareConsumer]:
     """Open a share consumer of ``group_id``; ``bootstrap`` is ``host:port[,…]`` or a
     ``TestBroker``; ``config`` takes Kafka's consumer keys (``max.poll.records`` bounds a poll,

@@ -140,7 +140,8 @@ class ShareMembership:
             if any(e.topic_id not in self._topic_names() for e in self._pending_ids):
                 await self.client.refresh_metadata()  # a topic assigned before metadata knew it
             self._resolve_assignment()
-        return response.heartbeat_interval.total_seconds()
+        result: float = response.heartbeat_interval.total_seconds()
+        return result
 
     def _topic_names(self) -> dict[Any, str]:
         return {t.topic_id: name for name, t in self.client.cluster.topics.items() if t.topic_id is not None}

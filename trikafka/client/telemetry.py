@@ -57,7 +57,7 @@ SUPPORTED_CODECS = (4, 3, 1, 2)
 _RESUBSCRIBE = (ErrorCode.unknown_subscription_id, ErrorCode.unsupported_compression_type)
 _NEXT_INTERVAL = (ErrorCode.throttling_quota_exceeded, ErrorCode.telemetry_too_large)
 #: Request latencies that are also their API's own metric, by api key.
-_API_LATENCY = {
+_API_LATENCY: dict[int, str] = {
     ApiKey.FETCH: "fetch.manager.fetch.latency",
     ApiKey.OFFSET_COMMIT: "coordinator.commit.latency",
 }

@@ -16,22 +16,50 @@ port — routes exactly as it does over TCP.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Protocol, TypeAlias
 
 import trio
 
 from trikafka.errors import ConfigError
 
-__all__ = ["Connector", "memory_connector", "parse_bootstrap", "resolve_bootstrap", "tcp_connector"]
+__all__ = [
+    "Bootstrap", "Connector", "HasBootstrapServers", "MemoryDialable", "memory_connector", "parse_bootstrap",
+    "resolve_bootstrap", "tcp_connector",
+]
 
 Connector = Callable[[str, int], Awaitable[trio.abc.Stream]]
+
+
+class HasBootstrapServers(Protocol):
+    """A broker, a cluster or a test handle: anything with a ``bootstrap_servers`` string."""
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+
+
+class MemoryDialable(Protocol):
+    """An in-memory listener (``trikafka.testing.MemoryListener``): its address, and ``connect()``."""
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
+
+    async def connect(self) -> trio.abc.Stream: ...
+
+
+#: What ``open_producer``/``open_consumer``/``open_admin`` take as their first argument: a
+#: ``host:port[,host:port]`` string, a list of them, or an object with ``bootstrap_servers``
+#: (an object with an in-memory ``listener``, a ``TestBroker``, is dialled in memory).
+Bootstrap: TypeAlias = "str | Sequence[str] | HasBootstrapServers"
 
 
 async def tcp_connector(host: str, port: int) -> trio.abc.Stream:
     return await trio.open_tcp_stream(host, port)
 
 
-def memory_connector(*listeners: Any) -> Connector:
+def memory_connector(*listeners: MemoryDialable) -> Connector:
     """A connector over in-memory listeners (each with ``host``, ``port`` and ``connect()``)."""
     by_address = {(listener.host, int(listener.port)): listener for listener in listeners}
 
@@ -61,7 +89,7 @@ def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
     otherwise it would be looked up as a host name until ``max.block.ms``.
     """
     if isinstance(servers, str):
-        items: list[object] = servers.split(",")
+        items: Sequence[object] = servers.split(",")
     elif isinstance(servers, Sequence):
         items = list(servers)
     else:
@@ -91,7 +119,7 @@ def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
 
 
 def resolve_bootstrap(
-    bootstrap: Any, connector: Connector | None
+    bootstrap: Bootstrap, connector: Connector | None
 ) -> tuple[str | Sequence[str], Connector]:
     """(bootstrap servers, connector) from what the user passed.
 
@@ -107,5 +135,5 @@ def resolve_bootstrap(
     if not isinstance(bootstrap, str | Sequence):
         servers = getattr(bootstrap, "bootstrap_servers", None)
         if isinstance(servers, str):
-            bootstrap = servers
-    return bootstrap, connector or tcp_connector
+            return servers, connector or tcp_connector
+    return bootstrap, connector or tcp_connector  # type: ignore[return-value]  # parse_bootstrap names a wrong one

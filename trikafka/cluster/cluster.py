@@ -34,7 +34,7 @@ from trikafka.cluster.state import ClusterState
 from trikafka.config import BrokerConfig, ListenerSpec
 from trikafka.config.racks import rack_of
 from trikafka.errors import ConfigError
-from trikafka.log.log import EndOffset
+from trikafka.log.log import EndOffset, Log
 from trikafka.network.memory import MemoryListener
 from trikafka.registry.extra import require_registry_extra
 from trikafka.server.api_table import log_kafka_profile
@@ -117,8 +117,8 @@ class Cluster(ClusterControls, AwaitableState):
         was out of the ISR when the process stopped is not taken for an in-sync one."""
         for topic, partition in self.logs.logs:
             lead = self.state.leadership(topic, partition)
-            found = [(self.logs.replica_log(r, topic, partition), r) for r in lead.replicas]
-            found = [(log_, r) for log_, r in found if log_ is not None]
+            replicas = [(self.logs.replica_log(r, topic, partition), r) for r in lead.replicas]
+            found = [(log_, r) for log_, r in replicas if log_ is not None]
             if not found:
                 continue
             best, best_id = max(found, key=lambda item: item[0].log_end_offset)  # first on ties
@@ -178,7 +178,12 @@ class Cluster(ClusterControls, AwaitableState):
         return len(self.state.leadership(topic, 0).replicas)
 
     def assign(
-        self, topic: str, partitions: range, replication_factor: int, is_internal: bool, assignment: Any = None
+        self,
+        topic: str,
+        partitions: range,
+        replication_factor: int,
+        is_internal: bool,
+        assignment: Sequence[Sequence[int]] | None = None,
     ) -> None:
         if is_internal:
             return  # placed when the state was built
@@ -229,7 +234,7 @@ class Cluster(ClusterControls, AwaitableState):
         self._addresses[node_id] = {name: (e.host, e.port) for name, e in node.endpoints.items()}
         self.state.endpoints_changed()
 
-    def start_soon(self, fn: Callable[..., Awaitable[Any]], *args: Any, name: str | None = None) -> None:
+    def start_soon(self, fn: Callable[..., Awaitable[object]], *args: object, name: str | None = None) -> None:
         """Run ``fn(*args)`` as a background task of the running cluster (cancelled when it
         closes; broker restarts do not touch it): what the test kit's scenarios run in."""
         if self._nursery is None:
@@ -261,7 +266,7 @@ class Cluster(ClusterControls, AwaitableState):
         """The partition's leader's node id (-1: offline)."""
         return self.state.leadership(topic, partition).leader
 
-    def replica_log(self, node_id: int, topic: str, partition: int) -> Any:
+    def replica_log(self, node_id: int, topic: str, partition: int) -> Log | None:
         """Broker ``node_id``'s own replica of a partition (None while it is stopped)."""
         return self.logs.replica_log(node_id, topic, partition)
 
@@ -289,13 +294,13 @@ def _racks_value(racks: Sequence[str], brokers: int) -> str:
 @asynccontextmanager
 async def open_cluster(
     brokers: int = 3,
-    config: BrokerConfig | Mapping[str, Any] | None = None,
+    config: BrokerConfig | Mapping[str, object] | None = None,
     *,
     transport: str = "tcp",
     racks: Sequence[str] | None = None,
     kafka_defaults: bool = False,
     client_telemetry: bool | None = None,
-    **overrides: Any,
+    **overrides: object,
 ) -> AsyncIterator[Cluster]:
     """Run ``brokers`` brokers in this process for the duration of the block.
 

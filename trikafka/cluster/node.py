@@ -60,7 +60,7 @@ class ClusterMetadataCache(MetadataCache):
     def alive_brokers(self, listener_name: str) -> list[BrokerEndpoint]:
         return self._cluster.alive_endpoints(listener_name)
 
-    @property  # type: ignore[override]
+    @property
     def controller_id(self) -> int:
         return min(self._cluster.state.alive, default=-1)
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.log.config import LogConfig
-from trikafka.log.log import Log
+from trikafka.log.log import AppendInfo, Log
 from trikafka.protocol.records import iter_batches
 
 __all__ = ["ClusterLogManager", "ReplicatedLog", "catch_up"]
@@ -107,7 +107,7 @@ class ReplicatedLog:
         except KafkaProtocolError:
             return True
 
-    def append(self, batches: bytearray | bytes, *, leader_epoch: int, **options: Any) -> Any:
+    def append(self, batches: bytearray | bytes | memoryview, *, leader_epoch: int, **options: Any) -> AppendInfo:
         """Append on the leader with its current epoch (``options`` as ``Log.append`` takes
         them), then copy to the in-sync followers."""
         lead = self._logs.state.leadership(self.topic, self.partition)
@@ -251,5 +251,5 @@ class ClusterLogManager:
         for node_id in (lead.leader, *lead.isr):
             manager = self._managers(node_id) if node_id >= 0 else None
             found = manager.get_log(replicated.topic, replicated.partition) if manager else None
-            if found is not None and found.flush_messages_due:
+            if manager is not None and found is not None and found.flush_messages_due:
                 await manager.flush_log(found)

@@ -30,8 +30,7 @@ for it. Nothing here does I/O or knows about trio.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import attrs
 
@@ -148,7 +147,11 @@ class ClusterState:
     # --- events ----------------------------------------------------------------------
 
     def assign(
-        self, topic: str, partitions: range, replication_factor: int = -1, assignment: Any = None
+        self,
+        topic: str,
+        partitions: range,
+        replication_factor: int = -1,
+        assignment: Sequence[Sequence[int]] | None = None,
     ) -> None:
         """Place partitions not placed yet (-1: the topic's factor, else the default); a
         manual ``assignment`` (a replica tuple per partition, in order) is taken as it is,

@@ -21,7 +21,7 @@ async def _cluster(args: argparse.Namespace, out: Output) -> int:
         for info in cluster.topics.values():
             for p in info.partitions.values():
                 leaders[p.leader] = leaders.get(p.leader, 0) + 1
-    result = {
+    result: dict[str, Any] = {
         "cluster_id": cluster_id,
         "controller": controller,
         "brokers": [

@@ -70,8 +70,11 @@ async def share_group_view(admin: Admin, group_id: str) -> dict[str, Any] | None
     for m in description.members:
         for tp in m.partitions:
             owners.setdefault(tp, []).append(m.client_id)
-    rows = [{"topic": tp.topic, "partition": tp.partition, "start_offset": o.start_offset, "end": ends[tp].offset,
-             "lag": o.lag, "members": sorted(owners.get(tp, []))} for tp, o in sorted(offsets.items())]
+    rows: list[dict[str, Any]] = [
+        {"topic": tp.topic, "partition": tp.partition, "start_offset": o.start_offset, "end": ends[tp].offset,
+         "lag": o.lag, "members": sorted(owners.get(tp, []))}
+        for tp, o in sorted(offsets.items())
+    ]
     return {
         "group": group_id,
         "state": description.state,

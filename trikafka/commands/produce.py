@@ -40,7 +40,7 @@ async def read_lines(stream: BinaryIO, on_bytes: Any = None) -> AsyncIterator[by
     """Lines of ``stream`` without their ``\\n`` (and a final line without one)."""
     tail = b""
     while True:
-        chunk = await trio.to_thread.run_sync(stream.read1, CHUNK)
+        chunk = await trio.to_thread.run_sync(stream.read1, CHUNK)  # type: ignore[attr-defined]  # a BufferedReader
         if not chunk:
             break
         if on_bytes is not None:

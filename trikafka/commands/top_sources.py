@@ -31,10 +31,11 @@ async def protocol_snapshot(admin: Admin) -> Snapshot:
     topics = {name: info for name, info in cluster.topics.items() if not info.is_internal and info.partitions}
     tps = [TopicPartition(name, p) for name, info in topics.items() for p in info.partitions]
     ends = await admin.list_offsets({tp: OffsetSpec.LATEST for tp in tps}) if tps else {}
-    sizes: dict[TopicPartition, int] | None = {}
+    found: dict[TopicPartition, int] = {}
+    sizes: dict[TopicPartition, int] | None = found
     try:
         for node, by_tp in (await admin.describe_log_dirs()).items():
-            sizes.update({tp: size for tp, size in by_tp.items() if cluster.leader_for(tp) == node})
+            found.update({tp: size for tp, size in by_tp.items() if cluster.leader_for(tp) == node})
     except KafkaError:  # no DescribeLogDirs (librdkafka's mock cluster): sizes unknown
         sizes = None
     rows = []

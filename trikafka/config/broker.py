@@ -13,7 +13,7 @@ import difflib
 import logging
 import os
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -77,21 +77,22 @@ class _PropertiesForm:
         return cls.from_mapping(items if kafka_defaults else with_dev_defaults(items)[0])
 
     @classmethod
-    def from_mapping(cls, items: Mapping[str, Any]) -> BrokerConfig:
+    def from_mapping(cls, items: Mapping[str, object]) -> BrokerConfig:
         items, secure = security.split_security_keys(resolve_time_aliases(items))
-        return cls(security=secure, **_typed_fields(items))
+        return cast("type[BrokerConfig]", cls)(security=secure, **_typed_fields(items))  # type: ignore[arg-type]  # its converter builds the SecurityConfig
 
     def with_overrides(self, **changes: Any) -> BrokerConfig:
-        merged = {f.name: getattr(self, f.name) for f in attrs.fields(type(self))}
+        config_class = cast("type[BrokerConfig]", type(self))  # this mixin is BrokerConfig's alone
+        merged = {f.name: getattr(self, f.name) for f in attrs.fields(config_class)}
         changes, secure = security.split_security_keys(resolve_time_aliases(changes))
         merged["security"] = merged["security"].merged(secure)
         merged.update(_typed_fields(changes))
-        return type(self)(**merged)
+        return config_class(**merged)
 
     def as_properties(self) -> dict[str, str]:
         """Kafka key → string value, as DescribeConfigs and the CLI banner show them."""
         out: dict[str, str] = {}
-        for field in attrs.fields(type(self)):
+        for field in attrs.fields(cast("type[BrokerConfig]", type(self))):
             value = getattr(self, field.name)
             if isinstance(value, security.SecurityConfig):
                 out.update(value.as_properties())

@@ -155,7 +155,7 @@ def topic_default(topic_key: str) -> Any:
             raise ConfigError(attribute.metadata["key"], value, problem)
 
     doc = f"{definition.doc} (topic: {topic_key})"
-    return field(definition.broker_key, definition.default, parse, check, doc)  # type: ignore[arg-type]
+    return field(definition.broker_key, definition.default, parse, check, doc)  # type: ignore[arg-type]  # topic-level keys all have a broker key
 
 
 def _check_listeners(instance: Any, attribute: attrs.Attribute, value: Any) -> None:

@@ -89,9 +89,9 @@ class TopicConfigDef:
         """None when ``value`` (typed) is allowed, else what is allowed."""
         kind = self.kind
         if kind in ("int", "long"):
-            ok = isinstance(value, int) and not isinstance(value, bool) and self.lo <= value <= self.hi  # type: ignore[operator]
+            ok = isinstance(value, int) and not isinstance(value, bool) and self.lo <= value <= self.hi  # type: ignore[operator]  # numeric kinds have both bounds
         elif kind == "double":
-            ok = isinstance(value, int | float) and not isinstance(value, bool) and self.lo <= value <= self.hi  # type: ignore[operator]
+            ok = isinstance(value, int | float) and not isinstance(value, bool) and self.lo <= value <= self.hi  # type: ignore[operator]  # numeric kinds have both bounds
         elif kind == "boolean":
             ok = isinstance(value, bool)
         elif kind == "list":

@@ -29,7 +29,7 @@ import datetime
 import importlib.resources
 import logging
 import urllib.parse
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -73,9 +73,9 @@ _SECURITY_HEADERS = [
 #: decide as for that user. Each request runs in its own task, hence its own value.
 _CALLER: contextvars.ContextVar[str | None] = contextvars.ContextVar("trikafka_console_caller", default=None)
 
-Scope = Mapping[str, Any]
-Receive = Callable[[], Awaitable[Mapping[str, Any]]]
-Send = Callable[[Mapping[str, Any]], Awaitable[None]]
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 
 
 class BadRequest(ValueError):
@@ -408,7 +408,8 @@ def _records_form(query: Mapping[str, str]) -> dict[str, Any]:
 
 
 async def _read_form(receive: Receive, limit: int = 1024 * 1024) -> bytes:
-    chunks, size = [], 0
+    chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":

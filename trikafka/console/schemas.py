@@ -185,7 +185,9 @@ class SchemaReads:
         for subject, version in pairs:
             if subject == preferred:
                 return subject, version, schema_type, None
-        subject, version = pairs[0] if pairs else (None, None)
+        if not pairs:
+            return None, None, schema_type, None
+        subject, version = pairs[0]
         return subject, version, schema_type, None
 
 

@@ -21,11 +21,14 @@ loop. Same machine, two drivers — the h11 way.
 from __future__ import annotations
 
 import enum
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 import attrs
 
 from trikafka.errors import ErrorCode
+
+if TYPE_CHECKING:  # the KIP-848 machine schedules its own kind of key
+    from trikafka.coordinator.consumer.consumer_group_protocol import ConsumerTimerKey
 
 __all__ = [
     "CancelTimer",
@@ -48,7 +51,7 @@ __all__ = [
 UNKNOWN_MEMBER_ID = ""
 NO_GENERATION = -1
 
-T = TypeVar("T")
+T = TypeVar("T", covariant=True)  # a Reply is frozen: a Reply[JoinGroupResult] is a Reply[object]
 
 
 @attrs.frozen
@@ -134,13 +137,13 @@ class TimerKey:
 
 @attrs.frozen
 class ScheduleTimer:
-    key: TimerKey
+    key: TimerKey | ConsumerTimerKey
     deadline_ms: float
 
 
 @attrs.frozen
 class CancelTimer:
-    key: TimerKey
+    key: TimerKey | ConsumerTimerKey
 
 
 @attrs.frozen

@@ -14,7 +14,7 @@ Kafka, so tools that compute a group's coordinator partition agree with us.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from trikafka.coordinator.ports import OffsetsPartitionLog
@@ -63,7 +63,7 @@ class OffsetStore:
     def partition_for(self, group_id: str) -> int:
         return abs(java_string_hash(group_id)) % self.num_partitions
 
-    def write(self, group_id: str, records: list[tuple[bytes, dict[str, Any] | None]]) -> None:
+    def write(self, group_id: str, records: Sequence[tuple[bytes, Mapping[str, Any] | None]]) -> None:
         """Append records for one group in one batch (all or nothing)."""
         if not records:
             return

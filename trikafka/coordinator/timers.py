@@ -20,7 +20,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 import trio
 
@@ -54,9 +54,9 @@ class Waiter(Generic[V]):
     def done(self) -> bool:
         return self._event.is_set()
 
-    async def wait(self) -> V | None:
+    async def wait(self) -> V:
         await self._event.wait()
-        return self.value
+        return cast(V, self.value)  # set before the event was
 
 
 class TimerQueue(Generic[K]):

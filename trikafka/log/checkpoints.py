@@ -196,7 +196,9 @@ class LogMaintenance:
             for i, (log, job) in enumerate(jobs):
                 log.complete_flush(job, ok=i < len(errors) and errors[i] is None)
         self._count(flushes=sum(error is None for error in errors))
-        failed = [(log, error) for (log, _), error in zip(jobs, errors, strict=False) if error is not None]
+        failed: list[tuple[Log, OSError | KafkaStorageError]] = [
+            (log, error) for (log, _), error in zip(jobs, errors, strict=False) if error is not None
+        ]
         failed += unprepared
         if failed:
             names = ", ".join(log.name for log, _ in failed[:5])

@@ -182,7 +182,7 @@ def commit(log: Any, cleaned: Sequence[_Cleaned], now_ms: float) -> bool:
                 from trikafka.log.file import DELETED_SUFFIX  # a file log is open: no import
 
                 # Not ``store.delete()``: it would unlink ``<base>.log`` too — now the swap's.
-                for path in old.store.paths.values():
+                for path in old.store.paths.values():  # type: ignore[attr-defined]  # a file log: FileStores
                     path.with_name(path.name + DELETED_SUFFIX).unlink(missing_ok=True)
             else:
                 old.store.delete()

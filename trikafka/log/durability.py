@@ -50,8 +50,14 @@ class LogDurability:
     # Provided by Log.
     config: LogConfig
     recovery_point: int
-    log_end_offset: int
-    name: str
+    if TYPE_CHECKING:  # read-only properties of Log
+
+        @property
+        def log_end_offset(self) -> int: ...
+
+        @property
+        def name(self) -> str: ...
+
     _segments: list[Segment]
     _unflushed_messages: int
     _rolled_since_flush: bool

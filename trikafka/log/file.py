@@ -192,7 +192,7 @@ class FileStore:
     def size(self) -> int:
         return self._size
 
-    def append(self, data: bytes | bytearray) -> None:
+    def append(self, data: bytes | bytearray | memoryview) -> None:
         """Write ``data`` at the end; on failure nothing of it stays (see :mod:`.storage`)."""
         view = memoryview(data)
         position = self._size
@@ -363,7 +363,7 @@ class FileLog(Log):
     @property
     def on_disk(self) -> bool:
         """Whether the partition's directory exists (it appears with the first record)."""
-        return not (len(self._segments) == 1 and not self._segments[0].store.on_disk)
+        return not (len(self._segments) == 1 and not self._segments[0].store.on_disk)  # type: ignore[attr-defined]  # FileStores
 
     def _new_store(self, base_offset: int) -> SegmentStore:
         return FileStore(self._directory, base_offset, self.io, self.open_files, lazy=self._lazy)

@@ -344,15 +344,17 @@ class Log(LogOffsets, LogRetention, LogDurability, LogTransactions):
                 return FetchData((), self.high_watermark.value, self._log_start_offset)
             found = self.read(offset, max_bytes, min_one_batch=min_one_batch)
             return FetchData(
-                _cut_at(found.chunks, max_offset), found.high_watermark, found.log_start_offset
+                _cut_at(found.chunks, max_offset),  # type: ignore[arg-type]  # read without file_slices: no FileSlice
+                found.high_watermark,
+                found.log_start_offset,
             )
         if offset < end:
             i = max(bisect_right(self._segments, offset, key=_base_offset) - 1, 0)
             try:
                 for segment in self._segments[i:]:
-                    found = segment.read(offset, max_bytes, min_one_batch, file_slices)
-                    if found is not None:
-                        chunks = found
+                    segment_chunks = segment.read(offset, max_bytes, min_one_batch, file_slices)
+                    if segment_chunks is not None:
+                        chunks = segment_chunks
                         break
             except OSError as exc:
                 raise storage_error(f"read of {self.name} at offset {offset}", exc) from None

@@ -193,7 +193,7 @@ class _LogLoading:
                 raise RuntimeError(
                     f"partition {os.path.basename(path)} is in both {self._dir_of[parsed]} and {log_dir}"
                 )
-            self._logs[parsed] = UnopenedLog(
+            self._logs[parsed] = UnopenedLog(  # type: ignore[assignment]  # a stand-in Log, opened on first use
                 path,
                 *parsed,
                 self.default_config,

@@ -193,7 +193,8 @@ class Arena:
             mapping = BLOCKS.take(block) if block == self.largest else None
             populated = mapping is not None or _MADV_POPULATE_WRITE is None
             if mapping is None:
-                mapping = mmap.mmap(-1, block, flags=_POPULATED if populated else _MAPPED)
+                flags = _POPULATED if populated else _MAPPED
+                mapping = mmap.mmap(-1, block, flags=flags)  # type: ignore[arg-type]  # None: no MAP_ANONYMOUS, no arena
             view = self._view = _carve_from(mapping)
             self._mapping = mapping
             self._populated = block if populated else 0
@@ -257,7 +258,7 @@ class MemoryStore:
         while position < end:
             chunk, start = self._chunks[i], self._starts[i]
             lo, hi = position - start, min(end - start, len(chunk))
-            out.append(chunk if lo == 0 and hi == len(chunk) else memoryview(chunk)[lo:hi])
+            out.append(chunk if lo == 0 and hi == len(chunk) else memoryview(chunk)[lo:hi])  # type: ignore[arg-type]  # a bytearray chunk is sent as bytes are
             position = start + hi
             i += 1
         return out

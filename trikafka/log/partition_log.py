@@ -58,6 +58,9 @@ class PartitionLog(Protocol):
     @property
     def log_end_offset(self) -> int: ...
 
+    def flush(self) -> None:
+        """Make everything appended so far durable (fsync)."""
+
     @property
     def size_in_bytes(self) -> int: ...
 

@@ -35,10 +35,16 @@ class LogRetention:
     _segments: list[Segment]
     _log_start_offset: int
     _unflushed_messages: int
-    name: str
-    size_in_bytes: int
     _check_open: Callable[[], None]
     _update_lso: Callable[[], None]
+    if TYPE_CHECKING:  # read-only properties of Log
+
+        @property
+        def name(self) -> str: ...
+
+        @property
+        def size_in_bytes(self) -> int: ...
+
     _new_segment: Callable[[int], Segment]
     _set_end: Callable[[int], None]
 

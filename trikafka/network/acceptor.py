@@ -51,7 +51,7 @@ class Acceptor:
     def __init__(
         self,
         listener_name: str,
-        listener: trio.abc.Listener,
+        listener: trio.abc.Listener[trio.abc.Stream],
         processors: Sequence[Processor],
         quotas: ConnectionQuotas,
         metrics: BrokerMetrics,

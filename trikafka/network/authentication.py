@@ -54,7 +54,7 @@ def new_connection_state(
         return ConnectionState(connection_id, registry, max_request_size)
     state = ConnectionState(
         connection_id, registry, max_request_size,
-        transitions=SASL_TRANSITIONS,  # type: ignore[arg-type]
+        transitions=SASL_TRANSITIONS,
     )
     state.start_authentication(PRE_AUTH_APIS, MAX_RECEIVE_SIZE)
     return state

@@ -97,6 +97,8 @@ from trikafka.network.request_channel import (
     open_response_channel,
 )
 from trikafka.network.transport import TRANSPORT_ERRORS, StreamTransport, Transport
+from trikafka.protocol.framing import NeedData
+from trikafka.protocol.headers import DecodedRequest
 from trikafka.protocol.registry import ApiKey, ApiRegistry
 from trikafka.security.listener import HANDSHAKE_TIMEOUT, ListenerSecurity
 from trikafka.security.sasl.authenticator import MAX_RECEIVE_SIZE, SASL_HANDSHAKE, SaslServerAuthenticator
@@ -247,6 +249,7 @@ class Connection:
         processor_id = settings.processor_id
         listener_name = settings.listener_name
         sasl = self.authenticator is not None
+        event: DecodedRequest | RawFrame | Closed | NeedData | None
         while True:
             if memory is None:
                 event = state.next_event()
@@ -262,7 +265,7 @@ class Connection:
             else:
                 start = now()  # pipelined: already read, after the previous answer went out
             if event.__class__ is Closed:
-                self.reject(event)  # type: ignore[arg-type]
+                self.reject(event)
                 return
             if sasl and not await self._session_check(event):
                 if state.state is MuteState.NOT_MUTED:
@@ -274,9 +277,9 @@ class Connection:
                 connection_id=self.connection_id,
                 listener_name=listener_name,
                 client_host=self.client_host,
-                header=event.header,  # type: ignore[union-attr]
-                body=event.body,  # type: ignore[union-attr]
-                spec=event.spec,  # type: ignore[union-attr]
+                header=event.header,  # type: ignore[union-attr]  # a DecodedRequest by now
+                body=event.body,  # type: ignore[union-attr]  # as above
+                spec=event.spec,  # type: ignore[union-attr]  # as above
                 size=size,
                 response_send=response_send,
                 principal=self.principal,
@@ -296,12 +299,12 @@ class Connection:
             if out is None:
                 pass  # nothing to write (acks=0)
             elif out.__class__ is Closed:
-                self.close_reason = out.reason  # type: ignore[union-attr]
+                self.close_reason = out.reason
                 return
             elif out.__class__ is tuple:
-                await transport.send_parts(out)  # type: ignore[arg-type]
+                await transport.send_parts(out)
             else:
-                await transport.send(out)  # type: ignore[arg-type]
+                await transport.send(out)  # type: ignore[arg-type]  # bytes: the other kinds went above
             done = now()
             self.last_activity = done
             hooks.request_done(request, done)
@@ -342,7 +345,7 @@ class Connection:
         self.protocol.throttle_ended()
         self.last_activity = self._now()
 
-    async def receive_event(self) -> object | None:
+    async def receive_event(self) -> DecodedRequest | RawFrame | Closed | NeedData | None:
         """Read until the state has an event (a request or Closed); None at end of stream
         or idle expiry."""
         state = self.protocol
@@ -363,6 +366,7 @@ class Connection:
                         if event is not NEED_DATA:
                             return event
                     into = state.unfilled()
+                    data: bytes | bytearray | None
                     if into is None:
                         data = await transport.receive_some(RECEIVE_SIZE)
                         count = len(data)
@@ -393,7 +397,7 @@ class Connection:
         log.debug("closing idle connection %s", self.connection_id)
         return None
 
-    def next_event(self) -> object:
+    def next_event(self) -> DecodedRequest | RawFrame | Closed | NeedData:
         """The state's next event, its bytes accounted in the request memory pool (if any)."""
         event = self.protocol.next_event()
         if self.memory is not None:
@@ -502,12 +506,12 @@ class Connection:
                 return False
             if event.__class__ is RawFrame:
                 step = authenticator.receive_token(event.data)
-            elif event.header.request_api_key == ApiKey.API_VERSIONS:
+            elif event.header.request_api_key == ApiKey.API_VERSIONS:  # type: ignore[union-attr]  # a DecodedRequest by now
                 if not await self._exchange(event, self.last_activity):
                     return False
                 continue
             else:
-                step = authenticator.receive(event)
+                step = authenticator.receive(event)  # type: ignore[arg-type]  # a DecodedRequest by now
             if step.data:
                 await self.transport.send(step.data)
             self.last_activity = trio.current_time()
@@ -550,12 +554,12 @@ class Connection:
         request.response_dequeue_time = trio.current_time()
         out = state.send_response(response)
         if out.__class__ is Closed:
-            self.close_reason = out.reason  # type: ignore[union-attr]
+            self.close_reason = out.reason
             return False
         if out.__class__ is tuple:
-            await self.transport.send_parts(out)  # type: ignore[arg-type]
+            await self.transport.send_parts(out)
         elif out is not None:
-            await self.transport.send(out)  # type: ignore[arg-type]
+            await self.transport.send(out)  # type: ignore[arg-type]  # bytes: the other kinds went above
         self.last_activity = done = trio.current_time()
         self.hooks.request_done(request, done)
         return True

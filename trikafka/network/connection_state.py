@@ -68,6 +68,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping
+from typing import Any
 
 import attrs
 
@@ -78,7 +79,7 @@ from trikafka.network.responses import (
     Response,
     SendResponse,
 )
-from trikafka.protocol.framing import NEED_DATA, FrameDecoder
+from trikafka.protocol.framing import NEED_DATA, FrameDecoder, NeedData
 from trikafka.protocol.headers import DecodedRequest, LastRequest, decode_request, peek_api
 from trikafka.protocol.registry import ApiRegistry, api_name
 
@@ -141,7 +142,7 @@ _QUEUED = ConnectionEvent.REQUEST_QUEUED
 _SENT = ConnectionEvent.RESPONSE_SENT
 
 #: state → event → next state. Everything absent is illegal.
-TRANSITIONS: Mapping[MuteState, Mapping[ConnectionEvent, MuteState]] = {
+TRANSITIONS: Mapping[MuteState | AuthState, Mapping[ConnectionEvent, MuteState | AuthState]] = {
     _S.NOT_MUTED: {_E.REQUEST_RECEIVED: _S.MUTED, _E.CLOSE: _S.CLOSED},
     _S.MUTED: {_E.REQUEST_QUEUED: _S.MUTED_AND_RESPONSE_PENDING, _E.CLOSE: _S.CLOSED},
     _S.MUTED_AND_RESPONSE_PENDING: {
@@ -160,7 +161,7 @@ TRANSITIONS: Mapping[MuteState, Mapping[ConnectionEvent, MuteState]] = {
 
 _A = AuthState
 #: The mute cycle, preceded by authentication (SASL listeners).
-SASL_TRANSITIONS: Mapping[object, Mapping[ConnectionEvent, object]] = {
+SASL_TRANSITIONS: Mapping[MuteState | AuthState, Mapping[ConnectionEvent, MuteState | AuthState]] = {
     **TRANSITIONS,
     # KIP-368: the SaslHandshake just received starts a new exchange on this connection.
     _S.MUTED: {**TRANSITIONS[_S.MUTED], _E.REAUTHENTICATE: _A.AUTHENTICATING_MUTED},
@@ -178,7 +179,7 @@ SASL_TRANSITIONS: Mapping[object, Mapping[ConnectionEvent, object]] = {
 class ConnectionStateError(RuntimeError):
     """An illegal move of the mute cycle: our bug, never the client's."""
 
-    def __init__(self, connection_id: str, state: MuteState, event: ConnectionEvent) -> None:
+    def __init__(self, connection_id: str, state: MuteState | AuthState, event: ConnectionEvent) -> None:
         # str(): a StrEnum's value, or a plain name from an extended table.
         super().__init__(f"connection {connection_id}: {event!s} is not allowed in state {state!s}")
         self.connection_id = connection_id
@@ -213,8 +214,8 @@ class ConnectionState:
         registry: ApiRegistry,
         max_request_size: int,
         *,
-        transitions: Mapping[MuteState, Mapping[ConnectionEvent, MuteState]] = TRANSITIONS,
-        initial: MuteState = MuteState.NOT_MUTED,
+        transitions: Mapping[MuteState | AuthState, Mapping[ConnectionEvent, MuteState | AuthState]] = TRANSITIONS,
+        initial: MuteState | AuthState = MuteState.NOT_MUTED,
     ) -> None:
         self.connection_id = connection_id
         self.state = initial
@@ -268,7 +269,7 @@ class ConnectionState:
 
     # -- events out -----------------------------------------------------------------------
 
-    def next_event(self) -> DecodedRequest | Closed | object:
+    def next_event(self) -> DecodedRequest | RawFrame | Closed | NeedData:
         """The next decoded request, ``NEED_DATA``, or :class:`Closed` (also once reading
         stopped: :meth:`stop_reading`).
 
@@ -285,18 +286,18 @@ class ConnectionState:
                 return self._close(SHUTTING_DOWN, False) if self.reading_stopped else NEED_DATA
             allowed = self.allowed_api_keys
             if self.raw_frames:
-                self.frame_size = len(frame)  # type: ignore[arg-type]
-                self.state = muted  # type: ignore[assignment]
-                return RawFrame(bytes(frame))  # type: ignore[arg-type]
+                self.frame_size = len(frame)
+                self.state = muted  # type: ignore[assignment]  # checked against None above
+                return RawFrame(bytes(frame))
             if allowed is not None:
-                api_key = peek_api(frame)[0]  # type: ignore[arg-type]
+                api_key = peek_api(frame)[0]  # type: ignore[arg-type]  # a frame: NEED_DATA returned above
                 if api_key not in allowed:
                     return self._close(f"{api_name(api_key)} is not allowed in this state", True)
-            decoded = decode_request(frame, self._registry, self._last)  # type: ignore[arg-type]
+            decoded = decode_request(frame, self._registry, self._last)  # type: ignore[arg-type]  # as above
         except InvalidRequestError as exc:
             return self._close(str(exc), True)
-        self.frame_size = len(frame)  # type: ignore[arg-type]
-        self.state = muted  # type: ignore[assignment]
+        self.frame_size = len(frame)
+        self.state = muted  # type: ignore[assignment]  # checked against None above
         return decoded
 
     def request_queued(self) -> None:
@@ -306,7 +307,7 @@ class ConnectionState:
         except KeyError:
             self._illegal(_QUEUED)
 
-    def send_response(self, response: Response) -> bytes | tuple | Closed | None:
+    def send_response(self, response: Response) -> bytes | tuple[Any, ...] | Closed | None:
         """What to write for ``response``: bytes, a tuple of parts written in order without
         joining, None (nothing to write: acks=0), or :class:`Closed`. Unmutes unless closing."""
         cls = response.__class__
@@ -317,7 +318,7 @@ class ConnectionState:
                 self._illegal(_SENT)
             if cls is NoOpResponse:
                 return None
-            return response.data  # type: ignore[union-attr]
+            return response.data  # type: ignore[union-attr]  # a SendResponse: the others returned
         if cls is CloseConnectionResponse:
             if _SENT not in self._transitions[self.state]:
                 self._illegal(_SENT)
@@ -341,7 +342,7 @@ class ConnectionState:
 
     def start_authentication(self, allowed_api_keys: frozenset[int], max_receive_size: int) -> None:
         """Before the first byte: serve only ``allowed_api_keys``, frames up to ``max_receive_size``."""
-        self.state = AuthState.AUTHENTICATING  # type: ignore[assignment]
+        self.state = AuthState.AUTHENTICATING
         self.allowed_api_keys = allowed_api_keys
         self._decoder.max_size = min(max_receive_size, self._max_request_size)
 

@@ -31,7 +31,7 @@ def endpoint_address(endpoint: BoundEndpoint) -> str:
 
 def _innermost(stream: trio.abc.Stream) -> object:
     while hasattr(stream, "transport_stream"):
-        stream = stream.transport_stream  # type: ignore[assignment]
+        stream = stream.transport_stream
     return stream
 
 
@@ -46,7 +46,7 @@ def stream_addresses(stream: trio.abc.Stream) -> tuple[Address, Address]:
         return (local[0], local[1]), (remote[0], remote[1])
     local = getattr(inner, "local_address", ("memory", 0))
     remote = getattr(inner, "remote_address", ("memory", 0))
-    return tuple(local), tuple(remote)  # type: ignore[return-value]
+    return tuple(local), tuple(remote)
 
 
 def apply_socket_options(stream: trio.abc.Stream, send_buffer: int, receive_buffer: int) -> None:

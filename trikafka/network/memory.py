@@ -12,8 +12,12 @@ and a test can pretend to come from any address.
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
 import trio
+
+if TYPE_CHECKING:
+    from trio.testing import MemoryReceiveStream, MemorySendStream
 
 __all__ = ["MemoryListener", "MemoryStream"]
 
@@ -22,7 +26,10 @@ class MemoryStream(trio.abc.HalfCloseableStream):
     """One end of an in-memory connection that knows the addresses of both ends."""
 
     def __init__(
-        self, inner: trio.StapledStream, local: tuple[str, int], remote: tuple[str, int]
+        self,
+        inner: trio.StapledStream[MemorySendStream, MemoryReceiveStream],
+        local: tuple[str, int],
+        remote: tuple[str, int],
     ) -> None:
         self.inner = inner
         self.local_address = local

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 import trio
@@ -41,6 +41,9 @@ from trikafka.network.responses import (
     SendResponse,
 )
 from trikafka.protocol.framing import NEED_DATA
+
+if TYPE_CHECKING:
+    from kio.static.protocol import RequestHeader
 
 __all__ = [
     "CloseConnectionResponse",
@@ -79,9 +82,9 @@ class Request:
     connection_id: str
     listener_name: str
     client_host: str
-    header: Any  # kio RequestHeader
+    header: RequestHeader  # kio's, v1 or v2
     body: Any  # kio request entity; None for an unsupported ApiVersions version
-    spec: Any  # ApiVersionSpec or None
+    spec: Any  # ApiVersionSpec; None only for an unsupported ApiVersions version
     size: int
     #: The send end of the connection's capacity-1 response channel (the mute).
     response_send: ResponseSender = attrs.field(repr=False)
@@ -268,13 +271,13 @@ def frame_holding_api_keys(registry: Any) -> frozenset[int]:
 
     def holds(entity: type, seen: set[type]) -> bool:
         hints = typing.get_type_hints(entity)
-        for field in dataclasses.fields(entity):  # type: ignore[arg-type]
+        for field in dataclasses.fields(entity):
             for leaf in leaves(hints[field.name]):
                 if leaf is bytes or leaf is Records:
                     return True
                 if dataclasses.is_dataclass(leaf) and leaf not in seen:
-                    seen.add(leaf)  # type: ignore[arg-type]
-                    if holds(leaf, seen):  # type: ignore[arg-type]
+                    seen.add(leaf)  # type: ignore[arg-type]  # a dataclass type, as checked
+                    if holds(leaf, seen):  # type: ignore[arg-type]  # as above
                         return True
         return False
 
@@ -332,7 +335,7 @@ class RequestChannel:
             request.api_local_complete_time = now
         request.api_remote_complete_time = now
         if request.memory:
-            self.memory_pool.release(request.memory)  # type: ignore[union-attr]
+            self.memory_pool.release(request.memory)  # type: ignore[union-attr]  # memory is taken only from a pool
             request.memory = 0
         try:
             request.response_send.send_nowait(response)

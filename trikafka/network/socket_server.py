@@ -62,7 +62,7 @@ class SocketServer:
         metrics: BrokerMetrics,
         quotas: ConnectionQuotas,
         security: Mapping[str, ListenerSecurity],
-        listeners: Mapping[str, trio.abc.Listener] | None = None,
+        listeners: Mapping[str, trio.abc.Listener[trio.abc.Stream]] | None = None,
         disconnect_listeners: Sequence[Callable[[str], None]] = (),
     ) -> None:
         self.settings = settings
@@ -127,7 +127,7 @@ class SocketServer:
     async def _accept(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The accepting phase: bind every listener, run their acceptors until cancelled
         (:meth:`aclose`), close the listeners. The one owner of the listeners."""
-        listeners: dict[str, trio.abc.Listener] = {}
+        listeners: dict[str, trio.abc.Listener[trio.abc.Stream]] = {}
         try:
             with self._accepting:
                 await self._bind(listeners)
@@ -148,7 +148,7 @@ class SocketServer:
                         for processor in processors:
                             await processor.new_connections_send.aclose()
 
-    async def _bind(self, bound: dict[str, trio.abc.Listener]) -> None:
+    async def _bind(self, bound: dict[str, trio.abc.Listener[trio.abc.Stream]]) -> None:
         """Bind every listener into ``bound`` (the caller closes them, even on failure)."""
         for spec in self.settings.listeners:
             given = self._given_listeners.get(spec.name)

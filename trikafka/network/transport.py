@@ -23,7 +23,7 @@ is gone.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol
 
 import trio
@@ -41,7 +41,8 @@ __all__ = [
 IOV_MAX = 512  # buffers per sendmsg call (Linux allows 1024)
 TRANSPORT_ERRORS = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
-Parts = tuple  # of bytes | bytearray | memoryview | FileRegion, in order, never joined
+#: Buffers and file regions, written in order, never joined.
+Parts = tuple["bytes | bytearray | memoryview | FileRegion", ...]
 
 _BUFFERS = (bytes, bytearray, memoryview)
 
@@ -63,12 +64,15 @@ class FileRegion(Protocol):
 class Transport(Protocol):
     """What a Connection needs from the bytes under it."""
 
-    stream: trio.abc.Stream
+    @property
+    def stream(self) -> trio.abc.Stream: ...
 
-    async def receive_some(self, max_bytes: int) -> bytes | bytearray:
+    @property
+    def receive_some(self) -> Callable[[int], Awaitable[bytes | bytearray]]:
         """Up to ``max_bytes``; ``b""`` at end of stream."""
 
-    async def receive_into(self, view: memoryview) -> int:
+    @property
+    def receive_into(self) -> Callable[[memoryview], Awaitable[int]]:
         """Fill the start of ``view``; the count (0 at end of stream)."""
 
     async def send(self, data: bytes | bytearray | memoryview) -> None:

@@ -16,6 +16,7 @@ batch header (attributes, length, CRC-32C) rewritten. Records themselves are nev
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import cramjam
 
@@ -96,7 +97,7 @@ def _snappy_decompress(data: bytes) -> bytes:
     return bytes(out)
 
 
-def recompress_batches(data: bytes | bytearray, headers: list, target: int) -> bytearray:
+def recompress_batches(data: bytes | bytearray, headers: list[Any], target: int) -> bytearray:
     """Re-encode every batch whose codec is not ``target``; headers from ``iter_batches``."""
     out = bytearray()
     for header in headers:

@@ -83,7 +83,7 @@ def entity_encoder(cls: type) -> PartsWriter:
 
 def encode(cls: type, /, **values: Any) -> bytes:
     """The bytes ``entity_writer(cls)`` writes for ``build(cls, **values)``."""
-    out: list = []
+    out: list[Any] = []
     try:
         writer = _dict_writers[cls]
     except KeyError:
@@ -94,6 +94,6 @@ def encode(cls: type, /, **values: Any) -> bytes:
 
 def encode_entity(entity: Any) -> bytes:
     """The bytes ``entity_writer(type(entity))`` writes for ``entity``."""
-    out: list = []
+    out: list[Any] = []
     obj_writer(type(entity))(out, entity)
     return b"".join(out)

@@ -9,7 +9,7 @@ import dataclasses
 import struct
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from kio.serial._implicit_defaults import get_tagged_field_default
 
@@ -45,10 +45,13 @@ from trikafka.protocol.encoder_runtime import (
 )
 from trikafka.protocol.entities import _convert
 
+if TYPE_CHECKING:
+    from kio.static.protocol import Entity
+
 __all__ = ["PartsWriter", "dict_writer", "obj_writer"]
 
 #: ``(parts, values) -> None``: appends the encoding of ``values`` to ``parts``.
-PartsWriter = Callable[[list, Any], None]
+PartsWriter = Callable[[list[Any], Any], None]
 
 # -- code generation ------------------------------------------------------------------------------
 
@@ -77,6 +80,20 @@ _dict_writers: dict[type, PartsWriter] = {}
 _obj_writers: dict[type, PartsWriter] = {}
 _names: dict[type, int] = {}
 _counter = [0]
+
+
+def _nested_of(p: _Plan) -> type:
+    """The entity class of an entity or entity-array field."""
+    if p.nested is None:
+        raise TypeError(f"{p.name} is not an entity field")
+    return p.nested
+
+
+def _tag_of(p: _Plan) -> int:
+    """The tag of a tagged field."""
+    if p.tag is None:
+        raise TypeError(f"{p.name} is not a tagged field")
+    return p.tag
 
 
 def _const(value: Any) -> str:
@@ -201,7 +218,7 @@ def _emit_value(
         _emit_count(src, ind, "n", flexible)
         if p.kind == "entity_array":
             src.add(ind, f"for it in {x}:")
-            _emit_entity(src, ind + 1, "it", p.nested, mode)
+            _emit_entity(src, ind + 1, "it", _nested_of(p), mode)
         elif kt in _PLAIN_ARRAY:
             code = _FIXED[kt]
             src.add(ind, f"if n: ap(_pack('>%d{code}' % n, *{x}))")
@@ -224,10 +241,10 @@ def _emit_value(
         src.add(ind, "else:")
         ind += 1
         src.add(ind, "ap(b'\\x01')")
-    _emit_entity(src, ind, x, p.nested, mode)
+    _emit_entity(src, ind, x, _nested_of(p), mode)
 
 
-def _class_source(cls: type, plans: list[_Plan], mode: str) -> str:
+def _class_source(cls: type[Entity], plans: list[_Plan], mode: str) -> str:
     i = _names[cls]
     flexible = bool(cls.__flexible__)
     src = _Src()
@@ -276,7 +293,7 @@ def _class_source(cls: type, plans: list[_Plan], mode: str) -> str:
             flush()
             _emit_value(src, ind, p, x, mode, flexible, p.nullable)
 
-    tagged = sorted((p for p in plans if p.tag is not None), key=lambda p: p.tag)
+    tagged = sorted((p for p in plans if p.tag is not None), key=_tag_of)
     if not flexible:
         if tagged:
             raise ValueError(f"{cls.__name__}: tagged fields on a non-flexible entity")
@@ -318,7 +335,7 @@ def _tag_default(p: _Plan) -> str:
     return _const(_default_of(p))
 
 
-def _value_writer(cls: type, p: _Plan, mode: str) -> PartsWriter:
+def _value_writer(cls: type[Entity], p: _Plan, mode: str) -> PartsWriter:
     """A function writing one (already converted, for mode "o") value of a tagged field."""
     src = _Src()
     _counter[0] += 1
@@ -327,7 +344,8 @@ def _value_writer(cls: type, p: _Plan, mode: str) -> PartsWriter:
     src.add(1, "ap = out.append")
     _emit_value(src, 1, p, "x", mode, bool(cls.__flexible__), nullable=False)
     exec("\n".join(src.lines) + "\n", _G)
-    return _G[name]
+    result: Callable[[list[Any], Any], None] = _G[name]
+    return result
 
 
 def _is_injective(cls: type) -> bool:
@@ -341,10 +359,10 @@ def _is_injective(cls: type) -> bool:
 def _tag_writer(cls: type, p: _Plan, mode: str) -> str:
     """A function ``(value, tags) -> tags`` adding the field's tag unless it is the default."""
     default = _default_of(p)
-    head = uvarint(p.tag)
+    head = uvarint(_tag_of(p))
     write_o = _value_writer(cls, p, "o")
 
-    def add(payload_parts: list, tags: list | None) -> list:
+    def add(payload_parts: list[Any], tags: list[Any] | None) -> list[Any]:
         payload = b"".join(payload_parts)
         if tags is None:
             tags = []
@@ -353,8 +371,8 @@ def _tag_writer(cls: type, p: _Plan, mode: str) -> str:
 
     if mode == "o":
 
-        def tag_o(value: Any, tags: list | None) -> list | None:
-            parts: list = []
+        def tag_o(value: Any, tags: list[Any] | None) -> list[Any] | None:
+            parts: list[Any] = []
             write_o(parts, value)
             return add(parts, tags)
 
@@ -364,7 +382,7 @@ def _tag_writer(cls: type, p: _Plan, mode: str) -> str:
     field, hint, nested, is_tuple = p.field, p.hint, p.nested, p.is_tuple
     if p.kind == "entity_array" and (default == () or default is None):
         # A non-empty array never equals () or None, so only emptiness matters.
-        def tag_d(value: Any, tags: list | None) -> list | None:
+        def tag_d_array(value: Any, tags: list[Any] | None) -> list[Any] | None:
             if value is not None and value.__class__ is not tuple and value.__class__ is not list:
                 value = tuple(value)
             if value is None:
@@ -372,20 +390,20 @@ def _tag_writer(cls: type, p: _Plan, mode: str) -> str:
                     return tags
             elif default == () and not value:
                 return tags
-            parts: list = []
+            parts: list[Any] = []
             write_d(parts, value)
             return add(parts, tags)
 
-        return _const(tag_d)
+        return _const(tag_d_array)
 
-    if p.kind == "entity" and _is_injective(nested):
-        default_parts: list = []
+    if p.kind == "entity" and nested is not None and _is_injective(nested):
+        default_parts: list[Any] = []
         _obj_writers_for(nested)(default_parts, default)
         default_bytes = b"".join(default_parts)
 
-        def tag_d(value: Any, tags: list | None) -> list | None:
+        def tag_d_entity(value: Any, tags: list[Any] | None) -> list[Any] | None:
             if isinstance(value, Mapping):
-                parts: list = []
+                parts: list[Any] = []
                 dict_writer(nested)(parts, value)
                 if b"".join(parts) == default_bytes:
                     return tags
@@ -396,13 +414,13 @@ def _tag_writer(cls: type, p: _Plan, mode: str) -> str:
             write_o(parts, value)
             return add(parts, tags)
 
-        return _const(tag_d)
+        return _const(tag_d_entity)
 
-    def tag_d(value: Any, tags: list | None) -> list | None:
+    def tag_d(value: Any, tags: list[Any] | None) -> list[Any] | None:
         value = _convert(field, nested, is_tuple, value, hint)
         if value == default:
             return tags
-        parts: list = []
+        parts: list[Any] = []
         write_o(parts, value)
         return add(parts, tags)
 
@@ -422,8 +440,9 @@ def _compile(cls: type) -> None:
             if p.nested is not None:
                 _compile(p.nested)
         i = _names[cls]
+        entity = cast("type[Entity]", cls)  # checked above: a kio dataclass with __flexible__
         for mode in ("o", "d"):
-            exec(_class_source(cls, plans, mode), _G)
+            exec(_class_source(entity, plans, mode), _G)
         _obj_writers[cls] = _G[f"o{i}"]
         _dict_writers[cls] = _G[f"d{i}"]
 

@@ -68,7 +68,7 @@ _KEEP = _Keep()
 
 @dataclasses.dataclass
 class _Plan:
-    field: dataclasses.Field
+    field: dataclasses.Field[Any]
     name: str
     kind: str  # "prim", "prim_array", "entity", "entity_array"
     ktype: str | None

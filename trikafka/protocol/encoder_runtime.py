@@ -47,11 +47,13 @@ def _td(value: Any) -> int:
     # Exactly build() then kio's write_timedelta_*: ints become timedelta(milliseconds=...).
     if isinstance(value, int):
         value = datetime.timedelta(milliseconds=value)
-    return round(value.total_seconds() * 1000)
+    result: int = round(value.total_seconds() * 1000)
+    return result
 
 
 def _dt(value: Any) -> int:
-    return round(value.timestamp() * 1000)
+    result: int = round(value.timestamp() * 1000)
+    return result
 
 
 _ECM = ErrorCode._value2member_map_
@@ -74,14 +76,15 @@ def _str_compact(value: Any) -> Any:
 def _str_legacy(value: Any) -> bytes:
     if value is None:
         raise TypeError("Unexpectedly received None value")
-    return value.encode()
+    result: bytes = value.encode()
+    return result
 
 
 def _nbytes(chunk: Any) -> int:
     return chunk.nbytes if isinstance(chunk, memoryview) else len(chunk)
 
 
-def _bytes_slow(out: list, value: Any, compact: bool) -> None:
+def _bytes_slow(out: list[Any], value: Any, compact: bool) -> None:
     """bytes fields given anything but ``bytes``: bytearray, memoryview, str, chunk lists."""
     if value is None:
         raise TypeError("Unexpectedly received None value")
@@ -101,7 +104,7 @@ def _bytes_slow(out: list, value: Any, compact: bool) -> None:
     out.extend(chunks)
 
 
-def _as_tuple(value: Any) -> tuple:
+def _as_tuple(value: Any) -> tuple[Any, ...]:
     return tuple(value)
 
 
@@ -113,7 +116,7 @@ _NULL_I32 = b"\xff\xff\xff\xff"
 _Z16 = bytes(16)
 
 
-def _missing(cls: type, values: Mapping) -> None:
+def _missing(cls: type, values: Mapping[str, Any]) -> None:
     """Turn a KeyError for a required field into the TypeError ``cls(**kwargs)`` raises."""
     absent = [
         f.name

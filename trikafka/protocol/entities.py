@@ -22,10 +22,10 @@ __all__ = ["build", "entity_fields", "error_response"]
 
 
 @functools.cache
-def entity_fields(cls: type) -> dict[str, tuple[dataclasses.Field, Any, type | None, bool]]:
+def entity_fields(cls: type) -> dict[str, tuple[dataclasses.Field[Any], Any, type | None, bool]]:
     """name → (field, type hint, nested entity class or None, is a tuple)."""
     hints = typing.get_type_hints(cls)
-    out: dict[str, tuple[dataclasses.Field, Any, type | None, bool]] = {}
+    out: dict[str, tuple[dataclasses.Field[Any], Any, type | None, bool]] = {}
     for field in dataclasses.fields(cls):
         hint = hints[field.name]
         nested, is_tuple = _nested_class(hint)
@@ -47,7 +47,7 @@ def _nested_class(hint: Any) -> tuple[type | None, bool]:
     return None, False
 
 
-def _convert(field: dataclasses.Field, nested: type | None, is_tuple: bool, value: Any, hint: Any = None) -> Any:
+def _convert(field: dataclasses.Field[Any], nested: type | None, is_tuple: bool, value: Any, hint: Any = None) -> Any:
     if value is None:
         if hint is not None and type(None) not in typing.get_args(hint):
             # Older versions have non-nullable strings where newer ones allow null.
@@ -84,7 +84,7 @@ def build(cls: type, **values: Any) -> Any:
     return cls(**kwargs)
 
 
-def _zero(field: dataclasses.Field, hint: Any, nested: type | None, is_tuple: bool, code: ErrorCode) -> Any:
+def _zero(field: dataclasses.Field[Any], hint: Any, nested: type | None, is_tuple: bool, code: ErrorCode) -> Any:
     if field.default is not dataclasses.MISSING:
         return field.default
     if is_tuple:

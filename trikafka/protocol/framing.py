@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import enum
 import struct
+from typing import Literal, TypeAlias
 
 from trikafka.errors import FrameSizeError
 
-__all__ = ["NEED_DATA", "FrameDecoder", "encode_frame", "SIZE_PREFIX", "FIRST_CHUNK", "MAX_GROWTH"]
+__all__ = ["NEED_DATA", "NeedData", "FrameDecoder", "encode_frame", "SIZE_PREFIX", "FIRST_CHUNK", "MAX_GROWTH"]
 
 SIZE_PREFIX = struct.Struct(">i")
 
@@ -31,6 +32,8 @@ class _Sentinel(enum.Enum):
 
 
 NEED_DATA = _Sentinel.NEED_DATA
+#: The type of ``NEED_DATA``, for signatures that may return it.
+NeedData: TypeAlias = Literal[_Sentinel.NEED_DATA]
 
 
 def encode_frame(payload: bytes) -> bytes:
@@ -163,8 +166,8 @@ class FrameDecoder:
         else:
             if start:
                 # Cut consumed bytes once per receive, not once per frame.
-                del buf[:start]  # type: ignore[union-attr]
-            buf += data  # type: ignore[operator]
+                del buf[:start]  # type: ignore[union-attr]  # a bytearray: a bytes buffer took the branch above
+            buf += data
         self._start = 0
 
     def unfilled(self) -> memoryview | None:
@@ -221,7 +224,7 @@ class FrameDecoder:
             return NEED_DATA
         end = start + size
         if buf.__class__ is bytes:
-            frame: bytes | memoryview = memoryview(buf)[start:end]  # type: ignore[arg-type]
+            frame: bytes | memoryview = memoryview(buf)[start:end]
         else:
             # Copied out: a view would pin the bytearray against the next receive's resize.
             with memoryview(buf) as view:

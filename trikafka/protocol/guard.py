@@ -30,10 +30,13 @@ from __future__ import annotations
 import functools
 import struct
 import typing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trikafka.errors import InvalidRequestError
 from trikafka.protocol.entities import entity_fields
+
+if TYPE_CHECKING:
+    from kio.static.protocol import Entity
 
 __all__ = ["LIFT_RECORDS_MIN", "check_request", "put_back_records"]
 
@@ -111,7 +114,8 @@ def _is_scalar(step: Step) -> bool:
 def _element_size(kind: str, detail: Any, flexible: bool) -> int:
     """The fewest bytes one array element of this kind can take on the wire."""
     if kind == "fixed":
-        return detail
+        result: int = detail
+        return result
     if kind == "struct":
         return _min_size(detail)
     if flexible:
@@ -276,7 +280,8 @@ def _walk(buf: bytes, pos: int, end: int, cls: type) -> int:
         walker = _walkers[cls]
     except KeyError:
         walker = _compile_walker(cls, set())
-    return walker(buf, pos, end)
+    result: int = walker(buf, pos, end)
+    return result
 
 
 # --- generated walkers -----------------------------------------------------------------------
@@ -384,7 +389,7 @@ def _apply(frame: bytes) -> bytes:
 
 def check_request(
     header_flexible: bool,
-    cls: type,
+    cls: type[Entity],
     frame: bytes,
     lift: list[tuple[int, int] | None] | None = None,
 ) -> tuple[bytes, int]:

@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 # An extension built before encode_records existed leaves encoding to the reference.
-_encode_records = getattr(native_extension(), "encode_records", None)
+_encode_records: Callable[..., tuple[bytes, int] | None] | None = getattr(native_extension(), "encode_records", None)
 
 #: Attribute bit 6 (KIP-534): the batch's base timestamp is the log cleaner's delete horizon.
 DELETE_HORIZON_BIT = 0x40

@@ -8,7 +8,7 @@ the reference answers), as the walk does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from trikafka.errors import ErrorCode, InvalidRecordError, KafkaProtocolError
@@ -27,8 +27,8 @@ __all__ = ["RecordTuple", "iter_records", "record_objects", "record_tuples"]
 _extension = native_extension()
 # An extension built before the decoders existed (a checkout not rebuilt since) leaves
 # decoding to the references.
-_decode_records = getattr(_extension, "decode_records", None)
-_record_objects = getattr(_extension, "record_objects", None)
+_decode_records: Callable[..., list[RecordTuple] | None] | None = getattr(_extension, "decode_records", None)
+_record_objects: Callable[..., list[Any] | None] | None = getattr(_extension, "record_objects", None)
 
 
 def _read_varint(

@@ -367,4 +367,5 @@ def control_type(data: bytes | bytearray | memoryview, header: BatchHeader) -> i
         return None
     if record.key is None or len(record.key) < _CONTROL_KEY.size:
         return None
-    return _CONTROL_KEY.unpack_from(record.key)[1]
+    result: int | None = _CONTROL_KEY.unpack_from(record.key)[1]
+    return result

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import attrs
 from kio.index import load_payload_module
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
+
+if TYPE_CHECKING:
+    from kio.static.protocol import Payload
 
 __all__ = ["ApiKey", "ApiRegistry", "ApiVersionSpec", "IMPLEMENTED_APIS", "api_name", "kio_versions"]
 
@@ -171,7 +174,9 @@ def kio_versions(api_key: int) -> list[int]:
     return sorted(schema_name_map[api_key_map[api_key]])
 
 
-def _payload_class(api_key: int, version: int, entity_type: EntityType) -> type:
+def _payload_class(
+    api_key: int, version: int, entity_type: Literal[EntityType.request, EntityType.response]
+) -> type[Payload]:
     module = load_payload_module(api_key, version, entity_type)
     for value in vars(module).values():
         if (
@@ -179,7 +184,7 @@ def _payload_class(api_key: int, version: int, entity_type: EntityType) -> type:
             and getattr(value, "__type__", None) is entity_type
             and getattr(value, "__api_key__", None) == api_key
         ):
-            return value
+            return cast("type[Payload]", value)
     raise LookupError(f"kio has no {entity_type.name} class for api {api_key} v{version}")
 
 
@@ -190,10 +195,10 @@ class ApiVersionSpec:
     api_key: int
     version: int
     name: str
-    request_type: type
-    response_type: type
-    request_header_type: type
-    response_header_type: type
+    request_type: type[Payload]
+    response_type: type[Payload]
+    request_header_type: type[Any]  # kio's RequestHeader v1/v2 or ResponseHeader v0/v1
+    response_header_type: type[Any]
     read_request: Callable[[Any, int], tuple[Any, int]]
     write_request: Callable[[Any, Any], None]
     read_response: Callable[[Any, int], tuple[Any, int]]
@@ -207,8 +212,9 @@ class ApiVersionSpec:
     def resolve(cls, api_key: int, version: int) -> ApiVersionSpec:
         request_type = _payload_class(api_key, version, EntityType.request)
         response_type = _payload_class(api_key, version, EntityType.response)
-        req_header = request_type.__header_schema__
-        resp_header = response_type.__header_schema__
+        # kio declares __header_schema__ a property (for LSP); read on the class it is the class.
+        req_header = cast("type[Any]", request_type.__header_schema__)
+        resp_header = cast("type[Any]", response_type.__header_schema__)
         return cls(
             api_key=api_key,
             version=version,
@@ -260,6 +266,13 @@ class ApiRegistry:
         spec = self._specs.get((api_key, version))
         if spec is None and (api_key, version) in self._known:
             spec = self._specs[api_key, version] = ApiVersionSpec.resolve(api_key, version)
+        return spec
+
+    def require(self, api_key: int, version: int) -> ApiVersionSpec:
+        """:meth:`get` of a version the caller knows is supported (a LookupError if not)."""
+        spec = self.get(api_key, version)
+        if spec is None:
+            raise LookupError(f"{api_name(api_key)} v{version} is not supported")
         return spec
 
     def is_supported(self, api_key: int, version: int) -> bool:

@@ -220,8 +220,9 @@ class _Diff:
             self.found.append(("ENUM_ARRAY_NARROWED", path))
 
     def _object(self, original: dict[str, Any], update: dict[str, Any], path: str, depth: int) -> None:
-        before = original.get("properties") if isinstance(original.get("properties"), dict) else {}
-        after = update.get("properties") if isinstance(update.get("properties"), dict) else {}
+        before_properties, after_properties = original.get("properties"), update.get("properties")
+        before: dict[str, Any] = before_properties if isinstance(before_properties, dict) else {}
+        after: dict[str, Any] = after_properties if isinstance(after_properties, dict) else {}
         open_before = original.get("additionalProperties", True) is not False
         open_after = update.get("additionalProperties", True) is not False
         if open_before and not open_after:

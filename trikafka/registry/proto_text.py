@@ -30,7 +30,7 @@ def parse_proto_text(text: str) -> Any:
     from antlr4.error.ErrorListener import ErrorListener
     from proto_schema_parser.parser import Parser
 
-    class Raise(ErrorListener):  # type: ignore[misc]
+    class Raise(ErrorListener):
         def syntaxError(self, recognizer: Any, symbol: Any, line: int, column: int, msg: str, e: Any) -> None:
             raise invalid_schema(f"line {line}:{column} {msg}")
 

@@ -32,13 +32,13 @@ from trikafka.registry.state import RegistryState, StoredSchema
 
 __all__ = ["RecordValidator", "record_validator"]
 
-RecordValidator = Callable[[str, Mapping[str, Any], bytearray, Iterable[Any]], None]
+RecordValidator = Callable[[str, Mapping[str, Any], bytes | bytearray, Iterable[Any]], None]
 
 
 def record_validator(registry: SchemaRegistry) -> RecordValidator:
     """``validate(topic, topic configs, batches, their headers)``; raises RecordErrorsError."""
 
-    def validate(topic: str, configs: Mapping[str, Any], data: bytearray, headers: Iterable[Any]) -> None:
+    def validate(topic: str, configs: Mapping[str, Any], data: bytes | bytearray, headers: Iterable[Any]) -> None:
         checks = [
             (
                 field,
@@ -73,7 +73,7 @@ def record_validator(registry: SchemaRegistry) -> RecordValidator:
     return validate
 
 
-def _records(data: bytearray, header: Any) -> Any:
+def _records(data: bytes | bytearray, header: Any) -> Any:
     """(offset, timestamp, key, value, headers) per record: the native decoder's tuples for
     an uncompressed batch, the inflated records of a compressed one."""
     if header.compression == Compression.NONE:

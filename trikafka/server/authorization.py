@@ -51,7 +51,8 @@ def authorize(
 ) -> bool:
     if acls is None:
         return True
-    return acls.authorizer.authorize(request.principal, request.client_host, operation, resource_type, name)
+    result: bool = acls.authorizer.authorize(request.principal, request.client_host, operation, resource_type, name)
+    return result
 
 
 def require(
@@ -78,9 +79,10 @@ def authorize_by_resource_type(
 ) -> bool:
     if acls is None:
         return True
-    return acls.authorizer.authorize_by_resource_type(
+    allowed: bool = acls.authorizer.authorize_by_resource_type(
         request.principal, request.client_host, operation, resource_type
     )
+    return allowed
 
 
 def authorized_operations(
@@ -88,4 +90,5 @@ def authorized_operations(
 ) -> int:
     if acls is None:
         return all_operations(resource_type)
-    return acls.authorizer.authorized_operations(request.principal, request.client_host, resource_type, name)
+    result: int = acls.authorizer.authorized_operations(request.principal, request.client_host, resource_type, name)
+    return result

@@ -110,7 +110,8 @@ class AwaitableState(ShareAwaitableState, ClientMetricsAwaitableState):
     def state_changes(self) -> StateChanges:
         """The broker's (its ApiContext's); a cluster sets one that all its brokers bump."""
         own = self.__dict__.get("_state_changes")
-        return own if own is not None else self.path.context.state_changes
+        result: StateChanges = own if own is not None else self.path.context.state_changes
+        return result
 
     @state_changes.setter
     def state_changes(self, value: StateChanges) -> None:
@@ -130,12 +131,14 @@ class AwaitableState(ShareAwaitableState, ClientMetricsAwaitableState):
     async def wait_for_high_watermark(self, topic: str, partition: int, *, at_least: int) -> int:
         """Wait until the partition exists and its high watermark is ≥ ``at_least``."""
         log = await self._log(topic, partition)
-        return await log.high_watermark.wait_value(lambda hw: hw >= at_least)
+        result: int = await log.high_watermark.wait_value(lambda hw: hw >= at_least)
+        return result
 
     async def wait_for_last_stable_offset(self, topic: str, partition: int, *, at_least: int) -> int:
         """Wait until the partition's last stable offset (read_committed's end) is ≥ ``at_least``."""
         log = await self._log(topic, partition)
-        return await log.last_stable_offset.wait_value(lambda lso: lso >= at_least)
+        result: int = await log.last_stable_offset.wait_value(lambda lso: lso >= at_least)
+        return result
 
     def group_snapshot(self, group_id: str) -> GroupSnapshot | None:
         """A classic group, or a consumer group (KIP-848: its group epoch as the generation,

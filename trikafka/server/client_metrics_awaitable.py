@@ -41,7 +41,8 @@ class ClientMetricsAwaitableState:
         the latest value of each metric it pushed (``.metrics``: name → value). Raises
         ``ConfigError`` naming ``client.telemetry.enable`` when the broker has telemetry off."""
         self.core.client_metrics.check_enabled("client_metrics()")
-        return self.core.client_metrics.snapshot()
+        snapshots: list[ClientMetricsSnapshot] = self.core.client_metrics.snapshot()
+        return snapshots
 
     async def wait_for_client_metric(
         self, name: str, *, client_id: str | None = None, at_least: float | None = None

@@ -232,13 +232,14 @@ class FetchSessionCache:
         self.touch(session, now_ms)
         return session.id
 
-    def _top(self, heap: list) -> tuple | None:
+    def _top(self, heap: list[Any]) -> tuple[Any, ...] | None:
         """The live entry at the top of ``heap`` (dead ones above it are dropped), or None."""
         stamps = self._stamps
         while heap:
             entry = heap[0]
             if stamps.get(entry[-2]) == entry[-1]:
-                return entry
+                result: tuple[Any, ...] | None = entry
+                return result
             heapq.heappop(heap)
         return None
 
@@ -285,7 +286,8 @@ class FetchSessionCache:
     def _compact(self) -> None:
         """Drop the dead entries of all three heaps (amortised over the touches that made them)."""
         stamps = self._stamps
-        for heap in (self._by_last_used, self._evictable_by_all, self._evictable_by_privileged):
+        heaps: tuple[list[Any], ...] = (self._by_last_used, self._evictable_by_all, self._evictable_by_privileged)
+        for heap in heaps:
             heap[:] = [entry for entry in heap if stamps.get(entry[-2]) == entry[-1]]
             heapq.heapify(heap)
 

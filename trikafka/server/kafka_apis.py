@@ -45,7 +45,7 @@ from __future__ import annotations
 import logging
 import struct
 import typing
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -132,7 +132,7 @@ def handles(api_key: ApiKey) -> Callable[[F], F]:
     """Mark an :class:`ApiFamily` method as the handler of ``api_key``."""
 
     def mark(method: F) -> F:
-        method.__api_key__ = ApiKey(api_key)  # type: ignore[attr-defined]
+        method.__api_key__ = ApiKey(api_key)  # type: ignore[attr-defined]  # the mark @handles reads
         return method
 
     return mark
@@ -383,17 +383,17 @@ class KafkaApis:
         #: (emptied once they have started).
         self._before_coordinators: set[int] = set()
         for family in families:
-            lazy = isinstance(family, LazyFamily)
-            handlers = {} if lazy else family.handlers()
-            for key in family.api_keys if lazy else handlers:
+            handlers: dict[ApiKey, Handler] = {} if isinstance(family, LazyFamily) else family.handlers()
+            keys: Iterable[int] = family.api_keys if isinstance(family, LazyFamily) else handlers
+            for key in keys:
                 if key in self._families:
                     raise RuntimeError(
                         f"{ApiKey(key).name} is handled by both {_family_name(self._families[key])}"
                         f" and {_family_name(family)}"
                     )
                 self._families[key] = family
-            self.handlers.update(handlers)
-            if lazy and family.coordinators:
+            self.handlers.update(handlers)  # type: ignore[arg-type]  # ApiKey is an int
+            if isinstance(family, LazyFamily) and family.coordinators:
                 self._before_coordinators.update(family.api_keys)
         missing = set(context.registry.supported) - set(self._families)
         if missing:

@@ -52,7 +52,7 @@ class Purgatory:
             raise RuntimeError("the purgatory is not running")
         self._nursery.start_soon(self._watch, operation, args, name=name)
 
-    async def _watch(self, operation: Callable[..., Awaitable[Any]], args: tuple) -> None:
+    async def _watch(self, operation: Callable[..., Awaitable[Any]], args: tuple[Any, ...]) -> None:
         self._delayed += 1
         try:
             await operation(*args)

@@ -40,13 +40,17 @@ class ShareRead:
 
 def initial_offset(partition_log: Any, reset: str, now_ms: float) -> int:
     """Where a share partition without state starts (``share.auto.offset.reset``)."""
+    offset: int
     if reset == "earliest":
-        return partition_log.log_start_offset
+        offset = partition_log.log_start_offset
+        return offset
     if reset.startswith("by_duration:"):
         found = partition_log.offset_for_timestamp(int(now_ms - parse_duration_ms(reset.split(":", 1)[1])))
         if found is not None:
-            return max(found[0], partition_log.log_start_offset)
-    return partition_log.high_watermark.value
+            offset = max(found[0], partition_log.log_start_offset)
+            return offset
+    offset = partition_log.high_watermark.value
+    return offset
 
 
 def _batches(data: bytes) -> list[tuple[int, int, bool, int]]:

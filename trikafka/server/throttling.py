@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 from collections.abc import Callable
+from typing import Any
 
 import trio
 
@@ -83,7 +84,7 @@ class RequestThrottler:
             quotas.fetch.record_no_throttle(user, client_id, -fetched, now_ms)
             return _empty_fetch(request, throttle)
         if response.__class__ is SendResponse:
-            return with_throttle_time(request, response, throttle)  # type: ignore[arg-type]
+            return with_throttle_time(request, response, throttle)
         return response
 
 
@@ -105,7 +106,7 @@ def _empty_fetch(request: Request, throttle_ms: int) -> SendResponse:
     """Kafka's ``getThrottledResponse``: no partitions, the session kept if incremental."""
     body = request.body
     incremental = getattr(body, "session_epoch", 0) > 0
-    values = {
+    values: dict[str, object] = {
         "throttle_time": throttle_ms,
         "error_code": 0,
         "session_id": getattr(body, "session_id", 0) if incremental else 0,
@@ -120,8 +121,10 @@ def with_throttle_time(request: Request, response: SendResponse, throttle_ms: in
     answers pay for this."""
     data = response.data if isinstance(response.data, bytes) else b"".join(map(materialize, response.data))
     spec = request.spec
+    body: Any
     _correlation_id, body = decode_response(spec, data[4:])
-    if "throttle_time" not in entity_fields(type(body)):
+    body_type: type = type(body)
+    if "throttle_time" not in entity_fields(body_type):
         return response
     body = dataclasses.replace(body, throttle_time=datetime.timedelta(milliseconds=throttle_ms))
     return SendResponse(encode_response(spec, request.correlation_id, body))

@@ -385,7 +385,9 @@ class BrokerCore:
             self._schemas = SchemaRegistry(self._schemas_log, self.now_ms)
         return self._schemas
 
-    def _validate_records(self, topic: str, configs: Mapping[str, Any], data: bytearray, headers: Any) -> None:
+    def _validate_records(
+        self, topic: str, configs: Mapping[str, Any], data: bytes | bytearray, headers: Any
+    ) -> None:
         """The replica manager's ``record_validator``: the registry's (registry/validation.py),
         built on the first batch of a topic that asks for schema validation."""
         validate = self._record_validator
@@ -466,7 +468,7 @@ class RequestPath:
         core: BrokerCore,
         metadata_cache: MetadataCache,
         *,
-        trio_listeners: Mapping[str, trio.abc.Listener] | None = None,
+        trio_listeners: Mapping[str, trio.abc.Listener[Any]] | None = None,
         cluster_view: ClusterView | None = None,
         gate: Callable[[dict[int, Any]], None] | None = None,
         own_quota_rates: bool = False,

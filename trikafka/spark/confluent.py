@@ -78,7 +78,7 @@ class ConfluentAdmin:
             else IsolationLevel.READ_UNCOMMITTED
         )
         self._admin = AdminClient(
-            {"logger": librdkafka_log, **{k: v for k, v in config.items() if k not in _CONSUMER_ONLY}}
+            {"logger": librdkafka_log, **{k: v for k, v in config.items() if k not in _CONSUMER_ONLY}}  # type: ignore[dict-item]  # a Logger: documented, not in the stub
         )
 
     def topics(self) -> dict[str, int]:
@@ -136,7 +136,7 @@ class ConfluentAdmin:
         return {tp: None if offset < 0 else offset for tp, offset in found.items()}
 
     def close(self) -> None:
-        self._admin = None
+        self._admin = None  # type: ignore[assignment]  # dropped: a call after close() fails on None
 
 
 class ConfluentReader:
@@ -185,7 +185,8 @@ class ConfluentReader:
                         if code in (KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE):
                             offset = message.offset()
                             raise OffsetOutOfRangeError(
-                                {topic_partition: offset if offset is not None and offset >= 0 else position}
+                                # spark's TopicPartition: the client's fields, as a tuple
+                                {topic_partition: offset if offset is not None and offset >= 0 else position}  # type: ignore[dict-item]  # same fields
                             )
                         if error.fatal() or code in (
                             KafkaError.UNKNOWN_TOPIC_OR_PART,

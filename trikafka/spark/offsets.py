@@ -265,11 +265,11 @@ def rate_limit(
     new = [tp for tp in latest if tp not in start]
     from_new = dict(earliest_of_new(new)) if new else {}
     begins = {tp: start[tp] if tp in start else from_new.get(tp) for tp in latest}
-    sizes = {
-        tp: end - begins[tp]
-        for tp, end in latest.items()
-        if begins[tp] is not None and end - begins[tp] > 0
-    }
+    sizes: dict[TopicPartition, int] = {}
+    for tp, end in latest.items():
+        begin = begins[tp]
+        if begin is not None and end - begin > 0:
+            sizes[tp] = end - begin
     total = sum(sizes.values())
     if total < 1:
         return dict(latest)

@@ -136,7 +136,7 @@ class ConfluentWriter:
         for i, value in enumerate(values):
             kwargs: dict[str, Any] = {"on_delivery": on_delivery}
             if headers is not None and headers[i]:
-                kwargs["headers"] = list(headers[i])  # type: ignore[arg-type]
+                kwargs["headers"] = list(headers[i])  # type: ignore[arg-type]  # truthy: not None
             if partitions is not None and partitions[i] is not None:
                 kwargs["partition"] = partitions[i]
             while True:

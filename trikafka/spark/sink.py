@@ -222,7 +222,7 @@ def _write_batch(writer: KafkaWriter, options: SinkOptions, plan: WritePlan, bat
     if plan.topic is None:
         topics: list = [options.topic] * n
     else:
-        topics = column(plan.topic)  # type: ignore[assignment]
+        topics = column(plan.topic)  # type: ignore[assignment]  # a planned column is there
         if any(t is None for t in topics):
             raise KafkaProduceError(
                 "null topic present in the data. Use the topic option for setting a topic.",
@@ -232,7 +232,7 @@ def _write_batch(writer: KafkaWriter, options: SinkOptions, plan: WritePlan, bat
     writer.write(
         topics,
         column(plan.key) or [None] * n,
-        column(plan.value),  # type: ignore[arg-type]
+        column(plan.value),  # type: ignore[arg-type]  # the value column is always planned
         None
         if headers is None
         else [[(h["key"], h["value"]) for h in row] if row else None for row in headers],

@@ -174,7 +174,7 @@ def read_partition(partition: InputPartition) -> Iterator[pa.RecordBatch]:
             earliest, latest = reader.watermarks(tp)
             start, warning = resume_after_out_of_range(
                 tp,
-                max(exc.partitions.get(tp, start), start),
+                max(exc.partitions.get(tp, start), start),  # type: ignore[call-overload]  # spark's TopicPartition: same fields
                 until,
                 earliest,
                 latest,
@@ -230,7 +230,7 @@ class _Planner:
 class KafkaBatchReader(_Planner, DataSourceReader):
     """``spark.read.format("trikafka")``: from ``startingOffsets`` to ``endingOffsets``."""
 
-    def partitions(self) -> list[InputPartition]:  # type: ignore[override]
+    def partitions(self) -> list[InputPartition]:
         try:
             partitions = self.current_partitions()
             start = self.resolve(self.options.starting, partitions)
@@ -282,7 +282,7 @@ class KafkaStreamReader(_Planner, DataSourceStreamReader, SupportsTriggerAvailab
     def prepareForTriggerAvailableNow(self) -> None:
         self._available_now = self.admin.latest(self.current_partitions())
 
-    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:  # type: ignore[override]
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         if self._available_now is not None:
             latest = self._available_now
         else:
@@ -313,7 +313,7 @@ class KafkaStreamReader(_Planner, DataSourceStreamReader, SupportsTriggerAvailab
     def reportLatestOffset(self) -> dict | None:
         return None if self._latest is None else offsets_to_json(self._latest)
 
-    def partitions(self, start: dict, end: dict) -> list[InputPartition]:  # type: ignore[override]
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         start_offsets = offsets_from_json(start)
         end_offsets = offsets_from_json(end)
         new = [tp for tp in end_offsets if tp not in start_offsets]
@@ -328,7 +328,7 @@ class KafkaStreamReader(_Planner, DataSourceStreamReader, SupportsTriggerAvailab
             log.warning("%s", warning)
         return list(self.input_partitions(ranges))
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:  # type: ignore[override]
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         return read_partition(partition)
 
     def commit(self, end: dict) -> None:

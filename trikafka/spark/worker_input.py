@@ -21,6 +21,7 @@ import os
 import select
 import struct
 import sys
+from types import FrameType
 from typing import Any
 
 __all__ = ["END_OF_STREAM_WAIT", "input_complete"]
@@ -33,7 +34,7 @@ END_OF_STREAM_WAIT = 10.0
 
 
 def _worker_infile() -> Any:
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if code.co_name == "main" and (

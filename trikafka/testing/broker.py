@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -14,6 +14,9 @@ from trikafka.config import BrokerConfig
 from trikafka.network.memory import MemoryListener, MemoryStream
 from trikafka.testing.faults import Faults
 from trikafka.testing.surface import BrokerControls
+
+if TYPE_CHECKING:
+    from trikafka.server.awaitable import GroupSnapshot
 
 __all__ = ["TestBroker", "open_test_broker"]
 
@@ -47,7 +50,7 @@ class TestBroker(BrokerControls):
         """The broker's injected faults and request recorder (``trikafka.testing.faults``)."""
         return Faults.of(self.broker)
 
-    def group_snapshot(self, group_id: str) -> Any:
+    def group_snapshot(self, group_id: str) -> GroupSnapshot | None:
         return self.broker.group_snapshot(group_id)
 
     def partition_log(self, topic: str, partition: int) -> Any:
@@ -68,7 +71,11 @@ class TestBroker(BrokerControls):
 
 @asynccontextmanager
 async def open_test_broker(
-    config: BrokerConfig | None = None, *, kafka_defaults: bool = False, **overrides: Any
+    config: BrokerConfig | None = None,
+    *,
+    kafka_defaults: bool = False,
+    client_telemetry: bool | None = None,
+    **overrides: object,
 ) -> AsyncIterator[TestBroker]:
     """Open a broker whose only listener is in memory (named PLAINTEXT, port 9092).
 
@@ -79,7 +86,11 @@ async def open_test_broker(
     listener = MemoryListener("memory", 9092)
     base: BrokerConfig | dict[str, Any] = config or {"listeners": "PLAINTEXT://memory:9092"}
     async with open_broker(
-        base, trio_listeners={"PLAINTEXT": listener}, kafka_defaults=kafka_defaults, **overrides
+        base,
+        trio_listeners={"PLAINTEXT": listener},
+        kafka_defaults=kafka_defaults,
+        client_telemetry=client_telemetry,
+        **overrides,
     ) as broker:
         yield TestBroker(broker, listener)
     await trio.lowlevel.checkpoint()

@@ -21,14 +21,19 @@ broker.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trikafka.broker import open_broker
 from trikafka.testing.surface import BrokerControls, asyncio_hosted, thread_hosted
-from trikafka.testing.targets import broker_targets, target_by_id
+from trikafka.testing.targets import BrokerTarget, broker_targets, target_by_id
 from trikafka.testing.thread import BrokerHandle, TrioThread, test_broker_config
+
+if TYPE_CHECKING:
+    from trikafka.testing.hosted_types import AsyncClusterControls, HostedControls
+else:  # the methods are set by thread_hosted/asyncio_hosted; these bases are for type checkers
+    HostedControls = AsyncClusterControls = object
 
 __all__ = ["AsyncClusterHandle", "ClusterHandle", "ClusterUnavailableError", "start_cluster"]
 
@@ -45,7 +50,7 @@ async def _one_broker(config: dict[str, Any], kafka_defaults: bool) -> AsyncIter
 
 def _open_cluster(brokers: int, config: dict[str, Any], kafka_defaults: bool = False) -> Any:
     try:
-        from trikafka.cluster import open_cluster  # type: ignore[import-not-found]
+        from trikafka.cluster import open_cluster
     except ImportError as exc:
         if brokers == 1:
             return _one_broker(config, kafka_defaults)
@@ -85,7 +90,7 @@ async def _serving_registry(opener: Any) -> AsyncIterator[Any]:
         nursery.cancel_scope.cancel()
 
 
-class ClusterHandle:
+class ClusterHandle(HostedControls):
     """A cluster on a background Trio thread: the controls of
     :class:`~trikafka.testing.surface.BrokerControls` cluster-wide (a fault goes to every
     broker), the cluster's own controls as plain calls, ``brokers[i]`` for broker ``i``
@@ -95,10 +100,11 @@ class ClusterHandle:
         self.thread = thread
         self.cluster = cluster
         node_ids = thread.call(lambda: [t.node_id for t in broker_targets(cluster)])
-        self.brokers = [
-            BrokerHandle(thread, lambda i=i: target_by_id(self.cluster, i)) for i in node_ids
-        ]
+        self.brokers = [BrokerHandle(thread, self._target_of(i)) for i in node_ids]
         self.aio = AsyncClusterHandle(self)
+
+    def _target_of(self, node_id: int) -> Callable[[], BrokerTarget]:
+        return lambda: target_by_id(self.cluster, node_id)
 
     def _controls(self) -> BrokerControls:
         """Cluster-wide controls over the brokers the cluster has at each call (a broker it
@@ -110,7 +116,8 @@ class ClusterHandle:
 
     @property
     def bootstrap_servers(self) -> str:
-        return self.thread.call(lambda: self.cluster.bootstrap_servers)
+        result: str = self.thread.call(lambda: self.cluster.bootstrap_servers)
+        return result
 
     @property
     def schema_registry_urls(self) -> list[str]:
@@ -156,23 +163,26 @@ class ClusterHandle:
     def move_coordinator(self, key: str, to: int, *, key_type: str | None = None) -> None:
         self._cluster_call("move_coordinator", key, to, key_type=key_type)
 
-    def shrink_isr(self, topic: str, partition: int, to: Any) -> None:
+    def shrink_isr(self, topic: str, partition: int, to: Iterable[int]) -> None:
         self._cluster_call("shrink_isr", topic, partition, to)
 
-    def expand_isr(self, topic: str, partition: int, to: Any = None) -> None:
+    def expand_isr(self, topic: str, partition: int, to: Iterable[int] | None = None) -> None:
         self._cluster_call("expand_isr", topic, partition, to)
 
     def leader(self, topic: str, partition: int) -> int:
-        return self._cluster_call("leader", topic, partition)
+        result: int = self._cluster_call("leader", topic, partition)
+        return result
 
-    def __getattr__(self, name: str) -> Any:
-        """Any other attribute of the cluster: values as they are, methods as plain calls."""
-        if name.startswith("_"):
-            raise AttributeError(name)
-        target = self.thread.call(lambda: getattr(self.cluster, name))
-        if not callable(target):
-            return target
-        return lambda *args, **kwargs: self._cluster_call(name, *args, **kwargs)
+    if not TYPE_CHECKING:  # hidden from type checkers: they see the controls named above
+
+        def __getattr__(self, name: str) -> Any:
+            """Any other attribute of the cluster: values as they are, methods as plain calls."""
+            if name.startswith("_"):
+                raise AttributeError(name)
+            target = self.thread.call(lambda: getattr(self.cluster, name))
+            if not callable(target):
+                return target
+            return lambda *args, **kwargs: self._cluster_call(name, *args, **kwargs)
 
     def stop(self) -> None:
         self.thread.stop()
@@ -181,7 +191,7 @@ class ClusterHandle:
 thread_hosted(ClusterHandle)
 
 
-class AsyncClusterHandle:
+class AsyncClusterHandle(AsyncClusterControls):
     """``cluster.aio``: the cluster handle's methods as coroutines, for asyncio tests."""
 
     def __init__(self, handle: ClusterHandle) -> None:
@@ -192,7 +202,7 @@ asyncio_hosted(AsyncClusterHandle, ClusterHandle)
 
 
 def start_cluster(
-    brokers: int = 1, config: dict[str, Any] | None = None, *, record: bool = True, kafka_defaults: bool = False
+    brokers: int = 1, config: Mapping[str, object] | None = None, *, record: bool = True, kafka_defaults: bool = False
 ) -> ClusterHandle:
     """Start ``brokers`` brokers on a background Trio thread (see the module docstring);
     with ``record`` every broker records requests from the start (a broker the cluster
@@ -205,7 +215,12 @@ def start_cluster(
     cluster = thread.start(lambda: opener)
     try:
         if record:
-            thread.call(lambda: [t.faults.recorder.start() for t in broker_targets(cluster)])
+
+            def start_recording() -> None:
+                for target in broker_targets(cluster):
+                    target.faults.recorder.start()
+
+            thread.call(start_recording)
         return ClusterHandle(thread, cluster)
     except BaseException:
         thread.stop()

@@ -221,7 +221,8 @@ class KafkaContainer:
         try:
             broker.stop()
         finally:
-            logging.getLogger("trikafka").removeHandler(self._logs)
+            if self._logs is not None:
+                logging.getLogger("trikafka").removeHandler(self._logs)
 
     def __enter__(self) -> KafkaContainer:
         try:

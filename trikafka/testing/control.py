@@ -400,6 +400,7 @@ class ControlServer:
 
     async def _wait(self, broker: Any, what: str, q: dict[str, str]) -> tuple[int, Any]:
         timeout = _arg(q, "timeout_ms", int, DEFAULT_WAIT_MS) / 1000
+        args: tuple[Any, ...]
         if what == "high-watermark":
             method, args, kwargs = (
                 "wait_for_high_watermark",

@@ -121,7 +121,7 @@ async def _route(cluster: Any, method: str, parts: list[str], payload: dict[str,
             raise RouteError(400, "missing 'key' (a group id or transactional id)")
         key_type = payload.get("key_type")
         cluster.move_coordinator(key, _int(payload.get("to"), "to"), key_type=key_type)
-        kinds = {"group": [0], "transaction": [1]}.get(key_type, [0, 1])  # FindCoordinator's key types
+        kinds = {"group": [0], "transaction": [1]}.get(str(key_type), [0, 1])  # FindCoordinator's key types
         moved = [cluster.state.coordinator_partition(kind, key) for kind in kinds]
         return 200, {"moved": key, "to": payload["to"], "partitions": [_partition(cluster, *tp) for tp in moved]}
     if head != "partitions" or len(parts) < 3:

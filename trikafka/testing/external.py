@@ -126,7 +126,8 @@ class ExternalControls:
     async def _offset(self, admin: Any, topic: str, partition: int, committed: bool) -> int:
         tp = TopicPartition(topic, partition)
         found = await admin.list_offsets({tp: OffsetSpec.LATEST}, read_committed=committed)
-        return found[tp].offset
+        result: int = found[tp].offset
+        return result
 
     async def fetch_high_watermark(self, topic: str, partition: int, *, timeout: float = WAIT_TIMEOUT) -> int | None:  # noqa: ASYNC109
         with trio.fail_after(timeout):
@@ -182,7 +183,7 @@ class ExternalControls:
         at_least: int,
         timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
     ) -> int:
-        return await self._poll(
+        result: int = await self._poll(
             "wait_for_high_watermark",
             _shown((topic, partition), {"at_least": at_least}),
             timeout,
@@ -191,6 +192,7 @@ class ExternalControls:
             lambda hw: f"high watermark is {hw}",
             "no such partition",
         )
+        return result
 
     async def wait_for_last_stable_offset(
         self,
@@ -200,7 +202,7 @@ class ExternalControls:
         at_least: int,
         timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
     ) -> int:
-        return await self._poll(
+        result: int = await self._poll(
             "wait_for_last_stable_offset",
             _shown((topic, partition), {"at_least": at_least}),
             timeout,
@@ -209,6 +211,7 @@ class ExternalControls:
             lambda lso: f"last stable offset is {lso}",
             "no such partition",
         )
+        return result
 
     async def wait_for_group_state(
         self,
@@ -231,7 +234,7 @@ class ExternalControls:
                 return "the group does not exist"
             return f"the group is {group.state} with {len(group.members)} member(s)"
 
-        return await self._poll(
+        result: GroupSnapshot = await self._poll(
             "wait_for_group_state",
             _shown((group_id, state), {"members": members}),
             timeout,
@@ -240,6 +243,7 @@ class ExternalControls:
             describe,
             "no answer from the group's coordinator",
         )
+        return result
 
     async def wait_for_committed(
         self,
@@ -253,9 +257,10 @@ class ExternalControls:
         tp = TopicPartition(topic, partition)
 
         async def look(admin: Any) -> int | None:
-            return (await admin.list_group_offsets(group_id)).get(tp)
+            result: int | None = (await admin.list_group_offsets(group_id)).get(tp)
+            return result
 
-        return await self._poll(
+        result: int = await self._poll(
             "wait_for_committed",
             _shown((group_id, topic, partition), {"at_least": at_least}),
             timeout,
@@ -264,6 +269,7 @@ class ExternalControls:
             lambda offset: f"committed offset is {offset}",
             "no answer from the group's coordinator",
         )
+        return result
 
 
 def _helper(name: str) -> Any:
@@ -307,7 +313,7 @@ for _name in CONTROL_METHODS:
     setattr(ExternalControls, _name, _skipping(_name, what))
 for _name in ("faults", "broker", "listener", "rack"):
     setattr(ExternalControls, _name, _skipping_property(_name))
-ExternalControls.connect = _skipping("connect", "connect() (an in-memory stream)")  # type: ignore[attr-defined]
+ExternalControls.connect = _skipping("connect", "connect() (an in-memory stream)")  # type: ignore[attr-defined]  # set on the class: not declared on it
 
 
 class ExternalBroker:

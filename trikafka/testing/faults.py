@@ -37,7 +37,7 @@ from __future__ import annotations
 import itertools
 import logging
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import attrs
@@ -60,6 +60,9 @@ from trikafka.testing.fault_responses import FaultyResponses, put
 from trikafka.testing.recorder import RequestKeys, RequestRecorder, request_keys
 
 __all__ = ["DEFAULT_COUNT", "Fault", "FaultKind", "Faults", "parse_api", "parse_error_code", "watch_requests"]
+
+#: An error as a fault takes it: kio's ErrorCode, its name or its number.
+_Error = ErrorCode | str | int
 
 log = logging.getLogger("trikafka.faults")
 
@@ -161,7 +164,7 @@ class Fault:
             parts.append(code.name.upper() + (f"+{rtt * 1000:g}ms" if rtt else ""))
         return " ".join(parts)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "id": self.id,
             "kind": self.kind,
@@ -235,7 +238,7 @@ class Faults:
         return fault
 
     def inject_error(
-        self, api: str | int, error: ErrorCode | str | int, *, count: int | None = DEFAULT_COUNT, **where: Any
+        self, api: str | int, error: ErrorCode | str | int, *, count: int | None = DEFAULT_COUNT, **where: object
     ) -> Fault:
         """Answer matching requests (``count`` of them; default all) with ``error`` instead of handling them.
 
@@ -248,7 +251,7 @@ class Faults:
         return self._add(FaultKind.ERROR, api, count, where, error=code)
 
     def add_latency(
-        self, seconds: float, *, api: str | int | None = None, count: int | None = DEFAULT_COUNT, **where: Any
+        self, seconds: float, *, api: str | int | None = None, count: int | None = DEFAULT_COUNT, **where: object
     ) -> Fault:
         """Delay matching requests (every API unless ``api``; a connection with
         ``connection_id=`` or ``client_id=``) by ``seconds`` on trio's clock before handling."""
@@ -257,26 +260,30 @@ class Faults:
         return self._add(FaultKind.LATENCY, api, count, where, delay=float(seconds))
 
     def drop_connection(
-        self, api: str | int | None, *, after: bool = False, count: int | None = DEFAULT_COUNT, **where: Any
+        self, api: str | int | None, *, after: bool = False, count: int | None = DEFAULT_COUNT, **where: object
     ) -> Fault:
         """Close the connection of matching requests (``count``; default all): before the broker
         handles them (not applied) or, with ``after=True``, once it has (applied, unanswered)."""
         kind = FaultKind.DROP_AFTER if after else FaultKind.DROP_BEFORE
         return self._add(kind, api, count, where)
 
-    def hold_responses(self, api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any) -> Fault:
+    def hold_responses(
+        self, api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: object
+    ) -> Fault:
         """Handle matching requests but keep their responses until :meth:`release`."""
         return self._add(FaultKind.HOLD, api, count, where)
 
     def throttle(
-        self, api: str | int | None, throttle_time_ms: int, *, count: int | None = DEFAULT_COUNT, **where: Any
+        self, api: str | int | None, throttle_time_ms: int, *, count: int | None = DEFAULT_COUNT, **where: object
     ) -> Fault:
         """Throttle matching requests (``count``; default all) as a quota violation would (KIP-219)."""
         if isinstance(throttle_time_ms, bool) or not isinstance(throttle_time_ms, int) or throttle_time_ms < 0:
             raise ValueError(f"throttle_time_ms must be a non-negative int, not {throttle_time_ms!r}")
         return self._add(FaultKind.THROTTLE, api, count, where, throttle_time_ms=throttle_time_ms)
 
-    def push_request_errors(self, api: str | int, errors: Any, **where: Any) -> Fault:
+    def push_request_errors(
+        self, api: str | int, errors: Iterable[_Error | tuple[_Error, float]], **where: object
+    ) -> Fault:
         """Answer the next matching requests one step each, in order, as librdkafka's mock
         ``push_request_errors``: each step an error (``NONE``: handled normally) or an
         ``(error, rtt)`` pair, the request then handled ``rtt`` seconds later. The fault
@@ -299,7 +306,7 @@ class Faults:
         api: str | int | None = None,
         *,
         count: int | None = DEFAULT_COUNT,
-        **where: Any,
+        **where: object,
     ) -> Fault:
         """Park matching requests (no handler held) until ``condition()`` is true — checked
         now and after every response the broker sends — then handle them, as kfake's
@@ -363,10 +370,10 @@ class Faults:
         keys: RequestKeys | None = None
         if self.recorder.recording or self.watchers or any(f.needs_keys for f in self.faults):
             keys = request_keys(request.body, self.recorder.resolve_topic_id)
-        if self.recorder.recording:
-            self.recorder.record(request, keys)
-        for watcher in list(self.watchers):
-            watcher(request, keys)
+            if self.recorder.recording:
+                self.recorder.record(request, keys)
+            for watcher in list(self.watchers):
+                watcher(request, keys)
         hit = []
         for fault in list(self.faults):
             if fault.matches(request, keys):
@@ -420,7 +427,7 @@ class Faults:
             return
         if (fault := kinds.get(FaultKind.ERROR)) is not None:
             self.note(fault, request)
-            self.context.respond(request, self.error_response(request, fault.error))
+            self.context.respond(request, self.error_response(request, fault.error))  # type: ignore[arg-type]  # an error fault carries its error
             return
         after = [f for f in hit if f.kind in (FaultKind.DROP_AFTER, FaultKind.THROTTLE, FaultKind.HOLD)]
         if after:

@@ -16,7 +16,7 @@ from trikafka.protocol.registry import ApiRegistry
 __all__ = ["api_versions_frame", "api_versions_response", "read_frames", "read_until_closed"]
 
 REGISTRY = ApiRegistry()
-API_VERSIONS_V3 = REGISTRY.get(18, 3)
+API_VERSIONS_V3 = REGISTRY.require(18, 3)
 
 
 def api_versions_frame(correlation_id: int) -> bytes:

@@ -342,5 +342,5 @@ async def _trikafka_broker(request: pytest.FixtureRequest) -> AsyncIterator[Any]
 
 
 # pytest-trio runs a fixture marked so under the test's Trio run even without trio_mode.
-_trikafka_broker._force_trio_fixture = True  # type: ignore[attr-defined]
+_trikafka_broker._force_trio_fixture = True  # type: ignore[attr-defined]  # read by pytest-trio
 trikafka_broker = pytest.fixture(_trikafka_broker, name="trikafka_broker")

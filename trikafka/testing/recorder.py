@@ -123,7 +123,7 @@ class RecordedRequest:
     transactional_id: str | None
     body: Any = attrs.field(repr=False, eq=False)  # the decoded kio request entity
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "api": self.api,
             "api_key": self.api_key,

@@ -35,13 +35,22 @@ This module is pure data; :mod:`trikafka.testing.scenario_run` runs it.
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 import attrs
 
 from trikafka.testing.fault_codes import parse_api, parse_error_code
 
 __all__ = ["ACTIONS", "CLUSTER_ACTIONS", "PREDICATES", "Scenario", "ScenarioError", "Step"]
+
+_Run = TypeVar("_Run", covariant=True)
+
+
+class _AppliesScenarios(Protocol[_Run]):
+    """A test handle: what ``apply_scenario`` returns (a ``ScenarioRun``) is what ``run`` does."""
+
+    def apply_scenario(self, scenario: Scenario, /) -> _Run: ...
 
 
 class ScenarioError(ValueError):
@@ -186,11 +195,11 @@ class Step:
         form = next(k for k in ("at", "after", "when") if k in self.trigger)
         return f"{form} {show(self.trigger, form)}: {show(self.action, 'do')}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"trigger": dict(self.trigger), "action": dict(self.action)}
 
 
-def _steps(steps: Any) -> tuple[Step, ...]:
+def _steps(steps: Iterable[Step | Mapping[str, object]]) -> tuple[Step, ...]:
     out = []
     for i, step in enumerate(steps):
         if isinstance(step, dict):
@@ -212,7 +221,7 @@ class Scenario:
 
     # --- JSON ----------------------------------------------------------------------------
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """Plain dicts: ``{"steps": [{"trigger": {...}, "action": {...}}, ...]}``."""
         return {"steps": [step.to_json() for step in self.steps]}
 
@@ -220,7 +229,7 @@ class Scenario:
         return json.dumps(self.to_json(), sort_keys=True)
 
     @classmethod
-    def from_json(cls, data: str | bytes | dict[str, Any] | list[Any]) -> Scenario:
+    def from_json(cls, data: str | bytes | Mapping[str, object] | Sequence[object]) -> Scenario:
         """A scenario from :meth:`to_json`'s shape (or its text; a bare list of steps too)."""
         if isinstance(data, str | bytes):
             try:
@@ -236,7 +245,7 @@ class Scenario:
         return cls(data)
 
     @classmethod
-    def coerce(cls, value: Any) -> Scenario:
+    def coerce(cls, value: Scenario | str | bytes | Mapping[str, object] | Sequence[object]) -> Scenario:
         """A Scenario, or JSON (text, a dict or a list of steps) made into one."""
         return value if isinstance(value, Scenario) else cls.from_json(value)
 
@@ -279,11 +288,11 @@ class Scenario:
         filters = {"api": api, "client_id": client_id, "topic": topic}
         return StepBuilder(self, {"after": requests, **{k: v for k, v in filters.items() if v is not None}})
 
-    def when(self, predicate: str, **args: Any) -> StepBuilder:
+    def when(self, predicate: str, **args: object) -> StepBuilder:
         """The next step fires once ``predicate`` (one of :data:`PREDICATES`) holds."""
         return StepBuilder(self, {"when": predicate, **args})
 
-    def run(self, handle: Any) -> Any:
+    def run(self, handle: _AppliesScenarios[_Run]) -> _Run:
         """Start the steps on ``handle`` — ``handle.apply_scenario(self)``: a ``TestBroker``
         or ``trikafka_broker``, ``kafka_broker``, a ``kafka_cluster(...)`` (or one of its
         ``brokers``), ``trikafka.testing.controls(broker_or_cluster)`` — in the background
@@ -294,7 +303,8 @@ class Scenario:
                 f"{handle!r} has no apply_scenario: give a test handle (TestBroker, kafka_broker, "
                 "kafka_cluster(...)) or trikafka.testing.controls(broker_or_cluster)"
             )
-        return apply(self)
+        run: _Run = apply(self)
+        return run
 
 
 class StepBuilder:

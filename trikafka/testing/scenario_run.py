@@ -81,7 +81,7 @@ class ScenarioRun:
             text += f"; waiting on step {self.waiting_on} ({self.scenario.steps[self.waiting_on].describe()})"
         return text
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "steps": self.scenario.to_json()["steps"],
             "fired": list(self.fired),
@@ -126,8 +126,10 @@ def evaluate(state: Any, trigger: dict[str, Any]) -> bool:
         if snapshot is None:
             return False
         if name == "members":
-            return len(snapshot.members) >= trigger["at_least"]
-        return str(snapshot.state).lower() == trigger["state"].lower()
+            result: bool = len(snapshot.members) >= trigger["at_least"]
+            return result
+        result = str(snapshot.state).lower() == trigger["state"].lower()
+        return result
     if name == "committed":
         offset = state.committed(trigger["group"], trigger["topic"], trigger["partition"])
         return offset is not None and offset >= trigger["at_least"]
@@ -158,7 +160,8 @@ class _Runner:
         counters = {i: _RequestCounter(s.trigger) for i, s in enumerate(steps) if "after" in s.trigger}
         self._counters = list(counters.values())
         self._watched: dict[int, Faults] = {}
-        stops = self._stops = []
+        stops: list[Callable[[], None]] = []
+        self._stops = stops
         self._watch_new_brokers()
         step_index = 0
         try:

@@ -25,7 +25,7 @@ error and a count of 1 (list the likeliest first). Needs hypothesis (``pip insta
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 try:
@@ -108,6 +108,10 @@ def triggers(
     return st.one_of(options)
 
 
+def _tagged(kind: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    return lambda args: {"do": kind, **args}
+
+
 def actions(
     *,
     kinds: Sequence[str] = FAULT_ACTIONS,
@@ -129,7 +133,7 @@ def actions(
         raise ValueError(f"the cluster actions {', '.join(k for k in kinds if k in CLUSTER_ACTIONS)} need brokers=")
     api, error = st.sampled_from(list(apis)), st.sampled_from(list(errors))
     count, delay = st.integers(1, max_count), _tenths(max_delay, 0.1)
-    made = {
+    made: dict[str, st.SearchStrategy[dict[str, Any]]] = {
         "inject_error": st.fixed_dictionaries({"api": api, "error": error, "count": count}),
         "push_request_errors": st.fixed_dictionaries({
             "api": api, "errors": st.lists(error | st.tuples(error, delay).map(list), min_size=1, max_size=max_count),
@@ -155,7 +159,7 @@ def actions(
             if not groups:
                 raise ValueError("move_coordinator needs groups=[...]")
             made["move_coordinator"] = st.fixed_dictionaries({"key": st.sampled_from(list(groups)), "to": broker})
-    return st.one_of([made[k].map(lambda args, k=k: {"do": k, **args}) for k in kinds])
+    return st.one_of([made[k].map(_tagged(k)) for k in kinds])
 
 
 def steps(**bounds: Any) -> st.SearchStrategy[Step]:

@@ -22,8 +22,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import weakref
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import attrs
 import trio
@@ -32,6 +32,19 @@ from trikafka.testing import topics
 from trikafka.testing.faults import DEFAULT_COUNT, Fault, Faults
 from trikafka.testing.scenario import Scenario
 from trikafka.testing.scenario_run import ScenarioRun, start_scenario
+from trikafka.testing.topics import Record
+
+if TYPE_CHECKING:
+    from kio.schema.errors import ErrorCode
+
+    from trikafka.server.awaitable import GroupSnapshot
+    from trikafka.server.client_metrics import ClientMetricsSnapshot
+    from trikafka.server.share_awaitable import ShareGroupSnapshot, SharePartitionSnapshot
+    from trikafka.testing.recorder import RecordedRequest
+
+#: An error a fault answers with: kio's ``ErrorCode``, its name (``"NOT_LEADER_OR_FOLLOWER"``)
+#: or its number.
+ErrorSpec: TypeAlias = "ErrorCode | str | int"
 
 __all__ = [
     "BrokerControls",
@@ -164,36 +177,38 @@ class BrokerControls:
     # --- faults (count: every matching request until removed, unless given) ----------------
 
     def inject_error(
-        self, api: str | int, error: Any, *, count: int | None = DEFAULT_COUNT, **where: Any
+        self, api: str | int, error: ErrorSpec, *, count: int | None = DEFAULT_COUNT, **where: object
     ) -> Fault | FaultSet:
         """Answer matching requests of ``api`` with ``error`` instead of handling them."""
         return self._each("inject_error", api, error, count=count, **where)
 
     def add_latency(
-        self, seconds: float, *, api: str | int | None = None, count: int | None = DEFAULT_COUNT, **where: Any
+        self, seconds: float, *, api: str | int | None = None, count: int | None = DEFAULT_COUNT, **where: object
     ) -> Fault | FaultSet:
         """Handle matching requests ``seconds`` later (trio's clock)."""
         return self._each("add_latency", seconds, api=api, count=count, **where)
 
     def drop_connection(
-        self, api: str | int | None, *, after: bool = False, count: int | None = DEFAULT_COUNT, **where: Any
+        self, api: str | int | None, *, after: bool = False, count: int | None = DEFAULT_COUNT, **where: object
     ) -> Fault | FaultSet:
         """Close the connection of matching requests, before handling them or (``after``) once handled."""
         return self._each("drop_connection", api, after=after, count=count, **where)
 
     def hold_responses(
-        self, api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: Any
+        self, api: str | int | None = None, *, count: int | None = DEFAULT_COUNT, **where: object
     ) -> Fault | FaultSet:
         """Handle matching requests but keep their responses until :meth:`release`."""
         return self._each("hold_responses", api, count=count, **where)
 
     def throttle(
-        self, api: str | int | None, throttle_time_ms: int, *, count: int | None = DEFAULT_COUNT, **where: Any
+        self, api: str | int | None, throttle_time_ms: int, *, count: int | None = DEFAULT_COUNT, **where: object
     ) -> Fault | FaultSet:
         """Throttle matching requests as a quota violation would (KIP-219)."""
         return self._each("throttle", api, throttle_time_ms, count=count, **where)
 
-    def push_request_errors(self, api: str | int, errors: Any, **where: Any) -> Fault | FaultSet:
+    def push_request_errors(
+        self, api: str | int, errors: Iterable[ErrorSpec | tuple[ErrorSpec, float]], **where: object
+    ) -> Fault | FaultSet:
         """The next matching requests answered one step each: an error or ``(error, rtt)``
         (``NONE``: handled). On a cluster each broker gets the sequence (per broker, as
         librdkafka's ``broker_push_request_error_rtts``)."""
@@ -205,7 +220,7 @@ class BrokerControls:
         api: str | int | None = None,
         *,
         count: int | None = DEFAULT_COUNT,
-        **where: Any,
+        **where: object,
     ) -> Fault | FaultSet:
         """Park matching requests until ``condition(state)`` is true, then handle them:
         ``state`` is what the waits read (the broker, or the cluster), and the condition
@@ -247,7 +262,7 @@ class BrokerControls:
 
     # --- scenarios (trikafka.testing.scenario) ------------------------------------------------
 
-    def apply_scenario(self, scenario: Scenario | dict[str, Any] | list[Any] | str) -> ScenarioRun:
+    def apply_scenario(self, scenario: Scenario | Mapping[str, object] | Sequence[object] | str) -> ScenarioRun:
         """Start ``scenario`` (a Scenario or its JSON) in the background of the broker (the
         cluster) on trio's clock; its fault steps act through these controls. Returns the
         :class:`~trikafka.testing.scenario_run.ScenarioRun` (``fired``, ``done``,
@@ -271,7 +286,7 @@ class BrokerControls:
     def _run(self) -> ScenarioRun | None:
         return _RUNS.get(self._state_now(), {}).get(_run_key(self._all()))
 
-    def scenario_status(self) -> dict[str, Any] | None:
+    def scenario_status(self) -> dict[str, object] | None:
         """The latest scenario's run as JSON (steps, which fired when, done, error); None
         when no scenario was applied through this handle."""
         run = self._run()
@@ -285,7 +300,7 @@ class BrokerControls:
             run.cancel()
         return run is not None
 
-    async def wait_for_scenario(self, *, timeout: float = WAIT_TIMEOUT) -> dict[str, Any]:  # noqa: ASYNC109
+    async def wait_for_scenario(self, *, timeout: float = WAIT_TIMEOUT) -> dict[str, object]:  # noqa: ASYNC109
         """Until every step of the latest scenario has fired (its status); a
         ``TimeoutError`` saying which step it waits on, a ``RuntimeError`` if it failed."""
         run = self._run()
@@ -309,7 +324,7 @@ class BrokerControls:
         for faults in self._all():
             faults.recorder.stop()
 
-    def recorded(self, api: str | int | None = None, *, client_id: str | None = None) -> list[Any]:
+    def recorded(self, api: str | int | None = None, *, client_id: str | None = None) -> list[RecordedRequest]:
         """The requests received while recording, in order (``RecordedRequest``; a
         cluster's brokers one after another)."""
         return [r for faults in self._all() for r in faults.recorder.requests(api, client_id=client_id)]
@@ -332,19 +347,23 @@ class BrokerControls:
         return None if log is None else log.high_watermark.value
 
     def committed(self, group_id: str, topic: str, partition: int) -> int | None:
-        return self._state.committed(group_id, topic, partition)
+        result: int | None = self._state.committed(group_id, topic, partition)
+        return result
 
     def transaction_state(self, transactional_id: str) -> str | None:
-        return self._state.transaction_state(transactional_id)
+        result: str | None = self._state.transaction_state(transactional_id)
+        return result
 
-    def client_metrics(self) -> list[Any]:
+    def client_metrics(self) -> list[ClientMetricsSnapshot]:
         """Every client instance that asked for telemetry subscriptions (KIP-714), with the
         latest value of each metric it pushed (``ClientMetricsSnapshot``)."""
-        return self._state.client_metrics()
+        result: list[ClientMetricsSnapshot] = self._state.client_metrics()
+        return result
 
-    def share_partition(self, group_id: str, topic: str, partition: int) -> Any:
+    def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartitionSnapshot | None:
         """A snapshot of a share partition: SPSO, end offset, records, states, delivery counts."""
-        return self._state.share_partition_snapshot(group_id, topic, partition)
+        result: SharePartitionSnapshot | None = self._state.share_partition_snapshot(group_id, topic, partition)
+        return result
 
     # The waits take ``timeout`` (ASYNC109 prefers the caller's cancel scope): every handle's
     # waits share one signature and one default, and a timeout says what the state was.
@@ -360,32 +379,46 @@ class BrokerControls:
     async def wait_for_high_watermark(
         self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
     ) -> int:
-        return await self._wait("wait_for_high_watermark", (topic, partition), {"at_least": at_least}, timeout)
+        result: int = await self._wait("wait_for_high_watermark", (topic, partition), {"at_least": at_least}, timeout)
+        return result
 
     async def wait_for_last_stable_offset(
         self, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
     ) -> int:
-        return await self._wait("wait_for_last_stable_offset", (topic, partition), {"at_least": at_least}, timeout)
+        result: int = await self._wait(
+            "wait_for_last_stable_offset", (topic, partition), {"at_least": at_least}, timeout
+        )
+        return result
 
     async def wait_for_group_state(
         self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
-    ) -> Any:
-        return await self._wait("wait_for_group_state", (group_id, state), {"members": members}, timeout)
+    ) -> GroupSnapshot:
+        result: GroupSnapshot = await self._wait(
+            "wait_for_group_state", (group_id, state), {"members": members}, timeout
+        )
+        return result
 
     async def wait_for_committed(
         self, group_id: str, topic: str, partition: int, *, at_least: int, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
     ) -> int:
-        return await self._wait("wait_for_committed", (group_id, topic, partition), {"at_least": at_least}, timeout)
+        result: int = await self._wait(
+            "wait_for_committed", (group_id, topic, partition), {"at_least": at_least}, timeout
+        )
+        return result
 
     async def wait_for_transaction_state(
         self, transactional_id: str, state: str, *, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
     ) -> str:
-        return await self._wait("wait_for_transaction_state", (transactional_id, state), {}, timeout)
+        result: str = await self._wait("wait_for_transaction_state", (transactional_id, state), {}, timeout)
+        return result
 
     async def wait_for_share_group_state(
         self, group_id: str, state: str, *, members: int | None = None, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
-    ) -> Any:
-        return await self._wait("wait_for_share_group_state", (group_id, state), {"members": members}, timeout)
+    ) -> ShareGroupSnapshot:
+        result: ShareGroupSnapshot = await self._wait(
+            "wait_for_share_group_state", (group_id, state), {"members": members}, timeout
+        )
+        return result
 
     async def wait_for_share_records(
         self,
@@ -396,11 +429,11 @@ class BrokerControls:
         state: str = "Acknowledged",
         at_least: int,
         timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
-    ) -> Any:
-        return await self._wait(
+    ) -> SharePartitionSnapshot:
+        result: SharePartitionSnapshot = await self._wait(
             "wait_for_share_records", (group_id, topic, partition), {"state": state, "at_least": at_least}, timeout
         )
-
+        return result
 
     async def wait_for_client_metric(
         self,
@@ -409,11 +442,12 @@ class BrokerControls:
         client_id: str | None = None,
         at_least: float | None = None,
         timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
-    ) -> Any:
+    ) -> ClientMetricsSnapshot:
         """Wait until a client pushed metric ``name`` (a name or a prefix), ≥ ``at_least``."""
-        return await self._wait(
+        result: ClientMetricsSnapshot = await self._wait(
             "wait_for_client_metric", (name,), {"client_id": client_id, "at_least": at_least}, timeout
         )
+        return result
 
 
     # --- topics and records, over the Kafka protocol (trikafka.testing.topics) -------------
@@ -423,7 +457,7 @@ class BrokerControls:
         name: str,
         partitions: int = 1,
         replication_factor: int = 1,
-        config: dict[str, Any] | None = None,
+        config: Mapping[str, object] | None = None,
         *,
         timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
     ) -> None:
@@ -433,7 +467,12 @@ class BrokerControls:
         )
 
     async def produce(
-        self, topic: str, records: Any, *, partition: int | None = None, timeout: float = WAIT_TIMEOUT  # noqa: ASYNC109
+        self,
+        topic: str,
+        records: Iterable[object],
+        *,
+        partition: int | None = None,
+        timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
     ) -> list[int]:
         """Write ``records`` (values, ``(key, value)`` or ``(key, value, headers)`` tuples);
         the offset of each, once acknowledged."""
@@ -446,7 +485,7 @@ class BrokerControls:
         from_offset: int = 0,
         max_records: int | None = None,
         timeout: float = WAIT_TIMEOUT,  # noqa: ASYNC109
-    ) -> list[Any]:
+    ) -> list[Record]:
         """The records (``trikafka.testing.Record``) of ``topic`` from ``from_offset``: up to
         the high watermark, or the first ``max_records`` (waiting for them)."""
         return await topics.read(self._bootstrap_now(), topic, partition, from_offset, max_records, timeout)
@@ -456,7 +495,7 @@ def _owns(faults: Faults, fault: Fault | int) -> bool:
     return any(f is fault or f.id == fault for f in faults.faults)
 
 
-def controls(target: Any, broker: int | None = None) -> BrokerControls:
+def controls(target: object, broker: int | None = None) -> BrokerControls:
     """The controls of a Broker, or of an ``open_cluster`` cluster: cluster-wide, or of its
     broker ``broker`` (whose waits read the cluster's state), for Trio code."""
     from trikafka.testing.targets import broker_targets, target_by_id

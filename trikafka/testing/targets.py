@@ -29,12 +29,14 @@ class BrokerTarget:
     @property
     def rack(self) -> str | None:
         """The broker's rack (``broker.rack``), or None."""
-        return self.node.rack
+        result: str | None = self.node.rack
+        return result
 
     @property
     def bootstrap_servers(self) -> str:
         """The broker's ``host:port`` (read in the Trio thread: it follows restarts)."""
-        return self.node.bootstrap_servers
+        result: str = self.node.bootstrap_servers
+        return result
 
 
 def _has_waits(obj: Any) -> bool:
@@ -45,7 +47,7 @@ def _faults_of(node: Any) -> Faults:
     return Faults.of(node)
 
 
-def broker_targets(obj: Any) -> list[BrokerTarget]:
+def broker_targets(obj: object) -> list[BrokerTarget]:
     """The brokers of a Broker, a ``trikafka.cluster`` cluster (``nodes``) or anything with a
     ``brokers`` list, in node id order."""
     if hasattr(obj, "nodes") and isinstance(obj.nodes, dict):
@@ -56,7 +58,8 @@ def broker_targets(obj: Any) -> list[BrokerTarget]:
         ]
     if hasattr(obj, "brokers") and not hasattr(obj, "path"):
         return [target for broker in obj.brokers for target in broker_targets(broker)]
-    return [BrokerTarget(obj.config.node_id, _faults_of(obj), obj, obj)]
+    broker: Any = obj  # a Broker (or a cluster node): read duck-typed, as above
+    return [BrokerTarget(broker.config.node_id, _faults_of(broker), broker, broker)]
 
 
 def target_by_id(obj: Any, node_id: int) -> BrokerTarget:

@@ -17,23 +17,31 @@ broker thread's trio clock.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import trio
 
 from trikafka.broker import Broker, open_broker
 from trikafka.config import BrokerConfig
 from trikafka.config.dev import DEV_DEFAULTS
-from trikafka.testing.faults import Faults
+from trikafka.testing.faults import Fault, Faults
 from trikafka.testing.surface import WAIT_TIMEOUT, BrokerControls, asyncio_hosted, thread_hosted
 from trikafka.testing.targets import BrokerTarget, broker_targets
+
+if TYPE_CHECKING:
+    from trikafka.testing.hosted_types import AsyncHostedControls, HostedControls
+else:  # the methods are set by thread_hosted/asyncio_hosted; these bases are for type checkers
+    HostedControls = AsyncHostedControls = object
 
 __all__ = [
     "AsyncBrokerHandle", "BrokerHandle", "QUEUED_MAX_REQUEST_BYTES", "ThreadedBroker", "TrioThread", "WAIT_TIMEOUT",
     "test_broker_config",
 ]
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
 
 START_TIMEOUT = 30.0
 STOP_TIMEOUT = 30.0
@@ -52,7 +60,7 @@ TEST_DEFAULTS = {
 
 
 def test_broker_config(
-    config: BrokerConfig | Mapping[str, Any] | None = None, *, kafka_defaults: bool = False
+    config: BrokerConfig | Mapping[str, object] | None = None, *, kafka_defaults: bool = False
 ) -> BrokerConfig:
     """``TEST_DEFAULTS`` and the dev defaults (Kafka's with ``kafka_defaults=True``) under
     ``config`` (a BrokerConfig is taken as it is)."""
@@ -76,7 +84,7 @@ class TrioThread:
         self._error: BaseException | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self, open_cm: Callable[[], AbstractAsyncContextManager[Any]], timeout: float = START_TIMEOUT) -> Any:
+    def start(self, open_cm: Callable[[], AbstractAsyncContextManager[_T]], timeout: float = START_TIMEOUT) -> _T:
         if self._thread is not None:
             raise RuntimeError(f"{self.name} was started already")
         self._thread = threading.Thread(target=self._main, args=(open_cm,), name=self.name, daemon=True)
@@ -86,7 +94,8 @@ class TrioThread:
         if self._error is not None:
             self._thread.join(timeout)
             raise self._error
-        return self.value
+        value: _T = self.value
+        return value
 
     def _main(self, open_cm: Callable[[], AbstractAsyncContextManager[Any]]) -> None:
         try:
@@ -114,15 +123,17 @@ class TrioThread:
             raise RuntimeError(f"{self.name} is not running")
         return self._token
 
-    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def call(self, fn: Callable[_P, _T], *args: _P.args, **kwargs: _P.kwargs) -> _T:
         """``fn(*args, **kwargs)`` run in the Trio thread (between its tasks); its result."""
         return trio.from_thread.run_sync(lambda: fn(*args, **kwargs), trio_token=self._check())
 
-    def run(self, async_fn: Callable[..., Any], *args: Any, timeout: float | None = None, **kwargs: Any) -> Any:
+    def run(
+        self, async_fn: Callable[..., Awaitable[_T]], *args: object, timeout: float | None = None, **kwargs: object
+    ) -> _T:
         """``await async_fn(*args, **kwargs)`` in the Trio thread, bounded by ``timeout``
         seconds (on its clock): a ``TimeoutError`` when it does not finish in time."""
 
-        async def bounded() -> Any:
+        async def bounded() -> _T:
             if timeout is None:
                 return await async_fn(*args, **kwargs)
             with trio.move_on_after(timeout):
@@ -146,7 +157,7 @@ class TrioThread:
             raise RuntimeError(f"{self.name} did not stop within {timeout} s")
 
 
-class BrokerHandle:
+class BrokerHandle(HostedControls):
     """One broker of a :class:`TrioThread`, controlled from another thread: every method
     of :class:`~trikafka.testing.surface.BrokerControls` as a plain call (``.aio``: the
     same as coroutines). ``target`` finds the broker at each call (a broker a cluster
@@ -176,7 +187,7 @@ class BrokerHandle:
         return self.thread.call(lambda: self._target().rack)
 
     @property
-    def faults(self) -> list[Any]:
+    def faults(self) -> list[Fault]:
         """The active faults."""
         return self.thread.call(lambda: list(self._target().faults.faults))
 
@@ -184,11 +195,11 @@ class BrokerHandle:
 thread_hosted(BrokerHandle)
 
 
-class AsyncBrokerHandle:
+class AsyncBrokerHandle(AsyncHostedControls):
     """``handle.aio``: the handle's methods as coroutines, for asyncio tests (each runs in a
     worker thread, so the event loop keeps serving its clients while a wait waits)."""
 
-    def __init__(self, handle: Any) -> None:
+    def __init__(self, handle: BrokerHandle) -> None:
         self._handle = handle
 
 
@@ -204,7 +215,7 @@ class ThreadedBroker(BrokerHandle):
     """
 
     def __init__(
-        self, config: BrokerConfig | Mapping[str, Any] | None = None, *, record: bool = False,
+        self, config: BrokerConfig | Mapping[str, object] | None = None, *, record: bool = False,
         kafka_defaults: bool = False,
     ) -> None:
         self.config = test_broker_config(config, kafka_defaults=kafka_defaults)
@@ -215,7 +226,8 @@ class ThreadedBroker(BrokerHandle):
     @property
     def broker(self) -> Broker:
         """The Broker itself: touch it only in its thread (``thread.call``/``thread.run``)."""
-        return self.thread.value
+        result: Broker = self.thread.value
+        return result
 
     def start(self, timeout: float = START_TIMEOUT) -> ThreadedBroker:
         broker = self.thread.start(lambda: open_broker(self.config), timeout)

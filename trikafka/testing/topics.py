@@ -262,7 +262,8 @@ def _encode(value: bytes | None, encoding: str, what: str) -> str | None:
 def check_encoding(encoding: Any) -> str:
     if encoding not in _ENCODINGS:
         raise ValueError(f"encoding={encoding!r} is not one of {', '.join(_ENCODINGS)}")
-    return encoding
+    result: str = encoding
+    return result
 
 
 def record_from_json(item: Any, index: int, encoding: str = "utf-8") -> tuple[bytes | None, bytes | None, Any]:

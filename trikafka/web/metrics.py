@@ -282,7 +282,7 @@ def metrics_registry(context: ApiContext, statistics: Callable[[], Any] | None =
     """A registry of its own (not prometheus_client's global one): several brokers in one
     process each serve their own numbers."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(KafkaCollector(context, statistics))  # type: ignore[arg-type]
+    registry.register(KafkaCollector(context, statistics))
     return registry
 
 

@@ -252,20 +252,20 @@ class HttpServer:
         # Bound here (or by bind()), before hypercorn's nurseries, so that a taken port is a
         # plain OSError for the broker's start-up (hypercorn.trio.serve would bind inside its
         # nursery).
-        self.bind()
+        bound = self.bind()
         sockets = self._sockets
         async with trio.open_nursery() as nursery:
             await nursery.start(
                 functools.partial(
                     worker_serve,
-                    wrap_app(self.router, config.wsgi_max_body_size, "asgi"),
+                    wrap_app(self.router, config.wsgi_max_body_size, "asgi"),  # type: ignore[arg-type]  # ASGI 3; hypercorn's TypedDict scopes
                     config,
                     sockets=sockets,
                     shutdown_trigger=self._stop.wait,
                 )
             )
             log.info("HTTP served at %s (%s)", self.url, ", ".join(sorted(self.router.routes)) or "no mounts")
-            task_status.started(self.bound)
+            task_status.started(bound)
 
 
 def _hypercorn_config(context: ssl.SSLContext | None) -> Any:

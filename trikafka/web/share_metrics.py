@@ -170,7 +170,7 @@ _PARTITION_HISTOGRAMS = (
 )
 
 
-def _summary(name: str, doc: str, series: list[tuple[tuple[str, ...], Any]], labels: list[str]) -> Metric:
+def _summary(name: str, doc: str, series: list[tuple[tuple[str, ...], Any]], labels: list[str]) -> Metric:  # type: ignore[no-redef]  # this later one is what runs
     """A Yammer histogram as the JMX exporter serves it: a summary with its percentiles."""
     family = SummaryMetricFamily(name, doc, labels=labels)
     for values, histogram in series:
@@ -181,7 +181,7 @@ def _summary(name: str, doc: str, series: list[tuple[tuple[str, ...], Any]], lab
     return family
 
 
-def _group_histograms(by_group: Any) -> Iterator[Metric]:
+def _group_histograms(by_group: Any) -> Iterator[Metric]:  # type: ignore[no-redef]  # this later one is what runs
     for stem, field, doc in (
         ("requesttopicpartitionsfetchratio", "fetch_ratio",
          "Percentage of a ShareFetch's partitions that returned records (RequestTopicPartitionsFetchRatio)."),

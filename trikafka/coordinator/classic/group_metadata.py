@@ -114,7 +114,7 @@ class OffsetAndMetadata:
     commit_timestamp_ms: float
 
 
-class _Members(dict):  # type: ignore[type-arg]
+class _Members(dict):
     """A group's members by id. It keeps the group's counts as members come and go (and as a
     member's protocols and JoinGroup ticket change, through MemberMetadata's setters), so a
     JoinGroup asks "which protocols do all members support?" and "has everyone joined?" in

@@ -97,7 +97,7 @@ class ClassicMembers:
             return []
         group.join_timeouts.add(member.member_id)
         key = ConsumerTimerKey(JOIN, group.group_id, member.member_id)
-        return [ScheduleTimer(key, now_ms + max(member.rebalance_timeout_ms, 0))]  # type: ignore[arg-type]
+        return [ScheduleTimer(key, now_ms + max(member.rebalance_timeout_ms, 0))]
 
     # --- JoinGroup ---------------------------------------------------------------------
 
@@ -179,9 +179,9 @@ class ClassicMembers:
                 return Reply(result, (*effects, *downgraded))
         group.join_timeouts.discard(member_id)
         effects += [
-            CancelTimer(ConsumerTimerKey(JOIN, group.group_id, member_id)),  # type: ignore[arg-type]
+            CancelTimer(ConsumerTimerKey(JOIN, group.group_id, member_id)),
             self.machine.session(group.group_id, member_id, now_ms),
-            ScheduleTimer(ConsumerTimerKey(SYNC, group.group_id, member_id),  # type: ignore[arg-type]
+            ScheduleTimer(ConsumerTimerKey(SYNC, group.group_id, member_id),
                           now_ms + max(request.rebalance_timeout_ms, 0)),
         ]
         return Reply(result, tuple(effects))
@@ -206,7 +206,7 @@ class ClassicMembers:
         except KafkaProtocolError as exc:
             return Reply(SyncGroupResult(exc.error_code), tuple(effects))
         assignment = encode_assignment(member.assigned, protocol_version(member.classic_protocols[0][1]))
-        effects += [CancelTimer(ConsumerTimerKey(SYNC, group.group_id, member.member_id)),  # type: ignore[arg-type]
+        effects += [CancelTimer(ConsumerTimerKey(SYNC, group.group_id, member.member_id)),
                     self.machine.session(group.group_id, member.member_id, now_ms)]
         return Reply(SyncGroupResult(ErrorCode.none, protocol_type, protocol_name, assignment), tuple(effects))
 

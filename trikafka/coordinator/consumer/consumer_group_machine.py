@@ -162,7 +162,7 @@ class ConsumerGroupMachine:
             consumer_regex.resolve_all(self.groups.values(), self.topics(), now_ms)
         effects: list[Effect] = [self.session(g.group_id, m, now_ms) for g in self.groups.values() for m in g.members]
         effects += [  # a revocation in progress gets its whole rebalance timeout again
-            ScheduleTimer(ConsumerTimerKey(REBALANCE, g.group_id, m.member_id), now_ms + max(m.rebalance_timeout_ms, 0))  # type: ignore[arg-type]
+            ScheduleTimer(ConsumerTimerKey(REBALANCE, g.group_id, m.member_id), now_ms + max(m.rebalance_timeout_ms, 0))
             for g in self.groups.values() for m in g.members.values() if m.state is MemberState.UNREVOKED_PARTITIONS
         ]
         if self.groups:
@@ -179,7 +179,7 @@ class ConsumerGroupMachine:
         timeout = self.session_timeout_ms(group_id)
         if member is not None and member.uses_classic_protocol:
             timeout = member.classic_session_timeout_ms
-        return ScheduleTimer(ConsumerTimerKey(SESSION, group_id, member_id), now_ms + timeout)  # type: ignore[arg-type]
+        return ScheduleTimer(ConsumerTimerKey(SESSION, group_id, member_id), now_ms + timeout)
 
     cancel_timers = staticmethod(membership.cancel_timers)
 
@@ -296,9 +296,9 @@ class ConsumerGroupMachine:
             key = ConsumerTimerKey(REBALANCE, group.group_id, reconciled.member_id)
             if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
                 if updated.state is not MemberState.UNREVOKED_PARTITIONS:
-                    effects.append(ScheduleTimer(key, now_ms + max(reconciled.rebalance_timeout_ms, 0)))  # type: ignore[arg-type]
+                    effects.append(ScheduleTimer(key, now_ms + max(reconciled.rebalance_timeout_ms, 0)))
             else:
-                effects.append(CancelTimer(key))  # type: ignore[arg-type]
+                effects.append(CancelTimer(key))
         group.put(reconciled)
         return reconciled
 

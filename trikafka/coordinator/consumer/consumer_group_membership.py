@@ -37,7 +37,7 @@ def _error(message: str, code: ErrorCode) -> KafkaProtocolError:
 
 def cancel_timers(group_id: str, member_id: str) -> tuple[Effect, ...]:
     """Cancel every timer of a member (session, revocation, classic join and sync)."""
-    return tuple(CancelTimer(ConsumerTimerKey(k, group_id, member_id))  # type: ignore[arg-type]
+    return tuple(CancelTimer(ConsumerTimerKey(k, group_id, member_id))
                  for k in (SESSION, REBALANCE, JOIN, SYNC))
 
 

@@ -122,8 +122,8 @@ def replay(records: Iterable[tuple[list[Any], dict[str, Any] | None]]) -> dict[s
             continue
         group = groups.setdefault(group_id, ConsumerGroup(group_id))
         if kind == "ConsumerGroupMetadata":
-            group.group_epoch = value["epoch"]  # type: ignore[index]
-            group.subscription_metadata = dict(value["subscription_metadata"])  # type: ignore[index]
+            group.group_epoch = value["epoch"]  # type: ignore[index]  # a tombstone went above
+            group.subscription_metadata = dict(value["subscription_metadata"])  # type: ignore[index]  # as above
         elif kind == "ConsumerGroupTargetAssignmentMetadata":
             group.assignment_epoch = value["assignment_epoch"] if value else 0
         elif kind == "ConsumerGroupTargetAssignmentMember":
@@ -137,8 +137,8 @@ def replay(records: Iterable[tuple[list[Any], dict[str, Any] | None]]) -> dict[s
         else:
             members.setdefault((group_id, key[2]), {}).update(value)
     for (group_id, member_id), fields in members.items():
-        group = groups.get(group_id)
-        if group is None or "client_id" not in fields:
+        target = groups.get(group_id)
+        if target is None or "client_id" not in fields:
             continue
         member = ConsumerGroupMember(
             member_id=member_id,
@@ -161,5 +161,5 @@ def replay(records: Iterable[tuple[list[Any], dict[str, Any] | None]]) -> dict[s
                 assigned=fields["assigned_partitions"],
                 pending_revocation=fields["partitions_pending_revocation"],
             )
-        group.put(member)
+        target.put(member)
     return groups

@@ -20,7 +20,8 @@ acknowledged its revocation in a heartbeat (or was fenced).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 
 import attrs
 
@@ -36,7 +37,7 @@ __all__ = ["reconcile"]
 PartitionEpoch = Callable[[str, int], int]
 
 
-def _owns_any(owned: Assignment | None, revoking: Assignment) -> bool:
+def _owns_any(owned: Assignment | None, revoking: Mapping[str, AbstractSet[int]]) -> bool:
     if owned is None:  # not reported in this heartbeat: assume still owned
         return True
     return any(owned.get(t, frozenset()) & ps for t, ps in revoking.items())

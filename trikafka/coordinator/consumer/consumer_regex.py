@@ -89,7 +89,7 @@ def on_heartbeat(group: ConsumerGroup, member: ConsumerGroupMember, updated: Con
                or now_ms >= last + refresh_interval_ms)
     if require:
         group.regex_refresh_pending = True
-        effects.append(ScheduleTimer(ConsumerTimerKey(REGEX, group.group_id, ""), now_ms))  # type: ignore[arg-type]
+        effects.append(ScheduleTimer(ConsumerTimerKey(REGEX, group.group_id, ""), now_ms))
     return bump
 
 

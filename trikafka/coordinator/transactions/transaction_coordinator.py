@@ -157,11 +157,11 @@ class TransactionCoordinator:
                 await self._end(txn, commit=txn.state == TxnState.PREPARE_COMMIT, prepared=True)
                 finished += 1
         for topic, partition, producer_id, epoch in list(self._markers.open_transactions()):
-            txn = self.machine.by_producer.get(producer_id)
-            if txn is not None and txn.state == TxnState.ONGOING and (topic, partition) in txn.partitions:
+            known = self.machine.by_producer.get(producer_id)
+            if known is not None and known.state == TxnState.ONGOING and (topic, partition) in known.partitions:
                 continue
-            commit = txn is not None and txn.state == TxnState.COMPLETE_COMMIT
-            marker_epoch = max(epoch, txn.producer_epoch if txn is not None else epoch)
+            commit = known is not None and known.state == TxnState.COMPLETE_COMMIT
+            marker_epoch = max(epoch, known.producer_epoch if known is not None else epoch)
             log.warning(
                 "%s-%d: producer %d left a transaction open that no coordinator state finishes: "
                 "writing %s marker",

@@ -110,7 +110,7 @@ class SaslServerAuthenticator:
 
     def receive(self, request: DecodedRequest) -> SaslStep:
         """A SaslHandshake or SaslAuthenticate request."""
-        api_key = request.header.request_api_key  # type: ignore[attr-defined]
+        api_key = request.header.request_api_key
         if api_key == ApiKey.SASL_HANDSHAKE and self.state is SaslState.HANDSHAKE:
             return self._handshake(request)
         if api_key == ApiKey.SASL_AUTHENTICATE and self.state is SaslState.AUTHENTICATE and not self.raw_tokens:
@@ -136,7 +136,8 @@ class SaslServerAuthenticator:
     # -- the steps ------------------------------------------------------------------------
 
     def _handshake(self, request: DecodedRequest) -> SaslStep:
-        mechanism = request.body.mechanism  # type: ignore[union-attr]
+        body: Any = request.body  # a SaslHandshakeRequest (any version)
+        mechanism = body.mechanism
         mechanisms = list(self.enabled)
         if mechanism not in self.enabled:
             self.state = SaslState.FAILED
@@ -155,12 +156,13 @@ class SaslServerAuthenticator:
         self._mechanism = mechanism
         self._server = self._servers[mechanism]()
         self.state = SaslState.AUTHENTICATE
-        self.raw_tokens = request.header.request_api_version == 0  # type: ignore[attr-defined]
+        self.raw_tokens = request.header.request_api_version == 0
         return SaslStep(self._answer(request, error_code=ErrorCode.none, mechanisms=mechanisms))
 
     def _authenticate(self, request: DecodedRequest) -> SaslStep:
         try:
-            answer = self._server.evaluate(bytes(request.body.auth_bytes))  # type: ignore[union-attr]
+            body: Any = request.body  # a SaslAuthenticateRequest (any version)
+            answer = self._server.evaluate(bytes(body.auth_bytes))
             self._check_complete()
         except SaslAuthenticationError as exc:
             message = str(exc)
@@ -203,4 +205,6 @@ class SaslServerAuthenticator:
     @staticmethod
     def _answer(request: DecodedRequest, **values: Any) -> bytes:
         spec = request.spec
-        return encode_response(spec, request.header.correlation_id, build(spec.response_type, **values))  # type: ignore[union-attr,attr-defined]
+        if spec is None:  # only an unsupported ApiVersions version decodes without a spec
+            raise ValueError(f"no spec to answer api {request.api_key} v{request.api_version}")
+        return encode_response(spec, request.header.correlation_id, build(spec.response_type, **values))

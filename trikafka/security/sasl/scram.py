@@ -184,7 +184,7 @@ class ScramServer:
         if not hmac.compare_digest(hashlib.new(self._digest, client_key).digest(), credential.stored_key):
             raise SaslError("Invalid client credentials")
         server_signature = _hmac(self._digest, credential.server_key, auth_message)
-        self._credential = None  # type: ignore[assignment]
+        self._credential = None  # type: ignore[assignment]  # dropped: the exchange is over
         self._state = "COMPLETE"
         self.complete = True
         self.authorization_id = self.username

@@ -69,9 +69,6 @@ def _described(acl: AclBinding) -> dict[str, Any]:
 
 
 class AclApis(ApiFamily):
-    def _no_authorizer(self) -> bool:
-        return self.context.acls is None
-
     @handles(ApiKey.DESCRIBE_ACLS)
     async def handle_describe_acls_request(self, request: Request) -> Any:
         self.require_cluster(request, AclOperation.DESCRIBE)
@@ -79,11 +76,12 @@ class AclApis(ApiFamily):
             acl_filter = _filter(request, request.body)
         except KafkaProtocolError as exc:
             return self.error_response(request, exc.error_code, str(exc))
-        if self._no_authorizer():
+        acls = self.context.acls
+        if acls is None:  # no authorizer
             return Answer(throttle_time=0, error_code=ErrorCode.security_disabled,
                           error_message=NO_AUTHORIZER, resources=[])
         resources: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
-        for acl in self.context.acls.authorizer.acls(acl_filter):
+        for acl in acls.authorizer.acls(acl_filter):
             pattern = (acl.resource_type, acl.resource_name, acl.pattern_type)
             resources.setdefault(pattern, []).append(_described(acl))
         return Answer(
@@ -105,9 +103,11 @@ class AclApis(ApiFamily):
                                             item.host, operation, permission))
         except KafkaProtocolError as exc:
             return self.error_response(request, exc.error_code, str(exc))
-        if self._no_authorizer():
+        acls = self.context.acls
+        if acls is None:  # no authorizer
             return self.error_response(request, ErrorCode.security_disabled, NO_AUTHORIZER)
-        results, valid = [], []
+        results: list[dict[str, Any]] = []
+        valid = []
         for acl in creations:
             problem = invalid_new_acl(acl)
             if problem is None:
@@ -115,7 +115,7 @@ class AclApis(ApiFamily):
                 results.append({"error_code": ErrorCode.none, "error_message": None})
             else:
                 results.append({"error_code": ErrorCode.invalid_request, "error_message": problem})
-        self.context.acls.create(valid)
+        acls.create(valid)
         if valid:
             log.info("%s created ACLs: %s", request.principal, "; ".join(map(_show, valid)))
         return Answer(throttle_time=0, results=results)
@@ -127,11 +127,12 @@ class AclApis(ApiFamily):
             filters = [_filter(request, item) for item in request.body.filters]
         except KafkaProtocolError as exc:
             return self.error_response(request, exc.error_code, str(exc))
-        if self._no_authorizer():
+        acls = self.context.acls
+        if acls is None:  # no authorizer
             return self.error_response(request, ErrorCode.security_disabled, NO_AUTHORIZER)
         results = []
         for acl_filter in filters:
-            gone = self.context.acls.delete(acl_filter)
+            gone = acls.delete(acl_filter)
             if gone:
                 log.info("%s deleted ACLs: %s", request.principal, "; ".join(map(_show, gone)))
             results.append({

@@ -71,7 +71,7 @@ class OpType:
 
 
 _CONFIG_TYPE = {"boolean": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7}
-_DEFAULTS = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:9092").as_properties()
+_DEFAULTS = BrokerConfig(listeners="PLAINTEXT://127.0.0.1:9092").as_properties()  # type: ignore[arg-type]  # converted
 
 
 @attrs.frozen
@@ -412,7 +412,7 @@ class ConfigApis(ApiFamily):
                 )
             current = overrides.get(key)
             items = list(parse_value(definition, current)) if current else list(
-                self.replicas.effective_config(self.replicas.topics.get(resource.resource_name))[key]
+                self.replicas.effective_config(self.replicas.topics.get(resource.resource_name))[key]  # type: ignore[arg-type]  # _current() refused a missing topic
             )
             overrides[key] = ",".join(_append_or_subtract(items, value, op == OpType.APPEND))
         else:

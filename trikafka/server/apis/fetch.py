@@ -137,10 +137,10 @@ class FetchApis(ApiFamily):
         selector = self.context.config.replica_selector_class
         for p in context.partitions:
             if by_id:
-                info = self.replicas.topic_by_id(p.topic)
+                info = self.replicas.topic_by_id(p.topic)  # type: ignore[arg-type]  # by_id: keyed by topic id
                 unknown = ErrorCode.unknown_topic_id
             else:
-                info = self.replicas.topics.get(p.topic)
+                info = self.replicas.topics.get(p.topic)  # type: ignore[arg-type]  # keyed by topic name
                 unknown = ErrorCode.unknown_topic_or_partition
             item = _Wanted(p.topic, p.partition, p.fetch_offset, p.max_bytes)
             lead = None if info is None else view.leadership(info.name, p.partition)
@@ -148,7 +148,7 @@ class FetchApis(ApiFamily):
             name = info.name if info is not None else (None if by_id else p.topic)
             if name is not None and may_read is not None and not may_read(name):
                 item.error = ErrorCode.topic_authorization_failed
-            elif info is None or not 0 <= p.partition < info.partitions:
+            elif info is None or lead is None or not 0 <= p.partition < info.partitions:
                 item.error = unknown
             elif epoch_error := leader_epoch_error(p.current_leader_epoch, lead):
                 item.error = epoch_error
@@ -431,4 +431,5 @@ async def _wait_for_growth(seen: list[tuple[EndOffset, int]]) -> None:
 
 def _end_of(partition_log: Any, committed: bool) -> EndOffset:
     """The end a long poll waits on: the LSO under read_committed, else the HW."""
-    return partition_log.last_stable_offset if committed else partition_log.high_watermark
+    result: EndOffset = partition_log.last_stable_offset if committed else partition_log.high_watermark
+    return result

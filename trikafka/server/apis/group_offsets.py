@@ -51,7 +51,7 @@ class GroupOffsetApis(ApiFamily):
                 name is not None and not self.authorize(request, AclOperation.READ, ResourceType.TOPIC, name)
             )
             refused = refused or denied
-            rows = []
+            rows: list[tuple[int, tuple[str, int] | None]] = []
             for p in topic.partitions:
                 if denied:
                     unknown[(echo, p.partition_index)] = (
@@ -59,7 +59,7 @@ class GroupOffsetApis(ApiFamily):
                     )
                     rows.append((p.partition_index, None))
                     continue
-                if info is None or not 0 <= p.partition_index < info.partitions:
+                if name is None or info is None or not 0 <= p.partition_index < info.partitions:
                     unknown[(echo, p.partition_index)] = (
                         ErrorCode.unknown_topic_id if by_id and name is None else ErrorCode.unknown_topic_or_partition
                     )
@@ -118,7 +118,7 @@ class GroupOffsetApis(ApiFamily):
                     continue
                 for index in topic.partition_indexes:
                     partitions.append((name, index))
-        code, found = self.coordinator.fetch_offsets(group_id, partitions)
+        code, found = self.coordinator.fetch_offsets(group_id, partitions)  # type: ignore[arg-type]  # None (unknown id) matches nothing
         for (name, index), committed in found.items():
             if topics is None and not may_describe(name):
                 continue  # all of the group's offsets: only topics the principal may describe

@@ -47,7 +47,7 @@ class GroupApis(ApiFamily):
     def _answer_later(self, request: Request, waiter: Waiter[R], make: Callable[[R], Any]) -> Any:
         """The response now if the waiter is done, else from the purgatory when it is."""
         if waiter.done:
-            return make(waiter.value)
+            return make(waiter.value)  # type: ignore[arg-type]  # done: the value was set
 
         async def wait_and_respond() -> None:
             with self.context.purgatory.wait_until():

@@ -88,7 +88,7 @@ class TopicEntries:
     """
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[type, str], tuple[tuple, bytes]] = {}
+        self._entries: dict[tuple[type, str], tuple[tuple[Any, ...], bytes]] = {}
         self._topic_types: dict[type, type] = {}
 
     def _topic_type(self, response_type: type) -> type:
@@ -103,7 +103,7 @@ class TopicEntries:
         cached = self._entries.get((cls, topic.name))
         if cached is not None and cached[0] == state:
             return cached[1]
-        parts: list = []
+        parts: list[Any] = []
         encoder_for(cls)(parts, topic_metadata(topic, view))
         encoded = b"".join(parts)
         self._entries[(cls, topic.name)] = (state, encoded)
@@ -129,7 +129,7 @@ class TopicEntries:
 class MetadataApis(ApiFamily):
     def __init__(self, context: ApiContext) -> None:
         super().__init__(context)
-        self._answers: dict[tuple, bytes] = {}
+        self._answers: dict[tuple[Any, ...], bytes] = {}
         self._entries = TopicEntries()
 
     @handles(ApiKey.METADATA)
@@ -159,13 +159,14 @@ class MetadataApis(ApiFamily):
             return self._entries.encode(request.spec, values, topics, view, len(replicas.topics))
         return encode_response_body(request.spec, self._answer(request).values, values=True)
 
-    def _cache_key(self, request: Request) -> tuple | None:
+    def _cache_key(self, request: Request) -> tuple[Any, ...] | None:
         """What the answer depends on, or None when it must not be cached."""
         replicas = self.replicas
         if replicas is None:
             return None
         body = request.body
         topics = replicas.topics
+        state: tuple[Any, ...]
         if body.topics is None or (request.api_version == 0 and not body.topics):
             state = ("all", topics.version)  # bumped by every change to the topics
         else:

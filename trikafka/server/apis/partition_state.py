@@ -74,7 +74,7 @@ class PartitionStateApis(ApiFamily):
                 lead = None if info is None else view.leadership(info.name, p.partition)
                 if not allowed:
                     answer["error_code"] = ErrorCode.topic_authorization_failed
-                elif info is None or not 0 <= p.partition < info.partitions:
+                elif info is None or lead is None or not 0 <= p.partition < info.partitions:
                     answer["error_code"] = ErrorCode.unknown_topic_or_partition
                 elif epoch_error := leader_epoch_error(p.current_leader_epoch, lead):
                     answer["error_code"] = epoch_error

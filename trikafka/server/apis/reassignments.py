@@ -107,11 +107,10 @@ class ReassignmentApis(ApiFamily):
                         ErrorCode.unknown_topic_or_partition, f"Unable to find partition {topic.name}:{index}."
                     )
                 else:
-                    outcome = self._rf_change_refused(view, topic.name, index, p.replicas, allow_rf_change)
-                    if outcome is None:
-                        outcome = view.alter_reassignment(
-                            topic.name, index, None if p.replicas is None else tuple(p.replicas)
-                        )
+                    refusal = self._rf_change_refused(view, topic.name, index, p.replicas, allow_rf_change)
+                    outcome = refusal if refusal is not None else view.alter_reassignment(
+                        topic.name, index, None if p.replicas is None else tuple(p.replicas)
+                    )
                 partitions.append(_result("partition_index", index, outcome))
             responses.append({"name": topic.name, "partitions": partitions})
         return Answer(throttle_time=0, error_code=ErrorCode.none, error_message=None, responses=responses)

@@ -57,7 +57,9 @@ class ShareFetchApis(ApiFamily):
             raise KafkaProtocolError("GroupId and MemberId are required.", ErrorCode.invalid_request)
         self.require(request, AclOperation.READ, ResourceType.GROUP, body.group_id)
 
-    def _partition_error(self, request: Request, name: str | None, partition: int) -> tuple[ErrorCode, dict | None]:
+    def _partition_error(
+        self, request: Request, name: str | None, partition: int
+    ) -> tuple[ErrorCode, dict[Any, Any] | None]:
         if name is None:
             return ErrorCode.unknown_topic_id, None
         info = self.replicas.topics.get(name)
@@ -89,7 +91,7 @@ class ShareFetchApis(ApiFamily):
                 code, leader = self._partition_error(request, name, p.partition_index)
                 if leader is not None:
                     result["current_leader"] = leader
-                if code != ErrorCode.none:
+                if code != ErrorCode.none or name is None:  # NONE only for a known topic
                     result[field] = code
                     if name is not None:
                         self.context.metrics.record_share_ack(name, True)
@@ -146,7 +148,7 @@ class ShareFetchApis(ApiFamily):
         session = shares.sessions.get(body.group_id, body.member_id, epoch, self.context.config.node_id)
         if epoch == FINAL_EPOCH:
             return session, unknown, []
-        forgotten = set()
+        forgotten: set[tuple[str, int]] = set()
         for topic in body.forgotten_topics_data or ():
             info = self.replicas.topic_by_id(topic.topic_id)
             if info is not None:
@@ -175,7 +177,7 @@ class ShareFetchApis(ApiFamily):
             info = self.replicas.topics.get(name)
             key = (name, partition)
             code, leader = self._partition_error(request, name, partition)
-            if code != ErrorCode.none:
+            if code != ErrorCode.none or info is None:  # NONE only for a known topic
                 result = results.setdefault(key, _partition(info.topic_id if info else None, partition))
                 result["error_code"] = code
                 if leader is not None:

@@ -13,16 +13,18 @@ fetched.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
 from trikafka.coordinator.share.coordinator import ShareCoordinator
-from trikafka.coordinator.share.group import Assignment, ShareGroup
+from trikafka.coordinator.share.group import ShareGroup
 from trikafka.errors import ErrorCode, KafkaProtocolError
 from trikafka.network.request_channel import Request
 from trikafka.protocol.registry import ApiKey
 from trikafka.server.authorization import AclOperation, ResourceType
 from trikafka.server.features import require_share_groups
 from trikafka.server.kafka_apis import Answer, ApiFamily, handles
+from trikafka.server.replica.topics import TopicStore
 
 __all__ = ["ShareGroupApis", "describe_groups", "other_group_kind", "share_group_exists", "topic_ids"]
 
@@ -46,7 +48,9 @@ def other_group_kind(context: Any, group_id: str) -> str | None:
     return None
 
 
-def topic_ids(topics: Mapping[str, Any], assignment: Assignment, with_names: bool = False) -> list[dict[str, Any]]:
+def topic_ids(
+    topics: TopicStore, assignment: Mapping[str, AbstractSet[int]], with_names: bool = False
+) -> list[dict[str, Any]]:
     """An assignment as heartbeats and describes answer it: topic ids (and names) with sorted
     partitions; a topic deleted since is left out (the next epoch takes it away)."""
     answer = []

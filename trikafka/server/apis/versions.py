@@ -69,7 +69,7 @@ class ApiVersionsApis(ApiFamily):
             self._epoch = features.epoch
         answer = self._answers.get(version)
         if answer is None:
-            spec = self.context.registry.get(ApiKey.API_VERSIONS, version)
+            spec = self.context.registry.require(ApiKey.API_VERSIONS, version)
             body = build(
                 spec.response_type,
                 error_code=ErrorCode.none,
@@ -103,7 +103,7 @@ class ApiVersionsApis(ApiFamily):
     @handles(ApiKey.API_VERSIONS)
     async def handle_api_versions_request(self, request: Request) -> Any:
         if request.body is None:  # a version we do not support: answer v0, as Kafka does
-            v0 = self.context.registry.get(ApiKey.API_VERSIONS, 0)
+            v0 = self.context.registry.require(ApiKey.API_VERSIONS, 0)
             body = build(v0.response_type, error_code=ErrorCode.unsupported_version, api_keys=self._own_range)
             return SendResponse(encode_response(v0, request.correlation_id, body))
         response_type = request.spec.response_type

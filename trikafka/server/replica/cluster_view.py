@@ -203,4 +203,5 @@ def cluster_view(context: Any) -> ClusterView:
     view = context.cluster_view
     if view is None:
         view = context.cluster_view = SingleBrokerView(context.config.node_id, context.metadata_cache)
-    return view
+    result: ClusterView = view
+    return result

@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 import os
 from pathlib import Path
+from typing import Any
 
 import attrs
 
@@ -63,7 +64,7 @@ class BatchMetadata:
 @attrs.define
 class _ProducerEntry:
     epoch: int
-    batches: collections.deque = attrs.Factory(lambda: collections.deque(maxlen=CACHED_BATCHES))
+    batches: collections.deque[Any] = attrs.Factory(lambda: collections.deque(maxlen=CACHED_BATCHES))
     last_timestamp: int = -1  # of its last batch (DescribeProducers)
     coordinator_epoch: int = -1  # not tracked: markers are not decoded here
 
@@ -96,7 +97,8 @@ class ProducerStateManager:
             for cached in entry.batches:
                 if cached.first_seq == header.base_sequence and cached.last_seq == last_seq:
                     if header.producer_epoch == entry.epoch and len(headers) == 1:
-                        return cached.first_offset
+                        result: int | None = cached.first_offset
+                        return result
             if header.producer_epoch > entry.epoch:
                 if header.base_sequence != 0:
                     raise KafkaProtocolError(

@@ -66,7 +66,7 @@ class ReplicaManager(TopicOperations):
         self.transaction_verifier: TransactionVerifier | None = None
         #: Broker-side schema validation (topic, configs, batches, headers) → raises
         #: RecordErrorsError; wired to the Schema Registry (trikafka.registry.validation).
-        self.record_validator: Callable[[str, Any, bytearray, list], None] | None = None
+        self.record_validator: Callable[[str, Any, bytes | bytearray, list[Any]], None] | None = None
         #: Places new partitions' replicas (an in-process cluster); None: this broker alone.
         self.placement: ReplicaPlacement | None = None
         self._log_configs = LogConfigs()
@@ -206,7 +206,7 @@ class ReplicaManager(TopicOperations):
         return partition_log
 
 
-def check_keys(data: bytearray, headers: list, partition: str) -> None:
+def check_keys(data: bytes | bytearray, headers: list[Any], partition: str) -> None:
     """A compacted topic keeps the last record per key: a record without one has no
     place in it and is refused (Kafka's LogValidator), each listed in record_errors."""
     keyless = keyless_records(data, headers)

@@ -81,7 +81,7 @@ class LogConfigs:
     MAX = 1024
 
     def __init__(self) -> None:
-        self._built: dict[tuple, LogConfig] = {}
+        self._built: dict[tuple[Any, ...], LogConfig] = {}
         self._broker: BrokerConfig | None = None
 
     def clear(self) -> None:
@@ -92,8 +92,8 @@ class LogConfigs:
             self._built.clear()
             self._broker = broker
         try:
-            key: tuple | None = tuple(sorted(overrides.items()))
-            built = self._built.get(key)  # type: ignore[arg-type]
+            key: tuple[Any, ...] | None = tuple(sorted(overrides.items()))
+            built = self._built.get(key)  # type: ignore[arg-type]  # a tuple here; None only in the except
         except TypeError:  # an unhashable override value: built afresh
             key, built = None, None
         if built is None:

@@ -190,7 +190,7 @@ class TopicOperations:
         self.topics.save()
         self.log_manager.update_topic_config(name, self.log_config(topic))
 
-    def alter_broker_config(self, overrides: dict[str, str | None], *, validate_only: bool = False) -> None:
+    def alter_broker_config(self, overrides: Mapping[str, str | None], *, validate_only: bool = False) -> None:
         """Replace the dynamic broker overrides; every topic inheriting a default follows."""
         cleaned = {k: v for k, v in overrides.items() if v is not None}
         new_config = self.static_config.with_overrides(**cleaned)  # raises ConfigError
