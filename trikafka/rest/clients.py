@@ -88,26 +88,10 @@ class Clients:
             if found is None:
                 config = credentials_config(self.base_config, credentials)
                 found = await self.nursery.start(self._serve, config, name="rest-proxy-clients")
-                await self._check(found, credentials)
+                who = f"user {credentials[1]!r}" if credentials else "the proxy's own client"
+                await check_credentials(found.admin.client, self.check_timeout_s, who, found.closing)
                 self._sets[credentials] = found
             return found
-
-    async def _check(self, found: ClientSet, credentials: Credentials | None) -> None:
-        who = f"user {credentials[1]!r}" if credentials else "the proxy's own client"
-        try:
-            with trio.fail_after(self.check_timeout_s):
-                await found.admin.client.refresh_metadata()
-        except KafkaError as exc:
-            found.closing.set()
-            if exc.error_code == ErrorCode.sasl_authentication_failed:
-                raise errors.RestError(401, 40101, f"Authentication failed for {who}: {exc}") from None
-            raise
-        except trio.TooSlowError:
-            found.closing.set()
-            raise errors.RestError(
-                500, errors.KAFKA_RETRIABLE_ERROR,
-                f"Retriable Kafka error: no answer from the cluster within {self.check_timeout_s:g} s for {who}",
-            ) from None
 
     async def _serve(self, config: dict[str, Any], *, task_status: trio.TaskStatus[ClientSet]) -> None:
         producer_config = {"linger.ms": 0, **config}
@@ -118,3 +102,22 @@ class Clients:
             found = ClientSet(producer, admin, config)
             task_status.started(found)
             await found.closing.wait()
+
+
+async def check_credentials(client: Any, timeout_s: float, who: str, failed: trio.Event) -> None:
+    """One bounded Metadata round trip on a new client (set, or consumer instance): refused
+    credentials are a 401 (40101) and ``failed`` is set, so nothing is left retrying."""
+    try:
+        with trio.fail_after(timeout_s):
+            await client.refresh_metadata()
+    except KafkaError as exc:
+        failed.set()
+        if exc.error_code == ErrorCode.sasl_authentication_failed:
+            raise errors.RestError(401, 40101, f"Authentication failed for {who}: {exc}") from None
+        raise
+    except trio.TooSlowError:
+        failed.set()
+        raise errors.RestError(
+            500, errors.KAFKA_RETRIABLE_ERROR,
+            f"Retriable Kafka error: no answer from the cluster within {timeout_s:g} s for {who}",
+        ) from None

@@ -19,9 +19,9 @@ from typing import Any
 import attrs
 import trio
 
-from trikafka.client import Consumer, KafkaError, open_consumer
-from trikafka.errors import ErrorCode
+from trikafka.client import Consumer, open_consumer
 from trikafka.rest import errors
+from trikafka.rest.clients import check_credentials
 
 __all__ = ["ConsumerInstance", "ConsumerInstances"]
 
@@ -75,29 +75,12 @@ class ConsumerInstances:
                 self._serve, group, name, fmt, dict(config), request_timeout_ms, name=f"rest-consumer-{group}-{name}"
             )
             instance.owner = owner
-            await self._check(instance)
+            await check_credentials(instance.consumer.client, self.check_timeout_s, f"consumer {name!r}", instance.done)
         finally:
             self._creating.discard(key)
         self.instances[key] = instance
         log.info("HTTP proxy: consumer instance %r of group %r created (%s)", name, group, fmt)
         return instance
-
-    async def _check(self, instance: ConsumerInstance) -> None:
-        """One bounded Metadata round trip: refused credentials are a 401 and no instance."""
-        try:
-            with trio.fail_after(self.check_timeout_s):
-                await instance.consumer.client.refresh_metadata()
-        except KafkaError as exc:
-            instance.done.set()
-            if exc.error_code == ErrorCode.sasl_authentication_failed:
-                raise errors.RestError(401, 40101, f"Authentication failed: {exc}") from None
-            raise
-        except trio.TooSlowError:
-            instance.done.set()
-            raise errors.RestError(
-                500, errors.KAFKA_RETRIABLE_ERROR,
-                f"Retriable Kafka error: no answer from the cluster within {self.check_timeout_s:g} s",
-            ) from None
 
     async def _serve(
         self,
