@@ -10,7 +10,7 @@ ifneq ($(JAVA_HOME),)
 export JAVA_HOME
 endif
 
-.PHONY: run test test-pythons check typecheck install system-deps lint clean bench soak docs docs-serve dist
+.PHONY: run test test-pythons check typecheck install system-deps lint clean bench bench-pythons soak docs docs-serve dist
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -174,6 +174,17 @@ bench: $(BENCH_STAMP) $(LOADGEN)
 	$(PY) -m benchmarks.request_cost
 	$(PY) -m benchmarks.card_hops
 	$(PY) -m benchmarks.spark $(SPARK_BENCH_ARGS)
+
+# The same rows on each Python installed through pyenv (3.12, 3.13) beside .venv's, side by
+# side (benchmarks/pythons.py); a venv each, with trikafka and the bench extra.
+BENCH_PYTHONS ?= 3.12.1 3.13.0
+bench-pythons: $(BENCH_STAMP) $(LOADGEN)
+	for v in $(BENCH_PYTHONS); do \
+	  d=.venv-py$${v%.*}; \
+	  test -x $$d/bin/python || $$(pyenv root)/versions/$$v/bin/python -m venv $$d; \
+	  $$d/bin/python -m pip install -q -e '.[bench]' || exit 1; \
+	done
+	$(PY) -m benchmarks.pythons
 
 # kill -9 durability, the long run: a broker process on a data directory is SIGKILLed at a
 # random moment of acks=all produce traffic, CYCLES times; every acknowledged record must

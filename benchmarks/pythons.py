@@ -1,0 +1,151 @@
+"""Which Python runs trikafka fastest: the same ``make bench`` rows on each interpreter, side by side.
+
+``python -m benchmarks.pythons`` (``make bench-pythons``). Each interpreter is a venv with trikafka
+and its ``bench`` extra: this one (``sys.executable``) and ``.venv-py3.12``, ``.venv-py3.13`` when
+present (``make bench-pythons`` builds them). Every round runs ``python -m benchmarks --rounds 1
+--only <rows>`` under each interpreter in turn, the order reversed in the next round, so every
+server (trikafka, its clients, the references) runs on that interpreter; the figures are the
+rounds' medians of trikafka's figure and of its ratio to the row's reference (the mock, the card
+ceiling, confluent-kafka), which carries the machine's load of that moment with it.
+
+Writes ``benchmarks/results/pythons.json`` and ``pythons.md`` (the table docs/performance.md
+shows under "Which Python").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.report import round_ratios
+
+__all__ = ["ROWS", "main"]
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "results"
+# (workload, metric, reference, label, higher is better)
+ROWS = (
+    ("tiny_apiversions_c16", "requests_per_s", "card", "ApiVersions @16 conn, req/s", True),
+    ("tiny_metadata_c16", "requests_per_s", "card", "Metadata @16 conn, req/s", True),
+    ("tiny_latency", "p99_ms", "card", "ApiVersions round trip p99, ms", False),
+    ("latency", "p99_ms", "mock", "E2E busy-poll p99, ms", False),
+    ("produce_10KB", "mb_per_s", "mock", "Produce 10 KB, MB/s", True),
+    ("produce_10KB", "cpu_s_per_gb", "mock", "Produce 10 KB, CPU s per GB", False),
+    ("trio_produce_100B", "mb_per_s", None, "Trio producer 100 B, MB/s", True),
+    ("trio_consume_10KB", "mb_per_s", None, "Trio consumer 10 KB, MB/s", True),
+)
+
+
+def interpreters() -> dict[str, str]:
+    """Python version → interpreter path, for this one and the venvs beside it."""
+    found = {}
+    for path in (sys.executable, *(str(p / "bin" / "python") for p in sorted(ROOT.glob(".venv-py3.*")))):
+        if not Path(path).exists():
+            continue
+        version = subprocess.run(
+            [path, "-c", "import platform; print(platform.python_version())"],
+            capture_output=True, text=True, timeout=60,
+        ).stdout.strip()
+        if version:
+            found.setdefault(version, path)
+    return dict(sorted(found.items(), key=lambda item: tuple(int(x) for x in item[0].split("."))))
+
+
+def _run_one(python: str, output: Path) -> dict:
+    only = ",".join(sorted({workload for workload, *_ in ROWS}))
+    subprocess.run(
+        [python, "-m", "benchmarks", "--rounds", "1", "--only", only, "--output", str(output)],
+        cwd=ROOT, check=False, timeout=1800, capture_output=True,
+    )
+    return json.loads((output / "latest.json").read_text())
+
+
+def measure(rounds: int, log=print) -> dict:  # noqa: ANN001
+    pythons = interpreters()
+    runs: dict[str, list[dict]] = {v: [] for v in pythons}
+    for r in range(rounds):
+        order = list(pythons) if r % 2 == 0 else list(pythons)[::-1]
+        for version in order:
+            output = ROOT / "benchmarks" / "build" / "pythons" / version / f"round{r}"
+            runs[version].append(_run_one(pythons[version], output))
+            log(f"[round {r + 1}/{rounds}] Python {version} done")
+    table = []
+    for workload, metric, reference, label, higher in ROWS:
+        row = {"workload": workload, "metric": metric, "label": label, "higher": higher, "by_python": {}}
+        for version, datas in runs.items():
+            values, ratios = [], []
+            for data in datas:
+                item = next((w for w in data["workloads"] if w["id"] == workload), None)
+                if item is None:
+                    continue
+                figures = item["rounds"].get("trikafka", [{}])[0]
+                if isinstance(figures.get(metric), (int, float)):
+                    values.append(figures[metric])
+                if reference:
+                    ratios += round_ratios(item, metric, reference)
+                elif isinstance(figures.get("ratio"), (int, float)):
+                    ratios.append(figures["ratio"])
+            row["by_python"][version] = {
+                "value": statistics.median(values) if values else None,
+                "ratio": statistics.median(ratios) if ratios else None,
+            }
+        table.append(row)
+    return {"pythons": pythons, "rounds": rounds, "rows": table}
+
+
+def markdown(data: dict) -> str:
+    versions = list(data["pythons"])
+    lines = [
+        "| row | " + " | ".join(f"Python {v}" for v in versions) + " | fastest |",
+        "|---|" + "---:|" * len(versions) + "---|",
+    ]
+    wins: dict[str, int] = dict.fromkeys(versions, 0)
+    for row in data["rows"]:
+        cells, scored = [], {}
+        for v in versions:
+            figure = row["by_python"].get(v, {})
+            value, ratio = figure.get("value"), figure.get("ratio")
+            if value is None:
+                cells.append("—")
+                continue
+            text = f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+            if ratio is not None:
+                text += f" ({ratio:.2f}×)"
+            cells.append(text)
+            scored[v] = ratio if ratio is not None else value
+        if scored:
+            best = max(scored, key=scored.get) if row["higher"] else min(scored, key=scored.get)
+            wins[best] += 1
+        else:
+            best = "—"
+        lines.append(f"| {row['label']} | " + " | ".join(cells) + f" | {best} |")
+    fastest = max(wins, key=wins.get) if wins else None
+    text = "\n".join(lines) + "\n"
+    text += (
+        f"\nIn brackets: the ratio to the row's reference in the same round (card ceiling, mock, "
+        f"confluent-kafka), which is what decides \"fastest\". {data['rounds']} rounds, alternating. "
+    )
+    if fastest:
+        rows = len(data["rows"])
+        text += f"**Python {fastest}** was fastest on {wins[fastest]} of {rows} rows: run trikafka on it.\n"
+    return text
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.pythons", description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args(argv)
+    data = measure(args.rounds)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "pythons.json").write_text(json.dumps(data, indent=1) + "\n")
+    (RESULTS / "pythons.md").write_text(markdown(data))
+    print(markdown(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
