@@ -6,6 +6,7 @@ v3, Metadata v12 (one topic), Produce v10 (acks=1, one 100-byte record) and an e
 run on its own, in a loop, with the broker's real objects (an embedded broker's ``KafkaApis``,
 its metrics, a connection's decoder), and timed:
 
+socket read     the connection's read of one waiting frame (``receive_some(RECEIVE_SIZE)``)
 frame read      the frame decoder cutting one length-prefixed frame out of the bytes a read brought
 header decode   the request header (kio), from the frame
 body decode     the rest of ``decode_request`` (bounds checks, the body; a repeated small frame is
@@ -71,7 +72,7 @@ __all__ = ["STAGES", "WORKLOADS", "main", "measure"]
 
 METADATA = REGISTRY.get(3, 12)
 STAGES = (
-    "frame read", "header decode", "body decode", "request build", "hop to handler", "dispatch",
+    "socket read", "frame read", "header decode", "body decode", "request build", "hop to handler", "dispatch",
     "API", "encode", "respond", "hop back", "write", "metrics",
 )
 WORKLOADS = ("ApiVersions", "Metadata", "Produce 1 record", "Fetch empty")
@@ -169,6 +170,7 @@ async def _stages(broker, name: str, frame: bytes, count: int, hop: float) -> di
         decoder.receive_data(frame)
         decoder.next_frame()
 
+    out["socket read"] = await _read(frame, count)
     out["frame read"] = _loop(frame_read, count) if not large else 0.0
     spec = REGISTRY.get(*peek_api(body_frame)[:2])
     out["header decode"] = _loop(lambda: spec.read_request_header(body_frame, 0), count)
@@ -216,6 +218,32 @@ async def _stages(broker, name: str, frame: bytes, count: int, hop: float) -> di
     done = time.perf_counter()
     out["metrics"] = _loop(lambda: metrics.request_done(request, done), count)
     return out
+
+
+async def _read(frame: bytes, count: int) -> float:
+    """µs for the connection's read of one waiting frame (``receive_some(RECEIVE_SIZE)``)."""
+    from trikafka.network import connection
+
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    stream = trio.SocketStream(trio.socket.from_stdlib_socket(a))
+    size = getattr(connection, "RECEIVE_SIZE", 64 * 1024)
+    best = float("inf")
+    try:
+        for _ in range(5):
+            elapsed = 0.0
+            for _ in range(count):
+                b.sendall(frame)
+                start = time.perf_counter()
+                got = len(await stream.receive_some(size))
+                elapsed += time.perf_counter() - start
+                while got < len(frame):  # the rest, untimed (a frame over one read)
+                    got += len(await stream.receive_some(size))
+            best = min(best, elapsed)
+    finally:
+        await stream.aclose()
+        b.close()
+    return best / count * 1e6
 
 
 async def _write(response, count: int) -> float:  # noqa: ANN001
@@ -363,7 +391,7 @@ def flame(directory: Path, seconds: float) -> dict[str, str]:
         return {}
     directory.mkdir(parents=True, exist_ok=True)
     written: dict[str, str] = {}
-    for name in WORKLOADS:
+    for name in (*WORKLOADS, "card"):
         out = directory / f"flame-{name.split()[0].lower()}.svg"
         command = [
             spy, "record", "--rate", "499", "--nonblocking", "--format", "flamegraph", "-o", str(out), "--",
@@ -377,8 +405,30 @@ def flame(directory: Path, seconds: float) -> dict[str, str]:
     return written
 
 
+async def serve_card(seconds: float) -> None:
+    """The card ceiling under the same client, in this process (its flame graph)."""
+    from benchmarks import trio_card_ceiling as card
+
+    requests_send, requests = trio.open_memory_channel(card.QUEUED_MAX_REQUESTS)
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    async with trio.open_nursery() as nursery:
+        for _ in range(card.HANDLERS):
+            nursery.start_soon(card.handler, requests)
+        channels = []
+        for _ in range(card.PROCESSORS):
+            send, receive = trio.open_memory_channel(card.CONNECTION_QUEUE_SIZE)
+            channels.append(send)
+            nursery.start_soon(card.processor, receive, requests_send)
+        nursery.start_soon(card.acceptor, listeners[0], channels)
+        await _client(listeners[0].socket.getsockname()[1], api_versions_frame(), seconds)
+        nursery.cancel_scope.cancel()
+
+
 async def serve(name: str, seconds: float) -> None:
     """The broker under one client sending ``name``'s frame for ``seconds`` (for --flame)."""
+    if name == "card":
+        await serve_card(seconds)
+        return
     async with open_broker(listeners="PLAINTEXT://127.0.0.1:0") as broker:
         topic, topic_id, log = await _setup(broker)
         frame = _frames(topic, topic_id, log.log_end_offset)[name]

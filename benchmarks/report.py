@@ -556,7 +556,8 @@ def figures_markdown(data: dict, assets: str = "assets") -> str:
         flames = data["breakdown"].get("flame_graphs") or {}
         if flames:
             out += ["Flame graphs of the broker under each request (py-spy, one client): "
-                    + ", ".join(f"[{name}]({assets}/{Path(path).name})" for name, path in flames.items()) + ".", ""]
+                    + ", ".join(f"[{'the card ceiling (ApiVersions)' if name == 'card' else name}]"
+                               f"({assets}/{Path(path).name})" for name, path in flames.items()) + ".", ""]
     pythons = PAGE.parent.parent / "benchmarks" / "results" / "pythons.md"
     if pythons.exists():
         out += ["### Which Python", "", pythons.read_text()]
