@@ -175,14 +175,13 @@ bench: $(BENCH_STAMP) $(LOADGEN)
 	$(PY) -m benchmarks.card_hops
 	$(PY) -m benchmarks.spark $(SPARK_BENCH_ARGS)
 
-# The same rows on each Python installed through pyenv (3.12, 3.13) beside .venv's, side by
-# side (benchmarks/pythons.py); a venv each, with trikafka and the bench extra.
-BENCH_PYTHONS ?= 3.12.1 3.13.0
+# The same rows on the other Pythons (PYTHONS, as test-pythons) beside .venv's, side by side
+# (benchmarks/pythons.py): each one's .venv-py<version> with the bench extra added.
 bench-pythons: $(BENCH_STAMP) $(LOADGEN)
-	for v in $(BENCH_PYTHONS); do \
-	  d=.venv-py$${v%.*}; \
-	  test -x $$d/bin/python || $$(pyenv root)/versions/$$v/bin/python -m venv $$d; \
-	  $$d/bin/python -m pip install -q -e '.[bench]' || exit 1; \
+	@for version in $(PYTHONS); do \
+	  python=$$(tools/find-python $$version) || { echo "make bench-pythons: no Python $$version here"; continue; }; \
+	  $(MAKE) --no-print-directory .venv-py$$version/.installed BASE_PYTHON=$$python || exit 1; \
+	  .venv-py$$version/bin/python -m pip install -q -e '.[bench]' || exit 1; \
 	done
 	$(PY) -m benchmarks.pythons
 
