@@ -153,7 +153,7 @@ async def _hop_pair(count: int) -> float:
 def _request(decoded, size: int, channel) -> Request:  # noqa: ANN001
     return Request(
         processor=0, connection_id="bench", listener_name="PLAINTEXT", client_host="127.0.0.1",
-        header=decoded.header, body=decoded.body, spec=decoded.spec, size=size, response_channel=channel,
+        header=decoded.header, body=decoded.body, spec=decoded.spec, size=size, response_send=channel,
         principal="User:ANONYMOUS", start_time=time.perf_counter(),
     )
 
