@@ -262,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
         if goal["value"] is None:
             verdict = "no figure"
         else:
-            shown = f"{goal['value']:.2f}×" if goal["kind"] == "ratio" else f"{goal['value']:.1f}"
+            digits = 2 if goal["kind"] == "ratio" or abs(goal["value"]) < 10 else 1
+            shown = f"{goal['value']:.{digits}f}" + ("×" if goal["kind"] == "ratio" else "")
             verdict = f"{shown} (goal {goal['goal']}): {'met' if goal['met'] else 'missed'}"
             if goal["rounds"] > 1:
                 verdict += f"; met in {goal['rounds_met']} of {goal['rounds']} rounds"
