@@ -10,7 +10,7 @@ ifneq ($(JAVA_HOME),)
 export JAVA_HOME
 endif
 
-.PHONY: run test test-pythons check typecheck install system-deps lint clean bench soak docs docs-serve dist
+.PHONY: run test test-pythons check typecheck install system-deps lint clean bench bench-pythons soak docs docs-serve dist
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -174,6 +174,16 @@ bench: $(BENCH_STAMP) $(LOADGEN)
 	$(PY) -m benchmarks.request_cost
 	$(PY) -m benchmarks.card_hops
 	$(PY) -m benchmarks.spark $(SPARK_BENCH_ARGS)
+
+# The same rows on the other Pythons (PYTHONS, as test-pythons) beside .venv's, side by side
+# (benchmarks/pythons.py): each one's .venv-py<version> with the bench extra added.
+bench-pythons: $(BENCH_STAMP) $(LOADGEN)
+	@for version in $(PYTHONS); do \
+	  python=$$(tools/find-python $$version) || { echo "make bench-pythons: no Python $$version here"; continue; }; \
+	  $(MAKE) --no-print-directory .venv-py$$version/.installed BASE_PYTHON=$$python || exit 1; \
+	  .venv-py$$version/bin/python -m pip install -q -e '.[bench]' || exit 1; \
+	done
+	$(PY) -m benchmarks.pythons
 
 # kill -9 durability, the long run: a broker process on a data directory is SIGKILLed at a
 # random moment of acks=all produce traffic, CYCLES times; every acknowledged record must

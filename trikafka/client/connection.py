@@ -29,6 +29,11 @@ from trikafka.protocol.registry import ApiVersionSpec
 
 __all__ = ["KafkaConnection", "open_connection", "connect_tcp", "ConnectionClosed", "ResponseDecodeError"]
 
+#: The most one read takes: over glibc's mmap threshold (128 KiB, until it first rises) each
+#: ``recv(n)`` maps fresh pages for ``n`` bytes; a large frame is received in place
+#: (``FrameDecoder.unfilled``). See trikafka/network/connection.py's RECEIVE_SIZE.
+RECEIVE_SIZE = 64 * 1024
+
 @functools.cache
 def _spec(api_key: int, version: int) -> ApiVersionSpec:
     """Any version kio knows (so tests can send what the broker refuses), resolved on first use."""
@@ -200,7 +205,7 @@ class KafkaConnection:
                             return
                         decoder.received_into(count)
                         continue
-                    data = await self.stream.receive_some(256 * 1024)
+                    data = await self.stream.receive_some(RECEIVE_SIZE)
                     if not data:
                         return
                     if decoder.max_size != _MAX_FRAME and len(self._first_bytes) < 64:

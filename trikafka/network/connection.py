@@ -108,7 +108,12 @@ __all__ = ["Connection", "ConnectionHooks", "ConnectionSettings", "RECEIVE_SIZE"
 
 log = logging.getLogger("trikafka.network")
 
-RECEIVE_SIZE = 256 * 1024
+#: The most one read takes. Not more than 64 KiB: ``recv(n)`` allocates ``n`` bytes before it
+#: shrinks them to what came, and until glibc has freed one mapped chunk (raising its mmap
+#: threshold above 128 KiB) it maps fresh pages for every such read — 256 KiB cost ~20 µs more
+#: per read than 64 KiB in a fresh process. Larger frames are received in place
+#: (``FrameDecoder.unfilled``), so the size does not bound them.
+RECEIVE_SIZE = 64 * 1024
 
 
 @attrs.frozen

@@ -67,7 +67,7 @@ class RequestHandlerPool:
         receive = request_receive.receive
         handle = self.apis.handle
         # trio's clock (the MockClock in tests) without trio.current_time()'s layers of
-        # calls; read twice per request.
+        # calls; read once per request: the busy time ends when the answer was handed over.
         now = trio.lowlevel.current_clock().current_time
         while True:
             try:
@@ -81,7 +81,9 @@ class RequestHandlerPool:
             finally:
                 self._busy_now -= 1
                 self.handled += 1
-                self._busy_seconds += now() - start
+                # Set when the answer went to its connection or the request to the purgatory
+                # (0.0 only if handling raised): no clock read of our own.
+                self._busy_seconds += (request.api_local_complete_time or now()) - start
             # Not held while idle: the last request's body and its connection's response
             # channel would outlive the connection (issue 33).
             del request
