@@ -39,11 +39,14 @@ $(STREAMS_STAMP): pyproject.toml $(NATIVE) | $(STREAMS_PY)
 	$(STREAMS_PY) -m pip install -q -e '.[streams]'
 	touch $(STREAMS_STAMP)
 
-# System tools the compat tests drive. CI runs as root; elsewhere sudo is used when present.
+# System tools the compat and HTTP proxy tests drive (curl runs Confluent's documented examples as written). CI runs as root; elsewhere sudo is used when present.
 system-deps:
 	@command -v kcat >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq kcat >/dev/null; }
+	@command -v curl >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq curl >/dev/null; }
 	@command -v tmux >/dev/null 2>&1 || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq tmux >/dev/null; }

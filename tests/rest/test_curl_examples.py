@@ -8,14 +8,9 @@ against what Confluent's docs show it answers.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 
-import pytest
-
 from tests.rest.conftest import ProxyServer
-
-pytestmark = pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 
 
 def run(server: ProxyServer, command: str) -> str:

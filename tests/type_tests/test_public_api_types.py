@@ -14,13 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
 FILES = ["tests/type_tests/check_public_api.py", "tests/type_tests/user_app.py"]
-
-pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -e '.[test]'")
 
 
 def _mypy(*args: str) -> subprocess.CompletedProcess[str]:
