@@ -104,7 +104,7 @@ test: $(STAMP) $(STREAMS_STAMP) system-deps $(KAFKAJS) docs typecheck
 	@$(MAKE) --no-print-directory test-pythons
 
 # The suite on the other Pythons the package claims (pyproject's classifiers), each in a venv of
-# its own (.venv-py3.12, ...) with the test extra: all but the real-client (compat), stream
+# its own (.venv-py3.12, ...) with the test and docs extras (the suite builds the site): all but the real-client (compat), stream
 # processor and Spark tests, on two workers (pytest-xdist; a group of tests that shares one
 # built wheel stays on one worker). A Python not installed is named in one line and skipped:
 # the default one above has run the whole suite. PYTHONS="3.13" (or "") to choose.
@@ -124,7 +124,7 @@ test-pythons:
 .venv-py%/.installed: pyproject.toml $(NATIVE)
 	$(or $(BASE_PYTHON),$(shell tools/find-python $*)) -m venv .venv-py$*
 	.venv-py$*/bin/python -m pip install -q --upgrade pip
-	.venv-py$*/bin/python -m pip install -q -e '.[test]'
+	.venv-py$*/bin/python -m pip install -q -e '.[test,docs]'
 	touch $@
 
 # The sdist and the wheel in dist/ (python -m build), checked as PyPI checks an upload

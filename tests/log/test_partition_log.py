@@ -4,6 +4,7 @@ with, and both kinds of log set fit PartitionLogs (trikafka/log/partition_log.py
 from __future__ import annotations
 
 import inspect
+import typing
 
 from trikafka.cluster import open_cluster
 from trikafka.cluster.replication import ClusterLogManager, ReplicatedLog
@@ -36,8 +37,19 @@ def _accepts(method: object, wanted: inspect.Signature) -> list[str]:
     return []
 
 
+def _members(protocol: type) -> set[str]:
+    """The protocol's members (``typing.get_protocol_members`` on 3.13, the same set before)."""
+    found = getattr(typing, "get_protocol_members", None)
+    if found is not None:
+        return set(found(protocol))
+    return set(getattr(protocol, "__protocol_attrs__", None) or typing._get_protocol_attrs(protocol))  # type: ignore[attr-defined]  # 3.11's name for it
+
+
 def _misfits(obj: object, protocol: type) -> list[str]:
-    problems = [] if isinstance(obj, protocol) else [f"{type(obj).__name__} is not a {protocol.__name__}"]
+    """What ``obj`` lacks of ``protocol``, looked up as the request path looks it up: a log that
+    delegates to its leader's (``ReplicatedLog.__getattr__``) fits. Not ``isinstance``: since
+    3.12 a runtime-checkable protocol looks attributes up statically, without ``__getattr__``."""
+    problems = [f"{type(obj).__name__} has no {name}" for name in sorted(_members(protocol)) if not hasattr(obj, name)]
     for name, wanted in _methods(protocol).items():
         problems += [f"{type(obj).__name__}.{name}: {p}" for p in _accepts(getattr(obj, name), wanted)]
     return problems
@@ -48,6 +60,7 @@ def test_the_protocols_list_what_the_request_path_uses():
     assert {"append", "read", "high_watermark", "last_stable_offset", "closed", "delete_records_before"} <= members
     assert {"get_log", "logs", "create_logs", "delete_log", "flush_log"} <= set(dir(PartitionLogs))
     assert not isinstance(object(), PartitionLog)  # the check is not vacuous
+    assert "PartitionLog" not in _misfits(MemoryLog("t", 0), PartitionLog) and _misfits(object(), PartitionLog)
 
 
 async def test_a_broker_log_and_its_manager_fit():
