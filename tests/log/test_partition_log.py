@@ -51,7 +51,8 @@ def _misfits(obj: object, protocol: type) -> list[str]:
     3.12 a runtime-checkable protocol looks attributes up statically, without ``__getattr__``."""
     problems = [f"{type(obj).__name__} has no {name}" for name in sorted(_members(protocol)) if not hasattr(obj, name)]
     for name, wanted in _methods(protocol).items():
-        problems += [f"{type(obj).__name__}.{name}: {p}" for p in _accepts(getattr(obj, name), wanted)]
+        if hasattr(obj, name):
+            problems += [f"{type(obj).__name__}.{name}: {p}" for p in _accepts(getattr(obj, name), wanted)]
     return problems
 
 
