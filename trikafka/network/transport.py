@@ -2,7 +2,8 @@
 
 Why an adapter: the broker's fast paths are socket system calls trio's ``Stream`` does not
 offer — ``os.write`` straight to a non-blocking socket, ``sendmsg`` scatter-gather,
-``recv_into`` a frame's own buffer. The Connection speaks to a :class:`Transport`, so the
+``recv_into`` a frame's own buffer, a read that waits for the socket before it tries. The
+Connection speaks to a :class:`Transport`, so the
 in-memory transport of the tests runs the same Connection code: :class:`SocketTransport`
 implements it with those system calls over a plaintext TCP socket, and
 :class:`StreamTransport` with any ``trio.abc.Stream`` — the in-memory ``MemoryStream``, and
