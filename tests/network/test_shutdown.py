@@ -307,3 +307,43 @@ async def test_cancelling_a_processor_closes_the_streams_still_queued_for_it(aut
 async def _connect_shielded(processor, listener):
     with trio.CancelScope(shield=True):
         return await _connect(processor, listener)
+
+
+@pytest.mark.parametrize("cancel", ["idle expiry", "stop_reading"])
+async def test_a_cancel_that_lands_as_a_read_completes_ends_the_read_not_a_request(cancel):
+    """A connection reads under one cancel scope for its whole life; idle expiry and
+    stop_reading cancel it only while a read waits. A cancel can still land in the moment
+    the read's bytes come back (trio's receive yields once after the system call): the
+    read must end there, with nothing handed to the handlers, and never carry the cancel
+    into the request those bytes hold (it would be cancelled while a handler answers it)."""
+    from trikafka.network.connection import Connection
+    from trikafka.network.transport import StreamTransport
+
+    from .test_transport import _answering_hooks, _settings, pair
+
+    transport, peer = await pair("memory")
+    submitted: list = []
+    closed: list = []
+
+    class CancelledAsTheBytesCome(StreamTransport):
+        def __init__(self, inner: StreamTransport) -> None:
+            super().__init__(inner.stream)
+            self.receive_some = self._receive_some
+
+        async def _receive_some(self, max_bytes: int) -> bytes:
+            data = await self.stream.receive_some(max_bytes)
+            if cancel == "idle expiry":
+                connection.request_wait.cancel()  # what Processor._expire_idle_connections does
+            else:
+                connection.stop_reading()
+            return data
+
+    hooks = _answering_hooks(submitted, closed, lambda request: api_versions_frame(request.correlation_id))
+    connection = Connection(CancelledAsTheBytesCome(transport), "c-0", "127.0.0.1", _settings(), hooks)
+    await peer.send_all(api_versions_frame(1))
+    with trio.fail_after(5):
+        await connection.run()
+    assert submitted == []
+    assert connection.close_reason == ("idle" if cancel == "idle expiry" else "broker shutting down")
+    assert closed == [connection]
+    assert await read_until_closed(peer) == b""

@@ -2,7 +2,8 @@
 
 Why an adapter: the broker's fast paths are socket system calls trio's ``Stream`` does not
 offer — ``os.write`` straight to a non-blocking socket, ``sendmsg`` scatter-gather,
-``recv_into`` a frame's own buffer. The Connection speaks to a :class:`Transport`, so the
+``recv_into`` a frame's own buffer, a read that waits for the socket before it tries. The
+Connection speaks to a :class:`Transport`, so the
 in-memory transport of the tests runs the same Connection code: :class:`SocketTransport`
 implements it with those system calls over a plaintext TCP socket, and
 :class:`StreamTransport` with any ``trio.abc.Stream`` — the in-memory ``MemoryStream``, and
@@ -27,6 +28,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Protocol
 
 import trio
+from trio.lowlevel import wait_readable
 
 __all__ = [
     "FileRegion",
@@ -126,11 +128,26 @@ class SocketTransport:
 
     def __init__(self, stream: trio.SocketStream) -> None:
         self.stream = stream
-        self.receive_some = stream.receive_some
+        self.receive_some = self._receive_some
         # Large frames are received straight into their own buffer (FrameDecoder.unfilled).
         self.receive_into = stream.socket.recv_into
         self._sendmsg = stream.socket.sendmsg
         self._fd = stream.socket.fileno()
+
+    async def _receive_some(self, max_bytes: int) -> bytes:
+        # Wait for the socket first, then read. trio's receive_some tries the read first and
+        # waits only when it fails; but a connection reads only after its last answer went
+        # out, when the client's next request has rarely arrived, so that try is nearly
+        # always one system call (EAGAIN) and one exception wasted per request. The wait is
+        # the checkpoint; a wake-up with nothing to read waits again. ``os.read`` on the
+        # socket's descriptor is ``recv`` without flags, as ``send`` writes with ``os.write``.
+        fd = self._fd
+        await wait_readable(fd)
+        while True:
+            try:
+                return os.read(fd, max_bytes)
+            except BlockingIOError:
+                await wait_readable(fd)
 
     async def send(self, data: bytes | bytearray | memoryview) -> None:
         # Try the non-blocking socket first: a small answer nearly always fits in the send

@@ -106,17 +106,19 @@ class ApiVersionsApis(ApiFamily):
             v0 = self.context.registry.require(ApiKey.API_VERSIONS, 0)
             body = build(v0.response_type, error_code=ErrorCode.unsupported_version, api_keys=self._own_range)
             return SendResponse(encode_response(v0, request.correlation_id, body))
-        response_type = request.spec.response_type
-        if request.api_version >= 3 and not self._valid_software(
-            request.body.client_software_name, request.body.client_software_version
-        ):
-            return build(response_type, error_code=ErrorCode.invalid_request, api_keys=[], throttle_time=0)
-        if request.api_version >= 3:  # who the client is, for client-metrics subscriptions (KIP-714)
-            self.context.client_metrics.note_software(
-                request.connection_id, request.body.client_software_name, request.body.client_software_version
-            )
-        spec, encoded = self._answer(request.api_version)
-        return SendResponse(frame_response(spec, request.correlation_id, encoded))
+        header = request.header
+        version = header.request_api_version
+        if version >= 3:
+            body = request.body
+            name, software_version = body.client_software_name, body.client_software_version
+            if not self._valid_software(name, software_version):
+                return build(
+                    request.spec.response_type, error_code=ErrorCode.invalid_request, api_keys=[], throttle_time=0
+                )
+            # Who the client is, for client-metrics subscriptions (KIP-714).
+            self.context.client_metrics.note_software(request.connection_id, name, software_version)
+        spec, encoded = self._answer(version)
+        return SendResponse(frame_response(spec, header.correlation_id, encoded))
 
 
 class FeatureApis(ApiFamily):
