@@ -41,6 +41,24 @@ async def test_a_full_batch_goes_before_linger(autojump_clock):
         assert len(batches((await fetch(broker, "t")).records)) > 1
 
 
+async def test_a_loop_of_enqueues_lets_the_sender_take_each_full_batch(autojump_clock):
+    """A loop that only enqueues (no other checkpoint) must not hold every batch back until it
+    ends: a full batch is a schedule point, so the sender has the first batch on the wire while
+    the loop is still appending — as Java's and librdkafka's send threads do. It is not a
+    cancel point: a cancelled caller still gets the future of a record it appended."""
+    async with open_test_broker() as broker, open_producer(broker, linger_ms=60_000, batch_size=1000) as producer:
+        await producer.send("t", b"warm-up", partition=0)  # metadata and producer id are fetched once
+        futures = [await producer.enqueue("t", b"v" * 100, partition=0) for _ in range(40)]
+        first = futures[0].batch
+        assert first.encoded is not None  # drained and encoded by the sender during the loop
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            futures += [await producer.enqueue("t", b"v" * 100, partition=0) for _ in range(20)]
+        assert not scope.cancelled_caught and len(futures) == 60
+        await producer.flush()
+        assert [(await f.wait()).offset for f in futures] == list(range(1, 61))
+
+
 async def test_keys_land_on_java_partitions_and_keyless_records_stick(autojump_clock):
     async with open_test_broker(num_partitions=6) as broker, open_producer(broker) as producer:
         for key in (b"alpha", b"beta", b"gamma", b"delta", b"", b"\xff" * 33):

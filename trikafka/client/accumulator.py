@@ -31,7 +31,7 @@ import trio
 
 from trikafka.client.cluster import TopicPartition
 from trikafka.protocol.compression import recompress_batches
-from trikafka.protocol.headers import Buffers
+from trikafka.protocol.headers import SEPARATE_BUFFER, Buffers
 from trikafka.protocol.native import native_extension
 from trikafka.protocol.record_builder import build_batch_parts
 from trikafka.protocol.records import BATCH_HEADER_SIZE, parse_batch_header
@@ -168,7 +168,8 @@ class ProducerBatch:
 
     def encode(self, producer_id: int, epoch: int, transactional: bool, codec: int) -> bytes | Buffers:
         """The batch's bytes, made at its first send and kept for its retries: uncompressed,
-        its header and records as two buffers (written with one scatter write, not joined)."""
+        its header and records as buffers (written with one scatter write, not joined), each
+        value of 4 KB or more the caller's own bytes object, not a copy."""
         if self.encoded is None:
             parts = build_batch_parts(
                 self.records,
@@ -176,6 +177,7 @@ class ProducerBatch:
                 producer_epoch=epoch,
                 base_sequence=self.base_sequence,
                 transactional=transactional,
+                separate=None if codec else SEPARATE_BUFFER,  # large values written from where they are
             )
             if codec:
                 data = b"".join(parts)

@@ -67,6 +67,7 @@ log = logging.getLogger(__name__)
 _MEMBER_GONE = frozenset({ErrorCode.illegal_generation, ErrorCode.unknown_member_id, ErrorCode.fenced_instance_id})
 
 _time_ns = time.time_ns
+_schedule_point = trio.lowlevel.cancel_shielded_checkpoint
 
 
 def _as_bytes(value: Any, what: str) -> bytes | None:
@@ -225,8 +226,15 @@ class Producer:
                 accumulator.queued_bytes += size
                 if batch.size >= accumulator.batch_size:
                     accumulator.wake()
+                    await _schedule_point()
                 return future
-        return accumulator.append(queue, record, size)
+        future = accumulator.append(queue, record, size)
+        if len(queue) > 1:
+            # A batch is full: the sender takes it now, while the caller goes on appending,
+            # rather than after the caller's next checkpoint (a loop of enqueues may have none).
+            # Not a cancel point: the record is the producer's already.
+            await _schedule_point()
+        return future
 
     async def _wait_for_room(self) -> None:
         """Buffer full: wait (at most ``max.block.ms``, as Java's send()) for batches to finish."""

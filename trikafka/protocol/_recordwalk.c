@@ -728,11 +728,12 @@ put_nullable(unsigned char *p, const char *data, Py_ssize_t size)
     return p + size;
 }
 
-/* One record's fields after its length; written at out when out is not NULL. Returns the size,
- * or -1 when the reference must encode this record. */
+/* One record's fields after its length; written at out when out is not NULL, except a value of
+ * at least separate bytes, whose place is left as it is. Returns the size, or -1 when the
+ * reference must encode this record. */
 static Py_ssize_t
 record_body(PyObject *record, Py_ssize_t delta, int64_t base_timestamp, int64_t *timestamp,
-            unsigned char *out)
+            unsigned char *out, Py_ssize_t separate)
 {
     if (!PyTuple_CheckExact(record) || PyTuple_GET_SIZE(record) != 4)
         return -1;
@@ -763,7 +764,10 @@ record_body(PyObject *record, Py_ssize_t delta, int64_t base_timestamp, int64_t 
         p = put_varint(p, zigzag(ts_delta));
         p = put_varint(p, zigzag(delta));
         p = put_nullable(p, key, key_size);
-        p = put_nullable(p, value, value_size);
+        if (value_size >= separate)
+            p = put_varint(p, zigzag(value_size)) + value_size;
+        else
+            p = put_nullable(p, value, value_size);
         p = put_varint(p, zigzag(count));
     }
     PyObject **items = PySequence_Fast_ITEMS(headers);
@@ -815,7 +819,7 @@ encode_records(PyObject *module, PyObject *args)
     int64_t max_timestamp = INT64_MIN, timestamp;
     PyObject *body = NULL, *result = NULL;
     for (Py_ssize_t i = 0; i < count; i++) {
-        sizes[i] = record_body(PyList_GET_ITEM(records, i), i, base_timestamp, &timestamp, NULL);
+        sizes[i] = record_body(PyList_GET_ITEM(records, i), i, base_timestamp, &timestamp, NULL, PY_SSIZE_T_MAX);
         if (sizes[i] < 0)
             goto decline;
         total += varint_size(zigzag(sizes[i])) + sizes[i];
@@ -829,7 +833,7 @@ encode_records(PyObject *module, PyObject *args)
     for (Py_ssize_t i = 0; i < count; i++) {
         p = put_varint(p, zigzag(sizes[i]));
         /* The same record as in the sizing pass: the list is ours alone while the GIL is held. */
-        record_body(PyList_GET_ITEM(records, i), i, base_timestamp, &timestamp, p);
+        record_body(PyList_GET_ITEM(records, i), i, base_timestamp, &timestamp, p, PY_SSIZE_T_MAX);
         p += sizes[i];
     }
     result = Py_BuildValue("(NL)", body, (long long)max_timestamp);
@@ -837,6 +841,124 @@ encode_records(PyObject *module, PyObject *args)
 decline:
     result = Py_NewRef(Py_None);
 done:
+    PyMem_Free(sizes);
+    return result;
+}
+
+PyDoc_STRVAR(encode_record_parts_doc,
+"encode_record_parts(records, base_timestamp, separate)\n"
+"--\n\n"
+"encode_records, but the records area as a list of buffers whose concatenation is those\n"
+"bytes: each value of at least separate bytes is in the list itself (not copied), the bytes\n"
+"between such values in bytes objects of their own. (parts, max_timestamp), or None when\n"
+"encode_records would be None.");
+
+static PyObject *
+encode_record_parts(PyObject *module, PyObject *args)
+{
+    (void)module;
+    PyObject *records, *base;
+    Py_ssize_t separate;
+    if (!PyArg_ParseTuple(args, "O!O!n:encode_record_parts", &PyList_Type, &records, &PyLong_Type, &base,
+                          &separate))
+        return NULL;
+    if (separate < 1) {
+        PyErr_SetString(PyExc_ValueError, "encode_record_parts: separate must be at least 1");
+        return NULL;
+    }
+    int overflow;
+    long long base_timestamp = PyLong_AsLongLongAndOverflow(base, &overflow);
+    if (overflow)
+        Py_RETURN_NONE;
+    if (base_timestamp == -1 && PyErr_Occurred())
+        return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(records);
+    Py_ssize_t *sizes = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(count ? count : 1));
+    if (sizes == NULL)
+        return PyErr_NoMemory();
+    Py_ssize_t copied = 0; /* the bytes that are not a separate value */
+    int64_t max_timestamp = INT64_MIN, timestamp;
+    unsigned char *scratch = NULL;
+    PyObject *parts = NULL, *result = NULL;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *record = PyList_GET_ITEM(records, i);
+        sizes[i] = record_body(record, i, base_timestamp, &timestamp, NULL, separate);
+        if (sizes[i] < 0)
+            goto decline;
+        copied += varint_size(zigzag(sizes[i])) + sizes[i];
+        PyObject *value = PyTuple_GET_ITEM(record, 1); /* record_body checked the shape */
+        if (value != Py_None && PyBytes_GET_SIZE(value) >= separate)
+            copied -= PyBytes_GET_SIZE(value);
+        if (timestamp > max_timestamp)
+            max_timestamp = timestamp;
+    }
+    /* A record with a separate value is written to a scratch area (as large as the largest
+     * record; the value's place is never written), its other bytes copied out from there. */
+    Py_ssize_t largest = 0;
+    for (Py_ssize_t i = 0; i < count; i++)
+        if (sizes[i] > largest)
+            largest = sizes[i];
+    unsigned char *flat = PyMem_Malloc((size_t)(copied ? copied : 1));
+    scratch = PyMem_Malloc((size_t)(largest + 10));
+    parts = PyList_New(0);
+    if (flat == NULL || scratch == NULL || parts == NULL) {
+        PyMem_Free(flat);
+        if (parts != NULL)
+            PyErr_NoMemory();
+        else if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    unsigned char *p = flat, *chunk = flat;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *record = PyList_GET_ITEM(records, i);
+        PyObject *value = PyTuple_GET_ITEM(record, 1);
+        p = put_varint(p, zigzag(sizes[i]));
+        if (value == Py_None || PyBytes_GET_SIZE(value) < separate) {
+            record_body(record, i, base_timestamp, &timestamp, p, separate);
+            p += sizes[i];
+            continue;
+        }
+        /* Written to the scratch area with a gap for the value, then split around it: the
+         * bytes before it here, the value as a part of its own, the bytes after it here. */
+        record_body(record, i, base_timestamp, &timestamp, scratch, separate);
+        Py_ssize_t value_size = PyBytes_GET_SIZE(value);
+        Py_ssize_t key_size = PyTuple_GET_ITEM(record, 0) == Py_None ? -1
+                                                                     : PyBytes_GET_SIZE(PyTuple_GET_ITEM(record, 0));
+        int64_t ts_delta = (int64_t)timestamp - (int64_t)base_timestamp;
+        Py_ssize_t before = 1 + varint_size(zigzag(ts_delta)) + varint_size(zigzag(i)) + nullable_size(key_size) +
+                            varint_size(zigzag(value_size));
+        memcpy(p, scratch, (size_t)before);
+        p += before;
+        PyObject *head = PyBytes_FromStringAndSize((const char *)chunk, p - chunk);
+        if (head == NULL || PyList_Append(parts, head) < 0 || PyList_Append(parts, value) < 0) {
+            Py_XDECREF(head);
+            PyMem_Free(flat);
+            goto done;
+        }
+        Py_DECREF(head);
+        Py_ssize_t after = sizes[i] - before - value_size;
+        memcpy(p, scratch + before + value_size, (size_t)after);
+        chunk = p;
+        p += after;
+    }
+    if (p > chunk) {
+        PyObject *tail = PyBytes_FromStringAndSize((const char *)chunk, p - chunk);
+        if (tail == NULL || PyList_Append(parts, tail) < 0) {
+            Py_XDECREF(tail);
+            PyMem_Free(flat);
+            goto done;
+        }
+        Py_DECREF(tail);
+    }
+    PyMem_Free(flat);
+    result = Py_BuildValue("(OL)", parts, (long long)max_timestamp);
+    goto done;
+decline:
+    result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(parts);
+    PyMem_Free(scratch);
     PyMem_Free(sizes);
     return result;
 }
@@ -982,6 +1104,7 @@ static PyMethodDef methods[] = {
     {"decode_records", decode_records, METH_VARARGS, decode_records_doc},
     {"record_objects", record_objects, METH_VARARGS, record_objects_doc},
     {"encode_records", encode_records, METH_VARARGS, encode_records_doc},
+    {"encode_record_parts", encode_record_parts, METH_VARARGS, encode_record_parts_doc},
     {"murmur2", murmur2, METH_O, murmur2_doc},
     {"future_type", future_type, METH_VARARGS, future_type_doc},
     {"new_future", (PyCFunction)(void (*)(void))new_future, METH_FASTCALL, new_future_doc},
