@@ -23,6 +23,7 @@ only when there is something new to look at.
 from __future__ import annotations
 
 import collections
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +51,7 @@ class RecordMetadata:
 
 
 _new_future = object.__new__
+_time_ns = time.time_ns
 
 
 class RecordFuture:
@@ -115,14 +117,14 @@ class PartitionQueue(collections.deque):  # type: ignore[type-arg]  # of Produce
 
 
 def _py_new_future(
-    batch: ProducerBatch, records: list[Any], record: tuple[bytes | None, bytes | None, Any, int],
-    futures: list[RecordFuture],
+    batch: ProducerBatch, records: list[Any], futures: list[RecordFuture], key: bytes | None,
+    value: bytes | None, headers: Any, timestamp: int | None,
 ) -> RecordFuture:
     """The reference of the native ``new_future`` (tracked by the GC, as any object)."""
     future = _new_future(RecordFuture)  # no __init__ call: this is per record
     future.batch = batch
     future.index = len(records)
-    records.append(record)
+    records.append((key, value, headers, _time_ns() // 1_000_000 if timestamp is None else timestamp))
     futures.append(future)
     return future
 
@@ -134,8 +136,10 @@ def _py_gc_track(obj: object) -> None:
 _native = native_extension()
 if _native is not None and hasattr(_native, "new_future"):
     _native.future_type(RecordFuture, RecordFuture.batch, RecordFuture.index)  # type: ignore[attr-defined]  # slot descriptors of a __slots__ class
-#: ``new_future(batch, records, record, futures)``: append ``record`` to ``records`` and a new
-#: :class:`RecordFuture` for it to ``futures``, and return that future. Natively the future is
+#: ``new_future(batch, records, futures, key, value, headers, timestamp)``: append the record
+#: ``(key, value, headers, timestamp)`` to ``records`` (``timestamp`` None: now, in epoch ms,
+#: Kafka's CreateTime) and a new :class:`RecordFuture` for it to ``futures``, and return that
+#: future: one call per record. Natively the future is
 #: not tracked by the cyclic GC: a caller holding 200,000 of them set off full collections over
 #: every object of the process, half of the producer's per-record time at 100-byte records. Safe
 #: because nothing reachable from a pending or succeeded batch leads back to a future (records
@@ -250,7 +254,7 @@ class RecordAccumulator:
             created = True
         else:
             created = False
-        future = new_future(batch, batch.records, record, batch.futures)
+        future = new_future(batch, batch.records, batch.futures, *record)
         batch.size += size
         self.queued_bytes += size
         if created or batch.size >= self.batch_size:

@@ -210,25 +210,29 @@ class Producer:
         if accumulator.queued_bytes >= self.buffer_memory:
             await self._wait_for_room()
             txn.check_can_send()  # a transaction may have ended while we waited
-        stamp = _time_ns() // 1_000_000 if timestamp is None else int(timestamp)
+        if timestamp is not None:
+            timestamp = int(timestamp)
         queue = route.queues[partition]
         if queue is None:
             queue = route.queues[partition] = accumulator.queue(TopicPartition(topic, partition))
         size += record_size(None, None, record_headers) if record_headers else RECORD_OVERHEAD
-        record = (key_bytes, value_bytes, record_headers, stamp)
         if queue:
             # RecordAccumulator.append's common case inline (a call less per record): the
-            # record fits the partition's open batch. Keep the two in step.
+            # record fits the partition's open batch. Keep the two in step. new_future takes
+            # the CreateTime when the caller gives none (Kafka's rule: per record).
             batch = queue[-1]
             if not batch.attempts and batch.encoded is None and batch.size + size <= accumulator.batch_size:
-                future = new_future(batch, batch.records, record, batch.futures)
+                future = new_future(
+                    batch, batch.records, batch.futures, key_bytes, value_bytes, record_headers, timestamp
+                )
                 batch.size += size
                 accumulator.queued_bytes += size
                 if batch.size >= accumulator.batch_size:
                     accumulator.wake()
                     await _schedule_point()
                 return future
-        future = accumulator.append(queue, record, size)
+        stamp = _time_ns() // 1_000_000 if timestamp is None else timestamp
+        future = accumulator.append(queue, (key_bytes, value_bytes, record_headers, stamp), size)
         if len(queue) > 1:
             # A batch is full: the sender takes it now, while the caller goes on appending,
             # rather than after the caller's next checkpoint (a loop of enqueues may have none).

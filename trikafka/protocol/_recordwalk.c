@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h> /* clock_gettime: new_future's CreateTime */
 
 static PyObject *InvalidRecordError = NULL; /* trikafka.errors.InvalidRecordError */
 static PyObject *crc32c_function = NULL;    /* crc32c.crc32c, the reference's CRC: imported on
@@ -1042,32 +1043,53 @@ future_type(PyObject *module, PyObject *args)
 }
 
 PyDoc_STRVAR(new_future_doc,
-"new_future(batch, records, record, futures)\n"
+"new_future(batch, records, futures, key, value, headers, timestamp)\n"
 "--\n\n"
-"Append record to the list records and a new instance of future_type()'s class to the list\n"
-"futures, its batch slot batch and its index slot the record's index; return the instance.\n"
-"It is made without calling __init__ and is not tracked by the cyclic GC: the caller keeps\n"
-"it in futures until nothing that could lead back to it (an exception's traceback) can be\n"
-"reached from batch, and calls gc_track() on it before that.");
+"Append the record (key, value, headers, timestamp) to the list records -- timestamp None\n"
+"is now, in epoch milliseconds (Kafka's CreateTime) -- and a new instance of future_type()'s\n"
+"class to the list futures, its batch slot batch and its index slot the record's index;\n"
+"return the instance. It is made without calling __init__ and is not tracked by the cyclic\n"
+"GC: the caller keeps it in futures until nothing that could lead back to it (an exception's\n"
+"traceback) can be reached from batch, and calls gc_track() on it before that.");
 
 static PyObject *
 new_future(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 4 || !PyList_CheckExact(args[1]) || !PyList_CheckExact(args[3])) {
-        PyErr_SetString(PyExc_TypeError, "new_future(batch, records: list, record, futures: list)");
+    if (nargs != 7 || !PyList_CheckExact(args[1]) || !PyList_CheckExact(args[2])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "new_future(batch, records: list, futures: list, key, value, headers, timestamp)");
         return NULL;
     }
     if (future_cls == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "new_future: no class given (future_type)");
         return NULL;
     }
-    PyObject *index = PyLong_FromSsize_t(PyList_GET_SIZE(args[1]));
-    if (index == NULL)
+    PyObject *timestamp;
+    if (args[6] == Py_None) {
+        struct timespec now;
+        if (clock_gettime(CLOCK_REALTIME, &now) != 0)
+            return PyErr_SetFromErrno(PyExc_OSError);
+        timestamp = PyLong_FromLongLong((long long)now.tv_sec * 1000 + now.tv_nsec / 1000000);
+        if (timestamp == NULL)
+            return NULL;
+    } else {
+        timestamp = Py_NewRef(args[6]);
+    }
+    PyObject *record = PyTuple_New(4);
+    if (record == NULL) {
+        Py_DECREF(timestamp);
         return NULL;
-    PyObject *obj = future_cls->tp_alloc(future_cls, 0); /* every slot NULL */
+    }
+    PyTuple_SET_ITEM(record, 0, Py_NewRef(args[3]));
+    PyTuple_SET_ITEM(record, 1, Py_NewRef(args[4]));
+    PyTuple_SET_ITEM(record, 2, Py_NewRef(args[5]));
+    PyTuple_SET_ITEM(record, 3, timestamp);
+    PyObject *index = PyLong_FromSsize_t(PyList_GET_SIZE(args[1]));
+    PyObject *obj = index == NULL ? NULL : future_cls->tp_alloc(future_cls, 0); /* every slot NULL */
     if (obj == NULL) {
-        Py_DECREF(index);
+        Py_XDECREF(index);
+        Py_DECREF(record);
         return NULL;
     }
     Py_XSETREF(*(PyObject **)((char *)obj + future_batch_at), Py_NewRef(args[0]));
@@ -1076,7 +1098,9 @@ new_future(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
      * the process has: about half of the producer's per-record time at 100-byte records. */
     if (PyObject_GC_IsTracked(obj))
         PyObject_GC_UnTrack(obj);
-    if (PyList_Append(args[1], args[2]) < 0 || PyList_Append(args[3], obj) < 0) {
+    int failed = PyList_Append(args[1], record) < 0 || PyList_Append(args[2], obj) < 0;
+    Py_DECREF(record);
+    if (failed) {
         Py_DECREF(obj);
         return NULL;
     }
