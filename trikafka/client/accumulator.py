@@ -135,7 +135,7 @@ def _py_gc_track(obj: object) -> None:
 
 _native = native_extension()
 if _native is not None and hasattr(_native, "new_future"):
-    _native.future_type(RecordFuture, RecordFuture.batch, RecordFuture.index)  # type: ignore[attr-defined]  # slot descriptors of a __slots__ class
+    _native.future_type(RecordFuture, *(getattr(RecordFuture, slot) for slot in ("batch", "index")))
 #: ``new_future(batch, records, futures, key, value, headers, timestamp)``: append the record
 #: ``(key, value, headers, timestamp)`` to ``records`` (``timestamp`` None: now, in epoch ms,
 #: Kafka's CreateTime) and a new :class:`RecordFuture` for it to ``futures``, and return that
