@@ -181,10 +181,16 @@ def test_record_futures_stay_out_of_the_gc_while_their_batch_is_pending_or_succe
     assert [r[3] for r in batch.records] == [0, 1, 2]
     if _native_expected():
         assert not any(gc.is_tracked(f) for f in futures)
+        # A record of atoms (no headers) is out of sight too; one holding a list is not.
+        futures.append(accumulator.append(
+            accumulator.queue(TopicPartition("t", 0)), (None, b"v", [("h", b"1")], 3), record_size(None, b"v", ())
+        ))
+        assert [gc.is_tracked(r) for r in batch.records] == [False, False, False, True]
     batch.complete(40, -1)
     assert batch.futures is None  # nothing leads from the batch back to its futures any more
-    assert [f.metadata.offset for f in futures] == [40, 41, 42]
-    assert [trio.run(f.wait).offset for f in futures] == [40, 41, 42]
+    expected = [40, 41, 42, 43][: len(futures)]
+    assert [f.metadata.offset for f in futures] == expected
+    assert [trio.run(f.wait).offset for f in futures] == expected
     gone = weakref.ref(batch)
     del accumulator, futures, batch
     assert gone() is None  # freed by reference counting alone
