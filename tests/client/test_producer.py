@@ -164,6 +164,28 @@ async def test_a_cancelled_send_is_still_delivered(autojump_clock):
         assert values(await fetch(broker, "c")) == [b"appended, then the caller gave up"]
 
 
+async def test_records_unanswered_when_the_producer_stops_fail_instead_of_waiting_forever(autojump_clock):
+    """Leaving the producer with an error waits request.timeout.ms for requests on the wire;
+    a record whose answer has not come by then fails, naming why — its future never resolved
+    before, and whoever awaited it waited for ever."""
+    async with open_test_broker() as broker:
+        connector = CountingConnector(memory_connector(broker.listener), ApiKey.PRODUCE)
+        with pytest.raises(RuntimeError, match="the application failed"):
+            async with open_producer(broker, connector=connector, linger_ms=0, request_timeout_ms=1000) as producer:
+                await producer.send("s", b"warm-up")  # connected; metadata and producer id known
+                connector.answer_delay = 3600  # from now on the broker's answers come an hour late
+                future = await producer.enqueue("s", b"on the wire, never answered")
+                with trio.move_on_after(0.5):
+                    await future.wait()
+                assert connector.outstanding == 1 and not future.done()
+                raise RuntimeError("the application failed")
+        assert future.done()
+        assert isinstance(future.error, KafkaError)
+        assert "the producer closed before the broker answered" in str(future.error)
+        with pytest.raises(KafkaError, match="closed before the broker answered"):
+            await future.wait()
+
+
 async def test_a_vanished_topic_is_retried_after_a_metadata_refresh(autojump_clock):
     async with open_test_broker() as broker, open_producer(broker, linger_ms=0) as producer:
         assert (await producer.send("gone", b"first")).offset == 0
