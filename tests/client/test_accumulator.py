@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import random
+import weakref
 
+import pytest
+import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trikafka.client.accumulator import RecordAccumulator, record_size
+from trikafka.client.accumulator import RecordAccumulator, RecordFuture, record_size
 from trikafka.client.cluster import TopicPartition
+from trikafka.client.errors import KafkaError
 from trikafka.client.partitioner import StickyPartitioner, murmur2, partition_for_key
+from trikafka.errors import ErrorCode
 from trikafka.protocol.native import native_extension
 
 BATCH = 500
@@ -152,3 +158,62 @@ def test_the_native_murmur2_and_the_python_one_agree(key):
     assert (_murmur2_byte_by_byte(key) & 0xFFFFFFFF) == reference
     if native is not None:
         assert native(key) == reference
+
+
+def _native_expected() -> bool:
+    return os.environ.get("TRIKAFKA_PURE_PYTHON", "") in ("", "0")
+
+
+def _filled_batch(count: int) -> tuple[RecordAccumulator, list[RecordFuture]]:
+    accumulator = RecordAccumulator(1_000_000, 0, 120_000, clock=lambda: 0.0)
+    queue = accumulator.queue(TopicPartition("t", 0))
+    futures = [accumulator.append(queue, (None, b"v", (), i), record_size(None, b"v", ())) for i in range(count)]
+    return accumulator, futures
+
+
+def test_record_futures_stay_out_of_the_gc_while_their_batch_is_pending_or_succeeded():
+    """A caller holding many futures must not set off full collections over the process (half
+    the producer's per-record time at 100 B): the native ``new_future`` makes them untracked;
+    they still answer as futures do."""
+    accumulator, futures = _filled_batch(3)
+    batch = futures[0].batch
+    assert [f.index for f in futures] == [0, 1, 2] and batch.futures == futures
+    assert [r[3] for r in batch.records] == [0, 1, 2]
+    if _native_expected():
+        assert not any(gc.is_tracked(f) for f in futures)
+        # A record of atoms (no headers) is out of sight too; one holding a list is not.
+        futures.append(accumulator.append(
+            accumulator.queue(TopicPartition("t", 0)), (None, b"v", [("h", b"1")], 3), record_size(None, b"v", ())
+        ))
+        assert [gc.is_tracked(r) for r in batch.records] == [False, False, False, True]
+    batch.complete(40, -1)
+    assert batch.futures is None  # nothing leads from the batch back to its futures any more
+    expected = [40, 41, 42, 43][: len(futures)]
+    assert [f.metadata.offset for f in futures] == expected
+    assert [trio.run(f.wait).offset for f in futures] == expected
+    gone = weakref.ref(batch)
+    del accumulator, futures, batch
+    assert gone() is None  # freed by reference counting alone
+
+
+def test_a_failed_batch_whose_error_holds_its_futures_is_collected():
+    """The error a failed batch raises gets a traceback whose frames hold its futures — a cycle
+    through them that only the cyclic GC can free: failing the batch puts every future back in
+    its sight, so the batch, its records and the error do not leak."""
+    accumulator, futures = _filled_batch(3)
+    batch = futures[0].batch
+    error = KafkaError(ErrorCode.request_timed_out, "produce to t-0 timed out")
+    batch.fail(error)
+    assert batch.futures is None and all(gc.is_tracked(f) for f in futures)
+
+    async def wait_all(held: list[RecordFuture]) -> None:
+        for future in held:  # this frame (held, future) ends up in the error's traceback
+            await future.wait()
+
+    with pytest.raises(KafkaError) as raised:
+        trio.run(wait_all, futures)
+    assert raised.value is error and futures[2].error is error
+    gone = weakref.ref(batch)
+    del accumulator, futures, batch, error, raised
+    gc.collect()
+    assert gone() is None

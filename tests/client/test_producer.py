@@ -41,6 +41,24 @@ async def test_a_full_batch_goes_before_linger(autojump_clock):
         assert len(batches((await fetch(broker, "t")).records)) > 1
 
 
+async def test_a_loop_of_enqueues_lets_the_sender_take_each_full_batch(autojump_clock):
+    """A loop that only enqueues (no other checkpoint) must not hold every batch back until it
+    ends: a full batch is a schedule point, so the sender has the first batch on the wire while
+    the loop is still appending — as Java's and librdkafka's send threads do. It is not a
+    cancel point: a cancelled caller still gets the future of a record it appended."""
+    async with open_test_broker() as broker, open_producer(broker, linger_ms=60_000, batch_size=1000) as producer:
+        await producer.send("t", b"warm-up", partition=0)  # metadata and producer id are fetched once
+        futures = [await producer.enqueue("t", b"v" * 100, partition=0) for _ in range(40)]
+        first = futures[0].batch
+        assert first.encoded is not None  # drained and encoded by the sender during the loop
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            futures += [await producer.enqueue("t", b"v" * 100, partition=0) for _ in range(20)]
+        assert not scope.cancelled_caught and len(futures) == 60
+        await producer.flush()
+        assert [(await f.wait()).offset for f in futures] == list(range(1, 61))
+
+
 async def test_keys_land_on_java_partitions_and_keyless_records_stick(autojump_clock):
     async with open_test_broker(num_partitions=6) as broker, open_producer(broker) as producer:
         for key in (b"alpha", b"beta", b"gamma", b"delta", b"", b"\xff" * 33):
@@ -144,6 +162,28 @@ async def test_a_cancelled_send_is_still_delivered(autojump_clock):
             await producer.send("c", b"appended, then the caller gave up")
         await producer.flush()
         assert values(await fetch(broker, "c")) == [b"appended, then the caller gave up"]
+
+
+async def test_records_unanswered_when_the_producer_stops_fail_instead_of_waiting_forever(autojump_clock):
+    """Leaving the producer with an error waits request.timeout.ms for requests on the wire;
+    a record whose answer has not come by then fails, naming why — its future never resolved
+    before, and whoever awaited it waited for ever."""
+    async with open_test_broker() as broker:
+        connector = CountingConnector(memory_connector(broker.listener), ApiKey.PRODUCE)
+        with pytest.raises(RuntimeError, match="the application failed"):
+            async with open_producer(broker, connector=connector, linger_ms=0, request_timeout_ms=1000) as producer:
+                await producer.send("s", b"warm-up")  # connected; metadata and producer id known
+                connector.answer_delay = 3600  # from now on the broker's answers come an hour late
+                future = await producer.enqueue("s", b"on the wire, never answered")
+                with trio.move_on_after(0.5):
+                    await future.wait()
+                assert connector.outstanding == 1 and not future.done()
+                raise RuntimeError("the application failed")
+        assert future.done()
+        assert isinstance(future.error, KafkaError)
+        assert "the producer closed before the broker answered" in str(future.error)
+        with pytest.raises(KafkaError, match="closed before the broker answered"):
+            await future.wait()
 
 
 async def test_a_vanished_topic_is_retried_after_a_metadata_refresh(autojump_clock):

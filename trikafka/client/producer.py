@@ -36,6 +36,7 @@ from trikafka.client.accumulator import (
     RecordAccumulator,
     RecordFuture,
     RecordMetadata,
+    new_future,
     record_size,
 )
 from trikafka.client.calls import call_coordinator
@@ -66,7 +67,7 @@ log = logging.getLogger(__name__)
 _MEMBER_GONE = frozenset({ErrorCode.illegal_generation, ErrorCode.unknown_member_id, ErrorCode.fenced_instance_id})
 
 _time_ns = time.time_ns
-_new_future = object.__new__  # a RecordFuture without its __init__ call (per record)
+_schedule_point = trio.lowlevel.cancel_shielded_checkpoint
 
 
 def _as_bytes(value: Any, what: str) -> bytes | None:
@@ -209,28 +210,35 @@ class Producer:
         if accumulator.queued_bytes >= self.buffer_memory:
             await self._wait_for_room()
             txn.check_can_send()  # a transaction may have ended while we waited
-        stamp = _time_ns() // 1_000_000 if timestamp is None else int(timestamp)
+        if timestamp is not None:
+            timestamp = int(timestamp)
         queue = route.queues[partition]
         if queue is None:
             queue = route.queues[partition] = accumulator.queue(TopicPartition(topic, partition))
         size += record_size(None, None, record_headers) if record_headers else RECORD_OVERHEAD
-        record = (key_bytes, value_bytes, record_headers, stamp)
         if queue:
             # RecordAccumulator.append's common case inline (a call less per record): the
-            # record fits the partition's open batch. Keep the two in step.
+            # record fits the partition's open batch. Keep the two in step. new_future takes
+            # the CreateTime when the caller gives none (Kafka's rule: per record).
             batch = queue[-1]
             if not batch.attempts and batch.encoded is None and batch.size + size <= accumulator.batch_size:
-                records = batch.records
-                future = _new_future(RecordFuture)
-                future.batch = batch
-                future.index = len(records)
-                records.append(record)
+                future = new_future(
+                    batch, batch.records, batch.futures, key_bytes, value_bytes, record_headers, timestamp
+                )
                 batch.size += size
                 accumulator.queued_bytes += size
                 if batch.size >= accumulator.batch_size:
                     accumulator.wake()
+                    await _schedule_point()
                 return future
-        return accumulator.append(queue, record, size)
+        stamp = _time_ns() // 1_000_000 if timestamp is None else timestamp
+        future = accumulator.append(queue, (key_bytes, value_bytes, record_headers, stamp), size)
+        if len(queue) > 1:
+            # A batch is full: the sender takes it now, while the caller goes on appending,
+            # rather than after the caller's next checkpoint (a loop of enqueues may have none).
+            # Not a cancel point: the record is the producer's already.
+            await _schedule_point()
+        return future
 
     async def _wait_for_room(self) -> None:
         """Buffer full: wait (at most ``max.block.ms``, as Java's send()) for batches to finish."""
@@ -465,22 +473,31 @@ async def open_producer(
         if bootstrap is None:
             raise KafkaError(ErrorCode.invalid_config, "open_producer needs bootstrap servers", retriable=False)
     async with open_client(bootstrap, settings, connector) as client:
-        async with open_service_nursery("the producer") as nursery:
-            producer = Producer(client, settings, key_serializer, value_serializer)
-            nursery.start_soon(producer.sender.run)
-            telemetry = start_telemetry(client, settings, nursery)
-            try:
-                if producer.txn.transactional:
-                    with bounded(client, "open_producer(): initTransactions", "max.block.ms"):
-                        await producer.sender.init_producer_id()  # Java's initTransactions()
-                yield producer
-            except BaseException:
-                with trio.CancelScope(shield=True):
-                    await producer._close(failed=True)
-                raise
-            else:
-                await producer._close(failed=False)
-                if telemetry is not None:
-                    await telemetry.close()  # the terminating push, while the client is still open
-            finally:
-                nursery.cancel_scope.cancel()
+        producer = Producer(client, settings, key_serializer, value_serializer)
+        try:
+            async with open_service_nursery("the producer") as nursery:
+                nursery.start_soon(producer.sender.run)
+                telemetry = start_telemetry(client, settings, nursery)
+                try:
+                    if producer.txn.transactional:
+                        with bounded(client, "open_producer(): initTransactions", "max.block.ms"):
+                            await producer.sender.init_producer_id()  # Java's initTransactions()
+                    yield producer
+                except BaseException:
+                    with trio.CancelScope(shield=True):
+                        await producer._close(failed=True)
+                    raise
+                else:
+                    await producer._close(failed=False)
+                    if telemetry is not None:
+                        await telemetry.close()  # the terminating push, while the client is still open
+                finally:
+                    nursery.cancel_scope.cancel()
+        finally:
+            # Records whose request was still unanswered when the producer stopped (a close
+            # cut short by request.timeout.ms or a cancellation) fail rather than wait for ever.
+            producer.sender.fail_unfinished(
+                KafkaError(
+                    ErrorCode.request_timed_out, "the producer closed before the broker answered", retriable=False
+                )
+            )

@@ -261,6 +261,15 @@ class Sender:
             self._progressed()
         return any(batch.base_sequence >= 0 for batch in dropped)
 
+    def fail_unfinished(self, error: BaseException) -> None:
+        """Fail every batch not yet done, in flight or not (the producer has stopped)."""
+        unfinished = list(self.accumulator.incomplete)
+        for batch in unfinished:
+            self.accumulator.done(batch)
+            batch.fail(error)
+        if unfinished:
+            self._progressed()
+
     # --- producer id and transaction partitions -------------------------------------------
 
     async def _init_producer_id_or_fail(self) -> bool:

@@ -50,6 +50,9 @@ __all__ = [
 
 # An extension built before encode_records existed leaves encoding to the reference.
 _encode_records: Callable[..., tuple[bytes, int] | None] | None = getattr(native_extension(), "encode_records", None)
+_encode_record_parts: Callable[..., tuple[list[bytes], int] | None] | None = getattr(
+    native_extension(), "encode_record_parts", None
+)
 
 #: Attribute bit 6 (KIP-534): the batch's base timestamp is the log cleaner's delete horizon.
 DELETE_HORIZON_BIT = 0x40
@@ -161,7 +164,7 @@ RecordSpec = tuple[bytes | None, bytes | None, Sequence[tuple[str | bytes, bytes
 
 def build_batch(records: Iterable[RecordSpec], base_offset: int = 0, **options: Any) -> bytes:
     """Encode one uncompressed batch of ``(key, value, headers, timestamp_ms)`` records, as
-    one buffer (:func:`build_batch_parts` takes the same arguments and gives the batch in two).
+    one buffer (:func:`build_batch_parts` takes the same arguments and gives the batch in parts).
 
     For tests and the project's client. Offsets run densely from ``base_offset``; the first
     record's timestamp is the batch's base timestamp.
@@ -180,16 +183,30 @@ def build_batch_parts(
     transactional: bool = False,
     control: bool = False,
     timestamp_type: TimestampType = TimestampType.CREATE_TIME,
-) -> tuple[bytes, bytes | bytearray]:
-    """:func:`build_batch` as two buffers whose concatenation is the batch: its 61-byte
-    header and its records, not copied into one (the client writes both with one scatter
-    write)."""
+    separate: int | None = None,
+) -> tuple[bytes | bytearray, ...]:
+    """:func:`build_batch` as buffers whose concatenation is the batch: its 61-byte header,
+    then its records, not copied into one (the client writes them with one scatter write).
+
+    With ``separate``, each value of at least that many bytes is a buffer of its own, the
+    very object given (not copied: a 10 KB record's copy into a fresh 1 MB batch was a fifth
+    of the Trio producer's time), where the native encoder is built; else the records are
+    one buffer.
+    """
     records = list(records)
     if not records:
         raise ValueError("a batch needs at least one record")
     base_timestamp = records[0][3]
-    encoded = _encode_records(records, base_timestamp) if _encode_records is not None else None
-    body, max_timestamp = encoded if encoded is not None else _py_encode_records(records, base_timestamp)
+    split = None
+    if separate is not None and _encode_record_parts is not None:
+        split = _encode_record_parts(records, base_timestamp, separate)
+    body: list[bytes] | list[bytes | bytearray]
+    if split is not None:
+        body, max_timestamp = split
+    else:
+        encoded = _encode_records(records, base_timestamp) if _encode_records is not None else None
+        data, max_timestamp = encoded if encoded is not None else _py_encode_records(records, base_timestamp)
+        body = [data]
     attributes = int(timestamp_type) << 3
     if transactional:
         attributes |= _TRANSACTIONAL_BIT
@@ -205,14 +222,13 @@ def build_batch_parts(
         base_sequence,
         len(records),
     )
-    prefix = _BEFORE_CRC.pack(
-        base_offset,
-        len(head) + len(body) + 9,  # + leader epoch, magic, crc
-        partition_leader_epoch,
-        CURRENT_MAGIC,
-        crc32c(body, crc32c(head)),
-    )
-    return prefix + head, body
+    crc = crc32c(head)
+    size = len(head) + 9  # + leader epoch, magic, crc
+    for part in body:
+        crc = crc32c(part, crc)
+        size += len(part)
+    prefix = _BEFORE_CRC.pack(base_offset, size, partition_leader_epoch, CURRENT_MAGIC, crc)
+    return prefix + head, *body
 
 
 _AFTER_CRC_HEAD = struct.Struct(">hiqqqhii")
