@@ -2,8 +2,8 @@
 
 pytest imports trikafka's plugin (``pytest11``) in every run where trikafka is installed, and
 ``python -m trikafka --help`` should answer at once: both must load nothing of the broker.
-A broker process loads the web console, hypercorn, Jinja2 and prometheus_client only when
-``metrics.port`` or ``--ui`` ask for them. Each check runs in a fresh interpreter (a
+A broker process loads the web console, hypercorn, Starlette, Jinja2 and prometheus_client only
+when ``metrics.port`` or ``--ui`` ask for them. Each check runs in a fresh interpreter (a
 subprocess) and reads its ``sys.modules``; ``tests/test_layers.py`` holds the same rule over
 the source, so that a module-level import added later fails there too, naming the module.
 Speed itself is measured by ``make bench`` (benchmarks/startup.py), not here.
@@ -76,9 +76,12 @@ NOT_FOR_AN_IN_MEMORY_START = (
 )
 
 #: What a broker without ``metrics.port`` or ``--ui`` may not bring (rich neither: into a
-#: file or a pipe the CLI writes plain lines).
+#: file or a pipe the CLI writes plain lines; nor Starlette and anyio, which the HTTP
+#: servers every broker builds load when one first answers a request).
 NOT_FOR_A_PLAIN_BROKER = (
     "rich",
+    "starlette",
+    "anyio",
     "opentelemetry",  # client telemetry (KIP-714): only once a client pushes metrics
     "google.protobuf",
     "trikafka.otlp",
