@@ -28,8 +28,9 @@ Basic (:mod:`trikafka.web.http_auth`); with ``ssl_context`` the port speaks HTTP
 
 Every broker builds its servers (mounting works before ``run``), but most serve nothing: a
 broker without ``metrics.port`` and the other HTTP ports never answers HTTP. So Starlette (and
-anyio, email, http.client under it: a tenth of a broker process's start) is imported when a
-router first answers a request, and hypercorn when a port is bound (tests/test_startup_imports.py).
+anyio, email and http.client under it: some 15 ms of a broker process's start) is imported when
+a router first answers a request, and hypercorn when a port is bound
+(tests/test_startup_imports.py).
 """
 
 from __future__ import annotations
