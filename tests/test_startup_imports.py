@@ -286,3 +286,25 @@ def test_a_broker_with_a_data_dir_loads_the_file_log_and_its_coordinators_at_sta
     """With a data directory the coordinators recover what it holds before the first answer."""
     modules = _serve(["--data-dir", str(tmp_path / "data")], tmp_path)
     assert {"trikafka.log.file", "trikafka.coordinator.group_coordinator"} <= set(modules)
+
+
+def test_an_in_memory_broker_looks_up_no_c_library_until_a_syncfs(tmp_path):
+    """``ctypes.util.find_library`` runs ``ldconfig -p`` in a child process: the file log's
+    ``syncfs`` looks the C library up when it is first called, not when the broker starts."""
+    code = (
+        "import ctypes.util, os, trio\n"
+        "calls = []\n"
+        "real = ctypes.util.find_library\n"
+        "ctypes.util.find_library = lambda name: calls.append(name) or real(name)\n"
+        "from trikafka import open_broker\n"
+        "async def main():\n"
+        "    async with open_broker(listeners='PLAINTEXT://127.0.0.1:0', log_dirs=''):\n"
+        "        pass\n"
+        "trio.run(main)\n"
+        "assert calls == [], calls\n"
+        "from trikafka.log.storage import SYSTEM_IO\n"
+        "fd = os.open('.', os.O_RDONLY)\n"
+        "SYSTEM_IO.syncfs(fd)\n"
+        "assert calls == ['c'], calls  # not vacuous: asked for, it is looked up\n"
+    )
+    _modules_after(code, tmp_path)
