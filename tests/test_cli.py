@@ -234,3 +234,31 @@ def test_the_dev_request_memory_pool_is_bounded_and_fits_the_largest_request():
     assert config.queued_max_request_bytes == 500_000_000
     config, reasons = cli.resolve_config(cli.parse_args(["--override", "queued.max.request.bytes=-1"]))
     assert config.queued_max_request_bytes == -1 and "queued.max.request.bytes" not in reasons
+
+
+def test_the_broker_imports_are_frozen_and_the_collector_left_as_it_was(capsys):
+    """The broker's imports run without the cyclic collector and are frozen after (start-up
+    speed); the collector is back on for the broker itself, and stays off for a caller that
+    had turned it off. A taken port ends the start right after the imports."""
+    import gc
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        argv = ["--in-memory", "--listeners", f"PLAINTEXT://127.0.0.1:{taken.getsockname()[1]}"]
+        gc.unfreeze()
+        try:
+            assert gc.isenabled()
+            assert cli.main(argv) == 1
+            assert gc.isenabled()
+            assert gc.get_freeze_count() > 0
+            gc.disable()
+            try:
+                assert cli.main(argv) == 1
+                assert not gc.isenabled()
+            finally:
+                gc.enable()
+        finally:
+            gc.unfreeze()
+    assert "Address already in use" in capsys.readouterr().err

@@ -548,7 +548,7 @@ def test_a_broker_is_wired_in_one_place():
 # Name`` through a package's lazy ``_LAZY`` table (PEP 562 ``__getattr__``) follows the table.
 # tests/test_startup_imports.py checks the same in fresh interpreters.
 
-_WEB_STACK = ("hypercorn", "jinja2", "prometheus_client")
+_WEB_STACK = ("hypercorn", "starlette", "anyio", "jinja2", "prometheus_client")
 _BROKER_PARTS = (
     "trikafka.broker",
     "trikafka.server",

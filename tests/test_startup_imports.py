@@ -2,8 +2,8 @@
 
 pytest imports trikafka's plugin (``pytest11``) in every run where trikafka is installed, and
 ``python -m trikafka --help`` should answer at once: both must load nothing of the broker.
-A broker process loads the web console, hypercorn, Jinja2 and prometheus_client only when
-``metrics.port`` or ``--ui`` ask for them. Each check runs in a fresh interpreter (a
+A broker process loads the web console, hypercorn, Starlette, Jinja2 and prometheus_client only
+when ``metrics.port`` or ``--ui`` ask for them. Each check runs in a fresh interpreter (a
 subprocess) and reads its ``sys.modules``; ``tests/test_layers.py`` holds the same rule over
 the source, so that a module-level import added later fails there too, naming the module.
 Speed itself is measured by ``make bench`` (benchmarks/startup.py), not here.
@@ -76,9 +76,12 @@ NOT_FOR_AN_IN_MEMORY_START = (
 )
 
 #: What a broker without ``metrics.port`` or ``--ui`` may not bring (rich neither: into a
-#: file or a pipe the CLI writes plain lines).
+#: file or a pipe the CLI writes plain lines; nor Starlette and anyio, which the HTTP
+#: servers every broker builds load when one first answers a request).
 NOT_FOR_A_PLAIN_BROKER = (
     "rich",
+    "starlette",
+    "anyio",
     "opentelemetry",  # client telemetry (KIP-714): only once a client pushes metrics
     "google.protobuf",
     "trikafka.otlp",
@@ -283,3 +286,25 @@ def test_a_broker_with_a_data_dir_loads_the_file_log_and_its_coordinators_at_sta
     """With a data directory the coordinators recover what it holds before the first answer."""
     modules = _serve(["--data-dir", str(tmp_path / "data")], tmp_path)
     assert {"trikafka.log.file", "trikafka.coordinator.group_coordinator"} <= set(modules)
+
+
+def test_an_in_memory_broker_looks_up_no_c_library_until_a_syncfs(tmp_path):
+    """``ctypes.util.find_library`` runs ``ldconfig -p`` in a child process: the file log's
+    ``syncfs`` looks the C library up when it is first called, not when the broker starts."""
+    code = (
+        "import ctypes.util, os, trio\n"
+        "calls = []\n"
+        "real = ctypes.util.find_library\n"
+        "ctypes.util.find_library = lambda name: calls.append(name) or real(name)\n"
+        "from trikafka import open_broker\n"
+        "async def main():\n"
+        "    async with open_broker(listeners='PLAINTEXT://127.0.0.1:0', log_dirs=''):\n"
+        "        pass\n"
+        "trio.run(main)\n"
+        "assert calls == [], calls\n"
+        "from trikafka.log.storage import SYSTEM_IO\n"
+        "fd = os.open('.', os.O_RDONLY)\n"
+        "SYSTEM_IO.syncfs(fd)\n"
+        "assert calls == ['c'], calls  # not vacuous: asked for, it is looked up\n"
+    )
+    _modules_after(code, tmp_path)

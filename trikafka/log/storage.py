@@ -28,8 +28,8 @@ EIO or EROFS on demand, including after a partial write.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
+import functools
 import os
 
 from trikafka.errors import ErrorCode, KafkaProtocolError
@@ -69,16 +69,23 @@ class FileIO:
     def syncfs(self, fd: int) -> None:
         """Linux ``syncfs``: everything dirty on ``fd``'s filesystem, in one call (ENOSYS
         elsewhere). Thousands of per-file fsyncs after a recovery took longer than a stop may."""
-        if _libc is None or not hasattr(_libc, "syncfs"):
+        libc = _libc()
+        if libc is None or not hasattr(libc, "syncfs"):
             raise OSError(errno.ENOSYS, "syncfs is not available")
-        if _libc.syncfs(fd) != 0:
+        if libc.syncfs(fd) != 0:
             code = ctypes.get_errno()
             raise OSError(code, os.strerror(code))
 
 
-try:
-    _libc: ctypes.CDLL | None = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-except OSError:  # pragma: no cover - no C library to load
-    _libc = None
+@functools.cache
+def _libc() -> ctypes.CDLL | None:
+    """The C library, loaded on the first ``syncfs``: finding it runs ``ldconfig -p`` in a
+    child process, which a broker without a data directory never needs to pay at start."""
+    import ctypes.util
+
+    try:
+        return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    except OSError:  # pragma: no cover - no C library to load
+        return None
 
 SYSTEM_IO = FileIO()

@@ -25,6 +25,12 @@ from start-up hooks).
 
 Security: with ``users`` every mount but the ``public`` ones (``/metrics``) asks for HTTP
 Basic (:mod:`trikafka.web.http_auth`); with ``ssl_context`` the port speaks HTTPS only.
+
+Every broker builds its servers (mounting works before ``run``), but most serve nothing: a
+broker without ``metrics.port`` and the other HTTP ports never answers HTTP. So Starlette (and
+anyio, email and http.client under it: some 15 ms of a broker process's start) is imported when
+a router first answers a request, and hypercorn when a port is bound
+(tests/test_startup_imports.py).
 """
 
 from __future__ import annotations
@@ -36,9 +42,6 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 import trio
-from starlette.applications import Starlette
-from starlette.responses import PlainTextResponse, Response
-from starlette.routing import BaseRoute, Match, Route
 
 from trikafka.web.http_auth import Verifier, require_basic
 
@@ -75,27 +78,33 @@ def route_for(routes: Mapping[str, Any], path: str) -> str | None:
     return best
 
 
-class _Mounts(BaseRoute):
-    """Starlette's route for the mounted apps: the longest mounted prefix wins (see the module
+@functools.cache
+def _mounts_route() -> type:
+    """Starlette's route for the mounted apps (a class made on first use, so that Starlette is
+    imported only by a server that answers): the longest mounted prefix wins (see the module
     doc); an app mounted with a verifier gets HTTP Basic in front of it."""
+    from starlette.routing import BaseRoute, Match
 
-    def __init__(self, router: Router) -> None:
-        self.router = router
+    class _Mounts(BaseRoute):
+        def __init__(self, router: Router) -> None:
+            self.router = router
 
-    def matches(self, scope: Scope) -> tuple[Match, Scope]:
-        if scope["type"] not in ("http", "websocket"):
-            return Match.NONE, {}
-        prefix = route_for(self.router.routes, scope.get("path", "/"))
-        if prefix is None:
-            return Match.NONE, {}
-        return Match.FULL, {_MOUNT_KEY: prefix}
+        def matches(self, scope: Scope) -> tuple[Match, Scope]:
+            if scope["type"] not in ("http", "websocket"):
+                return Match.NONE, {}
+            prefix = route_for(self.router.routes, scope.get("path", "/"))
+            if prefix is None:
+                return Match.NONE, {}
+            return Match.FULL, {_MOUNT_KEY: prefix}
 
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        prefix = scope[_MOUNT_KEY]
-        child = dict(scope)
-        del child[_MOUNT_KEY]
-        child["root_path"] = scope.get("root_path", "") + ("" if prefix == "/" else prefix)
-        await self.router.routes[prefix](child, receive, send)
+        async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+            prefix = scope[_MOUNT_KEY]
+            child = dict(scope)
+            del child[_MOUNT_KEY]
+            child["root_path"] = scope.get("root_path", "") + ("" if prefix == "/" else prefix)
+            await self.router.routes[prefix](child, receive, send)
+
+    return _Mounts
 
 
 _MOUNT_KEY = "trikafka.mount"
@@ -115,7 +124,7 @@ class Router:
         self.users = users
         for prefix, app in (routes or {}).items():
             self.mount(prefix, app)
-        self._app = Starlette(routes=[_Mounts(self), Route("/", self._index, include_in_schema=False)])
+        self._app: ASGIApp | None = None  # the Starlette app, made when the first request comes
 
     def mount(self, prefix: str, app: ASGIApp, *, public: bool = False) -> None:
         """Serve ``app`` under ``prefix`` (e.g. ``"/ui"``); replaces an earlier mount there.
@@ -125,11 +134,21 @@ class Router:
             app = require_basic(app, self.users, what=f"HTTP {prefix}")
         self.routes[_normalise(prefix)] = app
 
-    async def _index(self, request: Any) -> Response:
+    async def _index(self, request: Any) -> Any:
+        from starlette.responses import PlainTextResponse
+
         body = "trikafka\n" + "".join(f"  {prefix}\n" for prefix in sorted(self.routes))
         return PlainTextResponse(body)
 
+    def _starlette(self) -> ASGIApp:
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        return Starlette(routes=[_mounts_route()(self), Route("/", self._index, include_in_schema=False)])
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._app is None:
+            self._app = self._starlette()
         await self._app(scope, receive, send)
 
 
