@@ -120,6 +120,9 @@ def test_outputs_are_written(quick_run: tuple[dict, Path, str]) -> None:
     assert data["meta"]["machine"]["cpus"] >= 1
     assert data["meta"]["versions"]["librdkafka"]
     assert (ROOT / "benchmarks" / "build" / "loadgen").exists()  # built by the harness if missing
+    # Processes start from cached bytecode, as an installed trikafka does, whatever the
+    # environment says about writing it (benchmarks.run.cache_bytecode).
+    assert list((ROOT / "benchmarks" / "build" / "pycache").rglob("broker*.pyc"))
     try:
         import matplotlib  # noqa: F401
     except ImportError:
