@@ -233,24 +233,29 @@ class Log(LogOffsets, LogRetention, LogDurability, LogTransactions):
         refuses the write is a :class:`~trikafka.log.storage.KafkaStorageError` and leaves
         the log exactly as it was (:mod:`trikafka.log.storage`).
         """
-        self._check_open()
+        if self._closed:
+            self._check_open()
         headers = validated if validated is not None else list(iter_batches(batches))
         if not headers:
             raise InvalidRecordError(f"a produce to {self.name} must hold at least one batch")
+        config = self.config
+        limit = config.max_message_bytes
+        spans = 0  # offsets the batches take
         for header in headers:
-            if header.size > self.config.max_message_bytes:
+            if header.size > limit:
                 why = f"batch of {header.size} bytes to {self.name} exceeds max.message.bytes"
-                raise KafkaProtocolError(f"{why} {self.config.max_message_bytes}", ErrorCode.message_too_large)
-        if len(batches) > self.config.segment_bytes:
+                raise KafkaProtocolError(f"{why} {limit}", ErrorCode.message_too_large)
+            spans += header.last_offset_delta + 1
+        if len(batches) > config.segment_bytes:
             raise KafkaProtocolError(
-                f"{len(batches)} bytes to {self.name} exceed segment.bytes {self.config.segment_bytes}",
+                f"{len(batches)} bytes to {self.name} exceed segment.bytes {config.segment_bytes}",
                 ErrorCode.record_list_too_large,
             )
         data = batches if isinstance(batches, bytearray) else self._writable_copy(batches)
         now = self._clock() if log_append_time_ms is None else log_append_time_ms
-        append_time = int(now) if self.config.log_append_time else None
-        first = self.log_end_offset
-        last = first + sum(h.last_offset_delta + 1 for h in headers) - 1
+        append_time = int(now) if config.log_append_time else None
+        first = self._segments[-1].next_offset  # the log end offset
+        last = first + spans - 1
         # The headers validation parsed, patched along with the bytes: no second parse.
         patched = rebase_batches(
             data, headers, first, leader_epoch=leader_epoch, log_append_time_ms=append_time
