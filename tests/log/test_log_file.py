@@ -5,8 +5,11 @@ from __future__ import annotations
 import logging
 import os
 
-from trikafka.log import FileLog, LogConfig
+import pytest
+
+from trikafka.log import FileLog, LogConfig, MemoryLog
 from trikafka.log.file import segment_file_name
+from trikafka.log.storage import FileIO
 
 from .log_conformance import batch, decode
 
@@ -215,4 +218,45 @@ def test_truncate_fully_removes_the_files(tmp_path, clock):
     log.close()
     again = FileLog.open(tmp_path, "t", 0, clock=clock)
     assert (again.log_start_offset, again.log_end_offset) == (7, 7)
+    again.close()
+
+
+class ShortWrites(FileIO):
+    """Writes at most ``limit`` bytes per call, as a kernel may; counts the gathered calls."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.gathered = 0
+
+    def pwritev(self, fd: int, parts, position: int) -> int:
+        self.gathered += 1
+        return os.pwrite(fd, b"".join(parts)[: self.limit], position)
+
+
+@pytest.mark.parametrize("append_time", [False, True], ids=["create-time", "log-append-time"])
+def test_large_batches_go_to_the_file_from_where_they_are(tmp_path, clock, append_time):
+    """A request's read-only batches of a few KiB each are written without a copy of the
+    whole: header copies and the records themselves, in parts, continued after short writes.
+    What the file holds is what the memory log keeps, and it survives a reopen."""
+    config = LogConfig(message_timestamp_type="LogAppendTime" if append_time else "CreateTime")
+    requests = [
+        b"".join(bytes(batch(3, timestamp=1000 + i, size=3_000, tag=b"%d-%d" % (i, j))) for j in range(2))
+        for i in range(4)
+    ]
+    io = ShortWrites(limit=5_000)
+    log = FileLog.open(tmp_path, "t", 0, config, clock=clock, io=io)
+    kept = MemoryLog("t", 0, config, clock=clock)
+    for data in requests:
+        assert log.append(memoryview(data).toreadonly(), leader_epoch=3) == kept.append(
+            bytearray(data), leader_epoch=3
+        )
+    assert io.gathered > len(requests)  # short writes were continued
+    stored = all_batches(log)
+    assert stored == all_batches(kept)
+    assert [r.value[:4] for b in stored for r in decode(b)][:3] == [b"0-00", b"0-01", b"0-02"]
+    log.flush()
+    log.close()
+    again = FileLog.open(tmp_path, "t", 0, config, clock=clock)
+    assert again.recovered_bytes_cut == 0
+    assert all_batches(again) == stored
     again.close()

@@ -26,6 +26,7 @@ from trikafka.protocol.records import (
     iter_batches,
     iter_records,
     parse_batch_header,
+    rebase_batch_parts,
     rebase_batches,
 )
 
@@ -347,3 +348,26 @@ def test_record_walk_agrees_with_a_varint_by_varint_walk(record_walk, records, e
     assert outcomes[0] == outcomes[1]
     if not edits and not count_change:
         assert outcomes == ["ok", "ok"]
+
+
+@pytest.mark.parametrize("append_time", [None, 1_800_000_000_123], ids=["create-time", "log-append-time"])
+def test_rebase_batch_parts_writes_what_rebase_batches_patches(append_time):
+    """The parts (each batch's patched header copy, then its records where they are) are the
+    bytes rebase_batches patches in place, with the same headers; the input is not touched."""
+    data = b"".join(
+        build_batch([(b"k", b"v%d" % i * size, [], 1_700_000_000_000 + i) for i in range(count)])
+        for count, size in ((3, 5_000), (1, 1), (40, 100))
+    )
+    headers = list(iter_batches(data))
+    patched = bytearray(data)
+    expected = rebase_batches(patched, headers, 1234, leader_epoch=7, log_append_time_ms=append_time)
+
+    got, parts = rebase_batch_parts(
+        memoryview(data).toreadonly(), headers, 1234, leader_epoch=7, log_append_time_ms=append_time
+    )
+
+    assert b"".join(parts) == patched
+    assert got == expected
+    assert list(iter_batches(b"".join(parts))) == expected  # CRCs hold
+    assert bytes(data) == bytes(memoryview(data))  # unchanged
+    assert [h.base_offset for h in got] == [1234, 1237, 1238]

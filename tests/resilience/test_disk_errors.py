@@ -38,6 +38,7 @@ class DiskFaults(FileIO):
     def __init__(self) -> None:
         self.fault: int | None = None
         self.failed_writes = 0
+        self.gathered_writes = 0  # pwritev calls
         self.syncfs_calls = 0
         self.syncfs_fault: int | None = None  # only syncfs fails (writes go through)
         self._half_written = False
@@ -52,6 +53,19 @@ class DiskFaults(FileIO):
         if len(data) > 1 and not self._half_written:
             self._half_written = True
             return super().pwrite(fd, memoryview(data)[: len(data) // 2], position)
+        self._half_written = False
+        self.failed_writes += 1
+        self._raise()
+
+    def pwritev(self, fd: int, parts, position: int) -> int:
+        """As ``pwrite``: half of the parts' bytes go out first, then the fault."""
+        self.gathered_writes += 1
+        if self.fault is None:
+            return super().pwritev(fd, parts, position)
+        total = sum(len(part) for part in parts)
+        if total > 1 and not self._half_written:
+            self._half_written = True
+            return super().pwrite(fd, b"".join(parts)[: total // 2], position)
         self._half_written = False
         self.failed_writes += 1
         self._raise()
@@ -141,6 +155,45 @@ def test_a_failed_append_leaves_the_log_as_it_was(tmp_path, fault, caplog):
         again = LogManager([tmp_path], LogConfig(index_interval_bytes=100, segment_bytes=2000))
     assert not caplog.records  # nothing to recover: the file held no half batch
     assert again.get_log("t", 0).log_end_offset == 20
+    again.close()
+
+
+def large(i: int) -> memoryview:
+    """Two batches of 5 KiB records as a Produce request holds them: a read-only view, which
+    the file log writes in parts (header copies and the records where they are)."""
+    data = b"".join(
+        build_batch([(b"k%d" % i, b"v" * 5_000, [], 1_700_000_000_000 + i)]) for _ in range(2)
+    )
+    return memoryview(data).toreadonly()
+
+
+@pytest.mark.parametrize("fault", ERRNOS, ids=errno.errorcode.get)
+def test_a_failed_append_in_parts_leaves_the_log_as_it_was(tmp_path, fault, caplog):
+    faults = DiskFaults()
+    manager = LogManager([tmp_path], LogConfig(index_interval_bytes=100), io=faults)
+    log = manager.get_or_create_log("t", 0)
+    for i in range(3):
+        log.append(large(i), leader_epoch=0)
+    before = snapshot(log)
+
+    faults.fault = fault
+    for i in range(3, 6):  # half of the parts' bytes written, then the fault: cut off again
+        with pytest.raises(KafkaStorageError) as failed:
+            log.append(large(i), leader_epoch=0)
+        assert os.strerror(fault) in str(failed.value)
+        assert snapshot(log) == before
+    assert faults.failed_writes == 3
+    assert faults.gathered_writes == 3 + 3 * 2  # every append in parts
+
+    faults.fault = None
+    assert log.append(large(3), leader_epoch=0).first_offset == 6
+    assert offsets_in(log) == list(range(8))
+    manager.close()
+
+    with caplog.at_level(logging.WARNING):
+        again = LogManager([tmp_path], LogConfig(index_interval_bytes=100))
+    assert not caplog.records  # the file held no half batch
+    assert again.get_log("t", 0).log_end_offset == 8
     again.close()
 
 

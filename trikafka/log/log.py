@@ -56,12 +56,16 @@ from trikafka.protocol.records import (
     NO_TIMESTAMP,
     BatchHeader,
     iter_batches,
+    rebase_batch_parts,
     rebase_batches,
 )
 
 __all__ = ["AppendInfo", "EndOffset", "FetchData", "FlushJob", "Log", "wall_clock_ms"]
 
 _OFFSET_LENGTH = struct.Struct(">qi")  # baseOffset, batchLength
+#: Batches written as parts average at least this many bytes: a header copy per batch costs
+#: more than one copy of the whole when the batches are tiny.
+_PARTS_MIN_BATCH = 4096
 
 
 def wall_clock_ms() -> float:
@@ -233,33 +237,49 @@ class Log(LogOffsets, LogRetention, LogDurability, LogTransactions):
         refuses the write is a :class:`~trikafka.log.storage.KafkaStorageError` and leaves
         the log exactly as it was (:mod:`trikafka.log.storage`).
         """
-        self._check_open()
+        if self._closed:
+            self._check_open()
         headers = validated if validated is not None else list(iter_batches(batches))
         if not headers:
             raise InvalidRecordError(f"a produce to {self.name} must hold at least one batch")
+        config = self.config
+        limit = config.max_message_bytes
+        spans = 0  # offsets the batches take
         for header in headers:
-            if header.size > self.config.max_message_bytes:
+            if header.size > limit:
                 why = f"batch of {header.size} bytes to {self.name} exceeds max.message.bytes"
-                raise KafkaProtocolError(f"{why} {self.config.max_message_bytes}", ErrorCode.message_too_large)
-        if len(batches) > self.config.segment_bytes:
+                raise KafkaProtocolError(f"{why} {limit}", ErrorCode.message_too_large)
+            spans += header.last_offset_delta + 1
+        if len(batches) > config.segment_bytes:
             raise KafkaProtocolError(
-                f"{len(batches)} bytes to {self.name} exceed segment.bytes {self.config.segment_bytes}",
+                f"{len(batches)} bytes to {self.name} exceed segment.bytes {config.segment_bytes}",
                 ErrorCode.record_list_too_large,
             )
-        data = batches if isinstance(batches, bytearray) else self._writable_copy(batches)
         now = self._clock() if log_append_time_ms is None else log_append_time_ms
-        append_time = int(now) if self.config.log_append_time else None
-        first = self.log_end_offset
-        last = first + sum(h.last_offset_delta + 1 for h in headers) - 1
+        append_time = int(now) if config.log_append_time else None
+        first = self._segments[-1].next_offset  # the log end offset
+        last = first + spans - 1
         # The headers validation parsed, patched along with the bytes: no second parse.
-        patched = rebase_batches(
-            data, headers, first, leader_epoch=leader_epoch, log_append_time_ms=append_time
-        )
+        data: bytes | bytearray | memoryview  # the batches as the log keeps them
+        written: bytearray | memoryview | list[bytearray | memoryview]  # what the store gets
+        if isinstance(batches, bytearray):
+            data = written = batches
+            patched = rebase_batches(data, headers, first, leader_epoch=leader_epoch, log_append_time_ms=append_time)
+        elif self._writes_parts and len(batches) >= len(headers) * _PARTS_MIN_BATCH:
+            # A store that writes parts (a file) gets each batch's patched header copy and its
+            # records where they are: no copy of the records on their way to the page cache.
+            data = batches
+            patched, written = rebase_batch_parts(
+                data, headers, first, leader_epoch=leader_epoch, log_append_time_ms=append_time
+            )
+        else:
+            data = written = self._writable_copy(batches)
+            patched = rebase_batches(data, headers, first, leader_epoch=leader_epoch, log_append_time_ms=append_time)
         next_offset = patched[-1].next_offset
         count = len(self._segments)
         try:
             segment = self._maybe_roll(len(data), now, last)
-            segment.append(data, patched, now)  # nothing moves unless the bytes were written
+            segment.append(written, patched, now)  # nothing moves unless the bytes were written
         except OSError as exc:
             if len(self._segments) > count:  # rolled for this append: take the roll back
                 self._segments.pop().store.delete()
@@ -278,6 +298,10 @@ class Log(LogOffsets, LogRetention, LogDurability, LogTransactions):
             log_append_time=append_time if append_time is not None else -1,
             log_start_offset=self._log_start_offset,
         )
+
+    #: Whether the store takes an append as parts (``SegmentStore.append_parts``) instead
+    #: of one buffer: a backend that writes the bytes out rather than keeping them.
+    _writes_parts = False
 
     def _writable_copy(self, batches: bytes | memoryview) -> bytearray | memoryview:
         """The copy of a caller's batches to patch and store (where: the backend's call)."""

@@ -251,6 +251,10 @@ class MemoryStore:
         self._starts.append(self._size)
         self._size += len(data)
 
+    def append_parts(self, parts: list[bytearray | memoryview]) -> None:
+        """Keep the parts as one chunk (the memory log appends one buffer; parts are a file's)."""
+        self.append(bytearray().join(parts))
+
     def read(self, position: int, size: int) -> list[bytes | memoryview]:
         end = min(position + size, self._size)
         out: list[bytes | memoryview] = []

@@ -73,6 +73,10 @@ class SegmentStore(Protocol):
 
     def append(self, data: bytes | bytearray | memoryview) -> None: ...
 
+    def append_parts(self, parts: list[bytearray | memoryview]) -> None:
+        """Append the parts, in order, as one (all of them or, on failure, none)."""
+        ...
+
     def read(self, position: int, size: int) -> list[bytes | memoryview]:
         """The bytes in ``[position, position + size)`` as one or more chunks."""
         ...
@@ -165,11 +169,20 @@ class Segment:
 
     # --- writing ---------------------------------------------------------------------------
 
-    def append(self, data: bytes | bytearray | memoryview, headers: list[BatchHeader], now_ms: float) -> None:
-        """Append validated, patched batches; ``headers`` have positions relative to ``data``."""
+    def append(
+        self,
+        data: bytes | bytearray | memoryview | list[bytearray | memoryview],
+        headers: list[BatchHeader],
+        now_ms: float,
+    ) -> None:
+        """Append validated, patched batches; ``headers`` have positions relative to ``data``
+        (one buffer, or a list of parts whose concatenation it is)."""
         position = self.store.size
         # Bytes first: a write that fails (a full disk) must leave the indexes untouched.
-        self.store.append(data)
+        if isinstance(data, list):
+            self.store.append_parts(data)
+        else:
+            self.store.append(data)
         for header in headers:
             self._track(header, position + header.position)
         last = headers[-1]

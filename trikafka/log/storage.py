@@ -60,6 +60,11 @@ class FileIO:
     def pwrite(self, fd: int, data: bytes | bytearray | memoryview, position: int) -> int:
         return os.pwrite(fd, data, position)
 
+    def pwritev(self, fd: int, parts: list[memoryview], position: int) -> int:
+        """``parts`` written at ``position`` in one call: how many bytes went out (maybe
+        fewer than all, as with ``pwrite``)."""
+        return os.pwritev(fd, parts, position)
+
     def ftruncate(self, fd: int, size: int) -> None:
         os.ftruncate(fd, size)
 

@@ -30,9 +30,9 @@
 #include <time.h> /* clock_gettime: new_future's CreateTime */
 
 static PyObject *InvalidRecordError = NULL; /* trikafka.errors.InvalidRecordError */
-static PyObject *crc32c_function = NULL;    /* crc32c.crc32c, the reference's CRC: imported on
-                                               the first batch (the package costs ~10 ms to
-                                               import, which a broker need not pay at start) */
+static PyObject *crc32c_function = NULL;    /* crc32c.crc32c, the reference's CRC, from
+                                               trikafka.protocol.crc.implementation() on the
+                                               first batch (see crc.py for why not the package) */
 
 static int
 fail(const char *message)
@@ -271,11 +271,12 @@ check_one(const unsigned char *buf, Py_ssize_t position, Py_ssize_t total, int w
     int32_t base_sequence = be32(b + 53);
     int32_t count = be32(b + 57);
     if (crc32c_function == NULL) {
-        PyObject *crc32c = PyImport_ImportModule("crc32c");
-        if (crc32c == NULL)
+        /* crc.implementation(): the package's function, loaded without its slow __init__ */
+        PyObject *crc = PyImport_ImportModule("trikafka.protocol.crc");
+        if (crc == NULL)
             return NULL;
-        crc32c_function = PyObject_GetAttrString(crc32c, "crc32c");
-        Py_DECREF(crc32c);
+        crc32c_function = PyObject_CallMethod(crc, "implementation", NULL);
+        Py_DECREF(crc);
         if (crc32c_function == NULL)
             return NULL;
     }

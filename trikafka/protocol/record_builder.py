@@ -24,6 +24,7 @@ from trikafka.protocol.batch_layout import (
     _TIMESTAMP_TYPE_BIT,
     _TRANSACTIONAL_BIT,
     _UINT32,
+    BATCH_HEADER_SIZE,
     CONTROL_ABORT,
     CONTROL_COMMIT,
     CURRENT_MAGIC,
@@ -45,6 +46,7 @@ __all__ = [
     "build_batch_parts",
     "build_control_batch",
     "build_retained_batch",
+    "rebase_batch_parts",
     "rebase_batches",
 ]
 
@@ -123,38 +125,81 @@ def rebase_batches(
     out = []
     next_offset = base_offset
     for h in headers:
-        position = h.position
-        _BASE_OFFSET.pack_into(view, position, next_offset)
-        _INT32.pack_into(view, position + _PARTITION_LEADER_EPOCH_AT, leader_epoch)
-        attributes, max_timestamp, crc = h.attributes, h.max_timestamp, h.crc
-        if log_append_time_ms is not None:
-            attributes |= _TIMESTAMP_TYPE_BIT
-            max_timestamp = log_append_time_ms
-            _INT16.pack_into(view, position + _ATTRIBUTES_AT, attributes)
-            _INT64.pack_into(view, position + _MAX_TIMESTAMP_AT, max_timestamp)
-            crc = crc32c(view[position + _ATTRIBUTES_AT : position + h.size])
-            _UINT32.pack_into(view, position + _CRC_AT, crc)
-        out.append(
-            BatchHeader(
-                position,
-                h.size,
-                next_offset,
-                leader_epoch,
-                h.magic,
-                crc,
-                attributes,
-                h.last_offset_delta,
-                h.base_timestamp,
-                max_timestamp,
-                h.producer_id,
-                h.producer_epoch,
-                h.base_sequence,
-                h.record_count,
-            )
-        )
+        out.append(_patch(view, h.position, h, next_offset, leader_epoch, log_append_time_ms, None))
         next_offset += h.last_offset_delta + 1
     view.release()
     return out
+
+
+def rebase_batch_parts(
+    data: bytes | bytearray | memoryview,
+    headers: Sequence[BatchHeader],
+    base_offset: int,
+    *,
+    leader_epoch: int = 0,
+    log_append_time_ms: int | None = None,
+) -> tuple[list[BatchHeader], list[bytearray | memoryview]]:
+    """:func:`rebase_batches` for bytes that are not to be written to or copied whole (a
+    Produce request's batches on their way to a file): every patched field lies in a batch's
+    61-byte header, so each header is copied and patched and its records are left where
+    they are. Returns the patched headers and the parts to write, in order: each batch's
+    header copy, then a view of its records. ``data`` is not changed.
+    """
+    view = memoryview(data)
+    out = []
+    parts: list[bytearray | memoryview] = []
+    next_offset = base_offset
+    for h in headers:
+        position = h.position
+        head = bytearray(view[position : position + BATCH_HEADER_SIZE])
+        records = view[position + BATCH_HEADER_SIZE : position + h.size]
+        out.append(_patch(memoryview(head), 0, h, next_offset, leader_epoch, log_append_time_ms, records))
+        parts.append(head)
+        parts.append(records)
+        next_offset += h.last_offset_delta + 1
+    return out, parts
+
+
+def _patch(
+    view: memoryview,
+    position: int,
+    h: BatchHeader,
+    offset: int,
+    leader_epoch: int,
+    log_append_time_ms: int | None,
+    records: memoryview | None,
+) -> BatchHeader:
+    """Patch the header at ``position`` of ``view`` (the whole batch, or with ``records``
+    the header alone and the records beside it); the header as patched, at ``h.position``."""
+    _BASE_OFFSET.pack_into(view, position, offset)
+    _INT32.pack_into(view, position + _PARTITION_LEADER_EPOCH_AT, leader_epoch)
+    attributes, max_timestamp, crc = h.attributes, h.max_timestamp, h.crc
+    if log_append_time_ms is not None:
+        attributes |= _TIMESTAMP_TYPE_BIT
+        max_timestamp = log_append_time_ms
+        _INT16.pack_into(view, position + _ATTRIBUTES_AT, attributes)
+        _INT64.pack_into(view, position + _MAX_TIMESTAMP_AT, max_timestamp)
+        if records is None:
+            crc = crc32c(view[position + _ATTRIBUTES_AT : position + h.size])
+        else:  # the CRC of the header's covered part, continued over the records
+            crc = crc32c(records, crc32c(view[position + _ATTRIBUTES_AT : position + BATCH_HEADER_SIZE]))
+        _UINT32.pack_into(view, position + _CRC_AT, crc)
+    return BatchHeader(
+        h.position,
+        h.size,
+        offset,
+        leader_epoch,
+        h.magic,
+        crc,
+        attributes,
+        h.last_offset_delta,
+        h.base_timestamp,
+        max_timestamp,
+        h.producer_id,
+        h.producer_epoch,
+        h.base_sequence,
+        h.record_count,
+    )
 
 
 # --- building -------------------------------------------------------------------------------

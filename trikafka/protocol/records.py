@@ -52,6 +52,7 @@ from trikafka.protocol.record_builder import (
     assign_offsets,
     build_batch,
     build_control_batch,
+    rebase_batch_parts,
     rebase_batches,
 )
 from trikafka.protocol.record_reader import (
@@ -84,6 +85,7 @@ __all__ = [
     "iter_records",
     "next_offset_after",
     "parse_batch_header",
+    "rebase_batch_parts",
     "rebase_batches",
     "record_objects",
     "record_tuples",

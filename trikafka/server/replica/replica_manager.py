@@ -102,16 +102,21 @@ class ReplicaManager(TopicOperations):
         (measured here: fsync p50 0.2 ms, p99 1.3 ms, max 8 ms — too long for the event
         loop; page-cache writes of 100 KB take 0.04 ms and stay on it).
         """
-        partition_log = self.get_log(topic.name, partition)
+        name = topic.name
+        partition_log = self.get_log(name, partition)
+        configs = topic.configs
         data = self.prepare_records(topic, records)
         # Validated once, here (CRC, header, every record): Kafka's order too (LogValidator
         # before the producer-state checks); Log.append takes the headers as they are.
         headers = list(iter_batches(data))
         if partition_log.config.compact_enabled:
-            check_keys(data, headers, f"{topic.name}-{partition}")
-        if self.record_validator is not None and topic.configs:  # confluent.*.schema.validation
-            self.record_validator(topic.name, topic.configs, data, headers)
-        state = self._producer_states.setdefault((topic.name, partition), ProducerStateManager())
+            check_keys(data, headers, f"{name}-{partition}")
+        if self.record_validator is not None and configs:  # confluent.*.schema.validation
+            self.record_validator(name, configs, data, headers)
+        key = (name, partition)
+        state = self._producer_states.get(key)
+        if state is None:
+            state = self._producer_states[key] = ProducerStateManager()
         duplicate_of = state.check(headers)
         if duplicate_of is not None:
             from trikafka.log.log import AppendInfo
@@ -119,7 +124,7 @@ class ReplicaManager(TopicOperations):
             return AppendInfo(duplicate_of, duplicate_of, -1, partition_log.log_start_offset)
         for header in headers:
             if header.attributes & 0x30:
-                self._check_transactional(header, transactional_id, topic.name, partition, add_to_txn)
+                self._check_transactional(header, transactional_id, name, partition, add_to_txn)
         info = partition_log.append(
             data,
             leader_epoch=LEADER_EPOCH,
