@@ -49,4 +49,5 @@ def test_confluent_kafka_rebootstraps_on_it(kafka_broker: Any) -> None:
     assert any("re-bootstrap" in line for line in lines), lines[-20:]
     # It started over from bootstrap.servers: ApiVersions on a connection it had not used.
     after = [r for r in kafka_broker.recorded(client_id="rb") if r.connection_id not in seen]
-    assert after and after[0].api == "ApiVersions", ([(r.api, r.connection_id) for r in kafka_broker.recorded(client_id="rb")], seen)
+    every = [(r.api, r.connection_id) for r in kafka_broker.recorded(client_id="rb")]
+    assert after and after[0].api == "ApiVersions", (every, seen)
