@@ -51,11 +51,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     does nothing. ``tests/test_xdist_groups.py`` checks that a group runs on one worker."""
     if not getattr(config.option, "loadgroup", False):
         return
-    from _pytest.nodeid import NodeId
-
     for item in items:
         legacy = item.__dict__.get("_nodeid")
         if isinstance(legacy, str) and legacy != item.nodeid and hasattr(item, "_id"):
+            from _pytest.nodeid import NodeId  # pytest 9.2+, the only one where they differ
+
             item._id = NodeId.parse(legacy)
 
 
