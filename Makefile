@@ -135,11 +135,16 @@ dist: $(STAMP)
 	$(PY) -m twine check --strict dist/*
 
 # The fast gate for the edit-test loop (under four minutes on two cores): ruff, the type checker
-# and every test that needs no real client process (compat), stream processor or Spark, on two
-# pytest-xdist workers. `make test` stays the whole gate (.ci/run runs it).
+# and every test that needs no real client process (compat), stream processor or Spark. On four
+# pytest-xdist workers, though the machine has two cores: many of these tests wait on a
+# subprocess or a socket rather than compute, and four finish them sooner than two. Bytecode is
+# cached (__pycache__, ignored by git) even where PYTHONDONTWRITEBYTECODE is set: the tests start
+# a few hundred Python processes that import the package, and each would compile it again, as
+# each worker would rewrite every test module's asserts. `make test` stays the whole gate
+# (.ci/run runs it).
 check: $(STAMP) typecheck
 	$(VENV)/bin/ruff check trikafka tests examples benchmarks tools
-	$(PY) -m pytest -q -p no:cacheprovider -n 2 --dist loadgroup -m "not compat and not streams" --ignore=tests/spark
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider -n 4 --dist loadgroup -m "not compat and not streams" --ignore=tests/spark
 
 # mypy over trikafka/ ([tool.mypy] in pyproject.toml), then the public API as a user's strict
 # checker sees it (tests/type_tests/; tests/type_tests/test_public_api_types.py runs the same).

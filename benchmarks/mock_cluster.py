@@ -13,6 +13,8 @@ Protocol with the parent, one line each way (stdout is flushed per line):
 
     → READY <host:port> <startup_ms>      startup_ms: dlopen + rd_kafka_new + mock_cluster_new
     ← topic <name> <partitions>           → ok | error <code>   (the mock has no CreateTopics)
+    ← group-initial-rebalance-delay <ms>  → ok   (the mock's group.initial.rebalance.delay.ms,
+                                                  3000 as Kafka's unless changed)
     ← (EOF on stdin)                      the cluster is destroyed and the process exits
 
 The mock keeps at most 5 MiB (and 100,000 batches) per partition and drops the oldest batches
@@ -64,6 +66,8 @@ def _load(path: str) -> ctypes.CDLL:
     lib.rd_kafka_mock_topic_create.argtypes = [
         ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int
     ]
+    lib.rd_kafka_mock_group_initial_rebalance_delay_ms.restype = None
+    lib.rd_kafka_mock_group_initial_rebalance_delay_ms.argtypes = [ctypes.c_void_p, ctypes.c_int32]
     return lib
 
 
@@ -92,6 +96,9 @@ def main() -> int:
             if len(words) == 3 and words[0] == "topic":
                 code = lib.rd_kafka_mock_topic_create(cluster, words[1].encode(), int(words[2]), 1)
                 print("ok" if code == 0 else f"error {code}", flush=True)
+            elif len(words) == 2 and words[0] == "group-initial-rebalance-delay":
+                lib.rd_kafka_mock_group_initial_rebalance_delay_ms(cluster, int(words[1]))
+                print("ok", flush=True)
             elif words:
                 print(f"error unknown command {words[0]!r}", flush=True)
     finally:

@@ -26,6 +26,10 @@ from benchmarks.workloads import Settings  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT = 240  # seconds; a quick run takes ~40 s on this 2-core machine
 
+# The module's tests read one quick run (a module-scoped fixture): under pytest-xdist they stay
+# on one worker (``--dist loadgroup``), or each worker would run the harness again.
+pytestmark = pytest.mark.xdist_group("bench_harness")
+
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path, str]:

@@ -34,6 +34,11 @@ def mock_cluster():
         process.stdin.write("topic mocked 3\n")
         process.stdin.flush()
         assert process.stdout.readline().strip() == "ok"
+        # A first join is answered at once, not after Kafka's 3 s group.initial.rebalance.delay.ms
+        # (trikafka's dev default is 0 too): the commands are tested here, not that wait.
+        process.stdin.write("group-initial-rebalance-delay 0\n")
+        process.stdin.flush()
+        assert process.stdout.readline().strip() == "ok"
         yield process
     finally:
         process.stdin.close()

@@ -15,8 +15,8 @@ Nothing here imports the checkout: every interpreter is the venv's, run with no 
 from a temporary directory. pip installs from its index as configured on the machine (a local
 cache here). The venvs are made without pip (``--without-pip``) and filled by this
 interpreter's pip (``pip --python``): ensurepip would cost each one seconds for nothing tested.
-The module's tests share its built wheels, so under pytest-xdist they stay on one worker
-(``xdist_group``, with ``--dist loadgroup``).
+The tests of one flavour share its built wheel, so under pytest-xdist they stay on one worker
+(``xdist_group``, with ``--dist loadgroup``); the two flavours may run on two.
 """
 
 from __future__ import annotations
@@ -43,7 +43,10 @@ TIMEOUT = 600  # a build or an install from an empty pip cache
 #: The wheel flavours: the environment each is built in.
 FLAVOURS = {"native": {}, "pure": {"TRIKAFKA_NO_EXTENSIONS": "1"}}
 
-pytestmark = pytest.mark.xdist_group("packaging")
+
+def _flavour(name: str) -> object:
+    """A flavour as a parameter, in the xdist group of the tests that share its wheel."""
+    return pytest.param(name, marks=pytest.mark.xdist_group(f"packaging-{name}"))
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -96,7 +99,7 @@ def _copy_source(to: Path) -> Path:
     return source
 
 
-@pytest.fixture(scope="module", params=sorted(FLAVOURS))
+@pytest.fixture(scope="module", params=[_flavour(name) for name in sorted(FLAVOURS)])
 def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Built:
     flavour = request.param
     where = tmp_path_factory.mktemp(f"build-{flavour}")
@@ -254,7 +257,7 @@ def test_the_pytest_extra_runs_the_fixtures(built, tmp_path_factory):
     assert "3 passed" in done.stdout, done.stdout
 
 
-@pytest.mark.parametrize("built", ["native"], indirect=True)  # the pure wheel: the same .py files
+@pytest.mark.parametrize("built", [_flavour("native")], indirect=True)  # the pure wheel: the same .py files
 def test_a_users_program_type_checks_against_the_wheel(built, tmp_path_factory):
     """mypy --strict on user_app.py against the installed wheel. It needs the package's py.typed
     marker and annotations: without them mypy says "missing library stubs or py.typed marker"."""
