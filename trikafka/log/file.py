@@ -205,11 +205,7 @@ class FileStore:
                 view = view[written:]
                 position += written
         except OSError:
-            if position != self._size:
-                try:  # a partial write: cut it off so the file ends where the log does
-                    self.io.ftruncate(fd, self._size)
-                except OSError:
-                    pass  # the next append overwrites from _size; recovery cuts a torn tail
+            self._cut_partial_write(fd, position)
             raise
         self._size = position
 
@@ -231,13 +227,18 @@ class FileStore:
                 if written:
                     pending[first] = pending[first][written:]
         except OSError:
-            if position != self._size:
-                try:  # a partial write: cut it off so the file ends where the log does
-                    self.io.ftruncate(fd, self._size)
-                except OSError:
-                    pass  # the next append overwrites from _size; recovery cuts a torn tail
+            self._cut_partial_write(fd, position)
             raise
         self._size = position
+
+    def _cut_partial_write(self, fd: int, position: int) -> None:
+        """A write failed at ``position``: cut off what of it reached the file, so the file
+        ends where the log does."""
+        if position != self._size:
+            try:
+                self.io.ftruncate(fd, self._size)
+            except OSError:
+                pass  # the next append overwrites from _size; recovery cuts a torn tail
 
     def read(self, position: int, size: int) -> list[bytes | memoryview]:
         return [self.pread(position, size)]
