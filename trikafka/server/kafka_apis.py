@@ -143,7 +143,8 @@ class ErrorsInto:
     ``result["error_code"]`` (and ``result["error_message"]`` with ``message=True``) instead of
     failing the whole request; ``failed`` holds it afterwards. Anything else propagates.
 
-    A class rather than ``@contextmanager``: Produce enters one per partition."""
+    A class rather than ``@contextmanager``: it may be entered once per resource of a request
+    (the config and topic APIs)."""
 
     __slots__ = ("failed", "message", "result")
 
