@@ -401,8 +401,8 @@ class Connection:
                     data = into = None  # the view dropped: the buffer may grow in place
                 if reads.cancel_called:
                     # Expired or stopped as the bytes came: the read ends here, as if the
-                    # cancel had come first (the checkpoint raises it into ``reads``).
-                    await trio.lowlevel.checkpoint_if_cancelled()
+                    # cancel had come first; the bytes are dropped with the connection.
+                    return self.read_cancelled()
                 if not count:
                     self.close_reason = "closed by the client"
                     return None

@@ -139,7 +139,9 @@ class SocketTransport:
         # waits only when it fails; but a connection reads only after its last answer went
         # out, when the client's next request has rarely arrived, so that try is nearly
         # always one system call (EAGAIN) and one exception wasted per request. The wait is
-        # the checkpoint; a wake-up with nothing to read waits again. ``os.read`` on the
+        # the checkpoint; a wake-up with nothing to read waits again. (``wait_readable`` is
+        # trio.lowlevel for the reason given at ``_sendfile_all``: no stream method waits on a
+        # raw descriptor; it is I/O, not scheduling.) ``os.read`` on the
         # socket's descriptor is ``recv`` without flags, as ``send`` writes with ``os.write``.
         fd = self._fd
         await wait_readable(fd)
